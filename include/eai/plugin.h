@@ -1,0 +1,193 @@
+/*
+ * eai-sandbox plugin ABI: the descriptor every plugin exports, and the host
+ * API table handed to create().  A plugin includes only headers from
+ * include/eai/ and links against nothing of core (-Wl,--no-undefined).
+ *
+ * Rules (see docs/plugins.md):
+ *  - one exported function per .so: eai_plugin_descriptor();
+ *  - the host accepts abi_major == EAI_ABI_MAJOR and abi_minor <= EAI_ABI_MINOR;
+ *  - descriptor fields never change order; ops tables start with their own
+ *    size and only grow at their end;
+ *  - struct_size is sizeof(struct eai_plugin_descriptor) as the plugin saw it.
+ */
+#ifndef EAI_PLUGIN_H
+#define EAI_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <jansson.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define EAI_ABI_MAJOR 1
+#define EAI_ABI_MINOR 0
+
+#define EAI_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define EAI_PLUGIN_DESCRIPTOR_SYMBOL "eai_plugin_descriptor"
+
+enum eai_plugin_kind {
+    EAI_KIND_ISOLATION = 0,
+    EAI_KIND_STORAGE,
+    EAI_KIND_AUDIT,
+    EAI_KIND_FINOPS,
+    EAI_KIND_TELEMETRY,
+    EAI_KIND_MAX
+};
+
+/* ---------------------------------------------------------------- errors */
+
+/* Stable error codes of the public API; core/errors.c holds the one table
+ * with HTTP status and English/French text.  Append only, never reuse. */
+enum eai_code {
+    EAI_OK = 0,
+    EAI_E_INVALID_JSON,
+    EAI_E_VALIDATION_FAILED,
+    EAI_E_LIMIT_EXCEEDED,
+    EAI_E_EGRESS_NOT_ALLOWED,
+    EAI_E_UNKNOWN_PROFILE,
+    EAI_E_UNKNOWN_IMAGE,
+    EAI_E_UNAUTHENTICATED,
+    EAI_E_FORBIDDEN,
+    EAI_E_NOT_FOUND,
+    EAI_E_ALREADY_FINISHED,
+    EAI_E_IDEMPOTENCY_CONFLICT,
+    EAI_E_PAYLOAD_TOO_LARGE,
+    EAI_E_UNSUPPORTED_MEDIA_TYPE,
+    EAI_E_RATE_LIMITED,
+    EAI_E_SANDBOX_UNAVAILABLE,
+    EAI_E_STORAGE_UNAVAILABLE,
+    EAI_E_INTERNAL,
+    EAI_E_METHOD_NOT_ALLOWED,
+    EAI_E_INTERRUPTED,      /* execution error code: server restarted mid-run */
+    EAI_E_IMAGE_MISSING,    /* execution error code: image vanished at run time */
+    EAI_E_SANDBOX_FAILED,   /* execution error code: runtime broke mid-flight */
+    EAI_E_CONFLICT,         /* storage: unique violation and the like */
+    EAI_CODE_MAX
+};
+
+/* One error object.  Functions that can fail take `struct eai_error **err`
+ * last, return 0 / negative (or pointer / NULL) and touch *err only on
+ * failure.  Allocate with host->error_new(); free with host->error_free(). */
+struct eai_error {
+    enum eai_code code;
+    int errno_cause;           /* 0 when none */
+    char *message;             /* internal detail, for logs; never sent to clients */
+    json_t *details;           /* optional array of {path, message}; may be NULL */
+};
+
+/* ---------------------------------------------------------------- host API */
+
+enum eai_log_level { EAI_LOG_DEBUG = 0, EAI_LOG_INFO, EAI_LOG_WARN, EAI_LOG_ERROR, EAI_LOG_MAX };
+
+struct event_base;
+struct eai_host;
+
+/* Work run on a worker thread; done() then runs on the loop thread. */
+typedef void (*eai_work_fn)(void *arg);
+typedef void (*eai_work_done_fn)(void *arg);
+
+/* Asynchronous HTTP (integrations/http_client: one libcurl multi handle on
+ * the loop).  Callback runs on the loop thread; status 0 means transport
+ * error (errbuf says why). */
+struct eai_http_response {
+    long status;
+    const char *body;
+    size_t body_len;
+    const char *error;         /* NULL on transport success */
+};
+typedef void (*eai_http_done_fn)(void *arg, const struct eai_http_response *resp);
+
+struct eai_http_request {
+    const char *method;        /* "GET", "POST", "DELETE", ... */
+    const char *url;
+    const char *const *headers;/* NULL-terminated "Name: value" list, may be NULL */
+    const char *body;
+    size_t body_len;
+    long timeout_ms;           /* 0 = 30000 */
+    const char *ca_file;       /* optional CA bundle */
+    const char *client_cert;   /* optional PEM client certificate */
+    const char *client_key;    /* optional PEM client key */
+    int insecure;              /* skip TLS verification (tests only) */
+};
+
+struct eai_host {
+    size_t size;               /* sizeof(struct eai_host) in the host */
+    unsigned abi_major, abi_minor;
+    struct event_base *base;   /* the one loop; only its thread touches it */
+
+    void (*log)(const struct eai_host *h, const char *component,
+                enum eai_log_level lvl, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+
+    struct eai_error *(*error_new)(enum eai_code code, int errno_cause, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+    void (*error_free)(struct eai_error *e);
+
+    /* Run fn on a worker thread, then done on the loop thread. 0 or -1. */
+    int (*work_submit)(const struct eai_host *h, eai_work_fn fn,
+                       eai_work_done_fn done, void *arg);
+
+    /* Asynchronous HTTP request; 0 when queued, -1 on immediate failure. */
+    int (*http_request)(const struct eai_host *h, const struct eai_http_request *req,
+                        eai_http_done_fn done, void *arg);
+
+    /* Metrics: counters and gauges by name and a label string such as
+     * `profile="x",status="y"` (may be NULL). */
+    void (*metric_add)(const struct eai_host *h, const char *name,
+                       const char *labels, double v);
+    void (*metric_set)(const struct eai_host *h, const char *name,
+                       const char *labels, double v);
+
+    /* Audit chain: fill event's "prev_hash" with prev (or the zero hash
+     * when NULL) and "hash" with SHA-256(prev_hash || canonical JSON).
+     * Storage backends call it inside the transaction that appends. */
+    int (*audit_seal)(json_t *event, const char *prev_hash);
+
+    /* Local image store (data_dir/images): rootfs path of NAME[:TAG] into
+     * buf, 0 when found, -1 when unknown. */
+    int (*image_rootfs)(const struct eai_host *h, const char *image,
+                        char *buf, size_t buflen);
+
+    const char *data_dir;      /* absolute */
+    const char *node_id;       /* unique per process run: lease owner */
+    void *core;                /* private to core */
+};
+
+/* ---------------------------------------------------------------- descriptor */
+
+struct eai_plugin_descriptor {
+    unsigned abi_major;
+    unsigned abi_minor;
+    size_t struct_size;        /* sizeof(struct eai_plugin_descriptor) */
+    const char *name;          /* "gvisor", "postgres", ... */
+    enum eai_plugin_kind kind;
+    const char *version;       /* the plugin's own version string */
+    /* Create an instance with the plugin's config subtree (JSON object,
+     * already validated against config_keys).  NULL + *err on failure. */
+    void *(*create)(const struct eai_host *host, const json_t *config,
+                    struct eai_error **err);
+    void (*destroy)(void *self);
+    const void *ops;           /* kind's ops table; starts with its size */
+    /* NULL-terminated table of accepted config keys (for validation). */
+    const struct eai_config_key *config_keys;
+};
+
+enum eai_config_type { EAI_CFG_STRING = 0, EAI_CFG_INT, EAI_CFG_BOOL, EAI_CFG_LIST, EAI_CFG_MAP, EAI_CFG_TYPE_MAX };
+
+struct eai_config_key {
+    const char *name;
+    enum eai_config_type type;
+    int required;
+    const char *default_value; /* as a string; NULL when none */
+    const char *help;
+};
+
+typedef const struct eai_plugin_descriptor *(*eai_plugin_descriptor_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
