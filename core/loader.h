@@ -1,0 +1,21 @@
+/* The plugin loader: built-in descriptors and eai-<kind>-<name>.so files. */
+#ifndef EAI_CORE_LOADER_H
+#define EAI_CORE_LOADER_H
+
+#include <eai/plugin.h>
+
+const char *eai_kind_name(enum eai_plugin_kind kind);
+/* EAI_PLUGIN_DIR, else <directory of the running executable>/plugins. */
+const char *eai_plugin_dir(void);
+/* Make a built-in fallback loadable by name (same checks as a file). */
+int eai_plugin_register_builtin(eai_plugin_descriptor_fn fn);
+/* Built-in first, then <plugin_dir>/eai-<kind>-<name>.so.  Checks ABI
+ * major/minor, struct and ops sizes, kind and name; the error names the
+ * file and both versions.  Loaded files are never unloaded. */
+const struct eai_plugin_descriptor *eai_plugin_load(const char *plugin_dir, enum eai_plugin_kind kind,
+                                                    const char *name, struct eai_error **err);
+/* Validate a descriptor (used for built-ins and files); what: for messages. */
+int eai_plugin_check(const struct eai_plugin_descriptor *d, enum eai_plugin_kind kind,
+                     const char *name, const char *what, struct eai_error **err);
+
+#endif

@@ -1,0 +1,259 @@
+#include <math.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "metrics.h"
+
+#define EAI_METRIC_MAX_BUCKETS 16
+#define EAI_METRIC_MAX_SERIES 4096
+
+struct eai_series {
+    char *labels;
+    double value;               /* counter/gauge; histogram: sum */
+    double count;               /* histogram */
+    double buckets[EAI_METRIC_MAX_BUCKETS];
+    struct eai_series *next;
+};
+
+struct eai_family {
+    char *name, *help;
+    enum eai_metric_type type;
+    double bounds[EAI_METRIC_MAX_BUCKETS];
+    int nbounds;
+    struct eai_series *series, *series_tail;
+    struct eai_family *next;
+};
+
+static pthread_mutex_t eai_metrics_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct eai_family *eai_families, *eai_families_tail;
+static int eai_series_count;
+
+static struct eai_family *family_get(const char *name, enum eai_metric_type type, int create)
+{
+    for (struct eai_family *f = eai_families; f; f = f->next)
+        if (strcmp(f->name, name) == 0)
+            return f;
+    if (!create)
+        return NULL;
+    struct eai_family *f = calloc(1, sizeof(*f));
+    if (!f || !(f->name = strdup(name))) {
+        free(f);
+        return NULL;
+    }
+    f->type = type;
+    if (eai_families_tail)
+        eai_families_tail->next = f;
+    else
+        eai_families = f;
+    eai_families_tail = f;
+    return f;
+}
+
+static struct eai_series *series_get(struct eai_family *f, const char *labels)
+{
+    const char *l = labels ? labels : "";
+    for (struct eai_series *s = f->series; s; s = s->next)
+        if (strcmp(s->labels, l) == 0)
+            return s;
+    if (eai_series_count >= EAI_METRIC_MAX_SERIES)
+        return NULL;  /* bounded: a runaway label set cannot eat memory */
+    struct eai_series *s = calloc(1, sizeof(*s));
+    if (!s || !(s->labels = strdup(l))) {
+        free(s);
+        return NULL;
+    }
+    if (f->series_tail)
+        f->series_tail->next = s;
+    else
+        f->series = s;
+    f->series_tail = s;
+    eai_series_count++;
+    return s;
+}
+
+void eai_metrics_describe(const char *name, enum eai_metric_type type, const char *help)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, type, 1);
+    if (f) {
+        f->type = type;
+        if (!f->help && help)
+            f->help = strdup(help);
+    }
+    pthread_mutex_unlock(&eai_metrics_mu);
+}
+
+void eai_metrics_describe_histogram(const char *name, const char *help, const double *bounds, int nbounds)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, EAI_METRIC_HISTOGRAM, 1);
+    if (f) {
+        f->type = EAI_METRIC_HISTOGRAM;
+        if (!f->help && help)
+            f->help = strdup(help);
+        f->nbounds = nbounds > EAI_METRIC_MAX_BUCKETS ? EAI_METRIC_MAX_BUCKETS : nbounds;
+        memcpy(f->bounds, bounds, sizeof(double) * (size_t)f->nbounds);
+    }
+    pthread_mutex_unlock(&eai_metrics_mu);
+}
+
+static void metrics_update(const char *name, const char *labels, double v, int mode)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, mode == 1 ? EAI_METRIC_GAUGE : EAI_METRIC_COUNTER, 1);
+    struct eai_series *s = f ? series_get(f, labels) : NULL;
+    if (s) {
+        if (mode == 0)
+            s->value += v;
+        else if (mode == 1)
+            s->value = v;
+        else {
+            s->value += v;
+            s->count += 1;
+            for (int i = 0; i < f->nbounds; i++)
+                if (v <= f->bounds[i])
+                    s->buckets[i] += 1;
+        }
+    }
+    pthread_mutex_unlock(&eai_metrics_mu);
+}
+
+void eai_metrics_add(const char *name, const char *labels, double v) { metrics_update(name, labels, v, 0); }
+void eai_metrics_set(const char *name, const char *labels, double v) { metrics_update(name, labels, v, 1); }
+void eai_metrics_observe(const char *name, const char *labels, double v) { metrics_update(name, labels, v, 2); }
+
+double eai_metrics_get(const char *name, const char *labels)
+{
+    double v = 0;
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, EAI_METRIC_COUNTER, 0);
+    const char *l = labels ? labels : "";
+    for (struct eai_series *s = f ? f->series : NULL; s; s = s->next)
+        if (strcmp(s->labels, l) == 0)
+            v = s->value;
+    pthread_mutex_unlock(&eai_metrics_mu);
+    return v;
+}
+
+struct eai_mbuf {
+    char *p;
+    size_t len, cap;
+};
+
+static void mb_printf(struct eai_mbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void mb_printf(struct eai_mbuf *b, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (b->p && b->len + (size_t)n < b->cap) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + (size_t)n + 1)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return;
+        b->p = np;
+        b->cap = cap;
+    }
+}
+
+static void fmt_num(char *out, size_t len, double v)
+{
+    if (isinf(v))
+        snprintf(out, len, v > 0 ? "+Inf" : "-Inf");
+    else if (v == (double)(long long)v && fabs(v) < 1e15)
+        snprintf(out, len, "%lld", (long long)v);
+    else
+        snprintf(out, len, "%.9g", v);
+}
+
+static const char *const eai_type_names[] = {"counter", "gauge", "histogram"};
+
+char *eai_metrics_render(void)
+{
+    struct eai_mbuf b = {0};
+    char num[64], le[64];
+    mb_printf(&b, "%s", "");
+    pthread_mutex_lock(&eai_metrics_mu);
+    for (struct eai_family *f = eai_families; f; f = f->next) {
+        if (f->help)
+            mb_printf(&b, "# HELP %s %s\n", f->name, f->help);
+        mb_printf(&b, "# TYPE %s %s\n", f->name, eai_type_names[f->type]);
+        for (struct eai_series *s = f->series; s; s = s->next) {
+            const char *sep = s->labels[0] ? "," : "";
+            if (f->type == EAI_METRIC_HISTOGRAM) {
+                for (int i = 0; i < f->nbounds; i++) {
+                    fmt_num(le, sizeof(le), f->bounds[i]);
+                    fmt_num(num, sizeof(num), s->buckets[i]);
+                    mb_printf(&b, "%s_bucket{%s%sle=\"%s\"} %s\n", f->name, s->labels, sep, le, num);
+                }
+                fmt_num(num, sizeof(num), s->count);
+                mb_printf(&b, "%s_bucket{%s%sle=\"+Inf\"} %s\n", f->name, s->labels, sep, num);
+                fmt_num(num, sizeof(num), s->value);
+                mb_printf(&b, s->labels[0] ? "%s_sum{%s} %s\n" : "%s_sum%s %s\n", f->name, s->labels, num);
+                fmt_num(num, sizeof(num), s->count);
+                mb_printf(&b, s->labels[0] ? "%s_count{%s} %s\n" : "%s_count%s %s\n", f->name, s->labels, num);
+            } else {
+                fmt_num(num, sizeof(num), s->value);
+                mb_printf(&b, s->labels[0] ? "%s{%s} %s\n" : "%s%s %s\n", f->name, s->labels, num);
+            }
+        }
+    }
+    pthread_mutex_unlock(&eai_metrics_mu);
+    return b.p;
+}
+
+char *eai_metrics_label_escape(const char *v)
+{
+    size_t n = strlen(v);
+    char *out = malloc(2 * n + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] == '\\' || v[i] == '"') {
+            *o++ = '\\';
+            *o++ = v[i];
+        } else if (v[i] == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        } else {
+            *o++ = v[i];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
+void eai_metrics_reset(void)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = eai_families;
+    while (f) {
+        struct eai_family *fn = f->next;
+        struct eai_series *s = f->series;
+        while (s) {
+            struct eai_series *sn = s->next;
+            free(s->labels);
+            free(s);
+            s = sn;
+        }
+        free(f->name);
+        free(f->help);
+        free(f);
+        f = fn;
+    }
+    eai_families = eai_families_tail = NULL;
+    eai_series_count = 0;
+    pthread_mutex_unlock(&eai_metrics_mu);
+}

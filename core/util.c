@@ -1,0 +1,388 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "util.h"
+
+int eai_random_bytes(void *buf, size_t n)
+{
+    unsigned char *p = buf;
+    while (n > 0) {
+        ssize_t r = getrandom(p, n, 0);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += r;
+        n -= (size_t)r;
+    }
+    return 0;
+}
+
+int eai_random_hex(char *out, size_t nbytes)
+{
+    unsigned char b[64];
+    if (nbytes > sizeof(b) || eai_random_bytes(b, nbytes) < 0)
+        return -1;
+    for (size_t i = 0; i < nbytes; i++)
+        sprintf(out + 2 * i, "%02x", b[i]);
+    out[2 * nbytes] = '\0';
+    return 0;
+}
+
+void eai_uuid_v4(char out[37])
+{
+    unsigned char b[16];
+    if (eai_random_bytes(b, sizeof(b)) < 0)
+        abort(); /* no entropy: nothing safe to do */
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+}
+
+int64_t eai_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int64_t eai_monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void eai_time_rfc3339(int64_t ms, char out[32])
+{
+    time_t s = (time_t)(ms / 1000);
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+int eai_time_parse_rfc3339(const char *s, int64_t *ms)
+{
+    int Y, M, D, h, m, sec, n = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
+        return -1;
+    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+        return -1;
+    const char *p = s + 19;
+    int frac_ms = 0;
+    if (*p == '.') {
+        int digits = 0;
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            if (digits < 3)
+                frac_ms = frac_ms * 10 + (*p - '0');
+            digits++;
+            p++;
+        }
+        if (digits == 0)
+            return -1;
+        for (int d = digits; d < 3; d++)
+            frac_ms *= 10;
+    }
+    int off = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || strlen(p) != 6)
+            return -1;
+        off = (oh * 60 + om) * (*p == '+' ? 1 : -1);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p)
+        return -1;
+    struct tm tm = {0};
+    tm.tm_year = Y - 1900;
+    tm.tm_mon = M - 1;
+    tm.tm_mday = D;
+    tm.tm_hour = h;
+    tm.tm_min = m;
+    tm.tm_sec = sec;
+    time_t t = timegm(&tm);
+    *ms = ((int64_t)t - off * 60) * 1000 + frac_ms;
+    return 0;
+}
+
+static void eai_hex(const unsigned char *b, size_t n, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = hx[b[i] >> 4];
+        out[2 * i + 1] = hx[b[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void eai_sha256_hex(const void *d, size_t n, char out[65])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    EVP_Digest(d, n, md, &len, EVP_sha256(), NULL);
+    eai_hex(md, 32, out);
+}
+
+void eai_hmac_sha256_hex(const void *key, size_t klen, const void *d, size_t n, char out[65])
+{
+    unsigned char md[32];
+    unsigned int len = 0;
+    HMAC(EVP_sha256(), key, (int)klen, d, n, md, &len);
+    eai_hex(md, 32, out);
+}
+
+int eai_ct_streq(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la != lb)
+        return 0;
+    return CRYPTO_memcmp(a, b, la) == 0;
+}
+
+char *eai_b64_encode(const void *d, size_t n)
+{
+    size_t cap = 4 * ((n + 2) / 3) + 1;
+    char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    EVP_EncodeBlock((unsigned char *)out, d, (int)n);
+    return out;
+}
+
+unsigned char *eai_b64_decode(const char *s, size_t *outlen)
+{
+    size_t n = strlen(s);
+    if (n % 4 != 0)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                 c == '+' || c == '/' || (c == '=' && i >= n - 2);
+        if (!ok || (c != '=' && i > 0 && s[i - 1] == '='))
+            return NULL;
+    }
+    unsigned char *out = malloc(n / 4 * 3 + 1);
+    if (!out)
+        return NULL;
+    int r = n ? EVP_DecodeBlock(out, (const unsigned char *)s, (int)n) : 0;
+    if (r < 0) {
+        free(out);
+        return NULL;
+    }
+    size_t pad = (n >= 1 && s[n - 1] == '=') + (n >= 2 && s[n - 2] == '=');
+    *outlen = (size_t)r - pad;
+    return out;
+}
+
+int eai_utf8_valid(const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < n) {
+        unsigned c = p[i];
+        size_t len;
+        unsigned cp;
+        if (c == 0)
+            return 0;
+        if (c < 0x80) { i++; continue; }
+        else if ((c & 0xe0) == 0xc0) { len = 2; cp = c & 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { len = 3; cp = c & 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { len = 4; cp = c & 0x07; }
+        else return 0;
+        if (i + len > n)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((p[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = (cp << 6) | (p[i + k] & 0x3f);
+        }
+        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+/* Digits with an optional fraction: value scaled by 10^scale_digits exactly;
+ * -1 when more fraction digits than allowed, overflow or junk. */
+static int eai_parse_decimal(const char **ps, int max_frac, int64_t *ip, int64_t *fp, int *fdigits)
+{
+    const char *p = *ps;
+    int64_t ipart = 0, fpart = 0;
+    int nd = 0, fd = 0;
+    while (*p >= '0' && *p <= '9') {
+        if (ipart > (INT64_MAX - 9) / 10)
+            return -1;
+        ipart = ipart * 10 + (*p - '0');
+        p++;
+        nd++;
+    }
+    if (nd == 0)
+        return -1;
+    if (*p == '.') {
+        p++;
+        while (*p >= '0' && *p <= '9') {
+            if (fd >= max_frac)
+                return -1;
+            fpart = fpart * 10 + (*p - '0');
+            fd++;
+            p++;
+        }
+        if (fd == 0)
+            return -1;
+    }
+    *ps = p;
+    *ip = ipart;
+    *fp = fpart;
+    *fdigits = fd;
+    return 0;
+}
+
+int eai_parse_cpu_millis(const char *s, int64_t *out)
+{
+    if (!s || !*s)
+        return -1;
+    const char *p = s;
+    int64_t ip, fp;
+    int fd;
+    if (eai_parse_decimal(&p, 3, &ip, &fp, &fd) < 0)
+        return -1;
+    if (*p == 'm') {
+        if (fd != 0 || p[1] != '\0')
+            return -1;
+        *out = ip;
+        return 0;
+    }
+    if (*p != '\0' || ip > INT64_MAX / 1000 - 1)
+        return -1;
+    for (int d = fd; d < 3; d++)
+        fp *= 10;
+    *out = ip * 1000 + fp;
+    return 0;
+}
+
+int eai_parse_bytes(const char *s, int64_t *out)
+{
+    static const struct { const char *sfx; int64_t mul; } units[] = {
+        {"Ki", 1LL << 10}, {"Mi", 1LL << 20}, {"Gi", 1LL << 30}, {"Ti", 1LL << 40},
+        {"k", 1000LL}, {"K", 1000LL}, {"M", 1000000LL}, {"G", 1000000000LL}, {"T", 1000000000000LL},
+        {"", 1},
+    };
+    if (!s || !*s)
+        return -1;
+    const char *p = s;
+    int64_t ip, fp;
+    int fd;
+    if (eai_parse_decimal(&p, 9, &ip, &fp, &fd) < 0)
+        return -1;
+    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+        if (strcmp(p, units[i].sfx) != 0)
+            continue;
+        int64_t mul = units[i].mul;
+        if (ip > INT64_MAX / mul)
+            return -1;
+        int64_t scale = 1;
+        for (int d = 0; d < fd; d++)
+            scale *= 10;
+        /* fraction must give a whole number of bytes */
+        __int128 frac = (__int128)fp * mul;
+        if (frac % scale != 0)
+            return -1;
+        __int128 v = (__int128)ip * mul + frac / scale;
+        if (v > INT64_MAX)
+            return -1;
+        *out = (int64_t)v;
+        return 0;
+    }
+    return -1;
+}
+
+void eai_format_bytes(int64_t b, char *out, size_t len)
+{
+    if (b > 0 && b % (1LL << 30) == 0)
+        snprintf(out, len, "%lldGi", (long long)(b >> 30));
+    else if (b > 0 && b % (1LL << 20) == 0)
+        snprintf(out, len, "%lldMi", (long long)(b >> 20));
+    else if (b > 0 && b % (1LL << 10) == 0)
+        snprintf(out, len, "%lldKi", (long long)(b >> 10));
+    else
+        snprintf(out, len, "%lld", (long long)b);
+}
+
+void eai_format_cpu(int64_t millis, char *out, size_t len)
+{
+    if (millis % 1000 == 0)
+        snprintf(out, len, "%lld", (long long)(millis / 1000));
+    else
+        snprintf(out, len, "%lldm", (long long)millis);
+}
+
+char *eai_read_file(const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        close(fd);
+        errno = EINVAL;
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    buf[got] = '\0';
+    if (len)
+        *len = got;
+    return buf;
+}
+
+int eai_mkdir_p(const char *path, unsigned mode)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}

@@ -1,0 +1,45 @@
+/* Small helpers: ids, time, hashing, base64, quantities. */
+#ifndef EAI_CORE_UTIL_H
+#define EAI_CORE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+void eai_uuid_v4(char out[37]);
+/* Fill buf with n random bytes from getrandom(); 0 or -1. */
+int eai_random_bytes(void *buf, size_t n);
+/* Lowercase hex of n random bytes into out (2n+1). */
+int eai_random_hex(char *out, size_t nbytes);
+int64_t eai_now_ms(void);
+int64_t eai_monotonic_ns(void);
+/* "2026-11-29T10:00:00.000Z" */
+void eai_time_rfc3339(int64_t ms, char out[32]);
+/* Parse RFC 3339 (Z or offset, optional fraction) to epoch ms; 0 or -1. */
+int eai_time_parse_rfc3339(const char *s, int64_t *ms);
+
+void eai_sha256_hex(const void *d, size_t n, char out[65]);
+void eai_hmac_sha256_hex(const void *key, size_t klen, const void *d, size_t n, char out[65]);
+/* Constant-time equality of two equal-length strings (different lengths: 0). */
+int eai_ct_streq(const char *a, const char *b);
+
+char *eai_b64_encode(const void *d, size_t n);
+unsigned char *eai_b64_decode(const char *s, size_t *outlen);
+
+/* 1 when the n bytes are valid UTF-8 without NUL. */
+int eai_utf8_valid(const char *s, size_t n);
+
+/* Kubernetes quantities, parsed exactly.  CPU: "500m", "1", "1.5" (max 3
+ * decimals) -> millicores.  Memory/disk: "256Mi", "1Gi", "1G", "1.5Gi",
+ * plain bytes -> bytes (must be an integer number of bytes).  0 or -1. */
+int eai_parse_cpu_millis(const char *s, int64_t *out);
+int eai_parse_bytes(const char *s, int64_t *out);
+/* Canonical text of a quantity for echoing ("500m", "256Mi"). */
+void eai_format_bytes(int64_t b, char *out, size_t len);
+void eai_format_cpu(int64_t millis, char *out, size_t len);
+
+/* Read a whole file (regular files only, at most max bytes). NULL on error. */
+char *eai_read_file(const char *path, size_t max, size_t *len);
+/* mkdir -p with mode. 0 or -1. */
+int eai_mkdir_p(const char *path, unsigned mode);
+
+#endif
