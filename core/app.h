@@ -1,0 +1,69 @@
+/* The application context shared by the server, the routes, the
+ * scheduler and the delivery loops.  One per eaid process, loop thread. */
+#ifndef EAI_CORE_APP_H
+#define EAI_CORE_APP_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#include <eai/isolation.h>
+#include <eai/plugin.h>
+#include <eai/sinks.h>
+#include <eai/storage.h>
+
+struct event_base;
+struct evhttp;
+struct eai_config;
+struct eai_schema;
+
+/* A loaded plugin instance. */
+struct eai_plugin_inst {
+    const struct eai_plugin_descriptor *desc;
+    void *self;
+};
+
+/* A profile (config: profiles.<name>), immutable after start. */
+struct eai_profile {
+    char *name;
+    char *backend;             /* isolation plugin name: "gvisor", "kata", "k8s" */
+    char *runtime_class;       /* "gvisor", "kata" */
+    /* defaults and maxima */
+    int64_t def_cpu_millis, max_cpu_millis;
+    int64_t def_memory, max_memory;
+    int64_t def_timeout_s, max_timeout_s;
+    int64_t def_pids, max_pids;
+    int64_t def_output_bytes, max_output_bytes;
+    int64_t def_disk, max_disk;
+    char **egress_allow;       /* NULL-terminated "host:port" */
+    struct eai_plugin_inst *iso; /* the backend instance (shared between profiles) */
+};
+
+struct eai_app {
+    struct event_base *base;
+    struct eai_host *host;
+    struct eai_config *cfg;
+    struct evhttp *http;
+
+    struct eai_plugin_inst storage;
+    const struct eai_storage_ops *store;      /* storage.desc->ops */
+    struct eai_plugin_inst isolation[8];      /* loaded isolation backends */
+    int nisolation;
+    struct eai_plugin_inst audit_sink;        /* desc NULL: chain in storage only */
+    struct eai_plugin_inst finops;            /* desc NULL: in-process ledger */
+    struct eai_plugin_inst telemetry;         /* desc NULL: spans to the debug log */
+
+    struct eai_profile *profiles;
+    int nprofiles;
+
+    struct eai_schema *schema_execution;      /* contracts/v1/sandbox-execution.schema.json */
+    struct eai_schema *schema_tool_manifest;  /* contracts/v1/tool-manifest.schema.json */
+
+    void *exec;                               /* core/exec.c state (scheduler, waiters) */
+    void *delivery;                           /* core/delivery.c state (outbox, audit sink) */
+    char pepper[65];                          /* hex HMAC key for API keys */
+    int shutting_down;
+};
+
+const struct eai_profile *eai_app_profile(const struct eai_app *app, const char *name);
+
+#endif

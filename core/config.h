@@ -1,0 +1,68 @@
+/*
+ * Configuration: built-in defaults (DESIGN.md section 6), then the YAML
+ * file (--config), then environment variables.  Parsed once, immutable
+ * after start.  docs/configuration.md lists every key.
+ */
+#ifndef EAI_CORE_CONFIG_H
+#define EAI_CORE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+#include <eai/plugin.h>
+
+struct eai_config {
+    char *listen;              /* "127.0.0.1:8080"          (server.listen, EAI_LISTEN) */
+    char *data_dir;            /* "./var" made absolute      (data_dir, EAI_DATA_DIR) */
+    char *image_dir;           /* <data_dir>/images          (images.dir, EAI_IMAGE_DIR) */
+    char *plugin_dir;          /* next to the executable     (plugins.dir, EAI_PLUGIN_DIR) */
+    char *log_level;           /* "info"                     (log.level, EAI_LOG_LEVEL) */
+
+    /* server */
+    size_t max_body_bytes;     /* 10 MiB                      (server.max_body_bytes) */
+    size_t max_header_bytes;   /* 16 KiB                      (server.max_header_bytes) */
+    int max_connections;       /* 1024                        (server.max_connections) */
+    int request_timeout_s;     /* 75 (> 60 s long-poll)       (server.request_timeout_s) */
+
+    /* storage */
+    char *storage_backend;     /* "sqlite" | "postgres"      (derived from storage.url) */
+    char *database_url;        /* NULL: <data_dir>/eai.db    (storage.url, EAI_DATABASE_URL) */
+    int workers;               /* 8                           (storage.workers) */
+
+    /* scheduler */
+    int max_concurrent;        /* 8                           (scheduler.max_concurrent) */
+    int max_per_tenant;        /* 4                           (scheduler.max_per_tenant) */
+    int max_queued_per_tenant; /* 1000                        (scheduler.max_queued_per_tenant) */
+    int64_t lease_ms;          /* 30000                       (scheduler.lease_ms) */
+
+    /* auth */
+    char *pepper_file;         /* <data_dir>/pepper           (auth.pepper_file, EAI_AUTH_PEPPER_FILE) */
+
+    /* integrations: NULL or "" selects the in-process fallback */
+    char *finops_url;          /* (finops.url, EAI_FINOPS_URL) */
+    char *audit_url;           /* (audit.url, EAI_AUDIT_URL) */
+    char *otlp_endpoint;       /* (telemetry.otlp_endpoint, OTEL_EXPORTER_OTLP_ENDPOINT) */
+
+    /* isolation backends: plugin name -> config subtree (JSON object) */
+    json_t *isolation;         /* isolation.<name>: {...}; default {"gvisor": {}} */
+    char *namespace_prefix;    /* "eai-" (EAI_SANDBOX_NAMESPACE_PREFIX), handed to k8s */
+    char *runsc;               /* EAI_SANDBOX_RUNSC, handed to gvisor as "runsc" */
+
+    /* profiles: name -> object (backend, runtime_class, defaults{}, max{}, egress_allow[]) */
+    json_t *profiles;
+
+    /* limits on collected files (per execution) */
+    int64_t collect_max_files;       /* 64 */
+    int64_t collect_max_file_bytes;  /* 10 MiB */
+    int64_t collect_max_total_bytes; /* 32 MiB */
+    int64_t files_max_total_bytes;   /* 8 MiB of input files */
+
+    char *source;              /* file the config came from, or "(defaults)" */
+};
+
+/* Defaults, then file (may be NULL), then env.  NULL + *err naming file,
+ * path and key on an unknown key, a wrong type or a missing key. */
+struct eai_config *eai_config_load(const char *file, struct eai_error **err);
+void eai_config_free(struct eai_config *c);
+
+#endif
