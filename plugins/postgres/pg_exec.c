@@ -1,0 +1,748 @@
+/*
+ * Executions and their collected files.
+ *
+ * Row layout (migrations/0001_init.sql): the queryable fields are columns;
+ * everything else of the record lives in the `doc` json column.  Reading a
+ * row overlays the columns on the document (id gets its "sbx_" prefix back).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pg.h"
+
+#define EAI_PG_EXEC_COLS                                                                        \
+    "e.id::text, e.tenant_id::text, e.seq, e.status, e.lease_owner, e.lease_until, "            \
+    "e.cancel_requested, floor(extract(epoch FROM e.started_at) * 1000)::bigint, "              \
+    "floor(extract(epoch FROM e.updated_at) * 1000)::bigint, e.doc, "                           \
+    "floor(extract(epoch FROM e.finished_at) * 1000)::bigint, "                                 \
+    "floor(extract(epoch FROM e.created_at) * 1000)::bigint, e.idempotency_key, e.request_hash"
+
+enum {
+    COL_ID, COL_TENANT, COL_SEQ, COL_STATUS, COL_LEASE_OWNER, COL_LEASE_UNTIL, COL_CANCEL,
+    COL_STARTED, COL_UPDATED, COL_DOC, COL_FINISHED, COL_CREATED, COL_IDEM, COL_HASH
+};
+
+/* Keys kept in columns, never in the document. */
+static const char *const eai_pg_column_keys[] = {
+    "id", "tenant_id", "seq", "status", "lease_owner", "lease_until", "cancel_requested",
+    "started_at", "updated_at", "idempotency_key", "request_hash", NULL
+};
+
+static int eai_pg_is_terminal(const char *st)
+{
+    return strcmp(st, "queued") != 0 && strcmp(st, "running") != 0;
+}
+
+static int eai_pg_status_valid(const char *st)
+{
+    static const char *const ok[] = {"queued", "running", "succeeded", "failed", "timeout",
+                                     "oom_killed", "cancelled", "error", NULL};
+    for (int i = 0; st && ok[i]; i++)
+        if (strcmp(st, ok[i]) == 0)
+            return 1;
+    return 0;
+}
+
+static int eai_pg_set(json_t *o, const char *k, json_t *v)
+{
+    return v ? json_object_set_new(o, k, v) : -1;
+}
+
+/* Row i of a result selected with EAI_PG_EXEC_COLS -> new record. */
+static json_t *eai_pg_exec_row(const PGresult *r, int i)
+{
+    json_t *doc = eai_pg_cell_json(r, i, COL_DOC);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        doc = json_object();
+        if (!doc)
+            return NULL;
+    }
+    char id[64];
+    snprintf(id, sizeof(id), "sbx_%s", PQgetvalue(r, i, COL_ID));
+    int bad = 0;
+    bad |= eai_pg_set(doc, "id", json_string(id));
+    bad |= eai_pg_set(doc, "tenant_id", eai_pg_cell_str(r, i, COL_TENANT));
+    bad |= eai_pg_set(doc, "seq", eai_pg_cell_int(r, i, COL_SEQ));
+    bad |= eai_pg_set(doc, "status", eai_pg_cell_str(r, i, COL_STATUS));
+    bad |= eai_pg_set(doc, "lease_owner", eai_pg_cell_str(r, i, COL_LEASE_OWNER));
+    bad |= eai_pg_set(doc, "lease_until", eai_pg_cell_int(r, i, COL_LEASE_UNTIL));
+    bad |= eai_pg_set(doc, "cancel_requested", eai_pg_cell_bool(r, i, COL_CANCEL));
+    bad |= eai_pg_set(doc, "idempotency_key", eai_pg_cell_str(r, i, COL_IDEM));
+    bad |= eai_pg_set(doc, "request_hash", eai_pg_cell_str(r, i, COL_HASH));
+    bad |= eai_pg_set(doc, "updated_at", eai_pg_cell_time(r, i, COL_UPDATED));
+    if (!PQgetisnull(r, i, COL_STARTED))
+        bad |= eai_pg_set(doc, "started_at", eai_pg_cell_time(r, i, COL_STARTED));
+    else if (!json_object_get(doc, "started_at"))
+        bad |= json_object_set_new(doc, "started_at", json_null());
+    if (!json_is_string(json_object_get(doc, "created_at")))
+        bad |= eai_pg_set(doc, "created_at", eai_pg_cell_time(r, i, COL_CREATED));
+    if (!json_is_string(json_object_get(doc, "finished_at")))
+        bad |= eai_pg_set(doc, "finished_at", eai_pg_cell_time(r, i, COL_FINISHED));
+    if (bad) {
+        json_decref(doc);
+        return NULL;
+    }
+    return doc;
+}
+
+static json_t *eai_pg_exec_rows(struct eai_pg *pg, const PGresult *r, struct eai_error **err)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        goto oom;
+    for (int i = 0; i < PQntuples(r); i++) {
+        json_t *row = eai_pg_exec_row(r, i);
+        if (!row || json_array_append_new(arr, row) < 0)
+            goto oom;
+    }
+    return arr;
+oom:
+    json_decref(arr);
+    *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory building rows");
+    return NULL;
+}
+
+static const char *eai_pg_jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+/* ---------------------------------------------------------------- create */
+
+struct eai_pg_create_ctx {
+    const char *tenant;
+    const json_t *exec;
+    const json_t *audit;
+    char uuid[37];
+    const char *doc_text;
+    const char *created;
+    char now[24], since[24];
+    json_t *existing;
+};
+
+static int eai_pg_exec_create_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_create_ctx *c = arg;
+    json_decref(c->existing);
+    c->existing = NULL;
+    const char *idem = eai_pg_jstr(c->exec, "idempotency_key");
+    const char *hash = eai_pg_jstr(c->exec, "request_hash");
+    if (idem) {
+        const char *lp[2] = {c->tenant, idem};
+        if (eai_pg_cmd(tx, "SELECT pg_advisory_xact_lock(hashtext('eai.idempotency'), "
+                           "hashtext($1 || '/' || $2))", 2, lp, err) < 0)
+            return -1;
+        const char *p[3] = {c->tenant, idem, c->since};
+        PGresult *r = eai_pg_q(tx, "SELECT " EAI_PG_EXEC_COLS " FROM eai.sandbox_executions e"
+                                   " WHERE e.tenant_id = $1 AND e.idempotency_key = $2"
+                                   " AND e.created_at > to_timestamp($3::bigint / 1000.0)"
+                                   " ORDER BY e.seq DESC LIMIT 1", 3, p, err);
+        if (!r)
+            return -1;
+        if (PQntuples(r) == 1) {
+            const char *old = PQgetisnull(r, 0, COL_HASH) ? NULL : PQgetvalue(r, 0, COL_HASH);
+            int same = (!old && !hash) || (old && hash && strcmp(old, hash) == 0);
+            if (same) {
+                c->existing = eai_pg_exec_row(r, 0);
+                PQclear(r);
+                if (!c->existing) {
+                    *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+                    return -1;
+                }
+                return EAI_STORE_EXISTS;
+            }
+            PQclear(r);
+            return EAI_STORE_CONFLICT;
+        }
+        PQclear(r);
+    }
+    const char *p[11] = {c->uuid, c->tenant, eai_pg_jstr(c->exec, "profile"),
+                         eai_pg_jstr(c->exec, "run_id"), eai_pg_jstr(c->exec, "project_id"),
+                         idem, hash, c->doc_text, c->created, c->now, NULL};
+    if (eai_pg_cmd(tx, "INSERT INTO eai.sandbox_executions (id, tenant_id, status, profile, run_id,"
+                       " project_id, idempotency_key, request_hash, doc, created_at, updated_at)"
+                       " VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8::json, $9::timestamptz,"
+                       " to_timestamp($10::bigint / 1000.0))", 10, p, err) < 0)
+        return -1;
+    if (c->audit && eai_pg_audit_append_tx(tx, c->tenant, c->audit, err) < 0)
+        return -1;
+    return EAI_STORE_CREATED;
+}
+
+int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const json_t *audit,
+                       json_t **existing, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    if (!eai_pg_uuid_valid(tenant) || !json_is_object(exec)) {
+        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "exec_create: bad tenant or record");
+        return -1;
+    }
+    struct eai_pg_create_ctx c = {.tenant = tenant, .exec = exec, .audit = audit};
+    const char *id = eai_pg_jstr(exec, "id");
+    if (id) {
+        if (eai_pg_exec_uuid(id, c.uuid) < 0) {
+            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "exec_create: malformed id");
+            return -1;
+        }
+    } else {
+        eai_pg_uuid_v4(c.uuid);
+    }
+    int64_t now = eai_pg_now_ms();
+    eai_pg_i64(now, c.now);
+    eai_pg_i64(now - 24LL * 3600 * 1000, c.since);
+    char created[32];
+    const char *cs = eai_pg_jstr(exec, "created_at");
+    if (!cs) {
+        eai_pg_rfc3339(now, created);
+        cs = created;
+    }
+    c.created = cs;
+    json_t *doc = json_deep_copy(exec);
+    if (!doc) {
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    for (int i = 0; eai_pg_column_keys[i]; i++)
+        json_object_del(doc, eai_pg_column_keys[i]);
+    if (json_object_set_new(doc, "created_at", json_string(cs)) < 0) {
+        json_decref(doc);
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    char *text = eai_pg_dump(doc);
+    json_decref(doc);
+    if (!text) {
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    c.doc_text = text;
+    int rc = eai_pg_run(pg, tenant, eai_pg_exec_create_body, &c, err);
+    free(text);
+    if (rc < 0) {
+        json_decref(c.existing);
+        return -1;
+    }
+    if (rc == EAI_STORE_EXISTS && existing)
+        *existing = c.existing;
+    else
+        json_decref(c.existing);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- get / list */
+
+struct eai_pg_read_ctx {
+    const char *sql;
+    int n;
+    const char *params[6];
+    int single;
+    json_t *out;
+};
+
+static int eai_pg_read_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_read_ctx *c = arg;
+    json_decref(c->out);
+    c->out = NULL;
+    PGresult *r = eai_pg_q(tx, c->sql, c->n, c->params, err);
+    if (!r)
+        return -1;
+    if (c->single) {
+        if (PQntuples(r) > 0) {
+            c->out = eai_pg_exec_row(r, 0);
+            if (!c->out) {
+                PQclear(r);
+                *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+                return -1;
+            }
+        }
+    } else {
+        c->out = eai_pg_exec_rows(tx->pg, r, err);
+        if (!c->out) {
+            PQclear(r);
+            return -1;
+        }
+    }
+    PQclear(r);
+    return 0;
+}
+
+int eai_pg_exec_get(void *self, const char *tenant, const char *id, json_t **out,
+                    struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    char uuid[37];
+    if (!eai_pg_uuid_valid(tenant) || eai_pg_exec_uuid(id, uuid) < 0) {
+        *out = NULL;
+        return 0;
+    }
+    struct eai_pg_read_ctx c = {
+        .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.sandbox_executions e"
+               " WHERE e.id = $1 AND e.tenant_id = $2",
+        .n = 2, .params = {uuid, tenant}, .single = 1};
+    if (eai_pg_run(pg, tenant, eai_pg_read_body, &c, err) < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    *out = c.out;
+    return 0;
+}
+
+int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_t **out,
+                     struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    if (!eai_pg_uuid_valid(tenant)) {
+        *out = json_array();
+        return *out ? 0 : -1;
+    }
+    json_int_t limit = json_integer_value(json_object_get(filter, "limit"));
+    if (limit < 1)
+        limit = 20;
+    if (limit > 100)
+        limit = 100;
+    char lim[24], after[24];
+    eai_pg_i64(limit, lim);
+    const json_t *a = json_object_get(filter, "after");
+    const char *after_p = NULL;
+    if (json_is_integer(a)) {
+        after_p = eai_pg_i64(json_integer_value(a), after);
+    } else if (json_is_string(a)) {
+        char *end = NULL;
+        long long v = strtoll(json_string_value(a), &end, 10);
+        if (end && *end == '\0' && end != json_string_value(a))
+            after_p = eai_pg_i64(v, after);
+    }
+    struct eai_pg_read_ctx c = {
+        .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.sandbox_executions e"
+               " WHERE e.tenant_id = $1"
+               " AND ($2::text IS NULL OR e.status = $2)"
+               " AND ($3::text IS NULL OR e.run_id = $3)"
+               " AND ($4::bigint IS NULL OR e.seq < $4)"
+               " ORDER BY e.seq DESC LIMIT $5::int",
+        .n = 5,
+        .params = {tenant, eai_pg_jstr(filter, "status"), eai_pg_jstr(filter, "run_id"), after_p,
+                   lim}};
+    if (eai_pg_run(pg, tenant, eai_pg_read_body, &c, err) < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    *out = c.out;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- queue (SYSTEM) */
+
+int eai_pg_exec_claim(void *self, const char *owner, int64_t lease_ms, int max, int per_tenant_max,
+                      json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    int64_t now = eai_pg_now_ms();
+    char nows[24], until[24], mx[24], pt[24];
+    struct eai_pg_read_ctx c = {
+        .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.exec_claim($1, $2, $3, $4, $5) e ORDER BY e.seq",
+        .n = 5,
+        .params = {owner, eai_pg_i64(now, nows), eai_pg_i64(now + lease_ms, until),
+                   eai_pg_i64(max, mx), eai_pg_i64(per_tenant_max > 0 ? per_tenant_max : max, pt)}};
+    if (eai_pg_run(pg, NULL, eai_pg_read_body, &c, err) < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    *out = c.out;
+    return 0;
+}
+
+struct eai_pg_renew_ctx {
+    const char *owner;
+    char until[24];
+    json_t *out;
+};
+
+static int eai_pg_renew_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_renew_ctx *c = arg;
+    json_decref(c->out);
+    c->out = NULL;
+    const char *p[2] = {c->owner, c->until};
+    PGresult *r = eai_pg_q(tx, "SELECT id::text, tenant_id::text FROM eai.exec_renew($1, $2)", 2, p, err);
+    if (!r)
+        return -1;
+    json_t *arr = json_array();
+    for (int i = 0; arr && i < PQntuples(r); i++) {
+        char id[64];
+        snprintf(id, sizeof(id), "sbx_%s", PQgetvalue(r, i, 0));
+        json_t *o = json_pack("{s:s, s:s}", "id", id, "tenant_id", PQgetvalue(r, i, 1));
+        if (!o || json_array_append_new(arr, o) < 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    PQclear(r);
+    if (!arr) {
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    c->out = arr;
+    return 0;
+}
+
+int eai_pg_exec_renew(void *self, const char *owner, int64_t lease_ms, json_t **cancel_ids,
+                      struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    struct eai_pg_renew_ctx c = {.owner = owner};
+    eai_pg_i64(eai_pg_now_ms() + lease_ms, c.until);
+    if (eai_pg_run(pg, NULL, eai_pg_renew_body, &c, err) < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    if (cancel_ids)
+        *cancel_ids = c.out;
+    else
+        json_decref(c.out);
+    return 0;
+}
+
+int eai_pg_exec_stale(void *self, int64_t now_ms, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    char nows[24];
+    struct eai_pg_read_ctx c = {
+        .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.exec_stale($1) e ORDER BY e.seq",
+        .n = 1, .params = {eai_pg_i64(now_ms, nows)}};
+    if (eai_pg_run(pg, NULL, eai_pg_read_body, &c, err) < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    *out = c.out;
+    return 0;
+}
+
+struct eai_pg_counts_ctx {
+    int64_t queued, running;
+};
+
+static int eai_pg_counts_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_counts_ctx *c = arg;
+    PGresult *r = eai_pg_q(tx, "SELECT queued, running FROM eai.exec_counts()", 0, NULL, err);
+    if (!r)
+        return -1;
+    c->queued = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
+    c->running = PQntuples(r) ? strtoll(PQgetvalue(r, 0, 1), NULL, 10) : 0;
+    PQclear(r);
+    return 0;
+}
+
+int eai_pg_exec_counts(void *self, int64_t *queued, int64_t *running, struct eai_error **err)
+{
+    struct eai_pg_counts_ctx c = {0};
+    if (eai_pg_run(self, NULL, eai_pg_counts_body, &c, err) < 0)
+        return -1;
+    if (queued)
+        *queued = c.queued;
+    if (running)
+        *running = c.running;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- terminal transitions */
+
+/* Apply a terminal patch to a locked row: merge, scrub, files, update. */
+static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const char *uuid,
+                                 json_t *doc, const json_t *patch, const json_t *files,
+                                 struct eai_error **err)
+{
+    struct eai_pg *pg = tx->pg;
+    const char *status = eai_pg_jstr(patch, "status");
+    if (!eai_pg_status_valid(status) || !eai_pg_is_terminal(status)) {
+        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "terminal patch without a terminal status");
+        return -1;
+    }
+    int64_t now = eai_pg_now_ms();
+    const char *started = eai_pg_jstr(patch, "started_at");
+    const char *finished = eai_pg_jstr(patch, "finished_at");
+    char fin[32];
+    if (!finished) {
+        eai_pg_rfc3339(now, fin);
+        finished = fin;
+    }
+    int bad = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)patch, k, v) {
+        int col = 0;
+        for (int i = 0; eai_pg_column_keys[i]; i++)
+            if (strcmp(k, eai_pg_column_keys[i]) == 0)
+                col = 1;
+        if (!col)
+            bad |= json_object_set(doc, k, v);
+    }
+    bad |= json_object_set_new(doc, "finished_at", json_string(finished));
+    bad |= json_object_set_new(doc, "env", json_object());
+    bad |= json_object_set_new(doc, "stdin", json_null());
+    bad |= json_object_set_new(doc, "files_in", json_array());
+    if (json_is_array(files) && !json_object_get(patch, "files")) {
+        json_t *list = json_array();
+        size_t i;
+        json_t *f;
+        json_array_foreach(files, i, f) {
+            json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"), "size",
+                                  json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
+            bad |= !e || !list || json_array_append_new(list, e) < 0;
+        }
+        bad |= json_object_set_new(doc, "files", list);
+    }
+    if (bad) {
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    size_t i;
+    json_t *f;
+    json_array_foreach(files, i, f) {
+        const char *path = eai_pg_jstr(f, "path");
+        const char *b64 = eai_pg_jstr(f, "content_b64");
+        if (!path) {
+            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "collected file without a path");
+            return -1;
+        }
+        size_t len = 0;
+        unsigned char *data = eai_pg_b64_decode(b64 ? b64 : "", &len);
+        if (!data) {
+            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "collected file %s: bad base64", path);
+            return -1;
+        }
+        char size[24];
+        const json_t *sz = json_object_get(f, "size");
+        eai_pg_i64(json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)len, size);
+        const char *p[6] = {tenant, uuid, path, size, eai_pg_jstr(f, "sha256"), (const char *)data};
+        int lens[6] = {0, 0, 0, 0, 0, (int)len};
+        int fmts[6] = {0, 0, 0, 0, 0, 1};
+        PGresult *r = eai_pg_qx(tx, "INSERT INTO eai.execution_files (tenant_id, execution_id, path,"
+                                    " size, sha256, content) VALUES ($1, $2, $3, $4, $5, $6)"
+                                    " ON CONFLICT (execution_id, path) DO NOTHING",
+                                6, p, lens, fmts, err);
+        free(data);
+        if (!r)
+            return -1;
+        PQclear(r);
+    }
+    char *text = eai_pg_dump(doc);
+    if (!text) {
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    char nows[24];
+    const char *p[6] = {uuid, status, text, finished, started, eai_pg_i64(now, nows)};
+    int rc = eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET status = $2, doc = $3::json,"
+                            " finished_at = $4::timestamptz,"
+                            " started_at = COALESCE($5::timestamptz, started_at),"
+                            " updated_at = to_timestamp($6::bigint / 1000.0)"
+                            " WHERE id = $1", 6, p, err);
+    free(text);
+    return rc;
+}
+
+struct eai_pg_term_ctx {
+    const char *tenant;
+    char uuid[37];
+    const json_t *patch, *files, *usage, *audit;
+    json_t *out;         /* cancel: the row after the change */
+};
+
+static PGresult *eai_pg_lock_row(struct eai_pg_tx *tx, struct eai_pg_term_ctx *c,
+                                 struct eai_error **err)
+{
+    const char *p[2] = {c->uuid, c->tenant};
+    return eai_pg_q(tx, "SELECT " EAI_PG_EXEC_COLS " FROM eai.sandbox_executions e"
+                        " WHERE e.id = $1 AND e.tenant_id = $2 FOR UPDATE", 2, p, err);
+}
+
+static int eai_pg_finish_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_term_ctx *c = arg;
+    PGresult *r = eai_pg_lock_row(tx, c, err);
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        *err = eai_pg_err(tx->pg, EAI_E_NOT_FOUND, "execution not found");
+        return -1;
+    }
+    if (eai_pg_is_terminal(PQgetvalue(r, 0, COL_STATUS))) {
+        PQclear(r);
+        return EAI_STORE_NOOP;
+    }
+    json_t *doc = eai_pg_cell_json(r, 0, COL_DOC);
+    PQclear(r);
+    if (!json_is_object(doc)) {
+        json_decref(doc);
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "stored execution document is not an object");
+        return -1;
+    }
+    int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, doc, c->patch, c->files, err);
+    json_decref(doc);
+    if (rc < 0)
+        return -1;
+    if (c->usage && !json_is_null(c->usage) &&
+        eai_pg_outbox_insert_tx(tx, c->tenant, c->uuid, c->usage, err) < 0)
+        return -1;
+    if (c->audit && eai_pg_audit_append_tx(tx, c->tenant, c->audit, err) < 0)
+        return -1;
+    return EAI_STORE_UPDATED;
+}
+
+int eai_pg_exec_finish(void *self, const char *tenant, const char *id, const json_t *patch,
+                       const json_t *files, const json_t *usage_event, const json_t *audit,
+                       struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    struct eai_pg_term_ctx c = {.tenant = tenant, .patch = patch, .files = files,
+                                .usage = usage_event, .audit = audit};
+    if (!eai_pg_uuid_valid(tenant) || eai_pg_exec_uuid(id, c.uuid) < 0) {
+        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "execution not found");
+        return -1;
+    }
+    if (!json_is_object(patch)) {
+        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "exec_finish: patch is not an object");
+        return -1;
+    }
+    return eai_pg_run(pg, tenant, eai_pg_finish_body, &c, err);
+}
+
+static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_term_ctx *c = arg;
+    json_decref(c->out);
+    c->out = NULL;
+    PGresult *r = eai_pg_lock_row(tx, c, err);
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 0) {
+        PQclear(r);
+        return 0;
+    }
+    char status[16];
+    snprintf(status, sizeof(status), "%s", PQgetvalue(r, 0, COL_STATUS));
+    if (eai_pg_is_terminal(status)) {
+        c->out = eai_pg_exec_row(r, 0);
+        PQclear(r);
+        if (!c->out) {
+            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
+    if (strcmp(status, "running") == 0) {
+        PQclear(r);
+        char nows[24];
+        const char *p[2] = {c->uuid, eai_pg_i64(eai_pg_now_ms(), nows)};
+        if (eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET cancel_requested = true,"
+                           " updated_at = to_timestamp($2::bigint / 1000.0) WHERE id = $1",
+                       2, p, err) < 0)
+            return -1;
+    } else {
+        json_t *doc = eai_pg_cell_json(r, 0, COL_DOC);
+        PQclear(r);
+        if (!json_is_object(doc)) {
+            json_decref(doc);
+            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "stored execution document is not an object");
+            return -1;
+        }
+        int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, doc, c->patch, NULL, err);
+        json_decref(doc);
+        if (rc < 0)
+            return -1;
+    }
+    if (c->audit && eai_pg_audit_append_tx(tx, c->tenant, c->audit, err) < 0)
+        return -1;
+    r = eai_pg_lock_row(tx, c, err);
+    if (!r)
+        return -1;
+    c->out = PQntuples(r) ? eai_pg_exec_row(r, 0) : NULL;
+    PQclear(r);
+    if (!c->out) {
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int eai_pg_exec_cancel(void *self, const char *tenant, const char *id, const json_t *cancelled_patch,
+                       const json_t *audit, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    struct eai_pg_term_ctx c = {.tenant = tenant, .patch = cancelled_patch, .audit = audit};
+    if (!eai_pg_uuid_valid(tenant) || eai_pg_exec_uuid(id, c.uuid) < 0) {
+        *out = NULL;
+        return 0;
+    }
+    if (eai_pg_run(pg, tenant, eai_pg_cancel_body, &c, err) < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    *out = c.out;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- files */
+
+struct eai_pg_file_ctx {
+    const char *params[3];
+    unsigned char *data;
+    size_t len;
+};
+
+static int eai_pg_file_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_file_ctx *c = arg;
+    free(c->data);
+    c->data = NULL;
+    PGresult *r = eai_pg_q(tx, "SELECT content FROM eai.execution_files"
+                               " WHERE execution_id = $1 AND tenant_id = $2 AND path = $3",
+                           3, c->params, err);
+    if (!r)
+        return -1;
+    if (PQntuples(r) == 1) {
+        size_t n = 0;
+        unsigned char *raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 0), &n);
+        if (!raw) {
+            PQclear(r);
+            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+            return -1;
+        }
+        c->data = malloc(n ? n : 1);
+        if (c->data)
+            memcpy(c->data, raw, n);
+        PQfreemem(raw);
+        if (!c->data) {
+            PQclear(r);
+            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+            return -1;
+        }
+        c->len = n;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int eai_pg_file_get(void *self, const char *tenant, const char *exec_id, const char *path,
+                    unsigned char **data, size_t *len, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    char uuid[37];
+    *data = NULL;
+    *len = 0;
+    if (!eai_pg_uuid_valid(tenant) || eai_pg_exec_uuid(exec_id, uuid) < 0 || !path)
+        return 0;
+    struct eai_pg_file_ctx c = {.params = {uuid, tenant, path}};
+    if (eai_pg_run(pg, tenant, eai_pg_file_body, &c, err) < 0) {
+        free(c.data);
+        return -1;
+    }
+    *data = c.data;
+    *len = c.len;
+    return 0;
+}
