@@ -1,0 +1,1287 @@
+/*
+ * The storage contract: every op of struct eai_storage_ops, against the
+ * backend chosen at run time.
+ *   EAI_TEST_STORAGE unset or "sqlite": built-in SQLite on a fresh temp file.
+ *   EAI_TEST_STORAGE=postgres://...: eai-storage-postgres.so loaded from
+ *   eai_plugin_dir() with config {"url": URL}.
+ *
+ * Every test works with fresh tenants (tenant_create) and fresh ids, and
+ * makes every execution it creates terminal before it returns, so the suite
+ * can share one PostgreSQL database with earlier runs.  The queue ops are
+ * SYSTEM-wide: the claim tests expect no other process to queue executions
+ * in the same database while they run.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <CUnit/Basic.h>
+#include <CUnit/CUnit.h>
+#include <jansson.h>
+
+#include <eai/storage.h>
+
+#include "audit.h"
+#include "errors.h"
+#include "host.h"
+#include "loader.h"
+#include "store_sqlite.h"
+#include "util.h"
+
+static const struct eai_plugin_descriptor *g_desc;
+static const struct eai_storage_ops *g_ops;
+static void *g_st;
+static struct eai_host *g_host;
+static char g_dir[64];
+static int g_is_sqlite = 1;
+
+#define AUDIT_ALL 100000
+
+/* ------------------------------------------------------------ helpers */
+
+static int report(const char *what, struct eai_error *err)
+{
+    if (err) {
+        fprintf(stderr, "  %s: %s (%s)\n", what, err->message ? err->message : "?",
+                eai_code_name(err->code));
+        eai_error_free(err);
+    }
+    return 0;
+}
+
+#define OK(call)                                                 \
+    do {                                                         \
+        struct eai_error *err_ = NULL;                           \
+        struct eai_error **err = &err_;                          \
+        int rc_ = (call);                                        \
+        if (rc_ < 0)                                             \
+            report(#call, err_);                                 \
+        CU_ASSERT_FATAL(rc_ >= 0);                               \
+    } while (0)
+
+/* Call expecting -1 with an error of `code`. */
+#define FAILS(code_, call)                                       \
+    do {                                                         \
+        struct eai_error *err_ = NULL;                           \
+        struct eai_error **err = &err_;                          \
+        int rc_ = (call);                                        \
+        CU_ASSERT_EQUAL(rc_, -1);                                \
+        CU_ASSERT_PTR_NOT_NULL(err_);                            \
+        if (err_) {                                              \
+            CU_ASSERT_EQUAL(err_->code, (code_));                \
+            eai_error_free(err_);                                \
+        }                                                        \
+    } while (0)
+
+static const char *js(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static void new_tenant(char out[37])
+{
+    json_t *t = NULL;
+    char name[64];
+    eai_random_hex(name, 6);
+    OK(g_ops->tenant_create(g_st, name, &t, err));
+    CU_ASSERT_FATAL(json_is_object(t));
+    CU_ASSERT_STRING_EQUAL(js(t, "name"), name);
+    CU_ASSERT_FATAL(js(t, "id") != NULL && strlen(js(t, "id")) == 36);
+    snprintf(out, 37, "%s", js(t, "id"));
+    json_decref(t);
+}
+
+static void new_exec_id(char out[41])
+{
+    char u[37];
+    eai_uuid_v4(u);
+    snprintf(out, 41, "sbx_%s", u);
+}
+
+static json_t *audit_event(const char *action, const char *target)
+{
+    char id[37];
+    eai_uuid_v4(id);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:n}", "id", id, "actor", "key-test",
+                     "action", action, "target", target ? target : "", "decision", "allow",
+                     "reason", "", "request_id", "req-test", "trace_id");
+}
+
+/* The same event again, with a fresh id (ids are unique per event). */
+static json_t *reid(json_t *ev)
+{
+    char id[37];
+    eai_uuid_v4(id);
+    json_object_set_new(ev, "id", json_string(id));
+    return ev;
+}
+
+/* A queued execution record as core builds it (inputs included). */
+static json_t *exec_record(const char *id, const char *run_id, const char *key, const char *hash)
+{
+    char now[32];
+    eai_time_rfc3339(eai_now_ms(), now);
+    json_t *e = json_pack(
+        "{s:s, s:s, s:s, s:s, s:s, s:[s,s,s], s:{s:s, s:s, s:i}, s:{s:s}, s:s, s:b,"
+        " s:[{s:s, s:s}], s:[s], s:[], s:s, s:s, s:s, s:s, s:s}",
+        "id", id, "status", "queued", "profile", "gvisor-small", "backend", "gvisor",
+        "image", "python:3.11-slim", "command", "python3", "-c", "print(2+2)",
+        "limits", "cpu", "500m", "memory", "256Mi", "timeout_s", 30,
+        "env", "SECRET", "hunter2", "stdin", "stdin-secret", "stdin_b64", 0,
+        "files_in", "path", "/tmp/in/a.txt", "content_b64", "c2VjcmV0",
+        "collect", "/tmp/outputs", "egress",
+        "project_id", "proj-1", "agent_id", "agent-1", "run_id", run_id ? run_id : "run-1",
+        "trace_id", "0af7651916cd43dd8448eb211c80319c", "created_at", now);
+    if (key)
+        json_object_set_new(e, "idempotency_key", json_string(key));
+    if (hash)
+        json_object_set_new(e, "request_hash", json_string(hash));
+    return e;
+}
+
+static int create_exec(const char *tenant, char id[41], const char *run_id)
+{
+    new_exec_id(id);
+    json_t *e = exec_record(id, run_id, NULL, NULL);
+    json_t *existing = NULL;
+    int rc = 0;
+    OK(rc = g_ops->exec_create(g_st, tenant, e, NULL, &existing, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    CU_ASSERT_PTR_NULL(existing);
+    json_decref(e);
+    return rc;
+}
+
+static json_t *get_exec(const char *tenant, const char *id)
+{
+    json_t *out = NULL;
+    OK(g_ops->exec_get(g_st, tenant, id, &out, err));
+    return out;
+}
+
+static const char *exec_status(const char *tenant, const char *id, char buf[32])
+{
+    json_t *e = get_exec(tenant, id);
+    snprintf(buf, 32, "%s", e && js(e, "status") ? js(e, "status") : "(none)");
+    json_decref(e);
+    return buf;
+}
+
+/* Make an execution terminal (cleanup); NOOP when it already is. */
+static void finish_exec(const char *tenant, const char *id, const char *status)
+{
+    json_t *patch = json_pack("{s:s, s:i}", "status", status, "exit_code", 0);
+    int rc = 0;
+    OK(rc = g_ops->exec_finish(g_st, tenant, id, patch, NULL, NULL, NULL, err));
+    CU_ASSERT(rc == EAI_STORE_UPDATED || rc == EAI_STORE_NOOP);
+    json_decref(patch);
+}
+
+static int array_has_id(const json_t *arr, const char *id)
+{
+    size_t i;
+    const json_t *v;
+    json_array_foreach(arr, i, v) {
+        if (js(v, "id") && strcmp(js(v, "id"), id) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+static json_int_t audit_count(const char *tenant)
+{
+    json_t *l = NULL;
+    OK(g_ops->audit_list(g_st, tenant, 0, AUDIT_ALL, &l, err));
+    json_int_t n = (json_int_t)json_array_size(l);
+    json_decref(l);
+    return n;
+}
+
+static json_t *audit_last(const char *tenant)
+{
+    json_t *l = NULL;
+    OK(g_ops->audit_list(g_st, tenant, 0, AUDIT_ALL, &l, err));
+    json_t *last = json_incref(json_array_get(l, json_array_size(l) - 1));
+    json_decref(l);
+    return last;
+}
+
+/* ------------------------------------------------------------ descriptor, migrate, ping */
+
+static void test_descriptor_migrate_ping(void)
+{
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(eai_plugin_check(g_desc, EAI_KIND_STORAGE, g_desc->name, "contract", &e), 0);
+    report("plugin_check", e);
+    CU_ASSERT(g_ops->size >= sizeof(struct eai_storage_ops));
+    OK(g_ops->ping(g_st, err));
+    if (g_is_sqlite) {
+        OK(g_ops->migrate(g_st, NULL, err));
+        OK(g_ops->migrate(g_st, NULL, err)); /* idempotent */
+        OK(g_ops->ping(g_st, err));
+    }
+}
+
+/* ------------------------------------------------------------ tenants and keys */
+
+static void test_tenants_keys(void)
+{
+    char a[37], key_id[40], missing[37];
+    new_tenant(a);
+    json_t *t = NULL;
+    OK(g_ops->tenant_get(g_st, a, &t, err));
+    CU_ASSERT_FATAL(t != NULL);
+    CU_ASSERT_STRING_EQUAL(js(t, "id"), a);
+    CU_ASSERT_PTR_NOT_NULL(js(t, "created_at"));
+    json_decref(t);
+    eai_uuid_v4(missing);
+    t = (json_t *)1;
+    OK(g_ops->tenant_get(g_st, missing, &t, err));
+    CU_ASSERT_PTR_NULL(t);
+
+    char hash[65];
+    eai_sha256_hex("secret", 6, hash);
+    eai_random_hex(key_id, 12);
+    OK(g_ops->key_create(g_st, a, key_id, hash, "ci", err));
+    json_t *k = NULL;
+    OK(g_ops->key_get(g_st, key_id, &k, err));
+    CU_ASSERT_FATAL(k != NULL);
+    CU_ASSERT_STRING_EQUAL(js(k, "key_id"), key_id);
+    CU_ASSERT_STRING_EQUAL(js(k, "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(js(k, "hash"), hash);
+    CU_ASSERT_STRING_EQUAL(js(k, "name"), "ci");
+    CU_ASSERT(json_is_false(json_object_get(k, "revoked")));
+    json_decref(k);
+
+    OK(g_ops->key_revoke(g_st, key_id, err));
+    OK(g_ops->key_get(g_st, key_id, &k, err));
+    CU_ASSERT_FATAL(k != NULL);
+    CU_ASSERT(json_is_true(json_object_get(k, "revoked")));
+    json_decref(k);
+
+    char unknown[40];
+    eai_random_hex(unknown, 12);
+    k = (json_t *)1;
+    OK(g_ops->key_get(g_st, unknown, &k, err));
+    CU_ASSERT_PTR_NULL(k);
+    FAILS(EAI_E_NOT_FOUND, g_ops->key_revoke(g_st, unknown, err));
+}
+
+/* ------------------------------------------------------------ executions */
+
+static void test_exec_create_get_list_isolation(void)
+{
+    char a[37], b[37], ids[3][41];
+    new_tenant(a);
+    new_tenant(b);
+    json_int_t audits = audit_count(a);
+    for (int i = 0; i < 3; i++) {
+        new_exec_id(ids[i]);
+        json_t *e = exec_record(ids[i], i < 2 ? "r1" : "r2", NULL, NULL);
+        json_t *ev = audit_event("sandbox.execute", ids[i]);
+        int rc = 0;
+        OK(rc = g_ops->exec_create(g_st, a, e, ev, NULL, err));
+        CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+        json_decref(e);
+        json_decref(ev);
+    }
+    /* Audit in the same transaction: one event per create. */
+    CU_ASSERT_EQUAL(audit_count(a), audits + 3);
+    json_t *last = audit_last(a);
+    CU_ASSERT_STRING_EQUAL(js(last, "action"), "sandbox.execute");
+    CU_ASSERT_STRING_EQUAL(js(last, "target"), ids[2]);
+    CU_ASSERT_STRING_EQUAL(js(last, "tenant_id"), a);
+    json_decref(last);
+
+    json_t *e = get_exec(a, ids[0]);
+    CU_ASSERT_FATAL(e != NULL);
+    CU_ASSERT_STRING_EQUAL(js(e, "id"), ids[0]);
+    CU_ASSERT_STRING_EQUAL(js(e, "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(js(e, "status"), "queued");
+    CU_ASSERT_STRING_EQUAL(js(e, "image"), "python:3.11-slim");
+    CU_ASSERT_STRING_EQUAL(js(json_object_get(e, "env"), "SECRET"), "hunter2");
+    CU_ASSERT(json_is_integer(json_object_get(e, "seq")));
+    CU_ASSERT(json_is_false(json_object_get(e, "cancel_requested")));
+    CU_ASSERT_PTR_NOT_NULL(js(e, "created_at"));
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(e, "command")), 3);
+    json_int_t seq0 = json_integer_value(json_object_get(e, "seq"));
+    json_decref(e);
+
+    /* Tenant B sees nothing of A. */
+    CU_ASSERT_PTR_NULL(get_exec(b, ids[0]));
+    json_t *l = NULL, *f = json_pack("{s:i}", "limit", 100);
+    OK(g_ops->exec_list(g_st, b, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 0);
+    json_decref(l);
+
+    /* Newest first, seq increasing with creation. */
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_FATAL(json_array_size(l) == 3);
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT_STRING_EQUAL(js(json_array_get(l, (size_t)i), "id"), ids[2 - i]);
+    json_int_t s2 = json_integer_value(json_object_get(json_array_get(l, 0), "seq"));
+    json_int_t s1 = json_integer_value(json_object_get(json_array_get(l, 1), "seq"));
+    CU_ASSERT(s2 > s1 && s1 > seq0);
+    json_decref(l);
+    json_decref(f);
+
+    /* Cursor paging: limit 2, then after = seq of the last one. */
+    f = json_pack("{s:i}", "limit", 2);
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_FATAL(json_array_size(l) == 2);
+    json_int_t cursor = json_integer_value(json_object_get(json_array_get(l, 1), "seq"));
+    json_decref(l);
+    json_object_set_new(f, "after", json_integer(cursor));
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_FATAL(json_array_size(l) == 1);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "id"), ids[0]);
+    json_decref(l);
+    json_decref(f);
+
+    /* Filters. */
+    f = json_pack("{s:i, s:s}", "limit", 100, "run_id", "r1");
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 2);
+    CU_ASSERT(array_has_id(l, ids[0]) && array_has_id(l, ids[1]));
+    json_decref(l);
+    OK(g_ops->exec_list(g_st, b, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 0);
+    json_decref(l);
+    json_decref(f);
+    f = json_pack("{s:i, s:s}", "limit", 100, "status", "running");
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 0);
+    json_decref(l);
+    json_object_set_new(f, "status", json_string("queued"));
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 3);
+    json_decref(l);
+    json_decref(f);
+
+    /* B cannot finish or cancel A's execution. */
+    json_t *patch = json_pack("{s:s}", "status", "failed");
+    FAILS(EAI_E_NOT_FOUND, g_ops->exec_finish(g_st, b, ids[0], patch, NULL, NULL, NULL, err));
+    json_decref(patch);
+    json_t *out = (json_t *)1;
+    OK(g_ops->exec_cancel(g_st, b, ids[0], NULL, NULL, &out, err));
+    CU_ASSERT_PTR_NULL(out);
+    char buf[32];
+    CU_ASSERT_STRING_EQUAL(exec_status(a, ids[0], buf), "queued");
+
+    for (int i = 0; i < 3; i++)
+        finish_exec(a, ids[i], "cancelled");
+}
+
+static void test_idempotency(void)
+{
+    char a[37], b[37], id1[41], id2[41], id3[41], id4[41];
+    new_tenant(a);
+    new_tenant(b);
+    char key[40];
+    eai_random_hex(key, 8);
+    new_exec_id(id1);
+    json_t *e = exec_record(id1, NULL, key, "hash-1");
+    json_t *ev = audit_event("sandbox.execute", id1);
+    json_t *existing = NULL;
+    int rc = 0;
+    OK(rc = g_ops->exec_create(g_st, a, e, ev, &existing, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    CU_ASSERT_PTR_NULL(existing);
+    json_decref(e);
+    json_int_t audits = audit_count(a);
+
+    /* Same key, same hash: EXISTS with the first row, nothing inserted. */
+    new_exec_id(id2);
+    e = exec_record(id2, NULL, key, "hash-1");
+    OK(rc = g_ops->exec_create(g_st, a, e, ev, &existing, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_EXISTS);
+    CU_ASSERT_FATAL(existing != NULL);
+    CU_ASSERT_STRING_EQUAL(js(existing, "id"), id1);
+    CU_ASSERT_STRING_EQUAL(js(existing, "idempotency_key"), key);
+    json_decref(existing);
+    existing = NULL;
+    CU_ASSERT_PTR_NULL(get_exec(a, id2));
+    CU_ASSERT_EQUAL(audit_count(a), audits);
+    json_decref(e);
+
+    /* Same key, other hash: CONFLICT. */
+    new_exec_id(id3);
+    e = exec_record(id3, NULL, key, "hash-2");
+    OK(rc = g_ops->exec_create(g_st, a, e, ev, &existing, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CONFLICT);
+    CU_ASSERT_PTR_NULL(get_exec(a, id3));
+    json_decref(existing);
+    existing = NULL;
+    json_decref(e);
+
+    /* Keys are per tenant. */
+    new_exec_id(id4);
+    e = exec_record(id4, NULL, key, "hash-2");
+    OK(rc = g_ops->exec_create(g_st, b, e, NULL, &existing, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    json_decref(e);
+
+    /* Still EXISTS once the first one is terminal (within 24 h). */
+    finish_exec(a, id1, "succeeded");
+    e = exec_record(id2, NULL, key, "hash-1");
+    OK(rc = g_ops->exec_create(g_st, a, e, NULL, &existing, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_EXISTS);
+    CU_ASSERT(existing && strcmp(js(existing, "status"), "succeeded") == 0);
+    json_decref(existing);
+    json_decref(e);
+    json_decref(ev);
+
+    /* Same id twice (no key): refused, never a second row. */
+    e = exec_record(id4, NULL, NULL, NULL);
+    FAILS(EAI_E_CONFLICT, g_ops->exec_create(g_st, b, e, NULL, NULL, err));
+    json_decref(e);
+    finish_exec(b, id4, "cancelled");
+}
+
+/* ------------------------------------------------------------ queue */
+
+static int claimed_set_is(const json_t *claimed, char (*want)[41], size_t n)
+{
+    if (json_array_size(claimed) != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!array_has_id(claimed, want[i]))
+            return 0;
+    return 1;
+}
+
+static void test_claim_fairness(void)
+{
+    char a[37], b[37], c[37], ea[6][41], eb[2][41], ec[1][41], owner[40];
+    new_tenant(a);
+    new_tenant(b);
+    new_tenant(c);
+    eai_random_hex(owner, 8);
+    int64_t q0 = 0, r0 = 0, q = 0, r = 0;
+    OK(g_ops->exec_counts(g_st, &q0, &r0, err));
+    for (int i = 0; i < 6; i++)
+        create_exec(a, ea[i], NULL);
+    for (int i = 0; i < 2; i++)
+        create_exec(b, eb[i], NULL);
+    create_exec(c, ec[0], NULL);
+    OK(g_ops->exec_counts(g_st, &q, &r, err));
+    CU_ASSERT_EQUAL(q, q0 + 9);
+    CU_ASSERT_EQUAL(r, r0);
+
+    int64_t before = eai_now_ms();
+    json_t *cl = NULL;
+    /* Round-robin: the oldest of every tenant before anyone's second. */
+    OK(g_ops->exec_claim(g_st, owner, 30000, 3, 2, &cl, err));
+    char want1[3][41];
+    memcpy(want1[0], ea[0], 41);
+    memcpy(want1[1], eb[0], 41);
+    memcpy(want1[2], ec[0], 41);
+    CU_ASSERT(claimed_set_is(cl, want1, 3));
+    size_t i;
+    json_t *v;
+    json_array_foreach(cl, i, v) {
+        CU_ASSERT_STRING_EQUAL(js(v, "status"), "running");
+        CU_ASSERT_STRING_EQUAL(js(v, "lease_owner"), owner);
+        json_int_t lu = json_integer_value(json_object_get(v, "lease_until"));
+        CU_ASSERT(lu >= before + 30000 && lu <= eai_now_ms() + 30000);
+        CU_ASSERT_PTR_NOT_NULL(js(v, "started_at"));
+    }
+    json_decref(cl);
+
+    /* At most per_tenant_max (2) of A in one call. */
+    OK(g_ops->exec_claim(g_st, owner, 30000, 10, 2, &cl, err));
+    char want2[3][41];
+    memcpy(want2[0], ea[1], 41);
+    memcpy(want2[1], ea[2], 41);
+    memcpy(want2[2], eb[1], 41);
+    CU_ASSERT(claimed_set_is(cl, want2, 3));
+    json_decref(cl);
+    OK(g_ops->exec_claim(g_st, owner, 30000, 10, 2, &cl, err));
+    CU_ASSERT(claimed_set_is(cl, ea + 3, 2));
+    json_decref(cl);
+    OK(g_ops->exec_claim(g_st, owner, 30000, 10, 2, &cl, err));
+    CU_ASSERT(claimed_set_is(cl, ea + 5, 1));
+    json_decref(cl);
+    OK(g_ops->exec_claim(g_st, owner, 30000, 10, 2, &cl, err));
+    CU_ASSERT_EQUAL(json_array_size(cl), 0);
+    json_decref(cl);
+
+    OK(g_ops->exec_counts(g_st, &q, &r, err));
+    CU_ASSERT_EQUAL(q, q0);
+    CU_ASSERT_EQUAL(r, r0 + 9);
+    char buf[32];
+    CU_ASSERT_STRING_EQUAL(exec_status(a, ea[5], buf), "running");
+
+    for (int k = 0; k < 6; k++)
+        finish_exec(a, ea[k], "succeeded");
+    for (int k = 0; k < 2; k++)
+        finish_exec(b, eb[k], "succeeded");
+    finish_exec(c, ec[0], "succeeded");
+    OK(g_ops->exec_counts(g_st, &q, &r, err));
+    CU_ASSERT_EQUAL(q, q0);
+    CU_ASSERT_EQUAL(r, r0);
+}
+
+#define RACE_ROWS 50
+#define RACE_THREADS 2
+
+struct race_arg {
+    char owner[40];
+    char ids[RACE_ROWS][41];
+    int n;
+    int errors;
+};
+
+static void *race_claimer(void *p)
+{
+    struct race_arg *ra = p;
+    for (int rounds = 0; rounds < 10 * RACE_ROWS; rounds++) {
+        json_t *cl = NULL;
+        struct eai_error *e = NULL;
+        if (g_ops->exec_claim(g_st, ra->owner, 30000, 3, 3, &cl, &e) < 0) {
+            report("race claim", e);
+            ra->errors++;
+            continue;
+        }
+        size_t n = json_array_size(cl), i;
+        json_t *v;
+        json_array_foreach(cl, i, v) {
+            if (ra->n < RACE_ROWS)
+                snprintf(ra->ids[ra->n], 41, "%s", js(v, "id"));
+            ra->n++;
+        }
+        json_decref(cl);
+        if (n == 0)
+            break;
+    }
+    return NULL;
+}
+
+static void test_claim_race(void)
+{
+    char t[37];
+    static char ids[RACE_ROWS][41];
+    new_tenant(t);
+    for (int i = 0; i < RACE_ROWS; i++)
+        create_exec(t, ids[i], NULL);
+    static struct race_arg ra[RACE_THREADS];
+    pthread_t th[RACE_THREADS];
+    memset(ra, 0, sizeof ra);
+    for (int i = 0; i < RACE_THREADS; i++) {
+        eai_random_hex(ra[i].owner, 8);
+        CU_ASSERT_FATAL(pthread_create(&th[i], NULL, race_claimer, &ra[i]) == 0);
+    }
+    for (int i = 0; i < RACE_THREADS; i++)
+        pthread_join(th[i], NULL);
+    int total = 0;
+    for (int i = 0; i < RACE_THREADS; i++) {
+        CU_ASSERT_EQUAL(ra[i].errors, 0);
+        total += ra[i].n;
+    }
+    /* Every row claimed exactly once. */
+    CU_ASSERT_EQUAL(total, RACE_ROWS);
+    for (int i = 0; i < RACE_ROWS; i++) {
+        int seen = 0;
+        for (int k = 0; k < RACE_THREADS; k++)
+            for (int j = 0; j < ra[k].n && j < RACE_ROWS; j++)
+                seen += strcmp(ra[k].ids[j], ids[i]) == 0;
+        CU_ASSERT_EQUAL(seen, 1);
+    }
+    for (int i = 0; i < RACE_ROWS; i++)
+        finish_exec(t, ids[i], "succeeded");
+}
+
+static void test_renew_cancel_stale(void)
+{
+    char t[37], b[37], e[3][41], q[41], owner[40];
+    new_tenant(t);
+    new_tenant(b);
+    eai_random_hex(owner, 8);
+    for (int i = 0; i < 3; i++)
+        create_exec(t, e[i], NULL);
+    json_t *cl = NULL;
+    OK(g_ops->exec_claim(g_st, owner, 1000, 10, 10, &cl, err));
+    CU_ASSERT_FATAL(claimed_set_is(cl, e, 3));
+    json_decref(cl);
+
+    /* Cancel a running one: flag only, still running. */
+    json_int_t audits = audit_count(t);
+    json_t *ev = audit_event("sandbox.cancel", e[0]);
+    json_t *patch = json_pack("{s:s}", "status", "cancelled");
+    json_t *out = NULL;
+    OK(g_ops->exec_cancel(g_st, t, e[0], patch, ev, &out, err));
+    CU_ASSERT_FATAL(out != NULL);
+    CU_ASSERT_STRING_EQUAL(js(out, "status"), "running");
+    CU_ASSERT(json_is_true(json_object_get(out, "cancel_requested")));
+    json_decref(out);
+    CU_ASSERT_EQUAL(audit_count(t), audits + 1);
+
+    /* Another tenant cannot cancel it (answers like a missing one). */
+    out = (json_t *)1;
+    OK(g_ops->exec_cancel(g_st, b, e[1], patch, NULL, &out, err));
+    CU_ASSERT_PTR_NULL(out);
+
+    /* Renew extends every lease of the owner and reports the cancel. */
+    int64_t before = eai_now_ms();
+    json_t *cancel_ids = NULL;
+    OK(g_ops->exec_renew(g_st, owner, 60000, &cancel_ids, err));
+    CU_ASSERT_FATAL(json_is_array(cancel_ids));
+    CU_ASSERT_EQUAL(json_array_size(cancel_ids), 1);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(cancel_ids, 0), "id"), e[0]);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(cancel_ids, 0), "tenant_id"), t);
+    json_decref(cancel_ids);
+    for (int i = 0; i < 3; i++) {
+        json_t *x = get_exec(t, e[i]);
+        CU_ASSERT_FATAL(x != NULL);
+        CU_ASSERT(json_integer_value(json_object_get(x, "lease_until")) >= before + 60000);
+        CU_ASSERT_EQUAL(json_is_true(json_object_get(x, "cancel_requested")), i == 0);
+        json_decref(x);
+    }
+    /* Another owner renews nothing of these. */
+    char other[40];
+    eai_random_hex(other, 8);
+    OK(g_ops->exec_renew(g_st, other, 60000, &cancel_ids, err));
+    CU_ASSERT_EQUAL(json_array_size(cancel_ids), 0);
+    json_decref(cancel_ids);
+
+    /* Stale: leases ending before now_ms. */
+    json_t *stale = NULL;
+    OK(g_ops->exec_stale(g_st, eai_now_ms(), &stale, err));
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(!array_has_id(stale, e[i]));
+    json_decref(stale);
+    OK(g_ops->exec_stale(g_st, eai_now_ms() + 120000, &stale, err));
+    for (int i = 0; i < 3; i++)
+        CU_ASSERT(array_has_id(stale, e[i]));
+    json_decref(stale);
+
+    /* Cancel a queued one: terminal at once, inputs scrubbed. */
+    create_exec(t, q, NULL);
+    OK(g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
+    CU_ASSERT_FATAL(out != NULL);
+    CU_ASSERT_STRING_EQUAL(js(out, "status"), "cancelled");
+    CU_ASSERT_PTR_NOT_NULL(js(out, "finished_at"));
+    CU_ASSERT_EQUAL(json_object_size(json_object_get(out, "env")), 0);
+    CU_ASSERT(json_is_null(json_object_get(out, "stdin")));
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(out, "files_in")), 0);
+    json_decref(out);
+    json_t *x = get_exec(t, q);
+    CU_ASSERT_FATAL(x != NULL);
+    CU_ASSERT_STRING_EQUAL(js(x, "status"), "cancelled");
+    CU_ASSERT_EQUAL(json_object_size(json_object_get(x, "env")), 0);
+    json_decref(x);
+
+    /* Cancel a terminal one: unchanged, no audit; finish: NOOP. */
+    audits = audit_count(t);
+    OK(g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
+    CU_ASSERT_FATAL(out != NULL);
+    CU_ASSERT_STRING_EQUAL(js(out, "status"), "cancelled");
+    json_decref(out);
+    CU_ASSERT_EQUAL(audit_count(t), audits);
+    json_t *p2 = json_pack("{s:s}", "status", "succeeded");
+    int rc = 0;
+    OK(rc = g_ops->exec_finish(g_st, t, q, p2, NULL, NULL, NULL, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_NOOP);
+    json_decref(p2);
+    char buf[32];
+    CU_ASSERT_STRING_EQUAL(exec_status(t, q, buf), "cancelled");
+
+    /* The running one with cancel_requested ends as cancelled by finish. */
+    finish_exec(t, e[0], "cancelled");
+    CU_ASSERT_STRING_EQUAL(exec_status(t, e[0], buf), "cancelled");
+    for (int i = 1; i < 3; i++)
+        finish_exec(t, e[i], "succeeded");
+    OK(g_ops->exec_renew(g_st, owner, 60000, &cancel_ids, err));
+    CU_ASSERT_EQUAL(json_array_size(cancel_ids), 0);
+    json_decref(cancel_ids);
+    json_decref(patch);
+    json_decref(ev);
+}
+
+static void test_finish_scrub_files_outbox(void)
+{
+    char t[37], b[37], id[41];
+    new_tenant(t);
+    new_tenant(b);
+    create_exec(t, id, NULL);
+    char owner[40];
+    eai_random_hex(owner, 8);
+    json_t *cl = NULL;
+    OK(g_ops->exec_claim(g_st, owner, 30000, 10, 10, &cl, err));
+    CU_ASSERT(array_has_id(cl, id));
+    json_decref(cl);
+
+    static const unsigned char bin[] = {0, 1, 2, 0xff, 'x', 0, 'y'};
+    char sha_txt[65], sha_bin[65];
+    eai_sha256_hex("hello", 5, sha_txt);
+    eai_sha256_hex(bin, sizeof bin, sha_bin);
+    char *b64_bin = eai_b64_encode(bin, sizeof bin);
+    CU_ASSERT_FATAL(b64_bin != NULL);
+    char now[32], uid[37];
+    eai_time_rfc3339(eai_now_ms(), now);
+    eai_uuid_v4(uid);
+    json_t *patch = json_pack(
+        "{s:s, s:i, s:n, s:s, s:s, s:b, s:b, s:s, s:s, s:{s:i, s:i, s:i}, s:n, s:s}",
+        "status", "succeeded", "exit_code", 0, "signal", "stdout", "4\n", "stderr", "",
+        "stdout_truncated", 0, "stderr_truncated", 0, "stdout_encoding", "utf-8",
+        "stderr_encoding", "utf-8", "usage", "cpu_seconds", 1, "memory_mb_seconds", 3,
+        "duration_s", 1, "error", "finished_at", now);
+    json_t *files = json_pack("[{s:s, s:i, s:s, s:s}, {s:s, s:i, s:s, s:s}]",
+                              "path", "/tmp/outputs/r.txt", "size", 5, "sha256", sha_txt,
+                              "content_b64", "aGVsbG8=",
+                              "path", "/tmp/outputs/b.bin", "size", (int)sizeof bin,
+                              "sha256", sha_bin, "content_b64", b64_bin);
+    free(b64_bin);
+    json_t *usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", uid,
+                              "tenant_id", t, "execution_id", id, "project_id", "proj-1",
+                              "run_id", "run-1", "profile", "gvisor-small", "backend", "gvisor",
+                              "finished_at", now);
+    json_t *ev = audit_event("sandbox.finish", id);
+    int rc = 0;
+    OK(rc = g_ops->exec_finish(g_st, t, id, patch, files, usage, ev, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_UPDATED);
+
+    json_t *x = get_exec(t, id);
+    CU_ASSERT_FATAL(x != NULL);
+    CU_ASSERT_STRING_EQUAL(js(x, "status"), "succeeded");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(x, "exit_code")), 0);
+    CU_ASSERT_STRING_EQUAL(js(x, "stdout"), "4\n");
+    CU_ASSERT_STRING_EQUAL(js(x, "finished_at"), now);
+    CU_ASSERT_PTR_NOT_NULL(js(x, "started_at"));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(x, "usage"), "memory_mb_seconds")), 3);
+    CU_ASSERT(json_is_null(json_object_get(x, "error")));
+    /* Scrubbed inputs, kept identity. */
+    CU_ASSERT(json_is_object(json_object_get(x, "env")));
+    CU_ASSERT_EQUAL(json_object_size(json_object_get(x, "env")), 0);
+    CU_ASSERT(json_is_null(json_object_get(x, "stdin")));
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(x, "files_in")), 0);
+    char *dump = json_dumps(x, 0);
+    CU_ASSERT(dump && !strstr(dump, "hunter2") && !strstr(dump, "stdin-secret") &&
+              !strstr(dump, "c2VjcmV0"));
+    free(dump);
+    CU_ASSERT_STRING_EQUAL(js(x, "image"), "python:3.11-slim");
+    /* Public file list: path, size, sha256; no content. */
+    json_t *fl = json_object_get(x, "files");
+    CU_ASSERT_FATAL(json_array_size(fl) == 2);
+    size_t i;
+    json_t *f;
+    int seen = 0;
+    json_array_foreach(fl, i, f) {
+        CU_ASSERT_PTR_NULL(json_object_get(f, "content_b64"));
+        if (strcmp(js(f, "path"), "/tmp/outputs/r.txt") == 0) {
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "size")), 5);
+            CU_ASSERT_STRING_EQUAL(js(f, "sha256"), sha_txt);
+            seen++;
+        } else if (strcmp(js(f, "path"), "/tmp/outputs/b.bin") == 0) {
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "size")), (json_int_t)sizeof bin);
+            seen++;
+        }
+    }
+    CU_ASSERT_EQUAL(seen, 2);
+    json_decref(x);
+
+    /* Raw bytes back, tenant-scoped. */
+    unsigned char *data = NULL;
+    size_t len = 0;
+    OK(g_ops->file_get(g_st, t, id, "/tmp/outputs/r.txt", &data, &len, err));
+    CU_ASSERT_FATAL(data != NULL);
+    CU_ASSERT(len == 5 && memcmp(data, "hello", 5) == 0);
+    free(data);
+    data = NULL;
+    OK(g_ops->file_get(g_st, t, id, "/tmp/outputs/b.bin", &data, &len, err));
+    CU_ASSERT_FATAL(data != NULL);
+    CU_ASSERT(len == sizeof bin && memcmp(data, bin, sizeof bin) == 0);
+    free(data);
+    data = (unsigned char *)1;
+    OK(g_ops->file_get(g_st, b, id, "/tmp/outputs/r.txt", &data, &len, err));
+    CU_ASSERT_PTR_NULL(data);
+    data = (unsigned char *)1;
+    OK(g_ops->file_get(g_st, t, id, "/tmp/outputs/none", &data, &len, err));
+    CU_ASSERT_PTR_NULL(data);
+
+    /* Finish only once: the terminal status never changes. */
+    json_int_t audits = audit_count(t);
+    json_t *p2 = json_pack("{s:s, s:i, s:s}", "status", "failed", "exit_code", 1, "stdout", "x");
+    OK(rc = g_ops->exec_finish(g_st, t, id, p2, NULL, usage, reid(ev), err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_NOOP);
+    json_decref(p2);
+    x = get_exec(t, id);
+    CU_ASSERT_STRING_EQUAL(js(x, "status"), "succeeded");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(x, "exit_code")), 0);
+    CU_ASSERT_STRING_EQUAL(js(x, "stdout"), "4\n");
+    json_decref(x);
+    CU_ASSERT_EQUAL(audit_count(t), audits);
+    json_t *last = audit_last(t);
+    CU_ASSERT_STRING_EQUAL(js(last, "action"), "sandbox.finish");
+    json_decref(last);
+
+    /* Outbox: exactly one row for this execution; ack failed, then delivered. */
+    json_t *ob = NULL;
+    char ob_id[64] = "";
+    int found = 0;
+    OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
+    json_array_foreach(ob, i, f) {
+        const json_t *event = json_object_get(f, "event");
+        if (js(event, "execution_id") && strcmp(js(event, "execution_id"), id) == 0) {
+            found++;
+            snprintf(ob_id, sizeof ob_id, "%s", js(f, "id"));
+            CU_ASSERT_STRING_EQUAL(js(f, "tenant_id"), t);
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "attempts")), 0);
+            CU_ASSERT_STRING_EQUAL(js(event, "project_id"), "proj-1");
+        }
+    }
+    json_decref(ob);
+    CU_ASSERT_FATAL(found == 1);
+    OK(g_ops->outbox_ack(g_st, ob_id, 0, err));
+    OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
+    found = 0;
+    json_array_foreach(ob, i, f) {
+        if (strcmp(js(f, "id"), ob_id) == 0) {
+            found++;
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "attempts")), 1);
+        }
+    }
+    json_decref(ob);
+    CU_ASSERT_EQUAL(found, 1);
+    OK(g_ops->outbox_ack(g_st, ob_id, 1, err));
+    OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
+    CU_ASSERT(!array_has_id(ob, ob_id));
+    json_decref(ob);
+
+    /* Unknown execution. */
+    char missing[41];
+    new_exec_id(missing);
+    FAILS(EAI_E_NOT_FOUND, g_ops->exec_finish(g_st, t, missing, patch, NULL, NULL, NULL, err));
+
+    json_decref(patch);
+    json_decref(files);
+    json_decref(usage);
+    json_decref(ev);
+}
+
+/* ------------------------------------------------------------ manifests */
+
+static void test_manifests(void)
+{
+    char a[37], b[37];
+    new_tenant(a);
+    new_tenant(b);
+    json_t *doc = json_pack("{s:s, s:s, s:{s:s}, s:{s:s}}", "apiVersion", "eai/v1",
+                            "kind", "tool-manifest", "metadata", "name", "grep",
+                            "spec", "sandbox_profile", "gvisor-small");
+    json_t *ev = audit_event("manifest.apply", "tool-manifest/grep");
+    json_int_t audits = audit_count(a);
+    int rc = 0;
+    OK(rc = g_ops->manifest_put(g_st, a, "tool-manifest", "grep", doc, ev, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    json_object_set_new(json_object_get(doc, "spec"), "sandbox_profile", json_string("gvisor"));
+    OK(rc = g_ops->manifest_put(g_st, a, "tool-manifest", "grep", doc, reid(ev), err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_UPDATED);
+    CU_ASSERT_EQUAL(audit_count(a), audits + 2);
+
+    json_t *out = NULL;
+    OK(g_ops->manifest_get(g_st, a, "tool-manifest", "grep", &out, err));
+    CU_ASSERT_FATAL(out != NULL);
+    CU_ASSERT(json_equal(out, doc));
+    json_decref(out);
+    out = (json_t *)1;
+    OK(g_ops->manifest_get(g_st, b, "tool-manifest", "grep", &out, err));
+    CU_ASSERT_PTR_NULL(out);
+    out = (json_t *)1;
+    OK(g_ops->manifest_get(g_st, a, "other-kind", "grep", &out, err));
+    CU_ASSERT_PTR_NULL(out);
+
+    /* B has its own namespace: same name is B's own row. */
+    OK(rc = g_ops->manifest_put(g_st, b, "tool-manifest", "grep", doc, NULL, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    OK(g_ops->manifest_delete(g_st, b, "tool-manifest", "grep", NULL, err));
+    FAILS(EAI_E_NOT_FOUND, g_ops->manifest_delete(g_st, b, "tool-manifest", "grep", NULL, err));
+    OK(g_ops->manifest_get(g_st, a, "tool-manifest", "grep", &out, err));
+    CU_ASSERT_PTR_NOT_NULL(out);
+    json_decref(out);
+
+    OK(g_ops->manifest_delete(g_st, a, "tool-manifest", "grep", reid(ev), err));
+    CU_ASSERT_EQUAL(audit_count(a), audits + 3);
+    out = (json_t *)1;
+    OK(g_ops->manifest_get(g_st, a, "tool-manifest", "grep", &out, err));
+    CU_ASSERT_PTR_NULL(out);
+    FAILS(EAI_E_NOT_FOUND, g_ops->manifest_delete(g_st, a, "tool-manifest", "grep", reid(ev), err));
+    CU_ASSERT_EQUAL(audit_count(a), audits + 3);
+    json_decref(doc);
+    json_decref(ev);
+}
+
+/* ------------------------------------------------------------ audit chain */
+
+#define AUDIT_THREADS 4
+#define AUDIT_PER_THREAD 20
+
+struct audit_arg {
+    const char *tenant;
+    int n;
+    int errors;
+};
+
+static void *audit_writer(void *p)
+{
+    struct audit_arg *aa = p;
+    for (int i = 0; i < aa->n; i++) {
+        json_t *ev = audit_event("test.append", aa->tenant);
+        struct eai_error *e = NULL;
+        if (g_ops->audit_append(g_st, aa->tenant, ev, &e) < 0) {
+            report("audit_append", e);
+            aa->errors++;
+        }
+        json_decref(ev);
+    }
+    return NULL;
+}
+
+/* seq 1..n contiguous, prev_hash(n+1) == hash(n), every hash recomputes. */
+static void check_chain(const char *tenant, json_int_t want)
+{
+    json_t *l = NULL;
+    OK(g_ops->audit_list(g_st, tenant, 0, AUDIT_ALL, &l, err));
+    CU_ASSERT_EQUAL_FATAL((json_int_t)json_array_size(l), want);
+    const char *prev = EAI_AUDIT_ZERO_HASH;
+    size_t i;
+    json_t *ev;
+    int broken = 0;
+    json_array_foreach(l, i, ev) {
+        if (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)i + 1 ||
+            !js(ev, "prev_hash") || strcmp(js(ev, "prev_hash"), prev) != 0 ||
+            !js(ev, "hash") || strlen(js(ev, "hash")) != 64 || eai_audit_check(ev) != 1 ||
+            strcmp(js(ev, "tenant_id"), tenant) != 0 || !js(ev, "time") || !js(ev, "id")) {
+            if (!broken)
+                fprintf(stderr, "  chain of %s broken at index %zu\n", tenant, i);
+            broken = 1;
+        }
+        prev = js(ev, "hash") ? js(ev, "hash") : "";
+    }
+    CU_ASSERT_FALSE(broken);
+    json_decref(l);
+}
+
+static void test_audit_chain(void)
+{
+    char a[37], b[37];
+    new_tenant(a);
+    new_tenant(b);
+    struct audit_arg first = {a, 5, 0};
+    audit_writer(&first);
+    CU_ASSERT_EQUAL(first.errors, 0);
+    check_chain(a, 5);
+
+    pthread_t th[AUDIT_THREADS + 1];
+    struct audit_arg aa[AUDIT_THREADS + 1];
+    for (int i = 0; i < AUDIT_THREADS; i++)
+        aa[i] = (struct audit_arg){a, AUDIT_PER_THREAD, 0};
+    aa[AUDIT_THREADS] = (struct audit_arg){b, 10, 0};
+    for (int i = 0; i <= AUDIT_THREADS; i++)
+        CU_ASSERT_FATAL(pthread_create(&th[i], NULL, audit_writer, &aa[i]) == 0);
+    for (int i = 0; i <= AUDIT_THREADS; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(aa[i].errors, 0);
+    }
+    check_chain(a, 5 + AUDIT_THREADS * AUDIT_PER_THREAD);
+    check_chain(b, 10);
+
+    /* after_seq and limit. */
+    json_t *l = NULL;
+    OK(g_ops->audit_list(g_st, a, 80, AUDIT_ALL, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 5);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(l, 0), "seq")), 81);
+    json_decref(l);
+    OK(g_ops->audit_list(g_st, a, 10, 7, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 7);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_array_get(l, 0), "seq")), 11);
+    json_decref(l);
+
+    /* The stored event is exactly what was given plus the chain fields. */
+    json_t *ev = audit_event("auth.refused", "/v1/sandbox/executions");
+    json_object_set_new(ev, "decision", json_string("deny"));
+    json_object_set_new(ev, "reason", json_string("unknown key"));
+    OK(g_ops->audit_append(g_st, b, ev, err));
+    json_t *last = audit_last(b);
+    CU_ASSERT_STRING_EQUAL(js(last, "id"), js(ev, "id"));
+    CU_ASSERT_STRING_EQUAL(js(last, "decision"), "deny");
+    CU_ASSERT_STRING_EQUAL(js(last, "reason"), "unknown key");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(last, "seq")), 11);
+    json_decref(last);
+    json_decref(ev);
+
+    /* Unauthenticated refusals go to the system tenant's chain. */
+    json_int_t n0 = audit_count(EAI_SYSTEM_TENANT);
+    ev = audit_event("auth.refused", "/v1/x");
+    OK(g_ops->audit_append(g_st, EAI_SYSTEM_TENANT, ev, err));
+    json_decref(ev);
+    last = audit_last(EAI_SYSTEM_TENANT);
+    CU_ASSERT_STRING_EQUAL(js(last, "tenant_id"), EAI_SYSTEM_TENANT);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(last, "seq")), n0 + 1);
+    CU_ASSERT_EQUAL(eai_audit_check(last), 1);
+    json_decref(last);
+
+    /* SYSTEM listing: ordered by tenant, then seq. */
+    OK(g_ops->audit_list(g_st, NULL, 0, 5000, &l, err));
+    CU_ASSERT(json_array_size(l) > 0);
+    size_t i;
+    int ordered = 1;
+    const char *pt = "";
+    json_int_t ps = 0;
+    json_array_foreach(l, i, ev) {
+        const char *tt = js(ev, "tenant_id");
+        json_int_t sq = json_integer_value(json_object_get(ev, "seq"));
+        int c = strcmp(tt, pt);
+        if (c < 0 || (c == 0 && sq <= ps))
+            ordered = 0;
+        pt = tt;
+        ps = sq;
+    }
+    CU_ASSERT(ordered);
+    json_decref(l);
+}
+
+/* ------------------------------------------------------------ ledger */
+
+static json_t *usage_event(const char *project, const char *run, const char *finished)
+{
+    char id[37], exec_id[41];
+    eai_uuid_v4(id);
+    new_exec_id(exec_id);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:s}", "id", id,
+                     "execution_id", exec_id, "project_id", project, "agent_id", "agent-1",
+                     "run_id", run, "profile", "gvisor-small", "cpu_seconds", 1.5,
+                     "memory_mb_seconds", 12.0, "duration_s", 2.25, "finished_at", finished);
+}
+
+static size_t ledger_count(const char *tenant, json_t *filter)
+{
+    json_t *l = NULL;
+    OK(g_ops->ledger_query(g_st, tenant, filter, &l, err));
+    size_t n = json_array_size(l);
+    json_decref(l);
+    json_decref(filter);
+    return n;
+}
+
+static void test_ledger(void)
+{
+    char a[37], b[37];
+    new_tenant(a);
+    new_tenant(b);
+    json_t *e1 = usage_event("p1", "r1", "2026-01-01T10:00:00.000Z");
+    json_t *e2 = usage_event("p1", "r2", "2026-01-02T10:00:00.000Z");
+    json_t *e3 = usage_event("p2", "r1", "2026-01-03T10:00:00.000Z");
+    int rc = 0;
+    OK(rc = g_ops->ledger_insert(g_st, a, e1, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    OK(rc = g_ops->ledger_insert(g_st, a, e2, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    OK(rc = g_ops->ledger_insert(g_st, a, e3, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    OK(rc = g_ops->ledger_insert(g_st, a, e1, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_EXISTS);
+
+    json_t *l = NULL, *all = json_pack("{s:i}", "limit", 100);
+    OK(g_ops->ledger_query(g_st, a, all, &l, err));
+    json_decref(all);
+    CU_ASSERT_EQUAL(json_array_size(l), 3);
+    json_t *first = json_array_get(l, 0);
+    CU_ASSERT_STRING_EQUAL(js(first, "id"), js(e1, "id"));
+    CU_ASSERT_STRING_EQUAL(js(first, "project_id"), "p1");
+    CU_ASSERT(json_real_value(json_object_get(first, "cpu_seconds")) == 1.5 ||
+              json_number_value(json_object_get(first, "cpu_seconds")) == 1.5);
+    json_decref(l);
+
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s}", "project_id", "p1")), 2);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s}", "run_id", "r1")), 2);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s, s:s}", "project_id", "p1", "run_id", "r1")), 1);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s}", "from", "2026-01-02T00:00:00Z")), 2);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s}", "to", "2026-01-02T00:00:00Z")), 1);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s, s:s}", "from", "2026-01-01T12:00:00.000Z",
+                                              "to", "2026-01-02T12:00:00+00:00")), 1);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s}", "from", "2026-01-01T10:00:00Z")), 3);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:i}", "limit", 2)), 2);
+    CU_ASSERT_EQUAL(ledger_count(b, json_pack("{}")), 0);
+    CU_ASSERT_EQUAL(ledger_count(b, json_pack("{s:s}", "project_id", "p1")), 0);
+
+    json_t *eb = usage_event("p1", "r1", "2026-01-01T11:00:00.000Z");
+    OK(rc = g_ops->ledger_insert(g_st, b, eb, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_CREATED);
+    CU_ASSERT_EQUAL(ledger_count(b, json_pack("{}")), 1);
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{}")), 3);
+
+    json_t *bad = json_pack("{s:s}", "from", "yesterday");
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->ledger_query(g_st, a, bad, &l, err));
+    json_decref(bad);
+    json_decref(e1);
+    json_decref(e2);
+    json_decref(e3);
+    json_decref(eb);
+}
+
+/* ------------------------------------------------------------ kv */
+
+static void test_kv(void)
+{
+    char key[64], rnd[17];
+    eai_random_hex(rnd, 8);
+    snprintf(key, sizeof key, "test.cursor.%s", rnd);
+    char *v = (char *)1;
+    OK(g_ops->kv_get(g_st, key, &v, err));
+    CU_ASSERT_PTR_NULL(v);
+    OK(g_ops->kv_set(g_st, key, "42", err));
+    OK(g_ops->kv_get(g_st, key, &v, err));
+    CU_ASSERT_FATAL(v != NULL);
+    CU_ASSERT_STRING_EQUAL(v, "42");
+    free(v);
+    OK(g_ops->kv_set(g_st, key, "43", err));
+    OK(g_ops->kv_get(g_st, key, &v, err));
+    CU_ASSERT_FATAL(v != NULL);
+    CU_ASSERT_STRING_EQUAL(v, "43");
+    free(v);
+}
+
+/* ------------------------------------------------------------ SQLite only */
+
+/* A second instance on the same file (as the CLI in another process would
+ * be) sees the first's writes; WAL is on. */
+static void test_sqlite_second_instance(void)
+{
+    if (!g_is_sqlite)
+        return;
+    char path[128];
+    snprintf(path, sizeof path, "%s/eai.db", g_dir);
+    json_t *cfg = json_pack("{s:s}", "path", path);
+    struct eai_error *e = NULL;
+    void *other = g_desc->create(g_host, cfg, &e);
+    report("second create", e);
+    CU_ASSERT_FATAL(other != NULL);
+    char t[37], id[41];
+    new_tenant(t);
+    create_exec(t, id, NULL);
+    json_t *x = NULL;
+    OK(g_ops->exec_get(other, t, id, &x, err));
+    CU_ASSERT_PTR_NOT_NULL(x);
+    json_decref(x);
+    json_t *patch = json_pack("{s:s}", "status", "cancelled");
+    int rc = 0;
+    OK(rc = g_ops->exec_finish(other, t, id, patch, NULL, NULL, NULL, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_UPDATED);
+    char buf[32];
+    CU_ASSERT_STRING_EQUAL(exec_status(t, id, buf), "cancelled");
+    json_decref(patch);
+    g_desc->destroy(other);
+
+    /* Missing path is refused at create. */
+    json_t *empty = json_object();
+    e = NULL;
+    CU_ASSERT_PTR_NULL(g_desc->create(g_host, empty, &e));
+    CU_ASSERT_PTR_NOT_NULL(e);
+    eai_error_free(e);
+    json_decref(empty);
+    json_decref(cfg);
+
+    char jm[64] = "";
+    FILE *p = NULL;
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "sqlite3 %s 'PRAGMA journal_mode' 2>/dev/null", path);
+    p = popen(cmd, "r");
+    if (p) {
+        if (fgets(jm, sizeof jm, p))
+            CU_ASSERT(strncmp(jm, "wal", 3) == 0);
+        pclose(p);
+    }
+}
+
+/* ------------------------------------------------------------ main */
+
+static int setup(void)
+{
+    const char *sel = getenv("EAI_TEST_STORAGE");
+    snprintf(g_dir, sizeof g_dir, "/tmp/eai-storage-XXXXXX");
+    if (!mkdtemp(g_dir)) {
+        perror("mkdtemp");
+        return -1;
+    }
+    g_host = eai_host_new(NULL, g_dir);
+    if (!g_host)
+        return -1;
+    json_t *cfg;
+    struct eai_error *err = NULL;
+    if (!sel || !*sel || strcmp(sel, "sqlite") == 0) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/eai.db", g_dir);
+        g_desc = eai_builtin_storage_sqlite();
+        cfg = json_pack("{s:s}", "path", path);
+    } else if (strncmp(sel, "postgres://", 11) == 0 || strncmp(sel, "postgresql://", 13) == 0) {
+        g_is_sqlite = 0;
+        g_desc = eai_plugin_load(eai_plugin_dir(), EAI_KIND_STORAGE, "postgres", &err);
+        if (!g_desc) {
+            report("loading the postgres plugin", err);
+            return -1;
+        }
+        cfg = json_pack("{s:s}", "url", sel);
+    } else {
+        fprintf(stderr, "EAI_TEST_STORAGE: expected sqlite or a postgres:// URL\n");
+        return -1;
+    }
+    fprintf(stderr, "storage contract: backend %s\n", g_desc->name);
+    g_ops = g_desc->ops;
+    g_st = g_desc->create(g_host, cfg, &err);
+    json_decref(cfg);
+    if (!g_st) {
+        report("create", err);
+        return -1;
+    }
+    return 0;
+}
+
+static void teardown(void)
+{
+    if (g_st)
+        g_desc->destroy(g_st);
+    if (g_dir[0]) {
+        const char *sfx[] = {"/eai.db", "/eai.db-wal", "/eai.db-shm", "/eai.db-journal"};
+        for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+            char p[128];
+            snprintf(p, sizeof p, "%s%s", g_dir, sfx[i]);
+            unlink(p);
+        }
+        rmdir(g_dir);
+    }
+    eai_host_free(g_host);
+}
+
+int main(void)
+{
+    if (setup() < 0) {
+        teardown();
+        return 1;
+    }
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 1;
+    CU_pSuite s = CU_add_suite("storage_contract", NULL, NULL);
+    CU_add_test(s, "descriptor, migrate, ping", test_descriptor_migrate_ping);
+    CU_add_test(s, "tenants and keys", test_tenants_keys);
+    CU_add_test(s, "executions: create, get, list, tenant isolation", test_exec_create_get_list_isolation);
+    CU_add_test(s, "executions: idempotency", test_idempotency);
+    CU_add_test(s, "queue: claim fairness and counts", test_claim_fairness);
+    CU_add_test(s, "queue: no double claim from racing threads", test_claim_race);
+    CU_add_test(s, "queue: renew, cancel, stale", test_renew_cancel_stale);
+    CU_add_test(s, "finish: once, scrub, files, outbox", test_finish_scrub_files_outbox);
+    CU_add_test(s, "manifests", test_manifests);
+    CU_add_test(s, "audit chain, concurrent appends", test_audit_chain);
+    CU_add_test(s, "ledger", test_ledger);
+    CU_add_test(s, "kv", test_kv);
+    CU_add_test(s, "sqlite: second instance, WAL", test_sqlite_second_instance);
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    unsigned failures = CU_get_number_of_failures();
+    unsigned run = CU_get_number_of_tests_run();
+    CU_cleanup_registry();
+    teardown();
+    return (failures == 0 && run > 0) ? 0 : 1;
+}
