@@ -1228,6 +1228,24 @@ static int setup(void)
         fprintf(stderr, "EAI_TEST_STORAGE: expected sqlite or a postgres:// URL\n");
         return -1;
     }
+    /* PostgreSQL: apply the migrations as the owner first when told how
+     * (tests/support/pg_cluster.sh exports EAI_TEST_PG_OWNER_URL). */
+    const char *owner_url = getenv("EAI_TEST_PG_OWNER_URL");
+    if (!g_is_sqlite && owner_url && *owner_url) {
+        json_t *ocfg = json_pack("{s:s}", "url", owner_url);
+        void *owner = g_desc->create(g_host, ocfg, &err);
+        json_decref(ocfg);
+        const char *role = getenv("EAI_TEST_PG_APP_ROLE");
+        if (!owner || ((const struct eai_storage_ops *)g_desc->ops)->migrate(
+                          owner, role && *role ? role : "eai_app", &err) < 0) {
+            report("migrate as owner", err);
+            if (owner)
+                g_desc->destroy(owner);
+            json_decref(cfg);
+            return -1;
+        }
+        g_desc->destroy(owner);
+    }
     fprintf(stderr, "storage contract: backend %s\n", g_desc->name);
     g_ops = g_desc->ops;
     g_st = g_desc->create(g_host, cfg, &err);
