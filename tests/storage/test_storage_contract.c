@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CUnit/Basic.h>
@@ -1043,6 +1044,48 @@ static void test_audit_chain(void)
     json_decref(l);
 }
 
+/* Another process (the CLI while the server runs) appends to the same
+ * chain at the same time through its own instance. */
+static void test_audit_two_processes(void)
+{
+    char t[37];
+    new_tenant(t);
+    json_t *cfg = g_is_sqlite ? NULL : json_pack("{s:s}", "url", getenv("EAI_TEST_STORAGE"));
+    if (g_is_sqlite) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/eai.db", g_dir);
+        cfg = json_pack("{s:s}", "path", path);
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        struct eai_error *e = NULL;
+        void *mine = g_desc->create(g_host, cfg, &e);
+        int bad = !mine;
+        for (int i = 0; mine && i < 30; i++) {
+            json_t *ev = audit_event("cli.append", t);
+            if (g_ops->audit_append(mine, t, ev, &e) < 0) {
+                report("child append", e);
+                e = NULL;
+                bad = 1;
+            }
+            json_decref(ev);
+        }
+        if (mine)
+            g_desc->destroy(mine);
+        _exit(bad);
+    }
+    struct audit_arg aa = {t, 30, 0};
+    audit_writer(&aa);
+    int status = 0;
+    CU_ASSERT_FATAL(waitpid(pid, &status, 0) == pid);
+    CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    CU_ASSERT_EQUAL(aa.errors, 0);
+    check_chain(t, 60);
+    json_decref(cfg);
+}
+
 /* ------------------------------------------------------------ ledger */
 
 static json_t *usage_event(const char *project, const char *run, const char *finished)
@@ -1292,6 +1335,7 @@ int main(void)
     CU_add_test(s, "finish: once, scrub, files, outbox", test_finish_scrub_files_outbox);
     CU_add_test(s, "manifests", test_manifests);
     CU_add_test(s, "audit chain, concurrent appends", test_audit_chain);
+    CU_add_test(s, "audit chain, two processes", test_audit_two_processes);
     CU_add_test(s, "ledger", test_ledger);
     CU_add_test(s, "kv", test_kv);
     CU_add_test(s, "sqlite: second instance, WAL", test_sqlite_second_instance);
