@@ -473,6 +473,10 @@ static int compile_list(struct sch_compiler *c, const char *kw, const json_t *js
         cfail(c, "'%s' must be a %sarray of schemas", kw, nonempty ? "non-empty " : "");
         return -1;
     }
+    if (out->v) {              /* both prefixItems and an items array */
+        cfail(c, "'items' as an array cannot be combined with 'prefixItems'");
+        return -1;
+    }
     size_t n = json_array_size(js);
     out->v = calloc(n ? n : 1, sizeof *out->v);
     if (!out->v) {
