@@ -92,6 +92,8 @@ int eai_pg_exec_uuid(const char *id, char out[37]);
 int64_t eai_pg_now_ms(void);
 int64_t eai_pg_mono_ms(void);
 void eai_pg_rfc3339(int64_t ms, char out[32]);
+/* RFC 3339 (Z or offset, optional fraction) -> epoch ms; 0 or -1. */
+int eai_pg_parse_rfc3339(const char *s, int64_t *ms);
 unsigned char *eai_pg_b64_decode(const char *s, size_t *outlen);
 char *eai_pg_b64_encode(const unsigned char *d, size_t n);
 /* Parse a result cell as JSON (NULL cell -> json null); NULL on bad JSON. */

@@ -524,10 +524,11 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
         eid = gen;
     }
     const char *when = eai_pg_event_time(event);
-    if (!when) {
-        eai_pg_rfc3339(eai_pg_now_ms(), now);
-        when = now;
-    }
+    int64_t when_ms;
+    if (!when || eai_pg_parse_rfc3339(when, &when_ms) < 0)
+        when_ms = eai_pg_now_ms();
+    eai_pg_rfc3339(when_ms, now);
+    when = now;
     char *text = eai_pg_dump(event);
     if (!text) {
         *err = eai_pg_oom(pg);
@@ -557,17 +558,36 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
     json_int_t limit = json_integer_value(json_object_get(filter, "limit"));
     if (limit < 1 || limit > 10000)
         limit = limit < 1 ? 1000 : 10000;
+    /* from / to: RFC 3339 only (PostgreSQL alone would take 'yesterday'). */
+    char from_ms[24], to_ms[24];
+    const char *from_p = NULL, *to_p = NULL;
+    const char *from = eai_pg_jstr(filter, "from"), *to = eai_pg_jstr(filter, "to");
+    int64_t v;
+    if (from) {
+        if (eai_pg_parse_rfc3339(from, &v) < 0) {
+            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "from: not an RFC 3339 time");
+            return -1;
+        }
+        from_p = eai_pg_i64(v, from_ms);
+    }
+    if (to) {
+        if (eai_pg_parse_rfc3339(to, &v) < 0) {
+            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "to: not an RFC 3339 time");
+            return -1;
+        }
+        to_p = eai_pg_i64(v, to_ms);
+    }
     char lim[24];
     struct eai_pg_simple_ctx c = {
         .sql = "SELECT event FROM eai.usage_ledger WHERE tenant_id = $1"
                " AND ($2::text IS NULL OR project_id = $2)"
                " AND ($3::text IS NULL OR run_id = $3)"
-               " AND ($4::timestamptz IS NULL OR occurred_at >= $4::timestamptz)"
-               " AND ($5::timestamptz IS NULL OR occurred_at <= $5::timestamptz)"
+               " AND ($4::bigint IS NULL OR occurred_at >= to_timestamp($4::bigint / 1000.0))"
+               " AND ($5::bigint IS NULL OR occurred_at <= to_timestamp($5::bigint / 1000.0))"
                " ORDER BY occurred_at, created_at, id LIMIT $6::int",
         .n = 6,
-        .params = {tenant, eai_pg_jstr(filter, "project_id"), eai_pg_jstr(filter, "run_id"),
-                   eai_pg_jstr(filter, "from"), eai_pg_jstr(filter, "to"), eai_pg_i64(limit, lim)},
+        .params = {tenant, eai_pg_jstr(filter, "project_id"), eai_pg_jstr(filter, "run_id"), from_p,
+                   to_p, eai_pg_i64(limit, lim)},
         .build = eai_pg_build_json_list};
     if (eai_pg_simple(pg, tenant, &c, err) < 0)
         return -1;

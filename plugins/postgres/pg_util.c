@@ -205,3 +205,64 @@ const char *eai_pg_i64(int64_t v, char buf[24])
     snprintf(buf, 24, "%" PRId64, v);
     return buf;
 }
+
+static int eai_pg_digits(const char *s, int n, int *out)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+int eai_pg_parse_rfc3339(const char *s, int64_t *ms)
+{
+    int y, mo, d, h, mi, sec;
+    if (!s || strlen(s) < 20 || eai_pg_digits(s, 4, &y) < 0 || s[4] != '-' ||
+        eai_pg_digits(s + 5, 2, &mo) < 0 || s[7] != '-' || eai_pg_digits(s + 8, 2, &d) < 0 ||
+        (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || eai_pg_digits(s + 11, 2, &h) < 0 ||
+        s[13] != ':' || eai_pg_digits(s + 14, 2, &mi) < 0 || s[16] != ':' ||
+        eai_pg_digits(s + 17, 2, &sec) < 0)
+        return -1;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return -1;
+    const char *p = s + 19;
+    int frac_ms = 0;
+    if (*p == '.') {
+        p++;
+        int nd = 0;
+        while (*p >= '0' && *p <= '9') {
+            if (nd < 3)
+                frac_ms = frac_ms * 10 + (*p - '0');
+            nd++;
+            p++;
+        }
+        if (nd == 0)
+            return -1;
+        for (int i = nd; i < 3; i++)
+            frac_ms *= 10;
+    }
+    int off_min = 0;
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        if (eai_pg_digits(p + 1, 2, &oh) < 0 || p[3] != ':' || eai_pg_digits(p + 4, 2, &om) < 0 ||
+            oh > 23 || om > 59)
+            return -1;
+        off_min = (oh * 60 + om) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else {
+        return -1;
+    }
+    if (*p)
+        return -1;
+    struct tm tm = {.tm_year = y - 1900, .tm_mon = mo - 1, .tm_mday = d, .tm_hour = h,
+                    .tm_min = mi, .tm_sec = sec > 59 ? 59 : sec};
+    time_t t = timegm(&tm);
+    *ms = ((int64_t)t - (int64_t)off_min * 60) * 1000 + frac_ms;
+    return 0;
+}
