@@ -1,0 +1,40 @@
+/* The service's metric families, described once at start (docs/observability.md). */
+#include "metrics.h"
+#include "otlp.h"
+
+void eai_obs_describe_metrics(void)
+{
+    static const double duration_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+    static const double http_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60};
+
+    eai_metrics_describe("eai_sandbox_executions_total", EAI_METRIC_COUNTER,
+                         "Executions that reached a terminal status, by profile and status.");
+    eai_metrics_describe("eai_sandbox_cpu_seconds_total", EAI_METRIC_COUNTER,
+                         "CPU seconds used by finished executions, by profile (the seed's eai_sandbox_cpu_seconds).");
+    eai_metrics_describe_histogram("eai_sandbox_duration_seconds",
+                                   "Wall-clock duration of finished executions, by profile.",
+                                   duration_bounds, (int)(sizeof duration_bounds / sizeof duration_bounds[0]));
+    eai_metrics_describe("eai_sandbox_memory_mb_seconds_total", EAI_METRIC_COUNTER,
+                         "Memory MB-seconds used by finished executions, by profile.");
+    eai_metrics_describe("eai_sandbox_queued", EAI_METRIC_GAUGE, "Executions waiting in the queue.");
+    eai_metrics_describe("eai_sandbox_running", EAI_METRIC_GAUGE, "Executions running on this node.");
+    eai_metrics_describe("eai_http_requests_total", EAI_METRIC_COUNTER,
+                         "HTTP requests answered, by route and status code.");
+    eai_metrics_describe_histogram("eai_http_request_duration_seconds",
+                                   "Time from request to reply, by route.",
+                                   http_bounds, (int)(sizeof http_bounds / sizeof http_bounds[0]));
+    eai_metrics_describe("eai_outbox_backlog", EAI_METRIC_GAUGE,
+                         "Usage events in the outbox not yet delivered.");
+    eai_metrics_describe("eai_outbox_delivered_total", EAI_METRIC_COUNTER,
+                         "Usage events delivered, by target (finops plugin or ledger).");
+    eai_metrics_describe("eai_outbox_delivery_failures_total", EAI_METRIC_COUNTER,
+                         "Failed usage event delivery attempts.");
+    eai_metrics_describe("eai_audit_sink_backlog", EAI_METRIC_GAUGE,
+                         "Audit events not yet shipped to the audit sink.");
+    eai_metrics_describe("eai_audit_sink_delivered_total", EAI_METRIC_COUNTER,
+                         "Audit events shipped to the audit sink.");
+    eai_metrics_describe("eai_audit_sink_failures_total", EAI_METRIC_COUNTER,
+                         "Failed audit sink delivery attempts.");
+    eai_metrics_describe("eai_trace_spans_dropped_total", EAI_METRIC_COUNTER,
+                         "Finished spans dropped: export queue full or export failed.");
+}

@@ -1,0 +1,299 @@
+/*
+ * The built-in OTLP/HTTP JSON span exporter (telemetry plugin "otlp") and
+ * the app wiring of the trace exporter.  Encoding per
+ * https://opentelemetry.io/docs/specs/otlp/#json-protobuf-encoding:
+ * trace and span ids as lowercase hex, 64-bit integers as decimal strings,
+ * enums as integers.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app.h"
+#include "config.h"
+#include "errors.h"
+#include "log.h"
+#include "otlp.h"
+
+#define EAI_OTLP_DEFAULT_TIMEOUT_MS 10000
+
+struct eai_otlp {
+    const struct eai_host *host;
+    char *url;                 /* <endpoint>/v1/traces */
+    char *service_name;
+    long timeout_ms;
+};
+
+/* ------------------------------------------------------------ encoding */
+
+static json_t *otlp_value(const json_t *v)
+{
+    char num[32];
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        return json_pack("{s:O}", "stringValue", v);
+    case JSON_INTEGER:
+        snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+        return json_pack("{s:s}", "intValue", num);
+    case JSON_REAL:
+        return json_pack("{s:f}", "doubleValue", json_real_value(v));
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return json_pack("{s:b}", "boolValue", json_is_true(v));
+    default:
+        return NULL;
+    }
+}
+
+static json_t *otlp_attributes(const json_t *attrs)
+{
+    json_t *arr = json_array();
+    const char *k;
+    json_t *v;
+    if (!arr)
+        return NULL;
+    json_object_foreach((json_t *)attrs, k, v) {
+        json_t *ov = otlp_value(v);
+        if (!ov)
+            continue;
+        json_t *kv = json_pack("{s:s, s:o}", "key", k, "value", ov);
+        if (!kv || json_array_append_new(arr, kv) < 0) {
+            json_decref(arr);
+            return NULL;
+        }
+    }
+    return arr;
+}
+
+static int otlp_kind(const char *k)
+{
+    if (!k)
+        return 1;
+    if (strcmp(k, "server") == 0)
+        return 2;
+    if (strcmp(k, "client") == 0)
+        return 3;
+    return 1; /* SPAN_KIND_INTERNAL */
+}
+
+static json_t *otlp_span(const json_t *s)
+{
+    const char *trace = json_string_value(json_object_get(s, "trace_id"));
+    const char *span = json_string_value(json_object_get(s, "span_id"));
+    const char *parent = json_string_value(json_object_get(s, "parent_span_id"));
+    const char *name = json_string_value(json_object_get(s, "name"));
+    const char *status = json_string_value(json_object_get(s, "status"));
+    json_int_t start = json_integer_value(json_object_get(s, "start_ns"));
+    json_int_t end = json_integer_value(json_object_get(s, "end_ns"));
+    if (!trace || !span || !name)
+        return NULL;
+    char st[32], en[32];
+    snprintf(st, sizeof(st), "%" JSON_INTEGER_FORMAT, start);
+    snprintf(en, sizeof(en), "%" JSON_INTEGER_FORMAT, end);
+    json_t *attrs = otlp_attributes(json_object_get(s, "attributes"));
+    if (!attrs)
+        return NULL;
+    json_t *o = json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:o}", "traceId", trace, "spanId", span,
+                          "name", name, "kind", otlp_kind(json_string_value(json_object_get(s, "kind"))),
+                          "startTimeUnixNano", st, "endTimeUnixNano", en, "attributes", attrs);
+    if (!o)
+        return NULL;
+    if (parent && *parent)
+        json_object_set_new(o, "parentSpanId", json_string(parent));
+    /* STATUS_CODE_UNSET (0) for success, as instrumentation should; ERROR = 2 */
+    if (status && strcmp(status, "error") == 0)
+        json_object_set_new(o, "status", json_pack("{s:i, s:s}", "code", 2, "message", "error"));
+    else
+        json_object_set_new(o, "status", json_pack("{s:i}", "code", 0));
+    return o;
+}
+
+json_t *eai_otlp_encode(const json_t *spans, const char *service_name)
+{
+    if (!json_is_array(spans))
+        return NULL;
+    json_t *out_spans = json_array();
+    if (!out_spans)
+        return NULL;
+    size_t i;
+    json_t *s;
+    json_array_foreach(spans, i, s) {
+        json_t *o = otlp_span(s);
+        if (o)
+            json_array_append_new(out_spans, o);
+    }
+    return json_pack("{s:[{s:{s:[{s:s, s:{s:s}}, {s:s, s:{s:s}}]}, s:[{s:{s:s, s:s}, s:o}]}]}",
+                     "resourceSpans",
+                     "resource", "attributes",
+                     "key", "service.name", "value", "stringValue", service_name ? service_name : "eaid",
+                     "key", "service.version", "value", "stringValue", EAI_VERSION,
+                     "scopeSpans",
+                     "scope", "name", "eai-sandbox", "version", EAI_VERSION,
+                     "spans", out_spans);
+}
+
+/* ------------------------------------------------------------ the plugin */
+
+struct eai_otlp_req {
+    eai_deliver_done_fn done;
+    void *arg;
+    char *body;
+};
+
+static void otlp_http_done(void *arg, const struct eai_http_response *resp)
+{
+    struct eai_otlp_req *r = arg;
+    char msg[160];
+    int ok = resp->status >= 200 && resp->status < 300;
+    if (!ok) {
+        if (resp->status == 0)
+            snprintf(msg, sizeof(msg), "OTLP export: %s", resp->error ? resp->error : "transport error");
+        else
+            snprintf(msg, sizeof(msg), "OTLP export: HTTP %ld", resp->status);
+    }
+    r->done(r->arg, ok, ok ? NULL : msg);
+    free(r->body);
+    free(r);
+}
+
+static int otlp_export(void *self, const json_t *spans, eai_deliver_done_fn done, void *arg)
+{
+    struct eai_otlp *o = self;
+    json_t *req = eai_otlp_encode(spans, o->service_name);
+    char *body = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    json_decref(req);
+    struct eai_otlp_req *r = body ? calloc(1, sizeof(*r)) : NULL;
+    if (!r) {
+        free(body);
+        return -1;
+    }
+    r->done = done;
+    r->arg = arg;
+    r->body = body;
+    static const char *const headers[] = {"Content-Type: application/json", NULL};
+    struct eai_http_request hr = {
+        .method = "POST", .url = o->url, .headers = headers, .body = body,
+        .body_len = strlen(body), .timeout_ms = o->timeout_ms,
+    };
+    if (o->host->http_request(o->host, &hr, otlp_http_done, r) != 0) {
+        free(body);
+        free(r);
+        return -1;
+    }
+    return 0;
+}
+
+static void otlp_destroy(void *self)
+{
+    struct eai_otlp *o = self;
+    if (!o)
+        return;
+    free(o->url);
+    free(o->service_name);
+    free(o);
+}
+
+static void *otlp_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
+{
+    const char *ep = json_string_value(json_object_get(config, "endpoint"));
+    if (!ep || !*ep || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
+        eai_error_propagate(err, host->error_new(EAI_E_VALIDATION_FAILED, 0,
+                                                 "telemetry.otlp: endpoint must be an http(s) URL"));
+        return NULL;
+    }
+    struct eai_otlp *o = calloc(1, sizeof(*o));
+    if (!o) {
+        eai_error_propagate(err, host->error_new(EAI_E_INTERNAL, 0, "out of memory"));
+        return NULL;
+    }
+    o->host = host;
+    size_t n = strlen(ep);
+    while (n > 0 && ep[n - 1] == '/')
+        n--;
+    const char *svc = json_string_value(json_object_get(config, "service_name"));
+    json_t *t = json_object_get(config, "timeout_ms");
+    o->timeout_ms = json_is_integer(t) && json_integer_value(t) > 0 ? (long)json_integer_value(t)
+                                                                     : EAI_OTLP_DEFAULT_TIMEOUT_MS;
+    if (asprintf(&o->url, "%.*s/v1/traces", (int)n, ep) < 0)
+        o->url = NULL;
+    o->service_name = strdup(svc && *svc ? svc : "eaid");
+    if (!o->url || !o->service_name) {
+        otlp_destroy(o);
+        eai_error_propagate(err, host->error_new(EAI_E_INTERNAL, 0, "out of memory"));
+        return NULL;
+    }
+    return o;
+}
+
+static const struct eai_telemetry_ops otlp_ops = {
+    .size = sizeof(struct eai_telemetry_ops),
+    .export_spans = otlp_export,
+};
+
+static const struct eai_config_key otlp_keys[] = {
+    {"endpoint", EAI_CFG_STRING, 1, NULL, "OTLP/HTTP base URL; /v1/traces is appended"},
+    {"timeout_ms", EAI_CFG_INT, 0, "10000", "timeout of one export request"},
+    {"service_name", EAI_CFG_STRING, 0, "eaid", "resource attribute service.name"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+static const struct eai_plugin_descriptor otlp_descriptor = {
+    .abi_major = EAI_ABI_MAJOR,
+    .abi_minor = EAI_ABI_MINOR,
+    .struct_size = sizeof(struct eai_plugin_descriptor),
+    .name = "otlp",
+    .kind = EAI_KIND_TELEMETRY,
+    .version = EAI_VERSION,
+    .create = otlp_create,
+    .destroy = otlp_destroy,
+    .ops = &otlp_ops,
+    .config_keys = otlp_keys,
+};
+
+const struct eai_plugin_descriptor *eai_builtin_telemetry_otlp(void) { return &otlp_descriptor; }
+
+/* ------------------------------------------------------------ app wiring */
+
+int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
+{
+    const char *ep = app->cfg ? app->cfg->otlp_endpoint : NULL;
+    if (!app->telemetry.desc) {
+        if (!ep || !*ep) {
+            eai_log("trace", EAI_LOG_INFO,
+                    "no OTLP endpoint configured: finished spans go to the log at debug level");
+            return 0;
+        }
+        const struct eai_plugin_descriptor *d = eai_builtin_telemetry_otlp();
+        json_t *conf = json_pack("{s:s}", "endpoint", ep);
+        struct eai_error *e = NULL;
+        void *self = conf ? d->create(app->host, conf, &e) : NULL;
+        json_decref(conf);
+        if (!self) {
+            if (!e)
+                e = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
+            eai_error_prefix(e, "telemetry exporter 'otlp'");
+            eai_error_propagate(err, e);
+            return -1;
+        }
+        app->telemetry.desc = d;
+        app->telemetry.self = self;
+    }
+    const struct eai_telemetry_ops *ops = app->telemetry.desc->ops;
+    if (eai_trace_exporter_start(app->base, ops, app->telemetry.self) < 0) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "cannot start the span export timer"));
+        return -1;
+    }
+    /* the endpoint itself is not logged: it may carry credentials */
+    eai_log("trace", EAI_LOG_INFO, "exporting spans with telemetry plugin '%s'", app->telemetry.desc->name);
+    return 0;
+}
+
+void eai_telemetry_stop(struct eai_app *app)
+{
+    eai_trace_exporter_stop();
+    if (app->telemetry.desc && app->telemetry.self)
+        app->telemetry.desc->destroy(app->telemetry.self);
+    app->telemetry.self = NULL;
+    app->telemetry.desc = NULL;
+}
