@@ -161,6 +161,12 @@ struct eai_storage_ops {
     /* --- small durable key/value for cursors (audit sink position ...) */
     int (*kv_get)(void *self, const char *key, char **value, struct eai_error **err);
     int (*kv_set)(void *self, const char *key, const char *value, struct eai_error **err);
+
+    /* --- added after the first ABI 1.0 drafts: check size before calling */
+    /* SYSTEM: the newest audit event of every tenant, ordered by tenant:
+     * [{tenant_id, seq, hash}].  Lets the audit sink and `eaid audit
+     * verify` find tenants without listing every event.  May be NULL. */
+    int (*audit_heads)(void *self, json_t **out, struct eai_error **err);
 };
 
 #ifdef __cplusplus
