@@ -1,0 +1,80 @@
+{{/* Names and labels shared by every template. */}}
+{{- define "eai.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "eai.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eai.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+app.kubernetes.io/name: {{ include "eai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{- define "eai.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "eai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: control-plane
+{{- end -}}
+
+{{- define "eai.pgSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "eai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: postgresql
+{{- end -}}
+
+{{- define "eai.serviceAccountName" -}}
+{{- include "eai.fullname" . -}}
+{{- end -}}
+
+{{- define "eai.pgFullname" -}}
+{{- printf "%s-postgresql" (include "eai.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Secret and key holding the database URL. */}}
+{{- define "eai.dbSecretName" -}}
+{{- if and (not .Values.postgresql.enabled) .Values.postgresql.existingSecret -}}
+{{- .Values.postgresql.existingSecret -}}
+{{- else -}}
+{{- printf "%s-db" (include "eai.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eai.dbSecretKey" -}}
+{{- if and (not .Values.postgresql.enabled) .Values.postgresql.existingSecret -}}
+{{- .Values.postgresql.existingSecretKey -}}
+{{- else -}}
+url
+{{- end -}}
+{{- end -}}
+
+{{- define "eai.pepperSecretName" -}}
+{{- default (printf "%s-pepper" (include "eai.fullname" .)) .Values.controlPlane.pepperSecret -}}
+{{- end -}}
+
+{{/* A random value kept across upgrades: the live Secret's value when it exists. */}}
+{{- define "eai.keepRandom" -}}
+{{- $s := lookup "v1" "Secret" .ns .name -}}
+{{- if and $s $s.data (hasKey $s.data .key) -}}
+{{- index $s.data .key | b64dec -}}
+{{- else -}}
+{{- randAlphaNum 32 -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "eai.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}

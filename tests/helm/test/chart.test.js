@@ -1,0 +1,305 @@
+// Checks of the eai-sandbox Helm chart without Helm (ctest label helm):
+//  - values.yaml (and override sets) against values.schema.json with ajv;
+//  - the chart rendered by tests/helm/render (Go text/template + sprig, as
+//    Helm) for several value sets; every manifest against the official
+//    Kubernetes schema of its kind (kubernetes-models), unknown fields refused;
+//  - the security controls and cross-references a reviewer would check.
+// HELM_RENDER names the renderer binary (tests/helm/run.sh builds it).
+"use strict";
+
+const { test } = require("node:test");
+const assert = require("node:assert/strict");
+const { execFileSync } = require("node:child_process");
+const fs = require("node:fs");
+const path = require("node:path");
+const Ajv = require("ajv");
+
+const ROOT = path.resolve(__dirname, "../../..");
+const CHART = path.join(ROOT, "deploy/helm/eai-sandbox");
+const RENDER = process.env.HELM_RENDER;
+const CALLS = JSON.parse(fs.readFileSync(path.join(ROOT, "plugins/k8s/api-calls.json"), "utf8"));
+
+function render(args = [], opts = {}) {
+  if (!RENDER) throw new Error("HELM_RENDER is not set (run tests/helm/run.sh)");
+  try {
+    const out = execFileSync(RENDER, ["--chart", CHART, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    return JSON.parse(out);
+  } catch (e) {
+    if (opts.expectFail) return { error: String(e.stderr) };
+    throw new Error(`render ${args.join(" ")} failed: ${e.stderr}`);
+  }
+}
+
+// ---------------------------------------------------------------- schema
+const schema = JSON.parse(fs.readFileSync(path.join(CHART, "values.schema.json"), "utf8"));
+const ajv = new Ajv({ allErrors: true, strict: false });
+const validateValues = ajv.compile(schema);
+
+// ---------------------------------------------------------------- k8s schemas
+function modelFor(apiVersion, kind) {
+  const mod = apiVersion === "v1" ? "kubernetes-models/v1" : `kubernetes-models/${apiVersion}`;
+  const m = require(mod)[kind];
+  if (!m) throw new Error(`no model for ${apiVersion} ${kind}`);
+  return m;
+}
+// Unknown fields: record which properties the official validator reads.
+function track(obj, p, touched) {
+  if (obj === null || typeof obj !== "object") return obj;
+  const cache = new Map();
+  let seen = touched.get(p);
+  if (!seen) { seen = new Set(); touched.set(p, seen); }
+  return new Proxy(obj, {
+    get(t, k, r) {
+      const v = Reflect.get(t, k, r);
+      if (typeof k !== "string" || !Object.prototype.hasOwnProperty.call(t, k)) return v;
+      seen.add(k);
+      if (v && typeof v === "object") {
+        if (!cache.has(k)) cache.set(k, track(v, p + "/" + k, touched));
+        return cache.get(k);
+      }
+      return v;
+    },
+    ownKeys(t) { const ks = Reflect.ownKeys(t); for (const k of ks) if (typeof k === "string") seen.add(k); return ks; },
+  });
+}
+function unknownFields(obj, p, touched, out) {
+  if (obj === null || typeof obj !== "object") return out;
+  const seen = touched.get(p) || new Set();
+  for (const k of Object.keys(obj)) {
+    if (!Array.isArray(obj) && !seen.has(k)) out.push(p + "/" + k);
+    else unknownFields(obj[k], p + "/" + k, touched, out);
+  }
+  return out;
+}
+function validateManifest(obj, source) {
+  const M = modelFor(obj.apiVersion, obj.kind);
+  const touched = new Map();
+  try { M.prototype.validate.call(track(obj, "", touched)); } catch (e) {
+    assert.fail(`${source} ${obj.kind}/${obj.metadata && obj.metadata.name}: ${e.message}`);
+  }
+  const unk = unknownFields(obj, "", touched, []);
+  assert.deepEqual(unk, [], `${source} ${obj.kind}: unknown fields`);
+  const name = obj.metadata.name;
+  assert.ok(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name) && name.length <= 253, `bad name ${name}`);
+  if (["Service", "Namespace"].includes(obj.kind)) assert.ok(name.length <= 63, `${name} longer than 63`);
+  for (const [k, v] of Object.entries(obj.metadata.labels || {}))
+    assert.ok(typeof v === "string" && v.length <= 63 && /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/.test(v), `label ${k}=${v}`);
+}
+
+function byKind(r, kind) { return r.manifests.filter((m) => m.object.kind === kind).map((m) => m.object); }
+function one(r, kind) { const l = byKind(r, kind); assert.equal(l.length, 1, `one ${kind}`); return l[0]; }
+function matches(selector, labels) { return Object.entries(selector).every(([k, v]) => labels[k] === v); }
+
+function checkAll(r) {
+  assert.ok(validateValues(r.values), "merged values: " + JSON.stringify(validateValues.errors));
+  const keys = new Set();
+  for (const m of r.manifests) {
+    validateManifest(m.object, m.source);
+    const key = `${m.object.kind}/${m.object.metadata.name}`;
+    assert.ok(!keys.has(key), `duplicate ${key}`);
+    keys.add(key);
+    assert.equal(m.object.metadata.namespace, undefined, "the release namespace is Helm's to set");
+  }
+  // every Secret/ConfigMap a pod refers to is rendered (or named by the user)
+  const secrets = new Set(byKind(r, "Secret").map((s) => s.metadata.name));
+  const cms = new Set(byKind(r, "ConfigMap").map((s) => s.metadata.name));
+  const external = [r.values.postgresql.existingSecret, r.values.controlPlane.pepperSecret].filter(Boolean);
+  for (const w of [...byKind(r, "Deployment"), ...byKind(r, "StatefulSet")]) {
+    const spec = w.spec.template.spec;
+    assert.ok(matches(w.spec.selector.matchLabels, w.spec.template.metadata.labels), `${w.metadata.name} selector`);
+    const vols = new Set((spec.volumes || []).map((v) => v.name));
+    for (const c of spec.containers) {
+      for (const vm of c.volumeMounts || []) assert.ok(vols.has(vm.name) || (w.spec.volumeClaimTemplates || []).some((t) => t.metadata.name === vm.name), `mount ${vm.name}`);
+      for (const e of c.env || []) {
+        const ref = e.valueFrom && e.valueFrom.secretKeyRef;
+        if (ref) assert.ok(secrets.has(ref.name) || external.includes(ref.name), `secret ${ref.name}`);
+      }
+    }
+    for (const v of spec.volumes || []) {
+      if (v.secret) assert.ok(secrets.has(v.secret.secretName) || external.includes(v.secret.secretName), `secret ${v.secret.secretName}`);
+      if (v.configMap) assert.ok(cms.has(v.configMap.name), `configmap ${v.configMap.name}`);
+    }
+  }
+}
+
+function restrictedContainer(c, where) {
+  const sc = c.securityContext || {};
+  assert.equal(sc.runAsNonRoot, true, where + " runAsNonRoot");
+  assert.equal(sc.readOnlyRootFilesystem, true, where + " readOnlyRootFilesystem");
+  assert.equal(sc.allowPrivilegeEscalation, false, where + " allowPrivilegeEscalation");
+  assert.notEqual(sc.privileged, true, where + " privileged");
+  assert.deepEqual(sc.capabilities, { drop: ["ALL"] }, where + " capabilities");
+  assert.equal((sc.seccompProfile || {}).type, "RuntimeDefault", where + " seccomp");
+  assert.ok(c.resources && c.resources.limits && c.resources.limits.memory && c.resources.limits.cpu, where + " limits");
+}
+
+// ---------------------------------------------------------------- tests
+test("values.yaml validates against values.schema.json and has the seed's keys", () => {
+  const r = render();
+  assert.ok(validateValues(r.values), JSON.stringify(validateValues.errors));
+  assert.equal(typeof r.values.sandbox.enabled, "boolean");
+  assert.equal(typeof r.values.sandbox.runtimeClass, "string");
+  assert.ok(Array.isArray(r.values.sandbox.networkPolicy.egress));
+  assert.equal(r.values.controlPlane.enabled, true);
+  assert.equal(typeof r.values.postgresql.enabled, "boolean");
+});
+
+test("values.schema.json rejects bad values", () => {
+  const base = render().values;
+  const bad = [
+    ["sandbox.runtimeClass", "GVisor!"],
+    ["sandbox.namespacePrefix", "a-very-long-prefix-for-namespaces-"],
+    ["sandbox.namespacePrefix", "Upper-"],
+    ["sandbox.networkPolicy.egress", ["not a host"]],
+    ["sandbox.networkPolicy.egress", ["example.org"]],
+    ["sandbox.enabled", "yes"],
+    ["controlPlane.bogus", 1],
+    ["controlPlane.port", 80],
+    ["postgresql.enabled", false],             // no url nor existingSecret
+    ["postgresql.url", "mysql://x"],
+    ["sandbox.defaults.timeoutSeconds", 0],
+    ["sandbox.defaults.memory", "12 MB"],
+  ];
+  for (const [k, v] of bad) {
+    const vals = structuredClone(base);
+    const parts = k.split(".");
+    let o = vals;
+    for (const p of parts.slice(0, -1)) o = o[p];
+    o[parts[parts.length - 1]] = v;
+    assert.equal(validateValues(vals), false, `${k}=${JSON.stringify(v)} should be refused`);
+  }
+  const good = structuredClone(base);
+  good.sandbox.networkPolicy.egress = ["example.org:443", "10.0.0.0/8:5432", "192.0.2.10:80"];
+  good.postgresql = { ...good.postgresql, enabled: false, url: "postgres://u:p@db:5432/eai" };
+  assert.ok(validateValues(good), JSON.stringify(validateValues.errors));
+});
+
+test("minimal deployment: control plane, bundled PostgreSQL, sandbox pods", () => {
+  const r = render();
+  checkAll(r);
+  const d = one(r, "Deployment");
+  const pod = d.spec.template.spec;
+  const c = pod.containers[0];
+  restrictedContainer(c, "eaid");
+  assert.equal(pod.securityContext.runAsNonRoot, true);
+  assert.ok(pod.securityContext.runAsUser > 0);
+  assert.equal(pod.enableServiceLinks, false);
+  assert.equal(pod.automountServiceAccountToken, true, "eaid needs its token to create pods");
+  assert.equal(c.livenessProbe.httpGet.path, "/healthz");
+  assert.equal(c.readinessProbe.httpGet.path, "/readyz");
+  const ann = d.spec.template.metadata.annotations;
+  assert.equal(ann["prometheus.io/scrape"], "true");
+  assert.equal(ann["prometheus.io/path"], "/metrics");
+  assert.equal(ann["prometheus.io/port"], String(c.ports[0].containerPort));
+  assert.ok((c.volumeMounts || []).some((m) => m.mountPath === "/tmp"), "writable /tmp on a read-only root");
+  assert.ok(c.env.some((e) => e.name === "EAI_DATABASE_URL" && e.valueFrom.secretKeyRef));
+  assert.ok(!c.env.some((e) => e.value && /postgres:\/\//.test(e.value)), "no credentials in plain env");
+
+  const svc = byKind(r, "Service").find((s) => s.metadata.name === d.metadata.name);
+  assert.ok(matches(svc.spec.selector, d.spec.template.metadata.labels));
+  const sa = one(r, "ServiceAccount");
+  assert.equal(pod.serviceAccountName, sa.metadata.name);
+  assert.equal(sa.automountServiceAccountToken, false);
+
+  // RBAC: exactly the calls the plugin makes (plugins/k8s/api-calls.json)
+  const role = one(r, "ClusterRole");
+  const got = role.rules.flatMap((rule) => rule.apiGroups.flatMap((g) => rule.resources.map((res) => `${g}|${res}|${[...rule.verbs].sort().join(",")}`))).sort();
+  const want = CALLS.rules.map((c2) => `${c2.group}|${c2.resource}|${[...c2.verbs].sort().join(",")}`).sort();
+  assert.deepEqual(got, want);
+  for (const rule of role.rules) assert.ok(!rule.verbs.includes("*") && !rule.resources.includes("*"), "no wildcards");
+  assert.ok(!role.rules.some((x) => x.resources.includes("secrets") && x.verbs.some((v) => ["get", "list", "watch"].includes(v))), "secrets are never read");
+  const binding = one(r, "ClusterRoleBinding");
+  assert.equal(binding.roleRef.name, role.metadata.name);
+  assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: sa.metadata.name, namespace: "eai-system" }]);
+
+  // the control plane's NetworkPolicy selects eaid, both directions
+  const nps = byKind(r, "NetworkPolicy");
+  const cpnp = nps.find((n) => matches(n.spec.podSelector.matchLabels, d.spec.template.metadata.labels));
+  assert.ok(cpnp, "a NetworkPolicy selects the eaid pods");
+  assert.deepEqual([...cpnp.spec.policyTypes].sort(), ["Egress", "Ingress"]);
+  assert.ok(cpnp.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 443)), "egress to the API server");
+  assert.ok(cpnp.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 5432)), "egress to PostgreSQL");
+  assert.ok(cpnp.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 53 && p.protocol === "UDP")), "DNS");
+
+  // bundled PostgreSQL: restricted container, reachable only from eaid
+  const sts = one(r, "StatefulSet");
+  restrictedContainer(sts.spec.template.spec.containers[0], "postgresql");
+  assert.equal(sts.spec.template.spec.automountServiceAccountToken, false);
+  const pgnp = nps.find((n) => matches(n.spec.podSelector.matchLabels, sts.spec.template.metadata.labels));
+  assert.ok(pgnp && pgnp.spec.ingress.length === 1 && matches(pgnp.spec.ingress[0].from[0].podSelector.matchLabels, d.spec.template.metadata.labels));
+  assert.deepEqual(pgnp.spec.policyTypes.sort(), ["Egress", "Ingress"]);
+  const hs = byKind(r, "Service").find((s) => s.metadata.name === sts.spec.serviceName);
+  assert.ok(hs && hs.spec.clusterIP === "None");
+  const db = byKind(r, "Secret").find((s) => s.data && s.data.url);
+  const url = Buffer.from(db.data.url, "base64").toString();
+  assert.match(url, new RegExp(`^postgres://eai:[A-Za-z0-9]{32}@${sts.metadata.name}:5432/eai`));
+  assert.equal(Buffer.from(db.data.password, "base64").toString(), url.split(":")[2].split("@")[0]);
+
+  // the eaid config: k8s backend, namespace prefix, same profile names as on one host
+  const cfg = r.embedded[`${d.metadata.name}-config/eaid.yaml`];
+  assert.equal(cfg.isolation.k8s.namespace_prefix, "eai-sbx-");
+  assert.equal(cfg.isolation.k8s.in_cluster, true);
+  assert.equal(cfg.isolation.k8s.runtime_class, "gvisor");
+  assert.equal(cfg.profiles.gvisor.backend, "k8s");
+  assert.equal(cfg.profiles.gvisor.runtime_class, "gvisor");
+  assert.equal(cfg.profiles.kata.runtime_class, "kata");
+  assert.equal(cfg.server.listen, `0.0.0.0:${c.ports[0].containerPort}`);
+  assert.equal(byKind(r, "RuntimeClass").length, 0, "RuntimeClasses only on request");
+});
+
+test("sandbox values reach the config: runtime class, egress allow list, prefix", () => {
+  const r = render(["--set", "sandbox.runtimeClass=kata", "--set", "sandbox.namespacePrefix=tenants-",
+    "--set-json", 'sandbox.networkPolicy.egress=["pypi.org:443","10.1.2.3:5432"]']);
+  checkAll(r);
+  const d = one(r, "Deployment");
+  const cfg = r.embedded[`${d.metadata.name}-config/eaid.yaml`];
+  assert.equal(cfg.isolation.k8s.runtime_class, "kata");
+  assert.equal(cfg.isolation.k8s.namespace_prefix, "tenants-");
+  assert.deepEqual(cfg.profiles.gvisor.egress_allow, ["pypi.org:443", "10.1.2.3:5432"]);
+  assert.ok(d.spec.template.spec.containers[0].env.some((e) => e.name === "EAI_SANDBOX_NAMESPACE_PREFIX" && e.value === "tenants-"));
+});
+
+test("optional RuntimeClass objects", () => {
+  const r = render(["--set", "sandbox.createRuntimeClasses=true"]);
+  checkAll(r);
+  const rcs = byKind(r, "RuntimeClass");
+  assert.deepEqual(rcs.map((x) => [x.metadata.name, x.handler]).sort(), [["gvisor", "runsc"], ["kata", "kata"]]);
+});
+
+test("external PostgreSQL: no bundled database, URL in a Secret or an existing Secret", () => {
+  let r = render(["--set", "postgresql.enabled=false", "--set", "postgresql.url=postgres://u:p@db.example:5432/eai?sslmode=require"]);
+  checkAll(r);
+  assert.equal(byKind(r, "StatefulSet").length, 0);
+  const d = one(r, "Deployment");
+  const ref = d.spec.template.spec.containers[0].env.find((e) => e.name === "EAI_DATABASE_URL").valueFrom.secretKeyRef;
+  const s = byKind(r, "Secret").find((x) => x.metadata.name === ref.name);
+  assert.equal(Buffer.from(s.data[ref.key], "base64").toString(), "postgres://u:p@db.example:5432/eai?sslmode=require");
+  r = render(["--set", "postgresql.enabled=false", "--set", "postgresql.existingSecret=my-db", "--set", "postgresql.existingSecretKey=dsn"]);
+  checkAll(r);
+  const ref2 = one(r, "Deployment").spec.template.spec.containers[0].env.find((e) => e.name === "EAI_DATABASE_URL").valueFrom.secretKeyRef;
+  assert.deepEqual(ref2, { name: "my-db", key: "dsn" });
+  const fail = render(["--set", "postgresql.enabled=false"], { expectFail: true });
+  assert.match(fail.error, /postgresql.url or postgresql.existingSecret is required/);
+});
+
+test("sandbox disabled: no RBAC, no API token, no API server egress", () => {
+  const r = render(["--set", "sandbox.enabled=false"]);
+  checkAll(r);
+  assert.equal(byKind(r, "ClusterRole").length, 0);
+  assert.equal(byKind(r, "ClusterRoleBinding").length, 0);
+  const d = one(r, "Deployment");
+  assert.equal(d.spec.template.spec.automountServiceAccountToken, false);
+  const np = byKind(r, "NetworkPolicy").find((n) => matches(n.spec.podSelector.matchLabels, d.spec.template.metadata.labels));
+  assert.ok(!np.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 443)));
+});
+
+test("controlPlane disabled renders no control plane", () => {
+  const r = render(["--set", "controlPlane.enabled=false", "--set", "postgresql.enabled=false", "--set", "sandbox.createRuntimeClasses=true"]);
+  checkAll(r);
+  assert.deepEqual(r.manifests.map((m) => m.object.kind).sort(), ["RuntimeClass", "RuntimeClass"]);
+});
+
+test("the renderer refuses what Helm refuses", () => {
+  const r = render(["--kube-version", "v1.20.0"], { expectFail: true });
+  assert.match(r.error, /incompatible with Kubernetes/);
+});
