@@ -150,6 +150,7 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
                         struct eai_error **err);
 int eai_pg_kv_get(void *self, const char *key, char **value, struct eai_error **err);
 int eai_pg_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
+int eai_pg_audit_heads(void *self, json_t **out, struct eai_error **err);
 
 /* Pool lifecycle (pg_pool.c). */
 int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err);

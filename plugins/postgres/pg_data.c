@@ -322,6 +322,39 @@ int eai_pg_audit_list(void *self, const char *tenant, int64_t after_seq, int lim
     return 0;
 }
 
+static int eai_pg_build_heads(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
+                              struct eai_error **err)
+{
+    c->out = json_array();
+    for (int i = 0; c->out && i < PQntuples(r); i++) {
+        json_t *o = json_object();
+        if (!o || json_array_append_new(c->out, o) < 0 ||
+            json_object_set_new(o, "tenant_id", eai_pg_cell_str(r, i, 0)) < 0 ||
+            json_object_set_new(o, "seq", eai_pg_cell_int(r, i, 1)) < 0 ||
+            json_object_set_new(o, "hash", eai_pg_cell_str(r, i, 2)) < 0) {
+            *err = eai_pg_oom(tx->pg);
+            return -1;
+        }
+    }
+    if (!c->out) {
+        *err = eai_pg_oom(tx->pg);
+        return -1;
+    }
+    return 0;
+}
+
+int eai_pg_audit_heads(void *self, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    struct eai_pg_simple_ctx c = {
+        .sql = "SELECT tenant_id::text, seq, hash FROM eai.audit_heads()",
+        .build = eai_pg_build_heads};
+    if (eai_pg_simple(pg, NULL, &c, err) < 0)
+        return -1;
+    *out = c.out;
+    return 0;
+}
+
 /* ---------------------------------------------------------------- manifests */
 
 struct eai_pg_manifest_ctx {

@@ -232,6 +232,7 @@ static const struct eai_storage_ops eai_pg_ops = {
     .ledger_query = eai_pg_ledger_query,
     .kv_get = eai_pg_kv_get,
     .kv_set = eai_pg_kv_set,
+    .audit_heads = eai_pg_audit_heads,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

@@ -14,6 +14,7 @@
  * (eai_outage, needs EAI_TEST_PG_SUPER_URL) so it never disturbs others.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <time.h>
 
 #include "pg_test_common.h"
@@ -286,6 +287,41 @@ static void test_plugin_scoping(void)
     CU_ASSERT_EQUAL(pgt_ops->key_get(st, kid, &m, &e), 0);
     CU_ASSERT(m && strcmp(json_string_value(json_object_get(m, "tenant_id")), ta) == 0);
     json_decref(m);
+
+    /* audit_heads (SYSTEM): the newest event of every tenant. */
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:s}", "action", "rls.check", "actor", "k",
+                           "target", "x", "decision", "allow");
+    e = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->audit_append(st, ta, ev, &e), 0);
+    pgt_report("audit_append", e);
+    json_decref(ev);
+    json_t *last = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->audit_list(st, ta, 0, 100, &last, &e), 0);
+    CU_ASSERT_FATAL(json_array_size(last) == 2);
+    const json_t *newest = json_array_get(last, 1);
+    CU_ASSERT(pgt_ops->size >= offsetof(struct eai_storage_ops, audit_heads) + sizeof(void *));
+    json_t *heads = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->audit_heads(st, &heads, &e), 0);
+    size_t i;
+    json_t *h;
+    int seen = 0, ordered = 1;
+    const char *prev = "";
+    json_array_foreach(heads, i, h) {
+        const char *tid = json_string_value(json_object_get(h, "tenant_id"));
+        if (strcmp(tid, prev) <= 0)
+            ordered = 0;
+        prev = tid;
+        if (strcmp(tid, ta) == 0) {
+            seen++;
+            CU_ASSERT_EQUAL(json_integer_value(json_object_get(h, "seq")), 2);
+            CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(h, "hash")),
+                                   json_string_value(json_object_get(newest, "hash")));
+        }
+    }
+    CU_ASSERT_EQUAL(seen, 1);
+    CU_ASSERT(ordered);
+    json_decref(heads);
+    json_decref(last);
     pgt_desc->destroy(st);
 }
 
