@@ -223,6 +223,18 @@ static void eai_pg_release(struct eai_pg *pg, int slot, int broken)
         c = NULL;
     }
     pthread_mutex_lock(&pg->mu);
+    if (broken) {
+        /* One dead connection usually means the server restarted or the
+         * network dropped: the idle ones are most likely dead too.  Close
+         * them so the retry (and the next ops) connect afresh instead of
+         * failing once per stale connection. */
+        for (int i = 0; i < pg->pool_size; i++) {
+            if (i != slot && !pg->conns[i].busy && pg->conns[i].conn) {
+                PQfinish(pg->conns[i].conn);
+                pg->conns[i].conn = NULL;
+            }
+        }
+    }
     pg->conns[slot].conn = c;
     pg->conns[slot].busy = 0;
     pthread_cond_signal(&pg->cv);

@@ -439,6 +439,25 @@ static int create_one(void *st, const char *tenant, char id[48], struct eai_erro
     return rc;
 }
 
+struct burst_arg {
+    void *st;
+    const char *tenant;
+    int ok;
+};
+
+static void *burst(void *p)
+{
+    struct burst_arg *b = p;
+    for (int i = 0; i < 5; i++) {
+        char id[48];
+        struct eai_error *e = NULL;
+        if (create_one(b->st, b->tenant, id, &e) == EAI_STORE_CREATED)
+            b->ok++;
+        pgt_report("burst create", e);
+    }
+    return NULL;
+}
+
 static void test_outage_and_recovery(void)
 {
     if (!pgt_super_url || !*pgt_super_url) {
@@ -465,6 +484,14 @@ static void test_outage_and_recovery(void)
         pgt_report("create before outage", e);
     }
     CU_ASSERT_EQUAL(nacked, 10);
+    /* Two threads at once: both pooled connections get opened. */
+    struct burst_arg ba[2] = {{st, tenant, 0}, {st, tenant, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_FATAL(pthread_create(&th[i], NULL, burst, &ba[i]) == 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    CU_ASSERT_EQUAL(ba[0].ok + ba[1].ok, 10);
 
     /* Stale pooled connections (as after a database restart): the next op
      * reconnects transparently. */
