@@ -1,0 +1,40 @@
+/*
+ * Executions: the HTTP routes of /v1/sandbox/executions, the lifecycle
+ * (validation, recording, scheduling, long-polls, event streams) and
+ * restart recovery.  docs/executions.md is the full description.
+ *
+ * Order in the application:
+ *   start: storage, isolation backends, workers, host ... then
+ *          eai_exec_start (recovery scan, scheduler), then the HTTP server;
+ *   stop:  eai_exec_stop FIRST (it answers every parked long-poll and ends
+ *          every event stream while the server can still send them, and
+ *          records running executions as interrupted), then the server,
+ *          the isolation backends, the workers and storage.
+ */
+#ifndef EAI_CORE_EXEC_H
+#define EAI_CORE_EXEC_H
+
+#include "app.h"
+#include "server.h"
+
+void eai_exec_route_create(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions */
+void eai_exec_route_get(struct eai_app *app, struct eai_req *r);      /* GET  /v1/sandbox/executions/{id}?wait_s= */
+void eai_exec_route_list(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions */
+void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions/{id}/cancel */
+void eai_exec_route_file(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions/{id}/files/{*path} */
+void eai_exec_route_events(struct eai_app *app, struct eai_req *r);   /* GET  /v1/sandbox/executions/{id}/events (SSE) */
+
+/* After storage and isolation are up: recovery of executions a dead
+ * process left running, then the scheduler.  0 or -1 (+ *err). */
+int eai_exec_start(struct eai_app *app, struct eai_error **err);
+void eai_exec_stop(struct eai_app *app);
+
+/* Executions running on this node (for /metrics and /readyz). */
+int eai_exec_running(const struct eai_app *app);
+
+/* The public view of a stored execution record (API.md "GET"): internal
+ * fields (tenant_id, lease_*, request_hash, idempotency_key, env, stdin,
+ * files_in, seq, ...) are left out.  New object or NULL. */
+json_t *eai_exec_view(const json_t *rec);
+
+#endif

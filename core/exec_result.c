@@ -1,0 +1,157 @@
+/* Output buffers, output encoding and status mapping (exec_result.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "errors.h"
+#include "exec_result.h"
+#include "util.h"
+
+void eai_outbuf_init(struct eai_outbuf *b, size_t limit)
+{
+    memset(b, 0, sizeof *b);
+    b->limit = limit;
+}
+
+int eai_outbuf_append(struct eai_outbuf *b, const char *d, size_t n, size_t *kept)
+{
+    size_t room = b->limit > b->len ? b->limit - b->len : 0;
+    size_t take = n < room ? n : room;
+    b->seen += n;
+    if (take < n)
+        b->truncated = 1;
+    if (kept)
+        *kept = 0;
+    if (take == 0)
+        return 0;
+    if (b->len + take > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + take)
+            cap *= 2;
+        if (cap > b->limit)
+            cap = b->limit;
+        char *p = realloc(b->data, cap);
+        if (!p) {
+            b->truncated = 1;
+            return -1;
+        }
+        b->data = p;
+        b->cap = cap;
+    }
+    memcpy(b->data + b->len, d, take);
+    b->len += take;
+    if (kept)
+        *kept = take;
+    return 0;
+}
+
+void eai_outbuf_free(struct eai_outbuf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+/* Length of an incomplete (but so far well-formed) UTF-8 sequence at the
+ * end of d, 0 when none. */
+static size_t partial_tail(const char *d, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)d;
+    for (size_t back = 1; back <= 3 && back <= n; back++) {
+        unsigned c = p[n - back];
+        if ((c & 0xc0) == 0x80)
+            continue; /* continuation byte: look further back */
+        size_t need = (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 1;
+        return need > back ? back : 0;
+    }
+    return 0;
+}
+
+int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int cut_partial)
+{
+    char enc_key[64];
+    snprintf(enc_key, sizeof enc_key, "%s_encoding", key);
+    if (!d)
+        d = "";
+    size_t use = n;
+    if (!eai_utf8_valid(d, n) && cut_partial) {
+        size_t tail = partial_tail(d, n);
+        if (tail && eai_utf8_valid(d, n - tail))
+            use = n - tail;
+    }
+    json_t *v, *enc;
+    if (eai_utf8_valid(d, use)) {
+        v = json_stringn_nocheck(d, use);
+        enc = json_string("utf-8");
+    } else {
+        char *b = eai_b64_encode(d, n);
+        v = b ? json_string(b) : NULL;
+        free(b);
+        enc = json_string("base64");
+    }
+    if (!v || !enc || json_object_set_new(rec, key, v) < 0) {
+        json_decref(enc);
+        return -1;
+    }
+    return json_object_set_new(rec, enc_key, enc);
+}
+
+const char *eai_exec_outcome_status(const struct eai_iso_result *res)
+{
+    switch (res->outcome) {
+    case EAI_OUT_EXITED:
+        return res->exit_code == 0 && res->signal == 0 ? "succeeded" : "failed";
+    case EAI_OUT_TIMEOUT:
+        return "timeout";
+    case EAI_OUT_OOM:
+        return "oom_killed";
+    case EAI_OUT_CANCELLED:
+        return "cancelled";
+    default:
+        return "error";
+    }
+}
+
+json_t *eai_exec_error_patch(enum eai_code code, const char *message)
+{
+    if (code == EAI_OK || code >= EAI_CODE_MAX)
+        code = EAI_E_SANDBOX_FAILED;
+    return json_pack("{s:s, s:{s:s, s:s}}", "status", "error", "error",
+                     "code", eai_code_name(code),
+                     "message", message && *message ? message : eai_code_message(code, "en"));
+}
+
+json_t *eai_exec_result_patch(const struct eai_iso_result *res)
+{
+    const char *status = eai_exec_outcome_status(res);
+    json_t *p;
+    if (res->outcome == EAI_OUT_ERROR || res->outcome >= EAI_OUT_MAX) {
+        p = eai_exec_error_patch(res->error_code, res->error_message);
+    } else {
+        p = json_pack("{s:s, s:n}", "status", status, "error");
+    }
+    if (!p)
+        return NULL;
+    /* exit code and signal are facts of the program's own end; for a run
+     * the platform stopped (timeout, OOM, cancel) they are kept when the
+     * backend reported them, null otherwise. */
+    json_object_set_new(p, "exit_code", res->exit_code >= 0 ? json_integer(res->exit_code) : json_null());
+    json_object_set_new(p, "signal", res->signal > 0 ? json_integer(res->signal) : json_null());
+    json_t *u = json_pack("{s:f, s:f, s:f}", "cpu_seconds", res->cpu_seconds < 0 ? 0 : res->cpu_seconds,
+                          "memory_mb_seconds", res->memory_mb_seconds < 0 ? 0 : res->memory_mb_seconds,
+                          "duration_s", res->duration_s < 0 ? 0 : res->duration_s);
+    if (!u || json_object_set_new(p, "usage", u) < 0) {
+        json_decref(p);
+        return NULL;
+    }
+    return p;
+}
+
+int eai_exec_status_terminal(const char *s)
+{
+    static const char *const t[] = {"succeeded", "failed", "timeout", "oom_killed", "cancelled", "error"};
+    for (size_t i = 0; s && i < sizeof t / sizeof t[0]; i++)
+        if (strcmp(s, t[i]) == 0)
+            return 1;
+    return 0;
+}
