@@ -1,0 +1,358 @@
+#!/usr/bin/python3
+"""Two `eaid serve` replicas sharing one PostgreSQL database.
+
+Real processes, real HTTP over loopback, real runsc sandboxes, real
+PostgreSQL (the cluster of tests/support/pg_cluster.sh, in a database of its
+own: eai_replicas).  Steps, all through the binary's own CLI and API:
+
+  1. `eaid migrate --app-role eai_app` as the owner, twice (idempotent);
+     tenant and key created with `eaid tenants create` / `eaid keys create`
+     with EAI_DATABASE_URL set to the application role.
+  2. shared queue: 2 replicas, 50 executions posted alternately to both:
+     every one ends `succeeded` (0 lost) and the replicas ran 50 in total
+     (0 double runs: each execution is counted once by the replica that ran
+     it, from /metrics), and the claims are spread over both.
+  3. a replica dies mid-run (SIGKILL of its whole process group, runsc
+     included): its running executions are ended `error` / `interrupted`
+     (or taken over) once their lease expires; none is left running, none
+     runs twice, and the queued ones still run on the surviving replica.
+
+Usage: test_pg_replicas.py <build dir>.  Needs EAI_TEST_PG_OWNER_URL,
+EAI_TEST_PG_APP_URL and EAI_TEST_PG_SUPER_URL (exit 77 = skip when unset).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+SKIP = 77
+DB = "eai_replicas"
+IMAGE = "python:3.11-slim"
+IMAGE_PACKAGES = "python3-minimal,libpython3.11-stdlib"
+LEASE_MS = 3000
+
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+    return cond
+
+
+def with_db(url, db):
+    """Same server/user, other database."""
+    p = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((p.scheme, p.netloc, "/" + db, p.query, p.fragment))
+
+
+def psql(url, sql):
+    out = subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
+                         check=True, capture_output=True, text=True)
+    return out.stdout.strip()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Replica:
+    def __init__(self, name, eaid, env, workdir, config):
+        self.name = name
+        self.port = free_port()
+        self.data = os.path.join(workdir, name)
+        os.makedirs(self.data, exist_ok=True)
+        self.log = open(os.path.join(workdir, name + ".log"), "w")
+        e = dict(env)
+        e["EAI_LISTEN"] = "127.0.0.1:%d" % self.port
+        e["EAI_DATA_DIR"] = self.data
+        # Own process group: killing the group kills its runsc children too,
+        # as when a machine dies.
+        self.proc = subprocess.Popen([eaid, "serve", "--config", config], env=e, stdout=self.log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.base = "http://127.0.0.1:%d" % self.port
+
+    def wait_ready(self, timeout=60):
+        end = time.time() + timeout
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with urllib.request.urlopen(self.base + "/readyz", timeout=2) as r:
+                    if r.status == 200:
+                        return True
+            except (urllib.error.URLError, ConnectionError, OSError):
+                pass
+            time.sleep(0.2)
+        return False
+
+    def kill(self):
+        """SIGKILL the whole process group at once (eaid, runsc, sandboxes)."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def sweep(self):
+        """Kill what is left of this replica's sandboxes (processes whose
+        command line names its own data directory)."""
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid():
+                continue
+            try:
+                with open("/proc/%s/cmdline" % pid, "rb") as f:
+                    cmd = f.read().decode(errors="replace")
+            except OSError:
+                continue
+            if self.data in cmd:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except OSError:
+                    pass
+
+    def stop(self):
+        if self.log.closed:
+            return
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.sweep()
+        self.log.close()
+
+    def executions_total(self):
+        with urllib.request.urlopen(self.base + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+        n = 0.0
+        for line in text.splitlines():
+            if line.startswith("eai_sandbox_executions_total{") or line.startswith("eai_sandbox_executions_total "):
+                n += float(line.rsplit(" ", 1)[1])
+        return n
+
+
+def api(base, key, method, path, body=None, timeout=70):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data, method=method)
+    req.add_header("Authorization", "Bearer " + key)
+    if data is not None:
+        req.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def post_exec(base, key, code):
+    body = {"profile": "gvisor-small", "image": IMAGE, "command": ["python3", "-c", code],
+            "limits": {"timeout_s": 60}}
+    return api(base, key, "POST", "/v1/sandbox/executions", body)
+
+
+def wait_terminal(bases, key, ids, timeout):
+    """Poll until every id is terminal; returns {id: record}."""
+    done = {}
+    end = time.time() + timeout
+    i = 0
+    while time.time() < end and len(done) < len(ids):
+        for x in ids:
+            if x in done:
+                continue
+            st, rec = api(bases[i % len(bases)], key, "GET", "/v1/sandbox/executions/%s?wait_s=1" % x)
+            i += 1
+            if st == 200 and rec.get("status") not in ("queued", "running"):
+                done[x] = rec
+        time.sleep(0.2)
+    return done
+
+
+def run_cli(eaid, env, *args):
+    out = subprocess.run([eaid, *args], env=env, capture_output=True, text=True, timeout=120)
+    if out.returncode != 0:
+        print("  eaid %s: rc=%d\n%s%s" % (" ".join(args), out.returncode, out.stdout, out.stderr))
+    return out
+
+
+def main():
+    build = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("EAI_BUILD_DIR", "build")
+    owner_url = os.environ.get("EAI_TEST_PG_OWNER_URL")
+    app_url = os.environ.get("EAI_TEST_PG_APP_URL")
+    super_url = os.environ.get("EAI_TEST_PG_SUPER_URL")
+    if not (owner_url and app_url and super_url):
+        print("SKIP: no PostgreSQL (EAI_TEST_PG_OWNER_URL / EAI_TEST_PG_APP_URL / EAI_TEST_PG_SUPER_URL unset)")
+        return SKIP
+    eaid = os.path.join(build, "eaid")
+    if not os.access(eaid, os.X_OK):
+        print("FAIL: %s not built" % eaid)
+        return 1
+    runsc = os.environ.get("EAI_SANDBOX_RUNSC", "/usr/bin/runsc")
+    if not os.access(runsc, os.X_OK):
+        print("FAIL: runsc not found at %s (the replica test runs real sandboxes)" % runsc)
+        return 1
+
+    owner_db, app_db = with_db(owner_url, DB), with_db(app_url, DB)
+    psql(super_url, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
+    psql(super_url, "CREATE DATABASE %s OWNER eai_owner" % DB)
+    psql(super_url, "GRANT CONNECT ON DATABASE %s TO eai_app" % DB)
+    super_db = with_db(super_url, DB)
+
+    workdir = tempfile.mkdtemp(prefix="eai-replicas-", dir=build)
+    image_dir = os.environ.get("EAI_IMAGE_DIR") or os.path.join(build, "images")
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith("EAI_TEST_")}
+    base_env.update({
+        "EAI_IMAGE_DIR": image_dir,
+        "EAI_AUTH_PEPPER_FILE": os.path.join(workdir, "pepper"),
+        "EAI_SANDBOX_RUNSC": runsc,
+        "EAI_LOG_LEVEL": "info",
+    })
+    with open(base_env["EAI_AUTH_PEPPER_FILE"], "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(base_env["EAI_AUTH_PEPPER_FILE"], 0o600)
+    config = os.path.join(workdir, "eaid.yaml")
+    with open(config, "w") as f:
+        f.write("scheduler:\n  lease_ms: %d\n  max_concurrent: 4\n  max_per_tenant: 4\n" % LEASE_MS)
+
+    replicas = []
+    try:
+        # The image, once (shared with the gVisor tests when EAI_IMAGE_DIR is set).
+        env = dict(base_env, EAI_DATA_DIR=os.path.join(workdir, "cli"))
+        os.makedirs(env["EAI_DATA_DIR"], exist_ok=True)
+        if not os.path.isdir(os.path.join(image_dir, "python", "3.11-slim", "rootfs")):
+            print("building image %s into %s (once)" % (IMAGE, image_dir), flush=True)
+            r = run_cli(eaid, env, "images", "build", IMAGE, "--packages", IMAGE_PACKAGES)
+            if not check(r.returncode == 0, "image %s built" % IMAGE):
+                return 1
+
+        # 1. migrate as the owner, twice; tenant and key as the app role.
+        for i in range(2):
+            r = run_cli(eaid, dict(env, EAI_DATABASE_URL=owner_db), "migrate", "--app-role", "eai_app")
+            check(r.returncode == 0, "eaid migrate --app-role eai_app as the owner (run %d)" % (i + 1))
+        check(psql(super_db, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+                             " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'tenant_id'"
+                             " WHERE n.nspname = 'eai' AND c.relkind = 'r'"
+                             " AND NOT (c.relrowsecurity AND c.relforcerowsecurity)") == "0",
+              "every eai table with tenant_id: RLS enabled and forced")
+        app_env = dict(env, EAI_DATABASE_URL=app_db)
+        r = run_cli(eaid, app_env, "tenants", "create", "replicas")
+        if not check(r.returncode == 0, "eaid tenants create (app role URL)"):
+            return 1
+        tenant = json.loads(r.stdout.strip().splitlines()[-1])["id"]
+        r = run_cli(eaid, app_env, "keys", "create", "--tenant", tenant, "--name", "replicas")
+        m = re.search(r"eai_[A-Za-z0-9]+_[A-Za-z0-9_\-]+", r.stdout)
+        if not check(r.returncode == 0 and m is not None, "eaid keys create (app role URL)"):
+            return 1
+        key = m.group(0)
+        check(psql(app_db, "SELECT count(*) FROM eai.sandbox_executions") == "0" and
+              psql(app_db, "SELECT count(*) FROM eai.tenants") == "0",
+              "the app role with no tenant set sees 0 rows")
+
+        # 2. two replicas share the queue.
+        serve_env = dict(base_env, EAI_DATABASE_URL=app_db)
+        replicas = [Replica("r1", eaid, serve_env, workdir, config), Replica("r2", eaid, serve_env, workdir, config)]
+        for rp in replicas:
+            if not check(rp.wait_ready(), "%s ready on port %d" % (rp.name, rp.port)):
+                return 1
+        ids = []
+        for i in range(50):
+            st, body = post_exec(replicas[i % 2].base, key, "print(%d)" % i)
+            if st in (200, 202):
+                ids.append(body["id"])
+            else:
+                print("  POST %d -> %d %s" % (i, st, body))
+        check(len(ids) == 50, "50 executions accepted (%d)" % len(ids))
+        done = wait_terminal([rp.base for rp in replicas], key, ids, 240)
+        statuses = {}
+        for rec in done.values():
+            statuses[rec["status"]] = statuses.get(rec["status"], 0) + 1
+        check(len(done) == 50, "all 50 terminal, 0 lost (%d terminal)" % len(done))
+        check(statuses.get("succeeded", 0) == 50, "all 50 succeeded (%s)" % statuses)
+        check(all(rec.get("stdout") == "%d\n" % i for i, rec in
+                  ((i, done.get(x, {})) for i, x in enumerate(ids))), "each one's own output")
+        runs = [rp.executions_total() for rp in replicas]
+        check(sum(runs) == 50, "50 runs in total across replicas, 0 double runs (%s)" % runs)
+        owners = psql(super_db, "SELECT count(DISTINCT lease_owner) FROM eai.sandbox_executions")
+        print("  claims per replica: %s, distinct lease owners: %s" % (runs, owners))
+        check(min(runs) > 0, "both replicas ran executions")
+        check(psql(super_db, "SELECT count(*) FROM eai.sandbox_executions WHERE status IN ('queued','running')") == "0",
+              "nothing left queued or running")
+
+        # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
+        # claims the slow batch; a fresh replica r3 joins, then r1 dies.
+        replicas[1].stop()
+        r1 = replicas[0]
+        slow = []
+        for i in range(10):
+            st, body = post_exec(r1.base, key, "import time; time.sleep(6); print('slow')")
+            if st in (200, 202):
+                slow.append(body["id"])
+        check(len(slow) == 10, "10 slow executions accepted")
+        victim_running, owner = [], None
+        end = time.time() + 60
+        while time.time() < end and not victim_running:
+            rows = psql(super_db, "SELECT lease_owner, 'sbx_' || id FROM eai.sandbox_executions"
+                                  " WHERE status = 'running'")
+            for line in rows.splitlines():
+                owner, x = line.split("|")
+                victim_running.append(x)
+            time.sleep(0.2)
+        check(bool(victim_running), "r1 runs executions before it dies (%d)" % len(victim_running))
+        r3 = Replica("r3", eaid, serve_env, workdir, config)
+        replicas.append(r3)
+        check(r3.wait_ready(), "r3 ready on port %d" % r3.port)
+        time.sleep(0.5)
+        rows = psql(super_db, "SELECT 'sbx_' || id FROM eai.sandbox_executions WHERE status = 'running'"
+                              " AND lease_owner = '%s'" % owner)
+        victim_running = rows.split()
+        print("  killing r1 (lease owner %s, %d running)" % (owner, len(victim_running)), flush=True)
+        r1.kill()
+        t_kill = time.time()
+        done = wait_terminal([r3.base], key, slow, 120)
+        check(len(done) == len(slow), "every slow execution terminal after the kill (%d/%d, %.1f s)"
+              % (len(done), len(slow), time.time() - t_kill))
+        check(psql(super_db, "SELECT count(*) FROM eai.sandbox_executions WHERE status IN ('queued','running')") == "0",
+              "none left running or queued")
+        for x in victim_running:
+            rec = done.get(x, {})
+            ok = (rec.get("status") == "error" and (rec.get("error") or {}).get("code") == "interrupted") or \
+                rec.get("status") == "succeeded"
+            check(ok, "%s (running on the dead replica) ended error/interrupted or was taken over: %s %s"
+                  % (x, rec.get("status"), rec.get("error")))
+        others = [x for x in slow if x not in victim_running]
+        check(all(done.get(x, {}).get("status") == "succeeded" and done[x].get("stdout") == "slow\n"
+                  for x in others), "the %d queued ones ran on r3" % len(others))
+        ran = r3.executions_total()
+        check(ran <= len(slow), "each execution ended once on r3 (%d for %d)" % (ran, len(slow)))
+    finally:
+        for rp in replicas:
+            rp.stop()
+        if failures:
+            for rp in replicas:
+                print("---- %s log (tail) ----" % rp.name)
+                with open(os.path.join(workdir, rp.name + ".log")) as f:
+                    print("".join(f.readlines()[-40:]))
+        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            psql(super_url, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
+        except subprocess.CalledProcessError:
+            pass
+    print("%d failure(s)" % len(failures))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
