@@ -325,6 +325,32 @@ static void test_plugin_scoping(void)
     pgt_desc->destroy(st);
 }
 
+/* Output with a NUL character survives (documents are json, not jsonb). */
+static void test_nul_round_trip(void)
+{
+    void *st = pgt_open(pgt_app_url, 1);
+    CU_ASSERT_FATAL(st != NULL);
+    char u[37], id[48];
+    eai_uuid_v4(u);
+    snprintf(id, sizeof id, "sbx_%s", u);
+    json_t *x = json_pack("{s:s, s:s, s:[s]}", "id", id, "image", "i", "command", "true");
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->exec_create(st, ta, x, NULL, NULL, &e), EAI_STORE_CREATED);
+    pgt_report("exec_create", e);
+    json_decref(x);
+    json_t *patch = json_pack("{s:s, s:i, s:s%}", "status", "failed", "exit_code", 1, "stdout", "a\0b", (size_t)3);
+    e = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->exec_finish(st, ta, id, patch, NULL, NULL, NULL, &e), EAI_STORE_UPDATED);
+    pgt_report("exec_finish", e);
+    json_decref(patch);
+    json_t *out = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->exec_get(st, ta, id, &out, &e), 0);
+    const json_t *so = json_object_get(out, "stdout");
+    CU_ASSERT(json_is_string(so) && json_string_length(so) == 3 && memcmp(json_string_value(so), "a\0b", 3) == 0);
+    json_decref(out);
+    pgt_desc->destroy(st);
+}
+
 /* ------------------------------------------------------------ resilience */
 
 static char outage_owner[512], outage_app[512];
@@ -577,6 +603,7 @@ int main(void)
     CU_add_test(s, "tenant A set: writing B's rows fails", test_cross_tenant_writes_fail);
     CU_add_test(s, "no tenant set: 0 rows everywhere (app and owner)", test_no_tenant_sees_nothing);
     CU_add_test(s, "plugin: scoped ops and SYSTEM lookups", test_plugin_scoping);
+    CU_add_test(s, "plugin: output with NUL round-trips", test_nul_round_trip);
     CU_pSuite r = CU_add_suite("postgres_resilience", init_outage, clean_outage);
     CU_add_test(r, "unreachable database: storage_unavailable at once", test_unreachable_is_503);
     CU_add_test(r, "outage and recovery: no restart, nothing acknowledged lost", test_outage_and_recovery);
