@@ -1,0 +1,1153 @@
+/*
+ * eai-isolation-k8s.so: executions as Kubernetes Pods.
+ *
+ * One execution, one Pod in namespace <namespace_prefix><tenant>:
+ *   ensure namespace (+ default-deny NetworkPolicy)   once per tenant
+ *   resolve the egress allow list (worker)           when asked
+ *   POST Pod -> POST egress NetworkPolicy -> POST input Secret
+ *     (the pod waits for its Secret volume, so it cannot start before its
+ *      egress policy exists; both are owned by the pod)
+ *   poll the Pod with backoff up to poll_ms
+ *   terminal: read the log, DELETE the Pod (the garbage collector takes
+ *   the Secret and the policy), on_exit.
+ * Cancel deletes the pod; our own watchdog (timeout + deadline_grace_ms)
+ * backs up activeDeadlineSeconds; API errors end the execution in `error`
+ * with the API's message.  recover() finds the pod by label and polls it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "k8s.h"
+
+enum job_state { JS_NS = 0, JS_NS_POLICY, JS_RESOLVE, JS_POD, JS_POD_ADOPT, JS_EGRESS, JS_SECRET,
+                 JS_POLL, JS_LOGS, JS_DELETE, JS_RECOVER };
+
+struct k8s_job {
+    struct k8s *k;
+    struct k8s_job *prev, *next;   /* in the plugin's list */
+    struct eai_iso_callbacks cb;
+    void *cb_arg;
+    char id[96], tenant[96], ns[128], pod[96], uid[64], image[512];
+    json_t *pod_body, *secret_data, *egress_rules;
+    char **egress;
+    int64_t timeout_ms, output_bytes, cpu_millis, memory_bytes;
+    enum job_state state;
+    int busy;                  /* an API call or a worker job is in flight */
+    int cancelled, deadline_hit, terminal, exited, pod_created, started, recovering;
+    int api_failures;
+    struct event *timer, *watchdog;
+    long poll_delay;
+    int64_t t_start, t_running, t_terminal, waiting_since, c_started, c_finished;
+    struct eai_iso_result res;
+    char errmsg[512];
+};
+
+static void job_tick(evutil_socket_t fd, short what, void *arg);
+
+void k8s_ref(struct k8s *k) { k->refs++; }
+
+void k8s_unref(struct k8s *k)
+{
+    if (--k->refs > 0)
+        return;
+    k8s_api_stop(k);
+    if (k->probe_timer)
+        event_free(k->probe_timer);
+    free(k->token);
+    json_decref(k->tenants_ready);
+    k8s_cfg_clear(&k->cfg);
+    free(k);
+}
+
+/* the list of live jobs hangs off a static-free place: the plugin struct */
+struct k8s_jobs {
+    struct k8s_job *head;
+};
+static struct k8s_jobs *jobs_of(struct k8s *k);
+
+/* ------------------------------------------------------------ job basics */
+
+static void log_job(struct k8s_job *j, enum eai_log_level lvl, const char *fmt, const char *a)
+{
+    if (!j->k->closing)
+        j->k->host->log(j->k->host, K8S_COMPONENT, lvl, "%s: %s%s", j->id, fmt, a ? a : "");
+}
+
+static void job_free(struct k8s_job *j)
+{
+    struct k8s_jobs *l = jobs_of(j->k);
+    if (j->prev)
+        j->prev->next = j->next;
+    else if (l && l->head == j)
+        l->head = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    if (j->timer)
+        event_free(j->timer);
+    if (j->watchdog)
+        event_free(j->watchdog);
+    json_decref(j->pod_body);
+    json_decref(j->secret_data);
+    json_decref(j->egress_rules);
+    for (char **e = j->egress; e && *e; e++)
+        free(*e);
+    free(j->egress);
+    struct k8s *k = j->k;
+    free(j);
+    k8s_unref(k);
+}
+
+static void job_later(struct k8s_job *j, long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(j->timer, &tv);
+}
+
+static void job_finish(struct k8s_job *j)
+{
+    if (!j->exited && !j->k->closing) {
+        j->exited = 1;
+        struct eai_iso_result *r = &j->res;
+        int64_t end = j->t_terminal ? j->t_terminal : k8s_now_ms();
+        int64_t begin = j->t_running ? j->t_running : end;
+        double observed = (double)(end - begin) / 1000.0;
+        double dur = observed;
+        if (j->c_started > 0 && j->c_finished >= j->c_started) {
+            /* the API's timestamps have a one-second resolution */
+            double c = (double)(j->c_finished - j->c_started) / 1000.0;
+            if (c >= 1.0 || observed > c + 1.0)
+                dur = c;
+        }
+        if (dur < 0)
+            dur = 0;
+        r->duration_s = dur;
+        /* reserved, not measured: limits x wall time (docs/kubernetes.md) */
+        r->cpu_seconds = dur * (double)j->cpu_millis / 1000.0;
+        r->memory_mb_seconds = dur * (double)j->memory_bytes / 1048576.0;
+        r->peak_memory_mb = 0;
+        if (r->outcome == EAI_OUT_ERROR)
+            r->error_message = j->errmsg;
+        j->cb.on_exit(j->cb_arg, r);
+    }
+    j->exited = 1;
+    if (!j->busy)
+        job_free(j);
+}
+
+static void set_error(struct k8s_job *j, enum eai_code code, const char *msg)
+{
+    j->terminal = 1;
+    j->res.outcome = EAI_OUT_ERROR;
+    j->res.error_code = code;
+    j->res.exit_code = -1;
+    snprintf(j->errmsg, sizeof j->errmsg, "%s", msg);
+    log_job(j, EAI_LOG_WARN, "", msg);
+}
+
+static enum eai_code code_for_status(long st)
+{
+    if (st == 0 || st == 401 || st == 403 || st == 404 || st == 429 || st >= 500)
+        return EAI_E_SANDBOX_UNAVAILABLE;
+    return EAI_E_SANDBOX_FAILED;
+}
+
+static void call_done(void *arg, const struct k8s_result *r);
+
+static int job_call(struct k8s_job *j, enum job_state st, const char *method, const char *path,
+                    const json_t *body, unsigned flags)
+{
+    j->state = st;
+    j->busy = 1;
+    if (k8s_call(j->k, method, path, body, flags, call_done, j) < 0) {
+        j->busy = 0;
+        set_error(j, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void step_delete(struct k8s_job *j)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", j->ns, j->pod);
+    json_t *opts = k8s_delete_options();
+    int rc = opts ? job_call(j, JS_DELETE, "DELETE", path, opts, K8S_CALL_RETRY) : -1;
+    json_decref(opts);
+    if (rc < 0)
+        job_finish(j);
+}
+
+/* End now: delete the pod when there is one, then on_exit. */
+static void job_end(struct k8s_job *j)
+{
+    j->terminal = 1;
+    if (!j->t_terminal)
+        j->t_terminal = k8s_now_ms();
+    if (j->pod_created)
+        step_delete(j);
+    else
+        job_finish(j);
+}
+
+static void step_logs(struct k8s_job *j)
+{
+    char path[640];
+    if (j->output_bytes > 0)
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%lld", j->ns, j->pod,
+                 K8S_CONTAINER, (long long)j->output_bytes + 1);
+    else
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s", j->ns, j->pod, K8S_CONTAINER);
+    if (job_call(j, JS_LOGS, "GET", path, NULL, K8S_CALL_RETRY) < 0)
+        job_end(j);
+}
+
+/* Cancel and watchdog requests, checked whenever the job is between steps.
+ * 1 when the job took that path. */
+static int interrupted(struct k8s_job *j)
+{
+    if (j->terminal)
+        return 0;
+    if (j->cancelled) {
+        j->terminal = 1;
+        j->res.outcome = EAI_OUT_CANCELLED;
+        j->res.exit_code = -1;
+        job_end(j);
+        return 1;
+    }
+    if (j->deadline_hit) {
+        j->terminal = 1;
+        j->t_terminal = k8s_now_ms();
+        if (j->started) {
+            j->res.outcome = EAI_OUT_TIMEOUT;
+            j->res.exit_code = -1;
+            log_job(j, EAI_LOG_WARN, "the pod outlived its deadline; deleting it", NULL);
+            step_logs(j);
+        } else {
+            char m[256];
+            snprintf(m, sizeof m, "the sandbox pod did not start within %lld ms", (long long)j->timeout_ms);
+            set_error(j, EAI_E_SANDBOX_UNAVAILABLE, m);
+            job_end(j);
+        }
+        return 1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the steps */
+
+static void step_pod(struct k8s_job *j);
+static void step_poll(struct k8s_job *j);
+
+static void step_ns(struct k8s_job *j)
+{
+    if (json_object_get(j->k->tenants_ready, j->tenant)) {
+        if (j->egress && j->egress[0]) {
+            j->state = JS_RESOLVE;
+            job_later(j, 0);
+            return;
+        }
+        step_pod(j);
+        return;
+    }
+    json_t *ns = k8s_namespace_obj(j->ns, j->tenant);
+    int rc = ns ? job_call(j, JS_NS, "POST", "/api/v1/namespaces?fieldValidation=Strict", ns, K8S_CALL_RETRY) : -1;
+    json_decref(ns);
+    if (rc < 0)
+        job_end(j);
+}
+
+struct resolve_ctx {
+    struct k8s_job *j;
+    const char *const *egress;
+    json_t *rules;
+    char msg[300];
+};
+
+static void resolve_work(void *arg)
+{
+    struct resolve_ctx *c = arg;
+    c->rules = k8s_egress_rules(c->egress, c->msg, sizeof c->msg);
+}
+
+static void resolve_done(void *arg)
+{
+    struct resolve_ctx *c = arg;
+    struct k8s_job *j = c->j;
+    j->busy = 0;
+    json_t *rules = c->rules;
+    char msg[300];
+    snprintf(msg, sizeof msg, "%s", c->msg);
+    free(c);
+    if (j->k->closing || j->exited) {
+        json_decref(rules);
+        job_finish(j);
+        return;
+    }
+    if (interrupted(j)) {
+        json_decref(rules);
+        return;
+    }
+    if (!rules) {
+        set_error(j, EAI_E_EGRESS_NOT_ALLOWED, msg);
+        job_end(j);
+        return;
+    }
+    j->egress_rules = rules;
+    step_pod(j);
+}
+
+static void step_resolve(struct k8s_job *j)
+{
+    struct resolve_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        set_error(j, EAI_E_INTERNAL, "out of memory");
+        job_end(j);
+        return;
+    }
+    c->j = j;
+    c->egress = (const char *const *)j->egress;
+    j->state = JS_RESOLVE;
+    j->busy = 1;
+    if (j->k->host->work_submit(j->k->host, resolve_work, resolve_done, c) < 0) {
+        j->busy = 0;
+        free(c);
+        set_error(j, EAI_E_SANDBOX_UNAVAILABLE, "cannot resolve the egress allow list (no worker)");
+        job_end(j);
+    }
+}
+
+static void step_pod(struct k8s_job *j)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?fieldValidation=Strict", j->ns);
+    if (job_call(j, JS_POD, "POST", path, j->pod_body, K8S_CALL_RETRY) < 0)
+        job_end(j);
+}
+
+static void step_secret(struct k8s_job *j)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/secrets?fieldValidation=Strict", j->ns);
+    json_t *data = j->secret_data;
+    j->secret_data = NULL;
+    json_t *s = k8s_secret_obj(j->ns, j->pod, j->uid, j->id, j->tenant, data);
+    int rc = s ? job_call(j, JS_SECRET, "POST", path, s, K8S_CALL_RETRY) : -1;
+    json_decref(s);
+    if (rc < 0)
+        job_end(j);
+}
+
+static void step_egress(struct k8s_job *j)
+{
+    if (!j->egress_rules) {
+        step_secret(j);
+        return;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies?fieldValidation=Strict",
+             j->ns);
+    json_t *rules = j->egress_rules;
+    j->egress_rules = NULL;
+    json_t *np = k8s_egress_obj(j->ns, j->pod, j->uid, j->id, rules);
+    int rc = np ? job_call(j, JS_EGRESS, "POST", path, np, K8S_CALL_RETRY) : -1;
+    json_decref(np);
+    if (rc < 0)
+        job_end(j);
+}
+
+static void step_poll(struct k8s_job *j)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", j->ns, j->pod);
+    if (job_call(j, JS_POLL, "GET", path, NULL, 0) < 0)
+        job_end(j);
+}
+
+static void next_poll(struct k8s_job *j)
+{
+    j->state = JS_POLL;
+    j->poll_delay = j->poll_delay ? j->poll_delay * 2 : 50;
+    if (j->poll_delay > j->k->cfg.poll_ms)
+        j->poll_delay = j->k->cfg.poll_ms;
+    job_later(j, j->poll_delay);
+}
+
+static void step_recover(struct k8s_job *j)
+{
+    char sel[256], esc[512], path[768];
+    snprintf(sel, sizeof sel, "%s=%s,%s=%s", K8S_LABEL_MANAGED, K8S_MANAGED_BY, K8S_LABEL_EXEC, j->id);
+    k8s_qescape(sel, esc, sizeof esc);
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?labelSelector=%s", j->ns, esc);
+    if (job_call(j, JS_RECOVER, "GET", path, NULL, K8S_CALL_RETRY) < 0)
+        job_end(j);
+}
+
+/* ------------------------------------------------------------ pod status */
+
+static const char *jstr2(const json_t *o, const char *a, const char *b)
+{
+    return json_string_value(json_object_get(json_object_get(o, a), b));
+}
+
+/* Read a pod; 1 when it reached a terminal state (j->res set). */
+static int evaluate_pod(struct k8s_job *j, const json_t *pod)
+{
+    const json_t *st = json_object_get(pod, "status");
+    const char *phase = json_string_value(json_object_get(st, "phase"));
+    const json_t *cs = json_array_get(json_object_get(st, "containerStatuses"), 0);
+    const json_t *state = json_object_get(cs, "state");
+    const json_t *term = json_object_get(state, "terminated");
+    const json_t *wait = json_object_get(state, "waiting");
+    const char *uid = jstr2(pod, "metadata", "uid");
+    if (uid && !j->uid[0])
+        snprintf(j->uid, sizeof j->uid, "%s", uid);
+    if ((json_object_get(state, "running") || term) && !j->started) {
+        j->started = 1;
+        j->t_running = k8s_now_ms();
+        j->cb.on_started(j->cb_arg);
+    }
+    if (term) {
+        j->c_started = k8s_parse_time_ms(json_string_value(json_object_get(term, "startedAt")));
+        j->c_finished = k8s_parse_time_ms(json_string_value(json_object_get(term, "finishedAt")));
+    }
+    int failed = phase && strcmp(phase, "Failed") == 0;
+    if (phase && (failed || strcmp(phase, "Succeeded") == 0)) {
+        const char *preason = json_string_value(json_object_get(st, "reason"));
+        const char *treason = json_string_value(json_object_get(term, "reason"));
+        json_t *ec = json_object_get(term, "exitCode");
+        json_t *sig = json_object_get(term, "signal");
+        j->terminal = 1;
+        j->t_terminal = k8s_now_ms();
+        j->res.exit_code = json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
+        j->res.signal = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
+        if (failed && preason && strcmp(preason, "DeadlineExceeded") == 0) {
+            j->res.outcome = EAI_OUT_TIMEOUT;
+        } else if (treason && strcmp(treason, "OOMKilled") == 0) {
+            j->res.outcome = EAI_OUT_OOM;
+        } else if (failed && preason && strcmp(preason, "Evicted") == 0) {
+            char m[512];
+            const char *pm = json_string_value(json_object_get(st, "message"));
+            snprintf(m, sizeof m, "the pod was evicted: %.400s", pm ? pm : "no reason given");
+            set_error(j, EAI_E_SANDBOX_FAILED, m);
+        } else if (term && json_is_integer(ec)) {
+            j->res.outcome = EAI_OUT_EXITED;
+        } else {
+            char m[512];
+            const char *pm = json_string_value(json_object_get(st, "message"));
+            snprintf(m, sizeof m, "the pod ended %s without a container exit status%s%.300s", phase,
+                     pm ? ": " : "", pm ? pm : "");
+            set_error(j, EAI_E_SANDBOX_FAILED, m);
+        }
+        return 1;
+    }
+    const char *wr = json_string_value(json_object_get(wait, "reason"));
+    if (wr) {
+        int image = !strcmp(wr, "ErrImagePull") || !strcmp(wr, "ImagePullBackOff") ||
+                    !strcmp(wr, "InvalidImageName") || !strcmp(wr, "ErrImageNeverPull");
+        int config = !strcmp(wr, "CreateContainerConfigError") || !strcmp(wr, "CreateContainerError") ||
+                     !strcmp(wr, "RunContainerError");
+        if (image || config) {
+            int64_t now = k8s_now_ms();
+            if (!j->waiting_since)
+                j->waiting_since = now;
+            if (!strcmp(wr, "InvalidImageName") || now - j->waiting_since >= j->k->cfg.image_pull_grace_ms) {
+                const char *wm = json_string_value(json_object_get(wait, "message"));
+                char m[512];
+                if (image)
+                    snprintf(m, sizeof m, "image %.200s cannot be pulled (%s)", j->image, wr);
+                else
+                    snprintf(m, sizeof m, "the container cannot be created (%s): %.300s", wr, wm ? wm : "");
+                set_error(j, image ? EAI_E_IMAGE_MISSING : EAI_E_SANDBOX_FAILED, m);
+                return 1;
+            }
+        } else {
+            j->waiting_since = 0;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ call results */
+
+static void fail_call(struct k8s_job *j, const struct k8s_result *r, const char *what)
+{
+    char m[512];
+    snprintf(m, sizeof m, "Kubernetes API refused %s: %.440s", what, r->message ? r->message : "?");
+    set_error(j, code_for_status(r->status), m);
+    job_end(j);
+}
+
+static void call_done(void *arg, const struct k8s_result *r)
+{
+    struct k8s_job *j = arg;
+    j->busy = 0;
+    if (j->k->closing || j->exited) {
+        job_finish(j);
+        return;
+    }
+    long st = r->status;
+    switch (j->state) {
+    case JS_NS:
+        if (interrupted(j))
+            return;
+        if (st != 201 && st != 409) {
+            fail_call(j, r, "the tenant namespace");
+            return;
+        }
+        {
+            char path[256];
+            snprintf(path, sizeof path, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies?fieldValidation=Strict",
+                     j->ns);
+            json_t *np = k8s_default_deny_obj(j->ns);
+            int rc = np ? job_call(j, JS_NS_POLICY, "POST", path, np, K8S_CALL_RETRY) : -1;
+            json_decref(np);
+            if (rc < 0)
+                job_end(j);
+        }
+        return;
+    case JS_NS_POLICY:
+        if (interrupted(j))
+            return;
+        if (st != 201 && st != 409) {
+            fail_call(j, r, "the namespace's default-deny NetworkPolicy");
+            return;
+        }
+        json_object_set_new(j->k->tenants_ready, j->tenant, json_true());
+        if (j->egress && j->egress[0])
+            step_resolve(j);
+        else
+            step_pod(j);
+        return;
+    case JS_POD:
+        if (st == 201) {
+            j->pod_created = 1;
+            const char *uid = r->json ? jstr2(r->json, "metadata", "uid") : NULL;
+            snprintf(j->uid, sizeof j->uid, "%s", uid ? uid : "");
+            if (interrupted(j))
+                return;
+            if (!j->uid[0]) {
+                set_error(j, EAI_E_SANDBOX_FAILED, "the API server answered the pod without a uid");
+                job_end(j);
+                return;
+            }
+            step_egress(j);
+            return;
+        }
+        if (st == 409) {
+            /* our own earlier attempt (a retried create), or someone else's pod? */
+            char path[256];
+            snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", j->ns, j->pod);
+            if (job_call(j, JS_POD_ADOPT, "GET", path, NULL, K8S_CALL_RETRY) < 0)
+                job_end(j);
+            return;
+        }
+        if (interrupted(j))
+            return;
+        fail_call(j, r, "the sandbox pod");
+        return;
+    case JS_POD_ADOPT: {
+        const char *node = r->json ? json_string_value(json_object_get(
+                                         json_object_get(json_object_get(r->json, "metadata"), "annotations"),
+                                         "eai-sandbox.dev/node")) : NULL;
+        const char *uid = r->json ? jstr2(r->json, "metadata", "uid") : NULL;
+        if (st == 200 && node && uid && strcmp(node, j->k->host->node_id) == 0) {
+            j->pod_created = 1;
+            snprintf(j->uid, sizeof j->uid, "%s", uid);
+            if (interrupted(j))
+                return;
+            step_egress(j);
+            return;
+        }
+        if (interrupted(j))
+            return;
+        set_error(j, EAI_E_SANDBOX_FAILED, "a pod for this execution already exists (created by another process)");
+        job_end(j);
+        return;
+    }
+    case JS_EGRESS:
+        if (interrupted(j))
+            return;
+        if (st != 201 && st != 409) {
+            fail_call(j, r, "the egress NetworkPolicy");
+            return;
+        }
+        step_secret(j);
+        return;
+    case JS_SECRET:
+        if (interrupted(j))
+            return;
+        if (st != 201 && st != 409) {
+            fail_call(j, r, "the input Secret");
+            return;
+        }
+        next_poll(j);
+        return;
+    case JS_RECOVER: {
+        if (interrupted(j))
+            return;
+        json_t *items = r->json ? json_object_get(r->json, "items") : NULL;
+        json_t *pod = json_array_get(items, 0);
+        if (st != 200 || !pod) {
+            char m[512];
+            snprintf(m, sizeof m, "no pod to reattach to after the restart%s%.400s", r->message ? ": " : "",
+                     r->message ? r->message : "");
+            set_error(j, EAI_E_INTERRUPTED, m);
+            job_end(j);
+            return;
+        }
+        const char *name = jstr2(pod, "metadata", "name");
+        snprintf(j->pod, sizeof j->pod, "%s", name ? name : j->pod);
+        j->pod_created = 1;
+        log_job(j, EAI_LOG_INFO, "reattached to pod ", j->pod);
+        if (evaluate_pod(j, pod)) {
+            if (j->res.outcome == EAI_OUT_ERROR)
+                job_end(j);
+            else
+                step_logs(j);
+            return;
+        }
+        next_poll(j);
+        return;
+    }
+    case JS_POLL:
+        if (st == 200 && r->json) {
+            j->api_failures = 0;
+            if (evaluate_pod(j, r->json)) {
+                if (j->res.outcome == EAI_OUT_ERROR)
+                    job_end(j);
+                else
+                    step_logs(j);
+                return;
+            }
+            if (interrupted(j))
+                return;
+            next_poll(j);
+            return;
+        }
+        if (st == 404) {
+            if (interrupted(j))
+                return;
+            j->pod_created = 0;
+            set_error(j, j->recovering ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_FAILED,
+                      "the sandbox pod was deleted outside eai-sandbox");
+            job_end(j);
+            return;
+        }
+        if (interrupted(j))
+            return;
+        if (++j->api_failures >= 5) {
+            fail_call(j, r, "reading the sandbox pod");
+            return;
+        }
+        log_job(j, EAI_LOG_WARN, "polling the pod failed, retrying: ", r->message);
+        j->poll_delay = j->k->cfg.poll_ms;
+        next_poll(j);
+        return;
+    case JS_LOGS:
+        if (st == 200 && r->body_len)
+            j->cb.on_output(j->cb_arg, EAI_STREAM_STDOUT, r->body, r->body_len);
+        else if (st != 200)
+            log_job(j, EAI_LOG_WARN, "cannot read the pod's log: ", r->message);
+        step_delete(j);
+        return;
+    case JS_DELETE:
+        if (st != 200 && st != 202 && st != 404)
+            log_job(j, EAI_LOG_WARN, "cannot delete the pod (sweep will): ", r->message);
+        job_finish(j);
+        return;
+    case JS_RESOLVE:
+        break;
+    }
+    job_finish(j);
+}
+
+/* Timer: the first step, the next poll, or a cancel/deadline to act on. */
+static void job_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct k8s_job *j = arg;
+    if (j->busy || j->exited)
+        return;
+    if (j->k->closing) {
+        job_finish(j);
+        return;
+    }
+    if (interrupted(j))
+        return;
+    switch (j->state) {
+    case JS_NS:
+        step_ns(j);
+        break;
+    case JS_RESOLVE:
+        step_resolve(j);
+        break;
+    case JS_RECOVER:
+        step_recover(j);
+        break;
+    default:
+        step_poll(j);
+        break;
+    }
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+    struct k8s_job *j = arg;
+    j->deadline_hit = 1;
+    if (!j->busy && !j->terminal && !j->exited)
+        job_later(j, 0);
+}
+
+/* ------------------------------------------------------------ plugin */
+
+struct k8s_plugin {
+    struct k8s k;              /* first: jobs_of() relies on it */
+    struct k8s_jobs jobs;
+};
+
+static struct k8s_jobs *jobs_of(struct k8s *k) { return &((struct k8s_plugin *)k)->jobs; }
+
+static struct k8s_job *job_new(struct k8s *k, const struct eai_iso_callbacks *cb, void *cb_arg,
+                               int64_t watchdog_ms)
+{
+    struct k8s_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->k = k;
+    j->cb = *cb;
+    j->cb_arg = cb_arg;
+    j->res.size = sizeof j->res;
+    j->res.exit_code = -1;
+    j->t_start = k8s_now_ms();
+    j->timer = evtimer_new(k->host->base, job_tick, j);
+    j->watchdog = evtimer_new(k->host->base, on_watchdog, j);
+    if (!j->timer || !j->watchdog) {
+        if (j->timer)
+            event_free(j->timer);
+        if (j->watchdog)
+            event_free(j->watchdog);
+        free(j);
+        return NULL;
+    }
+    if (watchdog_ms > 0) {
+        struct timeval tv = {watchdog_ms / 1000, (watchdog_ms % 1000) * 1000};
+        evtimer_add(j->watchdog, &tv);
+    }
+    k8s_ref(k);
+    struct k8s_jobs *l = jobs_of(k);
+    j->next = l->head;
+    if (l->head)
+        l->head->prev = j;
+    l->head = j;
+    return j;
+}
+
+static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
+                     void **handle, struct eai_error **err)
+{
+    struct k8s *k = self;
+    const struct eai_host *h = k->host;
+    char ns[128], pod[96];
+    if (!job->id || !job->tenant_id || !job->image) {
+        *err = h->error_new(EAI_E_SANDBOX_FAILED, 0, "k8s: job without id, tenant or image");
+        return -1;
+    }
+    if (k8s_pod_name(job->id, pod, sizeof pod) < 0) {
+        *err = h->error_new(EAI_E_SANDBOX_FAILED, 0, "k8s: execution id %s is not a valid pod name", job->id);
+        return -1;
+    }
+    if (k8s_namespace_name(k->cfg.ns_prefix, job->tenant_id, ns, sizeof ns) < 0) {
+        *err = h->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0,
+                            "k8s: namespace '%s' + tenant is not a valid namespace name (63 chars, [a-z0-9-])",
+                            k->cfg.ns_prefix);
+        return -1;
+    }
+    json_t *secret_data = NULL;
+    json_t *body = k8s_pod_obj(&k->cfg, job, ns, pod, h->node_id, &secret_data, h, err);
+    if (!body)
+        return -1;
+    struct k8s_job *j = job_new(k, cb, cb_arg, job->timeout_ms > 0 ? job->timeout_ms + k->cfg.deadline_grace_ms : 0);
+    if (!j) {
+        json_decref(body);
+        json_decref(secret_data);
+        *err = h->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+        return -1;
+    }
+    snprintf(j->id, sizeof j->id, "%s", job->id);
+    snprintf(j->tenant, sizeof j->tenant, "%s", job->tenant_id);
+    snprintf(j->ns, sizeof j->ns, "%s", ns);
+    snprintf(j->pod, sizeof j->pod, "%s", pod);
+    snprintf(j->image, sizeof j->image, "%s", job->image);
+    j->pod_body = body;
+    j->secret_data = secret_data;
+    j->timeout_ms = job->timeout_ms;
+    j->output_bytes = job->output_bytes;
+    j->cpu_millis = job->cpu_millis;
+    j->memory_bytes = job->memory_bytes;
+    size_t n = 0;
+    for (const char *const *e = job->egress; e && *e; e++)
+        n++;
+    if (n) {
+        j->egress = calloc(n + 1, sizeof *j->egress);
+        for (size_t i = 0; j->egress && i < n; i++)
+            j->egress[i] = strdup(job->egress[i]);
+        if (!j->egress || !j->egress[n - 1]) {
+            job_free(j);
+            *err = h->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+            return -1;
+        }
+    }
+    j->state = JS_NS;
+    job_later(j, 0); /* on_exit never runs inside start() */
+    *handle = j;
+    return 0;
+}
+
+static void k8s_cancel(void *self, void *handle)
+{
+    struct k8s_job *j = handle;
+    if (!j || j->exited || j->terminal)
+        return;
+    j->cancelled = 1;
+    if (!j->busy)
+        job_later(j, 0);
+}
+
+static int k8s_recover(void *self, const json_t *execution, const struct eai_iso_callbacks *cb, void *cb_arg,
+                       void **handle, struct eai_error **err)
+{
+    struct k8s *k = self;
+    const char *id = json_string_value(json_object_get(execution, "id"));
+    const char *tenant = json_string_value(json_object_get(execution, "tenant_id"));
+    char ns[128], pod[96];
+    if (!id || !tenant || k8s_pod_name(id, pod, sizeof pod) < 0 ||
+        k8s_namespace_name(k->cfg.ns_prefix, tenant, ns, sizeof ns) < 0) {
+        *err = k->host->error_new(EAI_E_INTERRUPTED, 0, "k8s: execution record without a usable id or tenant");
+        return -1;
+    }
+    json_t *lim = json_object_get(execution, "limits");
+    json_int_t tmo_s = json_integer_value(json_object_get(lim, "timeout_s"));
+    int64_t wd = tmo_s > 0 ? (int64_t)tmo_s * 1000 + k->cfg.deadline_grace_ms : 0;
+    struct k8s_job *j = job_new(k, cb, cb_arg, wd);
+    if (!j) {
+        *err = k->host->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+        return -1;
+    }
+    snprintf(j->id, sizeof j->id, "%s", id);
+    snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    snprintf(j->ns, sizeof j->ns, "%s", ns);
+    snprintf(j->pod, sizeof j->pod, "%s", pod);
+    const char *image = json_string_value(json_object_get(execution, "image"));
+    snprintf(j->image, sizeof j->image, "%s", image ? image : "?");
+    j->timeout_ms = tmo_s * 1000;
+    json_t *ob = json_object_get(lim, "output_bytes");
+    j->output_bytes = json_is_integer(ob) ? json_integer_value(ob) : 1048576;
+    j->recovering = 1;
+    j->state = JS_RECOVER;
+    job_later(j, 0);
+    *handle = j;
+    return 0;
+}
+
+/* ------------------------------------------------------------ sweep */
+
+struct sweep_call {
+    struct k8s *k;
+};
+
+static void sweep_deleted(void *arg, const struct k8s_result *r)
+{
+    struct sweep_call *s = arg;
+    if (r->status != 200 && r->status != 404 && !s->k->closing)
+        s->k->host->log(s->k->host, K8S_COMPONENT, EAI_LOG_WARN, "sweep: %s", r->message ? r->message : "?");
+    k8s_unref(s->k);
+    free(s);
+}
+
+static void sweep_listed(void *arg, const struct k8s_result *r)
+{
+    struct sweep_call *s = arg;
+    struct k8s *k = s->k;
+    if (r->status != 200 || !r->json) {
+        if (!k->closing)
+            k->host->log(k->host, K8S_COMPONENT, EAI_LOG_WARN, "sweep: cannot list pods: %s",
+                         r->message ? r->message : "?");
+        k8s_unref(k);
+        free(s);
+        return;
+    }
+    int64_t now = k8s_now_ms(), min_age = (int64_t)k->cfg.sweep_min_age_s * 1000;
+    size_t i, n = 0;
+    json_t *pod;
+    json_array_foreach(json_object_get(r->json, "items"), i, pod)
+    {
+        const json_t *md = json_object_get(pod, "metadata");
+        const json_t *st = json_object_get(pod, "status");
+        const char *phase = json_string_value(json_object_get(st, "phase"));
+        int64_t created = k8s_parse_time_ms(json_string_value(json_object_get(md, "creationTimestamp")));
+        json_int_t ads = json_integer_value(json_object_get(json_object_get(pod, "spec"), "activeDeadlineSeconds"));
+        int old = 0;
+        if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
+            /* finished long enough ago that no live eaid still reads it */
+            const json_t *t = json_object_get(json_object_get(json_object_get(json_array_get(
+                json_object_get(st, "containerStatuses"), 0), "state"), "terminated"), "finishedAt");
+            int64_t fin = k8s_parse_time_ms(json_string_value(t));
+            old = (fin > 0 ? fin : created) > 0 && now - (fin > 0 ? fin : created) > min_age;
+        } else if (created > 0 && !json_object_get(st, "startTime")) {
+            /* never scheduled: past its deadline plus the margin */
+            old = now - created > (int64_t)ads * 1000 + min_age;
+        }
+        const char *name = json_string_value(json_object_get(md, "name"));
+        const char *ns = json_string_value(json_object_get(md, "namespace"));
+        if (!old || !name || !ns || json_object_get(md, "deletionTimestamp"))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", ns, name);
+        struct sweep_call *d = calloc(1, sizeof *d);
+        json_t *opts = k8s_delete_options();
+        if (d && opts) {
+            d->k = k;
+            k8s_ref(k);
+            if (k8s_call(k, "DELETE", path, opts, K8S_CALL_RETRY, sweep_deleted, d) < 0) {
+                k8s_unref(k);
+                free(d);
+            } else {
+                n++;
+            }
+        } else {
+            free(d);
+        }
+        json_decref(opts);
+    }
+    if (n && !k->closing)
+        k->host->log(k->host, K8S_COMPONENT, EAI_LOG_INFO, "sweep: deleting %zu leftover pods", n);
+    k8s_unref(k);
+    free(s);
+}
+
+static void k8s_sweep(void *self)
+{
+    struct k8s *k = self;
+    char sel[128], esc[256], path[384];
+    snprintf(sel, sizeof sel, "%s=%s", K8S_LABEL_MANAGED, K8S_MANAGED_BY);
+    k8s_qescape(sel, esc, sizeof esc);
+    snprintf(path, sizeof path, "/api/v1/pods?labelSelector=%s", esc);
+    struct sweep_call *s = calloc(1, sizeof *s);
+    if (!s)
+        return;
+    s->k = k;
+    k8s_ref(k);
+    if (k8s_call(k, "GET", path, NULL, K8S_CALL_RETRY, sweep_listed, s) < 0) {
+        k8s_unref(k);
+        free(s);
+    }
+}
+
+/* ------------------------------------------------------------ probe */
+
+static void probe_again(struct k8s *k, long s)
+{
+    if (k->closing || !k->probe_timer)
+        return;
+    struct timeval tv = {s, 0};
+    evtimer_add(k->probe_timer, &tv);
+}
+
+static void probe_rc_done(void *arg, const struct k8s_result *r)
+{
+    struct k8s *k = arg;
+    k->probing = 0;
+    if (r->status == 200) {
+        k->ready = 1;
+        k->reason[0] = '\0';
+    } else {
+        k->ready = 0;
+        if (r->status == 404)
+            snprintf(k->reason, sizeof k->reason, "RuntimeClass '%s' does not exist in the cluster",
+                     k->cfg.runtime_class);
+        else
+            snprintf(k->reason, sizeof k->reason, "%.250s", r->message ? r->message : "RuntimeClass check failed");
+    }
+    probe_again(k, k->ready ? k->cfg.probe_interval_s : 5);
+    k8s_unref(k);
+}
+
+static void probe_version_done(void *arg, const struct k8s_result *r)
+{
+    struct k8s *k = arg;
+    const char *gv = r->json ? json_string_value(json_object_get(r->json, "gitVersion")) : NULL;
+    if (r->status != 200 || !gv) {
+        k->probing = 0;
+        k->ready = 0;
+        snprintf(k->reason, sizeof k->reason, "%.250s",
+                 r->message ? r->message : "the Kubernetes API answered /version without gitVersion");
+        probe_again(k, 5);
+        k8s_unref(k);
+        return;
+    }
+    snprintf(k->version, sizeof k->version, "Kubernetes %.100s", gv);
+    if (!k->cfg.runtime_class || k->closing) {
+        k->probing = 0;
+        k->ready = 1;
+        k->reason[0] = '\0';
+        probe_again(k, k->cfg.probe_interval_s);
+        k8s_unref(k);
+        return;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "/apis/node.k8s.io/v1/runtimeclasses/%s", k->cfg.runtime_class);
+    if (k8s_call(k, "GET", path, NULL, 0, probe_rc_done, k) < 0) {
+        k->probing = 0;
+        probe_again(k, 5);
+        k8s_unref(k);
+    }
+}
+
+static void on_probe_timer(evutil_socket_t fd, short what, void *arg)
+{
+    struct k8s *k = arg;
+    if (k->probing || k->closing)
+        return;
+    k->probing = 1;
+    k8s_ref(k);
+    if (k8s_call(k, "GET", "/version", NULL, 0, probe_version_done, k) < 0) {
+        k->probing = 0;
+        k8s_unref(k);
+        probe_again(k, 5);
+    }
+}
+
+static void k8s_probe(void *self, struct eai_iso_probe *out)
+{
+    struct k8s *k = self;
+    out->ready = k->ready;
+    out->caps = EAI_ISO_CAP_EGRESS | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES | EAI_ISO_CAP_RECOVER;
+    snprintf(out->version, sizeof out->version, "%s", k->version[0] ? k->version : "Kubernetes (not probed yet)");
+    snprintf(out->reason, sizeof out->reason, "%s",
+             k->ready ? "" : k->reason[0] ? k->reason : "probing the Kubernetes API");
+}
+
+/* ------------------------------------------------------------ create */
+
+static const struct eai_config_key k8s_keys[] = {
+    {"api_url", EAI_CFG_STRING, 0, NULL, "API server URL (https://host:port); else kubeconfig or in_cluster"},
+    {"in_cluster", EAI_CFG_BOOL, 0, "false", "use the pod's service account (KUBERNETES_SERVICE_HOST)"},
+    {"kubeconfig", EAI_CFG_STRING, 0, NULL, "kubeconfig file (token or client certificate users)"},
+    {"context", EAI_CFG_STRING, 0, NULL, "kubeconfig context (default: current-context)"},
+    {"token_file", EAI_CFG_STRING, 0, NULL, "bearer token file, re-read when it rotates"},
+    {"ca_file", EAI_CFG_STRING, 0, NULL, "CA bundle of the API server"},
+    {"client_cert", EAI_CFG_STRING, 0, NULL, "client certificate (PEM)"},
+    {"client_key", EAI_CFG_STRING, 0, NULL, "client key (PEM)"},
+    {"insecure_skip_tls_verify", EAI_CFG_BOOL, 0, "false", "do not verify the API server (tests only)"},
+    {"namespace_prefix", EAI_CFG_STRING, 0, "eai-", "tenant namespaces are <prefix><tenant id>"},
+    {"runtime_class", EAI_CFG_STRING, 0, NULL, "runtimeClassName when the profile names none"},
+    {"poll_ms", EAI_CFG_INT, 0, "500", "longest pause between two reads of a pod"},
+    {"api_timeout_ms", EAI_CFG_INT, 0, "10000", "timeout of one API request"},
+    {"api_retries", EAI_CFG_INT, 0, "3", "retries of failed (0, 429, 5xx) API requests"},
+    {"deadline_grace_ms", EAI_CFG_INT, 0, "30000", "our watchdog fires this long after timeout_s"},
+    {"image_pull_grace_ms", EAI_CFG_INT, 0, "60000", "how long ErrImagePull is tolerated"},
+    {"token_reload_s", EAI_CFG_INT, 0, "60", "token file re-read period"},
+    {"sweep_min_age_s", EAI_CFG_INT, 0, "600", "sweep deletes finished pods older than this"},
+    {"probe_interval_s", EAI_CFG_INT, 0, "30", "API and RuntimeClass check period"},
+    {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
+    {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
+    {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+static void *k8s_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
+{
+    if (!host->base || !host->http_request || !host->work_submit) {
+        *err = host->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "k8s: needs an event loop, HTTP client and workers");
+        return NULL;
+    }
+    struct k8s_plugin *p = calloc(1, sizeof *p);
+    if (!p) {
+        *err = host->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+        return NULL;
+    }
+    struct k8s *k = &p->k;
+    k->host = host;
+    k->refs = 1;
+    if (k8s_cfg_load(&k->cfg, host, config, err) < 0) {
+        free(p);
+        return NULL;
+    }
+    if (k->cfg.token_file) {
+        k->token = k8s_read_token(k->cfg.token_file);
+        if (!k->token) {
+            *err = host->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "k8s: cannot read the token file %s",
+                                   k->cfg.token_file);
+            k8s_cfg_clear(&k->cfg);
+            free(p);
+            return NULL;
+        }
+    } else if (k->cfg.token) {
+        k->token = strdup(k->cfg.token);
+    }
+    k->tenants_ready = json_object();
+    k->probe_timer = evtimer_new(host->base, on_probe_timer, k);
+    if (!k->tenants_ready || !k->probe_timer || k8s_token_start(k) < 0) {
+        *err = host->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+        k->closing = 1;
+        k8s_unref(k);
+        return NULL;
+    }
+    struct timeval now = {0, 0};
+    evtimer_add(k->probe_timer, &now);
+    host->log(host, K8S_COMPONENT, EAI_LOG_INFO, "Kubernetes API %s, namespaces %s<tenant>, runtime class %s",
+              k->cfg.api_url, k->cfg.ns_prefix, k->cfg.runtime_class ? k->cfg.runtime_class : "(from profiles)");
+    return k;
+}
+
+static void k8s_destroy(void *self)
+{
+    struct k8s *k = self;
+    if (!k)
+        return;
+    k->closing = 1;
+    k8s_api_stop(k);
+    if (k->probe_timer)
+        evtimer_del(k->probe_timer);
+    /* jobs waiting on a timer go now; those with a call in flight go when
+     * it completes (the HTTP client answers every call, also at its end) */
+    struct k8s_job *j = jobs_of(k)->head;
+    while (j) {
+        struct k8s_job *n = j->next;
+        j->exited = 1;
+        if (!j->busy)
+            job_free(j);
+        j = n;
+    }
+    k8s_unref(k);
+}
+
+static const struct eai_isolation_ops k8s_ops = {
+    .size = sizeof(struct eai_isolation_ops),
+    .probe = k8s_probe,
+    .start = k8s_start,
+    .cancel = k8s_cancel,
+    .recover = k8s_recover,
+    .sweep = k8s_sweep,
+};
+
+static const struct eai_plugin_descriptor k8s_descriptor = {
+    .abi_major = EAI_ABI_MAJOR,
+    .abi_minor = EAI_ABI_MINOR,
+    .struct_size = sizeof(struct eai_plugin_descriptor),
+    .name = "k8s",
+    .kind = EAI_KIND_ISOLATION,
+    .version = "0.1.0",
+    .create = k8s_create,
+    .destroy = k8s_destroy,
+    .ops = &k8s_ops,
+    .config_keys = k8s_keys,
+};
+
+EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
+EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
+{
+    return &k8s_descriptor;
+}

@@ -1,0 +1,150 @@
+/*
+ * Kubernetes isolation backend (eai-isolation-k8s.so): internal interfaces.
+ *
+ *   k8s.c          descriptor, config, probe, start/cancel/recover/sweep
+ *   k8s_api.c      REST calls on the host's shared HTTP client: auth,
+ *                  token reload, retries with backoff, Status -> message
+ *   k8s_objects.c  the Namespace, NetworkPolicy, Pod and Secret we send
+ *   k8s_config.c   in-cluster and kubeconfig connection settings
+ *
+ * Every call runs on the loop thread; file reads happen at create() or on a
+ * worker (host->work_submit).  docs/kubernetes.md describes the objects.
+ */
+#ifndef EAI_K8S_H
+#define EAI_K8S_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include <eai/isolation.h>
+
+#define K8S_COMPONENT "k8s"
+#define K8S_MANAGED_BY "eai-sandbox"
+#define K8S_LABEL_MANAGED "app.kubernetes.io/managed-by"
+#define K8S_LABEL_EXEC "eai-sandbox.dev/execution-id"
+#define K8S_LABEL_TENANT "eai-sandbox.dev/tenant"
+#define K8S_LABEL_PROFILE "eai-sandbox.dev/profile"
+#define K8S_CONTAINER "sandbox"
+#define K8S_INPUT_DIR "/var/run/eai/input"
+#define K8S_DEFAULT_DENY "eai-default-deny"
+#define K8S_SECRET_MAX (1024 * 1024) /* API server limit on a Secret's data */
+
+struct event;
+
+/* Connection and behaviour settings (the plugin's config subtree). */
+struct k8s_cfg {
+    char *api_url;             /* "https://10.0.0.1:443" (no trailing slash) */
+    char *token_file;          /* re-read every token_reload_s and on 401 */
+    char *token;               /* static token (kubeconfig) when no file */
+    char *ca_file;
+    char *client_cert, *client_key;
+    int insecure;              /* insecure_skip_tls_verify (tests only) */
+    char *ns_prefix;           /* namespace = prefix + tenant id */
+    char *runtime_class;       /* default when the profile names none */
+    long poll_ms;              /* longest pause between pod polls */
+    long api_timeout_ms;       /* per API request */
+    int api_retries;           /* retries of 0/429/5xx answers */
+    long deadline_grace_ms;    /* our own watchdog past timeout_ms */
+    long image_pull_grace_ms;  /* ErrImagePull tolerated this long */
+    long token_reload_s;
+    long sweep_min_age_s;
+    long probe_interval_s;
+    long uid;                  /* runAsUser / runAsGroup / fsGroup */
+    json_t *node_selector;     /* object or NULL */
+    json_t *tolerations;       /* array or NULL */
+};
+
+int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *config, struct eai_error **err);
+void k8s_cfg_clear(struct k8s_cfg *c);
+/* The token file's content, trimmed; NULL when unreadable.  Blocking: call
+ * at create() or on a worker only. */
+char *k8s_read_token(const char *path);
+
+/* ---------------------------------------------------------------- plugin */
+
+struct k8s_call;
+struct k8s_job;
+
+struct k8s {
+    const struct eai_host *host;
+    struct k8s_cfg cfg;
+    int refs;                  /* 1 + live jobs + calls; freed at 0 */
+    int closing;
+    char *token;               /* current bearer token, may be NULL */
+    int token_reloading;
+    struct k8s_call *token_waiters; /* calls waiting for a reloaded token */
+    struct event *token_timer;
+    struct event *probe_timer;
+    int probing;
+    int ready;
+    char version[128];
+    char reason[256];
+    json_t *tenants_ready;     /* tenant -> true once its namespace is set up */
+};
+
+void k8s_ref(struct k8s *k);
+void k8s_unref(struct k8s *k);
+
+/* ---------------------------------------------------------------- API */
+
+/* Result of one call.  status: HTTP status, 0 on transport failure.
+ * body is the response (NUL-terminated, may be empty); message explains a
+ * failure in one line ("POST .../pods: 403 Forbidden: ...") or is NULL. */
+struct k8s_result {
+    long status;
+    const char *body;
+    size_t body_len;
+    json_t *json;              /* parsed body when JSON, else NULL */
+    const char *message;
+};
+typedef void (*k8s_call_fn)(void *arg, const struct k8s_result *res);
+
+#define K8S_CALL_RETRY   1u    /* retry 0/429/5xx with backoff (idempotent, or create) */
+
+/* Send METHOD PATH (path includes the query) with an optional JSON body
+ * (borrowed, serialised now).  fn runs exactly once on the loop thread.
+ * 0, or -1 when nothing could be queued (fn does not run). */
+int k8s_call(struct k8s *k, const char *method, const char *path, const json_t *body,
+             unsigned flags, k8s_call_fn fn, void *arg);
+/* Start the periodic token reload (when a token file is configured). */
+int k8s_token_start(struct k8s *k);
+void k8s_api_stop(struct k8s *k);
+/* Percent-encode a query value into out; -1 when it does not fit. */
+int k8s_qescape(const char *in, char *out, size_t outlen);
+
+/* ---------------------------------------------------------------- objects */
+
+/* "sbx_<uuid>" -> "sbx-<uuid>" (a DNS-1123 name); -1 when impossible. */
+int k8s_pod_name(const char *exec_id, char *out, size_t outlen);
+/* prefix + tenant, lowercased; -1 when not a valid DNS-1123 label. */
+int k8s_namespace_name(const char *prefix, const char *tenant, char *out, size_t outlen);
+
+json_t *k8s_namespace_obj(const char *ns, const char *tenant);
+json_t *k8s_default_deny_obj(const char *ns);
+/* The execution's egress policy; rules: array of NetworkPolicyEgressRule. */
+json_t *k8s_egress_obj(const char *ns, const char *pod, const char *pod_uid,
+                       const char *exec_id, json_t *rules /* stolen */);
+/* Pod and its input Secret.  *secret_data gets the Secret's data object
+ * (stdin, files, env values), base64.  NULL + *err on failure. */
+json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, const char *ns,
+                    const char *pod, const char *node_id, json_t **secret_data,
+                    const struct eai_host *h, struct eai_error **err);
+json_t *k8s_secret_obj(const char *ns, const char *pod, const char *pod_uid,
+                       const char *exec_id, const char *tenant, json_t *data /* stolen */);
+json_t *k8s_delete_options(void);
+
+/* Egress allow list -> NetworkPolicy egress rules.  Resolves host names
+ * (blocking getaddrinfo: call on a worker).  *need_dns set when a host name
+ * was present.  NULL + msg on failure. */
+json_t *k8s_egress_rules(const char *const *egress, char *msg, size_t msglen);
+
+/* base64 (standard, padded); malloc'd; NULL on allocation failure. */
+char *k8s_b64(const unsigned char *d, size_t n);
+unsigned char *k8s_b64_decode(const char *s, size_t *outlen);
+
+/* RFC 3339 "2024-01-02T03:04:05Z" (fraction allowed) -> ms; -1 on error. */
+int64_t k8s_parse_time_ms(const char *s);
+int64_t k8s_now_ms(void);
+
+#endif
