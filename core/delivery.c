@@ -552,6 +552,8 @@ static void au_work_done(void *arg)
                 j->mismatches);
     size_t n = json_array_size(j->batches);
     const struct eai_audit_ops *ops = d->app->audit_sink.desc ? d->app->audit_sink.desc->ops : NULL;
+    if (j->sink && !d->stopping)
+        eai_metrics_set("eai_audit_sink_backlog", NULL, j->backlog);
     if (d->stopping || n == 0 || !ops) {
         if (!d->stopping)
             au_finish_cycle(d, 0, j->backlog);
