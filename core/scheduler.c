@@ -9,6 +9,7 @@
 
 #include "audit.h"
 #include "config.h"
+#include "delivery.h"
 #include "errors.h"
 #include "exec_validate.h"
 #include "log.h"
@@ -22,9 +23,6 @@
 #define SCHED_RETRY_MS 1000        /* after a storage error */
 #define SCHED_FINISH_RETRY_MS 2000 /* exec_finish failed: keep the lease and retry */
 
-/* Written by core/delivery.c: drain the usage outbox now.  Weak so the
- * scheduler links before the delivery loop exists. */
-__attribute__((weak)) void eai_delivery_kick(struct eai_app *app);
 
 struct eai_run {
     struct eai_run *next;
@@ -136,6 +134,8 @@ static void metrics_finish(const json_t *rec, const json_t *patch)
     const json_t *u = json_object_get(patch, "usage");
     eai_metrics_add("eai_sandbox_executions_total", l2, 1);
     eai_metrics_add("eai_sandbox_cpu_seconds_total", l1, json_number_value(json_object_get(u, "cpu_seconds")));
+    eai_metrics_add("eai_sandbox_memory_mb_seconds_total", l1,
+                    json_number_value(json_object_get(u, "memory_mb_seconds")));
     eai_metrics_observe("eai_sandbox_duration_seconds", l1, json_number_value(json_object_get(u, "duration_s")));
 }
 
@@ -222,7 +222,7 @@ static void finish_done(void *arg)
             metrics_finish(rec, j->patch);
         eai_log(SCHED_COMPONENT, EAI_LOG_INFO, "execution %s ended: %s", j->id,
                 jstr(j->patch, "status") ? jstr(j->patch, "status") : "?");
-        if (eai_delivery_kick && !s->stopping)
+        if (!s->stopping)
             eai_delivery_kick(s->app);
     }
     struct eai_run *r = j->run;
