@@ -579,6 +579,7 @@ static const struct eai_storage_ops eai_sq_ops = {
     .ledger_query = eai_sq_ledger_query,
     .kv_get = eai_sq_kv_get,
     .kv_set = eai_sq_kv_set,
+    .audit_heads = eai_sq_audit_heads,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

@@ -319,6 +319,79 @@ int eai_sq_audit_append(void *self, const char *tenant, const json_t *event,
     return ret;
 }
 
+/* The indexed columns kept beside the JSON document of an audit event. */
+#define SQ_AUDIT_COLS "id, tenant_id, seq, time, actor, action, target, decision, prev_hash, hash"
+
+/* A column edited without its document (or the reverse) must not pass
+ * `eaid audit verify`: list the members whose column disagrees with the
+ * document as "storage_mismatch" (columns 1.. of st follow SQ_AUDIT_COLS). */
+static void sq_audit_mark_mismatch(sqlite3_stmt *st, json_t *ev)
+{
+    static const char *const cols[] = {"id", "tenant_id", "seq", "time", "actor", "action",
+                                       "target", "decision", "prev_hash", "hash"};
+    json_t *bad = NULL;
+    for (int i = 0; i < (int)(sizeof cols / sizeof cols[0]); i++) {
+        json_t *m = json_object_get(ev, cols[i]);
+        int same;
+        if (sqlite3_column_type(st, i + 1) == SQLITE_NULL)
+            same = !m || json_is_null(m);
+        else if (strcmp(cols[i], "seq") == 0)
+            same = json_is_integer(m) && sqlite3_column_type(st, i + 1) == SQLITE_INTEGER &&
+                   json_integer_value(m) == sqlite3_column_int64(st, i + 1);
+        else
+            same = json_is_string(m) && eai_sq_col_text(st, i + 1) &&
+                   strcmp(json_string_value(m), eai_sq_col_text(st, i + 1)) == 0;
+        if (!same) {
+            if (!bad)
+                bad = json_array();
+            json_array_append_new(bad, json_string(cols[i]));
+        }
+    }
+    if (bad)
+        json_object_set_new(ev, "storage_mismatch", bad);
+}
+
+/* SYSTEM: the newest event of every tenant (SQLite takes the bare columns
+ * from the row holding MAX(seq)). */
+int eai_sq_audit_heads(void *self, json_t **out, struct eai_error **err)
+{
+    struct eai_sq *s = self;
+    json_t *arr = json_array();
+    if (!arr)
+        return eai_sq_oom(s, err);
+    struct eai_sq_conn *c = eai_sq_acquire(s, err);
+    if (!c) {
+        json_decref(arr);
+        return -1;
+    }
+    int ret = -1;
+    sqlite3_stmt *st = eai_sq_prep(s, c->db,
+        "SELECT tenant_id, MAX(seq), hash FROM audit_events GROUP BY tenant_id ORDER BY tenant_id", err);
+    if (st) {
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            json_t *h = json_pack("{s:s, s:I, s:s}", "tenant_id", eai_sq_col_text(st, 0) ? eai_sq_col_text(st, 0) : "",
+                                  "seq", (json_int_t)sqlite3_column_int64(st, 1),
+                                  "hash", eai_sq_col_text(st, 2) ? eai_sq_col_text(st, 2) : "");
+            if (!h || json_array_append_new(arr, h) < 0) {
+                eai_sq_oom(s, err);
+                break;
+            }
+        }
+        if (rc == SQLITE_DONE) {
+            *out = arr;
+            arr = NULL;
+            ret = 0;
+        } else if (rc != SQLITE_ROW) {
+            eai_sq_db_fail(s, err, c->db, "audit heads");
+        }
+        sqlite3_finalize(st);
+    }
+    eai_sq_release(s, c);
+    json_decref(arr);
+    return ret;
+}
+
 int eai_sq_audit_list(void *self, const char *tenant, int64_t after_seq, int limit,
                       json_t **out, struct eai_error **err)
 {
@@ -333,8 +406,8 @@ int eai_sq_audit_list(void *self, const char *tenant, int64_t after_seq, int lim
     }
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db, tenant
-        ? "SELECT doc FROM audit_events WHERE tenant_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
-        : "SELECT doc FROM audit_events WHERE seq > ?2 ORDER BY tenant_id, seq LIMIT ?3", err);
+        ? "SELECT doc, " SQ_AUDIT_COLS " FROM audit_events WHERE tenant_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+        : "SELECT doc, " SQ_AUDIT_COLS " FROM audit_events WHERE seq > ?2 ORDER BY tenant_id, seq LIMIT ?3", err);
     if (st) {
         if (tenant)
             sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
@@ -343,6 +416,8 @@ int eai_sq_audit_list(void *self, const char *tenant, int64_t after_seq, int lim
         int rc;
         while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
             json_t *ev = eai_sq_col_json(st, 0);
+            if (ev)
+                sq_audit_mark_mismatch(st, ev);
             if (!ev || json_array_append_new(arr, ev) < 0) {
                 eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "audit row with a bad document");
                 break;

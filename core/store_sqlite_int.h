@@ -106,6 +106,7 @@ int eai_sq_audit_append(void *self, const char *tenant, const json_t *event,
                         struct eai_error **err);
 int eai_sq_audit_list(void *self, const char *tenant, int64_t after_seq, int limit,
                       json_t **out, struct eai_error **err);
+int eai_sq_audit_heads(void *self, json_t **out, struct eai_error **err);
 int eai_sq_outbox_fetch(void *self, int limit, json_t **out, struct eai_error **err);
 int eai_sq_outbox_ack(void *self, const char *id, int delivered, struct eai_error **err);
 int eai_sq_ledger_insert(void *self, const char *tenant, const json_t *event,
