@@ -81,6 +81,7 @@ void eai_exec_state_unref(struct eai_exec_state *st)
     if (st->poll_ev)
         event_free(st->poll_ev);
     json_decref(st->queued);
+    json_decref(st->cancel_pending);
     free(st);
 }
 
@@ -768,6 +769,14 @@ static void waiter_gone_cb(void *arg)
     waiter_answered(w);
 }
 
+static void poll_arm(struct eai_exec_state *st)
+{
+    if (!event_pending(st->poll_ev, EV_TIMEOUT, NULL)) {
+        struct timeval tv = {EXEC_POLL_MS / 1000, (EXEC_POLL_MS % 1000) * 1000};
+        event_add(st->poll_ev, &tv);
+    }
+}
+
 static struct eai_waiter *waiter_add(struct eai_exec_state *st, struct eai_req *r, enum waiter_kind kind,
                                      const json_t *rec, int wait_s)
 {
@@ -795,11 +804,21 @@ static struct eai_waiter *waiter_add(struct eai_exec_state *st, struct eai_req *
     w->next = st->waiters;
     st->waiters = w;
     eai_req_on_gone(r, waiter_gone_cb, w);
-    if (!event_pending(st->poll_ev, EV_TIMEOUT, NULL)) {
-        struct timeval tv = {EXEC_POLL_MS / 1000, (EXEC_POLL_MS % 1000) * 1000};
-        event_add(st->poll_ev, &tv);
-    }
+    poll_arm(st);
+    /* ours, running when read, no longer here: it ended meanwhile */
+    const char *owner = jstr(rec, "lease_owner");
+    const char *node = st->app->host ? st->app->host->node_id : NULL;
+    if (owner && node && strcmp(owner, node) == 0 && !eai_sched_find(st, w->id))
+        waiter_reread(w);
     return w;
+}
+
+int eai_exec_take_cancel(struct eai_exec_state *st, const char *id)
+{
+    if (!st || !id || !json_object_get(st->cancel_pending, id))
+        return 0;
+    json_object_del(st->cancel_pending, id);
+    return 1;
 }
 
 /* Waiters of executions not running here learn of changes by polling. */
@@ -808,7 +827,15 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct eai_exec_state *st = arg;
-    if (st->stopping || !st->waiters)
+    if (st->stopping)
+        return;
+    const char *k;
+    json_t *v, *tmp;
+    int64_t now = eai_now_ms();
+    json_object_foreach_safe(st->cancel_pending, tmp, k, v)
+        if (now - json_integer_value(v) > 60000)
+            json_object_del(st->cancel_pending, k);
+    if (!st->waiters && json_object_size(st->cancel_pending) == 0)
         return;
     for (struct eai_waiter *w = st->waiters; w; w = w->next)
         if (!eai_sched_find(st, w->id) && !w->attached)
@@ -1221,8 +1248,13 @@ static void cancel_done(void *arg)
         audit_deny(j->app, r, "sandbox.cancel", j->id, "not_found");
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
     } else if (status && strcmp(status, "running") == 0) {
-        if (st)
-            eai_sched_cancel_local(st, j->id); /* else its owner sees cancel_requested */
+        /* the local run stops now; a claim still in flight here stops it
+         * right after its start; another replica sees cancel_requested at
+         * its next lease renewal */
+        if (st && !eai_sched_cancel_local(st, j->id)) {
+            json_object_set_new(st->cancel_pending, j->id, json_integer(eai_now_ms()));
+            poll_arm(st);
+        }
         reply_accepted(r, 202, j->id, "running");
     } else if (status && strcmp(status, "cancelled") == 0 && jstr(j->out, "cancel_request_id") &&
                strcmp(jstr(j->out, "cancel_request_id"), j->request_id) == 0) {
@@ -1371,7 +1403,9 @@ int eai_exec_start(struct eai_app *app, struct eai_error **err)
         return -1;
     }
     struct eai_exec_state *st = calloc(1, sizeof *st);
-    if (!st || !(st->queued = json_object())) {
+    if (!st || !(st->queued = json_object()) || !(st->cancel_pending = json_object())) {
+        if (st)
+            json_decref(st->queued);
         free(st);
         if (err)
             *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");

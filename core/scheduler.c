@@ -662,6 +662,10 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
     gauges(s);
     if (!recover)
         eai_log(SCHED_COMPONENT, EAI_LOG_DEBUG, "execution %s started on %s", r->id, r->prof->backend);
+    /* cancelled while the claim was in flight: stop it now */
+    if (r->live && (json_is_true(json_object_get(rec, "cancel_requested")) ||
+                    eai_exec_take_cancel(s->st, r->id)))
+        eai_sched_cancel_local(s->st, r->id);
 }
 
 /* ------------------------------------------------------------ claiming */

@@ -30,6 +30,7 @@ struct eai_exec_state {
     struct event *poll_ev;            /* re-checks waiters of remote runs */
     json_t *queued;                   /* tenant -> queued executions created here */
     struct eai_pend *pending;         /* requests waiting for a worker job */
+    json_t *cancel_pending;           /* id -> ms: cancelled while being claimed here */
     int stopping;
     int refs;                         /* eai_exec_start's + one per worker job */
 };
@@ -58,6 +59,10 @@ const struct eai_run *eai_sched_find(const struct eai_exec_state *st, const char
 /* Output so far of a local run (borrowed until the next loop turn). */
 void eai_sched_run_output(const struct eai_run *r, enum eai_iso_stream s,
                           const char **data, size_t *len);
+
+/* 1 (and forgets it) when a cancel arrived for id while it was being
+ * claimed by this node: the scheduler cancels the run right after start. */
+int eai_exec_take_cancel(struct eai_exec_state *st, const char *id);
 
 /* Callbacks from the scheduler into exec.c (waiters and streams). */
 /* A run produced output that was kept (within the cap). */
