@@ -21,6 +21,7 @@
 #define EXEC_COMPONENT "exec"
 #define EXEC_POLL_MS 1000          /* waiters of executions not running here */
 #define EXEC_MAX_WAIT_S 60
+#define EXEC_PROBE_WAIT_MS 35000   /* a POST waits this long for a backend's first probe */
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -263,6 +264,8 @@ struct create_job {
     int refused;                   /* err is a refusal (4xx/503), not storage */
     json_t *existing;
     const struct eai_profile *prof;
+    struct event *park_ev;         /* waiting for a backend's first probe */
+    int64_t park_until_ms;
 };
 
 static const struct probe_snap *snap_for(const struct create_job *j, const struct eai_profile *p)
@@ -350,6 +353,8 @@ static void create_work(void *arg)
 
 static void create_job_free(struct create_job *j)
 {
+    if (j->park_ev)
+        event_free(j->park_ev);
     json_decref(j->body);
     json_decref(j->audit);
     json_decref(j->existing);
@@ -400,6 +405,65 @@ static void create_done(void *arg)
         reply_accepted(r, 202, j->id, "queued");
     }
     create_job_free(j);
+}
+
+/* Readiness of every backend, taken on the loop (probe never blocks).
+ * Returns how many are still starting: not ready, no reason given yet
+ * (their first probe runs). */
+static int take_probes(struct create_job *j)
+{
+    struct eai_app *app = j->app;
+    int starting = 0;
+    j->nprobes = 0;
+    for (int i = 0; i < app->nisolation && j->nprobes < 8; i++) {
+        struct eai_plugin_inst *iso = &app->isolation[i];
+        struct probe_snap *ps = &j->probes[j->nprobes++];
+        memset(ps, 0, sizeof *ps);
+        ps->iso = iso;
+        const struct eai_isolation_ops *ops = iso->desc ? iso->desc->ops : NULL;
+        if (!ops || !iso->self) {
+            snprintf(ps->reason, sizeof ps->reason, "backend not loaded");
+            continue;
+        }
+        struct eai_iso_probe pr;
+        memset(&pr, 0, sizeof pr);
+        pr.size = sizeof pr;
+        ops->probe(iso->self, &pr);
+        ps->ready = pr.ready;
+        ps->caps = pr.caps;
+        snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason[0] ? pr.reason : "starting");
+        starting += !pr.ready && !pr.reason[0];
+    }
+    return starting;
+}
+
+static void create_submit(struct eai_exec_state *st, struct create_job *j)
+{
+    if (eai_exec_submit(st, create_work, create_done, j) < 0) {
+        struct eai_req *r = pend_take(&j->pend);
+        create_job_free(j);
+        if (r)
+            eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    }
+}
+
+static void create_park_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct create_job *j = arg;
+    struct eai_exec_state *st = j->pend.st;
+    if (!j->pend.r) {
+        /* answered by eai_exec_stop */
+        create_job_free(j);
+    } else if (take_probes(j) > 0 && eai_now_ms() < j->park_until_ms) {
+        struct timeval tv = {0, 100 * 1000};
+        event_add(j->park_ev, &tv);
+        return; /* keeps the reference */
+    } else {
+        create_submit(st, j);
+    }
+    eai_exec_state_unref(st);
 }
 
 /* Idempotency-Key: 1..255 printable ASCII characters. */
@@ -506,30 +570,19 @@ void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
     if (strlen(j->trace_id) == 32 && strlen(j->span_id) == 16)
         eai_traceparent_format(j->trace_id, j->span_id, flags, j->traceparent);
     j->audit = eai_req_audit_event(r, "sandbox.execute", j->id, "allow", NULL);
-    /* readiness of every backend, taken on the loop (probe never blocks) */
-    for (int i = 0; i < app->nisolation && j->nprobes < 8; i++) {
-        struct eai_plugin_inst *iso = &app->isolation[i];
-        struct probe_snap *ps = &j->probes[j->nprobes++];
-        ps->iso = iso;
-        const struct eai_isolation_ops *ops = iso->desc ? iso->desc->ops : NULL;
-        if (!ops || !iso->self) {
-            snprintf(ps->reason, sizeof ps->reason, "backend not loaded");
-            continue;
-        }
-        struct eai_iso_probe pr;
-        memset(&pr, 0, sizeof pr);
-        pr.size = sizeof pr;
-        ops->probe(iso->self, &pr);
-        ps->ready = pr.ready;
-        ps->caps = pr.caps;
-        snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason);
-    }
     pend_add(st, &j->pend, r);
-    if (eai_exec_submit(st, create_work, create_done, j) < 0) {
-        pend_take(&j->pend);
-        create_job_free(j);
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    if (take_probes(j) > 0) {
+        /* a backend is still probing (first start-up): decide once it has */
+        j->park_until_ms = eai_now_ms() + EXEC_PROBE_WAIT_MS;
+        j->park_ev = evtimer_new(app->base, create_park_cb, j);
+        if (j->park_ev) {
+            eai_exec_state_ref(st);
+            struct timeval tv = {0, 100 * 1000};
+            event_add(j->park_ev, &tv);
+            return;
+        }
     }
+    create_submit(st, j);
 }
 
 /* ------------------------------------------------------------ reads */

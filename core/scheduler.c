@@ -605,7 +605,9 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
         memset(&pr, 0, sizeof pr);
         pr.size = sizeof pr;
         ops->probe(r->iso->self, &pr);
-        if (!pr.ready) {
+        /* not ready with no reason: its first probe still runs; start()
+         * then holds the job until it knows (or fails it) */
+        if (!pr.ready && pr.reason[0]) {
             fail_run(s, r, EAI_E_SANDBOX_UNAVAILABLE, pr.reason);
             return;
         }
