@@ -6,7 +6,9 @@
  * Automount points do not exist inside a gVisor sandbox, so clearing the
  * flag changes nothing else.  Only libc is used: the image has no more.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>

@@ -1,0 +1,538 @@
+/*
+ * eai-isolation-gvisor.so: runs each execution in its own gVisor sandbox
+ * with an attached `runsc run` (docs/gvisor.md).
+ *
+ * Fail closed: create() starts a background probe (`runsc --version`, then
+ * one trivial sandbox); until it succeeds nothing runs, and when it fails
+ * start() refuses with EAI_E_SANDBOX_UNAVAILABLE.  Jobs started while the
+ * probe (or the start-up sweep) is still running wait for it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "gvisor.h"
+
+static const struct eai_config_key gv_keys[] = {
+    {"runsc", EAI_CFG_STRING, 0, "runsc", "runsc binary: absolute path, or a name looked up in PATH"},
+    {"state_dir", EAI_CFG_STRING, 0, NULL, "runsc --root (default <data_dir>/gvisor/state)"},
+    {"work_dir", EAI_CFG_STRING, 0, NULL, "per-execution bundles (default <data_dir>/gvisor/work)"},
+    {"platform", EAI_CFG_STRING, 0, "ptrace", "runsc --platform (ptrace; kvm hangs on nested hosts)"},
+    {"uid", EAI_CFG_INT, 0, "65534", "unprivileged uid/gid the program runs as inside the sandbox"},
+    {"probe", EAI_CFG_BOOL, 0, "true", "run runsc --version and a trivial sandbox before accepting work"},
+    {NULL, 0, 0, NULL, NULL},
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
+        return -1;
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) < 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+static int find_in_path(const char *name, char *out, size_t len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return access(out, X_OK) == 0 ? 0 : -1;
+    }
+    const char *path = getenv("PATH");
+    if (!path || !*path)
+        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+    while (*path) {
+        const char *c = strchr(path, ':');
+        size_t n = c ? (size_t)(c - path) : strlen(path);
+        if (n > 0 && (int)n < (int)len - 2) {
+            snprintf(out, len, "%.*s/%s", (int)n, path, name);
+            struct stat st;
+            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+                return 0;
+        }
+        path += n;
+        if (*path == ':')
+            path++;
+    }
+    snprintf(out, len, "%s", name);
+    return -1;
+}
+
+static unsigned long long fnv1a(const char *s)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int gv_ready_gate(const struct gv *g)
+{
+    return g->probe_state == 1 && !g->sweeping;
+}
+
+static void gv_free(struct gv *g)
+{
+    if (g->reprobe_ev)
+        event_free(g->reprobe_ev);
+    free(g);
+}
+
+void gv_release(struct gv *g)
+{
+    g->inflight--;
+    if (g->destroying && g->inflight <= 0)
+        gv_free(g);
+}
+
+/* ------------------------------------------------------------ probe */
+
+static void probe_start(struct gv *g);
+
+static void probe_finish(struct gv *g, int ok, const char *reason)
+{
+    if (g->destroying)
+        return;
+    if (ok) {
+        g->probe_state = 1;
+        g->reason[0] = '\0';
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_INFO, "ready: %s (platform %s, state %s)", g->version,
+                     g->platform, g->state_dir);
+    } else {
+        g->probe_state = -1;
+        snprintf(g->reason, sizeof(g->reason), "%s", reason);
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_ERROR, "not ready: %s", g->reason);
+        struct timeval tv = {GV_REPROBE_MS / 1000, 0};
+        if (g->reprobe_ev)
+            evtimer_add(g->reprobe_ev, &tv);
+    }
+    if (gv_ready_gate(g) || g->probe_state < 0)
+        gv_exec_unpark_all(g);
+}
+
+static void one_line(char *dst, size_t len, const char *src)
+{
+    size_t n = 0;
+    while (src[n] && src[n] != '\n' && n + 1 < len) {
+        dst[n] = src[n];
+        n++;
+    }
+    dst[n] = '\0';
+}
+
+struct probe_ctx {
+    struct gv *g;
+    char dir[PATH_MAX];
+    char msg[256];
+    int rc;
+};
+
+static void probe_cleanup_work(void *arg)
+{
+    struct probe_ctx *p = arg;
+    gv_rm_tree(p->dir);
+}
+
+static void probe_cleanup_done(void *arg)
+{
+    struct probe_ctx *p = arg;
+    struct gv *g = p->g;
+    free(p);
+    gv_release(g);
+}
+
+static void probe_run_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct probe_ctx *p = arg;
+    struct gv *g = p->g;
+    char reason[256], line[160];
+    one_line(line, sizeof(line), out);
+    if (status == 0) {
+        probe_finish(g, 1, NULL);
+    } else {
+        snprintf(reason, sizeof(reason), "trivial sandbox failed (%s %d)%s%s",
+                 WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                 line[0] ? ": " : "", line);
+        probe_finish(g, 0, reason);
+    }
+    if (g->destroying || g->host->work_submit(g->host, probe_cleanup_work, probe_cleanup_done, p) < 0) {
+        probe_cleanup_work(p);
+        probe_cleanup_done(p);
+    }
+}
+
+static void probe_bundle_work(void *arg)
+{
+    struct probe_ctx *p = arg;
+    gv_rm_tree(p->dir);
+    p->rc = gv_probe_bundle(p->dir, p->g->uid, p->msg, sizeof(p->msg));
+}
+
+static void probe_bundle_done(void *arg)
+{
+    struct probe_ctx *p = arg;
+    struct gv *g = p->g;
+    if (g->destroying) {
+        probe_cleanup_work(p);
+        probe_cleanup_done(p);
+        return;
+    }
+    if (p->rc < 0) {
+        char reason[300];
+        snprintf(reason, sizeof(reason), "probe bundle: %s", p->msg);
+        probe_finish(g, 0, reason);
+        probe_cleanup_work(p);
+        probe_cleanup_done(p);
+        return;
+    }
+    char root[PATH_MAX + 16], plat[64];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->dir, g->probe_cid, NULL};
+    if (!gv_child_spawn(g->host, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p)) {
+        char reason[300];
+        snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
+        probe_finish(g, 0, reason);
+        probe_cleanup_work(p);
+        probe_cleanup_done(p);
+    }
+}
+
+static void version_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv *g = arg;
+    if (g->destroying) {
+        gv_release(g);
+        return;
+    }
+    if (status != 0) {
+        char reason[256], line[160];
+        one_line(line, sizeof(line), out);
+        snprintf(reason, sizeof(reason), "%s --version failed (%s %d)%s%s", g->runsc,
+                 WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+                 line[0] ? ": " : "", line);
+        probe_finish(g, 0, reason);
+        gv_release(g);
+        return;
+    }
+    one_line(g->version, sizeof(g->version), out);
+    if (!strstr(g->version, "runsc")) {
+        probe_finish(g, 0, "runsc --version printed no runsc version");
+        gv_release(g);
+        return;
+    }
+    struct probe_ctx *p = calloc(1, sizeof(*p));
+    if (!p) {
+        probe_finish(g, 0, "out of memory");
+        gv_release(g);
+        return;
+    }
+    p->g = g;
+    snprintf(p->dir, sizeof(p->dir), "%s/%s", g->work_dir, g->probe_cid);
+    /* inflight stays taken by p until probe_cleanup_done. */
+    if (g->host->work_submit(g->host, probe_bundle_work, probe_bundle_done, p) < 0) {
+        probe_bundle_work(p);
+        probe_bundle_done(p);
+    }
+}
+
+static void probe_start(struct gv *g)
+{
+    g->probe_state = 0;
+    snprintf(g->reason, sizeof(g->reason), "probe in progress");
+    char name[PATH_MAX];
+    snprintf(name, sizeof(name), "%s", g->runsc[0] ? g->runsc : "runsc");
+    if (find_in_path(name, g->runsc, sizeof(g->runsc)) < 0) {
+        char reason[PATH_MAX + 64];
+        snprintf(reason, sizeof(reason), "runsc not found or not executable: %s", g->runsc);
+        probe_finish(g, 0, reason);
+        return;
+    }
+    if (!g->probe_enabled) {
+        snprintf(g->version, sizeof(g->version), "runsc (probe disabled)");
+        probe_finish(g, 1, NULL);
+        return;
+    }
+    char *argv[] = {g->runsc, "--version", NULL};
+    g->inflight++;
+    if (!gv_child_spawn(g->host, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, version_done, g)) {
+        char reason[PATH_MAX + 64];
+        snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
+        g->inflight--;
+        probe_finish(g, 0, reason);
+    }
+}
+
+static void on_reprobe(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv *g = arg;
+    if (g->probe_state < 0 && !g->destroying)
+        probe_start(g);
+}
+
+/* ------------------------------------------------------------ sweep */
+
+struct sweep_ctx {
+    struct gv *g;
+    int containers, bundles, cgroups;
+};
+
+static int has_prefix(const char *s)
+{
+    return !strncmp(s, GV_CID_PREFIX, strlen(GV_CID_PREFIX));
+}
+
+static void sweep_work(void *arg)
+{
+    struct sweep_ctx *s = arg;
+    struct gv *g = s->g;
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    char out[16384];
+    char *list_argv[] = {g->runsc, root, "list", "-quiet", NULL};
+    if (access(g->runsc, X_OK) == 0 && gv_run_sync(list_argv, GV_RUNSC_TIMEOUT_MS, out, sizeof(out)) == 0) {
+        char *save = NULL;
+        for (char *id = strtok_r(out, "\n", &save); id; id = strtok_r(NULL, "\n", &save)) {
+            if (!has_prefix(id) || !strcmp(id, g->probe_cid))
+                continue;
+            char *kill_argv[] = {g->runsc, root, "kill", id, "KILL", NULL};
+            char *del_argv[] = {g->runsc, root, "delete", "--force", id, NULL};
+            gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            s->containers++;
+        }
+    }
+    DIR *d = opendir(g->work_dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (!has_prefix(e->d_name) || !strcmp(e->d_name, g->probe_cid))
+                continue;
+            char p[PATH_MAX + 300];
+            snprintf(p, sizeof(p), "%s/%s", g->work_dir, e->d_name);
+            if (gv_bundle_remove(p) == 0)
+                s->bundles++;
+        }
+        closedir(d);
+    }
+    /* Cgroup leaves under our parent, in every v1 controller (or v2). */
+    static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
+                                        "freezer", "systemd"};
+    size_t nctrl = g->cg_v2 ? 1 : sizeof(ctrls) / sizeof(ctrls[0]);
+    for (size_t i = 0; i < nctrl; i++) {
+        char dir[PATH_MAX];
+        if (g->cg_v2)
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", g->cg_parent);
+        else
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctrls[i], g->cg_parent);
+        DIR *cd = opendir(dir);
+        if (!cd)
+            continue;
+        struct dirent *e;
+        while ((e = readdir(cd))) {
+            if (!has_prefix(e->d_name))
+                continue;
+            char leaf[PATH_MAX + 300];
+            snprintf(leaf, sizeof(leaf), "%s/%s", g->cg_parent, e->d_name);
+            if (gv_cgroup_remove(leaf, g->cg_v2) == 0)
+                s->cgroups++;
+        }
+        closedir(cd);
+    }
+}
+
+static void sweep_done(void *arg)
+{
+    struct sweep_ctx *s = arg;
+    struct gv *g = s->g;
+    if (!g->destroying) {
+        if (s->containers || s->bundles || s->cgroups)
+            g->host->log(g->host, GV_COMPONENT, EAI_LOG_INFO,
+                         "sweep removed %d containers, %d bundles, %d cgroup leaves", s->containers, s->bundles,
+                         s->cgroups);
+        g->sweeping = 0;
+        if (gv_ready_gate(g))
+            gv_exec_unpark_all(g);
+    }
+    free(s);
+    gv_release(g);
+}
+
+static void gv_sweep(void *self)
+{
+    struct gv *g = self;
+    struct sweep_ctx *s = calloc(1, sizeof(*s));
+    if (!s)
+        return;
+    s->g = g;
+    g->sweeping = 1;
+    g->inflight++;
+    if (g->host->work_submit(g->host, sweep_work, sweep_done, s) < 0) {
+        sweep_work(s);
+        sweep_done(s);
+    }
+}
+
+/* ------------------------------------------------------------ ops */
+
+static void gv_probe(void *self, struct eai_iso_probe *out)
+{
+    struct gv *g = self;
+    memset(out, 0, sizeof(*out));
+    out->size = sizeof(*out);
+    out->ready = g->probe_state == 1;
+    out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
+    snprintf(out->version, sizeof(out->version), "%s", g->version);
+    if (!out->ready)
+        snprintf(out->reason, sizeof(out->reason), "%s", g->reason);
+}
+
+static int gv_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
+                    void **handle, struct eai_error **err)
+{
+    return gv_exec_start(self, job, cb, cb_arg, handle, err);
+}
+
+static void gv_cancel(void *self, void *handle)
+{
+    gv_exec_cancel(self, handle);
+}
+
+static const char *cfg_str(const json_t *cfg, const char *key)
+{
+    json_t *v = cfg ? json_object_get(cfg, key) : NULL;
+    return json_is_string(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+}
+
+static void *gv_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
+{
+    if (config && !json_is_object(config)) {
+        if (err)
+            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: config must be an object");
+        return NULL;
+    }
+    if (!host->base) {
+        if (err)
+            *err = host->error_new(EAI_E_INTERNAL, 0, "gvisor: needs an event loop");
+        return NULL;
+    }
+    struct gv *g = calloc(1, sizeof(*g));
+    if (!g) {
+        if (err)
+            *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "gvisor: out of memory");
+        return NULL;
+    }
+    g->host = host;
+    const char *s;
+    snprintf(g->runsc, sizeof(g->runsc), "%s", (s = cfg_str(config, "runsc")) ? s : "runsc");
+    if ((s = cfg_str(config, "state_dir")))
+        snprintf(g->state_dir, sizeof(g->state_dir), "%s", s);
+    else
+        snprintf(g->state_dir, sizeof(g->state_dir), "%s/gvisor/state", host->data_dir);
+    if ((s = cfg_str(config, "work_dir")))
+        snprintf(g->work_dir, sizeof(g->work_dir), "%s", s);
+    else
+        snprintf(g->work_dir, sizeof(g->work_dir), "%s/gvisor/work", host->data_dir);
+    snprintf(g->platform, sizeof(g->platform), "%s", (s = cfg_str(config, "platform")) ? s : "ptrace");
+    json_t *v = config ? json_object_get(config, "uid") : NULL;
+    g->uid = json_is_integer(v) ? (unsigned)json_integer_value(v) : 65534;
+    v = config ? json_object_get(config, "probe") : NULL;
+    g->probe_enabled = json_is_boolean(v) ? json_is_true(v) : 1;
+    for (const char *p = g->platform; *p; p++) {
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))) {
+            if (err)
+                *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: invalid platform '%s'", g->platform);
+            free(g);
+            return NULL;
+        }
+    }
+    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || mkdir_p(g->state_dir, 0700) < 0 ||
+        mkdir_p(g->work_dir, 0700) < 0) {
+        if (err)
+            *err = host->error_new(EAI_E_INTERNAL, errno, "gvisor: cannot create %s or %s", g->state_dir,
+                                   g->work_dir);
+        free(g);
+        return NULL;
+    }
+    struct stat st;
+    g->cg_v2 = stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0;
+    /* Our own cgroup subtree, distinct per state dir: two servers on one
+     * host never sweep each other's leaves. */
+    snprintf(g->cg_parent, sizeof(g->cg_parent), "eai/%016llx", fnv1a(g->state_dir));
+    g->reprobe_ev = evtimer_new(host->base, on_reprobe, g);
+    if (!g->reprobe_ev) {
+        if (err)
+            *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "gvisor: out of memory");
+        free(g);
+        return NULL;
+    }
+    unsigned char rnd[4] = {0};
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        memset(rnd, 0, sizeof(rnd));
+    /* Fixed before sweep() can run: the sweep leaves our own probe alone. */
+    snprintf(g->probe_cid, sizeof(g->probe_cid), GV_CID_PREFIX "probe-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+             rnd[3]);
+    probe_start(g);
+    return g;
+}
+
+static void gv_destroy(void *self)
+{
+    struct gv *g = self;
+    if (!g)
+        return;
+    g->destroying = 1;
+    event_del(g->reprobe_ev);
+    gv_exec_destroy_all(g);
+    if (g->inflight <= 0)
+        gv_free(g);
+}
+
+static const struct eai_isolation_ops gv_ops = {
+    .size = sizeof(struct eai_isolation_ops),
+    .probe = gv_probe,
+    .start = gv_start,
+    .cancel = gv_cancel,
+    .recover = NULL,
+    .sweep = gv_sweep,
+};
+
+static const struct eai_plugin_descriptor gv_descriptor = {
+    .abi_major = EAI_ABI_MAJOR,
+    .abi_minor = EAI_ABI_MINOR,
+    .struct_size = sizeof(struct eai_plugin_descriptor),
+    .name = "gvisor",
+    .kind = EAI_KIND_ISOLATION,
+    .version = "0.1.0",
+    .create = gv_create,
+    .destroy = gv_destroy,
+    .ops = &gv_ops,
+    .config_keys = gv_keys,
+};
+
+EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
+EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
+{
+    return &gv_descriptor;
+}

@@ -1,0 +1,125 @@
+/* gVisor isolation backend: internal declarations (docs/gvisor.md). */
+#ifndef EAI_GVISOR_H
+#define EAI_GVISOR_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <eai/isolation.h>
+
+struct event;
+
+#define GV_COMPONENT "gvisor"
+#define GV_CID_PREFIX "eai-"
+#define GV_RUNSC_TIMEOUT_MS 10000     /* version, kill */
+#define GV_DELETE_TIMEOUT_MS 20000    /* delete --force is slow on a live sandbox */
+#define GV_PROBE_TIMEOUT_MS 30000     /* one trivial sandbox */
+#define GV_KILL_GRACE_MS 2000         /* runsc kill -> SIGKILL + delete --force */
+#define GV_REPROBE_MS 30000           /* retry a failed probe */
+
+/* --------------------------------------------------------------- children */
+
+/* status: the wait status, or -1 when the child could not be spawned.
+ * out/outlen: captured stdout (+stderr when merged), NUL-terminated. */
+typedef void (*gv_child_done_fn)(void *arg, int status, const char *out, size_t outlen);
+struct gv_child;
+
+/* Spawn argv[0] (absolute path) on the loop, watched with a pidfd.  fds:
+ * stdin/stdout/stderr for the child (-1 = /dev/null); capture: collect
+ * stdout and stderr (up to 8 KiB) instead.  timeout_ms > 0: SIGKILL the
+ * child's process group when it passes.  cb runs once on the loop, then the
+ * child object is freed.  NULL when spawning failed (cb not called). */
+struct gv_child *gv_child_spawn(const struct eai_host *host, char *const argv[], int fd_in, int fd_out,
+                                int fd_err, int capture, int64_t timeout_ms, gv_child_done_fn cb, void *arg);
+pid_t gv_child_pid(const struct gv_child *c);
+/* Forget cb (the child is still reaped and freed). */
+void gv_child_detach(struct gv_child *c);
+
+/* Blocking variant for worker threads: wait status or -1. */
+int gv_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen);
+
+/* --------------------------------------------------------------- instance */
+
+struct gv_exec;
+
+struct gv {
+    const struct eai_host *host;
+    char runsc[PATH_MAX];
+    char state_dir[PATH_MAX];
+    char work_dir[PATH_MAX];
+    char platform[32];
+    unsigned uid;
+    int probe_enabled;
+    char cg_parent[64];          /* "eai/<16 hex>": our cgroup subtree */
+    int cg_v2;                   /* pure cgroup v2 host */
+
+    int probe_state;             /* 0 pending, 1 ready, -1 failed */
+    int sweeping;
+    char version[128];
+    char reason[256];
+    struct event *reprobe_ev;
+    char probe_cid[96];
+
+    struct gv_exec *execs;       /* every live execution */
+    unsigned long seq;
+    int inflight;                /* work items and children referencing us */
+    int destroying;
+};
+
+int gv_ready_gate(const struct gv *g); /* 1 when jobs may start now */
+void gv_release(struct gv *g);         /* drop one inflight; frees when destroying */
+
+/* gvisor_exec.c */
+int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
+                  void *cb_arg, void **handle, struct eai_error **err);
+void gv_exec_cancel(struct gv *g, void *handle);
+void gv_exec_unpark_all(struct gv *g);
+void gv_exec_destroy_all(struct gv *g);
+
+/* --------------------------------------------------------------- files */
+
+/* Everything the worker needs to lay out one bundle. */
+struct gv_bundle {
+    char cid[96];
+    char dir[PATH_MAX];          /* <work_dir>/<cid> */
+    char rootfs[PATH_MAX];
+    char cgpath[192];            /* "eai/<hash>/<cid>", no leading slash */
+    unsigned uid;
+    int cg_v2;
+    int mounted;                 /* host tmpfs at <dir>/tmp */
+    int cg_made;
+};
+
+/* 1 when p is an absolute path strictly under /tmp with no "." / ".."
+ * components, no empty components, at most 4095 bytes. */
+int gv_tmp_path_valid(const char *p);
+
+/* Worker: mkdir bundle, mount the size-capped tmpfs, write input files,
+ * config.json, create the cgroup leaves.  0 or -1 with msg. */
+int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+/* Worker: probe bundle (tiny static ELF, no cgroup). */
+int gv_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
+
+struct gv_stats {
+    int oom;
+    double cpu_seconds;
+    double peak_mb;
+};
+void gv_cgroup_stats(const struct gv_bundle *b, struct gv_stats *st);
+/* Kill what is left in the leaves, remove them.  0 or -1. */
+int gv_cgroup_remove(const char *cgpath, int cg_v2);
+
+struct gv_collect_result {
+    struct eai_iso_collected *files;
+    size_t nfiles;
+    int truncated;
+};
+void gv_collect(const struct gv_bundle *b, const struct eai_iso_job *job, struct gv_collect_result *out);
+void gv_collect_free(struct gv_collect_result *r);
+
+/* Unmount <dir>/tmp (lazily) and remove dir without following symlinks. */
+int gv_bundle_remove(const char *dir);
+int gv_rm_tree(const char *path);
+
+#endif

@@ -1,0 +1,681 @@
+/*
+ * One execution in the gVisor backend (docs/gvisor.md):
+ *
+ *   PARKED    waiting for the start-up probe / sweep
+ *   PREPARING worker: bundle, tmpfs, input files, config.json, cgroup leaves
+ *   RUNNING   loop: attached `runsc run` child, pidfd, pipes, timeout timer
+ *   FINISHING worker: cgroup stats, collect, unmount, remove bundle and leaves
+ *   then on_exit exactly once, and the execution is freed.
+ *
+ * Timeout and cancel: flag, `runsc kill <cid> KILL` as an async child; when
+ * the run has not ended GV_KILL_GRACE_MS later, SIGKILL it and
+ * `runsc delete --force <cid>`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "gvisor.h"
+
+#define GV_DEFAULT_OUTPUT (1LL << 20)
+#define GV_ERR_TAIL 1024
+
+enum gv_state { GV_PARKED = 0, GV_PREPARING, GV_RUNNING, GV_FINISHING };
+
+struct gv_stream {
+    int fd;
+    struct event *ev;
+    int64_t delivered;
+    enum eai_iso_stream which;
+};
+
+struct gv_exec {
+    struct gv *g;
+    struct gv_exec *next;
+    const struct eai_iso_job *job;
+    struct eai_iso_callbacks cb;
+    void *cb_arg;
+    enum gv_state state;
+    struct gv_bundle b;
+
+    /* outcome inputs */
+    int early_code;             /* != 0: ended before running: EAI_E_* */
+    char msg[256];
+    int cancelled, timed_out, stopping, hard_killed;
+
+    struct gv_child *run;
+    int run_spawned, run_exited, wait_status;
+    int helpers;                /* kill/delete children still running */
+
+    struct gv_stream out, err;
+    int in_fd;
+    struct event *ev_in;
+    size_t in_off;
+    char err_tail[GV_ERR_TAIL + 1];
+    size_t err_tail_len;
+
+    struct event *ev_timeout, *ev_grace, *ev_soon;
+    int64_t t_start_ns, t_end_ns;
+
+    struct gv_stats stats;
+    struct gv_collect_result col;
+};
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void exec_unlink(struct gv_exec *e)
+{
+    for (struct gv_exec **pp = &e->g->execs; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            return;
+        }
+    }
+}
+
+static void stream_close(struct gv_stream *s)
+{
+    if (s->ev) {
+        event_free(s->ev);
+        s->ev = NULL;
+    }
+    if (s->fd >= 0) {
+        close(s->fd);
+        s->fd = -1;
+    }
+}
+
+static void exec_free(struct gv_exec *e)
+{
+    stream_close(&e->out);
+    stream_close(&e->err);
+    if (e->ev_in)
+        event_free(e->ev_in);
+    if (e->in_fd >= 0)
+        close(e->in_fd);
+    if (e->ev_timeout)
+        event_free(e->ev_timeout);
+    if (e->ev_grace)
+        event_free(e->ev_grace);
+    if (e->ev_soon)
+        event_free(e->ev_soon);
+    gv_collect_free(&e->col);
+    free(e);
+}
+
+/* ------------------------------------------------------------ finishing */
+
+static void deliver(struct gv_exec *e)
+{
+    struct eai_iso_result r;
+    memset(&r, 0, sizeof(r));
+    r.size = sizeof(r);
+    r.exit_code = -1;
+    double dur = e->t_start_ns && e->t_end_ns > e->t_start_ns ? (double)(e->t_end_ns - e->t_start_ns) / 1e9 : 0;
+    r.duration_s = dur;
+    r.cpu_seconds = e->stats.cpu_seconds;
+    r.peak_memory_mb = e->stats.peak_mb;
+    /* memory MB-seconds = peak usage of the sandbox's memory cgroup x wall time. */
+    r.memory_mb_seconds = e->stats.peak_mb * dur;
+    r.files = e->col.files;
+    r.nfiles = e->col.nfiles;
+    r.files_truncated = e->col.truncated;
+    if (e->cancelled) {
+        r.outcome = EAI_OUT_CANCELLED;
+    } else if (e->early_code) {
+        r.outcome = EAI_OUT_ERROR;
+        r.error_code = (enum eai_code)e->early_code;
+        r.error_message = e->msg;
+    } else if (e->timed_out) {
+        r.outcome = EAI_OUT_TIMEOUT;
+    } else if (e->stats.oom) {
+        r.outcome = EAI_OUT_OOM;
+    } else if (WIFSIGNALED(e->wait_status)) {
+        /* runsc itself died of a signal we did not send. */
+        r.outcome = EAI_OUT_ERROR;
+        r.error_code = EAI_E_SANDBOX_FAILED;
+        snprintf(e->msg, sizeof(e->msg), "runsc killed by signal %d", WTERMSIG(e->wait_status));
+        r.error_message = e->msg;
+    } else {
+        int code = WEXITSTATUS(e->wait_status);
+        e->err_tail[e->err_tail_len] = '\0';
+        if (code == 128 && strstr(e->err_tail, "error finding executable")) {
+            r.outcome = EAI_OUT_EXITED; /* like a shell: command not found */
+            r.exit_code = 127;
+        } else if (code == 128 && (strstr(e->err_tail, "running container:") ||
+                                   strstr(e->err_tail, "creating container:"))) {
+            r.outcome = EAI_OUT_ERROR;
+            r.error_code = EAI_E_SANDBOX_FAILED;
+            snprintf(e->msg, sizeof(e->msg), "the sandbox runtime failed to start the program");
+            r.error_message = e->msg;
+        } else {
+            r.outcome = EAI_OUT_EXITED;
+            r.exit_code = code;
+            if (code > 128 && code < 128 + 65)
+                r.signal = code - 128;
+        }
+    }
+    struct gv *g = e->g;
+    exec_unlink(e);
+    if (!g->destroying && e->cb.on_exit)
+        e->cb.on_exit(e->cb_arg, &r);
+    exec_free(e);
+}
+
+static void finish_work(void *arg)
+{
+    struct gv_exec *e = arg;
+    if (e->run_spawned) {
+        gv_cgroup_stats(&e->b, &e->stats);
+        gv_collect(&e->b, e->job, &e->col);
+    }
+    if (e->b.mounted || e->b.dir[0])
+        gv_bundle_remove(e->b.dir);
+    if (e->b.cg_made)
+        gv_cgroup_remove(e->b.cgpath, e->b.cg_v2);
+}
+
+static void finish_done(void *arg)
+{
+    struct gv_exec *e = arg;
+    struct gv *g = e->g;
+    deliver(e);
+    gv_release(g);
+}
+
+static void begin_finish(struct gv_exec *e)
+{
+    if (e->state == GV_FINISHING)
+        return;
+    e->state = GV_FINISHING;
+    if (e->t_start_ns && !e->t_end_ns)
+        e->t_end_ns = mono_ns();
+    if (e->ev_timeout)
+        event_del(e->ev_timeout);
+    if (e->ev_grace)
+        event_del(e->ev_grace);
+    e->g->inflight++;
+    if (e->g->destroying || e->g->host->work_submit(e->g->host, finish_work, finish_done, e) < 0) {
+        /* No worker (shutting down or queue full): clean up here. */
+        finish_work(e);
+        finish_done(e);
+    }
+}
+
+static void maybe_finish(struct gv_exec *e)
+{
+    if (e->state == GV_RUNNING && e->run_exited && e->helpers == 0)
+        begin_finish(e);
+}
+
+/* ------------------------------------------------------------ output */
+
+static void stream_read(struct gv_exec *e, struct gv_stream *s, int drain_all)
+{
+    char buf[65536];
+    int64_t cap = e->job->output_bytes > 0 ? e->job->output_bytes : GV_DEFAULT_OUTPUT;
+    for (int i = 0; s->fd >= 0 && (drain_all || i < 8); i++) {
+        ssize_t r = read(s->fd, buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == EAGAIN)
+            return;
+        if (r <= 0) {
+            stream_close(s);
+            return;
+        }
+        if (s->which == EAI_STREAM_STDERR) {
+            /* Keep the tail for runsc's own start-up errors. */
+            size_t n = (size_t)r > GV_ERR_TAIL ? GV_ERR_TAIL : (size_t)r;
+            const char *src = buf + r - n;
+            if (e->err_tail_len + n > GV_ERR_TAIL) {
+                size_t drop = e->err_tail_len + n - GV_ERR_TAIL;
+                memmove(e->err_tail, e->err_tail + drop, e->err_tail_len - drop);
+                e->err_tail_len -= drop;
+            }
+            memcpy(e->err_tail + e->err_tail_len, src, n);
+            e->err_tail_len += n;
+        }
+        /* Past the cap we keep draining so the sandbox never blocks. */
+        if (s->delivered < cap) {
+            size_t n = (size_t)r;
+            if ((int64_t)n > cap - s->delivered)
+                n = (size_t)(cap - s->delivered);
+            s->delivered += (int64_t)n;
+            if (e->cb.on_output && !e->g->destroying)
+                e->cb.on_output(e->cb_arg, s->which, buf, n);
+            if ((size_t)r > n)
+                s->delivered = cap + 1;
+        }
+    }
+}
+
+static void on_out(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_exec *e = arg;
+    stream_read(e, &e->out, 0);
+}
+
+static void on_err(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_exec *e = arg;
+    stream_read(e, &e->err, 0);
+}
+
+static void stdin_close(struct gv_exec *e)
+{
+    if (e->ev_in) {
+        event_free(e->ev_in);
+        e->ev_in = NULL;
+    }
+    if (e->in_fd >= 0) {
+        close(e->in_fd);
+        e->in_fd = -1;
+    }
+}
+
+static void on_in(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_exec *e = arg;
+    /* A closed reader must not raise SIGPIPE in the server. */
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    while (e->in_off < e->job->stdin_len) {
+        ssize_t w = write(e->in_fd, e->job->stdin_data + e->in_off, e->job->stdin_len - e->in_off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            break;
+        if (w <= 0) {
+            e->in_off = e->job->stdin_len;
+            if (errno == EPIPE) {
+                struct timespec zero = {0, 0};
+                sigtimedwait(&pipe_set, NULL, &zero);
+            }
+            break;
+        }
+        e->in_off += (size_t)w;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e->in_off >= e->job->stdin_len)
+        stdin_close(e);
+}
+
+/* ------------------------------------------------------------ stopping */
+
+static void helper_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_exec *e = arg;
+    e->helpers--;
+    maybe_finish(e);
+}
+
+static void spawn_helper(struct gv_exec *e, const char *verb, int64_t timeout_ms)
+{
+    struct gv *g = e->g;
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
+    char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
+    char **argv = !strcmp(verb, "kill") ? kill_argv : del_argv;
+    if (gv_child_spawn(g->host, argv, -1, -1, -1, 1, timeout_ms, helper_done, e))
+        e->helpers++;
+    else
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "cannot run runsc %s for %s: %s", verb, e->b.cid,
+                     strerror(errno));
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_exec *e = arg;
+    if (e->run_exited || !e->run)
+        return;
+    e->hard_killed = 1;
+    e->g->host->log(e->g->host, GV_COMPONENT, EAI_LOG_WARN,
+                    "%s did not stop after runsc kill: SIGKILL and delete --force", e->b.cid);
+    kill(gv_child_pid(e->run), SIGKILL);
+    spawn_helper(e, "delete", GV_DELETE_TIMEOUT_MS);
+}
+
+static void exec_stop(struct gv_exec *e)
+{
+    if (e->stopping || e->state != GV_RUNNING || e->run_exited)
+        return;
+    e->stopping = 1;
+    spawn_helper(e, "kill", GV_RUNSC_TIMEOUT_MS);
+    e->ev_grace = evtimer_new(e->g->host->base, on_grace, e);
+    struct timeval tv = {GV_KILL_GRACE_MS / 1000, (GV_KILL_GRACE_MS % 1000) * 1000};
+    if (!e->ev_grace || evtimer_add(e->ev_grace, &tv) < 0)
+        on_grace(-1, 0, e);
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_exec *e = arg;
+    if (e->run_exited)
+        return;
+    e->timed_out = 1;
+    exec_stop(e);
+}
+
+/* ------------------------------------------------------------ running */
+
+static void run_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_exec *e = arg;
+    e->run = NULL;
+    e->run_exited = 1;
+    e->wait_status = status;
+    e->t_end_ns = mono_ns();
+    /* Whatever the sandbox wrote before it ended is in the pipes now; do
+     * not wait for EOF (a stray holder of the write end must not stall us). */
+    stream_read(e, &e->out, 1);
+    stream_read(e, &e->err, 1);
+    stream_close(&e->out);
+    stream_close(&e->err);
+    stdin_close(e);
+    maybe_finish(e);
+}
+
+static int make_pipe(int p[2], int parent_end)
+{
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    int fl = fcntl(p[parent_end], F_GETFL);
+    if (fl < 0 || fcntl(p[parent_end], F_SETFL, fl | O_NONBLOCK) < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    return 0;
+}
+
+static int run_spawn(struct gv_exec *e)
+{
+    struct gv *g = e->g;
+    int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+    if (make_pipe(in, 1) < 0 || make_pipe(out, 0) < 0 || make_pipe(err, 0) < 0)
+        goto fail;
+    char root[PATH_MAX + 16], plat[64];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", e->b.dir, e->b.cid, NULL};
+    e->run_spawned = 1;
+    e->run = gv_child_spawn(g->host, argv, in[0], out[1], err[1], 0, 0, run_done, e);
+    if (!e->run) {
+        snprintf(e->msg, sizeof(e->msg), "cannot start runsc: %s", strerror(errno));
+        goto fail;
+    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    e->in_fd = in[1];
+    e->out.fd = out[0];
+    e->err.fd = err[0];
+    e->out.ev = event_new(g->host->base, e->out.fd, EV_READ | EV_PERSIST, on_out, e);
+    e->err.ev = event_new(g->host->base, e->err.fd, EV_READ | EV_PERSIST, on_err, e);
+    if (e->out.ev)
+        event_add(e->out.ev, NULL);
+    if (e->err.ev)
+        event_add(e->err.ev, NULL);
+    if (e->job->stdin_len > 0) {
+        e->ev_in = event_new(g->host->base, e->in_fd, EV_WRITE | EV_PERSIST, on_in, e);
+        if (e->ev_in)
+            event_add(e->ev_in, NULL);
+        else
+            stdin_close(e);
+    } else {
+        stdin_close(e);
+    }
+    if (!e->out.ev || !e->err.ev) {
+        /* Cannot read it: stop it rather than let it block on a full pipe. */
+        snprintf(e->msg, sizeof(e->msg), "out of memory watching the sandbox");
+        e->early_code = EAI_E_SANDBOX_FAILED;
+        exec_stop(e);
+    }
+    if (e->job->timeout_ms > 0) {
+        e->ev_timeout = evtimer_new(g->host->base, on_timeout, e);
+        struct timeval tv = {e->job->timeout_ms / 1000, (e->job->timeout_ms % 1000) * 1000};
+        if (e->ev_timeout)
+            evtimer_add(e->ev_timeout, &tv);
+    }
+    return 0;
+fail:
+    for (int i = 0; i < 2; i++) {
+        if (in[i] >= 0)
+            close(in[i]);
+        if (out[i] >= 0)
+            close(out[i]);
+        if (err[i] >= 0)
+            close(err[i]);
+    }
+    e->run_spawned = 0;
+    if (!e->msg[0])
+        snprintf(e->msg, sizeof(e->msg), "cannot create pipes: %s", strerror(errno));
+    return -1;
+}
+
+/* ------------------------------------------------------------ preparing */
+
+static void prepare_work(void *arg)
+{
+    struct gv_exec *e = arg;
+    char msg[256];
+    if (gv_bundle_prepare(&e->b, e->job, msg, sizeof(msg)) < 0) {
+        e->early_code = EAI_E_SANDBOX_FAILED;
+        snprintf(e->msg, sizeof(e->msg), "preparing the sandbox: %s", msg);
+    }
+}
+
+static void prepare_done(void *arg)
+{
+    struct gv_exec *e = arg;
+    struct gv *g = e->g;
+    e->state = GV_RUNNING;
+    if (e->early_code || e->cancelled || g->destroying) {
+        if (e->early_code)
+            g->host->log(g->host, GV_COMPONENT, EAI_LOG_ERROR, "%s: %s", e->b.cid, e->msg);
+        begin_finish(e);
+        gv_release(g);
+        return;
+    }
+    e->t_start_ns = mono_ns();
+    if (run_spawn(e) < 0) {
+        e->early_code = EAI_E_SANDBOX_FAILED;
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_ERROR, "%s: %s", e->b.cid, e->msg);
+        begin_finish(e);
+        gv_release(g);
+        return;
+    }
+    if (e->cb.on_started)
+        e->cb.on_started(e->cb_arg);
+    gv_release(g);
+}
+
+static void launch(struct gv_exec *e)
+{
+    struct gv *g = e->g;
+    e->state = GV_PREPARING;
+    g->inflight++;
+    if (g->host->work_submit(g->host, prepare_work, prepare_done, e) < 0) {
+        e->early_code = EAI_E_SANDBOX_FAILED;
+        snprintf(e->msg, sizeof(e->msg), "worker queue full");
+        prepare_done(e);
+    }
+}
+
+static void on_soon(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_exec *e = arg;
+    e->state = GV_RUNNING;
+    begin_finish(e);
+}
+
+/* End an execution that never ran, from the loop, after start() returned. */
+static void end_soon(struct gv_exec *e, int code, const char *msg)
+{
+    if (code)
+        e->early_code = code;
+    if (msg)
+        snprintf(e->msg, sizeof(e->msg), "%s", msg);
+    if (!e->ev_soon)
+        e->ev_soon = evtimer_new(e->g->host->base, on_soon, e);
+    struct timeval zero = {0, 0};
+    if (!e->ev_soon || evtimer_add(e->ev_soon, &zero) < 0) {
+        e->state = GV_RUNNING;
+        begin_finish(e);
+    }
+}
+
+/* ------------------------------------------------------------ API */
+
+static void make_cid(struct gv *g, const char *id, char *out, size_t len)
+{
+    char clean[64];
+    size_t n = 0;
+    for (const char *p = id ? id : ""; *p && n < 48; p++) {
+        char c = *p;
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_')
+            clean[n++] = c;
+    }
+    clean[n] = '\0';
+    unsigned char rnd[4] = {0};
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        memset(rnd, 0, sizeof(rnd));
+    snprintf(out, len, GV_CID_PREFIX "%s%s%02x%02x%02x%02x-%lu", clean, n ? "-" : "", rnd[0], rnd[1], rnd[2],
+             rnd[3], ++g->seq);
+}
+
+int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
+                  void **handle, struct eai_error **err)
+{
+    if (g->probe_state < 0) {
+        if (err)
+            *err = g->host->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "gvisor not ready: %s", g->reason);
+        return -1;
+    }
+    if (!job || !job->argv || !job->argv[0] || !cb || !cb->on_exit) {
+        if (err)
+            *err = g->host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: job without a command or callbacks");
+        return -1;
+    }
+    for (size_t i = 0; i < job->nfiles; i++) {
+        if (!gv_tmp_path_valid(job->files[i].path)) {
+            if (err)
+                *err = g->host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: file path %s is not under /tmp",
+                                          job->files[i].path ? job->files[i].path : "(null)");
+            return -1;
+        }
+    }
+    struct gv_exec *e = calloc(1, sizeof(*e));
+    if (!e) {
+        if (err)
+            *err = g->host->error_new(EAI_E_INTERNAL, ENOMEM, "gvisor: out of memory");
+        return -1;
+    }
+    e->g = g;
+    e->job = job;
+    memcpy(&e->cb, cb, cb->size < sizeof(e->cb) ? cb->size : sizeof(e->cb));
+    e->cb_arg = cb_arg;
+    e->out = (struct gv_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
+    e->err = (struct gv_stream){.fd = -1, .which = EAI_STREAM_STDERR};
+    e->in_fd = -1;
+    e->b.uid = g->uid;
+    e->b.cg_v2 = g->cg_v2;
+    make_cid(g, job->id, e->b.cid, sizeof(e->b.cid));
+    e->next = g->execs;
+    g->execs = e;
+    *handle = e;
+    if (!job->image || g->host->image_rootfs(g->host, job->image, e->b.rootfs, sizeof(e->b.rootfs)) < 0) {
+        char m[256];
+        snprintf(m, sizeof(m), "image %s is not in the local image store", job->image ? job->image : "(none)");
+        end_soon(e, EAI_E_IMAGE_MISSING, m);
+        return 0;
+    }
+    snprintf(e->b.dir, sizeof(e->b.dir), "%s/%s", g->work_dir, e->b.cid);
+    snprintf(e->b.cgpath, sizeof(e->b.cgpath), "%s/%s", g->cg_parent, e->b.cid);
+    if (gv_ready_gate(g))
+        launch(e);
+    else
+        e->state = GV_PARKED;
+    return 0;
+}
+
+void gv_exec_cancel(struct gv *g, void *handle)
+{
+    struct gv_exec *e = handle;
+    int live = 0;
+    for (struct gv_exec *x = g->execs; x; x = x->next)
+        live |= (x == e);
+    if (!live || e->cancelled || e->state == GV_FINISHING)
+        return;
+    e->cancelled = 1;
+    if (e->state == GV_PARKED)
+        end_soon(e, 0, NULL);
+    else if (e->state == GV_RUNNING && e->run_spawned && !e->run_exited)
+        exec_stop(e);
+    /* PREPARING: prepare_done sees the flag. */
+}
+
+void gv_exec_unpark_all(struct gv *g)
+{
+    for (struct gv_exec *e = g->execs; e; e = e->next) {
+        if (e->state != GV_PARKED || e->ev_soon)
+            continue;
+        if (g->probe_state < 0) {
+            char m[300];
+            snprintf(m, sizeof(m), "gvisor not ready: %s", g->reason);
+            end_soon(e, EAI_E_SANDBOX_UNAVAILABLE, m);
+        } else {
+            launch(e);
+        }
+    }
+}
+
+/* Shutdown: no callbacks any more; kill and clean what we can now. */
+void gv_exec_destroy_all(struct gv *g)
+{
+    struct gv_exec *e = g->execs;
+    while (e) {
+        struct gv_exec *next = e->next;
+        if (e->state == GV_RUNNING && e->run && !e->run_exited) {
+            pid_t pid = gv_child_pid(e->run);
+            gv_child_detach(e->run);
+            char root[PATH_MAX + 16];
+            snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+            char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
+            char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
+            gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            kill(pid, SIGKILL);
+            gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            e->run = NULL;
+            e->run_exited = 1;
+            finish_work(e);
+            if (e->helpers == 0) { /* else a helper's callback still points here */
+                exec_unlink(e);
+                exec_free(e);
+            }
+        } else if (e->state == GV_PARKED || (e->state == GV_RUNNING && !e->run_spawned)) {
+            exec_unlink(e);
+            exec_free(e);
+        }
+        /* PREPARING / FINISHING: their done callback cleans up (inflight). */
+        e = next;
+    }
+}
