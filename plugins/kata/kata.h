@@ -1,0 +1,162 @@
+/* Kata isolation backend (containerd + io.containerd.kata.v2): internal
+ * declarations (docs/kata.md). */
+#ifndef EAI_KATA_H
+#define EAI_KATA_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <eai/isolation.h>
+
+struct event;
+
+#define KT_COMPONENT "kata"
+#define KT_CID_PREFIX "eai-"
+#define KT_CTR_TIMEOUT_MS 15000      /* version, kill, delete, ls */
+#define KT_PROBE_TIMEOUT_MS 120000   /* one trivial container (a Kata VM boot) */
+#define KT_EVENT_WAIT_MS 3000        /* after ctr run ends: wait for its events */
+#define KT_HARD_KILL_MS 5000         /* SIGKILL sent, run still alive: kill ctr */
+#define KT_REPROBE_MS 30000          /* retry a failed probe */
+#define KT_EVENTS_RESTART_MS 1000    /* `ctr events` died: restart it */
+
+/* --------------------------------------------------------------- children */
+
+/* status: the wait status, or -1 when the child could not be spawned.
+ * out/outlen: captured stdout+stderr (first 8 KiB), NUL-terminated. */
+typedef void (*kt_child_done_fn)(void *arg, int status, const char *out, size_t outlen);
+struct kt_child;
+
+/* Spawn argv[0] (absolute path) on the loop, watched with a pidfd, in its
+ * own process group.  fds: stdin/stdout/stderr for the child (-1 =
+ * /dev/null); capture: collect stdout and stderr instead.  timeout_ms > 0:
+ * SIGKILL the child's process group when it passes.  cb runs once on the
+ * loop, then the child object is freed.  NULL when spawning failed. */
+struct kt_child *kt_child_spawn(const struct eai_host *host, char *const argv[], int fd_in, int fd_out,
+                                int fd_err, int capture, int64_t timeout_ms, kt_child_done_fn cb, void *arg);
+pid_t kt_child_pid(const struct kt_child *c);
+/* Forget cb (the child is still reaped and freed). */
+void kt_child_detach(struct kt_child *c);
+
+/* Blocking variant for worker threads only: wait status or -1. */
+int kt_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen);
+
+/* --------------------------------------------------------------- instance */
+
+struct kt_exec;
+struct kt_events;
+
+/* What the events stream told us about one container. */
+struct kt_seen {
+    int created, started, oom, exited, deleted;
+    int exit_status;
+};
+
+struct kt {
+    const struct eai_host *host;
+    char ctr[PATH_MAX];
+    char address[PATH_MAX];
+    char ns[64];
+    char runtime[128];
+    char shim[PATH_MAX];         /* resolved shim binary, or its bare name */
+    char work_dir[PATH_MAX];
+    char cg_parent[64];          /* "eai-kata/<16 hex>" */
+    int cg_v2;
+    unsigned uid;
+    int probe_enabled;
+    int64_t kill_grace_ms;       /* SIGTERM -> SIGKILL */
+
+    int probe_state;             /* 0 pending, 1 ready, -1 failed */
+    int sweeping;
+    char version[128];
+    char reason[256];
+    struct event *reprobe_ev;
+
+    /* The probe's trivial container. */
+    char probe_cid[96];
+    struct kt_seen probe_seen;
+    int probe_waiting;           /* ctr run ended, waiting for its exit event */
+    struct event *probe_wait_ev;
+    void *probe_ctx;
+
+    struct kt_events *events;    /* `ctr events` child */
+
+    struct kt_exec *execs;       /* every live execution */
+    unsigned long seq;
+    int inflight;                /* work items and children referencing us */
+    int destroying;
+};
+
+int kt_ready(const struct kt *k);   /* 1 when jobs may start now */
+void kt_release(struct kt *k);      /* drop one inflight; frees when destroying */
+/* 0 when the shim binary for k->runtime is on PATH (fills k->shim). */
+int kt_shim_check(struct kt *k, char *why, size_t whylen);
+/* argv prefix for ctr: {ctr, --address, A, --namespace, N, --connect-timeout, 5s}. */
+#define KT_CTR_ARGC 7
+void kt_ctr_argv(struct kt *k, char *argv[KT_CTR_ARGC]);
+
+/* kata_events.c: one long-lived `ctr events` child, lines parsed on the loop. */
+int kt_events_start(struct kt *k);
+void kt_events_stop(struct kt *k);
+int kt_events_running(const struct kt *k);
+/* Called by the events reader for each event of our namespace. */
+void kt_on_event(struct kt *k, const char *topic, const char *cid, int exit_status);
+/* Parse one `ctr events` line.  0 and fields when it is an event of
+ * namespace ns with a container id; -1 otherwise. */
+int kt_event_parse(const char *line, const char *ns, char *topic, size_t topiclen, char *cid, size_t cidlen,
+                   int *exit_status);
+
+/* kata_exec.c */
+int kt_exec_start(struct kt *k, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
+                  void *cb_arg, void **handle, struct eai_error **err);
+void kt_exec_cancel(struct kt *k, void *handle);
+void kt_exec_event(struct kt *k, const char *topic, const char *cid, int exit_status);
+void kt_exec_destroy_all(struct kt *k);
+
+/* --------------------------------------------------------------- files */
+
+/* Everything a worker needs to lay out one container. */
+struct kt_bundle {
+    char cid[96];
+    char dir[PATH_MAX];          /* <work_dir>/<cid> */
+    char rootfs[PATH_MAX];
+    char cgpath[192];            /* "eai-kata/<hash>/<cid>": ours; the task is <cgpath>/task */
+    unsigned uid;
+    int cg_v2;
+    int mounted;                 /* host tmpfs at <dir>/tmp */
+    int cg_made;
+};
+
+/* 1 when p is an absolute path strictly under /tmp with no "." / ".."
+ * components, no empty components, at most 4095 bytes. */
+int kt_tmp_path_valid(const char *p);
+
+/* Worker: mkdir dir, mount the size-capped tmpfs, write input files,
+ * config.json (the OCI spec handed to `ctr run --config`), create our
+ * cgroup.  0 or -1 with msg. */
+int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+/* Worker: the probe's bundle (tiny static ELF as the whole root fs). */
+int kt_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
+
+struct kt_stats {
+    double cpu_seconds;
+    double peak_mb;
+};
+void kt_cgroup_stats(const struct kt_bundle *b, struct kt_stats *st);
+/* Kill what is left below cgpath, remove it in every hierarchy.  0 or -1. */
+int kt_cgroup_remove(const char *cgpath, int cg_v2);
+
+struct kt_collect_result {
+    struct eai_iso_collected *files;
+    size_t nfiles;
+    int truncated;
+};
+void kt_collect(const struct kt_bundle *b, const struct eai_iso_job *job, struct kt_collect_result *out);
+void kt_collect_free(struct kt_collect_result *r);
+
+/* Unmount <dir>/tmp (lazily) and remove dir without following symlinks. */
+int kt_bundle_remove(const char *dir);
+int kt_rm_tree(const char *path);
+int kt_mkdir_p(const char *path, mode_t mode);
+
+#endif

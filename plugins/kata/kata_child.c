@@ -1,0 +1,282 @@
+/*
+ * Child processes (ctr) for the Kata backend: spawned with posix_spawn
+ * (fresh descriptors only, every other fd closed, default signal
+ * dispositions, own process group) and watched with a pidfd on the loop:
+ * never a blocking waitpid on the loop thread.  Same design as the gVisor
+ * backend's children (plugins/gvisor/gvisor_child.c); plugins share no code.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "kata.h"
+
+#define KT_CAPTURE_MAX 8192
+
+extern char **environ;
+
+struct kt_child {
+    pid_t pid;
+    int pidfd;
+    int cap_fd;
+    struct event *ev_exit;
+    struct event *ev_cap;
+    struct event *ev_timeout;
+    kt_child_done_fn cb;
+    void *arg;
+    char out[KT_CAPTURE_MAX + 1];
+    size_t outlen;
+};
+
+static int kt_pidfd_open(pid_t pid)
+{
+    return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static pid_t spawn_fds(char *const argv[], int fd_in, int fd_out, int fd_err)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    pid_t pid = -1;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return -1;
+    if (posix_spawnattr_init(&at) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        return -1;
+    }
+    int fds[3] = {fd_in, fd_out, fd_err};
+    int ok = 1;
+    for (int i = 0; i < 3 && ok; i++) {
+        if (fds[i] >= 0)
+            ok = posix_spawn_file_actions_adddup2(&fa, fds[i], i) == 0;
+        else
+            ok = posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY, 0) == 0;
+    }
+    /* Nothing of the server leaks into ctr, even an fd without CLOEXEC. */
+    ok = ok && posix_spawn_file_actions_addclosefrom_np(&fa, 3) == 0;
+    sigset_t all, none;
+    sigfillset(&all);
+    sigemptyset(&none);
+    ok = ok && posix_spawnattr_setsigdefault(&at, &all) == 0 && posix_spawnattr_setsigmask(&at, &none) == 0 &&
+         posix_spawnattr_setpgroup(&at, 0) == 0 &&
+         posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP) == 0;
+    if (ok) {
+        int rc = posix_spawn(&pid, argv[0], &fa, &at, argv, environ);
+        if (rc != 0) {
+            errno = rc;
+            pid = -1;
+        }
+    }
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+static void child_free(struct kt_child *c)
+{
+    if (c->ev_exit)
+        event_free(c->ev_exit);
+    if (c->ev_cap)
+        event_free(c->ev_cap);
+    if (c->ev_timeout)
+        event_free(c->ev_timeout);
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    if (c->cap_fd >= 0)
+        close(c->cap_fd);
+    free(c);
+}
+
+static void cap_drain(struct kt_child *c)
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t r = read(c->cap_fd, buf, sizeof(buf));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r == 0 || errno != EAGAIN) {
+                event_del(c->ev_cap);
+                close(c->cap_fd);
+                c->cap_fd = -1;
+            }
+            return;
+        }
+        size_t room = KT_CAPTURE_MAX - c->outlen;
+        size_t n = (size_t)r < room ? (size_t)r : room;
+        memcpy(c->out + c->outlen, buf, n);
+        c->outlen += n;
+    }
+}
+
+static void on_cap(evutil_socket_t fd, short what, void *arg)
+{
+    cap_drain(arg);
+}
+
+static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
+{
+    struct kt_child *c = arg;
+    siginfo_t si;
+    memset(&si, 0, sizeof(si));
+    if (waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+        return; /* spurious */
+    int status;
+    if (si.si_code == CLD_EXITED)
+        status = (si.si_status & 0xff) << 8;
+    else
+        status = si.si_status & 0x7f; /* killed by signal */
+    if (c->cap_fd >= 0)
+        cap_drain(c);
+    c->out[c->outlen] = '\0';
+    if (c->cb)
+        c->cb(c->arg, status, c->out, c->outlen);
+    child_free(c);
+}
+
+static void on_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct kt_child *c = arg;
+    kill(-c->pid, SIGKILL);
+    kill(c->pid, SIGKILL);
+}
+
+struct kt_child *kt_child_spawn(const struct eai_host *host, char *const argv[], int fd_in, int fd_out,
+                                int fd_err, int capture, int64_t timeout_ms, kt_child_done_fn cb, void *arg)
+{
+    struct kt_child *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->pidfd = -1;
+    c->cap_fd = -1;
+    c->cb = cb;
+    c->arg = arg;
+    int cap[2] = {-1, -1};
+    if (capture) {
+        if (pipe2(cap, O_CLOEXEC | O_NONBLOCK) < 0) {
+            free(c);
+            return NULL;
+        }
+        fd_out = fd_err = cap[1];
+    }
+    c->pid = spawn_fds(argv, fd_in, fd_out, fd_err);
+    int saved = errno;
+    if (cap[1] >= 0)
+        close(cap[1]);
+    c->cap_fd = cap[0];
+    if (c->pid < 0) {
+        child_free(c);
+        errno = saved;
+        return NULL;
+    }
+    /* The child is ours and unreaped, so the pid cannot be reused yet. */
+    c->pidfd = kt_pidfd_open(c->pid);
+    c->ev_exit = c->pidfd >= 0 ? event_new(host->base, c->pidfd, EV_READ | EV_PERSIST, on_exit_ready, c) : NULL;
+    if (c->cap_fd >= 0)
+        c->ev_cap = event_new(host->base, c->cap_fd, EV_READ | EV_PERSIST, on_cap, c);
+    if (timeout_ms > 0)
+        c->ev_timeout = evtimer_new(host->base, on_timeout, c);
+    if (!c->ev_exit || (c->cap_fd >= 0 && !c->ev_cap) || (timeout_ms > 0 && !c->ev_timeout) ||
+        event_add(c->ev_exit, NULL) < 0 || (c->ev_cap && event_add(c->ev_cap, NULL) < 0)) {
+        /* Cannot watch it: do not leave it running unwatched. */
+        kill(-c->pid, SIGKILL);
+        kill(c->pid, SIGKILL);
+        while (waitpid(c->pid, NULL, 0) < 0 && errno == EINTR) {
+        }
+        child_free(c);
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (c->ev_timeout) {
+        struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
+        event_add(c->ev_timeout, &tv);
+    }
+    return c;
+}
+
+pid_t kt_child_pid(const struct kt_child *c)
+{
+    return c->pid;
+}
+
+void kt_child_detach(struct kt_child *c)
+{
+    c->cb = NULL;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int kt_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen)
+{
+    int cap[2] = {-1, -1};
+    if (out && outlen) {
+        out[0] = '\0';
+        if (pipe2(cap, O_CLOEXEC | O_NONBLOCK) < 0)
+            return -1;
+    }
+    pid_t pid = spawn_fds(argv, -1, cap[1], cap[1]);
+    if (cap[1] >= 0)
+        close(cap[1]);
+    if (pid < 0) {
+        if (cap[0] >= 0)
+            close(cap[0]);
+        return -1;
+    }
+    int pidfd = kt_pidfd_open(pid);
+    int64_t deadline = mono_ms() + timeout_ms;
+    size_t got = 0;
+    int status = -1;
+    for (;;) {
+        struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = cap[0], .events = POLLIN}};
+        int64_t left = deadline - mono_ms();
+        if (left <= 0) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            deadline = mono_ms() + 60000;
+            left = 1000;
+        }
+        int n = poll(p, 2, (int)(left > 1000 ? 1000 : left));
+        if (n < 0 && errno != EINTR)
+            break;
+        if (cap[0] >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+            char buf[4096];
+            ssize_t r = read(cap[0], buf, sizeof(buf));
+            if (r > 0 && got + 1 < outlen) {
+                size_t k = (size_t)r < outlen - 1 - got ? (size_t)r : outlen - 1 - got;
+                memcpy(out + got, buf, k);
+                got += k;
+                out[got] = '\0';
+            } else if (r == 0) {
+                close(cap[0]);
+                cap[0] = -1;
+            }
+        }
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid)
+            break;
+        if (w < 0 && errno != EINTR) {
+            status = -1;
+            break;
+        }
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    if (cap[0] >= 0)
+        close(cap[0]);
+    return status;
+}
