@@ -39,6 +39,7 @@ struct eai_http_client {
     struct event *timer;
     int running;
     int inflight;
+    int closing;               /* in eai_http_client_free: refuse new requests */
     struct eai_http_xfer *xfers;
 };
 
@@ -200,7 +201,7 @@ struct eai_http_client *eai_http_client_new(struct event_base *base)
 int eai_http_client_request(struct eai_http_client *c, const struct eai_http_request *req,
                             eai_http_done_fn done, void *arg)
 {
-    if (!c || !req || !req->url || c->inflight >= EAI_HTTP_MAX_INFLIGHT)
+    if (!c || !req || !req->url || c->closing || c->inflight >= EAI_HTTP_MAX_INFLIGHT)
         return -1;
     struct eai_http_xfer *x = calloc(1, sizeof(*x));
     if (!x)
@@ -278,6 +279,7 @@ void eai_http_client_free(struct eai_http_client *c)
 {
     if (!c)
         return;
+    c->closing = 1;  /* a done callback must not queue more work on a dying client */
     while (c->xfers) {
         snprintf(c->xfers->errbuf, sizeof(c->xfers->errbuf), "client shut down");
         xfer_finish(c->xfers, CURLE_ABORTED_BY_CALLBACK);
