@@ -104,27 +104,54 @@ static int check_event(struct eai_chain *c, const json_t *ev, struct eai_audit_v
     return 0;
 }
 
-/* The anchor check at the end of a chain (nothing recorded: passes). */
-static int check_anchor(const struct eai_storage_ops *ops, void *store, const struct eai_chain *c,
+static int check_event(struct eai_chain *c, const json_t *ev, struct eai_audit_verify_result *res);
+
+/* The anchor check at the end of a chain (nothing recorded: passes).  The
+ * server may append (and move the anchor) while we walk: when the anchor
+ * is beyond what we saw, read on from there before calling it a deletion. */
+static int check_anchor(const struct eai_storage_ops *ops, void *store, struct eai_chain *c,
                         struct eai_audit_verify_result *res, struct eai_error **err)
 {
-    char key[128], *val = NULL;
+    char key[128];
     snprintf(key, sizeof(key), "%s%s", EAI_AUDIT_ANCHOR_PREFIX, c->tenant);
-    if (ops->kv_get(store, key, &val, err) < 0)
-        return -1;
-    if (!val)
-        return 0;
-    long long aseq = 0;
-    char ahash[65] = "";
-    int n = sscanf(val, "%lld:%64[0-9a-f]", &aseq, ahash);
-    free(val);
-    if (n != 2)
-        return fail(res, c->tenant, c->next_seq - 1, NULL, "the stored chain anchor is malformed");
-    int64_t last = c->next_seq - 1;
-    if (aseq > last)
-        return fail(res, c->tenant, last + 1, NULL,
-                    "the chain ends at seq %lld but seq %lld was recorded earlier: events at the "
-                    "end of the chain were deleted", (long long)last, aseq);
+    for (int round = 0; round < 1000; round++) {
+        char *val = NULL;
+        if (ops->kv_get(store, key, &val, err) < 0)
+            return -1;
+        if (!val)
+            return 0;
+        long long aseq = 0;
+        char ahash[65] = "";
+        int n = sscanf(val, "%lld:%64[0-9a-f]", &aseq, ahash);
+        free(val);
+        if (n != 2)
+            return fail(res, c->tenant, c->next_seq - 1, NULL, "the stored chain anchor is malformed");
+        int64_t last = c->next_seq - 1;
+        if (aseq <= last)
+            return 0;
+        json_t *more = NULL;
+        if (ops->audit_list(store, c->tenant, last, EAI_VERIFY_PAGE, &more, err) < 0)
+            return -1;
+        size_t i, got = json_array_size(more);
+        json_t *ev;
+        json_array_foreach(more, i, ev) {
+            if (check_event(c, ev, res) != 0) {
+                json_decref(more);
+                return 1;
+            }
+            if ((long long)(c->next_seq - 1) == aseq &&
+                strcmp(c->last_hash, ahash) != 0) {
+                json_decref(more);
+                return fail(res, c->tenant, aseq, NULL,
+                            "hash differs from the one recorded for seq %lld: the chain was rewritten", aseq);
+            }
+        }
+        json_decref(more);
+        if (got == 0)
+            return fail(res, c->tenant, last + 1, NULL,
+                        "the chain ends at seq %lld but seq %lld was recorded earlier: events at the "
+                        "end of the chain were deleted", (long long)last, aseq);
+    }
     return 0;
 }
 

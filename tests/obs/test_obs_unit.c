@@ -377,6 +377,52 @@ static void test_verify_reordered(void)
     vfx_close(&f);
 }
 
+/* The server appends and moves the anchor while verify walks: not a deletion. */
+static struct eai_storage_ops g_wrap;
+static const struct eai_storage_ops *g_real;
+static struct vfx *g_rf;
+static int g_race_done;
+
+static int race_audit_list(void *self, const char *tenant, int64_t after, int limit, json_t **out,
+                           struct eai_error **err)
+{
+    int r = g_real->audit_list(self, tenant, after, limit, out, err);
+    if (!g_race_done) {
+        g_race_done = 1;
+        json_t *ev = json_pack("{s:s, s:s}", "action", "sandbox.execute", "decision", "allow"), *heads = NULL;
+        struct eai_error *e = NULL;
+        CU_ASSERT_EQUAL(g_real->audit_append(self, g_rf->ta, ev, &e), 0);
+        CU_ASSERT_EQUAL(g_real->audit_append(self, g_rf->ta, ev, &e), 0);
+        CU_ASSERT_EQUAL(eai_audit_heads(g_real, self, &heads, &e), 0);
+        CU_ASSERT_EQUAL(eai_audit_anchor_update(g_real, self, heads, &e), 0);
+        json_decref(heads);
+        json_decref(ev);
+    }
+    return r;
+}
+
+static void test_verify_concurrent_append(void)
+{
+    struct vfx f;
+    struct eai_audit_verify_result res;
+    vfx_open(&f, 5, 2);
+    g_real = f.ops;
+    g_wrap = *f.ops;
+    g_wrap.audit_list = race_audit_list;
+    g_rf = &f;
+    for (int pass = 0; pass < 2; pass++) {
+        g_race_done = 0;
+        struct eai_error *e = NULL;
+        int r = eai_audit_verify(&g_wrap, f.st, pass ? f.ta : NULL, &res, &e);
+        if (r != 0)
+            fprintf(stderr, "    (verify says: %s)\n", res.what);
+        CU_ASSERT_EQUAL(r, 0);
+        eai_error_free(e);
+    }
+    CU_ASSERT_EQUAL(res.events, 9);  /* 5 + 2 + 2 in tenant a */
+    vfx_close(&f);
+}
+
 /* ================================================================ metrics */
 
 static void test_metrics_promtool(void)
@@ -496,6 +542,7 @@ int main(void)
     CU_add_test(s, "modified hash", test_verify_modified_hash);
     CU_add_test(s, "deleted", test_verify_deleted);
     CU_add_test(s, "reordered", test_verify_reordered);
+    CU_add_test(s, "concurrent append", test_verify_concurrent_append);
     s = CU_add_suite("metrics", NULL, NULL);
     CU_add_test(s, "promtool check metrics", test_metrics_promtool);
     s = CU_add_suite("spans", NULL, NULL);
