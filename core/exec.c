@@ -408,8 +408,7 @@ static void create_done(void *arg)
 }
 
 /* Readiness of every backend, taken on the loop (probe never blocks).
- * Returns how many are still starting: not ready, no reason given yet
- * (their first probe runs). */
+ * Returns how many are still starting (their first probe runs). */
 static int take_probes(struct create_job *j)
 {
     struct eai_app *app = j->app;
@@ -432,7 +431,7 @@ static int take_probes(struct create_job *j)
         ps->ready = pr.ready;
         ps->caps = pr.caps;
         snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason[0] ? pr.reason : "starting");
-        starting += !pr.ready && !pr.reason[0];
+        starting += !pr.ready && eai_iso_probe_pending(&pr);
     }
     return starting;
 }

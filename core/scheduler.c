@@ -445,7 +445,9 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     jb->memory_bytes = lim.memory_bytes;
     jb->timeout_ms = lim.timeout_s * 1000;
     jb->pids = lim.pids;
-    jb->output_bytes = lim.output_bytes;
+    /* one byte past the cap: a backend that stops reading at the cap still
+     * shows core that there was more (the *_truncated flags) */
+    jb->output_bytes = lim.output_bytes + 1;
     jb->disk_bytes = lim.disk_bytes;
     jb->collect_max_files = cfg ? cfg->collect_max_files : 64;
     jb->collect_max_file_bytes = cfg ? cfg->collect_max_file_bytes : 10 << 20;
@@ -605,9 +607,8 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
         memset(&pr, 0, sizeof pr);
         pr.size = sizeof pr;
         ops->probe(r->iso->self, &pr);
-        /* not ready with no reason: its first probe still runs; start()
-         * then holds the job until it knows (or fails it) */
-        if (!pr.ready && pr.reason[0]) {
+        /* still probing: start() holds the job until it knows (or fails it) */
+        if (!pr.ready && !eai_iso_probe_pending(&pr)) {
             fail_run(s, r, EAI_E_SANDBOX_UNAVAILABLE, pr.reason);
             return;
         }
@@ -904,6 +905,14 @@ static void stale_timer_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* ------------------------------------------------------------ public */
+
+int eai_iso_probe_pending(const struct eai_iso_probe *pr)
+{
+    if (pr->size >= offsetof(struct eai_iso_probe, pending) + sizeof pr->pending && pr->pending)
+        return 1;
+    /* backends built before the field: gVisor and Kata say so in words */
+    return strcmp(pr->reason, "probe in progress") == 0;
+}
 
 int eai_sched_start(struct eai_app *app, struct eai_exec_state *st, struct eai_error **err)
 {

@@ -64,6 +64,9 @@ void eai_sched_run_output(const struct eai_run *r, enum eai_iso_stream s,
  * claimed by this node: the scheduler cancels the run right after start. */
 int eai_exec_take_cancel(struct eai_exec_state *st, const char *id);
 
+/* 1 when a not-ready probe result means "first probe still running". */
+int eai_iso_probe_pending(const struct eai_iso_probe *pr);
+
 /* Callbacks from the scheduler into exec.c (waiters and streams). */
 /* A run produced output that was kept (within the cap). */
 void eai_exec_notify_output(struct eai_exec_state *st, const char *id,

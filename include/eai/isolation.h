@@ -25,6 +25,10 @@ struct eai_iso_probe {
     unsigned caps;
     char version[128];         /* runtime version, e.g. "runsc 0.0~20221219.0" */
     char reason[256];          /* why not ready */
+    /* Added in 1.0 (read only when size covers it): 1 while the backend's
+     * first probe still runs (ready is 0 then): core waits for the
+     * verdict instead of refusing, and start() may hold jobs until it. */
+    int pending;
 };
 
 struct eai_iso_file {

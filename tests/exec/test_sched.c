@@ -243,7 +243,7 @@ static int setup(void)
         ((const struct eai_isolation_ops *)d->ops)->probe(app.isolation[0].self, &pr);
         if (pr.ready)
             return 0;
-        if (pr.reason[0]) {
+        if (!eai_iso_probe_pending(&pr)) {
             fprintf(stderr, "gvisor not ready: %s\n", pr.reason);
             return -1;
         }
@@ -259,6 +259,7 @@ static char dead_id[64], early_id[64];
 static void test_recovery(void)
 {
     CU_ASSERT_PTR_NOT_NULL_FATAL(app.exec);
+    CU_ASSERT_TRUE(wait_one(dead_id, 30));
     json_t *e = get(dead_id);
     CU_ASSERT_STRING_EQUAL(jstr(e, "status"), "error");
     CU_ASSERT_STRING_EQUAL(jstr(json_object_get(e, "error"), "code"), "interrupted");
@@ -458,7 +459,16 @@ static void test_stop_interrupts(void)
     CU_ASSERT_STRING_EQUAL(jstr(e, "status"), "error");
     CU_ASSERT_STRING_EQUAL(jstr(json_object_get(e, "error"), "code"), "interrupted");
     json_decref(e);
-    loop_for_ms(3000); /* let the backend finish killing it */
+    /* let the backend finish killing it and clean its bundle */
+    char work[PATH_MAX + 32];
+    snprintf(work, sizeof work, "%s/gvisor/work", g_data);
+    for (int i = 0; i < 300; i++) {
+        loop_for_ms(100);
+        char cmd[PATH_MAX + 64];
+        snprintf(cmd, sizeof cmd, "test -z \"$(ls -A '%s' 2>/dev/null)\"", work);
+        if (system(cmd) == 0)
+            break;
+    }
 }
 
 int main(void)
