@@ -676,6 +676,7 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
 struct claim_job {
     struct eai_sched *s;
     int max, per_tenant;
+    json_t *exclude;               /* tenants at their bound (exec_claim_excluding) */
     json_t *out;
     int64_t queued, running;
     int rc, counts_rc;
@@ -686,8 +687,12 @@ static void claim_work(void *arg)
 {
     struct claim_job *j = arg;
     struct eai_app *app = j->s->app;
-    j->rc = app->store->exec_claim(store_self(app), app->host->node_id, j->s->lease_ms, j->max,
-                                   j->per_tenant, &j->out, &j->err);
+    if (j->exclude)
+        j->rc = app->store->exec_claim_excluding(store_self(app), app->host->node_id, j->s->lease_ms,
+                                                 j->max, j->per_tenant, j->exclude, &j->out, &j->err);
+    else
+        j->rc = app->store->exec_claim(store_self(app), app->host->node_id, j->s->lease_ms, j->max,
+                                       j->per_tenant, &j->out, &j->err);
     struct eai_error *e2 = NULL;
     j->counts_rc = app->store->exec_counts ? app->store->exec_counts(store_self(app), &j->queued,
                                                                      &j->running, &e2) : -1;
@@ -703,6 +708,7 @@ static void claim_done(void *arg)
     if (s->stopping) {
         /* claimed while stopping: the next start recovers them */
         json_decref(j->out);
+        json_decref(j->exclude);
         eai_error_free(j->err);
         free(j);
         return;
@@ -723,13 +729,14 @@ static void claim_done(void *arg)
             eai_exec_notify_status(s->st, jstr(rec, "id"), jstr(rec, "tenant_id"), "running");
             run_start(s, rec, 0);
         }
-        if (s->claim_again || (n > 0 && (int)n == j->max))
+        if (s->claim_again || (n > 0 && ((int)n == j->max || j->exclude)))
             eai_sched_kick(s->st);
         else
             timer_in(s->claim_ev, SCHED_IDLE_POLL_MS);
     }
     s->claim_again = 0;
     json_decref(j->out);
+    json_decref(j->exclude);
     eai_error_free(j->err);
     free(j);
 }
@@ -758,6 +765,34 @@ void eai_sched_kick(struct eai_exec_state *st)
     j->s = s;
     j->max = free_slots;
     j->per_tenant = per < free_slots ? per : free_slots;
+    const struct eai_storage_ops *so = s->app->store;
+    if (so->size >= offsetof(struct eai_storage_ops, exec_claim_excluding) + sizeof so->exec_claim_excluding &&
+        so->exec_claim_excluding) {
+        /* strict per-tenant bound: tenants at it are skipped, the others
+         * get at most their remaining room in this claim */
+        json_t *count = json_object();
+        j->exclude = json_array();
+        if (!count || !j->exclude) {
+            json_decref(count);
+            json_decref(j->exclude);
+            free(j);
+            return;
+        }
+        for (struct eai_run *r = s->runs; r; r = r->next)
+            if (r->live)
+                json_object_set_new(count, r->tenant,
+                                    json_integer(json_integer_value(json_object_get(count, r->tenant)) + 1));
+        const char *t;
+        json_t *c;
+        json_object_foreach(count, t, c) {
+            int room = per - (int)json_integer_value(c);
+            if (room <= 0)
+                json_array_append_new(j->exclude, json_string(t));
+            else if (room < j->per_tenant)
+                j->per_tenant = room;
+        }
+        json_decref(count);
+    }
     s->claim_inflight = 1;
     s->claim_again = 0;
     if (eai_exec_submit(st, claim_work, claim_done, j) < 0) {

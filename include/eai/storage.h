@@ -167,6 +167,15 @@ struct eai_storage_ops {
      * [{tenant_id, seq, hash}].  Lets the audit sink and `eaid audit
      * verify` find tenants without listing every event.  May be NULL. */
     int (*audit_heads)(void *self, json_t **out, struct eai_error **err);
+    /* SYSTEM: exec_claim that takes no row of the tenants listed in
+     * exclude (a JSON array of tenant ids: those at their per-tenant bound
+     * on this node), so a busy tenant never holds claimed-but-waiting rows
+     * and a newcomer is claimed as soon as a slot frees.  May be NULL:
+     * core then calls exec_claim and the per-tenant bound holds per claim
+     * only (docs/executions.md). */
+    int (*exec_claim_excluding)(void *self, const char *owner, int64_t lease_ms, int max,
+                                int per_tenant_max, const json_t *exclude, json_t **out,
+                                struct eai_error **err);
 };
 
 #ifdef __cplusplus
