@@ -117,7 +117,8 @@ static void on_socket(evutil_socket_t fd, short what, void *arg)
     int action = ((what & EV_READ) ? CURL_CSELECT_IN : 0) | ((what & EV_WRITE) ? CURL_CSELECT_OUT : 0);
     curl_multi_socket_action(c->multi, fd, action, &c->running);
     eai_http_check_done(c);
-    if (c->running <= 0)
+    /* a done callback may have queued a new transfer, arming the timer */
+    if (c->running <= 0 && c->inflight == 0)
         evtimer_del(c->timer);
 }
 
