@@ -360,11 +360,7 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
         return;
     }
     p->k = k;
-    unsigned char rnd[4] = {0};
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        memset(rnd, 0, sizeof(rnd));
-    snprintf(k->probe_cid, sizeof(k->probe_cid), KT_CID_PREFIX "probe-%02x%02x%02x%02x-%lu", rnd[0], rnd[1], rnd[2],
-             rnd[3], ++k->seq);
+    snprintf(k->probe_cid, sizeof(k->probe_cid), "%s%lu", k->probe_prefix, ++k->seq);
     snprintf(p->dir, sizeof(p->dir), "%s/%s", k->work_dir, k->probe_cid);
     /* inflight stays taken by p until probe_cleanup_done. */
     if (k->host->work_submit(k->host, probe_bundle_work, probe_bundle_done, p) < 0) {
@@ -534,13 +530,8 @@ static void kt_sweep(void *self)
     if (!s)
         return;
     s->k = k;
-    /* The probe may be running now: its ids are "eai-probe-<nonce>-N". */
-    if (k->probe_cid[0]) {
-        snprintf(s->keep, sizeof(s->keep), "%s", k->probe_cid);
-        char *dash = strrchr(s->keep, '-');
-        if (dash)
-            dash[1] = '\0';
-    }
+    /* The probe may be running now: its ids are "<probe_prefix>N". */
+    snprintf(s->keep, sizeof(s->keep), "%s", k->probe_prefix);
     k->sweeping = 1;
     k->inflight++;
     if (k->host->work_submit(k->host, sweep_work, sweep_done, s) < 0) {
@@ -670,6 +661,11 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
     /* Our own cgroup subtree, distinct per work dir: two servers on one
      * host never sweep each other's cgroups. */
     snprintf(k->cg_parent, sizeof(k->cg_parent), "eai-kata/%016llx", fnv1a(k->work_dir));
+    unsigned char rnd[4] = {0};
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        memset(rnd, 0, sizeof(rnd));
+    snprintf(k->probe_prefix, sizeof(k->probe_prefix), KT_CID_PREFIX "probe-%02x%02x%02x%02x-", rnd[0], rnd[1],
+             rnd[2], rnd[3]);
     k->reprobe_ev = evtimer_new(host->base, on_reprobe, k);
     k->probe_wait_ev = evtimer_new(host->base, on_probe_wait, k);
     if (!k->reprobe_ev || !k->probe_wait_ev) {
@@ -693,6 +689,8 @@ static void kt_destroy(void *self)
     event_del(k->probe_wait_ev);
     kt_exec_destroy_all(k);
     kt_events_stop(k);
+    if (!k->execs)
+        kt_cgroup_rmdir_parent(k->cg_parent, k->cg_v2);
     if (k->probe_ctx && k->probe_waiting) {
         k->probe_waiting = 0;
         probe_cleanup(k->probe_ctx);

@@ -72,7 +72,9 @@ struct kt {
     char reason[256];
     struct event *reprobe_ev;
 
-    /* The probe's trivial container. */
+    /* The probe's trivial containers: "<probe_prefix><seq>", the prefix
+     * random per instance so that our own sweep never touches them. */
+    char probe_prefix[48];
     char probe_cid[96];
     struct kt_seen probe_seen;
     int probe_waiting;           /* ctr run ended, waiting for its exit event */
@@ -145,6 +147,8 @@ struct kt_stats {
 void kt_cgroup_stats(const struct kt_bundle *b, struct kt_stats *st);
 /* Kill what is left below cgpath, remove it in every hierarchy.  0 or -1. */
 int kt_cgroup_remove(const char *cgpath, int cg_v2);
+/* rmdir <cg_parent> and its parent where they are empty (at destroy). */
+void kt_cgroup_rmdir_parent(const char *cg_parent, int cg_v2);
 
 struct kt_collect_result {
     struct eai_iso_collected *files;

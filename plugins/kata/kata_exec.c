@@ -358,6 +358,17 @@ static void stdin_close(struct kt_exec *e)
     }
 }
 
+/* ctr closes the task's stdin when it reads EOF, but only once the task
+ * exists: an EOF read earlier (while ctr is still creating the task) is
+ * lost and the program would wait for input forever.  So our end of the
+ * pipe stays open until /tasks/start has been seen. */
+static void stdin_done(struct kt_exec *e)
+{
+    ev_free(&e->ev_in);
+    if (e->seen.started)
+        stdin_close(e);
+}
+
 static void on_in(evutil_socket_t fd, short what, void *arg)
 {
     struct kt_exec *e = arg;
@@ -384,7 +395,7 @@ static void on_in(evutil_socket_t fd, short what, void *arg)
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (e->in_off >= e->job->stdin_len)
-        stdin_close(e); /* ctr closes the task's stdin on EOF */
+        stdin_done(e);
 }
 
 /* ------------------------------------------------------------ stopping */
@@ -560,9 +571,7 @@ static int run_spawn(struct kt_exec *e)
         if (e->ev_in)
             event_add(e->ev_in, NULL);
         else
-            stdin_close(e);
-    } else {
-        stdin_close(e);
+            e->in_off = e->job->stdin_len; /* no input rather than none ever ending */
     }
     if (!e->out.ev || !e->err.ev) {
         /* Cannot read it: stop it rather than let it block on a full pipe. */
@@ -774,6 +783,8 @@ void kt_exec_event(struct kt *k, const char *topic, const char *cid, int exit_st
         e->seen.created = 1;
     } else if (!strcmp(topic, "/tasks/start")) {
         e->seen.started = 1;
+        if (e->in_fd >= 0 && !e->ev_in)
+            stdin_close(e); /* all written (or none to write): EOF now */
         report_started(e);
     } else if (!strcmp(topic, "/tasks/oom")) {
         e->seen.oom = 1;

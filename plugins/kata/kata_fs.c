@@ -437,6 +437,35 @@ int kt_cgroup_remove(const char *cgpath, int cg_v2)
     return rc;
 }
 
+void kt_cgroup_rmdir_parent(const char *cg_parent, int cg_v2)
+{
+    char dir[PATH_MAX], up[PATH_MAX];
+    snprintf(up, sizeof(up), "%s", cg_parent);
+    char *slash = strchr(up, '/');
+    if (slash)
+        *slash = '\0';
+    if (cg_v2) {
+        snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", cg_parent);
+        rmdir(dir);
+        snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", up);
+        rmdir(dir);
+        return;
+    }
+    DIR *d = opendir("/sys/fs/cgroup");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_type != DT_DIR || e->d_name[0] == '.')
+            continue;
+        snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", e->d_name, cg_parent);
+        rmdir(dir); /* only when empty: never anyone's live cgroup */
+        snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", e->d_name, up);
+        rmdir(dir);
+    }
+    closedir(d);
+}
+
 /* ------------------------------------------------------------ bundles */
 
 int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
