@@ -28,6 +28,7 @@ static const struct eai_config_key gv_keys[] = {
     {"platform", EAI_CFG_STRING, 0, "ptrace", "runsc --platform (ptrace; kvm hangs on nested hosts)"},
     {"uid", EAI_CFG_INT, 0, "65534", "unprivileged uid/gid the program runs as inside the sandbox"},
     {"probe", EAI_CFG_BOOL, 0, "true", "run runsc --version and a trivial sandbox before accepting work"},
+    {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -459,6 +460,14 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     g->uid = json_is_integer(v) ? (unsigned)json_integer_value(v) : 65534;
     v = config ? json_object_get(config, "probe") : NULL;
     g->probe_enabled = json_is_boolean(v) ? json_is_true(v) : 1;
+    v = config ? json_object_get(config, "pool") : NULL;
+    g->pool_size = json_is_integer(v) ? (int)json_integer_value(v) : 2;
+    if (g->pool_size < 0 || g->pool_size > 64) {
+        if (err)
+            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: pool must be 0..64");
+        free(g);
+        return NULL;
+    }
     for (const char *p = g->platform; *p; p++) {
         if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))) {
             if (err)
@@ -505,6 +514,18 @@ static void gv_destroy(void *self)
     g->destroying = 1;
     event_del(g->reprobe_ev);
     gv_exec_destroy_all(g);
+    gv_pool_destroy_all(g);
+    /* Our cgroup subtree's parents, when empty. */
+    static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
+                                        "freezer", "systemd"};
+    for (size_t i = 0; i < (g->cg_v2 ? 1 : sizeof(ctrls) / sizeof(ctrls[0])); i++) {
+        char dir[PATH_MAX];
+        if (g->cg_v2)
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", g->cg_parent);
+        else
+            snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctrls[i], g->cg_parent);
+        rmdir(dir);
+    }
     if (g->inflight <= 0)
         gv_free(g);
 }

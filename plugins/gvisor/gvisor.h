@@ -42,6 +42,15 @@ int gv_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen
 /* --------------------------------------------------------------- instance */
 
 struct gv_exec;
+struct gv_pooled;
+
+#define GV_POOL_SHAPES 4              /* distinct shapes kept warm (LRU) */
+
+/* What a pooled sandbox must match to serve an execution. */
+struct gv_shape {
+    char rootfs[PATH_MAX];
+    int64_t memory, cpu, disk, pids;
+};
 
 struct gv {
     const struct eai_host *host;
@@ -61,6 +70,15 @@ struct gv {
     struct event *reprobe_ev;
     char probe_cid[96];
 
+    int pool_size;               /* warm sandboxes per shape; 0 = off */
+    struct gv_pooled *pool;
+    struct {
+        struct gv_shape shape;
+        int64_t last;
+        int used, unpoolable;
+    } shapes[GV_POOL_SHAPES];
+    int64_t pool_backoff_until;  /* monotonic ms: no boots before */
+
     struct gv_exec *execs;       /* every live execution */
     unsigned long seq;
     int inflight;                /* work items and children referencing us */
@@ -76,6 +94,15 @@ int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_
 void gv_exec_cancel(struct gv *g, void *handle);
 void gv_exec_unpark_all(struct gv *g);
 void gv_exec_destroy_all(struct gv *g);
+
+/* gvisor_pool.c */
+/* A ready sandbox of shape s (now TAKEN by the caller) or NULL; (re)fills
+ * the pool for s in the background either way. */
+struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s);
+const struct gv_bundle *gv_pooled_bundle(const struct gv_pooled *p);
+/* The execution is done with it: tear the sandbox down in the background. */
+void gv_pool_release(struct gv_pooled *p);
+void gv_pool_destroy_all(struct gv *g);
 
 /* --------------------------------------------------------------- files */
 
@@ -98,6 +125,13 @@ int gv_tmp_path_valid(const char *p);
 /* Worker: mkdir bundle, mount the size-capped tmpfs, write input files,
  * config.json, create the cgroup leaves.  0 or -1 with msg. */
 int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+/* Worker: write job->files into <dir>/tmp (O_NOFOLLOW walk).  0 or -1. */
+int gv_write_inputs(const struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+/* Worker: the job's OCI process object as a file (runsc exec --process). */
+int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
+                     size_t msglen);
+/* Worker: restart the leaf's peak memory counter (pooled sandboxes). */
+void gv_cgroup_reset_peak(const struct gv_bundle *b);
 /* Worker: probe bundle (tiny static ELF, no cgroup). */
 int gv_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
 

@@ -129,7 +129,8 @@ static json_t *rlimit(const char *type, int64_t v)
     return json_pack("{s:s, s:I, s:I}", "type", type, "hard", (json_int_t)v, "soft", (json_int_t)v);
 }
 
-static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job)
+/* The OCI `process` object of a job (also runsc exec's --process file). */
+static json_t *process_new(const struct gv_bundle *b, const struct eai_iso_job *job)
 {
     json_t *args = json_array(), *env = json_array();
     if (!args || !env)
@@ -154,22 +155,29 @@ static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job
     }
     if (json_array_size(args) == 0)
         goto fail;
-
     int64_t pids = job->pids > 0 ? job->pids : GV_DEFAULT_PIDS;
-    int64_t disk = job->disk_bytes > 0 ? job->disk_bytes : GV_DEFAULT_DISK;
-    char tmpsrc[PATH_MAX + 8], shm_opt[64];
-    snprintf(tmpsrc, sizeof(tmpsrc), "%s/tmp", b->dir);
-    snprintf(shm_opt, sizeof(shm_opt), "size=%lldk", (long long)((disk / 2 + 1023) / 1024));
-
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective", "inheritable",
                              "permitted", "ambient");
     json_t *rl = json_pack("[o, o]", rlimit("RLIMIT_NOFILE", GV_NOFILE), rlimit("RLIMIT_NPROC", pids));
     json_t *process = json_pack("{s:b, s:{s:i, s:i}, s:o, s:o, s:s, s:o, s:o, s:b}", "terminal", 0, "user", "uid",
                                 (int)b->uid, "gid", (int)b->uid, "args", args, "env", env, "cwd", "/tmp",
                                 "capabilities", caps, "rlimits", rl, "noNewPrivileges", 1);
-    args = env = NULL;
+    return process;
+fail:
+    json_decref(args);
+    json_decref(env);
+    return NULL;
+}
+
+static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job)
+{
+    json_t *process = process_new(b, job);
     if (!process)
         return NULL;
+    int64_t disk = job->disk_bytes > 0 ? job->disk_bytes : GV_DEFAULT_DISK;
+    char tmpsrc[PATH_MAX + 8], shm_opt[64];
+    snprintf(tmpsrc, sizeof(tmpsrc), "%s/tmp", b->dir);
+    snprintf(shm_opt, sizeof(shm_opt), "size=%lldk", (long long)((disk / 2 + 1023) / 1024));
     json_t *mounts = json_pack(
         "[{s:s, s:s, s:s}, {s:s, s:s, s:s, s:[s,s,s,s]}, {s:s, s:s, s:s, s:[s,s,s,s,s]}, {s:s, s:s, s:s, s:[s,s,s,s]}]",
         "destination", "/proc", "type", "proc", "source", "proc",
@@ -199,10 +207,6 @@ static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job
         spec = NULL;
     }
     return spec;
-fail:
-    json_decref(args);
-    json_decref(env);
-    return NULL;
 }
 
 /* ------------------------------------------------------------ cgroups */
@@ -397,7 +401,6 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
 int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
     char p[PATH_MAX + 32];
-    int rootfd = -1;
     if (mkdir(b->dir, 0700) < 0) {
         snprintf(msg, msglen, "mkdir %s: %s", b->dir, strerror(errno));
         return -1;
@@ -416,21 +419,8 @@ int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *
         return -1;
     }
     b->mounted = 1;
-    rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (rootfd < 0) {
-        snprintf(msg, msglen, "open %s: %s", p, strerror(errno));
+    if (gv_write_inputs(b, job, msg, msglen) < 0)
         return -1;
-    }
-    for (size_t i = 0; i < job->nfiles; i++) {
-        const struct eai_iso_file *f = &job->files[i];
-        if (!gv_tmp_path_valid(f->path) || put_file(rootfd, f->path, f->data, f->len, b->uid) < 0) {
-            snprintf(msg, msglen, "input file %s: %s", f->path ? f->path : "(null)",
-                     gv_tmp_path_valid(f->path) ? strerror(errno) : "invalid path");
-            close(rootfd);
-            return -1;
-        }
-    }
-    close(rootfd);
     json_t *spec = spec_new(b, job);
     if (!spec) {
         snprintf(msg, msglen, "cannot build config.json");
@@ -445,6 +435,57 @@ int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *
     }
     b->cg_made = 1;
     return cg_create(b, job->memory_bytes, msg, msglen);
+}
+
+int gv_write_inputs(const struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof(p), "%s/tmp", b->dir);
+    int rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (rootfd < 0) {
+        snprintf(msg, msglen, "open %s: %s", p, strerror(errno));
+        return -1;
+    }
+    for (size_t i = 0; i < job->nfiles; i++) {
+        const struct eai_iso_file *f = &job->files[i];
+        if (!gv_tmp_path_valid(f->path) || put_file(rootfd, f->path, f->data, f->len, b->uid) < 0) {
+            snprintf(msg, msglen, "input file %s: %s", f->path ? f->path : "(null)",
+                     gv_tmp_path_valid(f->path) ? strerror(errno) : "invalid path");
+            close(rootfd);
+            return -1;
+        }
+    }
+    close(rootfd);
+    return 0;
+}
+
+int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
+                     size_t msglen)
+{
+    json_t *proc = process_new(b, job);
+    if (!proc) {
+        snprintf(msg, msglen, "cannot build process.json");
+        return -1;
+    }
+    int rc = json_dump_file(proc, path, JSON_COMPACT);
+    json_decref(proc);
+    if (rc != 0) {
+        snprintf(msg, msglen, "write %s failed", path);
+        return -1;
+    }
+    return 0;
+}
+
+void gv_cgroup_reset_peak(const struct gv_bundle *b)
+{
+    char leaf[PATH_MAX];
+    if (b->cg_v2) {
+        cg_leaf(leaf, sizeof(leaf), NULL, b->cgpath, 1);
+        cg_write(leaf, "memory.peak", "0"); /* newer kernels only */
+        return;
+    }
+    cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0);
+    cg_write(leaf, "memory.max_usage_in_bytes", "0");
 }
 
 /* A minimal static ELF that calls exit(0): the probe's whole root fs. */
@@ -541,6 +582,8 @@ int gv_rm_tree(const char *path)
 int gv_bundle_remove(const char *dir)
 {
     char p[PATH_MAX + 8];
+    if (!dir || dir[0] != '/' || !strstr(dir, "/" GV_CID_PREFIX))
+        return -1; /* never anything but one of our bundles */
     snprintf(p, sizeof(p), "%s/tmp", dir);
     if (umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
         return -1;

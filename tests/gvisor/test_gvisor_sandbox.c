@@ -41,6 +41,8 @@ static const struct eai_isolation_ops *g_ops;
 static void *g_iso;
 static char g_data[PATH_MAX], g_images[PATH_MAX], g_work[PATH_MAX], g_state[PATH_MAX];
 static char g_runsc[PATH_MAX] = "/usr/bin/runsc";
+static int g_pool;   /* warm pool size of the current suite's instance */
+static int g_ready_once;
 
 /* ------------------------------------------------------------ helpers */
 
@@ -199,12 +201,12 @@ static int file_contains(const char *path, const char *needle)
     return found;
 }
 
-/* No bundle, no mount, no cgroup leaf, no runsc container of ours left. */
-static void assert_no_leftovers(void)
+static int g_leaves_before;
+
+/* runsc containers of ours: all, or those that are not warm-pool sandboxes. */
+static int runsc_ids(int include_pool)
 {
-    CU_ASSERT_EQUAL(count_prefix(g_work, "eai-"), 0);
-    CU_ASSERT_FALSE(file_contains("/proc/self/mountinfo", g_work));
-    char out[4096] = "";
+    char out[8192] = "";
     char cmd[PATH_MAX * 2];
     snprintf(cmd, sizeof(cmd), "%s --root=%s list -quiet 2>/dev/null", g_runsc, g_state);
     FILE *p = popen(cmd, "re");
@@ -213,11 +215,16 @@ static void assert_no_leftovers(void)
         out[n] = '\0';
         pclose(p);
     }
-    CU_ASSERT_PTR_NULL(strstr(out, "eai-"));
+    int n = 0;
+    char *save = NULL;
+    for (char *id = strtok_r(out, "\n", &save); id; id = strtok_r(NULL, "\n", &save))
+        if (!strncmp(id, "eai-", 4) && (include_pool || strncmp(id, "eai-pool-", 9)))
+            n++;
+    return n;
 }
 
-/* Leaves in every v1 controller under our subtree. */
-static int cgroup_leaves(void)
+/* Leaves in the main v1 controllers under every eai/<subtree>. */
+static int cgroup_leaves(const char *prefix)
 {
     int n = 0;
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids"};
@@ -231,19 +238,45 @@ static int cgroup_leaves(void)
         for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
             char p[PATH_MAX + 300];
             snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/eai/%s", ctrls[i], e->d_name);
-            n += count_prefix(p, "eai-");
+            n += count_prefix(p, prefix);
         }
     }
     closedir(top);
     return n;
 }
 
-static int g_leaves_before;
+static int pool_settled(void *arg)
+{
+    /* used warm sandboxes are torn down in the background after on_exit */
+    return count_prefix(g_work, "eai-pool-") <= g_pool * 4 && runsc_ids(1) - runsc_ids(0) <= g_pool * 4;
+}
 
+static void loop_until(int (*cond)(void *), void *arg, double max_s);
+
+/* After each execution: no bundle, mount, cgroup leaf or runsc container
+ * of it is left (warm-pool sandboxes waiting for work aside). */
 static void assert_clean(void)
 {
-    assert_no_leftovers();
-    CU_ASSERT_EQUAL(cgroup_leaves(), g_leaves_before);
+    int bundles = count_prefix(g_work, "eai-") - count_prefix(g_work, "eai-pool-");
+    CU_ASSERT_EQUAL(bundles, 0);
+    CU_ASSERT_EQUAL(runsc_ids(0), 0);
+    CU_ASSERT_EQUAL(cgroup_leaves("eai-") - cgroup_leaves("eai-pool-"), g_leaves_before);
+    if (g_pool == 0) {
+        CU_ASSERT_FALSE(file_contains("/proc/self/mountinfo", g_work));
+        CU_ASSERT_EQUAL(count_prefix(g_work, "eai-"), 0);
+    } else {
+        loop_until(pool_settled, NULL, 15);
+        CU_ASSERT(pool_settled(NULL));
+    }
+}
+
+/* After destroy(): nothing at all. */
+static void assert_nothing_left(void)
+{
+    CU_ASSERT_EQUAL(count_prefix(g_work, "eai-"), 0);
+    CU_ASSERT_FALSE(file_contains("/proc/self/mountinfo", g_work));
+    CU_ASSERT_EQUAL(runsc_ids(1), 0);
+    CU_ASSERT_EQUAL(cgroup_leaves("eai-"), g_leaves_before);
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -258,7 +291,8 @@ static int probe_done_cond(void *arg)
 
 static void *make_instance(const char *runsc, const char *state, const char *work)
 {
-    json_t *cfg = json_pack("{s:s, s:s, s:s}", "runsc", runsc, "state_dir", state, "work_dir", work);
+    json_t *cfg = json_pack("{s:s, s:s, s:s, s:i}", "runsc", runsc, "state_dir", state, "work_dir", work, "pool",
+                            g_pool);
     struct eai_error *err = NULL;
     void *self = g_desc->create(g_host, cfg, &err);
     json_decref(cfg);
@@ -273,8 +307,10 @@ static void *make_instance(const char *runsc, const char *state, const char *wor
     return self;
 }
 
-static int suite_init(void)
+static int global_init(void)
 {
+    if (g_ready_once)
+        return 0;
     const char *bd = getenv("EAI_BUILD_DIR");
     if (!bd)
         bd = ".";
@@ -310,25 +346,67 @@ static int suite_init(void)
         return -1;
     }
     g_ops = g_desc->ops;
-    snprintf(g_state, sizeof(g_state), "%s/state", g_data);
-    snprintf(g_work, sizeof(g_work), "%s/work", g_data);
-    g_leaves_before = cgroup_leaves();
+    g_leaves_before = cgroup_leaves("eai-");
+    g_ready_once = 1;
+    return 0;
+}
+
+static int suite_init_with(int pool, const char *tag)
+{
+    if (global_init() < 0)
+        return -1;
+    g_pool = pool;
+    snprintf(g_state, sizeof(g_state), "%s/%s-state", g_data, tag);
+    snprintf(g_work, sizeof(g_work), "%s/%s-work", g_data, tag);
     g_iso = make_instance(g_runsc, g_state, g_work);
     return g_iso ? 0 : -1;
+}
+
+static int suite_init_cold(void)
+{
+    return suite_init_with(0, "cold");
+}
+
+static int suite_init_pool(void)
+{
+    return suite_init_with(2, "pool");
 }
 
 static int suite_clean(void)
 {
     if (g_iso)
         g_desc->destroy(g_iso);
+    g_iso = NULL;
+    return 0;
+}
+
+static void global_clean(void)
+{
+    if (!g_ready_once)
+        return;
     eai_workers_stop();
     eai_host_free(g_host);
     event_base_free(g_base);
     char cmd[PATH_MAX + 16];
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_data);
     if (system(cmd) != 0)
-        return -1;
-    return 0;
+        fprintf(stderr, "cannot remove %s\n", g_data);
+}
+
+static void test_destroy_leaves_nothing(void)
+{
+    g_desc->destroy(g_iso);
+    g_iso = NULL;
+    /* destroy() is synchronous for what is running or waiting */
+    assert_nothing_left();
+}
+
+/* Warm pool: a second job of one shape runs in a pre-booted sandbox (its
+ * pid 1 is the pool's idle init), yet sees a fresh, empty /tmp. */
+static int pool_hit_cond(void *arg)
+{
+    (void)arg;
+    return count_prefix(g_work, "eai-pool-") >= 1;
 }
 
 /* ------------------------------------------------------------ tests */
@@ -798,11 +876,37 @@ static void test_sweep_restart(void)
     assert_clean();
 }
 
-int main(void)
+static void test_pool_serves_once(void)
 {
-    if (CU_initialize_registry() != CUE_SUCCESS)
-        return 2;
-    CU_pSuite s = CU_add_suite("gvisor", suite_init, suite_clean);
+    const char *warm[] = {"true", NULL};
+    struct run *r = run_new(warm);
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 60), 0);
+    free(r);
+    loop_until(pool_hit_cond, NULL, 10);
+    /* give the boot time to finish (ready line) */
+    double end = now_s() + 3;
+    while (now_s() < end) {
+        struct timeval tv = {0, 20000};
+        event_base_loopexit(g_base, &tv);
+        event_base_loop(g_base, EVLOOP_ONCE);
+    }
+    char seen[2][64];
+    for (int i = 0; i < 2; i++) {
+        const char *argv[] = {"sh", "-c", "tr '\\0' ' ' < /proc/1/cmdline; echo; ls -A /tmp | wc -l; touch /tmp/mark",
+                              NULL};
+        r = run_new(argv);
+        CU_ASSERT_EQUAL_FATAL(run_job(r, 60), 0);
+        CU_ASSERT_EQUAL(r->exit_code, 0);
+        snprintf(seen[i], sizeof(seen[i]), "%s", r->out);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r->out, "\n0\n")); /* /tmp fresh each time */
+        free(r);
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(seen[0], "sleep infinity"));
+    assert_clean();
+}
+
+static void add_common(CU_pSuite s)
+{
     CU_add_test(s, "probe ready", test_probe_ready);
     CU_add_test(s, "print works", test_print);
     CU_add_test(s, "exit codes", test_exit_codes);
@@ -817,12 +921,27 @@ int main(void)
     CU_add_test(s, "cancel", test_cancel);
     CU_add_test(s, "12 parallel jobs", test_parallel);
     CU_add_test(s, "image missing", test_image_missing);
-    CU_add_test(s, "bad runsc: fail closed", test_bad_runsc_fail_closed);
-    CU_add_test(s, "sweep after restart", test_sweep_restart);
+}
+
+int main(void)
+{
+    if (CU_initialize_registry() != CUE_SUCCESS)
+        return 2;
+    CU_pSuite cold = CU_add_suite("gvisor (cold start)", suite_init_cold, suite_clean);
+    add_common(cold);
+    CU_add_test(cold, "bad runsc: fail closed", test_bad_runsc_fail_closed);
+    CU_add_test(cold, "sweep after restart", test_sweep_restart);
+    CU_add_test(cold, "destroy leaves nothing", test_destroy_leaves_nothing);
+    CU_pSuite pool = CU_add_suite("gvisor (warm pool)", suite_init_pool, suite_clean);
+    CU_add_test(pool, "pool serves each sandbox once", test_pool_serves_once);
+    add_common(pool);
+    CU_add_test(pool, "sweep after restart", test_sweep_restart);
+    CU_add_test(pool, "destroy leaves nothing", test_destroy_leaves_nothing);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
     unsigned suite_fails = CU_get_number_of_suites_failed();
     CU_cleanup_registry();
+    global_clean();
     return (fails || suite_fails) ? 1 : 0;
 }

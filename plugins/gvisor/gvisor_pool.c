@@ -1,0 +1,419 @@
+/*
+ * Warm pool of pre-booted, single-use gVisor sandboxes (docs/gvisor.md).
+ *
+ * A pooled sandbox is a bundle exactly like an execution's (same image,
+ * limits, host tmpfs /tmp, cgroup leaf) whose init is
+ * `sh -c 'echo ready; exec sleep infinity'` under an attached `runsc run`.
+ * An execution of the same shape takes one, has its files written into the
+ * tmpfs and its program started with `runsc exec --process`, and when the
+ * program ends the whole sandbox is torn down.  A sandbox never serves two
+ * executions.  The pool only saves the sandbox boot from the critical path.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "gvisor.h"
+
+#define GV_POOL_BOOT_TIMEOUT_MS 30000
+#define GV_POOL_BACKOFF_MS 30000
+
+enum gv_pool_state { GVP_BOOTING = 0, GVP_READY, GVP_TAKEN, GVP_DYING };
+
+struct gv_pooled {
+    struct gv *g;
+    struct gv_pooled *next;
+    struct gv_shape shape;
+    struct gv_bundle b;
+    enum gv_pool_state state;
+    int prep_failed;
+    struct gv_child *run;
+    int run_spawned, run_exited;
+    int helpers;
+    int rd_fd;
+    struct event *rd_ev;
+    char rd[16];
+    size_t rdlen;
+    struct event *ev_timer;     /* boot timeout, then kill grace */
+    int cleaning;
+};
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int shape_eq(const struct gv_shape *a, const struct gv_shape *b)
+{
+    return a->memory == b->memory && a->cpu == b->cpu && a->disk == b->disk && a->pids == b->pids &&
+           !strcmp(a->rootfs, b->rootfs);
+}
+
+const struct gv_bundle *gv_pooled_bundle(const struct gv_pooled *p)
+{
+    return &p->b;
+}
+
+/* ------------------------------------------------------------ teardown */
+
+static void pooled_unlink(struct gv_pooled *p)
+{
+    for (struct gv_pooled **pp = &p->g->pool; *pp; pp = &(*pp)->next) {
+        if (*pp == p) {
+            *pp = p->next;
+            return;
+        }
+    }
+}
+
+static void pooled_free(struct gv_pooled *p)
+{
+    if (p->rd_ev)
+        event_free(p->rd_ev);
+    if (p->rd_fd >= 0)
+        close(p->rd_fd);
+    if (p->ev_timer)
+        event_free(p->ev_timer);
+    free(p);
+}
+
+static void cleanup_work(void *arg)
+{
+    struct gv_pooled *p = arg;
+    gv_bundle_remove(p->b.dir);
+    if (p->b.cg_made)
+        gv_cgroup_remove(p->b.cgpath, p->b.cg_v2);
+}
+
+static void cleanup_done(void *arg)
+{
+    struct gv_pooled *p = arg;
+    struct gv *g = p->g;
+    pooled_unlink(p);
+    pooled_free(p);
+    gv_release(g);
+}
+
+static void maybe_cleanup(struct gv_pooled *p)
+{
+    if (p->state != GVP_DYING || p->cleaning || p->helpers > 0 || (p->run_spawned && !p->run_exited))
+        return;
+    p->cleaning = 1;
+    if (p->ev_timer)
+        event_del(p->ev_timer);
+    if (p->g->destroying || p->g->host->work_submit(p->g->host, cleanup_work, cleanup_done, p) < 0) {
+        cleanup_work(p);
+        cleanup_done(p);
+    }
+}
+
+static void helper_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_pooled *p = arg;
+    p->helpers--;
+    maybe_cleanup(p);
+}
+
+static void spawn_helper(struct gv_pooled *p, int del)
+{
+    struct gv *g = p->g;
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
+    char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
+    if (gv_child_spawn(g->host, del ? del_argv : kill_argv, -1, -1, -1, 1,
+                       del ? GV_DELETE_TIMEOUT_MS : GV_RUNSC_TIMEOUT_MS, helper_done, p))
+        p->helpers++;
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_pooled *p = arg;
+    if (p->run_exited || !p->run)
+        return;
+    kill(gv_child_pid(p->run), SIGKILL);
+    spawn_helper(p, 1);
+}
+
+/* Stop the sandbox (if it runs) and remove everything of it. */
+static void pooled_kill(struct gv_pooled *p)
+{
+    if (p->state == GVP_DYING)
+        return;
+    p->state = GVP_DYING;
+    if (p->rd_ev) {
+        event_free(p->rd_ev);
+        p->rd_ev = NULL;
+    }
+    if (p->rd_fd >= 0) {
+        close(p->rd_fd);
+        p->rd_fd = -1;
+    }
+    if (p->run_spawned && !p->run_exited) {
+        spawn_helper(p, 0);
+        if (p->ev_timer) {
+            event_del(p->ev_timer);
+            event_free(p->ev_timer);
+        }
+        p->ev_timer = evtimer_new(p->g->host->base, on_grace, p);
+        struct timeval tv = {GV_KILL_GRACE_MS / 1000, (GV_KILL_GRACE_MS % 1000) * 1000};
+        if (!p->ev_timer || evtimer_add(p->ev_timer, &tv) < 0)
+            on_grace(-1, 0, p);
+    }
+    maybe_cleanup(p);
+}
+
+void gv_pool_release(struct gv_pooled *p)
+{
+    pooled_kill(p);
+}
+
+/* ------------------------------------------------------------ boot */
+
+static void boot_failed(struct gv_pooled *p, const char *why)
+{
+    struct gv *g = p->g;
+    if (!g->destroying) {
+        g->pool_backoff_until = now_ms() + GV_POOL_BACKOFF_MS;
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: %s (pool paused %d s)", p->b.cid, why,
+                     GV_POOL_BACKOFF_MS / 1000);
+    }
+    pooled_kill(p);
+}
+
+static void run_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_pooled *p = arg;
+    p->run = NULL;
+    p->run_exited = 1;
+    if (p->state == GVP_BOOTING || p->state == GVP_READY)
+        boot_failed(p, "sandbox ended while idle");
+    else
+        maybe_cleanup(p); /* TAKEN: the execution notices through its exec */
+}
+
+static void on_ready(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_pooled *p = arg;
+    ssize_t r = read(p->rd_fd, p->rd + p->rdlen, sizeof(p->rd) - 1 - p->rdlen);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r <= 0) {
+        boot_failed(p, "init closed its output before ready");
+        return;
+    }
+    p->rdlen += (size_t)r;
+    p->rd[p->rdlen] = '\0';
+    if (!strstr(p->rd, "ready")) {
+        if (p->rdlen >= sizeof(p->rd) - 1)
+            boot_failed(p, "unexpected init output");
+        return;
+    }
+    event_free(p->rd_ev);
+    p->rd_ev = NULL;
+    close(p->rd_fd);
+    p->rd_fd = -1;
+    if (p->ev_timer)
+        event_del(p->ev_timer);
+    if (p->state == GVP_BOOTING)
+        p->state = GVP_READY;
+}
+
+static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_pooled *p = arg;
+    if (p->state == GVP_BOOTING)
+        boot_failed(p, "boot timed out");
+}
+
+static const char *const gv_pool_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
+
+static void prepare_work(void *arg)
+{
+    struct gv_pooled *p = arg;
+    char msg[256], path[PATH_MAX + 32];
+    struct stat st;
+    /* Only images with sh and sleep can idle; others always start cold. */
+    snprintf(path, sizeof(path), "%s/bin/sh", p->shape.rootfs);
+    int ok = stat(path, &st) == 0;
+    snprintf(path, sizeof(path), "%s/usr/bin/sleep", p->shape.rootfs);
+    int ok2 = stat(path, &st) == 0;
+    snprintf(path, sizeof(path), "%s/bin/sleep", p->shape.rootfs);
+    ok2 = ok2 || stat(path, &st) == 0;
+    if (!ok || !ok2) {
+        p->prep_failed = 2;
+        return;
+    }
+    struct eai_iso_job job;
+    memset(&job, 0, sizeof(job));
+    job.size = sizeof(job);
+    job.argv = gv_pool_init_argv;
+    job.memory_bytes = p->shape.memory;
+    job.cpu_millis = p->shape.cpu;
+    job.disk_bytes = p->shape.disk;
+    job.pids = p->shape.pids;
+    if (gv_bundle_prepare(&p->b, &job, msg, sizeof(msg)) < 0)
+        p->prep_failed = 1;
+}
+
+static void prepare_done(void *arg)
+{
+    struct gv_pooled *p = arg;
+    struct gv *g = p->g;
+    if (p->prep_failed || g->destroying || p->state != GVP_BOOTING) {
+        for (int i = 0; p->prep_failed == 2 && i < GV_POOL_SHAPES; i++)
+            if (g->shapes[i].used && shape_eq(&g->shapes[i].shape, &p->shape))
+                g->shapes[i].unpoolable = 1;
+        if (p->prep_failed == 1)
+            boot_failed(p, "cannot prepare the bundle");
+        else
+            pooled_kill(p);
+        gv_release(g);
+        return;
+    }
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        boot_failed(p, "pipe");
+        gv_release(g);
+        return;
+    }
+    fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+    char root[PATH_MAX + 16], plat[64];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    p->run = gv_child_spawn(g->host, argv, -1, out[1], -1, 0, 0, run_done, p);
+    close(out[1]);
+    p->rd_fd = out[0];
+    if (!p->run) {
+        boot_failed(p, "cannot spawn runsc");
+        gv_release(g);
+        return;
+    }
+    p->run_spawned = 1;
+    p->rd_ev = event_new(g->host->base, p->rd_fd, EV_READ | EV_PERSIST, on_ready, p);
+    p->ev_timer = evtimer_new(g->host->base, on_boot_timeout, p);
+    struct timeval tv = {GV_POOL_BOOT_TIMEOUT_MS / 1000, 0};
+    if (!p->rd_ev || !p->ev_timer || event_add(p->rd_ev, NULL) < 0 || evtimer_add(p->ev_timer, &tv) < 0)
+        boot_failed(p, "out of memory");
+    gv_release(g);
+}
+
+static void pool_boot(struct gv *g, const struct gv_shape *s)
+{
+    struct gv_pooled *p = calloc(1, sizeof(*p));
+    if (!p)
+        return;
+    p->g = g;
+    p->shape = *s;
+    p->rd_fd = -1;
+    p->state = GVP_BOOTING;
+    unsigned char rnd[4] = {0};
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        memset(rnd, 0, sizeof(rnd));
+    snprintf(p->b.cid, sizeof(p->b.cid), GV_CID_PREFIX "pool-%02x%02x%02x%02x-%lu", rnd[0], rnd[1], rnd[2], rnd[3],
+             ++g->seq);
+    snprintf(p->b.dir, sizeof(p->b.dir), "%s/%s", g->work_dir, p->b.cid);
+    snprintf(p->b.cgpath, sizeof(p->b.cgpath), "%s/%s", g->cg_parent, p->b.cid);
+    snprintf(p->b.rootfs, sizeof(p->b.rootfs), "%s", s->rootfs);
+    p->b.uid = g->uid;
+    p->b.cg_v2 = g->cg_v2;
+    p->next = g->pool;
+    g->pool = p;
+    g->inflight++; /* held by the pooled sandbox until cleanup_done */
+    g->inflight++; /* held by the prepare step */
+    if (g->host->work_submit(g->host, prepare_work, prepare_done, p) < 0) {
+        p->prep_failed = 1;
+        prepare_done(p);
+    }
+}
+
+/* ------------------------------------------------------------ take */
+
+struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
+{
+    if (g->pool_size <= 0 || g->destroying)
+        return NULL;
+    /* Remember the shape (LRU); forget the oldest one's idle sandboxes. */
+    int64_t now = now_ms();
+    int slot = -1;
+    for (int i = 0; i < GV_POOL_SHAPES && slot < 0; i++)
+        if (g->shapes[i].used && shape_eq(&g->shapes[i].shape, s))
+            slot = i;
+    if (slot < 0) {
+        for (int i = 0; i < GV_POOL_SHAPES && slot < 0; i++)
+            if (!g->shapes[i].used)
+                slot = i;
+        if (slot < 0) {
+            slot = 0;
+            for (int i = 1; i < GV_POOL_SHAPES; i++)
+                if (g->shapes[i].last < g->shapes[slot].last)
+                    slot = i;
+            for (struct gv_pooled *p = g->pool, *n; p; p = n) {
+                n = p->next;
+                if ((p->state == GVP_READY || p->state == GVP_BOOTING) && shape_eq(&p->shape, &g->shapes[slot].shape))
+                    pooled_kill(p);
+            }
+        }
+        memset(&g->shapes[slot], 0, sizeof(g->shapes[slot]));
+        g->shapes[slot].shape = *s;
+        g->shapes[slot].used = 1;
+    }
+    g->shapes[slot].last = now;
+    if (g->shapes[slot].unpoolable)
+        return NULL;
+
+    struct gv_pooled *got = NULL;
+    int warm = 0;
+    for (struct gv_pooled *p = g->pool; p; p = p->next) {
+        if (!shape_eq(&p->shape, s))
+            continue;
+        if (p->state == GVP_READY && !got)
+            got = p;
+        else if (p->state == GVP_READY || p->state == GVP_BOOTING)
+            warm++;
+    }
+    if (got)
+        got->state = GVP_TAKEN;
+    if (now >= g->pool_backoff_until && gv_ready_gate(g)) {
+        for (; warm < g->pool_size; warm++)
+            pool_boot(g, s);
+    }
+    return got;
+}
+
+/* Shutdown: stop every pooled sandbox now (blocking; no callbacks). */
+void gv_pool_destroy_all(struct gv *g)
+{
+    for (struct gv_pooled *p = g->pool; p; p = p->next) {
+        if (p->run && !p->run_exited) {
+            pid_t pid = gv_child_pid(p->run);
+            gv_child_detach(p->run);
+            char root[PATH_MAX + 16];
+            snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+            char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
+            char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
+            gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            kill(pid, SIGKILL);
+            gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            p->run = NULL;
+            p->run_exited = 1;
+        }
+        if (p->state != GVP_BOOTING || p->run_spawned) {
+            cleanup_work(p);
+            p->b.cg_made = 0;
+            p->b.dir[0] = '\0';
+        }
+    }
+}
