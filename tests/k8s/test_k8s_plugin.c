@@ -323,7 +323,8 @@ static void pod_name(const struct run *r, char *out, size_t n)
 
 /* ------------------------------------------------------------ set-up */
 
-static int spawn_standin(void)
+/* Start a stand-in (extra: more arguments, NULL-terminated); its URL into url. */
+static int spawn_standin(const char *const *extra, pid_t *pid, int *stdin_fd, char *url, size_t urllen)
 {
     int out[2], in[2];
     if (pipe2(out, O_CLOEXEC) < 0 || pipe2(in, O_CLOEXEC) < 0)
@@ -334,22 +335,29 @@ static int spawn_standin(void)
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
     char script[PATH_MAX];
     snprintf(script, sizeof script, "%s/standin/server.js", EAI_STANDIN_DIR);
-    char *argv[] = {(char *)EAI_NODE_BIN, script, "--port", "0", "--token-file", g_token,
-                    "--start-delay-ms", "20", NULL};
-    int rc = posix_spawn(&g_node, EAI_NODE_BIN, &fa, NULL, argv, environ);
+    char *argv[24] = {(char *)EAI_NODE_BIN, script, "--port", "0", "--token-file", g_token,
+                      "--start-delay-ms", "20"};
+    int n = 8;
+    for (const char *const *e = extra; e && *e && n < 23; e++)
+        argv[n++] = (char *)*e;
+    argv[n] = NULL;
+    int rc = posix_spawn(pid, EAI_NODE_BIN, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);
-    if (rc != 0)
+    if (rc != 0) {
+        close(in[1]);
+        close(out[0]);
         return -1;
-    g_node_stdin = in[1];
+    }
+    *stdin_fd = in[1];
     FILE *f = fdopen(out[0], "r");
     char line[512];
     int ok = -1;
     while (fgets(line, sizeof line, f)) {
         if (!strncmp(line, "STANDIN_URL=", 12)) {
             line[strcspn(line, "\n")] = '\0';
-            snprintf(g_url, sizeof g_url, "%s", line + 12);
+            snprintf(url, urllen, "%s", line + 12);
             ok = 0;
             break;
         }
@@ -398,7 +406,7 @@ static int suite_init(void)
         return -1;
     snprintf(g_token, sizeof g_token, "%s/token", g_dir);
     write_token("token-1");
-    if (spawn_standin() < 0) {
+    if (spawn_standin(NULL, &g_node, &g_node_stdin, g_url, sizeof g_url) < 0) {
         fprintf(stderr, "cannot start the stand-in (did `npm ci` run in tests/k8s?)\n");
         return -1;
     }
@@ -934,6 +942,68 @@ static void test_kubeconfig(void)
     json_decref(cfg);
 }
 
+/* HTTPS with a CA bundle: the API server's certificate is verified. */
+static void test_https(void)
+{
+    char cmd[6 * PATH_MAX], cert[PATH_MAX + 16], key[PATH_MAX + 16], other[PATH_MAX + 16], okey[PATH_MAX + 16];
+    snprintf(cert, sizeof cert, "%s/tls.crt", g_dir);
+    snprintf(key, sizeof key, "%s/tls.key", g_dir);
+    snprintf(other, sizeof other, "%s/other.crt", g_dir);
+    snprintf(okey, sizeof okey, "%s/other.key", g_dir);
+    snprintf(cmd, sizeof cmd,
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+             "-addext subjectAltName=IP:127.0.0.1 -keyout %s -out %s >/dev/null 2>&1 && "
+             "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=127.0.0.1 "
+             "-addext subjectAltName=IP:127.0.0.1 -keyout %s -out %s >/dev/null 2>&1",
+             key, cert, okey, other);
+    CU_ASSERT_EQUAL_FATAL(system(cmd), 0);
+    const char *extra[] = {"--tls-cert", cert, "--tls-key", key, NULL};
+    pid_t pid = -1;
+    int in = -1;
+    char url[256];
+    CU_ASSERT_EQUAL_FATAL(spawn_standin(extra, &pid, &in, url, sizeof url), 0);
+    CU_ASSERT_EQUAL(strncmp(url, "https://", 8), 0);
+    /* the right CA: ready, and an execution runs */
+    json_t *cfg = base_config();
+    json_object_set_new(cfg, "api_url", json_string(url));
+    json_object_set_new(cfg, "ca_file", json_string(cert));
+    void *iso = make_instance(cfg);
+    CU_ASSERT_PTR_NOT_NULL(iso);
+    if (iso) {
+        CU_ASSERT(ready_cond(iso));
+        const char *argv[] = {"echo", "over-tls", NULL};
+        struct run *r = run_new(argv);
+        struct eai_error *err = NULL;
+        CU_ASSERT_EQUAL(g_ops->start(iso, &r->job, &g_cb, r, &r->handle, &err), 0);
+        loop_until(done_cond, r, 10);
+        CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+        CU_ASSERT_STRING_EQUAL(r->out, "over-tls\n");
+        free(r);
+        g_desc->destroy(iso);
+    }
+    /* another CA: the server is not trusted, the backend is not ready */
+    cfg = base_config();
+    json_object_set_new(cfg, "api_url", json_string(url));
+    json_object_set_new(cfg, "ca_file", json_string(other));
+    json_object_set_new(cfg, "api_retries", json_integer(0));
+    struct eai_error *err = NULL;
+    iso = g_desc->create(g_host, cfg, &err);
+    json_decref(cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
+    spin(1.0);
+    struct eai_iso_probe p;
+    memset(&p, 0, sizeof p);
+    p.size = sizeof p;
+    g_ops->probe(iso, &p);
+    CU_ASSERT_EQUAL(p.ready, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.reason, "unreachable"));
+    g_desc->destroy(iso);
+    spin(0.1);
+    close(in);
+    kill(pid, SIGTERM);
+    waitpid(pid, NULL, 0);
+}
+
 /* Every request the plugin sent is in plugins/k8s/api-calls.json (the
  * chart's RBAC is checked against the same file by the helm tests). */
 static void test_calls_match_rbac(void)
@@ -1023,6 +1093,7 @@ int main(void)
     CU_add_test(s, "sweep", test_sweep);
     CU_add_test(s, "kubeconfig", test_kubeconfig);
     CU_add_test(s, "every call is covered by the RBAC list", test_calls_match_rbac);
+    CU_add_test(s, "https with a CA bundle", test_https);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures() + CU_get_number_of_suites_failed();
