@@ -213,6 +213,16 @@ static void probe_settle(struct kt *k, int timed_out)
 {
     k->probe_waiting = 0;
     event_del(k->probe_wait_ev);
+    if (!k->probe_seen.exited && timed_out && !k->probe_retried) {
+        /* The container ran but its event did not come: the subscription
+         * may have been made just too late.  Once more, right away. */
+        k->probe_retried = 1;
+        if (k->probe_ctx)
+            probe_cleanup(k->probe_ctx);
+        k->host->log(k->host, KT_COMPONENT, EAI_LOG_WARN, "probe: no exit event seen, retrying once");
+        probe_start(k);
+        return;
+    }
     if (k->probe_seen.exited && k->probe_seen.exit_status == 0)
         probe_finish(k, 1, NULL);
     else if (k->probe_seen.exited)
@@ -393,6 +403,8 @@ static void probe_start(struct kt *k)
         probe_finish(k, 0, reason);
         return;
     }
+    /* Subscribe first: the probe's container must find it listening. */
+    kt_events_start(k);
     char *argv[KT_CTR_ARGC + 2];
     kt_ctr_argv(k, argv);
     argv[KT_CTR_ARGC] = "version";

@@ -78,6 +78,7 @@ struct kt {
     char probe_cid[96];
     struct kt_seen probe_seen;
     int probe_waiting;           /* ctr run ended, waiting for its exit event */
+    int probe_retried;           /* one quick retry when only the event was missing */
     struct event *probe_wait_ev;
     void *probe_ctx;
 

@@ -764,8 +764,8 @@ static struct kt_exec *find_live(struct kt *k, const void *handle)
 void kt_exec_cancel(struct kt *k, void *handle)
 {
     struct kt_exec *e = find_live(k, handle);
-    if (!e || e->cancelled || e->state == KT_FINISHING)
-        return;
+    if (!e || e->cancelled || e->state == KT_FINISHING || e->state == KT_SETTLING)
+        return; /* SETTLING: the program has already ended on its own */
     e->cancelled = 1;
     if (e->state == KT_RUNNING && e->run_spawned && !e->run_exited)
         exec_stop(e);

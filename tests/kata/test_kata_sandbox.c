@@ -829,6 +829,48 @@ static void test_cancel(void)
     assert_clean();
 }
 
+static int all_done(void *arg)
+{
+    struct run **rs = arg;
+    for (int i = 0; rs[i]; i++)
+        if (!rs[i]->done)
+            return 0;
+    return 1;
+}
+
+static void test_parallel(void)
+{
+    /* Events of several containers at once reach the right execution. */
+    enum { N = 6 };
+    struct run *rs[N + 1] = {NULL};
+    char scripts[N][128];
+    for (int i = 0; i < N; i++) {
+        snprintf(scripts[i], sizeof(scripts[i]), "echo job-%d; exit %d", i, 10 + i);
+        const char *argv[] = {"sh", "-c", scripts[i], NULL};
+        rs[i] = run_new(argv);
+        if (i == N - 1) {
+            rs[i]->argv[2] = "x=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; while true; do x=$x$x; done";
+            rs[i]->job.memory_bytes = 32LL << 20;
+        }
+        void *h = NULL;
+        struct eai_error *err = NULL;
+        CU_ASSERT_EQUAL_FATAL(g_ops->start(g_iso, &rs[i]->job, &g_cb, rs[i], &h, &err), 0);
+    }
+    loop_until(all_done, rs, 120);
+    for (int i = 0; i < N - 1; i++) {
+        char want[32];
+        snprintf(want, sizeof(want), "job-%d\n", i);
+        CU_ASSERT_EQUAL(rs[i]->done, 1);
+        CU_ASSERT_EQUAL(rs[i]->outcome, EAI_OUT_EXITED);
+        CU_ASSERT_EQUAL(rs[i]->exit_code, 10 + i);
+        CU_ASSERT_STRING_EQUAL(rs[i]->out, want);
+    }
+    CU_ASSERT_EQUAL(rs[N - 1]->outcome, EAI_OUT_OOM);
+    for (int i = 0; i < N; i++)
+        free(rs[i]);
+    assert_clean();
+}
+
 static void test_image_missing(void)
 {
     const char *argv[] = {"true", NULL};
@@ -974,6 +1016,26 @@ static void test_sweep(void)
     assert_clean();
 }
 
+static void test_destroy_while_running(void)
+{
+    /* Shutdown with an execution running: no callback, nothing left. */
+    const char *argv[] = {"sleep", "60", NULL};
+    struct run *r = run_new(argv);
+    void *h = NULL;
+    struct eai_error *err = NULL;
+    CU_ASSERT_EQUAL_FATAL(g_ops->start(g_iso, &r->job, &g_cb, r, &h, &err), 0);
+    loop_until(run_started_cond, r, 30);
+    CU_ASSERT_EQUAL(r->started, 1);
+    g_desc->destroy(g_iso);
+    g_iso = NULL;
+    loop_until(never, NULL, 0.5);
+    CU_ASSERT_EQUAL(r->done, 0);
+    free(r);
+    assert_clean();
+    g_iso = make_instance(NS, g_sock, RUNTIME, g_work);
+    CU_ASSERT_PTR_NOT_NULL(g_iso);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -990,12 +1052,14 @@ int main(void)
     CU_add_test(s, "timeout: SIGTERM ignored, SIGKILL", test_timeout_kill);
     CU_add_test(s, "timeout: SIGTERM first", test_timeout_term_first);
     CU_add_test(s, "cancel", test_cancel);
+    CU_add_test(s, "6 parallel jobs, one OOM", test_parallel);
     CU_add_test(s, "image missing", test_image_missing);
     CU_add_test(s, "refused: no shim on PATH", test_refuse_no_shim);
     CU_add_test(s, "refused: no containerd", test_refuse_no_containerd);
     CU_add_test(s, "refused: shim removed after the probe", test_refuse_shim_removed);
     CU_add_test(s, "probe runs a real container", test_probe_runs_a_container);
     CU_add_test(s, "sweep after restart", test_sweep);
+    CU_add_test(s, "destroy while running", test_destroy_while_running);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned fails = CU_get_number_of_failures();
