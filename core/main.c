@@ -1,8 +1,40 @@
-/* eaid: entry point (serve and the admin CLI).  Filled in by the core HTTP work. */
+/* eaid: `eaid serve` and the admin CLI (docs/api.md, docs/configuration.md). */
 #include <stdio.h>
+#include <string.h>
+
+#include "app_ext.h"
+#include "cli.h"
 
 int main(int argc, char **argv)
 {
-    fprintf(stderr, "usage: eaid serve|tenants|keys|migrate|images|audit ...\n");
-    return 2;
+    const char *config = NULL;
+    char *rest[256];
+    int n = 0;
+    /* --config FILE may come anywhere before or after the command */
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--config") == 0 || strcmp(argv[i], "-c") == 0) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "eaid: --config needs a file\n");
+                return 2;
+            }
+            config = argv[++i];
+        } else if (strncmp(argv[i], "--config=", 9) == 0) {
+            config = argv[i] + 9;
+        } else if (n < (int)(sizeof(rest) / sizeof(rest[0])) - 1) {
+            rest[n++] = argv[i];
+        }
+    }
+    rest[n] = NULL;
+    if (n == 0 || strcmp(rest[0], "help") == 0 || strcmp(rest[0], "--help") == 0 || strcmp(rest[0], "-h") == 0) {
+        eai_cli_usage();
+        return n == 0 ? 2 : 0;
+    }
+    if (strcmp(rest[0], "serve") == 0) {
+        if (n > 1) {
+            fprintf(stderr, "usage: eaid serve [--config FILE]\n");
+            return 2;
+        }
+        return eai_app_serve(config);
+    }
+    return eai_cli_run(config, n, rest);
 }

@@ -1,0 +1,560 @@
+/*
+ * Application start and stop (docs/architecture.md, "Start and stop").
+ *
+ * start: config -> data dir + pepper -> loop, workers, host -> storage
+ *        (built-in sqlite, or the postgres plugin) -> contracts -> isolation
+ *        backends (each failure logged; the backend is then missing and
+ *        its profiles answer 503: fail closed) -> profiles -> executions
+ *        -> delivery, telemetry -> HTTP server.
+ * stop:  stop accepting -> executions (answers parked long-polls) ->
+ *        drain requests (bounded) -> delivery, telemetry -> server ->
+ *        isolation -> workers -> storage -> host.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "app_ext.h"
+#include "auth.h"
+#include "config.h"
+#include "config_check.h"
+#include "delivery.h"
+#include "errors.h"
+#include "exec.h"
+#include "host.h"
+#include "jsonschema.h"
+#include "loader.h"
+#include "log.h"
+#include "metrics.h"
+#include "otlp.h"
+#include "server.h"
+#include "server_ext.h"
+#include "store_sqlite.h"
+#include "util.h"
+#include "worker.h"
+
+#define APP_COMPONENT "app"
+#define APP_DRAIN_MS 5000
+
+/* Isolation backends named in the config that could not be loaded. */
+struct iso_failure {
+    char name[64];
+    char reason[256];
+};
+static struct iso_failure g_iso_failures[8];
+static int g_niso_failures;
+
+const char *eai_app_isolation_failure(const struct eai_app *app, const char *name)
+{
+    for (int i = 0; i < g_niso_failures; i++)
+        if (strcmp(g_iso_failures[i].name, name) == 0)
+            return g_iso_failures[i].reason;
+    return NULL;
+}
+
+static void iso_fail(const char *name, const char *reason)
+{
+    eai_log(APP_COMPONENT, EAI_LOG_ERROR, "isolation backend '%s' unavailable (fail closed): %s", name, reason);
+    for (int i = 0; i < g_niso_failures; i++)
+        if (strcmp(g_iso_failures[i].name, name) == 0) {
+            snprintf(g_iso_failures[i].reason, sizeof(g_iso_failures[i].reason), "%s", reason);
+            return;
+        }
+    if (g_niso_failures < (int)(sizeof(g_iso_failures) / sizeof(g_iso_failures[0]))) {
+        snprintf(g_iso_failures[g_niso_failures].name, sizeof(g_iso_failures[0].name), "%s", name);
+        snprintf(g_iso_failures[g_niso_failures].reason, sizeof(g_iso_failures[0].reason), "%s", reason);
+        g_niso_failures++;
+    }
+}
+
+const struct eai_profile *eai_app_profile(const struct eai_app *app, const char *name)
+{
+    if (!app || !name)
+        return NULL;
+    for (int i = 0; i < app->nprofiles; i++)
+        if (strcmp(app->profiles[i].name, name) == 0)
+            return &app->profiles[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------ paths */
+
+static int is_dir(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+const char *eai_app_contracts_dir(void)
+{
+    static char dir[PATH_MAX];
+    const char *env = secure_getenv("EAI_CONTRACTS_DIR");
+    if (env && *env)
+        return env;
+    if (dir[0])
+        return dir;
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash)
+            *slash = '\0';
+        const char *rel[] = {"../contracts/v1", "contracts/v1", "../share/eai/contracts/v1", "../../contracts/v1"};
+        for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+            snprintf(dir, sizeof(dir), "%s/%s", exe, rel[i]);
+            if (is_dir(dir))
+                return dir;
+        }
+    }
+#ifdef EAI_SOURCE_DIR
+    snprintf(dir, sizeof(dir), "%s/contracts/v1", EAI_SOURCE_DIR);
+#else
+    snprintf(dir, sizeof(dir), "contracts/v1");
+#endif
+    return dir;
+}
+
+int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], struct eai_error **err)
+{
+    if (eai_mkdir_p(cfg->data_dir, 0700) < 0) {
+        int e = errno;
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "data dir %s: %s", cfg->data_dir, strerror(e)));
+        return -1;
+    }
+    /* the pepper is created only at its default place; a named file
+     * (EAI_AUTH_PEPPER_FILE) must exist */
+    char def[PATH_MAX];
+    snprintf(def, sizeof(def), "%s/pepper", cfg->data_dir);
+    int create = strcmp(cfg->pepper_file, def) == 0;
+    return eai_auth_pepper_load(cfg->pepper_file, create, pepper, err);
+}
+
+/* ------------------------------------------------------------ storage */
+
+int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *host,
+                         struct eai_plugin_inst *out, struct eai_error **err)
+{
+    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
+    const char *name = cfg->storage_backend ? cfg->storage_backend : "sqlite";
+    struct eai_error *e = NULL;
+    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, name, &e);
+    if (!d) {
+        eai_error_prefix(e, "storage backend '%s'", name);
+        eai_error_propagate(err, e);
+        return -1;
+    }
+    json_t *conf;
+    if (strcmp(name, "postgres") == 0) {
+        conf = json_pack("{s:s, s:i}", "url", cfg->database_url, "pool_size", cfg->workers);
+    } else {
+        char path[PATH_MAX];
+        if (cfg->database_url && strncmp(cfg->database_url, "sqlite:", 7) == 0)
+            snprintf(path, sizeof(path), "%s", cfg->database_url + 7);
+        else
+            snprintf(path, sizeof(path), "%s/eai.db", cfg->data_dir);
+        conf = json_pack("{s:s, s:i}", "path", path, "pool_size", cfg->workers + 1);
+    }
+    if (!conf) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+        return -1;
+    }
+    /* keep only keys the backend declares (pool_size is optional) */
+    if (d->config_keys && !eai_cfg_plugin_has_key(d->config_keys, "pool_size"))
+        json_object_del(conf, "pool_size");
+    if (eai_cfg_check_plugin(d->config_keys, conf, cfg->source, "/storage", err) < 0) {
+        json_decref(conf);
+        return -1;
+    }
+    void *self = d->create(host, conf, &e);
+    json_decref(conf);
+    if (!self) {
+        if (!e)
+            e = eai_error_new(EAI_E_STORAGE_UNAVAILABLE, 0, "create failed");
+        eai_error_prefix(e, "storage backend '%s'", name);
+        eai_error_propagate(err, e);
+        return -1;
+    }
+    out->desc = d;
+    out->self = self;
+    return 0;
+}
+
+void eai_app_storage_close(struct eai_plugin_inst *inst)
+{
+    if (inst && inst->desc && inst->self)
+        inst->desc->destroy(inst->self);
+    if (inst) {
+        inst->desc = NULL;
+        inst->self = NULL;
+    }
+}
+
+/* ------------------------------------------------------------ isolation */
+
+static void isolation_load(struct eai_app *app)
+{
+    const struct eai_config *cfg = app->cfg;
+    const char *name;
+    json_t *sub;
+    g_niso_failures = 0;
+    json_object_foreach(cfg->isolation, name, sub) {
+        if (app->nisolation >= (int)(sizeof(app->isolation) / sizeof(app->isolation[0]))) {
+            iso_fail(name, "too many isolation backends");
+            continue;
+        }
+        struct eai_error *e = NULL;
+        const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_ISOLATION, name, &e);
+        if (!d) {
+            iso_fail(name, e && e->message ? e->message : "cannot load");
+            eai_error_free(e);
+            continue;
+        }
+        json_t *conf = json_deep_copy(sub);
+        if (!conf) {
+            iso_fail(name, "out of memory");
+            continue;
+        }
+        /* environment overrides documented in docs/configuration.md */
+        if (cfg->runsc && eai_cfg_plugin_has_key(d->config_keys, "runsc")) /* EAI_SANDBOX_RUNSC */
+            json_object_set_new(conf, "runsc", json_string(cfg->runsc));
+        if (cfg->namespace_prefix && eai_cfg_plugin_has_key(d->config_keys, "namespace_prefix") &&
+            (secure_getenv("EAI_SANDBOX_NAMESPACE_PREFIX") || !json_object_get(conf, "namespace_prefix")))
+            json_object_set_new(conf, "namespace_prefix", json_string(cfg->namespace_prefix));
+        char path[128];
+        snprintf(path, sizeof(path), "/isolation/%s", name);
+        if (eai_cfg_check_plugin(d->config_keys, conf, cfg->source, path, &e) < 0) {
+            /* a config mistake is the operator's: refuse to start */
+            iso_fail(name, e && e->message ? e->message : "bad config");
+            eai_error_free(e);
+            json_decref(conf);
+            continue;
+        }
+        void *self = d->create(app->host, conf, &e);
+        json_decref(conf);
+        if (!self) {
+            iso_fail(name, e && e->message ? e->message : "create failed");
+            eai_error_free(e);
+            continue;
+        }
+        const struct eai_isolation_ops *ops = d->ops;
+        if (ops->sweep)
+            ops->sweep(self);
+        struct eai_iso_probe p;
+        memset(&p, 0, sizeof(p));
+        p.size = sizeof(p);
+        ops->probe(self, &p);
+        p.version[sizeof(p.version) - 1] = '\0';
+        p.reason[sizeof(p.reason) - 1] = '\0';
+        if (p.ready)
+            eai_log(APP_COMPONENT, EAI_LOG_INFO, "isolation backend '%s' ready (%s)", name, p.version);
+        else
+            eai_log(APP_COMPONENT, EAI_LOG_WARN, "isolation backend '%s' loaded but not ready: %s", name,
+                    p.reason[0] ? p.reason : "?");
+        app->isolation[app->nisolation].desc = d;
+        app->isolation[app->nisolation].self = self;
+        app->nisolation++;
+    }
+}
+
+/* Profiles from cfg->profiles (checked and completed by config.c). */
+static int profiles_build(struct eai_app *app, struct eai_error **err)
+{
+    json_t *profiles = app->cfg->profiles;
+    size_t n = json_object_size(profiles);
+    app->profiles = calloc(n ? n : 1, sizeof(struct eai_profile));
+    if (!app->profiles) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+        return -1;
+    }
+    const char *name;
+    json_t *p;
+    json_object_foreach(profiles, name, p) {
+        struct eai_profile *pr = &app->profiles[app->nprofiles];
+        struct eai_profile_limits d, m;
+        if (eai_cfg_profile_limits(p, &d, &m) < 0) {
+            eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "profile %s: malformed limits", name));
+            return -1;
+        }
+        pr->name = strdup(name);
+        pr->backend = strdup(json_string_value(json_object_get(p, "backend")));
+        const char *rc = json_string_value(json_object_get(p, "runtime_class"));
+        pr->runtime_class = strdup(rc ? rc : pr->backend ? pr->backend : "");
+        json_t *eg = json_object_get(p, "egress_allow");
+        pr->egress_allow = calloc(json_array_size(eg) + 1, sizeof(char *));
+        app->nprofiles++;
+        if (!pr->name || !pr->backend || !pr->runtime_class || !pr->egress_allow) {
+            eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+            return -1;
+        }
+        for (size_t i = 0; i < json_array_size(eg); i++)
+            if (!(pr->egress_allow[i] = strdup(json_string_value(json_array_get(eg, i))))) {
+                eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+                return -1;
+            }
+        pr->def_cpu_millis = d.cpu_millis;
+        pr->max_cpu_millis = m.cpu_millis;
+        pr->def_memory = d.memory;
+        pr->max_memory = m.memory;
+        pr->def_timeout_s = d.timeout_s;
+        pr->max_timeout_s = m.timeout_s;
+        pr->def_pids = d.pids;
+        pr->max_pids = m.pids;
+        pr->def_output_bytes = d.output_bytes;
+        pr->max_output_bytes = m.output_bytes;
+        pr->def_disk = d.disk;
+        pr->max_disk = m.disk;
+        for (int i = 0; i < app->nisolation; i++)
+            if (strcmp(app->isolation[i].desc->name, pr->backend) == 0)
+                pr->iso = &app->isolation[i];
+        if (!pr->iso)
+            eai_log(APP_COMPONENT, EAI_LOG_WARN, "profile '%s': backend '%s' is not loaded: its executions "
+                    "are refused with sandbox_unavailable", pr->name, pr->backend);
+    }
+    return 0;
+}
+
+static void profiles_free(struct eai_app *app)
+{
+    for (int i = 0; i < app->nprofiles; i++) {
+        struct eai_profile *p = &app->profiles[i];
+        free(p->name);
+        free(p->backend);
+        free(p->runtime_class);
+        for (int k = 0; p->egress_allow && p->egress_allow[k]; k++)
+            free(p->egress_allow[k]);
+        free(p->egress_allow);
+    }
+    free(app->profiles);
+    app->profiles = NULL;
+    app->nprofiles = 0;
+}
+
+static int schemas_load(struct eai_app *app, struct eai_error **err)
+{
+    const char *dir = eai_app_contracts_dir();
+    char path[PATH_MAX];
+    struct eai_error *e = NULL;
+    snprintf(path, sizeof(path), "%s/sandbox-execution.schema.json", dir);
+    app->schema_execution = eai_schema_load_file(path, &e);
+    if (!app->schema_execution)
+        goto fail;
+    snprintf(path, sizeof(path), "%s/tool-manifest.schema.json", dir);
+    app->schema_tool_manifest = eai_schema_load_file(path, &e);
+    if (!app->schema_tool_manifest)
+        goto fail;
+    return 0;
+fail:
+    if (!e)
+        e = eai_error_new(EAI_E_INTERNAL, 0, "cannot load");
+    eai_error_prefix(e, "contract %s (set EAI_CONTRACTS_DIR)", path);
+    eai_error_propagate(err, e);
+    return -1;
+}
+
+/* ------------------------------------------------------------ start / stop */
+
+static int started_exec, started_delivery, started_telemetry, started_server, started_workers;
+
+int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_config *cfg, struct eai_error **err)
+{
+    app->base = base;
+    app->cfg = cfg;
+    eai_log_set_level((enum eai_log_level)eai_log_level_parse(cfg->log_level));
+    eai_obs_describe_metrics();
+    if (eai_app_prepare_data_dir(cfg, app->pepper, err) < 0)
+        goto fail;
+    if (eai_workers_start(base, cfg->workers) < 0) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, errno, "cannot start %d workers", cfg->workers));
+        goto fail;
+    }
+    started_workers = 1;
+    app->host = eai_host_new(base, cfg->data_dir);
+    if (!app->host) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+        goto fail;
+    }
+    eai_host_set_image_dir(app->host, cfg->image_dir);
+    if (eai_app_storage_open(cfg, app->host, &app->storage, err) < 0)
+        goto fail;
+    app->store = app->storage.desc->ops;
+    if (strcmp(cfg->storage_backend, "sqlite") == 0) {
+        struct eai_error *e = NULL;
+        if (app->store->migrate(app->storage.self, NULL, &e) < 0) {
+            eai_error_prefix(e, "embedded schema");
+            eai_error_propagate(err, e);
+            goto fail;
+        }
+    }
+    {
+        struct eai_error *e = NULL;
+        if (app->store->ping(app->storage.self, &e) < 0) {
+            /* not fatal: /readyz says so and requests answer 503 */
+            eai_log(APP_COMPONENT, EAI_LOG_WARN, "storage not reachable at start: %s",
+                    e && e->message ? e->message : "?");
+            eai_error_free(e);
+        }
+    }
+    if (schemas_load(app, err) < 0)
+        goto fail;
+    isolation_load(app);
+    if (profiles_build(app, err) < 0)
+        goto fail;
+    if (eai_exec_start(app, err) < 0)
+        goto fail;
+    started_exec = 1;
+    if (eai_delivery_start(app, err) < 0)
+        goto fail;
+    started_delivery = 1;
+    if (eai_telemetry_start(app, err) < 0)
+        goto fail;
+    started_telemetry = 1;
+    if (eai_server_start(app, err) < 0)
+        goto fail;
+    started_server = 1;
+    eai_log(APP_COMPONENT, EAI_LOG_INFO, "eaid %s started: data dir %s, storage %s, config %s", EAI_VERSION,
+            cfg->data_dir, cfg->storage_backend, cfg->source);
+    return 0;
+fail:
+    eai_app_stop(app);
+    return -1;
+}
+
+void eai_app_stop(struct eai_app *app)
+{
+    app->shutting_down = 1;
+    if (started_server)
+        eai_server_stop_accepting(app);
+    if (started_exec) {
+        eai_exec_stop(app);
+        started_exec = 0;
+    }
+    if (started_delivery) {
+        eai_delivery_stop(app);
+        started_delivery = 0;
+    }
+    if (started_telemetry) {
+        eai_telemetry_stop(app);
+        started_telemetry = 0;
+    }
+    if (started_server) {
+        eai_server_stop(app);
+        started_server = 0;
+    }
+    for (int i = app->nisolation - 1; i >= 0; i--) {
+        app->isolation[i].desc->destroy(app->isolation[i].self);
+        app->isolation[i].desc = NULL;
+        app->isolation[i].self = NULL;
+    }
+    app->nisolation = 0;
+    if (started_workers) {
+        eai_workers_stop();
+        started_workers = 0;
+    }
+    eai_app_storage_close(&app->storage);
+    app->store = NULL;
+    profiles_free(app);
+    eai_schema_free(app->schema_execution);
+    eai_schema_free(app->schema_tool_manifest);
+    app->schema_execution = app->schema_tool_manifest = NULL;
+    eai_host_free(app->host);
+    app->host = NULL;
+    explicit_bzero(app->pepper, sizeof(app->pepper));
+}
+
+/* ------------------------------------------------------------ serve */
+
+struct serve_state {
+    struct eai_app *app;
+    struct event *drain;
+    int64_t deadline_ms;
+    int signals;
+};
+
+static void drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct serve_state *st = arg;
+    if (eai_server_inflight(st->app) == 0 || eai_now_ms() >= st->deadline_ms) {
+        if (eai_server_inflight(st->app) > 0)
+            eai_log(APP_COMPONENT, EAI_LOG_WARN, "%lld request(s) still open after %d ms: closing them",
+                    (long long)eai_server_inflight(st->app), APP_DRAIN_MS);
+        event_base_loopbreak(st->app->base);
+        return;
+    }
+    struct timeval t = {0, 50 * 1000};
+    event_add(st->drain, &t);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct serve_state *st = arg;
+    if (++st->signals > 1) {
+        eai_log(APP_COMPONENT, EAI_LOG_WARN, "second signal: stopping now");
+        event_base_loopbreak(st->app->base);
+        return;
+    }
+    eai_log(APP_COMPONENT, EAI_LOG_INFO, "signal %d: stopping (no new connections, draining)", (int)sig);
+    st->app->shutting_down = 1;
+    eai_server_stop_accepting(st->app);
+    if (started_exec) {
+        eai_exec_stop(st->app);
+        started_exec = 0;
+    }
+    st->deadline_ms = eai_now_ms() + APP_DRAIN_MS;
+    drain_cb(-1, 0, st);
+}
+
+int eai_app_serve(const char *config_file)
+{
+    struct eai_error *err = NULL;
+    struct eai_config *cfg = eai_config_load(config_file, &err);
+    if (!cfg) {
+        fprintf(stderr, "eaid: %s\n", err && err->message ? err->message : "cannot load the configuration");
+        eai_error_free(err);
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    struct event_base *base = event_base_new();
+    if (!base) {
+        fprintf(stderr, "eaid: cannot create the event loop\n");
+        eai_config_free(cfg);
+        return 1;
+    }
+    struct eai_app app;
+    memset(&app, 0, sizeof(app));
+    if (eai_app_start(&app, base, cfg, &err) < 0) {
+        eai_log(APP_COMPONENT, EAI_LOG_ERROR, "start failed: %s", err && err->message ? err->message : "?");
+        fprintf(stderr, "eaid: %s\n", err && err->message ? err->message : "start failed");
+        eai_error_free(err);
+        event_base_free(base);
+        eai_config_free(cfg);
+        return 1;
+    }
+    struct serve_state st = {.app = &app};
+    st.drain = evtimer_new(base, drain_cb, &st);
+    struct event *sterm = evsignal_new(base, SIGTERM, signal_cb, &st);
+    struct event *sint = evsignal_new(base, SIGINT, signal_cb, &st);
+    if (!st.drain || !sterm || !sint || event_add(sterm, NULL) < 0 || event_add(sint, NULL) < 0) {
+        eai_log(APP_COMPONENT, EAI_LOG_ERROR, "cannot install signal handlers");
+    } else {
+        event_base_dispatch(base);
+    }
+    eai_app_stop(&app);
+    if (st.drain)
+        event_free(st.drain);
+    if (sterm)
+        event_free(sterm);
+    if (sint)
+        event_free(sint);
+    event_base_free(base);
+    eai_config_free(cfg);
+    eai_log(APP_COMPONENT, EAI_LOG_INFO, "stopped");
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* Application start/stop (core/app.c) and what the CLI shares with it. */
+#ifndef EAI_CORE_APP_EXT_H
+#define EAI_CORE_APP_EXT_H
+
+#include "app.h"
+
+struct eai_host;
+
+/* `eaid serve`: load config_file (may be NULL), start everything, run the
+ * loop until SIGTERM/SIGINT, stop gracefully.  Returns the exit code. */
+int eai_app_serve(const char *config_file);
+
+/* Start on an existing loop (tests): config, data dir, pepper, workers,
+ * host, storage, schemas, isolation, profiles, executions, delivery,
+ * server.  On failure everything started is stopped again. */
+int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_config *cfg,
+                  struct eai_error **err);
+/* Graceful stop: stop accepting, executions, drain requests (bounded),
+ * server, delivery, plugins, workers, storage. Frees app's members. */
+void eai_app_stop(struct eai_app *app);
+
+/* Load and create the storage backend of cfg (built-in sqlite on
+ * <data_dir>/eai.db, or the postgres plugin for a postgres:// URL).
+ * migrate: apply the schema first (sqlite always may; postgres only when
+ * asked by `eaid migrate`). */
+int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *host,
+                         struct eai_plugin_inst *out, struct eai_error **err);
+void eai_app_storage_close(struct eai_plugin_inst *inst);
+
+/* Why an isolation backend named in the config is not loaded (NULL when
+ * it is). */
+const char *eai_app_isolation_failure(const struct eai_app *app, const char *name);
+
+/* contracts/v1 directory: EAI_CONTRACTS_DIR, <exe>/../contracts/v1,
+ * <exe>/contracts/v1, then the source tree. */
+const char *eai_app_contracts_dir(void);
+
+/* Make the data dir (0700) and read/create the pepper into out. */
+int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], struct eai_error **err);
+
+#endif

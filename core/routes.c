@@ -1,0 +1,27 @@
+/* Every route of API.md; the first match wins (method and pattern). */
+#include "exec.h"
+#include "routes.h"
+
+const struct eai_route eai_routes[] = {
+    {"GET", "/healthz", EAI_AUTH_NONE, eai_misc_healthz, "healthz"},
+    {"GET", "/readyz", EAI_AUTH_NONE, eai_misc_readyz, "readyz"},
+    {"GET", "/metrics", EAI_AUTH_NONE, eai_misc_metrics, "metrics"},
+
+    {"POST", "/v1/sandbox/executions", EAI_AUTH_TENANT, eai_exec_route_create, "executions.create"},
+    {"GET", "/v1/sandbox/executions", EAI_AUTH_TENANT, eai_exec_route_list, "executions.list"},
+    {"GET", "/v1/sandbox/executions/{id}", EAI_AUTH_TENANT, eai_exec_route_get, "executions.get"},
+    {"POST", "/v1/sandbox/executions/{id}/cancel", EAI_AUTH_TENANT, eai_exec_route_cancel, "executions.cancel"},
+    {"GET", "/v1/sandbox/executions/{id}/events", EAI_AUTH_TENANT, eai_exec_route_events, "executions.events"},
+    {"GET", "/v1/sandbox/executions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_exec_route_file, "executions.file"},
+    {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
+
+    {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},
+    {"POST", "/v1/manifests/apply", EAI_AUTH_TENANT, eai_misc_manifest_apply, "manifests.apply"},
+    {"GET", "/v1/manifests/{kind}/{name}", EAI_AUTH_TENANT, eai_misc_manifest_get, "manifests.get"},
+    {"DELETE", "/v1/manifests/{kind}/{name}", EAI_AUTH_TENANT, eai_misc_manifest_delete, "manifests.delete"},
+
+    {"GET", "/v1/finops/usage", EAI_AUTH_TENANT, eai_misc_usage_get, "finops.usage.get"},
+    {"POST", "/v1/finops/usage", EAI_AUTH_TENANT, eai_misc_usage_post, "finops.usage.post"},
+};
+
+const size_t eai_nroutes = sizeof(eai_routes) / sizeof(eai_routes[0]);

@@ -1,0 +1,28 @@
+/* The route table of eaid (core/routes.c) and the handlers of
+ * core/routes_misc.c.  Execution handlers live in core/exec.h. */
+#ifndef EAI_CORE_ROUTES_H
+#define EAI_CORE_ROUTES_H
+
+#include <stddef.h>
+#include "server.h"
+
+extern const struct eai_route eai_routes[];
+extern const size_t eai_nroutes;
+
+void eai_misc_healthz(struct eai_app *app, struct eai_req *r);
+void eai_misc_readyz(struct eai_app *app, struct eai_req *r);
+void eai_misc_metrics(struct eai_app *app, struct eai_req *r);
+void eai_misc_profiles(struct eai_app *app, struct eai_req *r);
+void eai_misc_contract_validate(struct eai_app *app, struct eai_req *r);
+void eai_misc_manifest_apply(struct eai_app *app, struct eai_req *r);
+void eai_misc_manifest_get(struct eai_app *app, struct eai_req *r);
+void eai_misc_manifest_delete(struct eai_app *app, struct eai_req *r);
+void eai_misc_usage_get(struct eai_app *app, struct eai_req *r);
+void eai_misc_usage_post(struct eai_app *app, struct eai_req *r);
+
+/* Manifest kind as stored and used in /v1/manifests/{kind}/{name}: the
+ * document's "kind" lowercased with '-' between words ("Tool" -> "tool",
+ * "ToolManifest" -> "tool-manifest"); NULL when malformed. */
+char *eai_manifest_kind_slug(const char *kind);
+
+#endif
