@@ -99,7 +99,7 @@ static void child_free(struct gv_child *c)
 static void cap_drain(struct gv_child *c)
 {
     char buf[4096];
-    for (;;) {
+    for (int i = 0; i < 64; i++) { /* bounded: a chatty grandchild must not pin the loop */
         ssize_t r = read(c->cap_fd, buf, sizeof(buf));
         if (r < 0 && errno == EINTR)
             continue;

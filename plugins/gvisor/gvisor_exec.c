@@ -242,7 +242,9 @@ static void stream_read(struct gv_exec *e, struct gv_stream *s, int drain_all)
 {
     char buf[65536];
     int64_t cap = e->job->output_bytes > 0 ? e->job->output_bytes : GV_DEFAULT_OUTPUT;
-    for (int i = 0; s->fd >= 0 && (drain_all || i < 8); i++) {
+    /* drain_all: after the run ended, read what is buffered, but bounded: a
+     * sandbox process still alive (hard kill) must not pin the loop. */
+    for (int i = 0; s->fd >= 0 && i < (drain_all ? 64 : 8); i++) {
         ssize_t r = read(s->fd, buf, sizeof(buf));
         if (r < 0 && errno == EINTR)
             continue;
