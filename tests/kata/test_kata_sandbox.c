@@ -228,7 +228,7 @@ static int sh_out(const char *cmd, char *out, size_t len)
 static void ctr_list(const char *ns, char *out, size_t len)
 {
     char cmd[PATH_MAX * 2];
-    snprintf(cmd, sizeof(cmd), "%s --address %s --namespace %s containers ls -q 2>&1", g_ctr, g_sock, ns);
+    snprintf(cmd, sizeof(cmd), "%s --address %s --connect-timeout 5s --timeout 30s --namespace %s containers ls -q 2>&1", g_ctr, g_sock, ns);
     if (sh_out(cmd, out, len) != 0)
         snprintf(out, len, "ctr failed");
 }
@@ -376,7 +376,7 @@ static int start_containerd(void)
         struct stat st;
         if (stat(g_sock, &st) == 0 && S_ISSOCK(st.st_mode)) {
             char out[256], cmd[PATH_MAX * 2];
-            snprintf(cmd, sizeof(cmd), "%s --address %s version >/dev/null 2>&1 && echo ok", g_ctr, g_sock);
+            snprintf(cmd, sizeof(cmd), "%s --address %s --connect-timeout 2s --timeout 10s version >/dev/null 2>&1 && echo ok", g_ctr, g_sock);
             if (sh_out(cmd, out, sizeof(out)) == 0 && !strncmp(out, "ok", 2))
                 return 0;
         }
@@ -986,7 +986,8 @@ static void test_sweep(void)
              g_tmp);
     CU_ASSERT_EQUAL_FATAL(write_file(spec, text, 0644), 0);
     snprintf(cmd, sizeof(cmd),
-             "%s --address %s --namespace %s run -d --null-io --config %s --runtime %s eai-leftover-1 2>&1", g_ctr,
+             "%s --address %s --connect-timeout 5s --timeout 60s --namespace %s run -d --null-io --config %s "
+             "--runtime %s eai-leftover-1 2>&1", g_ctr,
              g_sock, NS, spec, RUNTIME);
     CU_ASSERT_EQUAL(sh_out(cmd, out, sizeof(out)), 0);
     ctr_list(NS, out, sizeof(out));
