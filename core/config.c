@@ -357,6 +357,20 @@ static json_t *profile_complete(const json_t *p)
             json_object_update(merged, have);
         json_object_set_new(out, blocks[i], merged);
     }
+    /* a default the profile does not set never exceeds its maximum */
+    json_t *given = json_object_get(p, "defaults");
+    json_t *defs = json_object_get(out, "defaults"), *maxs = json_object_get(out, "max");
+    const char *keys[] = {"cpu", "memory", "timeout_s", "pids", "output_bytes", "disk"};
+    for (size_t i = 0; i < 6; i++) {
+        if (json_object_get(given, keys[i]))
+            continue;
+        int64_t d, m;
+        json_t *dv = json_object_get(defs, keys[i]), *mv = json_object_get(maxs, keys[i]);
+        int ok = i == 0 ? (eai_cfg_quantity_cpu(dv, &d) == 0 && eai_cfg_quantity_cpu(mv, &m) == 0)
+                        : (eai_cfg_quantity_bytes(dv, &d) == 0 && eai_cfg_quantity_bytes(mv, &m) == 0);
+        if (ok && d > m)
+            json_object_set(defs, keys[i], mv);
+    }
     if (!json_object_get(out, "egress_allow"))
         json_object_set_new(out, "egress_allow", json_array());
     if (!json_object_get(out, "runtime_class"))

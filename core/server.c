@@ -126,6 +126,7 @@ static void conn_schedule_release(struct eai_conn *c);
 
 static void listener_update(struct eai_server *s)
 {
+    eai_metrics_set("eai_http_connections", NULL, s->nconn);
     if (!s->listener || s->stopping)
         return;
     int max = s->app->cfg->max_connections;
@@ -1132,6 +1133,8 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     s->cap = cfg->max_body_bytes;
     s->acc_cap = cfg->max_header_bytes + 8192;
     s->chunk_slack_cap = (int64_t)s->cap + (int64_t)s->cap / 4 + 65536;
+    eai_metrics_describe("eai_http_connections", EAI_METRIC_GAUGE, "Open HTTP connections.");
+    eai_metrics_set("eai_http_connections", NULL, 0);
     s->http = evhttp_new(app->base);
     if (!s->http) {
         free(s);

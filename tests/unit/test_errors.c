@@ -1,0 +1,78 @@
+/* The one error table: every code has a name, a status and both languages;
+ * every code API.md lists exists with the right status. */
+#include <string.h>
+
+#include "errors.h"
+#include "http_util.h"
+#include "unit_main.h"
+#include "util.h"
+
+static void test_every_code_complete(void)
+{
+    for (int i = 1; i < EAI_CODE_MAX; i++) {
+        const struct eai_code_info *ci = eai_code_info((enum eai_code)i);
+        CU_ASSERT_EQUAL(ci->code, (enum eai_code)i);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ci->name);
+        CU_ASSERT(strlen(ci->name) > 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ci->en);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ci->fr);
+        CU_ASSERT(strlen(ci->en) > 0);
+        CU_ASSERT(strlen(ci->fr) > 0);
+        CU_ASSERT(eai_utf8_valid(ci->fr, strlen(ci->fr)));
+        CU_ASSERT(strcmp(ci->en, ci->fr) != 0); /* a real translation, not a copy */
+        CU_ASSERT(ci->http_status >= 400 && ci->http_status <= 599);
+        /* names are unique and map back */
+        CU_ASSERT_EQUAL(eai_code_from_name(ci->name), (enum eai_code)i);
+    }
+    CU_ASSERT_EQUAL(eai_code_from_name("no_such_code"), EAI_CODE_MAX);
+}
+
+static void test_api_codes(void)
+{
+    struct { const char *name; int status; } api[] = {
+        {"invalid_json", 400}, {"validation_failed", 422}, {"limit_exceeded", 422},
+        {"egress_not_allowed", 422}, {"unknown_profile", 422}, {"unknown_image", 422},
+        {"unauthenticated", 401}, {"forbidden", 403}, {"not_found", 404}, {"already_finished", 409},
+        {"idempotency_conflict", 409}, {"payload_too_large", 413}, {"unsupported_media_type", 415},
+        {"rate_limited", 429}, {"sandbox_unavailable", 503}, {"storage_unavailable", 503}, {"internal", 500},
+    };
+    for (size_t i = 0; i < sizeof(api) / sizeof(api[0]); i++) {
+        enum eai_code c = eai_code_from_name(api[i].name);
+        CU_ASSERT_NOT_EQUAL_FATAL(c, EAI_CODE_MAX);
+        CU_ASSERT_EQUAL(eai_code_http_status(c), api[i].status);
+    }
+    CU_ASSERT_STRING_EQUAL(eai_code_message(EAI_E_NOT_FOUND, "fr"), "Exécution introuvable");
+    CU_ASSERT_STRING_EQUAL(eai_code_message(EAI_E_NOT_FOUND, "en"), "Execution not found");
+    CU_ASSERT_STRING_EQUAL(eai_code_message(EAI_E_NOT_FOUND, "de"), "Execution not found");
+}
+
+static void test_envelope(void)
+{
+    json_t *d = json_pack("[{s:s, s:s}]", "path", "/limits/memory", "message", "bad");
+    json_t *e = eai_http_error_envelope(EAI_E_NOT_FOUND, "fr", "rid-1", d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    json_t *err = json_object_get(e, "error");
+    CU_ASSERT_EQUAL(json_object_size(e), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(err, "code")), "not_found");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(err, "message")), "Exécution introuvable");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(err, "message_i18n"), "en")),
+                           "Execution not found");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(err, "request_id")), "rid-1");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(err, "details")), 1);
+    json_decref(e);
+    e = eai_http_error_envelope(EAI_E_INTERNAL, "en", "x", NULL);
+    CU_ASSERT(json_is_array(json_object_get(json_object_get(e, "error"), "details")));
+    json_decref(e);
+}
+
+static int reg(void)
+{
+    CU_pSuite s = CU_add_suite("errors", NULL, NULL);
+    if (!s || !CU_add_test(s, "every code has both languages", test_every_code_complete) ||
+        !CU_add_test(s, "API.md codes and statuses", test_api_codes) ||
+        !CU_add_test(s, "envelope", test_envelope))
+        return -1;
+    return 0;
+}
+
+EAI_UNIT_MAIN(reg)
