@@ -15,7 +15,7 @@ struct event;
 #define KT_CID_PREFIX "eai-"
 #define KT_CTR_TIMEOUT_MS 15000      /* version, kill, delete, ls */
 #define KT_PROBE_TIMEOUT_MS 120000   /* one trivial container (a Kata VM boot) */
-#define KT_EVENT_WAIT_MS 3000        /* after ctr run ends: wait for its events */
+#define KT_EVENT_WAIT_MS 10000       /* after ctr run ends: wait for its events (ends early when they come) */
 #define KT_HARD_KILL_MS 5000         /* SIGKILL sent, run still alive: kill ctr */
 #define KT_REPROBE_MS 30000          /* retry a failed probe */
 #define KT_EVENTS_RESTART_MS 1000    /* `ctr events` died: restart it */
