@@ -1,0 +1,656 @@
+/*
+ * HTTP integration test: the real build/eaid over loopback (docs/api.md).
+ * Suite "no runtime": default config, EAI_SANDBOX_RUNSC=/nonexistent.
+ * Suite "recording": a profile on the refusing test double (see
+ * CMakeLists.txt) so executions are recorded.
+ */
+#include <curl/curl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../unit/unit_main.h"
+#include "http_client.h"
+
+static char eaid[512];
+static char base_url[128];
+static char tmpdir[256];
+static char logfile[400];
+static pid_t server_pid;
+static char key_a[128], key_b[128], tenant_a[64], tenant_b[64];
+static char auth_a[200], auth_b[200];
+
+/* ------------------------------------------------------------ helpers */
+
+static void url(char *out, size_t n, const char *path) { snprintf(out, n, "%s%s", base_url, path); }
+
+static long req(const char *method, const char *path, const char *const *headers, const char *body,
+                struct th_resp *r)
+{
+    char u[1024];
+    url(u, sizeof(u), path);
+    if (th_request(method, u, headers, body, body ? strlen(body) : 0, 0, r) < 0)
+        return -1;
+    return r->status;
+}
+
+static void chomp(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r'))
+        s[--n] = '\0';
+}
+
+static int make_tenant_key(const char *name, char tenant[64], char key[128])
+{
+    char *out = NULL;
+    const char *a1[] = {"tenants", "create", name, NULL};
+    if (th_eaid(eaid, &out, a1) != 0)
+        return -1;
+    json_error_t je;
+    json_t *t = json_loads(out, 0, &je);
+    free(out);
+    const char *id = json_string_value(json_object_get(t, "id"));
+    if (!id || strcmp(json_string_value(json_object_get(t, "name")), name) != 0) {
+        json_decref(t);
+        return -1;
+    }
+    snprintf(tenant, 64, "%s", id);
+    json_decref(t);
+    const char *a2[] = {"keys", "create", "--tenant", tenant, "--name", "test", NULL};
+    if (th_eaid(eaid, &out, a2) != 0)
+        return -1;
+    chomp(out);
+    /* printed once, on its own line */
+    int ok = strchr(out, '\n') == NULL && strncmp(out, "eai_", 4) == 0;
+    snprintf(key, 128, "%s", out);
+    free(out);
+    return ok ? 0 : -1;
+}
+
+static int start_server(const char *config)
+{
+    snprintf(logfile, sizeof(logfile), "%s/eaid.log", tmpdir);
+    char dd[400], listen[64];
+    snprintf(dd, sizeof(dd), "%s/var", tmpdir);
+    int port = th_free_port();
+    if (port <= 0)
+        return -1;
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+    snprintf(base_url, sizeof(base_url), "http://127.0.0.1:%d", port);
+    setenv("EAI_DATA_DIR", dd, 1);
+    setenv("EAI_LISTEN", listen, 1);
+    setenv("EAI_LOG_LEVEL", "info", 1);
+    if (make_tenant_key("tenant-a", tenant_a, key_a) < 0 || make_tenant_key("tenant-b", tenant_b, key_b) < 0) {
+        fprintf(stderr, "cannot create tenants and keys with %s\n", eaid);
+        return -1;
+    }
+    snprintf(auth_a, sizeof(auth_a), "Authorization: Bearer %s", key_a);
+    snprintf(auth_b, sizeof(auth_b), "Authorization: Bearer %s", key_b);
+    server_pid = th_serve(eaid, config, logfile);
+    char u[256];
+    url(u, sizeof(u), "/healthz");
+    if (server_pid <= 0 || th_wait_up(u, 15000) < 0) {
+        fprintf(stderr, "eaid did not come up; log %s\n", logfile);
+        return -1;
+    }
+    return 0;
+}
+
+static int common_setup(void)
+{
+    const char *bd = getenv("EAI_BUILD_DIR");
+    snprintf(eaid, sizeof(eaid), "%s/eaid", bd ? bd : ".");
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/eai-test-http-XXXXXX");
+    if (!mkdtemp(tmpdir))
+        return -1;
+    unsetenv("EAI_DATABASE_URL");
+    unsetenv("EAI_FINOPS_URL");
+    unsetenv("EAI_AUDIT_URL");
+    unsetenv("OTEL_EXPORTER_OTLP_ENDPOINT");
+    unsetenv("EAI_AUTH_PEPPER_FILE");
+    return 0;
+}
+
+static int common_teardown(void)
+{
+    int rc = th_stop(server_pid, 10000);
+    server_pid = 0;
+    if (rc != 0) {
+        fprintf(stderr, "eaid exit status %d after SIGTERM; log:\n", rc);
+        char cmd[600];
+        snprintf(cmd, sizeof(cmd), "tail -n 30 '%s' >&2", logfile);
+        if (system(cmd) != 0)
+            fprintf(stderr, "(no log)\n");
+    }
+    char cmd[400];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+    if (system(cmd) != 0)
+        return -1;
+    return rc == 0 ? 0 : -1;
+}
+
+static int setup_noruntime(void)
+{
+    if (common_setup() < 0)
+        return -1;
+    setenv("EAI_SANDBOX_RUNSC", "/nonexistent", 1);
+    unsetenv("EAI_PLUGIN_DIR_OVERRIDE");
+    return start_server(NULL);
+}
+
+static int setup_recording(void)
+{
+    if (common_setup() < 0)
+        return -1;
+    const char *pd = getenv("EAI_HTTP_PLUGIN_DIR");
+    if (!pd)
+        return -1;
+    setenv("EAI_PLUGIN_DIR", pd, 1);
+    unsetenv("EAI_SANDBOX_RUNSC");
+    char cfg[400];
+    snprintf(cfg, sizeof(cfg), "%s/eaid.yaml", tmpdir);
+    FILE *f = fopen(cfg, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "# test config: one profile on the refusing test double\n"
+               "isolation:\n  refuse: {}\n"
+               "server:\n  max_body_bytes: 1Mi\n"
+               "profiles:\n"
+               "  fake:\n    backend: refuse\n    runtime_class: none\n"
+               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n"
+               "    egress_allow: [\"pypi.org:443\"]\n");
+    fclose(f);
+    return start_server(cfg);
+}
+
+/* ------------------------------------------------------------ suite: no runtime */
+
+static void test_health_headers(void)
+{
+    struct th_resp r;
+    CU_ASSERT_EQUAL(req("GET", "/healthz", NULL, NULL, &r), 200);
+    CU_ASSERT_PTR_NOT_NULL(th_header(&r, "X-Request-Id"));
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Content-Language") ? th_header(&r, "Content-Language") : "", "en");
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Vary") ? th_header(&r, "Vary") : "", "Accept-Language");
+    th_resp_free(&r);
+    /* a sane client request id is echoed, in the header and the envelope */
+    const char *h1[] = {"X-Request-Id: test-req-42", NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h1, NULL, &r), 401);
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "X-Request-Id") ? th_header(&r, "X-Request-Id") : "", "test-req-42");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "request_id")),
+                           "test-req-42");
+    th_resp_free(&r);
+    /* an insane one is replaced */
+    const char *h2[] = {"X-Request-Id: has space", NULL};
+    CU_ASSERT_EQUAL(req("GET", "/healthz", h2, NULL, &r), 200);
+    CU_ASSERT(th_header(&r, "X-Request-Id") && strcmp(th_header(&r, "X-Request-Id"), "has space") != 0);
+    th_resp_free(&r);
+}
+
+static void check_401(const char *const *headers)
+{
+    struct th_resp r;
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions", headers, NULL, &r), 401);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "unauthenticated");
+    json_t *e = json_object_get(r.json, "error");
+    CU_ASSERT(json_is_string(json_object_get(json_object_get(e, "message_i18n"), "fr")));
+    CU_ASSERT(json_is_array(json_object_get(e, "details")));
+    th_resp_free(&r);
+}
+
+static void test_401(void)
+{
+    check_401(NULL);
+    const char *h1[] = {"Authorization: Bearer nonsense", NULL};
+    check_401(h1);
+    const char *h2[] = {"Authorization: Basic dXNlcjpwdw==", NULL};
+    check_401(h2);
+    /* well-formed but unknown */
+    const char *h3[] = {"Authorization: Bearer eai_0123456789abcdef_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", NULL};
+    check_401(h3);
+    /* right id, wrong secret */
+    char wrong[200];
+    snprintf(wrong, sizeof(wrong), "%s", auth_a);
+    size_t n = strlen(wrong);
+    wrong[n - 1] = wrong[n - 1] == '0' ? '1' : '0';
+    const char *h4[] = {wrong, NULL};
+    check_401(h4);
+    /* the real key works */
+    struct th_resp r;
+    const char *ok[] = {auth_a, NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions", ok, NULL, &r), 200);
+    th_resp_free(&r);
+}
+
+static void test_revoke_while_running(void)
+{
+    char tenant[64], key[128], auth[200];
+    CU_ASSERT_EQUAL_FATAL(make_tenant_key("tenant-revoke", tenant, key), 0);
+    snprintf(auth, sizeof(auth), "Authorization: Bearer %s", key);
+    const char *h[] = {auth, NULL};
+    struct th_resp r;
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h, NULL, &r), 200);
+    th_resp_free(&r);
+    char key_id[17];
+    memcpy(key_id, key + 4, 16);
+    key_id[16] = '\0';
+    const char *args[] = {"keys", "revoke", key_id, NULL};
+    CU_ASSERT_EQUAL(th_eaid(eaid, NULL, args), 0);
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h, NULL, &r), 401);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "unauthenticated");
+    th_resp_free(&r);
+    const char *bad[] = {"keys", "revoke", "ffffffffffffffff", NULL};
+    CU_ASSERT_NOT_EQUAL(th_eaid(eaid, NULL, bad), 0);
+}
+
+static void test_404_french(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Accept-Language: fr-CA;q=0.9, en;q=0.8", NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_00000000-0000-4000-8000-000000000000", h, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    json_t *e = json_object_get(r.json, "error");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(e, "message")), "Exécution introuvable");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(e, "message_i18n"), "en")),
+                           "Execution not found");
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Content-Language") ? th_header(&r, "Content-Language") : "", "fr");
+    th_resp_free(&r);
+    /* fr excluded by q=0 */
+    const char *h2[] = {auth_a, "Accept-Language: fr;q=0, en;q=0.5", NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_nope", h2, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")),
+                           "Execution not found");
+    th_resp_free(&r);
+    /* unknown routes answer the envelope too */
+    CU_ASSERT_EQUAL(req("GET", "/nowhere", NULL, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("PUT", "/healthz", NULL, NULL, &r), 405);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "method_not_allowed");
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Allow") ? th_header(&r, "Allow") : "", "GET");
+    th_resp_free(&r);
+}
+
+static int has_detail_path(const struct th_resp *r, const char *path)
+{
+    json_t *d = json_object_get(json_object_get(r->json, "error"), "details");
+    size_t i;
+    json_t *x;
+    json_array_foreach(d, i, x)
+        if (strcmp(json_string_value(json_object_get(x, "path")) ? json_string_value(json_object_get(x, "path")) : "", path) == 0)
+            return 1;
+    return 0;
+}
+
+static void test_422_400(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"gvisor-small\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],\"bogus\":1}", &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
+    CU_ASSERT(has_detail_path(&r, "/bogus"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"gvisor-small\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                        "\"limits\":{\"memory\":\"lots\"}}", &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
+    CU_ASSERT(has_detail_path(&r, "/limits/memory"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"gvisor-small\",\"image\":\"python:3.11-slim\",\"command\":[]}", &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/command"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h, "{\"image\": ", &r), 400);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "invalid_json");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h, "{\"a\":1,\"a\":2}", &r), 400);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "invalid_json");
+    th_resp_free(&r);
+    const char *xml[] = {auth_a, "Content-Type: application/xml", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", xml, "<a/>", &r), 415);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "unsupported_media_type");
+    th_resp_free(&r);
+}
+
+static void test_413(void)
+{
+    char u[256];
+    url(u, sizeof(u), "/v1/sandbox/executions");
+    size_t big = 70u * 1000 * 1000;
+    struct th_resp r;
+    /* with Expect: 100-continue (curl's default for big bodies) */
+    const char *h1[] = {auth_a, "Content-Type: application/json", "Accept-Language: fr", NULL};
+    CU_ASSERT_EQUAL_FATAL(th_request("POST", u, h1, NULL, 0, big, &r), 0);
+    CU_ASSERT_EQUAL(r.status, 413);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "payload_too_large");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")),
+                           "Le corps de la requête est trop volumineux");
+    CU_ASSERT(r.seconds < 10);
+    th_resp_free(&r);
+    /* without Expect: the body is sent and discarded */
+    const char *h2[] = {auth_a, "Content-Type: application/json", "Expect:", "X-Request-Id: big-2", NULL};
+    CU_ASSERT_EQUAL_FATAL(th_request("POST", u, h2, NULL, 0, big, &r), 0);
+    CU_ASSERT_EQUAL(r.status, 413);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "payload_too_large");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "request_id")), "big-2");
+    th_resp_free(&r);
+    /* chunked, no length announced */
+    const char *h3[] = {auth_a, "Content-Type: application/json", "Transfer-Encoding: chunked", NULL};
+    CU_ASSERT_EQUAL_FATAL(th_request("POST", u, h3, NULL, 0, 12u * 1024 * 1024, &r), 0);
+    CU_ASSERT_EQUAL(r.status, 413);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "payload_too_large");
+    th_resp_free(&r);
+    /* the server is still fine */
+    CU_ASSERT_EQUAL(req("GET", "/healthz", NULL, NULL, &r), 200);
+    th_resp_free(&r);
+}
+
+static void test_profiles(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h, NULL, &r), 200);
+    json_t *arr = json_object_get(r.json, "profiles");
+    int found = 0;
+    size_t i;
+    json_t *p;
+    json_array_foreach(arr, i, p) {
+        if (strcmp(json_string_value(json_object_get(p, "name")), "gvisor-small") != 0)
+            continue;
+        found = 1;
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(p, "backend")), "gvisor");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(p, "defaults"), "cpu")), "500m");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(p, "max"), "memory")), "512Mi");
+        CU_ASSERT(json_is_array(json_object_get(p, "egress_allow")));
+        CU_ASSERT(json_is_false(json_object_get(p, "available")));
+    }
+    CU_ASSERT(found);
+    th_resp_free(&r);
+}
+
+static void test_sandbox_unavailable(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"gvisor-small\",\"image\":\"python:3.11-slim\",\"command\":[\"python3\",\"-c\",\"print(1)\"]}",
+                        &r), 503);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "sandbox_unavailable");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/readyz", NULL, NULL, &r), 503);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "sandbox_unavailable");
+    CU_ASSERT(json_is_true(json_object_get(json_object_get(json_object_get(r.json, "checks"), "storage"), "ok")));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/metrics", NULL, NULL, &r), 200);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.body, "eai_http_requests_total{route=\"readyz\",code=\"503\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.body, "eai_http_requests_total{route=\"executions.create\",code=\"503\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(th_header(&r, "Content-Type") ? th_header(&r, "Content-Type") : "", "version=0.0.4"));
+    th_resp_free(&r);
+}
+
+static void test_keepalive(void)
+{
+    /* many requests on one connection, then the connection gauge */
+    CURL *c = curl_easy_init();
+    char u[256];
+    url(u, sizeof(u), "/healthz");
+    FILE *devnull = fopen("/dev/null", "w");
+    curl_easy_setopt(c, CURLOPT_URL, u);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, devnull);
+    long connects = 0, total = 0, code = 0;
+    for (int i = 0; i < 20; i++) {
+        CU_ASSERT_EQUAL(curl_easy_perform(c), CURLE_OK);
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+        curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &connects);
+        total += connects;
+        CU_ASSERT_EQUAL(code, 200);
+    }
+    CU_ASSERT_EQUAL(total, 1);
+    curl_easy_cleanup(c);
+    fclose(devnull);
+}
+
+/* ------------------------------------------------------------ suite: recording */
+
+static const char *exec_body =
+    "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"python3\",\"-c\",\"print(2+2)\"],"
+    "\"project_id\":\"p1\",\"run_id\":\"r1\"}";
+
+static void test_idempotency_and_tenants(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", "Idempotency-Key: idem-1", NULL};
+    CU_ASSERT_EQUAL_FATAL(req("POST", "/v1/sandbox/executions", h, exec_body, &r), 202);
+    const char *id0 = json_string_value(json_object_get(r.json, "id"));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(id0);
+    char id[128];
+    snprintf(id, sizeof(id), "%s", id0);
+    CU_ASSERT(strncmp(id, "sbx_", 4) == 0);
+    char loc[200];
+    snprintf(loc, sizeof(loc), "/v1/sandbox/executions/%s", id);
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Location") ? th_header(&r, "Location") : "", loc);
+    th_resp_free(&r);
+    /* same key, same body: the first execution, 200 */
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h, exec_body, &r), 200);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "id")) ? json_string_value(json_object_get(r.json, "id")) : "", id);
+    th_resp_free(&r);
+    /* same key, other body: 409 */
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"]}", &r), 409);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "idempotency_conflict");
+    th_resp_free(&r);
+    /* the same key in another tenant is another execution */
+    const char *hb[] = {auth_b, "Content-Type: application/json", "Idempotency-Key: idem-1", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", hb, exec_body, &r), 202);
+    CU_ASSERT(strcmp(json_string_value(json_object_get(r.json, "id")) ? json_string_value(json_object_get(r.json, "id")) : id, id) != 0);
+    th_resp_free(&r);
+    /* cross-tenant read answers exactly like a missing one */
+    const char *ga[] = {auth_a, NULL};
+    const char *gb[] = {auth_b, NULL};
+    CU_ASSERT_EQUAL(req("GET", loc, ga, NULL, &r), 200);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "id")) ? json_string_value(json_object_get(r.json, "id")) : "", id);
+    th_resp_free(&r);
+    struct th_resp other, missing;
+    CU_ASSERT_EQUAL(req("GET", loc, gb, NULL, &other), 404);
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_00000000-0000-4000-8000-000000000000", gb, NULL, &missing), 404);
+    json_object_del(json_object_get(other.json, "error"), "request_id");
+    json_object_del(json_object_get(missing.json, "error"), "request_id");
+    CU_ASSERT(json_equal(other.json, missing.json));
+    th_resp_free(&other);
+    th_resp_free(&missing);
+    char cancel[256];
+    snprintf(cancel, sizeof(cancel), "%s/cancel", loc);
+    CU_ASSERT_EQUAL(req("POST", cancel, gb, NULL, &r), 404);
+    th_resp_free(&r);
+    /* the refusing backend ends it in error: recorded, never silently */
+    int terminal = 0;
+    for (int i = 0; i < 50 && !terminal; i++) {
+        char w[300];
+        snprintf(w, sizeof(w), "%s?wait_s=1", loc);
+        CU_ASSERT_EQUAL(req("GET", w, ga, NULL, &r), 200);
+        const char *st = json_string_value(json_object_get(r.json, "status"));
+        if (st && strcmp(st, "error") == 0)
+            terminal = 1;
+        th_resp_free(&r);
+    }
+    CU_ASSERT(terminal);
+}
+
+static const char *manifest_yaml =
+    "apiVersion: eai.dev/v1\n"
+    "kind: Tool\n"
+    "metadata:\n  name: my-tool\n"
+    "spec:\n  sandbox_profile: fake\n  image: python:3.11-slim\n  command: [python3, -c, 'print(1)']\n";
+
+static void test_manifests(void)
+{
+    struct th_resp r;
+    const char *hy[] = {auth_a, "Content-Type: application/yaml", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hy, manifest_yaml, &r), 201);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "kind")), "tool");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hy, manifest_yaml, &r), 200);
+    th_resp_free(&r);
+    const char *ga[] = {auth_a, NULL};
+    const char *gb[] = {auth_b, NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/my-tool", ga, NULL, &r), 200);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "spec"), "sandbox_profile")), "fake");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/Tool/my-tool", ga, NULL, &r), 200);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/my-tool", gb, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    th_resp_free(&r);
+    /* an execution may name the tool instead of a profile */
+    const char *hj[] = {auth_a, "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", hj,
+                        "{\"tool\":\"my-tool\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"]}", &r), 202);
+    th_resp_free(&r);
+    /* unknown profile */
+    const char *bad_profile = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"t2\"},"
+                              "\"spec\":{\"sandbox_profile\":\"nope\"}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, bad_profile, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "unknown_profile");
+    CU_ASSERT(has_detail_path(&r, "/spec/sandbox_profile"));
+    th_resp_free(&r);
+    /* schema errors with their paths */
+    const char *invalid = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"BAD NAME\"},"
+                          "\"spec\":{\"sandbox_profile\":\"fake\",\"extra\":1}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, invalid, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
+    CU_ASSERT(has_detail_path(&r, "/metadata/name"));
+    CU_ASSERT(has_detail_path(&r, "/spec/extra"));
+    th_resp_free(&r);
+    /* delete, then it is gone */
+    CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", gb, NULL, &r), 404);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", ga, NULL, &r), 200);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/my-tool", ga, NULL, &r), 404);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", ga, NULL, &r), 404);
+    th_resp_free(&r);
+}
+
+static void test_contracts(void)
+{
+    struct th_resp r;
+    const char *hy[] = {auth_a, "Content-Type: application/yaml", NULL};
+    const char *hj[] = {auth_a, "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/tool-manifest/validate", hy, manifest_yaml, &r), 200);
+    CU_ASSERT(json_is_true(json_object_get(r.json, "valid")));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/tool-manifest/validate", hj,
+                        "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"x\"},"
+                        "\"spec\":{\"sandbox_profile\":\"nope\"}}", &r), 200);
+    CU_ASSERT(json_is_false(json_object_get(r.json, "valid")));
+    json_t *e0 = json_array_get(json_object_get(r.json, "errors"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(e0, "path")) ? json_string_value(json_object_get(e0, "path")) : "",
+                           "/spec/sandbox_profile");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/sandbox-execution/validate", hj,
+                        "{\"image\":\"x\",\"command\":[\"true\"],\"limits\":{\"cpu\":\"lots\"}}", &r), 200);
+    CU_ASSERT(json_is_false(json_object_get(r.json, "valid")));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/sandbox-execution/validate", hj,
+                        "{\"image\":\"x\",\"command\":[\"true\"]}", &r), 200);
+    CU_ASSERT(json_is_true(json_object_get(r.json, "valid")));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/no-such-contract/validate", hj, "{}", &r), 404);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/tool-manifest/validate", hy, "a: [", &r), 400);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "invalid_json");
+    th_resp_free(&r);
+}
+
+static void test_finops(void)
+{
+    struct th_resp r;
+    const char *hj[] = {auth_a, "Content-Type: application/json", NULL};
+    const char *ev = "{\"id\":\"ev-1\",\"project_id\":\"proj-x\",\"run_id\":\"run-1\",\"profile\":\"fake\","
+                     "\"backend\":\"refuse\",\"cpu_seconds\":1.5,\"memory_mb_seconds\":10,\"duration_s\":2,"
+                     "\"execution_id\":\"sbx_1\",\"finished_at\":\"2026-01-02T03:04:05.000Z\"}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/finops/usage", hj, ev, &r), 201);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/finops/usage", hj, ev, &r), 200);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("POST", "/v1/finops/usage", hj, "{\"id\":\"ev-2\",\"cpu_seconds\":-1,\"colour\":1}", &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/cpu_seconds"));
+    CU_ASSERT(has_detail_path(&r, "/colour"));
+    CU_ASSERT(has_detail_path(&r, "/duration_s"));
+    th_resp_free(&r);
+    const char *ga[] = {auth_a, NULL};
+    const char *gb[] = {auth_b, NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?project_id=proj-x", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 1);
+    json_t *t = json_object_get(r.json, "totals");
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(t, "cpu_seconds")), 1.5, 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(json_number_value(json_object_get(json_object_get(json_object_get(t, "by_profile"), "fake"),
+                                                             "duration_s")), 2.0, 1e-9);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?project_id=proj-x&from=2026-01-03T00:00:00Z", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 0);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?project_id=proj-x", gb, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 0);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?from=yesterday", ga, NULL, &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/query/from"));
+    th_resp_free(&r);
+}
+
+static void test_recording_ready(void)
+{
+    struct th_resp r;
+    CU_ASSERT_EQUAL(req("GET", "/readyz", NULL, NULL, &r), 200);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "status")), "ready");
+    th_resp_free(&r);
+    /* the configured body cap (1 MiB here) */
+    char u[256];
+    url(u, sizeof(u), "/v1/manifests/apply");
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL_FATAL(th_request("POST", u, h, NULL, 0, (1u << 20) + 1, &r), 0);
+    CU_ASSERT_EQUAL(r.status, 413);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL_FATAL(th_request("POST", u, h, NULL, 0, (1u << 20), &r), 0);
+    CU_ASSERT_EQUAL(r.status, 400); /* spaces only: not JSON, but under the cap */
+    th_resp_free(&r);
+}
+
+static int reg(void)
+{
+    CU_pSuite a = CU_add_suite("no runtime", setup_noruntime, common_teardown);
+    if (!a || !CU_add_test(a, "health and common headers", test_health_headers) ||
+        !CU_add_test(a, "401 unauthenticated", test_401) ||
+        !CU_add_test(a, "revoked key while running", test_revoke_while_running) ||
+        !CU_add_test(a, "404 in French, 405", test_404_french) ||
+        !CU_add_test(a, "422 with paths, 400, 415", test_422_400) ||
+        !CU_add_test(a, "413 payload too large (70 MB)", test_413) ||
+        !CU_add_test(a, "profiles list gvisor-small", test_profiles) ||
+        !CU_add_test(a, "503 sandbox_unavailable and /readyz", test_sandbox_unavailable) ||
+        !CU_add_test(a, "keep-alive", test_keepalive))
+        return -1;
+    CU_pSuite b = CU_add_suite("recording", setup_recording, common_teardown);
+    if (!b || !CU_add_test(b, "ready, configured body cap", test_recording_ready) ||
+        !CU_add_test(b, "idempotency and cross-tenant 404", test_idempotency_and_tenants) ||
+        !CU_add_test(b, "manifests", test_manifests) || !CU_add_test(b, "contracts", test_contracts) ||
+        !CU_add_test(b, "finops ledger", test_finops))
+        return -1;
+    return 0;
+}
+
+static int reg_all(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    return reg();
+}
+
+EAI_UNIT_MAIN(reg_all)
