@@ -82,6 +82,7 @@ struct run {
     enum eai_code error_code;
     char out[1 << 16], err[1 << 14];
     size_t outlen, errlen;
+    size_t out_total;
     double cpu, mbs, dur;
     int nfiles, files_truncated;
     char fpath[8][256];
@@ -95,6 +96,8 @@ static void on_output(void *arg, enum eai_iso_stream s, const char *d, size_t n)
     char *buf = s == EAI_STREAM_STDOUT ? r->out : r->err;
     size_t *len = s == EAI_STREAM_STDOUT ? &r->outlen : &r->errlen;
     size_t cap = s == EAI_STREAM_STDOUT ? sizeof(r->out) - 1 : sizeof(r->err) - 1;
+    if (s == EAI_STREAM_STDOUT)
+        r->out_total += n;
     size_t k = n < cap - *len ? n : cap - *len;
     memcpy(buf + *len, d, k);
     *len += k;
@@ -829,6 +832,43 @@ static void test_cancel(void)
     assert_clean();
 }
 
+static void test_output_cap(void)
+{
+    /* 8 MiB written, 256 KiB delivered, and the program is not blocked. */
+    const char *argv[] = {"sh", "-c", "yes 0123456789abcdef | head -c 8388608; echo done >&2", NULL};
+    struct run *r = run_new(argv);
+    r->job.output_bytes = 256 << 10;
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 60), 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
+    CU_ASSERT_EQUAL(r->out_total, (size_t)(256 << 10));
+    CU_ASSERT_STRING_EQUAL(r->err, "done\n");
+    free(r);
+    assert_clean();
+}
+
+static void test_pids_limit(void)
+{
+    /* 40 background processes: fine under 64 pids, refused under 16 (the
+     * shell cannot fork and gives up). */
+    const char *argv[] = {"sh", "-c", "for i in $(seq 40); do sleep 2 & done; echo all-forked", NULL};
+    struct run *r = run_new(argv);
+    r->job.pids = 64;
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 60), 0);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
+    CU_ASSERT_STRING_EQUAL(r->out, "all-forked\n");
+    free(r);
+    r = run_new(argv);
+    r->job.pids = 16;
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 60), 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_NOT_EQUAL(r->exit_code, 0);
+    CU_ASSERT_STRING_EQUAL(r->out, "");
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->err, "can't fork"));
+    free(r);
+    assert_clean();
+}
+
 static int all_done(void *arg)
 {
     struct run **rs = arg;
@@ -1053,6 +1093,8 @@ int main(void)
     CU_add_test(s, "timeout: SIGTERM ignored, SIGKILL", test_timeout_kill);
     CU_add_test(s, "timeout: SIGTERM first", test_timeout_term_first);
     CU_add_test(s, "cancel", test_cancel);
+    CU_add_test(s, "output capped per stream", test_output_cap);
+    CU_add_test(s, "pids limit", test_pids_limit);
     CU_add_test(s, "6 parallel jobs, one OOM", test_parallel);
     CU_add_test(s, "image missing", test_image_missing);
     CU_add_test(s, "refused: no shim on PATH", test_refuse_no_shim);
