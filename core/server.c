@@ -437,8 +437,10 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
         if (got <= 0)
             break;
         conn_scan(c, tmp, (size_t)got);
-        evbuffer_ptr_set(buf, &pos, (size_t)got, EVBUFFER_PTR_ADD);
         n -= (size_t)got;
+        if (c->state != CONN_HEAD) /* a reject drained the buffer: pos is stale */
+            break;
+        evbuffer_ptr_set(buf, &pos, (size_t)got, EVBUFFER_PTR_ADD);
     }
     if (n > 0 && c->state == CONN_BODY && c->chunked)
         conn_scan(c, NULL, n);
@@ -512,8 +514,10 @@ static void conn_dispatched(struct eai_conn *c, struct eai_req *r)
         if (got <= 0)
             break;
         conn_scan(c, tmp, (size_t)got);
-        evbuffer_ptr_set(in, &pos, (size_t)got, EVBUFFER_PTR_ADD);
         len -= (size_t)got;
+        if (c->state != CONN_HEAD)
+            break;
+        evbuffer_ptr_set(in, &pos, (size_t)got, EVBUFFER_PTR_ADD);
     }
 }
 
