@@ -14,7 +14,7 @@ void eai_obs_describe_metrics(void)
     eai_metrics_describe_histogram("eai_sandbox_duration_seconds",
                                    "Wall-clock duration of finished executions, by profile.",
                                    duration_bounds, (int)(sizeof duration_bounds / sizeof duration_bounds[0]));
-    eai_metrics_describe("eai_sandbox_memory_mb_seconds_total", EAI_METRIC_COUNTER,
+    eai_metrics_describe("eai_sandbox_memory_megabyte_seconds_total", EAI_METRIC_COUNTER,
                          "Memory MB-seconds used by finished executions, by profile.");
     eai_metrics_describe("eai_sandbox_queued", EAI_METRIC_GAUGE, "Executions waiting in the queue.");
     eai_metrics_describe("eai_sandbox_running", EAI_METRIC_GAUGE, "Executions running on this node.");

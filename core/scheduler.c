@@ -134,7 +134,7 @@ static void metrics_finish(const json_t *rec, const json_t *patch)
     const json_t *u = json_object_get(patch, "usage");
     eai_metrics_add("eai_sandbox_executions_total", l2, 1);
     eai_metrics_add("eai_sandbox_cpu_seconds_total", l1, json_number_value(json_object_get(u, "cpu_seconds")));
-    eai_metrics_add("eai_sandbox_memory_mb_seconds_total", l1,
+    eai_metrics_add("eai_sandbox_memory_megabyte_seconds_total", l1,
                     json_number_value(json_object_get(u, "memory_mb_seconds")));
     eai_metrics_observe("eai_sandbox_duration_seconds", l1, json_number_value(json_object_get(u, "duration_s")));
 }
