@@ -279,7 +279,7 @@ static void test_statuses(void)
                                  " \"import sys; print(2+2); print('warn', file=sys.stderr)\"]}", ok), 0);
     CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"command\": [\"python3\", \"-c\","
                                  " \"import sys; sys.exit(3)\"]}", fail), 0);
-    CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"limits\": {\"timeout_s\": 1},"
+    CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"limits\": {\"timeout_s\": 4},"
                                  " \"command\": [\"python3\", \"-c\", \"import time; print('before', flush=True);"
                                  " time.sleep(30)\"]}", slow), 0);
     eai_sched_kick(app.exec);
