@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine (as root) to the whole test
+# suite: installs what is missing, builds, prepares the Node test tools,
+# starts a throwaway PostgreSQL 15 cluster and runs every test with ctest.
+# Extra arguments go to ctest (e.g. `-L unit`).  .ci/run calls this.
+source "$(dirname "$0")/lib.sh"
+need_root
+cd "$EAI_ROOT"
+apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
+    postgresql-15 \
+    containerd runc busybox-static \
+    nodejs npm \
+    golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+build_all
+
+for d in tests/k8s tests/helm; do
+    if [[ -f $d/package-lock.json ]]; then
+        echo "== npm ci in $d"
+        (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)
+    fi
+done
+
+pgdir=$(mktemp -d /tmp/eai-ci-pg.XXXXXX)
+chmod 0755 "$pgdir"
+cleanup() {
+    tests/support/pg_cluster.sh stop "$pgdir" >/dev/null 2>&1 || true
+    rm -rf "$pgdir"
+}
+trap cleanup EXIT
+echo "== PostgreSQL 15 test cluster in $pgdir"
+eval "$(tests/support/pg_cluster.sh start "$pgdir")"
+export EAI_TEST_PG_OWNER_URL EAI_TEST_PG_APP_URL EAI_TEST_PG_SUPER_URL
+
+echo "== ctest"
+cd build
+ctest --output-on-failure -j2 --timeout 1800 "$@"
