@@ -98,6 +98,9 @@ int kt_shim_check(struct kt *k, char *why, size_t whylen);
 #define KT_CTR_ARGC 7
 void kt_ctr_argv(struct kt *k, char *argv[KT_CTR_ARGC]);
 
+/* kata_sweep.c: the isolation op `sweep`. */
+void kt_sweep(void *self);
+
 /* kata_events.c: one long-lived `ctr events` child, lines parsed on the loop. */
 int kt_events_start(struct kt *k);
 void kt_events_stop(struct kt *k);
@@ -140,6 +143,9 @@ int kt_tmp_path_valid(const char *p);
 int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
 /* Worker: the probe's bundle (tiny static ELF as the whole root fs). */
 int kt_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
+
+/* kata_cgroup.c: make <cgpath> (memory + cpuacct on v1).  0 or -1 with msg. */
+int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen);
 
 struct kt_stats {
     double cpu_seconds;
