@@ -354,6 +354,54 @@ int eai_pg_exec_claim(void *self, const char *owner, int64_t lease_ms, int max, 
     return 0;
 }
 
+int eai_pg_exec_claim_excluding(void *self, const char *owner, int64_t lease_ms, int max,
+                                int per_tenant_max, const json_t *exclude, json_t **out,
+                                struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    /* exclude -> a uuid[] literal; anything not a uuid is ignored (it
+     * cannot match a row anyway). */
+    size_t n = json_array_size(exclude);
+    char *arr = malloc(n * 40 + 3);
+    if (!arr) {
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    char *p = arr;
+    *p++ = '{';
+    size_t i;
+    json_t *v;
+    int first = 1;
+    json_array_foreach(exclude, i, v) {
+        const char *t = json_string_value(v);
+        if (!eai_pg_uuid_valid(t))
+            continue;
+        if (!first)
+            *p++ = ',';
+        first = 0;
+        memcpy(p, t, 36);
+        p += 36;
+    }
+    *p++ = '}';
+    *p = '\0';
+    int64_t now = eai_pg_now_ms();
+    char nows[24], until[24], mx[24], pt[24];
+    struct eai_pg_read_ctx c = {
+        .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.exec_claim_excluding($1, $2, $3, $4, $5, $6::uuid[]) e"
+               " ORDER BY e.seq",
+        .n = 6,
+        .params = {owner, eai_pg_i64(now, nows), eai_pg_i64(now + lease_ms, until),
+                   eai_pg_i64(max, mx), eai_pg_i64(per_tenant_max > 0 ? per_tenant_max : max, pt), arr}};
+    int rc = eai_pg_run(pg, NULL, eai_pg_read_body, &c, err);
+    free(arr);
+    if (rc < 0) {
+        json_decref(c.out);
+        return -1;
+    }
+    *out = c.out;
+    return 0;
+}
+
 struct eai_pg_renew_ctx {
     const char *owner;
     char until[24];

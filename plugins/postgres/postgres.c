@@ -233,6 +233,7 @@ static const struct eai_storage_ops eai_pg_ops = {
     .kv_get = eai_pg_kv_get,
     .kv_set = eai_pg_kv_set,
     .audit_heads = eai_pg_audit_heads,
+    .exec_claim_excluding = eai_pg_exec_claim_excluding,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

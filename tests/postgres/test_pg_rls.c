@@ -590,6 +590,59 @@ static void test_outage_and_recovery(void)
     pgt_desc->destroy(st);
 }
 
+/* exec_claim_excluding: never claims a row of an excluded tenant (own
+ * database: the queue ops are SYSTEM-wide). */
+static void test_claim_excluding(void)
+{
+    if (!pgt_super_url || !*pgt_super_url) {
+        printf("\n  SKIP: needs EAI_TEST_PG_SUPER_URL (own database)\n");
+        return;
+    }
+    void *st = pgt_open(outage_app, 2);
+    CU_ASSERT_FATAL(st != NULL);
+    CU_ASSERT_FATAL(pgt_ops->size >= offsetof(struct eai_storage_ops, exec_claim_excluding) + sizeof(void *));
+    char tx[2][37];
+    char ids[2][2][48];
+    struct eai_error *e = NULL;
+    for (int t = 0; t < 2; t++) {
+        json_t *o = NULL;
+        CU_ASSERT_FATAL(pgt_ops->tenant_create(st, "excl", &o, &e) == 0);
+        snprintf(tx[t], 37, "%s", json_string_value(json_object_get(o, "id")));
+        json_decref(o);
+        for (int i = 0; i < 2; i++)
+            CU_ASSERT_EQUAL(create_one(st, tx[t], ids[t][i], &e), EAI_STORE_CREATED);
+    }
+    json_t *excl = json_pack("[s, s]", tx[0], "not-a-uuid");
+    json_t *cl = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->exec_claim_excluding(st, "node-x", 30000, 10, 10, excl, &cl, &e), 0);
+    pgt_report("claim_excluding", e);
+    size_t i;
+    json_t *v;
+    int of_x = 0, of_y = 0;
+    json_array_foreach(cl, i, v) {
+        const char *t = json_string_value(json_object_get(v, "tenant_id"));
+        of_x += strcmp(t, tx[0]) == 0;
+        of_y += strcmp(t, tx[1]) == 0;
+    }
+    CU_ASSERT_EQUAL(of_x, 0);
+    CU_ASSERT_EQUAL(of_y, 2);
+    json_decref(cl);
+    /* Empty exclusion list: the rest. */
+    json_t *none = json_array();
+    CU_ASSERT_EQUAL(pgt_ops->exec_claim_excluding(st, "node-x", 30000, 10, 10, none, &cl, &e), 0);
+    CU_ASSERT_EQUAL(json_array_size(cl), 2);
+    json_decref(cl);
+    json_decref(none);
+    json_decref(excl);
+    for (int t = 0; t < 2; t++)
+        for (int k = 0; k < 2; k++) {
+            json_t *p = json_pack("{s:s}", "status", "succeeded");
+            CU_ASSERT_EQUAL(pgt_ops->exec_finish(st, tx[t], ids[t][k], p, NULL, NULL, NULL, &e), EAI_STORE_UPDATED);
+            json_decref(p);
+        }
+    pgt_desc->destroy(st);
+}
+
 int main(void)
 {
     if (pgt_env() < 0)
@@ -606,6 +659,7 @@ int main(void)
     CU_add_test(s, "plugin: output with NUL round-trips", test_nul_round_trip);
     CU_pSuite r = CU_add_suite("postgres_resilience", init_outage, clean_outage);
     CU_add_test(r, "unreachable database: storage_unavailable at once", test_unreachable_is_503);
+    CU_add_test(r, "claim excluding tenants (own database)", test_claim_excluding);
     CU_add_test(r, "outage and recovery: no restart, nothing acknowledged lost", test_outage_and_recovery);
     int rc = pgt_run_suite(s);
     pgt_unload();
