@@ -14,6 +14,8 @@
 
 #include "http_client.h"
 
+long th_timeout_ms;
+
 struct buf {
     char *p;
     size_t n;
@@ -67,7 +69,7 @@ int th_request(const char *method, const char *url, const char *const *headers, 
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_data);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &h);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, th_timeout_ms > 0 ? th_timeout_ms : 60000L);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     if (upload_bytes) {
         curl_easy_setopt(c, CURLOPT_POST, 1L);

@@ -16,6 +16,9 @@ struct th_resp {
     double seconds;
 };
 
+/* Whole-request timeout of th_request (0: 60 s). */
+extern long th_timeout_ms;
+
 /* headers: NULL-terminated "Name: value"; body may be NULL.
  * upload_bytes > 0: send that many zero bytes as the body instead. */
 int th_request(const char *method, const char *url, const char *const *headers, const char *body,

@@ -5,7 +5,10 @@
  * CMakeLists.txt) so executions are recorded.
  */
 #include <curl/curl.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,7 +161,7 @@ static int setup_recording(void)
         return -1;
     fprintf(f, "# test config: one profile on the refusing test double\n"
                "isolation:\n  refuse: {}\n"
-               "server:\n  max_body_bytes: 1Mi\n"
+               "server:\n  max_body_bytes: 1Mi\n  max_connections: 4\n"
                "profiles:\n"
                "  fake:\n    backend: refuse\n    runtime_class: none\n"
                "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
@@ -624,6 +627,51 @@ static void test_recording_ready(void)
     th_resp_free(&r);
 }
 
+static int raw_connect(void)
+{
+    int port = atoi(strrchr(base_url, ':') + 1);
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                            .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void test_connection_limit(void)
+{
+    /* max_connections is 4 in this suite: four idle connections fill it */
+    int fds[4];
+    for (int i = 0; i < 4; i++)
+        fds[i] = raw_connect();
+    for (int i = 0; i < 4; i++)
+        CU_ASSERT(fds[i] >= 0);
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    struct th_resp r;
+    th_timeout_ms = 1000;
+    setenv("TH_QUIET", "1", 1);
+    long st = req("GET", "/healthz", NULL, NULL, &r);
+    unsetenv("TH_QUIET");
+    CU_ASSERT(st != 200); /* not served while the limit is reached */
+    th_resp_free(&r);
+    /* one closes (it never sent a byte): within the 1 s sweep, accepting resumes */
+    close(fds[0]);
+    th_timeout_ms = 5000;
+    CU_ASSERT_EQUAL(req("GET", "/healthz", NULL, NULL, &r), 200);
+    th_resp_free(&r);
+    th_timeout_ms = 0;
+    for (int i = 1; i < 4; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    nanosleep(&ts, NULL);
+    CU_ASSERT_EQUAL(req("GET", "/metrics", NULL, NULL, &r), 200);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.body, "eai_http_connections"));
+    th_resp_free(&r);
+}
+
 static int reg(void)
 {
     CU_pSuite a = CU_add_suite("no runtime", setup_noruntime, common_teardown);
@@ -641,7 +689,8 @@ static int reg(void)
     if (!b || !CU_add_test(b, "ready, configured body cap", test_recording_ready) ||
         !CU_add_test(b, "idempotency and cross-tenant 404", test_idempotency_and_tenants) ||
         !CU_add_test(b, "manifests", test_manifests) || !CU_add_test(b, "contracts", test_contracts) ||
-        !CU_add_test(b, "finops ledger", test_finops))
+        !CU_add_test(b, "finops ledger", test_finops) ||
+        !CU_add_test(b, "connection limit", test_connection_limit))
         return -1;
     return 0;
 }
