@@ -211,7 +211,7 @@ static void probe_bundle_done(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->dir, g->probe_cid, NULL};
-    if (!gv_child_spawn(g->host, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p)) {
+    if (!gv_child_spawn(g, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p)) {
         char reason[300];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
         probe_finish(g, 0, reason);
@@ -277,7 +277,7 @@ static void probe_start(struct gv *g)
     }
     char *argv[] = {g->runsc, "--version", NULL};
     g->inflight++;
-    if (!gv_child_spawn(g->host, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, version_done, g)) {
+    if (!gv_child_spawn(g, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, version_done, g)) {
         char reason[PATH_MAX + 64];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
         g->inflight--;
@@ -512,9 +512,11 @@ static void gv_destroy(void *self)
     if (!g)
         return;
     g->destroying = 1;
+    g->inflight++; /* callbacks below must not free g under us */
     event_del(g->reprobe_ev);
     gv_exec_destroy_all(g);
     gv_pool_destroy_all(g);
+    gv_child_reap_all(g);
     /* Our cgroup subtree's parents, when empty. */
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
                                         "freezer", "systemd"};
@@ -526,8 +528,7 @@ static void gv_destroy(void *self)
             snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctrls[i], g->cg_parent);
         rmdir(dir);
     }
-    if (g->inflight <= 0)
-        gv_free(g);
+    gv_release(g); /* frees g unless a worker step still holds it */
 }
 
 static const struct eai_isolation_ops gv_ops = {

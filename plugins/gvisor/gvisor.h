@@ -25,16 +25,18 @@ struct event;
 typedef void (*gv_child_done_fn)(void *arg, int status, const char *out, size_t outlen);
 struct gv_child;
 
-/* Spawn argv[0] (absolute path) on the loop, watched with a pidfd.  fds:
+/* Spawn argv[0] (absolute path) on g's loop, watched with a pidfd.  fds:
  * stdin/stdout/stderr for the child (-1 = /dev/null); capture: collect
  * stdout and stderr (up to 8 KiB) instead.  timeout_ms > 0: SIGKILL the
  * child's process group when it passes.  cb runs once on the loop, then the
  * child object is freed.  NULL when spawning failed (cb not called). */
-struct gv_child *gv_child_spawn(const struct eai_host *host, char *const argv[], int fd_in, int fd_out,
-                                int fd_err, int capture, int64_t timeout_ms, gv_child_done_fn cb, void *arg);
+struct gv;
+struct gv_child *gv_child_spawn(struct gv *g, char *const argv[], int fd_in, int fd_out, int fd_err, int capture,
+                                int64_t timeout_ms, gv_child_done_fn cb, void *arg);
 pid_t gv_child_pid(const struct gv_child *c);
-/* Forget cb (the child is still reaped and freed). */
-void gv_child_detach(struct gv_child *c);
+/* Shutdown: SIGKILL and reap every child of g now, running each callback
+ * (with g->destroying set), children spawned by those callbacks included. */
+void gv_child_reap_all(struct gv *g);
 
 /* Blocking variant for worker threads: wait status or -1. */
 int gv_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen);

@@ -25,6 +25,8 @@
 extern char **environ;
 
 struct gv_child {
+    struct gv *owner;
+    struct gv_child *next;     /* every live child of this plugin */
     pid_t pid;
     int pidfd;
     int cap_fd;
@@ -36,6 +38,18 @@ struct gv_child {
     char out[GV_CAPTURE_MAX + 1];
     size_t outlen;
 };
+
+static struct gv_child *g_children; /* loop thread only */
+
+static void child_unlink(struct gv_child *c)
+{
+    for (struct gv_child **pp = &g_children; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            return;
+        }
+    }
+}
 
 static int gv_pidfd_open(pid_t pid)
 {
@@ -123,6 +137,17 @@ static void on_cap(evutil_socket_t fd, short what, void *arg)
     cap_drain(arg);
 }
 
+static void child_finish(struct gv_child *c, int status)
+{
+    child_unlink(c);
+    if (c->cap_fd >= 0)
+        cap_drain(c);
+    c->out[c->outlen] = '\0';
+    if (c->cb)
+        c->cb(c->arg, status, c->out, c->outlen);
+    child_free(c);
+}
+
 static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
 {
     struct gv_child *c = arg;
@@ -135,12 +160,24 @@ static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
         status = (si.si_status & 0xff) << 8;
     else
         status = si.si_status & 0x7f; /* killed by signal */
-    if (c->cap_fd >= 0)
-        cap_drain(c);
-    c->out[c->outlen] = '\0';
-    if (c->cb)
-        c->cb(c->arg, status, c->out, c->outlen);
-    child_free(c);
+    child_finish(c, status);
+}
+
+void gv_child_reap_all(struct gv *g)
+{
+    for (;;) {
+        struct gv_child *c = g_children;
+        while (c && c->owner != g)
+            c = c->next;
+        if (!c)
+            return;
+        kill(-c->pid, SIGKILL);
+        kill(c->pid, SIGKILL);
+        int status = 0;
+        while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        child_finish(c, status);
+    }
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -150,12 +187,14 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     kill(c->pid, SIGKILL);
 }
 
-struct gv_child *gv_child_spawn(const struct eai_host *host, char *const argv[], int fd_in, int fd_out,
-                                int fd_err, int capture, int64_t timeout_ms, gv_child_done_fn cb, void *arg)
+struct gv_child *gv_child_spawn(struct gv *g, char *const argv[], int fd_in, int fd_out, int fd_err, int capture,
+                                int64_t timeout_ms, gv_child_done_fn cb, void *arg)
 {
+    const struct eai_host *host = g->host;
     struct gv_child *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
+    c->owner = g;
     c->pidfd = -1;
     c->cap_fd = -1;
     c->cb = cb;
@@ -200,17 +239,14 @@ struct gv_child *gv_child_spawn(const struct eai_host *host, char *const argv[],
         struct timeval tv = {.tv_sec = timeout_ms / 1000, .tv_usec = (timeout_ms % 1000) * 1000};
         event_add(c->ev_timeout, &tv);
     }
+    c->next = g_children;
+    g_children = c;
     return c;
 }
 
 pid_t gv_child_pid(const struct gv_child *c)
 {
     return c->pid;
-}
-
-void gv_child_detach(struct gv_child *c)
-{
-    c->cb = NULL;
 }
 
 static int64_t mono_ms(void)

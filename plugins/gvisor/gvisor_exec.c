@@ -350,7 +350,7 @@ static void spawn_helper(struct gv_exec *e, const char *verb, int64_t timeout_ms
     char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
     char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
     char **argv = !strcmp(verb, "kill") ? kill_argv : del_argv;
-    if (gv_child_spawn(g->host, argv, -1, -1, -1, 1, timeout_ms, helper_done, e))
+    if (gv_child_spawn(g, argv, -1, -1, -1, 1, timeout_ms, helper_done, e))
         e->helpers++;
     else
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "cannot run runsc %s for %s: %s", verb, e->b.cid,
@@ -437,7 +437,7 @@ static int run_spawn(struct gv_exec *e)
     char *exec_argv[] = {g->runsc, root, "exec", "--process", procf, e->b.cid, NULL};
     char **argv = e->pooled ? exec_argv : run_argv;
     e->run_spawned = 1;
-    e->run = gv_child_spawn(g->host, argv, in[0], out[1], err[1], 0, 0, run_done, e);
+    e->run = gv_child_spawn(g, argv, in[0], out[1], err[1], 0, 0, run_done, e);
     if (!e->run) {
         snprintf(e->msg, sizeof(e->msg), "cannot start runsc: %s", strerror(errno));
         goto fail;
@@ -695,34 +695,32 @@ void gv_exec_unpark_all(struct gv *g)
     }
 }
 
-/* Shutdown: no callbacks any more; kill and clean what we can now. */
+/* Shutdown (g->destroying is set, so no callback reaches core): stop the
+ * running sandboxes now; gv_child_reap_all() then reaps their runsc
+ * children, whose callbacks finish and free the executions synchronously. */
 void gv_exec_destroy_all(struct gv *g)
 {
     struct gv_exec *e = g->execs;
     while (e) {
         struct gv_exec *next = e->next;
         if (e->state == GV_RUNNING && e->run && !e->run_exited) {
-            pid_t pid = gv_child_pid(e->run);
-            gv_child_detach(e->run);
             char root[PATH_MAX + 16];
             snprintf(root, sizeof(root), "--root=%s", g->state_dir);
             char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
             char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
             gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(pid, SIGKILL);
+            kill(gv_child_pid(e->run), SIGKILL);
             gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
-            e->run = NULL;
-            e->run_exited = 1;
-            finish_work(e);
-            if (e->helpers == 0) { /* else a helper's callback still points here */
-                exec_unlink(e);
-                exec_free(e);
-            }
-        } else if (e->state == GV_PARKED || (e->state == GV_RUNNING && !e->run_spawned)) {
+        } else if (e->state == GV_PARKED || (e->state == GV_RUNNING && !e->run_spawned && !e->ev_soon)) {
             exec_unlink(e);
             exec_free(e);
+        } else if (e->ev_soon) {
+            /* ending soon without having run: do it now */
+            event_del(e->ev_soon);
+            e->state = GV_RUNNING;
+            begin_finish(e);
         }
-        /* PREPARING / FINISHING: their done callback cleans up (inflight). */
+        /* PREPARING / FINISHING: their worker step's done callback cleans up. */
         e = next;
     }
 }

@@ -132,7 +132,7 @@ static void spawn_helper(struct gv_pooled *p, int del)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
     char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
-    if (gv_child_spawn(g->host, del ? del_argv : kill_argv, -1, -1, -1, 1,
+    if (gv_child_spawn(g, del ? del_argv : kill_argv, -1, -1, -1, 1,
                        del ? GV_DELETE_TIMEOUT_MS : GV_RUNSC_TIMEOUT_MS, helper_done, p))
         p->helpers++;
 }
@@ -293,7 +293,7 @@ static void prepare_done(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
-    p->run = gv_child_spawn(g->host, argv, -1, out[1], -1, 0, 0, run_done, p);
+    p->run = gv_child_spawn(g, argv, -1, out[1], -1, 0, 0, run_done, p);
     close(out[1]);
     p->rd_fd = out[0];
     if (!p->run) {
@@ -393,27 +393,19 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     return got;
 }
 
-/* Shutdown: stop every pooled sandbox now (blocking; no callbacks). */
+/* Shutdown: stop every pooled sandbox now (blocking); gv_child_reap_all()
+ * then runs their callbacks, which clean up synchronously. */
 void gv_pool_destroy_all(struct gv *g)
 {
     for (struct gv_pooled *p = g->pool; p; p = p->next) {
         if (p->run && !p->run_exited) {
-            pid_t pid = gv_child_pid(p->run);
-            gv_child_detach(p->run);
             char root[PATH_MAX + 16];
             snprintf(root, sizeof(root), "--root=%s", g->state_dir);
             char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
             char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
             gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(pid, SIGKILL);
+            kill(gv_child_pid(p->run), SIGKILL);
             gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
-            p->run = NULL;
-            p->run_exited = 1;
-        }
-        if (p->state != GVP_BOOTING || p->run_spawned) {
-            cleanup_work(p);
-            p->b.cg_made = 0;
-            p->b.dir[0] = '\0';
         }
     }
 }

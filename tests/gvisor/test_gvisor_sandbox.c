@@ -201,7 +201,6 @@ static int file_contains(const char *path, const char *needle)
     return found;
 }
 
-static int g_leaves_before;
 
 /* runsc containers of ours: all, or those that are not warm-pool sandboxes. */
 static int runsc_ids(int include_pool)
@@ -223,25 +222,30 @@ static int runsc_ids(int include_pool)
     return n;
 }
 
-/* Leaves in the main v1 controllers under every eai/<subtree>. */
+/* Our instance's cgroup subtree: eai/<FNV-1a 64 of the state dir>. */
+static void our_subtree(char *out, size_t len)
+{
+    unsigned long long h = 1469598103934665603ULL;
+    for (const char *c = g_state; *c; c++) {
+        h ^= (unsigned char)*c;
+        h *= 1099511628211ULL;
+    }
+    snprintf(out, len, "eai/%016llx", h);
+}
+
+/* Leaves of ours in the main v1 controllers (other servers may run beside
+ * us in their own subtrees). */
 static int cgroup_leaves(const char *prefix)
 {
     int n = 0;
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids"};
-    DIR *top = opendir("/sys/fs/cgroup/memory/eai");
-    if (!top)
-        return 0;
-    struct dirent *e;
-    while ((e = readdir(top))) {
-        if (e->d_name[0] == '.')
-            continue;
-        for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
-            char p[PATH_MAX + 300];
-            snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/eai/%s", ctrls[i], e->d_name);
-            n += count_prefix(p, prefix);
-        }
+    char sub[64];
+    our_subtree(sub, sizeof(sub));
+    for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
+        char p[PATH_MAX + 300];
+        snprintf(p, sizeof(p), "/sys/fs/cgroup/%s/%s", ctrls[i], sub);
+        n += count_prefix(p, prefix);
     }
-    closedir(top);
     return n;
 }
 
@@ -260,7 +264,7 @@ static void assert_clean(void)
     int bundles = count_prefix(g_work, "eai-") - count_prefix(g_work, "eai-pool-");
     CU_ASSERT_EQUAL(bundles, 0);
     CU_ASSERT_EQUAL(runsc_ids(0), 0);
-    CU_ASSERT_EQUAL(cgroup_leaves("eai-") - cgroup_leaves("eai-pool-"), g_leaves_before);
+    CU_ASSERT_EQUAL(cgroup_leaves("eai-") - cgroup_leaves("eai-pool-"), 0);
     if (g_pool == 0) {
         CU_ASSERT_FALSE(file_contains("/proc/self/mountinfo", g_work));
         CU_ASSERT_EQUAL(count_prefix(g_work, "eai-"), 0);
@@ -276,7 +280,7 @@ static void assert_nothing_left(void)
     CU_ASSERT_EQUAL(count_prefix(g_work, "eai-"), 0);
     CU_ASSERT_FALSE(file_contains("/proc/self/mountinfo", g_work));
     CU_ASSERT_EQUAL(runsc_ids(1), 0);
-    CU_ASSERT_EQUAL(cgroup_leaves("eai-"), g_leaves_before);
+    CU_ASSERT_EQUAL(cgroup_leaves("eai-"), 0);
 }
 
 /* ------------------------------------------------------------ set-up */
@@ -346,7 +350,6 @@ static int global_init(void)
         return -1;
     }
     g_ops = g_desc->ops;
-    g_leaves_before = cgroup_leaves("eai-");
     g_ready_once = 1;
     return 0;
 }
@@ -858,15 +861,11 @@ static void test_sweep_restart(void)
              "kill -9 $(cat %s/pid)",
              g_runsc, g_state, bundle, g_data, g_runsc, g_state, g_data);
     CU_ASSERT_EQUAL(system(p), 0);
-    /* Our instance's cgroup subtree is eai/<fnv1a-64 of the state dir>. */
-    unsigned long long h = 1469598103934665603ULL;
-    for (const char *c = g_state; *c; c++) {
-        h ^= (unsigned char)*c;
-        h *= 1099511628211ULL;
-    }
-    char leaf[PATH_MAX];
-    snprintf(leaf, sizeof(leaf), "/sys/fs/cgroup/memory/eai/%016llx", h);
-    mkdir("/sys/fs/cgroup/memory/eai", 0755);
+    char sub[64], leaf[PATH_MAX];
+    our_subtree(sub, sizeof(sub));
+    snprintf(leaf, sizeof(leaf), "/sys/fs/cgroup/memory/eai");
+    mkdir(leaf, 0755);
+    snprintf(leaf, sizeof(leaf), "/sys/fs/cgroup/memory/%s", sub);
     mkdir(leaf, 0755);
     strcat(leaf, "/eai-stale-leaf");
     CU_ASSERT_EQUAL(mkdir(leaf, 0755), 0);
