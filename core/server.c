@@ -1220,7 +1220,15 @@ void eai_server_stop_accepting(struct eai_app *app)
 /* Requests parked or being answered. */
 int64_t eai_server_inflight(const struct eai_app *app)
 {
-    return g_srv ? g_srv->reqs_live : 0;
+    struct eai_server *s = g_srv;
+    if (!s)
+        return 0;
+    /* requests not answered yet, plus answers still in an output buffer */
+    int64_t n = s->reqs_live;
+    for (struct eai_conn *c = s->conns; c; c = c->next)
+        if (!c->released && !c->closing && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+            n++;
+    return n;
 }
 
 void eai_server_stop(struct eai_app *app)

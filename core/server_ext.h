@@ -11,7 +11,7 @@ struct eai_app;
 int eai_server_port(const struct eai_app *app);
 /* Stop accepting connections; requests in flight go on. */
 void eai_server_stop_accepting(struct eai_app *app);
-/* Requests received and not answered yet. */
+/* Requests received and not answered yet, plus answers not yet flushed. */
 int64_t eai_server_inflight(const struct eai_app *app);
 
 #endif
