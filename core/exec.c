@@ -282,6 +282,8 @@ static int image_known_cb(void *arg, const struct eai_profile *p, const char *im
     const struct probe_snap *ps = snap_for(j, p);
     if (!ps || !(ps->caps & EAI_ISO_CAP_LOCAL_IMAGES))
         return 1; /* the backend resolves images itself (e.g. Kubernetes) */
+    if (!ps->ready)
+        return 1; /* no runtime: answer 503 sandbox_unavailable below, not unknown_image */
     const struct eai_host *h = j->app->host;
     char buf[4096];
     return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
