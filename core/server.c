@@ -71,6 +71,7 @@ struct eai_conn {
     int closing;                      /* our takeover is freeing it */
     struct event *linger;
     struct event *release_ev;
+    struct event *watch;              /* EOF watch while a request is handled */
     struct eai_conn *prev, *next;
 };
 
@@ -155,6 +156,8 @@ static void conn_release_cb(evutil_socket_t fd, short what, void *arg)
         event_free(c->linger);
     if (c->release_ev)
         event_free(c->release_ev);
+    if (c->watch)
+        event_free(c->watch);
     bufferevent_decref(c->bev); /* the last reference: closes the socket */
     free(c->acc);
     free(c);
@@ -169,6 +172,8 @@ static void conn_schedule_release(struct eai_conn *c)
     c->evcon = NULL;
     if (c->linger)
         event_del(c->linger);
+    if (c->watch)
+        event_del(c->watch);
     struct timeval zero = {0, 0};
     if (evtimer_add(c->release_ev, &zero) < 0)
         eai_log(SRV_COMPONENT, EAI_LOG_ERROR, "cannot schedule a connection release (leak)");
@@ -490,6 +495,43 @@ static struct eai_conn *conn_of(struct eai_server *s, struct evhttp_request *evr
     return NULL;
 }
 
+/* While a request is handled evhttp does not read the socket, so a client
+ * that goes away is only noticed when we write.  A one-shot read watch
+ * notices EOF (or a reset) early for long-polls and event streams; when
+ * pipelined bytes make the socket readable instead, the watch just stops. */
+static void conn_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_conn *c = arg;
+    struct eai_req *r = c->cur;
+    if (!r || c->released || r->replied)
+        return;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        event_add(c->watch, NULL);
+        return;
+    }
+    if (n > 0)
+        return;
+    r->gone = 1;
+    if (r->on_gone) {
+        void (*fn)(void *) = r->on_gone;
+        r->on_gone = NULL;
+        fn(r->on_gone_arg);
+    }
+}
+
+static void conn_watch_arm(struct eai_conn *c)
+{
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd < 0 || c->released)
+        return;
+    if (!c->watch)
+        c->watch = event_new(c->srv->app->base, fd, EV_READ, conn_watch_cb, c);
+    if (c->watch)
+        event_add(c->watch, NULL);
+}
+
 /* A request was dispatched: evhttp consumed it; what is left in the input
  * is the start of the next (pipelined) request. */
 static void conn_dispatched(struct eai_conn *c, struct eai_req *r)
@@ -529,6 +571,8 @@ static void conn_replied(struct eai_conn *c, struct eai_req *r)
         c->cur = NULL;
     if (c->inflight > 0)
         c->inflight--;
+    if (c->watch)
+        event_del(c->watch);
 }
 
 /* ------------------------------------------------------------ requests */
@@ -1111,10 +1155,14 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
         return;
     }
+    struct eai_conn *conn = r->conn;
     if (r->route->auth == EAI_AUTH_TENANT)
         auth_start(r);
     else
         r->route->fn(app, r);
+    /* r may be freed now; the connection is still valid in this callback */
+    if (conn && conn->cur && !conn->released)
+        conn_watch_arm(conn);
 }
 
 /* ------------------------------------------------------------ start / stop */
