@@ -6,11 +6,16 @@
 source "$(dirname "$0")/lib.sh"
 need_root
 cd "$EAI_ROOT"
+# Node and npm from Debian unless a node with its own npm is there already
+# (NodeSource's nodejs ships npm and conflicts with Debian's package).
+node_pkgs=()
+command -v node >/dev/null 2>&1 || node_pkgs+=(nodejs)
+command -v npm >/dev/null 2>&1 || node_pkgs+=(npm)
 apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
     postgresql-15 \
     containerd runc busybox-static \
-    nodejs npm \
-    golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev
+    golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev \
+    "${node_pkgs[@]}"
 build_all
 
 for d in tests/k8s tests/helm; do
