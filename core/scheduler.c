@@ -619,6 +619,21 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
     unsigned flags = 1;
     if (jstr(rec, "traceparent") && eai_traceparent_parse(jstr(rec, "traceparent"), &tc) == 0)
         flags = tc.flags;
+    if (trace_id && strlen(trace_id) == 32 && !recover) {
+        /* sandbox.schedule: from the POST's record to this claim (queue wait) */
+        struct eai_span *sch = eai_span_start("sandbox.schedule", EAI_SPAN_INTERNAL, trace_id,
+                                              jstr(rec, "span_id"));
+        int64_t created_ms;
+        if (sch && jstr(rec, "created_at") && eai_time_parse_rfc3339(jstr(rec, "created_at"), &created_ms) == 0)
+            eai_span_set_start_ms(sch, created_ms);
+        eai_span_set_str(sch, "gen_ai.operation.name", "execute_tool");
+        eai_span_set_str(sch, "eai.tenant_id", r->tenant);
+        eai_span_set_str(sch, "eai.execution_id", r->id);
+        eai_span_set_str(sch, "eai.run_id", jstr(rec, "run_id"));
+        eai_span_set_str(sch, "eai.profile", r->prof->name);
+        eai_span_set_str(sch, "eai.node_id", s->app->host->node_id);
+        eai_span_end(sch, 0);
+    }
     if (trace_id && strlen(trace_id) == 32) {
         r->span = eai_span_start("sandbox.run", EAI_SPAN_INTERNAL, trace_id, jstr(rec, "span_id"));
         if (r->span) {

@@ -176,6 +176,12 @@ struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
     return s;
 }
 
+void eai_span_set_start_ms(struct eai_span *s, int64_t epoch_ms)
+{
+    if (s && epoch_ms > 0 && epoch_ms * 1000000LL < s->start_ns)
+        s->start_ns = epoch_ms * 1000000LL;
+}
+
 const char *eai_span_trace_id(const struct eai_span *s) { return s ? s->trace_id : NULL; }
 const char *eai_span_id(const struct eai_span *s) { return s ? s->span_id : NULL; }
 

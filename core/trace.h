@@ -29,6 +29,9 @@ void eai_traceparent_format(const char *trace_id, const char *span_id, unsigned 
 
 struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
                                 const char *trace_id, const char *parent_span_id);
+/* Move the start back to an earlier wall-clock time (epoch ms), for spans
+ * that cover a wait measured from a stored time (queueing). */
+void eai_span_set_start_ms(struct eai_span *s, int64_t epoch_ms);
 const char *eai_span_trace_id(const struct eai_span *s);
 const char *eai_span_id(const struct eai_span *s);
 void eai_span_set_str(struct eai_span *s, const char *key, const char *value);

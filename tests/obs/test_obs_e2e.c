@@ -360,8 +360,8 @@ static void test_trace_finops_metrics(void)
 
     /* spans at the OTLP receiver: the server span under the caller's, sandbox.run with GenAI attributes */
     int64_t end = eai_now_ms() + 10000;
-    json_t *server = NULL, *run = NULL;
-    while (eai_now_ms() < end && (!server || !run)) {
+    json_t *server = NULL, *run = NULL, *sched = NULL;
+    while (eai_now_ms() < end && (!server || !run || !sched)) {
         json_t *recs = obs_records(g_otlp_out);
         size_t i, a, b, c;
         json_t *r, *x, *y, *s;
@@ -376,16 +376,24 @@ static void test_trace_finops_metrics(void)
                             server = json_incref(s);
                         if (js(s, "name") && strcmp(js(s, "name"), "sandbox.run") == 0 && !run)
                             run = json_incref(s);
+                        if (js(s, "name") && strcmp(js(s, "name"), "sandbox.schedule") == 0 && !sched)
+                            sched = json_incref(s);
                     }
                 }
             }
         }
         json_decref(recs);
-        if (!server || !run)
+        if (!server || !run || !sched)
             usleep(200000);
     }
     CU_ASSERT_PTR_NOT_NULL(server);
     CU_ASSERT_PTR_NOT_NULL(run);
+    CU_ASSERT_PTR_NOT_NULL(sched);
+    /* scheduling and the run are both children of the server span */
+    if (server && sched && run) {
+        CU_ASSERT_STRING_EQUAL(js(sched, "parentSpanId"), js(server, "spanId"));
+        CU_ASSERT_STRING_EQUAL(js(run, "parentSpanId"), js(server, "spanId"));
+    }
     if (server)
         fprintf(stderr, "  (server span: %s)\n", js(server, "name"));
     if (run) {
@@ -400,6 +408,7 @@ static void test_trace_finops_metrics(void)
     }
     json_decref(server);
     json_decref(run);
+    json_decref(sched);
     free(id);
     free(id2);
     server_stop(g_srv);
