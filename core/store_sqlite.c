@@ -580,6 +580,7 @@ static const struct eai_storage_ops eai_sq_ops = {
     .kv_get = eai_sq_kv_get,
     .kv_set = eai_sq_kv_set,
     .audit_heads = eai_sq_audit_heads,
+    .exec_claim_excluding = eai_sq_exec_claim_excluding,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

@@ -316,8 +316,10 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
     return ret;
 }
 
-int eai_sq_exec_claim(void *self, const char *owner, int64_t lease_ms, int max,
-                      int per_tenant_max, json_t **out, struct eai_error **err)
+/* exclude: NULL, or a JSON array of tenant ids whose rows are not taken
+ * (exec_claim_excluding: tenants at their per-tenant bound on this node). */
+static int sq_exec_claim(void *self, const char *owner, int64_t lease_ms, int max,
+                         int per_tenant_max, const json_t *exclude, json_t **out, struct eai_error **err)
 {
     struct eai_sq *s = self;
     if (!owner)
@@ -348,12 +350,21 @@ int eai_sq_exec_claim(void *self, const char *owner, int64_t lease_ms, int max,
      * every tenant (oldest tenant first), then rank 2, ... */
     st = eai_sq_prep(s, c->db,
         "SELECT seq FROM (SELECT seq, ROW_NUMBER() OVER (PARTITION BY tenant_id ORDER BY seq) AS rn"
-        " FROM sandbox_executions WHERE status = 'queued')"
+        " FROM sandbox_executions WHERE status = 'queued'"
+        " AND (?3 IS NULL OR tenant_id NOT IN (SELECT value FROM json_each(?3))))"
         " WHERE rn <= ?1 ORDER BY rn, seq LIMIT ?2", err);
     if (!st)
         goto out;
     sqlite3_bind_int(st, 1, per_tenant_max);
     sqlite3_bind_int(st, 2, max);
+    if (exclude && json_array_size(exclude) > 0) {
+        char *ex = json_dumps(exclude, JSON_COMPACT);
+        if (!ex) {
+            eai_sq_oom(s, err);
+            goto out;
+        }
+        sqlite3_bind_text(st, 3, ex, -1, free);
+    }
     seqs = calloc((size_t)max, sizeof *seqs);
     if (!seqs) {
         eai_sq_oom(s, err);
@@ -396,6 +407,19 @@ out:
     }
     json_decref(arr);
     return ret;
+}
+
+int eai_sq_exec_claim(void *self, const char *owner, int64_t lease_ms, int max,
+                      int per_tenant_max, json_t **out, struct eai_error **err)
+{
+    return sq_exec_claim(self, owner, lease_ms, max, per_tenant_max, NULL, out, err);
+}
+
+int eai_sq_exec_claim_excluding(void *self, const char *owner, int64_t lease_ms, int max,
+                                int per_tenant_max, const json_t *exclude, json_t **out,
+                                struct eai_error **err)
+{
+    return sq_exec_claim(self, owner, lease_ms, max, per_tenant_max, exclude, out, err);
 }
 
 int eai_sq_exec_renew(void *self, const char *owner, int64_t lease_ms, json_t **cancel_ids,

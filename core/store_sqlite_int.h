@@ -76,6 +76,9 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
                      struct eai_error **err);
 int eai_sq_exec_claim(void *self, const char *owner, int64_t lease_ms, int max,
                       int per_tenant_max, json_t **out, struct eai_error **err);
+int eai_sq_exec_claim_excluding(void *self, const char *owner, int64_t lease_ms, int max,
+                                int per_tenant_max, const json_t *exclude, json_t **out,
+                                struct eai_error **err);
 int eai_sq_exec_renew(void *self, const char *owner, int64_t lease_ms, json_t **cancel_ids,
                       struct eai_error **err);
 int eai_sq_exec_cancel(void *self, const char *tenant, const char *id,
