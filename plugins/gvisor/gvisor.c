@@ -34,24 +34,6 @@ static const struct eai_config_key gv_keys[] = {
 
 /* ------------------------------------------------------------ helpers */
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 static int find_in_path(const char *name, char *out, size_t len)
 {
     if (strchr(name, '/')) {
@@ -152,7 +134,7 @@ struct probe_ctx {
 static void probe_cleanup_work(void *arg)
 {
     struct probe_ctx *p = arg;
-    gv_rm_tree(p->dir);
+    eai_pc_rm_tree(p->dir);
 }
 
 static void probe_cleanup_done(void *arg)
@@ -186,8 +168,8 @@ static void probe_run_done(void *arg, int status, const char *out, size_t outlen
 static void probe_bundle_work(void *arg)
 {
     struct probe_ctx *p = arg;
-    gv_rm_tree(p->dir);
-    p->rc = gv_probe_bundle(p->dir, p->g->uid, p->msg, sizeof(p->msg));
+    eai_pc_rm_tree(p->dir);
+    p->rc = eai_pc_probe_bundle(p->dir, p->g->uid, p->msg, sizeof(p->msg));
 }
 
 static void probe_bundle_done(void *arg)
@@ -211,7 +193,7 @@ static void probe_bundle_done(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->dir, g->probe_cid, NULL};
-    if (!gv_child_spawn(g, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p)) {
+    if (!eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p)) {
         char reason[300];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
         probe_finish(g, 0, reason);
@@ -277,7 +259,7 @@ static void probe_start(struct gv *g)
     }
     char *argv[] = {g->runsc, "--version", NULL};
     g->inflight++;
-    if (!gv_child_spawn(g, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, version_done, g)) {
+    if (!eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, version_done, g)) {
         char reason[PATH_MAX + 64];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
         g->inflight--;
@@ -312,15 +294,15 @@ static void sweep_work(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     char out[16384];
     char *list_argv[] = {g->runsc, root, "list", "-quiet", NULL};
-    if (access(g->runsc, X_OK) == 0 && gv_run_sync(list_argv, GV_RUNSC_TIMEOUT_MS, out, sizeof(out)) == 0) {
+    if (access(g->runsc, X_OK) == 0 && eai_pc_run_sync(list_argv, GV_RUNSC_TIMEOUT_MS, out, sizeof(out)) == 0) {
         char *save = NULL;
         for (char *id = strtok_r(out, "\n", &save); id; id = strtok_r(NULL, "\n", &save)) {
             if (!has_prefix(id) || !strcmp(id, g->probe_cid))
                 continue;
             char *kill_argv[] = {g->runsc, root, "kill", id, "KILL", NULL};
             char *del_argv[] = {g->runsc, root, "delete", "--force", id, NULL};
-            gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
             s->containers++;
         }
     }
@@ -476,8 +458,8 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
             return NULL;
         }
     }
-    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || mkdir_p(g->state_dir, 0700) < 0 ||
-        mkdir_p(g->work_dir, 0700) < 0) {
+    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || eai_pc_mkdir_p(g->state_dir, 0700) < 0 ||
+        eai_pc_mkdir_p(g->work_dir, 0700) < 0) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, errno, "gvisor: cannot create %s or %s", g->state_dir,
                                    g->work_dir);
@@ -516,7 +498,7 @@ static void gv_destroy(void *self)
     event_del(g->reprobe_ev);
     gv_exec_destroy_all(g);
     gv_pool_destroy_all(g);
-    gv_child_reap_all(g);
+    eai_pc_child_reap_all(g);
     /* Our cgroup subtree's parents, when empty. */
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
                                         "freezer", "systemd"};

@@ -8,6 +8,8 @@
 
 #include <eai/isolation.h>
 
+#include "eai_pc.h"
+
 struct event;
 
 #define GV_COMPONENT "gvisor"
@@ -20,26 +22,9 @@ struct event;
 
 /* --------------------------------------------------------------- children */
 
-/* status: the wait status, or -1 when the child could not be spawned.
- * out/outlen: captured stdout (+stderr when merged), NUL-terminated. */
-typedef void (*gv_child_done_fn)(void *arg, int status, const char *out, size_t outlen);
-struct gv_child;
-
-/* Spawn argv[0] (absolute path) on g's loop, watched with a pidfd.  fds:
- * stdin/stdout/stderr for the child (-1 = /dev/null); capture: collect
- * stdout and stderr (up to 8 KiB) instead.  timeout_ms > 0: SIGKILL the
- * child's process group when it passes.  cb runs once on the loop, then the
- * child object is freed.  NULL when spawning failed (cb not called). */
-struct gv;
-struct gv_child *gv_child_spawn(struct gv *g, char *const argv[], int fd_in, int fd_out, int fd_err, int capture,
-                                int64_t timeout_ms, gv_child_done_fn cb, void *arg);
-pid_t gv_child_pid(const struct gv_child *c);
-/* Shutdown: SIGKILL and reap every child of g now, running each callback
- * (with g->destroying set), children spawned by those callbacks included. */
-void gv_child_reap_all(struct gv *g);
-
-/* Blocking variant for worker threads: wait status or -1. */
-int gv_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen);
+/* runsc children: eai_pc_child_spawn(g->host->base, g, ...) (plugins/common);
+ * at shutdown eai_pc_child_reap_all(g) kills and reaps them (with
+ * g->destroying set) and runs their callbacks. */
 
 /* --------------------------------------------------------------- instance */
 
@@ -120,22 +105,14 @@ struct gv_bundle {
     int cg_made;
 };
 
-/* 1 when p is an absolute path strictly under /tmp with no "." / ".."
- * components, no empty components, at most 4095 bytes. */
-int gv_tmp_path_valid(const char *p);
-
 /* Worker: mkdir bundle, mount the size-capped tmpfs, write input files,
  * config.json, create the cgroup leaves.  0 or -1 with msg. */
 int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
-/* Worker: write job->files into <dir>/tmp (O_NOFOLLOW walk).  0 or -1. */
-int gv_write_inputs(const struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
 /* Worker: the job's OCI process object as a file (runsc exec --process). */
 int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
                      size_t msglen);
 /* Worker: restart the leaf's peak memory counter (pooled sandboxes). */
 void gv_cgroup_reset_peak(const struct gv_bundle *b);
-/* Worker: probe bundle (tiny static ELF, no cgroup). */
-int gv_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
 
 struct gv_stats {
     int oom;
@@ -146,16 +123,7 @@ void gv_cgroup_stats(const struct gv_bundle *b, struct gv_stats *st);
 /* Kill what is left in the leaves, remove them.  0 or -1. */
 int gv_cgroup_remove(const char *cgpath, int cg_v2);
 
-struct gv_collect_result {
-    struct eai_iso_collected *files;
-    size_t nfiles;
-    int truncated;
-};
-void gv_collect(const struct gv_bundle *b, const struct eai_iso_job *job, struct gv_collect_result *out);
-void gv_collect_free(struct gv_collect_result *r);
-
-/* Unmount <dir>/tmp (lazily) and remove dir without following symlinks. */
+/* eai_pc_bundle_remove(dir), only when dir is one of our bundles. */
 int gv_bundle_remove(const char *dir);
-int gv_rm_tree(const char *path);
 
 #endif

@@ -26,17 +26,7 @@
 
 #include "gvisor.h"
 
-#define GV_DEFAULT_OUTPUT (1LL << 20)
-#define GV_ERR_TAIL 1024
-
 enum gv_state { GV_PARKED = 0, GV_PREPARING, GV_RUNNING, GV_FINISHING };
-
-struct gv_stream {
-    int fd;
-    struct event *ev;
-    int64_t delivered;
-    enum eai_iso_stream which;
-};
 
 struct gv_exec {
     struct gv *g;
@@ -52,33 +42,26 @@ struct gv_exec {
     char msg[256];
     int cancelled, timed_out, stopping, hard_killed;
 
-    struct gv_child *run;
+    struct eai_pc_child *run;
     int run_spawned, run_exited, wait_status;
     int helpers;                /* kill/delete children still running */
 
-    struct gv_stream out, err;
+    struct eai_pc_stream out, err;
     int in_fd;
     struct event *ev_in;
     size_t in_off;
-    char err_tail[GV_ERR_TAIL + 1];
+    char err_tail[EAI_PC_ERR_TAIL + 1];
     size_t err_tail_len;
 
     struct event *ev_timeout, *ev_grace, *ev_soon;
     int64_t t_start_ns, t_end_ns;
 
     struct gv_stats stats;
-    struct gv_collect_result col;
+    struct eai_pc_collect_result col;
 
     struct gv_pooled *pooled;   /* warm sandbox in use (runsc exec), or NULL */
     double cpu0;                /* its cpu usage before our program */
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void exec_unlink(struct gv_exec *e)
 {
@@ -90,22 +73,10 @@ static void exec_unlink(struct gv_exec *e)
     }
 }
 
-static void stream_close(struct gv_stream *s)
-{
-    if (s->ev) {
-        event_free(s->ev);
-        s->ev = NULL;
-    }
-    if (s->fd >= 0) {
-        close(s->fd);
-        s->fd = -1;
-    }
-}
-
 static void exec_free(struct gv_exec *e)
 {
-    stream_close(&e->out);
-    stream_close(&e->err);
+    eai_pc_stream_close(&e->out);
+    eai_pc_stream_close(&e->err);
     if (e->ev_in)
         event_free(e->ev_in);
     if (e->in_fd >= 0)
@@ -116,7 +87,7 @@ static void exec_free(struct gv_exec *e)
         event_free(e->ev_grace);
     if (e->ev_soon)
         event_free(e->ev_soon);
-    gv_collect_free(&e->col);
+    eai_pc_collect_free(&e->col);
     free(e);
 }
 
@@ -125,18 +96,7 @@ static void exec_free(struct gv_exec *e)
 static void deliver(struct gv_exec *e)
 {
     struct eai_iso_result r;
-    memset(&r, 0, sizeof(r));
-    r.size = sizeof(r);
-    r.exit_code = -1;
-    double dur = e->t_start_ns && e->t_end_ns > e->t_start_ns ? (double)(e->t_end_ns - e->t_start_ns) / 1e9 : 0;
-    r.duration_s = dur;
-    r.cpu_seconds = e->stats.cpu_seconds;
-    r.peak_memory_mb = e->stats.peak_mb;
-    /* memory MB-seconds = peak usage of the sandbox's memory cgroup x wall time. */
-    r.memory_mb_seconds = e->stats.peak_mb * dur;
-    r.files = e->col.files;
-    r.nfiles = e->col.nfiles;
-    r.files_truncated = e->col.truncated;
+    eai_pc_result_init(&r, e->t_start_ns, e->t_end_ns, e->stats.cpu_seconds, e->stats.peak_mb, &e->col);
     if (e->cancelled) {
         r.outcome = EAI_OUT_CANCELLED;
     } else if (e->early_code) {
@@ -167,10 +127,7 @@ static void deliver(struct gv_exec *e)
             snprintf(e->msg, sizeof(e->msg), "the sandbox runtime failed to start the program");
             r.error_message = e->msg;
         } else {
-            r.outcome = EAI_OUT_EXITED;
-            r.exit_code = code;
-            if (code > 128 && code < 128 + 65)
-                r.signal = code - 128;
+            eai_pc_result_exited(&r, code);
         }
     }
     struct gv *g = e->g;
@@ -190,7 +147,7 @@ static void finish_work(void *arg)
             if (e->stats.cpu_seconds < 0)
                 e->stats.cpu_seconds = 0;
         }
-        gv_collect(&e->b, e->job, &e->col);
+        eai_pc_collect(e->b.dir, e->b.mounted, e->job, &e->col);
     }
     if (e->pooled)
         return; /* the pool tears its sandbox down (gv_pool_release) */
@@ -217,7 +174,7 @@ static void begin_finish(struct gv_exec *e)
         return;
     e->state = GV_FINISHING;
     if (e->t_start_ns && !e->t_end_ns)
-        e->t_end_ns = mono_ns();
+        e->t_end_ns = eai_pc_mono_ns();
     if (e->ev_timeout)
         event_del(e->ev_timeout);
     if (e->ev_grace)
@@ -238,46 +195,13 @@ static void maybe_finish(struct gv_exec *e)
 
 /* ------------------------------------------------------------ output */
 
-static void stream_read(struct gv_exec *e, struct gv_stream *s, int drain_all)
+static void stream_read(struct gv_exec *e, struct eai_pc_stream *s, int drain_all)
 {
-    char buf[65536];
-    int64_t cap = e->job->output_bytes > 0 ? e->job->output_bytes : GV_DEFAULT_OUTPUT;
+    int64_t cap = e->job->output_bytes > 0 ? e->job->output_bytes : EAI_PC_DEFAULT_OUTPUT;
     /* drain_all: after the run ended, read what is buffered, but bounded: a
      * sandbox process still alive (hard kill) must not pin the loop. */
-    for (int i = 0; s->fd >= 0 && i < (drain_all ? 64 : 8); i++) {
-        ssize_t r = read(s->fd, buf, sizeof(buf));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && errno == EAGAIN)
-            return;
-        if (r <= 0) {
-            stream_close(s);
-            return;
-        }
-        if (s->which == EAI_STREAM_STDERR) {
-            /* Keep the tail for runsc's own start-up errors. */
-            size_t n = (size_t)r > GV_ERR_TAIL ? GV_ERR_TAIL : (size_t)r;
-            const char *src = buf + r - n;
-            if (e->err_tail_len + n > GV_ERR_TAIL) {
-                size_t drop = e->err_tail_len + n - GV_ERR_TAIL;
-                memmove(e->err_tail, e->err_tail + drop, e->err_tail_len - drop);
-                e->err_tail_len -= drop;
-            }
-            memcpy(e->err_tail + e->err_tail_len, src, n);
-            e->err_tail_len += n;
-        }
-        /* Past the cap we keep draining so the sandbox never blocks. */
-        if (s->delivered < cap) {
-            size_t n = (size_t)r;
-            if ((int64_t)n > cap - s->delivered)
-                n = (size_t)(cap - s->delivered);
-            s->delivered += (int64_t)n;
-            if (e->cb.on_output && !e->g->destroying)
-                e->cb.on_output(e->cb_arg, s->which, buf, n);
-            if ((size_t)r > n)
-                s->delivered = cap + 1;
-        }
-    }
+    eai_pc_stream_read(s, drain_all ? 64 : 8, cap, e->err_tail, &e->err_tail_len, &e->cb, e->cb_arg,
+                       &e->g->destroying);
 }
 
 static void on_out(evutil_socket_t fd, short what, void *arg)
@@ -307,29 +231,7 @@ static void stdin_close(struct gv_exec *e)
 static void on_in(evutil_socket_t fd, short what, void *arg)
 {
     struct gv_exec *e = arg;
-    /* A closed reader must not raise SIGPIPE in the server. */
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    while (e->in_off < e->job->stdin_len) {
-        ssize_t w = write(e->in_fd, e->job->stdin_data + e->in_off, e->job->stdin_len - e->in_off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN)
-            break;
-        if (w <= 0) {
-            e->in_off = e->job->stdin_len;
-            if (errno == EPIPE) {
-                struct timespec zero = {0, 0};
-                sigtimedwait(&pipe_set, NULL, &zero);
-            }
-            break;
-        }
-        e->in_off += (size_t)w;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e->in_off >= e->job->stdin_len)
+    if (eai_pc_stdin_pump(e->in_fd, e->job->stdin_data, e->job->stdin_len, &e->in_off))
         stdin_close(e);
 }
 
@@ -350,7 +252,7 @@ static void spawn_helper(struct gv_exec *e, const char *verb, int64_t timeout_ms
     char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
     char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
     char **argv = !strcmp(verb, "kill") ? kill_argv : del_argv;
-    if (gv_child_spawn(g, argv, -1, -1, -1, 1, timeout_ms, helper_done, e))
+    if (eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, timeout_ms, helper_done, e))
         e->helpers++;
     else
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "cannot run runsc %s for %s: %s", verb, e->b.cid,
@@ -365,7 +267,7 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
     e->hard_killed = 1;
     e->g->host->log(e->g->host, GV_COMPONENT, EAI_LOG_WARN,
                     "%s did not stop after runsc kill: SIGKILL and delete --force", e->b.cid);
-    kill(gv_child_pid(e->run), SIGKILL);
+    kill(eai_pc_child_pid(e->run), SIGKILL);
     spawn_helper(e, "delete", GV_DELETE_TIMEOUT_MS);
 }
 
@@ -398,13 +300,13 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
     e->run = NULL;
     e->run_exited = 1;
     e->wait_status = status;
-    e->t_end_ns = mono_ns();
+    e->t_end_ns = eai_pc_mono_ns();
     /* Whatever the sandbox wrote before it ended is in the pipes now; do
      * not wait for EOF (a stray holder of the write end must not stall us). */
     stream_read(e, &e->out, 1);
     stream_read(e, &e->err, 1);
-    stream_close(&e->out);
-    stream_close(&e->err);
+    eai_pc_stream_close(&e->out);
+    eai_pc_stream_close(&e->err);
     stdin_close(e);
     maybe_finish(e);
 }
@@ -437,7 +339,7 @@ static int run_spawn(struct gv_exec *e)
     char *exec_argv[] = {g->runsc, root, "exec", "--process", procf, e->b.cid, NULL};
     char **argv = e->pooled ? exec_argv : run_argv;
     e->run_spawned = 1;
-    e->run = gv_child_spawn(g, argv, in[0], out[1], err[1], 0, 0, run_done, e);
+    e->run = eai_pc_child_spawn(g->host->base, g, argv, in[0], out[1], err[1], 0, 0, run_done, e);
     if (!e->run) {
         snprintf(e->msg, sizeof(e->msg), "cannot start runsc: %s", strerror(errno));
         goto fail;
@@ -501,7 +403,7 @@ static void prepare_work(void *arg)
         /* Warm sandbox: files into its tmpfs, the program as a process file. */
         char procf[PATH_MAX + 32];
         snprintf(procf, sizeof(procf), "%s/process.json", e->b.dir);
-        if (gv_write_inputs(&e->b, e->job, msg, sizeof(msg)) < 0 ||
+        if (eai_pc_write_inputs(e->b.dir, e->b.uid, e->job, msg, sizeof(msg)) < 0 ||
             gv_write_process(&e->b, e->job, procf, msg, sizeof(msg)) < 0) {
             e->early_code = EAI_E_SANDBOX_FAILED;
             snprintf(e->msg, sizeof(e->msg), "preparing the sandbox: %s", msg);
@@ -531,7 +433,7 @@ static void prepare_done(void *arg)
         gv_release(g);
         return;
     }
-    e->t_start_ns = mono_ns();
+    e->t_start_ns = eai_pc_mono_ns();
     if (run_spawn(e) < 0) {
         e->early_code = EAI_E_SANDBOX_FAILED;
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_ERROR, "%s: %s", e->b.cid, e->msg);
@@ -612,7 +514,7 @@ int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_
         return -1;
     }
     for (size_t i = 0; i < job->nfiles; i++) {
-        if (!gv_tmp_path_valid(job->files[i].path)) {
+        if (!eai_pc_tmp_path_valid(job->files[i].path)) {
             if (err)
                 *err = g->host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: file path %s is not under /tmp",
                                           job->files[i].path ? job->files[i].path : "(null)");
@@ -629,8 +531,8 @@ int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_
     e->job = job;
     memcpy(&e->cb, cb, cb->size < sizeof(e->cb) ? cb->size : sizeof(e->cb));
     e->cb_arg = cb_arg;
-    e->out = (struct gv_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
-    e->err = (struct gv_stream){.fd = -1, .which = EAI_STREAM_STDERR};
+    e->out = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
+    e->err = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDERR};
     e->in_fd = -1;
     e->b.uid = g->uid;
     e->b.cg_v2 = g->cg_v2;
@@ -696,7 +598,7 @@ void gv_exec_unpark_all(struct gv *g)
 }
 
 /* Shutdown (g->destroying is set, so no callback reaches core): stop the
- * running sandboxes now; gv_child_reap_all() then reaps their runsc
+ * running sandboxes now; eai_pc_child_reap_all() then reaps their runsc
  * children, whose callbacks finish and free the executions synchronously. */
 void gv_exec_destroy_all(struct gv *g)
 {
@@ -708,9 +610,9 @@ void gv_exec_destroy_all(struct gv *g)
             snprintf(root, sizeof(root), "--root=%s", g->state_dir);
             char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
             char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
-            gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(gv_child_pid(e->run), SIGKILL);
-            gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            kill(eai_pc_child_pid(e->run), SIGKILL);
+            eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
         } else if (e->state == GV_PARKED || (e->state == GV_RUNNING && !e->run_spawned && !e->ev_soon)) {
             exec_unlink(e);
             exec_free(e);

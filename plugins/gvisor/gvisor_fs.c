@@ -25,93 +25,12 @@
 
 #include <jansson.h>
 
+#include "eai_pc.h"
 #include "gvisor.h"
 
-#define GV_DEFAULT_DISK (64LL << 20)
+#define GV_DEFAULT_DISK EAI_PC_DEFAULT_DISK
 #define GV_DEFAULT_PIDS 128
 #define GV_NOFILE 1024
-#define GV_COLLECT_FILES 100
-#define GV_COLLECT_FILE_BYTES (10LL << 20)
-#define GV_COLLECT_TOTAL_BYTES (50LL << 20)
-#define GV_COLLECT_DEPTH 16
-
-/* ------------------------------------------------------------ paths */
-
-int gv_tmp_path_valid(const char *p)
-{
-    if (!p || strncmp(p, "/tmp/", 5) != 0 || strlen(p) > 4095)
-        return 0;
-    const char *s = p + 5;
-    if (!*s)
-        return 0;
-    for (;;) {
-        const char *e = strchr(s, '/');
-        size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 0 || n > 255 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
-            return 0;
-        if (!e)
-            return 1;
-        s = e + 1;
-    }
-}
-
-static int write_all(int fd, const void *d, size_t n)
-{
-    const char *p = d;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* Write one input file below the tmpfs root, creating directories owned by
- * the sandbox uid; never follows a symlink. */
-static int put_file(int rootfd, const char *path, const unsigned char *data, size_t len, unsigned uid)
-{
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path + 5); /* below /tmp/ */
-    int dfd = dup(rootfd);
-    if (dfd < 0)
-        return -1;
-    char *s = buf;
-    for (;;) {
-        char *slash = strchr(s, '/');
-        if (!slash)
-            break;
-        *slash = '\0';
-        if (mkdirat(dfd, s, 0755) == 0) {
-            if (fchownat(dfd, s, uid, uid, AT_SYMLINK_NOFOLLOW) < 0) {
-                close(dfd);
-                return -1;
-            }
-        } else if (errno != EEXIST) {
-            close(dfd);
-            return -1;
-        }
-        int nfd = openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(dfd);
-        if (nfd < 0)
-            return -1;
-        dfd = nfd;
-        s = slash + 1;
-    }
-    int fd = openat(dfd, s, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    close(dfd);
-    if (fd < 0)
-        return -1;
-    int rc = write_all(fd, data, len);
-    if (fchown(fd, uid, uid) < 0)
-        rc = -1;
-    if (close(fd) < 0)
-        rc = -1;
-    return rc;
-}
 
 /* ------------------------------------------------------------ OCI spec */
 
@@ -218,64 +137,6 @@ static int cg_leaf(char *out, size_t len, const char *ctrl, const char *cgpath, 
     return (n > 0 && (size_t)n < len) ? 0 : -1;
 }
 
-static int mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
-static int cg_write(const char *dir, const char *file, const char *val)
-{
-    char p[PATH_MAX + 64];
-    snprintf(p, sizeof(p), "%s/%s", dir, file);
-    int fd = open(p, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = write_all(fd, val, strlen(val));
-    close(fd);
-    return rc;
-}
-
-static int cg_read(const char *dir, const char *file, char *buf, size_t len)
-{
-    char p[PATH_MAX + 64];
-    snprintf(p, sizeof(p), "%s/%s", dir, file);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, len - 1);
-    close(fd);
-    if (r < 0)
-        return -1;
-    buf[r] = '\0';
-    return 0;
-}
-
-static long long cg_key(const char *text, const char *key)
-{
-    size_t k = strlen(key);
-    for (const char *p = text; p && *p;) {
-        if (!strncmp(p, key, k) && p[k] == ' ')
-            return atoll(p + k + 1);
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    return -1;
-}
-
 /* v2: enable memory and cpu for children along the path. */
 static void cg2_enable(const char *cgpath)
 {
@@ -284,8 +145,8 @@ static void cg2_enable(const char *cgpath)
     snprintf(rel, sizeof(rel), "%s", cgpath);
     char *save = NULL;
     for (char *t = strtok_r(rel, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        cg_write(p, "cgroup.subtree_control", "+memory");
-        cg_write(p, "cgroup.subtree_control", "+cpu");
+        eai_pc_cg_write(p, "cgroup.subtree_control", "+memory");
+        eai_pc_cg_write(p, "cgroup.subtree_control", "+cpu");
         size_t n = strlen(p);
         snprintf(p + n, sizeof(p) - n, "/%s", t);
     }
@@ -299,24 +160,24 @@ static int cg_create(const struct gv_bundle *b, int64_t memory, char *msg, size_
         char parent[PATH_MAX];
         cg_leaf(parent, sizeof(parent), NULL, b->cgpath, 1);
         *strrchr(parent, '/') = '\0';
-        if (mkdir_p(parent, 0755) < 0)
+        if (eai_pc_mkdir_p(parent, 0755) < 0)
             goto fail;
         cg2_enable(b->cgpath);
         cg_leaf(leaf, sizeof(leaf), NULL, b->cgpath, 1);
-        if (mkdir(leaf, 0755) < 0 || (memory > 0 && cg_write(leaf, "memory.max", v) < 0))
+        if (mkdir(leaf, 0755) < 0 || (memory > 0 && eai_pc_cg_write(leaf, "memory.max", v) < 0))
             goto fail;
-        cg_write(leaf, "memory.swap.max", "0");
+        eai_pc_cg_write(leaf, "memory.swap.max", "0");
         return 0;
     }
-    if (cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0) < 0 || mkdir_p(leaf, 0755) < 0)
+    if (cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0)
         goto fail;
     if (memory > 0) {
-        if (cg_write(leaf, "memory.limit_in_bytes", v) < 0)
+        if (eai_pc_cg_write(leaf, "memory.limit_in_bytes", v) < 0)
             goto fail;
-        cg_write(leaf, "memory.memsw.limit_in_bytes", v); /* no swap escape, when accounted */
+        eai_pc_cg_write(leaf, "memory.memsw.limit_in_bytes", v); /* no swap escape, when accounted */
     }
     /* cpuacct: pre-created so it outlives runsc and usage can be read. */
-    if (cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0) < 0 || mkdir_p(leaf, 0755) < 0)
+    if (cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0)
         goto fail;
     return 0;
 fail:
@@ -330,50 +191,24 @@ void gv_cgroup_stats(const struct gv_bundle *b, struct gv_stats *st)
     memset(st, 0, sizeof(*st));
     if (b->cg_v2) {
         cg_leaf(leaf, sizeof(leaf), NULL, b->cgpath, 1);
-        if (cg_read(leaf, "memory.events", buf, sizeof(buf)) == 0)
-            st->oom = cg_key(buf, "oom_kill") > 0;
-        if (cg_read(leaf, "cpu.stat", buf, sizeof(buf)) == 0) {
-            long long us = cg_key(buf, "usage_usec");
+        if (eai_pc_cg_read(leaf, "memory.events", buf, sizeof(buf)) == 0)
+            st->oom = eai_pc_cg_key(buf, "oom_kill") > 0;
+        if (eai_pc_cg_read(leaf, "cpu.stat", buf, sizeof(buf)) == 0) {
+            long long us = eai_pc_cg_key(buf, "usage_usec");
             st->cpu_seconds = us > 0 ? (double)us / 1e6 : 0;
         }
-        if (cg_read(leaf, "memory.peak", buf, sizeof(buf)) == 0)
+        if (eai_pc_cg_read(leaf, "memory.peak", buf, sizeof(buf)) == 0)
             st->peak_mb = (double)atoll(buf) / (1024.0 * 1024.0);
         return;
     }
     cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0);
-    if (cg_read(leaf, "memory.oom_control", buf, sizeof(buf)) == 0)
-        st->oom = cg_key(buf, "oom_kill") > 0;
-    if (cg_read(leaf, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
+    if (eai_pc_cg_read(leaf, "memory.oom_control", buf, sizeof(buf)) == 0)
+        st->oom = eai_pc_cg_key(buf, "oom_kill") > 0;
+    if (eai_pc_cg_read(leaf, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
         st->peak_mb = (double)atoll(buf) / (1024.0 * 1024.0);
     cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0);
-    if (cg_read(leaf, "cpuacct.usage", buf, sizeof(buf)) == 0)
+    if (eai_pc_cg_read(leaf, "cpuacct.usage", buf, sizeof(buf)) == 0)
         st->cpu_seconds = (double)atoll(buf) / 1e9;
-}
-
-/* SIGKILL whatever is still in a leaf, then rmdir it (a few tries). */
-static int cg_kill_rmdir(const char *leaf)
-{
-    for (int tries = 0; tries < 50; tries++) {
-        if (rmdir(leaf) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != EBUSY)
-            return -1;
-        char buf[4096];
-        if (cg_read(leaf, "cgroup.procs", buf, sizeof(buf)) == 0) {
-            for (char *p = buf; *p;) {
-                pid_t pid = (pid_t)atoi(p);
-                if (pid > 1)
-                    kill(pid, SIGKILL);
-                p = strchr(p, '\n');
-                if (!p)
-                    break;
-                p++;
-            }
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return -1;
 }
 
 int gv_cgroup_remove(const char *cgpath, int cg_v2)
@@ -381,7 +216,7 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
     char leaf[PATH_MAX];
     if (cg_v2) {
         cg_leaf(leaf, sizeof(leaf), NULL, cgpath, 1);
-        return cg_kill_rmdir(leaf);
+        return eai_pc_cg_kill_rmdir(leaf);
     }
     /* runsc creates (and normally removes) the other controllers' leaves;
      * after a SIGKILLed run they may stay, so try every controller. */
@@ -390,7 +225,7 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
                                         "rdma", "misc"};
     int rc = 0;
     for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
-        if (cg_leaf(leaf, sizeof(leaf), ctrls[i], cgpath, 0) == 0 && cg_kill_rmdir(leaf) < 0)
+        if (cg_leaf(leaf, sizeof(leaf), ctrls[i], cgpath, 0) == 0 && eai_pc_cg_kill_rmdir(leaf) < 0)
             rc = -1;
     }
     return rc;
@@ -401,25 +236,9 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
 int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
     char p[PATH_MAX + 32];
-    if (mkdir(b->dir, 0700) < 0) {
-        snprintf(msg, msglen, "mkdir %s: %s", b->dir, strerror(errno));
+    if (eai_pc_bundle_tmpfs(b->dir, job->disk_bytes, &b->mounted, msg, msglen) < 0)
         return -1;
-    }
-    snprintf(p, sizeof(p), "%s/tmp", b->dir);
-    if (mkdir(p, 0755) < 0) {
-        snprintf(msg, msglen, "mkdir %s: %s", p, strerror(errno));
-        return -1;
-    }
-    int64_t disk = job->disk_bytes > 0 ? job->disk_bytes : GV_DEFAULT_DISK;
-    char opts[128];
-    snprintf(opts, sizeof(opts), "size=%lld,mode=1777,nr_inodes=%lld", (long long)disk,
-             (long long)(disk / 4096 > 1024 ? disk / 4096 : 1024));
-    if (mount("eai-tmp", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
-        snprintf(msg, msglen, "mount tmpfs on %s: %s", p, strerror(errno));
-        return -1;
-    }
-    b->mounted = 1;
-    if (gv_write_inputs(b, job, msg, msglen) < 0)
+    if (eai_pc_write_inputs(b->dir, b->uid, job, msg, msglen) < 0)
         return -1;
     json_t *spec = spec_new(b, job);
     if (!spec) {
@@ -435,28 +254,6 @@ int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *
     }
     b->cg_made = 1;
     return cg_create(b, job->memory_bytes, msg, msglen);
-}
-
-int gv_write_inputs(const struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
-{
-    char p[PATH_MAX + 32];
-    snprintf(p, sizeof(p), "%s/tmp", b->dir);
-    int rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (rootfd < 0) {
-        snprintf(msg, msglen, "open %s: %s", p, strerror(errno));
-        return -1;
-    }
-    for (size_t i = 0; i < job->nfiles; i++) {
-        const struct eai_iso_file *f = &job->files[i];
-        if (!gv_tmp_path_valid(f->path) || put_file(rootfd, f->path, f->data, f->len, b->uid) < 0) {
-            snprintf(msg, msglen, "input file %s: %s", f->path ? f->path : "(null)",
-                     gv_tmp_path_valid(f->path) ? strerror(errno) : "invalid path");
-            close(rootfd);
-            return -1;
-        }
-    }
-    close(rootfd);
-    return 0;
 }
 
 int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
@@ -481,302 +278,18 @@ void gv_cgroup_reset_peak(const struct gv_bundle *b)
     char leaf[PATH_MAX];
     if (b->cg_v2) {
         cg_leaf(leaf, sizeof(leaf), NULL, b->cgpath, 1);
-        cg_write(leaf, "memory.peak", "0"); /* newer kernels only */
+        eai_pc_cg_write(leaf, "memory.peak", "0"); /* newer kernels only */
         return;
     }
     cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0);
-    cg_write(leaf, "memory.max_usage_in_bytes", "0");
-}
-
-/* A minimal static ELF that calls exit(0): the probe's whole root fs. */
-#if defined(__x86_64__)
-static const unsigned char gv_true_elf[] = {
-    0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    2, 0, 0x3e, 0, 1, 0, 0, 0, 0x78, 0, 0x40, 0, 0, 0, 0, 0,            /* x86-64, entry 0x400078 */
-    0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                  /* phoff 64, shoff 0 */
-    0, 0, 0, 0, 0x40, 0, 0x38, 0, 1, 0, 0, 0, 0, 0, 0, 0,               /* ehsize, phentsize, phnum 1 */
-    1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,                     /* PT_LOAD, R+X, offset 0 */
-    0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0,               /* vaddr, paddr 0x400000 */
-    0x81, 0, 0, 0, 0, 0, 0, 0, 0x81, 0, 0, 0, 0, 0, 0, 0,               /* filesz, memsz */
-    0, 0x10, 0, 0, 0, 0, 0, 0,                                          /* align */
-    0xb8, 0x3c, 0, 0, 0, 0x31, 0xff, 0x0f, 0x05,                        /* exit(0) */
-};
-#elif defined(__aarch64__)
-static const unsigned char gv_true_elf[] = {
-    0x7f, 'E', 'L', 'F', 2, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    2, 0, 0xb7, 0, 1, 0, 0, 0, 0x78, 0, 0x40, 0, 0, 0, 0, 0,
-    0x40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0x40, 0, 0x38, 0, 1, 0, 0, 0, 0, 0, 0, 0,
-    1, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0,
-    0x84, 0, 0, 0, 0, 0, 0, 0, 0x84, 0, 0, 0, 0, 0, 0, 0,
-    0, 0x10, 0, 0, 0, 0, 0, 0,
-    0xa8, 0x0b, 0x80, 0xd2, 0x00, 0x00, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4,
-};
-#else
-#error "gvisor probe: no tiny ELF for this architecture"
-#endif
-
-int gv_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen)
-{
-    char p[PATH_MAX + 32];
-    static const char *const sub[] = {"", "/rootfs", "/rootfs/proc", "/rootfs/dev", "/rootfs/tmp", "/rootfs/sys"};
-    for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
-        snprintf(p, sizeof(p), "%s%s", dir, sub[i]);
-        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
-            snprintf(msg, msglen, "mkdir %s: %s", p, strerror(errno));
-            return -1;
-        }
-    }
-    snprintf(p, sizeof(p), "%s/rootfs/true", dir);
-    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755);
-    if (fd < 0 || write_all(fd, gv_true_elf, sizeof(gv_true_elf)) < 0 || fchmod(fd, 0755) < 0) {
-        snprintf(msg, msglen, "write %s: %s", p, strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return -1;
-    }
-    close(fd);
-    char rootfs[PATH_MAX + 16];
-    snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
-    json_t *spec = json_pack(
-        "{s:s, s:{s:b, s:{s:i, s:i}, s:[s], s:[s], s:s, s:{s:[], s:[], s:[], s:[], s:[]}, s:b},"
-        " s:{s:s, s:b}, s:[{s:s, s:s, s:s}], s:{s:[{s:s},{s:s},{s:s},{s:s},{s:s}]}}",
-        "ociVersion", "1.0.2", "process", "terminal", 0, "user", "uid", (int)uid, "gid", (int)uid, "args", "/true",
-        "env", "PATH=/", "cwd", "/", "capabilities", "bounding", "effective", "inheritable", "permitted",
-        "ambient", "noNewPrivileges", 1, "root", "path", rootfs, "readonly", 1, "mounts", "destination", "/proc",
-        "type", "proc", "source", "proc", "linux", "namespaces", "type", "pid", "type", "network", "type", "ipc",
-        "type", "uts", "type", "mount");
-    if (!spec) {
-        snprintf(msg, msglen, "cannot build probe config.json");
-        return -1;
-    }
-    snprintf(p, sizeof(p), "%s/config.json", dir);
-    int jrc = json_dump_file(spec, p, JSON_COMPACT);
-    json_decref(spec);
-    if (jrc != 0) {
-        snprintf(msg, msglen, "write %s failed", p);
-        return -1;
-    }
-    return 0;
+    eai_pc_cg_write(leaf, "memory.max_usage_in_bytes", "0");
 }
 
 /* ------------------------------------------------------------ removal */
 
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    int r = (flag == FTW_DP) ? rmdir(p) : unlink(p);
-    return (r < 0 && errno != ENOENT) ? -1 : 0;
-}
-
-int gv_rm_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path);
-    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 int gv_bundle_remove(const char *dir)
 {
-    char p[PATH_MAX + 8];
     if (!dir || dir[0] != '/' || !strstr(dir, "/" GV_CID_PREFIX))
         return -1; /* never anything but one of our bundles */
-    snprintf(p, sizeof(p), "%s/tmp", dir);
-    if (umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
-        return -1;
-    return gv_rm_tree(dir);
-}
-
-/* ------------------------------------------------------------ collect */
-
-struct collect_state {
-    const struct eai_iso_job *job;
-    struct gv_collect_result *r;
-    size_t cap;
-    int64_t total;
-    int64_t max_files, max_file, max_total;
-};
-
-static void add_file(struct collect_state *cs, int dirfd, const char *name, const char *vpath)
-{
-    struct gv_collect_result *r = cs->r;
-    for (size_t i = 0; i < r->nfiles; i++) /* overlapping collect paths */
-        if (!strcmp(r->files[i].path, vpath))
-            return;
-    if ((int64_t)r->nfiles >= cs->max_files) {
-        r->truncated = 1;
-        return;
-    }
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return;
-    }
-    if (st.st_size > cs->max_file || cs->total + st.st_size > cs->max_total) {
-        r->truncated = 1;
-        close(fd);
-        return;
-    }
-    size_t want = (size_t)st.st_size;
-    unsigned char *data = malloc(want ? want : 1);
-    char *vp = strdup(vpath);
-    if (!data || !vp) {
-        free(data);
-        free(vp);
-        close(fd);
-        return;
-    }
-    size_t got = 0;
-    while (got < want) {
-        ssize_t n = read(fd, data + got, want - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        got += (size_t)n;
-    }
-    close(fd);
-    if (r->nfiles == cs->cap) {
-        size_t ncap = cs->cap ? cs->cap * 2 : 8;
-        struct eai_iso_collected *nf = realloc(r->files, ncap * sizeof(*nf));
-        if (!nf) {
-            free(data);
-            free(vp);
-            return;
-        }
-        r->files = nf;
-        cs->cap = ncap;
-    }
-    r->files[r->nfiles].path = vp;
-    r->files[r->nfiles].data = data;
-    r->files[r->nfiles].len = got;
-    r->nfiles++;
-    cs->total += (int64_t)got;
-}
-
-static int name_cmp(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* dirfd is owned by this call. */
-static void walk_dir(struct collect_state *cs, int dirfd, const char *vdir, int depth)
-{
-    DIR *d = fdopendir(dirfd);
-    if (!d) {
-        close(dirfd);
-        return;
-    }
-    char **names = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **nn = realloc(names, nc * sizeof(*nn));
-            if (!nn)
-                break;
-            names = nn;
-            cap = nc;
-        }
-        if (!(names[n] = strdup(e->d_name)))
-            break;
-        n++;
-        if (n > 100000) /* a directory bomb: stop listing */
-            break;
-    }
-    qsort(names, n, sizeof(*names), name_cmp); /* stable, deterministic order */
-    for (size_t i = 0; i < n; i++) {
-        char vp[4096];
-        if (snprintf(vp, sizeof(vp), "%s/%s", vdir, names[i]) >= (int)sizeof(vp))
-            continue;
-        struct stat st;
-        if (fstatat(dirfd, names[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-        if (S_ISREG(st.st_mode)) {
-            add_file(cs, dirfd, names[i], vp);
-        } else if (S_ISDIR(st.st_mode) && depth < GV_COLLECT_DEPTH) {
-            int sub = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0)
-                walk_dir(cs, sub, vp, depth + 1);
-        }
-    }
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    closedir(d);
-}
-
-static void collect_one(struct collect_state *cs, int rootfd, const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof(buf), "%s", path + 5);
-    int dfd = dup(rootfd);
-    if (dfd < 0)
-        return;
-    char *s = buf;
-    for (;;) {
-        char *slash = strchr(s, '/');
-        if (!slash)
-            break;
-        *slash = '\0';
-        int nfd = openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        close(dfd);
-        if (nfd < 0)
-            return;
-        dfd = nfd;
-        s = slash + 1;
-    }
-    struct stat st;
-    if (fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISREG(st.st_mode)) {
-            add_file(cs, dfd, s, path);
-        } else if (S_ISDIR(st.st_mode)) {
-            int sub = openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (sub >= 0)
-                walk_dir(cs, sub, path, 0);
-        }
-    }
-    close(dfd);
-}
-
-void gv_collect(const struct gv_bundle *b, const struct eai_iso_job *job, struct gv_collect_result *out)
-{
-    memset(out, 0, sizeof(*out));
-    if (!b->mounted || !job->collect)
-        return;
-    struct collect_state cs = {
-        .job = job,
-        .r = out,
-        .max_files = job->collect_max_files > 0 ? job->collect_max_files : GV_COLLECT_FILES,
-        .max_file = job->collect_max_file_bytes > 0 ? job->collect_max_file_bytes : GV_COLLECT_FILE_BYTES,
-        .max_total = job->collect_max_total_bytes > 0 ? job->collect_max_total_bytes : GV_COLLECT_TOTAL_BYTES,
-    };
-    char p[PATH_MAX + 8];
-    snprintf(p, sizeof(p), "%s/tmp", b->dir);
-    int rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (rootfd < 0)
-        return;
-    for (size_t i = 0; job->collect[i]; i++)
-        if (gv_tmp_path_valid(job->collect[i]))
-            collect_one(&cs, rootfd, job->collect[i]);
-    close(rootfd);
-}
-
-void gv_collect_free(struct gv_collect_result *r)
-{
-    for (size_t i = 0; i < r->nfiles; i++) {
-        free(r->files[i].path);
-        free(r->files[i].data);
-    }
-    free(r->files);
-    memset(r, 0, sizeof(*r));
+    return eai_pc_bundle_remove(dir);
 }

@@ -36,7 +36,7 @@ struct gv_pooled {
     struct gv_bundle b;
     enum gv_pool_state state;
     int prep_failed;
-    struct gv_child *run;
+    struct eai_pc_child *run;
     int run_spawned, run_exited;
     int helpers;
     int rd_fd;
@@ -132,7 +132,7 @@ static void spawn_helper(struct gv_pooled *p, int del)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
     char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
-    if (gv_child_spawn(g, del ? del_argv : kill_argv, -1, -1, -1, 1,
+    if (eai_pc_child_spawn(g->host->base, g, del ? del_argv : kill_argv, -1, -1, -1, 1,
                        del ? GV_DELETE_TIMEOUT_MS : GV_RUNSC_TIMEOUT_MS, helper_done, p))
         p->helpers++;
 }
@@ -142,7 +142,7 @@ static void on_grace(evutil_socket_t fd, short what, void *arg)
     struct gv_pooled *p = arg;
     if (p->run_exited || !p->run)
         return;
-    kill(gv_child_pid(p->run), SIGKILL);
+    kill(eai_pc_child_pid(p->run), SIGKILL);
     spawn_helper(p, 1);
 }
 
@@ -293,7 +293,7 @@ static void prepare_done(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
-    p->run = gv_child_spawn(g, argv, -1, out[1], -1, 0, 0, run_done, p);
+    p->run = eai_pc_child_spawn(g->host->base, g, argv, -1, out[1], -1, 0, 0, run_done, p);
     close(out[1]);
     p->rd_fd = out[0];
     if (!p->run) {
@@ -393,7 +393,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     return got;
 }
 
-/* Shutdown: stop every pooled sandbox now (blocking); gv_child_reap_all()
+/* Shutdown: stop every pooled sandbox now (blocking); eai_pc_child_reap_all()
  * then runs their callbacks, which clean up synchronously. */
 void gv_pool_destroy_all(struct gv *g)
 {
@@ -403,9 +403,9 @@ void gv_pool_destroy_all(struct gv *g)
             snprintf(root, sizeof(root), "--root=%s", g->state_dir);
             char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
             char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
-            gv_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(gv_child_pid(p->run), SIGKILL);
-            gv_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            kill(eai_pc_child_pid(p->run), SIGKILL);
+            eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
         }
     }
 }

@@ -187,7 +187,7 @@ struct probe_ctx {
 static void probe_cleanup_work(void *arg)
 {
     struct probe_ctx *p = arg;
-    kt_rm_tree(p->dir);
+    eai_pc_rm_tree(p->dir);
 }
 
 static void probe_cleanup_done(void *arg)
@@ -273,8 +273,8 @@ static void probe_run_done(void *arg, int status, const char *out, size_t outlen
 static void probe_bundle_work(void *arg)
 {
     struct probe_ctx *p = arg;
-    kt_rm_tree(p->dir);
-    p->rc = kt_probe_bundle(p->dir, p->k->uid, p->msg, sizeof(p->msg));
+    eai_pc_rm_tree(p->dir);
+    p->rc = eai_pc_probe_bundle(p->dir, p->k->uid, p->msg, sizeof(p->msg));
 }
 
 static void probe_bundle_done(void *arg)
@@ -310,7 +310,7 @@ static void probe_bundle_done(void *arg)
     argv[n++] = k->probe_cid;
     argv[n] = NULL;
     k->probe_ctx = p;
-    if (!kt_child_spawn(k->host, argv, -1, -1, -1, 1, KT_PROBE_TIMEOUT_MS, probe_run_done, p)) {
+    if (!eai_pc_child_spawn(k->host->base, k, argv, -1, -1, -1, 1, KT_PROBE_TIMEOUT_MS, probe_run_done, p)) {
         char reason[300];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", k->ctr, strerror(errno));
         probe_finish(k, 0, reason);
@@ -410,7 +410,7 @@ static void probe_start(struct kt *k)
     argv[KT_CTR_ARGC] = "version";
     argv[KT_CTR_ARGC + 1] = NULL;
     k->inflight++;
-    if (!kt_child_spawn(k->host, argv, -1, -1, -1, 1, KT_CTR_TIMEOUT_MS, version_done, k)) {
+    if (!eai_pc_child_spawn(k->host->base, k, argv, -1, -1, -1, 1, KT_CTR_TIMEOUT_MS, version_done, k)) {
         char reason[PATH_MAX + 64];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", k->ctr, strerror(errno));
         k->inflight--;
@@ -549,7 +549,7 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
     }
     char fifo[PATH_MAX + 8];
     snprintf(fifo, sizeof(fifo), "%s/fifo", k->work_dir);
-    if (kt_mkdir_p(k->work_dir, 0700) < 0 || kt_mkdir_p(fifo, 0700) < 0) {
+    if (eai_pc_mkdir_p(k->work_dir, 0700) < 0 || eai_pc_mkdir_p(fifo, 0700) < 0) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, errno, "kata: cannot create %s", k->work_dir);
         free(k);

@@ -9,6 +9,8 @@
 
 #include <eai/isolation.h>
 
+#include "eai_pc.h"
+
 struct event;
 
 #define KT_COMPONENT "kata"
@@ -22,24 +24,7 @@ struct event;
 
 /* --------------------------------------------------------------- children */
 
-/* status: the wait status, or -1 when the child could not be spawned.
- * out/outlen: captured stdout+stderr (first 8 KiB), NUL-terminated. */
-typedef void (*kt_child_done_fn)(void *arg, int status, const char *out, size_t outlen);
-struct kt_child;
-
-/* Spawn argv[0] (absolute path) on the loop, watched with a pidfd, in its
- * own process group.  fds: stdin/stdout/stderr for the child (-1 =
- * /dev/null); capture: collect stdout and stderr instead.  timeout_ms > 0:
- * SIGKILL the child's process group when it passes.  cb runs once on the
- * loop, then the child object is freed.  NULL when spawning failed. */
-struct kt_child *kt_child_spawn(const struct eai_host *host, char *const argv[], int fd_in, int fd_out,
-                                int fd_err, int capture, int64_t timeout_ms, kt_child_done_fn cb, void *arg);
-pid_t kt_child_pid(const struct kt_child *c);
-/* Forget cb (the child is still reaped and freed). */
-void kt_child_detach(struct kt_child *c);
-
-/* Blocking variant for worker threads only: wait status or -1. */
-int kt_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen);
+/* ctr children: eai_pc_child_spawn(k->host->base, k, ...) (plugins/common). */
 
 /* --------------------------------------------------------------- instance */
 
@@ -133,16 +118,10 @@ struct kt_bundle {
     int cg_made;
 };
 
-/* 1 when p is an absolute path strictly under /tmp with no "." / ".."
- * components, no empty components, at most 4095 bytes. */
-int kt_tmp_path_valid(const char *p);
-
 /* Worker: mkdir dir, mount the size-capped tmpfs, write input files,
  * config.json (the OCI spec handed to `ctr run --config`), create our
  * cgroup.  0 or -1 with msg. */
 int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
-/* Worker: the probe's bundle (tiny static ELF as the whole root fs). */
-int kt_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
 
 /* kata_cgroup.c: make <cgpath> (memory + cpuacct on v1).  0 or -1 with msg. */
 int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen);
@@ -157,17 +136,5 @@ int kt_cgroup_remove(const char *cgpath, int cg_v2);
 /* rmdir <cg_parent> and its parent where they are empty (at destroy). */
 void kt_cgroup_rmdir_parent(const char *cg_parent, int cg_v2);
 
-struct kt_collect_result {
-    struct eai_iso_collected *files;
-    size_t nfiles;
-    int truncated;
-};
-void kt_collect(const struct kt_bundle *b, const struct eai_iso_job *job, struct kt_collect_result *out);
-void kt_collect_free(struct kt_collect_result *r);
-
-/* Unmount <dir>/tmp (lazily) and remove dir without following symlinks. */
-int kt_bundle_remove(const char *dir);
-int kt_rm_tree(const char *path);
-int kt_mkdir_p(const char *path, mode_t mode);
 
 #endif

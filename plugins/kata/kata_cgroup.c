@@ -17,80 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eai_pc.h"
 #include "kata.h"
-
-static int write_all(int fd, const void *d, size_t n)
-{
-    const char *p = d;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-int kt_mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
-static int cg_write(const char *dir, const char *file, const char *val)
-{
-    char p[PATH_MAX + 64];
-    snprintf(p, sizeof(p), "%s/%s", dir, file);
-    int fd = open(p, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = write_all(fd, val, strlen(val));
-    close(fd);
-    return rc;
-}
-
-static int cg_read(const char *dir, const char *file, char *buf, size_t len)
-{
-    char p[PATH_MAX + 64];
-    snprintf(p, sizeof(p), "%s/%s", dir, file);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t r = read(fd, buf, len - 1);
-    close(fd);
-    if (r < 0)
-        return -1;
-    buf[r] = '\0';
-    return 0;
-}
-
-static long long cg_key(const char *text, const char *key)
-{
-    size_t k = strlen(key);
-    for (const char *p = text; p && *p;) {
-        if (!strncmp(p, key, k) && p[k] == ' ')
-            return atoll(p + k + 1);
-        p = strchr(p, '\n');
-        if (p)
-            p++;
-    }
-    return -1;
-}
 
 /* v2: enable memory, cpu and pids for children along the path. */
 static void cg2_enable(const char *cgpath)
@@ -100,15 +28,15 @@ static void cg2_enable(const char *cgpath)
     snprintf(rel, sizeof(rel), "%s", cgpath);
     char *save = NULL;
     for (char *t = strtok_r(rel, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        cg_write(p, "cgroup.subtree_control", "+memory");
-        cg_write(p, "cgroup.subtree_control", "+cpu");
-        cg_write(p, "cgroup.subtree_control", "+pids");
+        eai_pc_cg_write(p, "cgroup.subtree_control", "+memory");
+        eai_pc_cg_write(p, "cgroup.subtree_control", "+cpu");
+        eai_pc_cg_write(p, "cgroup.subtree_control", "+pids");
         size_t n = strlen(p);
         snprintf(p + n, sizeof(p) - n, "/%s", t);
     }
-    cg_write(p, "cgroup.subtree_control", "+memory");
-    cg_write(p, "cgroup.subtree_control", "+cpu");
-    cg_write(p, "cgroup.subtree_control", "+pids");
+    eai_pc_cg_write(p, "cgroup.subtree_control", "+memory");
+    eai_pc_cg_write(p, "cgroup.subtree_control", "+cpu");
+    eai_pc_cg_write(p, "cgroup.subtree_control", "+pids");
 }
 
 int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen)
@@ -116,7 +44,7 @@ int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen)
     char dir[PATH_MAX];
     if (b->cg_v2) {
         snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", b->cgpath);
-        if (kt_mkdir_p(dir, 0755) < 0)
+        if (eai_pc_mkdir_p(dir, 0755) < 0)
             goto fail;
         cg2_enable(b->cgpath);
         return 0;
@@ -124,7 +52,7 @@ int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen)
     static const char *const ctrls[] = {"memory", "cpuacct"};
     for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
         snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctrls[i], b->cgpath);
-        if (kt_mkdir_p(dir, 0755) < 0)
+        if (eai_pc_mkdir_p(dir, 0755) < 0)
             goto fail;
     }
     return 0;
@@ -139,46 +67,20 @@ void kt_cgroup_stats(const struct kt_bundle *b, struct kt_stats *st)
     memset(st, 0, sizeof(*st));
     if (b->cg_v2) {
         snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", b->cgpath);
-        if (cg_read(dir, "cpu.stat", buf, sizeof(buf)) == 0) {
-            long long us = cg_key(buf, "usage_usec");
+        if (eai_pc_cg_read(dir, "cpu.stat", buf, sizeof(buf)) == 0) {
+            long long us = eai_pc_cg_key(buf, "usage_usec");
             st->cpu_seconds = us > 0 ? (double)us / 1e6 : 0;
         }
-        if (cg_read(dir, "memory.peak", buf, sizeof(buf)) == 0)
+        if (eai_pc_cg_read(dir, "memory.peak", buf, sizeof(buf)) == 0)
             st->peak_mb = (double)atoll(buf) / (1024.0 * 1024.0);
         return;
     }
     snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory/%s", b->cgpath);
-    if (cg_read(dir, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
+    if (eai_pc_cg_read(dir, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
         st->peak_mb = (double)atoll(buf) / (1024.0 * 1024.0);
     snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpuacct/%s", b->cgpath);
-    if (cg_read(dir, "cpuacct.usage", buf, sizeof(buf)) == 0)
+    if (eai_pc_cg_read(dir, "cpuacct.usage", buf, sizeof(buf)) == 0)
         st->cpu_seconds = (double)atoll(buf) / 1e9;
-}
-
-/* SIGKILL whatever is still in a cgroup, then rmdir it (a few tries). */
-static int cg_kill_rmdir(const char *leaf)
-{
-    for (int tries = 0; tries < 50; tries++) {
-        if (rmdir(leaf) == 0 || errno == ENOENT)
-            return 0;
-        if (errno != EBUSY)
-            return -1;
-        char buf[4096];
-        if (cg_read(leaf, "cgroup.procs", buf, sizeof(buf)) == 0) {
-            for (char *p = buf; *p;) {
-                pid_t pid = (pid_t)atoi(p);
-                if (pid > 1)
-                    kill(pid, SIGKILL);
-                p = strchr(p, '\n');
-                if (!p)
-                    break;
-                p++;
-            }
-        }
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    return -1;
 }
 
 /* Remove dir's subdirectories depth first, then dir. */
@@ -198,7 +100,7 @@ static int cg_remove_tree(const char *dir, int depth)
             rc = -1;
     }
     closedir(d);
-    if (cg_kill_rmdir(dir) < 0)
+    if (eai_pc_cg_kill_rmdir(dir) < 0)
         rc = -1;
     return rc;
 }

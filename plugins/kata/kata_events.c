@@ -26,7 +26,7 @@
 
 struct kt_events {
     struct kt *k;
-    struct kt_child *child;
+    struct eai_pc_child *child;
     int fd;
     struct event *ev_read;
     struct event *ev_restart;
@@ -187,7 +187,7 @@ static int spawn_events(struct kt_events *ev)
         read_close(ev);
         return -1;
     }
-    ev->child = kt_child_spawn(k->host, argv, -1, p[1], -1, 0, 0, on_child_exit, ev);
+    ev->child = eai_pc_child_spawn(k->host->base, k, argv, -1, p[1], -1, 0, 0, on_child_exit, ev);
     close(p[1]);
     if (!ev->child) {
         read_close(ev);
@@ -237,8 +237,8 @@ void kt_events_stop(struct kt *k)
         return;
     k->events = NULL;
     if (ev->child) {
-        pid_t pid = kt_child_pid(ev->child);
-        kt_child_detach(ev->child);
+        pid_t pid = eai_pc_child_pid(ev->child);
+        eai_pc_child_detach(ev->child);
         kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
         ev->child = NULL;

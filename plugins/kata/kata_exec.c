@@ -32,17 +32,7 @@
 
 #include "kata.h"
 
-#define KT_DEFAULT_OUTPUT (1LL << 20)
-#define KT_ERR_TAIL 1024
-
 enum kt_state { KT_PREPARING = 0, KT_RUNNING, KT_SETTLING, KT_FINISHING };
-
-struct kt_stream {
-    int fd;
-    struct event *ev;
-    int64_t delivered;
-    enum eai_iso_stream which;
-};
 
 struct kt_exec {
     struct kt *k;
@@ -62,30 +52,23 @@ struct kt_exec {
     struct kt_seen seen;        /* from the events stream */
     int started_reported;
 
-    struct kt_child *run;
+    struct eai_pc_child *run;
     int run_spawned, run_exited, wait_status;
     int helpers;                /* kill children still running */
 
-    struct kt_stream out, err;
+    struct eai_pc_stream out, err;
     int in_fd;
     struct event *ev_in;
     size_t in_off;
-    char err_tail[KT_ERR_TAIL + 1];
+    char err_tail[EAI_PC_ERR_TAIL + 1];
     size_t err_tail_len;
 
     struct event *ev_timeout, *ev_grace, *ev_hard, *ev_settle, *ev_soon;
     int64_t t_start_ns, t_end_ns;
 
     struct kt_stats stats;
-    struct kt_collect_result col;
+    struct eai_pc_collect_result col;
 };
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void exec_unlink(struct kt_exec *e)
 {
@@ -94,18 +77,6 @@ static void exec_unlink(struct kt_exec *e)
             *pp = e->next;
             return;
         }
-    }
-}
-
-static void stream_close(struct kt_stream *s)
-{
-    if (s->ev) {
-        event_free(s->ev);
-        s->ev = NULL;
-    }
-    if (s->fd >= 0) {
-        close(s->fd);
-        s->fd = -1;
     }
 }
 
@@ -119,8 +90,8 @@ static void ev_free(struct event **ev)
 
 static void exec_free(struct kt_exec *e)
 {
-    stream_close(&e->out);
-    stream_close(&e->err);
+    eai_pc_stream_close(&e->out);
+    eai_pc_stream_close(&e->err);
     ev_free(&e->ev_in);
     if (e->in_fd >= 0)
         close(e->in_fd);
@@ -129,7 +100,7 @@ static void exec_free(struct kt_exec *e)
     ev_free(&e->ev_hard);
     ev_free(&e->ev_settle);
     ev_free(&e->ev_soon);
-    kt_collect_free(&e->col);
+    eai_pc_collect_free(&e->col);
     free(e);
 }
 
@@ -143,18 +114,7 @@ static int not_found_message(const char *s)
 static void deliver(struct kt_exec *e)
 {
     struct eai_iso_result r;
-    memset(&r, 0, sizeof(r));
-    r.size = sizeof(r);
-    r.exit_code = -1;
-    double dur = e->t_start_ns && e->t_end_ns > e->t_start_ns ? (double)(e->t_end_ns - e->t_start_ns) / 1e9 : 0;
-    r.duration_s = dur;
-    r.cpu_seconds = e->stats.cpu_seconds;
-    r.peak_memory_mb = e->stats.peak_mb;
-    /* memory MB-seconds = peak usage of the execution's cgroup x wall time. */
-    r.memory_mb_seconds = e->stats.peak_mb * dur;
-    r.files = e->col.files;
-    r.nfiles = e->col.nfiles;
-    r.files_truncated = e->col.truncated;
+    eai_pc_result_init(&r, e->t_start_ns, e->t_end_ns, e->stats.cpu_seconds, e->stats.peak_mb, &e->col);
     e->err_tail[e->err_tail_len] = '\0';
     if (e->cancelled) {
         r.outcome = EAI_OUT_CANCELLED;
@@ -167,10 +127,7 @@ static void deliver(struct kt_exec *e)
     } else if (e->seen.oom) {
         r.outcome = EAI_OUT_OOM;
     } else if (e->seen.exited) {
-        r.outcome = EAI_OUT_EXITED;
-        r.exit_code = e->seen.exit_status;
-        if (r.exit_code > 128 && r.exit_code < 128 + 65)
-            r.signal = r.exit_code - 128;
+        eai_pc_result_exited(&r, e->seen.exit_status);
     } else if (e->wait_status < 0 || WIFSIGNALED(e->wait_status)) {
         r.outcome = EAI_OUT_ERROR;
         r.error_code = EAI_E_SANDBOX_FAILED;
@@ -190,10 +147,7 @@ static void deliver(struct kt_exec *e)
     } else {
         /* Started, but its exit event never reached us: ctr's status is
          * the task's exit code. */
-        r.outcome = EAI_OUT_EXITED;
-        r.exit_code = WEXITSTATUS(e->wait_status);
-        if (r.exit_code > 128 && r.exit_code < 128 + 65)
-            r.signal = r.exit_code - 128;
+        eai_pc_result_exited(&r, WEXITSTATUS(e->wait_status));
     }
     struct kt *k = e->k;
     if (r.outcome == EAI_OUT_ERROR)
@@ -215,7 +169,7 @@ static void ctr_sync(struct kt *k, char *const verb[], int64_t timeout_ms)
         n++;
     }
     argv[KT_CTR_ARGC + n] = NULL;
-    kt_run_sync(argv, timeout_ms, NULL, 0);
+    eai_pc_run_sync(argv, timeout_ms, NULL, 0);
 }
 
 /* Worker: remove what ctr run --rm did not (it was killed, or containerd
@@ -237,10 +191,10 @@ static void finish_work(void *arg)
         if (e->hard_killed || !e->seen.deleted)
             ctr_leftovers(e->k, e->b.cid);
         kt_cgroup_stats(&e->b, &e->stats);
-        kt_collect(&e->b, e->job, &e->col);
+        eai_pc_collect(e->b.dir, e->b.mounted, e->job, &e->col);
     }
     if (e->b.mounted || e->b.dir[0])
-        kt_bundle_remove(e->b.dir);
+        eai_pc_bundle_remove(e->b.dir);
     if (e->b.cg_made)
         kt_cgroup_remove(e->b.cgpath, e->b.cg_v2);
 }
@@ -259,7 +213,7 @@ static void begin_finish(struct kt_exec *e)
         return;
     e->state = KT_FINISHING;
     if (e->t_start_ns && !e->t_end_ns)
-        e->t_end_ns = mono_ns();
+        e->t_end_ns = eai_pc_mono_ns();
     if (e->ev_timeout)
         event_del(e->ev_timeout);
     if (e->ev_grace)
@@ -297,44 +251,12 @@ static void on_settle(evutil_socket_t fd, short what, void *arg)
 
 /* ------------------------------------------------------------ output */
 
-static void stream_read(struct kt_exec *e, struct kt_stream *s, int drain_all)
+static void stream_read(struct kt_exec *e, struct eai_pc_stream *s, int drain_all)
 {
-    char buf[65536];
-    int64_t cap = e->job->output_bytes > 0 ? e->job->output_bytes : KT_DEFAULT_OUTPUT;
-    for (int i = 0; s->fd >= 0 && (drain_all || i < 8); i++) {
-        ssize_t r = read(s->fd, buf, sizeof(buf));
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0 && errno == EAGAIN)
-            return;
-        if (r <= 0) {
-            stream_close(s);
-            return;
-        }
-        if (s->which == EAI_STREAM_STDERR) {
-            /* Keep the tail for ctr's own start-up errors. */
-            size_t n = (size_t)r > KT_ERR_TAIL ? KT_ERR_TAIL : (size_t)r;
-            const char *src = buf + r - n;
-            if (e->err_tail_len + n > KT_ERR_TAIL) {
-                size_t drop = e->err_tail_len + n - KT_ERR_TAIL;
-                memmove(e->err_tail, e->err_tail + drop, e->err_tail_len - drop);
-                e->err_tail_len -= drop;
-            }
-            memcpy(e->err_tail + e->err_tail_len, src, n);
-            e->err_tail_len += n;
-        }
-        /* Past the cap we keep draining so the sandbox never blocks. */
-        if (s->delivered < cap) {
-            size_t n = (size_t)r;
-            if ((int64_t)n > cap - s->delivered)
-                n = (size_t)(cap - s->delivered);
-            s->delivered += (int64_t)n;
-            if (e->cb.on_output && !e->k->destroying)
-                e->cb.on_output(e->cb_arg, s->which, buf, n);
-            if ((size_t)r > n)
-                s->delivered = cap + 1;
-        }
-    }
+    int64_t cap = e->job->output_bytes > 0 ? e->job->output_bytes : EAI_PC_DEFAULT_OUTPUT;
+    /* drain_all: after ctr ended, read until EOF (or EAGAIN). */
+    eai_pc_stream_read(s, drain_all ? 0 : 8, cap, e->err_tail, &e->err_tail_len, &e->cb, e->cb_arg,
+                       &e->k->destroying);
 }
 
 static void on_out(evutil_socket_t fd, short what, void *arg)
@@ -372,29 +294,7 @@ static void stdin_done(struct kt_exec *e)
 static void on_in(evutil_socket_t fd, short what, void *arg)
 {
     struct kt_exec *e = arg;
-    /* A closed reader must not raise SIGPIPE in the server. */
-    sigset_t pipe_set, old;
-    sigemptyset(&pipe_set);
-    sigaddset(&pipe_set, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
-    while (e->in_off < e->job->stdin_len) {
-        ssize_t w = write(e->in_fd, e->job->stdin_data + e->in_off, e->job->stdin_len - e->in_off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN)
-            break;
-        if (w <= 0) {
-            e->in_off = e->job->stdin_len;
-            if (errno == EPIPE) {
-                struct timespec zero = {0, 0};
-                sigtimedwait(&pipe_set, NULL, &zero);
-            }
-            break;
-        }
-        e->in_off += (size_t)w;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (e->in_off >= e->job->stdin_len)
+    if (eai_pc_stdin_pump(e->in_fd, e->job->stdin_data, e->job->stdin_len, &e->in_off))
         stdin_done(e);
 }
 
@@ -418,7 +318,7 @@ static void spawn_kill(struct kt_exec *e, const char *sig)
     argv[KT_CTR_ARGC + 3] = (char *)sig;
     argv[KT_CTR_ARGC + 4] = e->b.cid;
     argv[KT_CTR_ARGC + 5] = NULL;
-    if (kt_child_spawn(k->host, argv, -1, -1, -1, 1, KT_CTR_TIMEOUT_MS, helper_done, e))
+    if (eai_pc_child_spawn(k->host->base, k, argv, -1, -1, -1, 1, KT_CTR_TIMEOUT_MS, helper_done, e))
         e->helpers++;
     else
         k->host->log(k->host, KT_COMPONENT, EAI_LOG_WARN, "cannot run ctr task kill %s for %s: %s", sig, e->b.cid,
@@ -433,7 +333,7 @@ static void on_hard(evutil_socket_t fd, short what, void *arg)
     e->hard_killed = 1;
     e->k->host->log(e->k->host, KT_COMPONENT, EAI_LOG_WARN,
                     "%s did not stop after SIGKILL: killing ctr, the container is deleted by force", e->b.cid);
-    pid_t pid = kt_child_pid(e->run);
+    pid_t pid = eai_pc_child_pid(e->run);
     kill(-pid, SIGKILL);
     kill(pid, SIGKILL);
 }
@@ -490,13 +390,13 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
     e->run = NULL;
     e->run_exited = 1;
     e->wait_status = status;
-    e->t_end_ns = mono_ns();
+    e->t_end_ns = eai_pc_mono_ns();
     /* Whatever the task wrote before it ended is in the pipes now; do not
      * wait for EOF (a stray holder of the write end must not stall us). */
     stream_read(e, &e->out, 1);
     stream_read(e, &e->err, 1);
-    stream_close(&e->out);
-    stream_close(&e->err);
+    eai_pc_stream_close(&e->out);
+    eai_pc_stream_close(&e->err);
     stdin_close(e);
     if (e->ev_timeout)
         event_del(e->ev_timeout);
@@ -549,7 +449,7 @@ static int run_spawn(struct kt_exec *e)
     argv[n++] = e->b.cid;
     argv[n] = NULL;
     e->run_spawned = 1;
-    e->run = kt_child_spawn(k->host, argv, in[0], out[1], err[1], 0, 0, run_done, e);
+    e->run = eai_pc_child_spawn(k->host->base, k, argv, in[0], out[1], err[1], 0, 0, run_done, e);
     if (!e->run) {
         snprintf(e->msg, sizeof(e->msg), "cannot start ctr: %s", strerror(errno));
         goto fail;
@@ -623,7 +523,7 @@ static void prepare_done(void *arg)
         kt_release(k);
         return;
     }
-    e->t_start_ns = mono_ns();
+    e->t_start_ns = eai_pc_mono_ns();
     if (run_spawn(e) < 0) {
         e->early_code = EAI_E_SANDBOX_FAILED;
         begin_finish(e);
@@ -715,7 +615,7 @@ int kt_exec_start(struct kt *k, const struct eai_iso_job *job, const struct eai_
         return -1;
     }
     for (size_t i = 0; i < job->nfiles; i++) {
-        if (!kt_tmp_path_valid(job->files[i].path)) {
+        if (!eai_pc_tmp_path_valid(job->files[i].path)) {
             if (err)
                 *err = k->host->error_new(EAI_E_VALIDATION_FAILED, 0, "kata: file path %s is not under /tmp",
                                           job->files[i].path ? job->files[i].path : "(null)");
@@ -732,8 +632,8 @@ int kt_exec_start(struct kt *k, const struct eai_iso_job *job, const struct eai_
     e->job = job;
     memcpy(&e->cb, cb, cb->size < sizeof(e->cb) ? cb->size : sizeof(e->cb));
     e->cb_arg = cb_arg;
-    e->out = (struct kt_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
-    e->err = (struct kt_stream){.fd = -1, .which = EAI_STREAM_STDERR};
+    e->out = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
+    e->err = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDERR};
     e->in_fd = -1;
     e->b.uid = k->uid;
     e->b.cg_v2 = k->cg_v2;
@@ -804,8 +704,8 @@ void kt_exec_destroy_all(struct kt *k)
     while (e) {
         struct kt_exec *next = e->next;
         if (e->state == KT_RUNNING && e->run && !e->run_exited) {
-            pid_t pid = kt_child_pid(e->run);
-            kt_child_detach(e->run);
+            pid_t pid = eai_pc_child_pid(e->run);
+            eai_pc_child_detach(e->run);
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
             e->run = NULL;

@@ -39,7 +39,7 @@ static void sweep_work(void *arg)
     argv[KT_CTR_ARGC + 3] = NULL;
     struct stat st;
     if (access(k->ctr, X_OK) == 0 && stat(k->address, &st) == 0 &&
-        kt_run_sync(argv, KT_CTR_TIMEOUT_MS, out, sizeof(out)) == 0) {
+        eai_pc_run_sync(argv, KT_CTR_TIMEOUT_MS, out, sizeof(out)) == 0) {
         char *save = NULL;
         for (char *id = strtok_r(out, "\n", &save); id; id = strtok_r(NULL, "\n", &save)) {
             if (!sweepable(s, id))
@@ -54,9 +54,9 @@ static void sweep_work(void *arg)
             memcpy(kill_argv + KT_CTR_ARGC, kv, sizeof(kv));
             memcpy(tdel_argv + KT_CTR_ARGC, tv, sizeof(tv));
             memcpy(cdel_argv + KT_CTR_ARGC, cv, sizeof(cv));
-            kt_run_sync(kill_argv, KT_CTR_TIMEOUT_MS, NULL, 0);
-            kt_run_sync(tdel_argv, KT_CTR_TIMEOUT_MS, NULL, 0);
-            kt_run_sync(cdel_argv, KT_CTR_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(kill_argv, KT_CTR_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(tdel_argv, KT_CTR_TIMEOUT_MS, NULL, 0);
+            eai_pc_run_sync(cdel_argv, KT_CTR_TIMEOUT_MS, NULL, 0);
             s->containers++;
         }
     }
@@ -68,7 +68,7 @@ static void sweep_work(void *arg)
                 continue;
             char p[PATH_MAX + 300];
             snprintf(p, sizeof(p), "%s/%s", k->work_dir, e->d_name);
-            if (kt_bundle_remove(p) == 0)
+            if (eai_pc_bundle_remove(p) == 0)
                 s->dirs++;
         }
         closedir(d);

@@ -1,8 +1,8 @@
 /*
- * Child processes for the gVisor backend: spawned with posix_spawn (fresh
- * descriptors only, every other fd closed, default signal dispositions, own
- * process group) and watched with a pidfd on the loop: never a blocking
- * waitpid on the loop thread.
+ * Child processes of the gVisor and Kata backends (runsc, ctr): spawned
+ * with posix_spawn (fresh descriptors only, every other fd closed, default
+ * signal dispositions, own process group) and watched with a pidfd on the
+ * loop: never a blocking waitpid on the loop thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,32 +18,32 @@
 
 #include <event2/event.h>
 
-#include "gvisor.h"
+#include "eai_pc.h"
 
-#define GV_CAPTURE_MAX 8192
+#define PC_CAPTURE_MAX 8192
 
 extern char **environ;
 
-struct gv_child {
-    struct gv *owner;
-    struct gv_child *next;     /* every live child of this plugin */
+struct eai_pc_child {
+    const void *owner;
+    struct eai_pc_child *next;     /* every live child of this plugin */
     pid_t pid;
     int pidfd;
     int cap_fd;
     struct event *ev_exit;
     struct event *ev_cap;
     struct event *ev_timeout;
-    gv_child_done_fn cb;
+    eai_pc_child_done_fn cb;
     void *arg;
-    char out[GV_CAPTURE_MAX + 1];
+    char out[PC_CAPTURE_MAX + 1];
     size_t outlen;
 };
 
-static struct gv_child *g_children; /* loop thread only */
+static struct eai_pc_child *g_children; /* loop thread only */
 
-static void child_unlink(struct gv_child *c)
+static void child_unlink(struct eai_pc_child *c)
 {
-    for (struct gv_child **pp = &g_children; *pp; pp = &(*pp)->next) {
+    for (struct eai_pc_child **pp = &g_children; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
             *pp = c->next;
             return;
@@ -51,7 +51,7 @@ static void child_unlink(struct gv_child *c)
     }
 }
 
-static int gv_pidfd_open(pid_t pid)
+static int pc_pidfd_open(pid_t pid)
 {
     return (int)syscall(SYS_pidfd_open, pid, 0);
 }
@@ -75,7 +75,7 @@ static pid_t spawn_fds(char *const argv[], int fd_in, int fd_out, int fd_err)
         else
             ok = posix_spawn_file_actions_addopen(&fa, i, "/dev/null", i == 0 ? O_RDONLY : O_WRONLY, 0) == 0;
     }
-    /* Nothing of the server leaks into runsc, even an fd without CLOEXEC. */
+    /* Nothing of the server leaks into runsc or ctr, even an fd without CLOEXEC. */
     ok = ok && posix_spawn_file_actions_addclosefrom_np(&fa, 3) == 0;
     sigset_t all, none;
     sigfillset(&all);
@@ -95,7 +95,7 @@ static pid_t spawn_fds(char *const argv[], int fd_in, int fd_out, int fd_err)
     return pid;
 }
 
-static void child_free(struct gv_child *c)
+static void child_free(struct eai_pc_child *c)
 {
     if (c->ev_exit)
         event_free(c->ev_exit);
@@ -110,7 +110,7 @@ static void child_free(struct gv_child *c)
     free(c);
 }
 
-static void cap_drain(struct gv_child *c)
+static void cap_drain(struct eai_pc_child *c)
 {
     char buf[4096];
     for (int i = 0; i < 64; i++) { /* bounded: a chatty grandchild must not pin the loop */
@@ -125,7 +125,7 @@ static void cap_drain(struct gv_child *c)
             }
             return;
         }
-        size_t room = GV_CAPTURE_MAX - c->outlen;
+        size_t room = PC_CAPTURE_MAX - c->outlen;
         size_t n = (size_t)r < room ? (size_t)r : room;
         memcpy(c->out + c->outlen, buf, n);
         c->outlen += n;
@@ -137,7 +137,7 @@ static void on_cap(evutil_socket_t fd, short what, void *arg)
     cap_drain(arg);
 }
 
-static void child_finish(struct gv_child *c, int status)
+static void child_finish(struct eai_pc_child *c, int status)
 {
     child_unlink(c);
     if (c->cap_fd >= 0)
@@ -150,7 +150,7 @@ static void child_finish(struct gv_child *c, int status)
 
 static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
 {
-    struct gv_child *c = arg;
+    struct eai_pc_child *c = arg;
     siginfo_t si;
     memset(&si, 0, sizeof(si));
     if (waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
@@ -163,11 +163,11 @@ static void on_exit_ready(evutil_socket_t fd, short what, void *arg)
     child_finish(c, status);
 }
 
-void gv_child_reap_all(struct gv *g)
+void eai_pc_child_reap_all(const void *owner)
 {
     for (;;) {
-        struct gv_child *c = g_children;
-        while (c && c->owner != g)
+        struct eai_pc_child *c = g_children;
+        while (c && c->owner != owner)
             c = c->next;
         if (!c)
             return;
@@ -182,19 +182,19 @@ void gv_child_reap_all(struct gv *g)
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
 {
-    struct gv_child *c = arg;
+    struct eai_pc_child *c = arg;
     kill(-c->pid, SIGKILL);
     kill(c->pid, SIGKILL);
 }
 
-struct gv_child *gv_child_spawn(struct gv *g, char *const argv[], int fd_in, int fd_out, int fd_err, int capture,
-                                int64_t timeout_ms, gv_child_done_fn cb, void *arg)
+struct eai_pc_child *eai_pc_child_spawn(struct event_base *base, const void *owner, char *const argv[], int fd_in,
+                                        int fd_out, int fd_err, int capture, int64_t timeout_ms,
+                                        eai_pc_child_done_fn cb, void *arg)
 {
-    const struct eai_host *host = g->host;
-    struct gv_child *c = calloc(1, sizeof(*c));
+    struct eai_pc_child *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;
-    c->owner = g;
+    c->owner = owner;
     c->pidfd = -1;
     c->cap_fd = -1;
     c->cb = cb;
@@ -218,12 +218,12 @@ struct gv_child *gv_child_spawn(struct gv *g, char *const argv[], int fd_in, int
         return NULL;
     }
     /* The child is ours and unreaped, so the pid cannot be reused yet. */
-    c->pidfd = gv_pidfd_open(c->pid);
-    c->ev_exit = c->pidfd >= 0 ? event_new(host->base, c->pidfd, EV_READ | EV_PERSIST, on_exit_ready, c) : NULL;
+    c->pidfd = pc_pidfd_open(c->pid);
+    c->ev_exit = c->pidfd >= 0 ? event_new(base, c->pidfd, EV_READ | EV_PERSIST, on_exit_ready, c) : NULL;
     if (c->cap_fd >= 0)
-        c->ev_cap = event_new(host->base, c->cap_fd, EV_READ | EV_PERSIST, on_cap, c);
+        c->ev_cap = event_new(base, c->cap_fd, EV_READ | EV_PERSIST, on_cap, c);
     if (timeout_ms > 0)
-        c->ev_timeout = evtimer_new(host->base, on_timeout, c);
+        c->ev_timeout = evtimer_new(base, on_timeout, c);
     if (!c->ev_exit || (c->cap_fd >= 0 && !c->ev_cap) || (timeout_ms > 0 && !c->ev_timeout) ||
         event_add(c->ev_exit, NULL) < 0 || (c->ev_cap && event_add(c->ev_cap, NULL) < 0)) {
         /* Cannot watch it: do not leave it running unwatched. */
@@ -244,9 +244,14 @@ struct gv_child *gv_child_spawn(struct gv *g, char *const argv[], int fd_in, int
     return c;
 }
 
-pid_t gv_child_pid(const struct gv_child *c)
+pid_t eai_pc_child_pid(const struct eai_pc_child *c)
 {
     return c->pid;
+}
+
+void eai_pc_child_detach(struct eai_pc_child *c)
+{
+    c->cb = NULL;
 }
 
 static int64_t mono_ms(void)
@@ -256,7 +261,7 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int gv_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen)
+int eai_pc_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen)
 {
     int cap[2] = {-1, -1};
     if (out && outlen) {
@@ -272,7 +277,7 @@ int gv_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen
             close(cap[0]);
         return -1;
     }
-    int pidfd = gv_pidfd_open(pid);
+    int pidfd = pc_pidfd_open(pid);
     int64_t deadline = mono_ms() + timeout_ms;
     size_t got = 0;
     int status = -1;

@@ -1,0 +1,80 @@
+/*
+ * Cgroup file primitives shared by the gVisor and Kata backends.  Worker
+ * threads only (cgroupfs reads and the rmdir retries may block briefly).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eai_pc.h"
+
+int eai_pc_cg_write(const char *dir, const char *file, const char *val)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof(p), "%s/%s", dir, file);
+    int fd = open(p, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = eai_pc_write_all(fd, val, strlen(val));
+    close(fd);
+    return rc;
+}
+
+int eai_pc_cg_read(const char *dir, const char *file, char *buf, size_t len)
+{
+    char p[PATH_MAX + 64];
+    snprintf(p, sizeof(p), "%s/%s", dir, file);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t r = read(fd, buf, len - 1);
+    close(fd);
+    if (r < 0)
+        return -1;
+    buf[r] = '\0';
+    return 0;
+}
+
+long long eai_pc_cg_key(const char *text, const char *key)
+{
+    size_t k = strlen(key);
+    for (const char *p = text; p && *p;) {
+        if (!strncmp(p, key, k) && p[k] == ' ')
+            return atoll(p + k + 1);
+        p = strchr(p, '\n');
+        if (p)
+            p++;
+    }
+    return -1;
+}
+
+int eai_pc_cg_kill_rmdir(const char *dir)
+{
+    for (int tries = 0; tries < 50; tries++) {
+        if (rmdir(dir) == 0 || errno == ENOENT)
+            return 0;
+        if (errno != EBUSY)
+            return -1;
+        char buf[4096];
+        if (eai_pc_cg_read(dir, "cgroup.procs", buf, sizeof(buf)) == 0) {
+            for (char *p = buf; *p;) {
+                pid_t pid = (pid_t)atoi(p);
+                if (pid > 1)
+                    kill(pid, SIGKILL);
+                p = strchr(p, '\n');
+                if (!p)
+                    break;
+                p++;
+            }
+        }
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
