@@ -373,6 +373,10 @@ static int images_build(const char *image_dir, int argc, char **argv)
         usage();
         return 2;
     }
+    /* The reference image needs no package list: `eaid images build
+     * python:3.11-slim` alone builds Debian bookworm's python3 (3.11). */
+    if (!packages && !strcmp(name, "python") && (!strcmp(tag, "3.11-slim") || !strcmp(tag, "3.11")))
+        packages = "python3-minimal,libpython3.11-stdlib";
     if (!packages_valid(packages)) {
         fprintf(stderr, "images build: --packages needs a comma-separated list of Debian package names\n");
         return 2;
