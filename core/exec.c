@@ -213,6 +213,9 @@ json_t *eai_exec_view(const json_t *rec)
                                                "size", json_object_get(f, "size"),
                                                "sha256", json_object_get(f, "sha256")));
     json_object_set_new(v, "files", files);
+    /* a collect cap (count, size, total) left files out */
+    json_object_set_new(v, "files_truncated",
+                        json_boolean(json_is_true(json_object_get(rec, "files_truncated"))));
     const json_t *eg = json_object_get(rec, "egress");
     if (json_array_size(eg) > 0)
         json_object_set_new(v, "network", json_pack("{s:O}", "egress", eg));
