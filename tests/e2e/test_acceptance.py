@@ -77,7 +77,8 @@ def parse_ts(s):
 # ---------------------------------------------------------------- server ---
 
 class Server:
-    def __init__(self):
+    def __init__(self, extra_env=None):
+        self.extra_env = extra_env or {}
         self.tmp = tempfile.mkdtemp(prefix="eai-accept-")
         self.data = os.path.join(self.tmp, "data")
         os.makedirs(self.data, mode=0o700)
@@ -94,6 +95,7 @@ class Server:
         e["EAI_DATA_DIR"] = self.data
         e["EAI_LISTEN"] = "127.0.0.1:%d" % self.port
         e["EAI_IMAGE_DIR"] = IMAGES
+        e.update(self.extra_env)
         return e
 
     def cli(self, *args, check_rc=True):
@@ -103,7 +105,7 @@ class Server:
             raise Fail("eaid %s: exit %d: %s" % (" ".join(args), r.returncode, r.stderr.decode(errors="replace")))
         return r
 
-    def start(self):
+    def start(self, want_ready=True):
         e = self.env()
         e[HOST_MARKER_VAR] = self.marker
         log = open(self.log_path, "ab")
@@ -115,7 +117,7 @@ class Server:
             if self.proc.poll() is not None:
                 raise Fail("eaid serve exited with %s; log tail:\n%s" % (self.proc.returncode, self.log_tail()))
             try:
-                st, _, body = raw_request(self.port, "GET", "/readyz", timeout=5)
+                st, _, body = raw_request(self.port, "GET", "/readyz" if want_ready else "/healthz", timeout=5)
                 if st == 200:
                     return
             except OSError:
@@ -1235,6 +1237,7 @@ def t_collect_more():
     big = [f for f in d["files"] if f["path"] == "/tmp/outputs/big.bin"]
     check(not big or big[0]["size"] <= 10 << 20, "big file %r" % big)
     C.notes.append("collect caps: %d files, files_truncated=%r, big %r" % (n, d.get("files_truncated"), big))
+    check(d.get("files_truncated") is True, "files_truncated %r with %d files written" % (d.get("files_truncated"), 121))
 
 
 @case("edge: idempotent replay after the first finished; wait_s=0; Accept-Language q-values")
@@ -1362,6 +1365,38 @@ def t_restart():
         C.notes.append("restart: the queued part was not exercised (it was %s)" % qs)
     d = C.r.py("print('after restart')")
     check(d["status"] == "succeeded", "after restart: " + short(d))
+
+
+def t_fail_closed():
+    """A second eaid whose runsc does not exist: not ready, POST 503, nothing runs on the host."""
+    srv = Server({"EAI_SANDBOX_RUNSC": "/nonexistent/eai-accept/runsc"})
+    marker = "/tmp/eai-accept-failclosed-" + uuid.uuid4().hex
+    try:
+        srv.start(want_ready=False)
+        t = json.loads(srv.cli("tenants", "create", "fc").stdout)
+        key = srv.cli("keys", "create", "--tenant", t["id"]).stdout.decode().strip()
+        cl = Client(srv, key)
+        time.sleep(1.0)
+        st, hd, body = raw_request(srv.port, "GET", "/readyz")
+        check(st == 503, "readyz %d %r" % (st, body[:300]))
+        r = cl.req("POST", "/v1/sandbox/executions",
+                   base_body(command=["sh", "-c", "touch %s; echo ran" % marker]))
+        expect_err(r, 503, "sandbox_unavailable")
+        check(r.headers.get("retry-after"), "no Retry-After on 503")
+        r = cl.req("POST", "/v1/sandbox/executions", base_body(profile="gvisor", image="nosuch:1"))
+        check(r.status == 503 or r.code() == "unknown_image", "unknown image on a down backend %r" % r)
+        r = cl.req("GET", "/v1/sandbox/executions?limit=100")
+        check(r.status == 200 and r.json["items"] == [], "refused executions recorded: %r" % r)
+        r = cl.req("GET", "/v1/sandbox/profiles")
+        check(r.status == 200 and all(p.get("available") is False for p in r.json["profiles"]),
+              "profiles say available: %r" % r)
+        time.sleep(0.5)
+        check(not os.path.exists(marker), "the command ran on the host")
+    finally:
+        try:
+            srv.stop()
+        finally:
+            shutil.rmtree(srv.tmp, ignore_errors=True)
 
 
 def leftovers(srv):
@@ -1493,6 +1528,7 @@ def main():
             if only and not any(s in name for s in only) and fn is not t_basic:
                 continue
             run_case(name, fn)
+        run_case("fail closed: runsc missing -> readyz 503, POST 503 sandbox_unavailable, nothing runs", t_fail_closed)
         run_case("graceful SIGTERM: running execution ends error/interrupted with output; parked long-poll answered",
                  t_graceful)
         run_case("restart: kill -9 mid-run -> error/interrupted; queued one still runs", t_restart)
