@@ -114,11 +114,10 @@ static int cpu_value(const json_t *v, int64_t *out)
     return -1;
 }
 
-/* Bytes: quantity string or integer. */
-static int bytes_value(const json_t *v, int64_t *out)
+/* A non-negative whole number: a JSON integer, or a number with no
+ * fraction (`30.0`), which the schema also counts as an integer. */
+static int int_value(const json_t *v, int64_t *out)
 {
-    if (json_is_string(v))
-        return eai_parse_bytes(json_string_value(v), out);
     if (json_is_integer(v)) {
         json_int_t n = json_integer_value(v);
         if (n < 0)
@@ -126,18 +125,22 @@ static int bytes_value(const json_t *v, int64_t *out)
         *out = (int64_t)n;
         return 0;
     }
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (!(d >= 0) || d > 9007199254740992.0 || d != nearbyint(d))
+            return -1;
+        *out = (int64_t)d;
+        return 0;
+    }
     return -1;
 }
 
-static int int_value(const json_t *v, int64_t *out)
+/* Bytes: quantity string or whole number. */
+static int bytes_value(const json_t *v, int64_t *out)
 {
-    if (!json_is_integer(v))
-        return -1;
-    json_int_t n = json_integer_value(v);
-    if (n < 0)
-        return -1;
-    *out = (int64_t)n;
-    return 0;
+    if (json_is_string(v))
+        return eai_parse_bytes(json_string_value(v), out);
+    return int_value(v, out);
 }
 
 enum lim { L_CPU, L_MEMORY, L_TIMEOUT, L_PIDS, L_OUTPUT, L_DISK, L_MAX };
