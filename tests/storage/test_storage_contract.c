@@ -525,6 +525,35 @@ static void test_claim_fairness(void)
     CU_ASSERT_EQUAL(r, r0);
 }
 
+/* exec_claim_excluding (optional op, at the end of the ops table): rows of
+ * an excluded tenant are never claimed; the others are, round-robin. */
+static void test_claim_excluding(void)
+{
+    if (g_ops->size < offsetof(struct eai_storage_ops, exec_claim_excluding) + sizeof(void *) ||
+        !g_ops->exec_claim_excluding)
+        return;
+    char a[37], b[37], ea[2][41], eb[1][41], owner[40];
+    new_tenant(a);
+    new_tenant(b);
+    eai_random_hex(owner, 8);
+    for (int i = 0; i < 2; i++)
+        create_exec(a, ea[i], NULL);
+    create_exec(b, eb[0], NULL);
+    json_t *ex_a = json_pack("[s]", a), *ex_b = json_pack("[s]", b), *cl = NULL;
+    CU_ASSERT_FATAL(ex_a && ex_b);
+    OK(g_ops->exec_claim_excluding(g_st, owner, 30000, 10, 10, ex_a, &cl, err));
+    CU_ASSERT(claimed_set_is(cl, eb, 1));
+    json_decref(cl);
+    OK(g_ops->exec_claim_excluding(g_st, owner, 30000, 10, 10, ex_b, &cl, err));
+    CU_ASSERT(claimed_set_is(cl, ea, 2));
+    json_decref(cl);
+    json_decref(ex_a);
+    json_decref(ex_b);
+    for (int k = 0; k < 2; k++)
+        finish_exec(a, ea[k], "succeeded");
+    finish_exec(b, eb[0], "succeeded");
+}
+
 #define RACE_ROWS 50
 #define RACE_THREADS 2
 
@@ -1330,6 +1359,7 @@ int main(void)
     CU_add_test(s, "executions: create, get, list, tenant isolation", test_exec_create_get_list_isolation);
     CU_add_test(s, "executions: idempotency", test_idempotency);
     CU_add_test(s, "queue: claim fairness and counts", test_claim_fairness);
+    CU_add_test(s, "queue: claim excluding tenants at their bound", test_claim_excluding);
     CU_add_test(s, "queue: no double claim from racing threads", test_claim_race);
     CU_add_test(s, "queue: renew, cancel, stale", test_renew_cancel_stale);
     CU_add_test(s, "finish: once, scrub, files, outbox", test_finish_scrub_files_outbox);
