@@ -109,13 +109,13 @@ static json_t *usage_event(const json_t *rec, const json_t *patch)
     double mem = json_number_value(json_object_get(u, "memory_mb_seconds"));
     double dur = json_number_value(json_object_get(u, "duration_s"));
     const char *fin = jstr(patch, "finished_at");
-    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:f, s:s?, s:s?, s:s?, s:s}",
+    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:f, s:s?, s:s?, s:s?, s:s?, s:s}",
                      "id", id, "tenant_id", jstr(rec, "tenant_id"),
                      "project_id", jstr(rec, "project_id"), "agent_id", jstr(rec, "agent_id"),
                      "run_id", jstr(rec, "run_id"), "profile", jstr(rec, "profile"),
                      "backend", jstr(rec, "backend"),
                      "cpu_seconds", cpu, "memory_mb_seconds", mem, "duration_s", dur,
-                     "execution_id", jstr(rec, "id"),
+                     "execution_id", jstr(rec, "id"), "trace_id", jstr(rec, "trace_id"),
                      "started_at", jstr(patch, "started_at") ? jstr(patch, "started_at") : jstr(rec, "started_at"),
                      "finished_at", fin ? fin : now, "created_at", now);
 }
