@@ -36,6 +36,17 @@ echo "== PostgreSQL 15 test cluster in $pgdir"
 eval "$(tests/support/pg_cluster.sh start "$pgdir")"
 export EAI_TEST_PG_OWNER_URL EAI_TEST_PG_APP_URL EAI_TEST_PG_SUPER_URL
 
+# First the sanitizer build (address + undefined, leaks fatal) over the
+# tests that need no sandbox runtime: parsers, validation, storage (SQLite and
+# PostgreSQL), loader, HTTP.  Skipped when ctest arguments narrow the run.
+if (($# == 0)) && [[ ${EAI_SKIP_SANITIZE:-0} != 1 ]]; then
+    echo "== sanitizer build ($EAI_ROOT/build-asan)"
+    cmake -S "$EAI_ROOT" -B "$EAI_ROOT/build-asan" -DEAI_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    cmake --build "$EAI_ROOT/build-asan" -j"$(nproc)" >/dev/null
+    echo "== ctest (sanitizers)"
+    (cd "$EAI_ROOT/build-asan" && ctest --output-on-failure -j2 --timeout 600 -L 'unit|http|storage|loader|contracts')
+fi
+
 echo "== ctest"
 cd build
 ctest --output-on-failure -j2 --timeout 1800 "$@"
