@@ -1066,17 +1066,30 @@ def t_finops():
     check(rb.status == 200 and not rb.json.get("usage"), "tenant B sees A's usage: %r" % rb)
 
 
-@case("traceparent on POST -> trace_id in GET")
+@case("traceparent on POST -> trace_id in GET, in the sandbox and in the usage event")
 def t_trace():
     tid = uuid.uuid4().hex
     sid = uuid.uuid4().hex[:16]
+    run = "trace-" + tid[:10]
     r = C.a.req("POST", "/v1/sandbox/executions",
-                base_body(command=["python3", "-c", "import os; print(os.environ.get('TRACEPARENT',''))"]),
+                base_body(command=["python3", "-c", "import os; print(os.environ.get('TRACEPARENT',''))"],
+                          run_id=run),
                 headers={"traceparent": "00-%s-%s-01" % (tid, sid)})
     check(r.status == 202, "%r" % r)
     d = C.a.wait(r.json["id"])
     check(d.get("trace_id") == tid, "trace_id %r, want %s" % (d.get("trace_id"), tid))
     check(tid in d["stdout"], "TRACEPARENT in sandbox %r" % d["stdout"])
+    check(r.headers.get("traceparent", "").startswith("00-%s-" % tid), "response traceparent %r"
+          % r.headers.get("traceparent"))
+    eid = d["id"]
+    deadline = time.time() + 20
+    evs = []
+    while time.time() < deadline and not evs:
+        u = C.a.req("GET", "/v1/finops/usage?run_id=" + run)
+        evs = [e for e in u.json.get("usage", []) if e.get("execution_id") == eid]
+        if not evs:
+            time.sleep(0.5)
+    check(evs and evs[0].get("trace_id") == tid, "usage event trace_id %r" % (evs[0].get("trace_id") if evs else None))
     r = C.a.req("POST", "/v1/sandbox/executions", base_body(),
                 headers={"traceparent": "00-%s-%s-01" % ("0" * 32, sid)})
     check(r.status == 202, "%r" % r)
