@@ -114,8 +114,10 @@ static void walk_dir(struct collect_state *cs, int dirfd, const char *vdir, int 
         if (!(names[n] = strdup(e->d_name)))
             break;
         n++;
-        if (n > 100000) /* a directory bomb: stop listing */
+        if (n > 100000) { /* a directory bomb: stop listing */
+            cs->r->truncated = 1;
             break;
+        }
     }
     qsort(names, n, sizeof(*names), name_cmp); /* stable, deterministic order */
     for (size_t i = 0; i < n; i++) {
@@ -131,6 +133,8 @@ static void walk_dir(struct collect_state *cs, int dirfd, const char *vdir, int 
             int sub = openat(dirfd, names[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
                 walk_dir(cs, sub, vp, depth + 1);
+        } else if (S_ISDIR(st.st_mode)) {
+            cs->r->truncated = 1; /* deeper than the depth cap: left out, and said so */
         }
     }
     for (size_t i = 0; i < n; i++)
