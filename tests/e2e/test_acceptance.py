@@ -1252,6 +1252,11 @@ def t_collect_more():
     check(not big or big[0]["size"] <= 10 << 20, "big file %r" % big)
     C.notes.append("collect caps: %d files, files_truncated=%r, big %r" % (n, d.get("files_truncated"), big))
     check(d.get("files_truncated") is True, "files_truncated %r with %d files written" % (d.get("files_truncated"), 121))
+    d = C.a.py("import os\np = '/tmp/outputs'\nfor i in range(30):\n    p += '/d'\nos.makedirs(p)\n"
+               "open(p + '/deep.txt', 'w').write('deep')\nopen('/tmp/outputs/top.txt', 'w').write('top')\n")
+    check(d["status"] == "succeeded", short(d))
+    check([f["path"] for f in d["files"]] == ["/tmp/outputs/top.txt"], "deep files %r" % d["files"])
+    check(d.get("files_truncated") is True, "a directory past the depth cap left out silently")
 
 
 @case("edge: idempotent replay after the first finished; wait_s=0; Accept-Language q-values")
