@@ -1173,7 +1173,11 @@ static void list_done(void *arg)
         const json_t *e;
         int64_t last = -1;
         json_array_foreach(j->out, i, e) {
-            json_array_append_new(items, eai_exec_view(e));
+            /* summary items: output only through GET of one execution or its events */
+            json_t *v = eai_exec_view(e);
+            json_object_del(v, "stdout");
+            json_object_del(v, "stderr");
+            json_array_append_new(items, v);
             last = json_integer_value(json_object_get(e, "seq"));
         }
         json_int_t limit = json_integer_value(json_object_get(j->filter, "limit"));

@@ -87,7 +87,9 @@ struct eai_storage_ops {
     int (*exec_get)(void *self, const char *tenant, const char *id,
                     json_t **out, struct eai_error **err);
     /* filter: {status?, run_id?, limit (1..100), after? (seq, exclusive)}.
-     * *out = array newest first (seq descending). */
+     * *out = array newest first (seq descending).  Records come WITHOUT
+     * stdout and stderr (their _truncated/_encoding flags stay), so a list
+     * never holds up to 100 x 2 x the output cap in memory. */
     int (*exec_list)(void *self, const char *tenant, const json_t *filter,
                      json_t **out, struct eai_error **err);
     /* SYSTEM: claim up to max queued executions, oldest first, at most

@@ -11,12 +11,15 @@
 
 #include "pg.h"
 
-#define EAI_PG_EXEC_COLS                                                                        \
+#define EAI_PG_EXEC_COLS_WITH(doc)                                                              \
     "e.id::text, e.tenant_id::text, e.seq, e.status, e.lease_owner, e.lease_until, "            \
     "e.cancel_requested, floor(extract(epoch FROM e.started_at) * 1000)::bigint, "              \
-    "floor(extract(epoch FROM e.updated_at) * 1000)::bigint, e.doc, "                           \
+    "floor(extract(epoch FROM e.updated_at) * 1000)::bigint, " doc ", "                         \
     "floor(extract(epoch FROM e.finished_at) * 1000)::bigint, "                                 \
     "floor(extract(epoch FROM e.created_at) * 1000)::bigint, e.idempotency_key, e.request_hash"
+#define EAI_PG_EXEC_COLS EAI_PG_EXEC_COLS_WITH("e.doc")
+/* list items carry no output (storage.h) */
+#define EAI_PG_EXEC_LIST_COLS EAI_PG_EXEC_COLS_WITH("((e.doc::jsonb - 'stdout') - 'stderr')::json")
 
 enum {
     COL_ID, COL_TENANT, COL_SEQ, COL_STATUS, COL_LEASE_OWNER, COL_LEASE_UNTIL, COL_CANCEL,
@@ -316,7 +319,7 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
             after_p = eai_pg_i64(v, after);
     }
     struct eai_pg_read_ctx c = {
-        .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.sandbox_executions e"
+        .sql = "SELECT " EAI_PG_EXEC_LIST_COLS " FROM eai.sandbox_executions e"
                " WHERE e.tenant_id = $1"
                " AND ($2::text IS NULL OR e.status = $2)"
                " AND ($3::text IS NULL OR e.run_id = $3)"

@@ -805,6 +805,11 @@ def t_list():
     r = C.a.req("GET", "/v1/sandbox/executions?limit=100")
     all_ids = [i["id"] for i in r.json["items"]]
     check(all_ids.index(ids[2]) < all_ids.index(ids[0]), "unfiltered list not newest first")
+    # summary items: no output in a list (bounded), output through GET of one
+    item = [i for i in r.json["items"] if i["id"] == ids[2]][0]
+    check("stdout" not in item and "stderr" not in item, "list item carries output %r" % item)
+    check(item.get("exit_code") == 0 and item.get("stdout_truncated") is False, "list item %r" % item)
+    check(C.a.req("GET", "/v1/sandbox/executions/" + ids[2]).json.get("stdout") == "3\n", "GET lost stdout")
     expect_err(C.a.req("GET", "/v1/sandbox/executions?status=bogus"), 422, "validation_failed", "/status")
     expect_err(C.a.req("GET", "/v1/sandbox/executions?limit=0"), 422, "validation_failed", "/limit")
 

@@ -792,6 +792,24 @@ static void test_finish_scrub_files_outbox(void)
               !strstr(dump, "c2VjcmV0"));
     free(dump);
     CU_ASSERT_STRING_EQUAL(js(x, "image"), "python:3.11-slim");
+    /* The list carries the record without its output (bounded memory). */
+    {
+        json_t *lf = json_pack("{s:i}", "limit", 100), *l = NULL;
+        OK(g_ops->exec_list(g_st, t, lf, &l, err));
+        json_t *item = NULL;
+        size_t k;
+        json_t *it;
+        json_array_foreach(l, k, it)
+            if (js(it, "id") && strcmp(js(it, "id"), id) == 0)
+                item = it;
+        CU_ASSERT_FATAL(item != NULL);
+        CU_ASSERT_STRING_EQUAL(js(item, "status"), "succeeded");
+        CU_ASSERT_PTR_NULL(json_object_get(item, "stdout"));
+        CU_ASSERT_PTR_NULL(json_object_get(item, "stderr"));
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(item, "exit_code")), 0);
+        json_decref(l);
+        json_decref(lf);
+    }
     /* Public file list: path, size, sha256; no content. */
     json_t *fl = json_object_get(x, "files");
     CU_ASSERT_FATAL(json_array_size(fl) == 2);
