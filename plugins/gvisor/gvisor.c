@@ -295,13 +295,21 @@ static void sweep_work(void *arg)
     char out[16384];
     char *list_argv[] = {g->runsc, root, "list", "-quiet", NULL};
     if (access(g->runsc, X_OK) == 0 && eai_pc_run_sync(list_argv, GV_RUNSC_TIMEOUT_MS, out, sizeof(out)) == 0) {
+        /* Kill every leftover first, then delete them: a delete right after
+         * its own kill waits for that sandbox to die, one after another
+         * (seconds each after a crash with many running). */
+        char *ids[256];
+        int n = 0;
         char *save = NULL;
-        for (char *id = strtok_r(out, "\n", &save); id; id = strtok_r(NULL, "\n", &save)) {
+        for (char *id = strtok_r(out, "\n", &save); id && n < 256; id = strtok_r(NULL, "\n", &save)) {
             if (!has_prefix(id) || !strcmp(id, g->probe_cid))
                 continue;
+            ids[n++] = id;
             char *kill_argv[] = {g->runsc, root, "kill", id, "KILL", NULL};
-            char *del_argv[] = {g->runsc, root, "delete", "--force", id, NULL};
             eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+        }
+        for (int i = 0; i < n; i++) {
+            char *del_argv[] = {g->runsc, root, "delete", "--force", ids[i], NULL};
             eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
             s->containers++;
         }
