@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mount.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -504,8 +505,14 @@ static void gv_destroy(void *self)
     g->destroying = 1;
     g->inflight++; /* callbacks below must not free g under us */
     event_del(g->reprobe_ev);
-    gv_exec_destroy_all(g);
-    gv_pool_destroy_all(g);
+    /* kill everything first, give the sandboxes a moment to die, then
+     * delete them (fast once dead) */
+    gv_exec_destroy_all(g, 1);
+    gv_pool_destroy_all(g, 1);
+    struct timespec settle = {0, 150 * 1000000L};
+    nanosleep(&settle, NULL); /* shutdown only: the loop no longer serves */
+    gv_exec_destroy_all(g, 0);
+    gv_pool_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
     /* Our cgroup subtree's parents, when empty. */
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",

@@ -80,7 +80,7 @@ int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_
                   void *cb_arg, void **handle, struct eai_error **err);
 void gv_exec_cancel(struct gv *g, void *handle);
 void gv_exec_unpark_all(struct gv *g);
-void gv_exec_destroy_all(struct gv *g);
+void gv_exec_destroy_all(struct gv *g, int kill_only);
 
 /* gvisor_pool.c */
 /* A ready sandbox of shape s (now TAKEN by the caller) or NULL; (re)fills
@@ -89,7 +89,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s);
 const struct gv_bundle *gv_pooled_bundle(const struct gv_pooled *p);
 /* The execution is done with it: tear the sandbox down in the background. */
 void gv_pool_release(struct gv_pooled *p);
-void gv_pool_destroy_all(struct gv *g);
+void gv_pool_destroy_all(struct gv *g, int kill_only);
 
 /* --------------------------------------------------------------- files */
 

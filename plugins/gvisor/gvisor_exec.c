@@ -597,22 +597,31 @@ void gv_exec_unpark_all(struct gv *g)
     }
 }
 
-/* Shutdown (g->destroying is set, so no callback reaches core): stop the
- * running sandboxes now; eai_pc_child_reap_all() then reaps their runsc
- * children, whose callbacks finish and free the executions synchronously. */
-void gv_exec_destroy_all(struct gv *g)
+/* Shutdown (g->destroying is set, so no callback reaches core), in two
+ * passes over the running sandboxes: kill_only kills them all (runsc kill,
+ * then SIGKILL to the run process); the second pass deletes them, by then
+ * already dead (a delete --force of a live sandbox takes seconds, so one
+ * kill-then-delete after another made shutdown slow).  eai_pc_child_reap_all()
+ * then reaps their runsc children, whose callbacks finish and free the
+ * executions synchronously. */
+void gv_exec_destroy_all(struct gv *g, int kill_only)
 {
     struct gv_exec *e = g->execs;
     while (e) {
         struct gv_exec *next = e->next;
+        char root[PATH_MAX + 16];
+        snprintf(root, sizeof(root), "--root=%s", g->state_dir);
         if (e->state == GV_RUNNING && e->run && !e->run_exited) {
-            char root[PATH_MAX + 16];
-            snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-            char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
-            char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
-            eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(eai_pc_child_pid(e->run), SIGKILL);
-            eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            if (kill_only) {
+                char *kill_argv[] = {g->runsc, root, "kill", e->b.cid, "KILL", NULL};
+                eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+                kill(eai_pc_child_pid(e->run), SIGKILL);
+            } else {
+                char *del_argv[] = {g->runsc, root, "delete", "--force", e->b.cid, NULL};
+                eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            }
+        } else if (kill_only) {
+            /* the rest is for the second pass */
         } else if (e->state == GV_PARKED || (e->state == GV_RUNNING && !e->run_spawned && !e->ev_soon)) {
             exec_unlink(e);
             exec_free(e);

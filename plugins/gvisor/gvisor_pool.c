@@ -393,19 +393,23 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     return got;
 }
 
-/* Shutdown: stop every pooled sandbox now (blocking); eai_pc_child_reap_all()
- * then runs their callbacks, which clean up synchronously. */
-void gv_pool_destroy_all(struct gv *g)
+/* Shutdown: stop every pooled sandbox now (blocking), in the same two
+ * passes as gv_exec_destroy_all(); eai_pc_child_reap_all() then runs their
+ * callbacks, which clean up synchronously. */
+void gv_pool_destroy_all(struct gv *g, int kill_only)
 {
     for (struct gv_pooled *p = g->pool; p; p = p->next) {
         if (p->run && !p->run_exited) {
             char root[PATH_MAX + 16];
             snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-            char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
-            char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
-            eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(eai_pc_child_pid(p->run), SIGKILL);
-            eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            if (kill_only) {
+                char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
+                eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+                kill(eai_pc_child_pid(p->run), SIGKILL);
+            } else {
+                char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
+                eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+            }
         }
     }
 }
