@@ -47,6 +47,30 @@ if (($# == 0)) && [[ ${EAI_SKIP_SANITIZE:-0} != 1 ]]; then
     (cd "$EAI_ROOT/build-asan" && ctest --output-on-failure -j2 --timeout 600 -L 'unit|http|storage|loader|contracts')
 fi
 
+# Then the fuzz targets (tests/fuzz, docs/fuzzing.md): a clang build with
+# libFuzzer + ASan/UBSan in build-fuzz, each target for EAI_FUZZ_SECONDS
+# (default 15) from its seed corpus, two at a time; a crash, leak or broken
+# invariant fails the script.  Skipped when ctest arguments narrow the run
+# or EAI_SKIP_FUZZ=1.
+if (($# == 0)) && [[ ${EAI_SKIP_FUZZ:-0} != 1 ]]; then
+    # clang's libFuzzer and sanitizer runtimes are only Recommends of clang
+    apt_install clang libclang-rt-14-dev || true
+    fuzz_probe=$(mktemp -d /tmp/eai-fuzz-probe.XXXXXX)
+    echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return d && n ? 0 : 0; }' \
+        >"$fuzz_probe/p.c"
+    if command -v clang >/dev/null 2>&1 &&
+        clang -fsanitize=fuzzer,address,undefined "$fuzz_probe/p.c" -o "$fuzz_probe/p" >/dev/null 2>&1; then
+        echo "== fuzz build ($EAI_ROOT/build-fuzz)"
+        CC=clang cmake -S "$EAI_ROOT" -B "$EAI_ROOT/build-fuzz" -DEAI_FUZZ=ON >/dev/null
+        cmake --build "$EAI_ROOT/build-fuzz" -j"$(nproc)" --target eai_fuzz_all >/dev/null
+        echo "== fuzz (${EAI_FUZZ_SECONDS:-15} s per target)"
+        "$EAI_ROOT/tests/fuzz/run.sh" "$EAI_ROOT/build-fuzz" "${EAI_FUZZ_SECONDS:-15}"
+    else
+        echo "== fuzz skipped: no clang with libFuzzer"
+    fi
+    rm -rf "$fuzz_probe"
+fi
+
 echo "== ctest"
 cd build
 ctest --output-on-failure -j2 --timeout 1800 "$@"
