@@ -23,6 +23,7 @@ static void add_detail(json_t *details, const char *path, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    eai_utf8_scrub(msg);   /* "%.128s" may have split a character */
     json_array_append_new(details, json_pack("{s:s, s:s}", "path", path, "message", msg));
 }
 

@@ -225,6 +225,20 @@ int eai_utf8_valid(const char *s, size_t n)
     return 1;
 }
 
+void eai_utf8_scrub(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    size_t n = strlen(s), i = 0;
+    while (i < n) {
+        size_t len = p[i] < 0x80 ? 1 : (p[i] & 0xe0) == 0xc0 ? 2 : (p[i] & 0xf0) == 0xe0 ? 3
+                   : (p[i] & 0xf8) == 0xf0 ? 4 : 0;
+        if (len && i + len <= n && eai_utf8_valid(s + i, len))
+            i += len;
+        else
+            p[i++] = '?';
+    }
+}
+
 /* Digits with an optional fraction: value scaled by 10^scale_digits exactly;
  * -1 when more fraction digits than allowed, overflow or junk. */
 static int eai_parse_decimal(const char **ps, int max_frac, int64_t *ip, int64_t *fp, int *fdigits)

@@ -27,6 +27,10 @@ unsigned char *eai_b64_decode(const char *s, size_t *outlen);
 
 /* 1 when the n bytes are valid UTF-8 without NUL. */
 int eai_utf8_valid(const char *s, size_t n);
+/* In place, replace each byte that does not begin a valid UTF-8 sequence
+ * with '?': for messages built with "%.64s" from client text, where the cut
+ * may split a character (jansson refuses such strings: json_pack fails). */
+void eai_utf8_scrub(char *s);
 
 /* Kubernetes quantities, parsed exactly.  CPU: "500m", "1", "1.5" (max 3
  * decimals) -> millicores.  Memory/disk: "256Mi", "1Gi", "1G", "1.5Gi",

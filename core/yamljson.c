@@ -8,6 +8,7 @@
  */
 #include "yamljson.h"
 #include "errors.h"
+#include "util.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,6 +62,7 @@ static void yj_fail(struct yj_ctx *c, yaml_mark_t mark, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    eai_utf8_scrub(msg);   /* "%.*s" of a long key or value may have split a character */
     snprintf(full, sizeof full, "line %zu, column %zu: %s", mark.line + 1, mark.column + 1, msg);
     c->err = eai_error_new(EAI_E_INVALID_JSON, 0, "YAML %s", full);
     if (c->err)
