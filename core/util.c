@@ -70,11 +70,16 @@ int64_t eai_monotonic_ns(void)
 
 void eai_time_rfc3339(int64_t ms, char out[32])
 {
-    time_t s = (time_t)(ms / 1000);
+    int64_t sec = ms / 1000, frac = ms % 1000;
+    if (frac < 0) {            /* before 1970: floor, not truncation */
+        frac += 1000;
+        sec--;
+    }
+    time_t s = (time_t)sec;
     struct tm tm;
     gmtime_r(&s, &tm);
     snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
 }
 
 int eai_time_parse_rfc3339(const char *s, int64_t *ms)

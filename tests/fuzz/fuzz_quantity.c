@@ -72,8 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_ASSERT(v2 == v);
     }
     if (eai_time_parse_rfc3339(s, &v) == 0) {
-        /* 1970..9999: the formatter is only used on server times (>= epoch) */
-        if (v >= 0 && v < 253402300800000LL) {
+        /* years 0000..9999 print as four digits and must parse back */
+        if (v >= -62167219200000LL && v < 253402300800000LL) {
             char t[32];
             eai_time_rfc3339(v, t);
             FZ_ASSERT(eai_time_parse_rfc3339(t, &v2) == 0);
