@@ -85,6 +85,7 @@ void gv_exec_destroy_all(struct gv *g, int kill_only);
 /* gvisor_pool.c */
 /* A ready sandbox of shape s (now TAKEN by the caller) or NULL; (re)fills
  * the pool for s in the background either way. */
+int gv_exec_busy(const struct gv *g);
 struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s);
 const struct gv_bundle *gv_pooled_bundle(const struct gv_pooled *p);
 /* The execution is done with it: tear the sandbox down in the background. */

@@ -597,6 +597,15 @@ void gv_exec_unpark_all(struct gv *g)
     }
 }
 
+/* Executions holding a sandbox or about to (preparing, running, finishing). */
+int gv_exec_busy(const struct gv *g)
+{
+    int n = 0;
+    for (const struct gv_exec *e = g->execs; e; e = e->next)
+        n += e->state != GV_PARKED;
+    return n;
+}
+
 /* Shutdown (g->destroying is set, so no callback reaches core), in two
  * passes over the running sandboxes: kill_only kills them all (runsc kill,
  * then SIGKILL to the run process); the second pass deletes them, by then
