@@ -328,6 +328,28 @@ json_t *eai_sq_col_str_or_null(sqlite3_stmt *st, int i)
     return json_string(eai_sq_col_text(st, i));
 }
 
+int eai_sq_collect(struct eai_sq *s, sqlite3 *db, sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *),
+                   const char *what, json_t **out, struct eai_error **err)
+{
+    json_t *arr = json_array();
+    if (!arr)
+        return eai_sq_oom(s, err);
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        json_t *v = row(st);
+        if (!v || json_array_append_new(arr, v) < 0) {
+            json_decref(arr);
+            return eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "%s: a row with a bad document", what);
+        }
+    }
+    if (rc != SQLITE_DONE) {
+        json_decref(arr);
+        return eai_sq_db_fail(s, err, db, what);
+    }
+    *out = arr;
+    return 0;
+}
+
 char *eai_sq_dump(const json_t *j)
 {
     return json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);

@@ -353,57 +353,41 @@ static void sq_audit_mark_mismatch(sqlite3_stmt *st, json_t *ev)
 
 /* SYSTEM: the newest event of every tenant (SQLite takes the bare columns
  * from the row holding MAX(seq)). */
+static json_t *sq_row_audit_head(sqlite3_stmt *st)
+{
+    return json_pack("{s:s, s:I, s:s}", "tenant_id", eai_sq_col_text(st, 0) ? eai_sq_col_text(st, 0) : "",
+                     "seq", (json_int_t)sqlite3_column_int64(st, 1),
+                     "hash", eai_sq_col_text(st, 2) ? eai_sq_col_text(st, 2) : "");
+}
+
 int eai_sq_audit_heads(void *self, json_t **out, struct eai_error **err)
 {
     struct eai_sq *s = self;
-    json_t *arr = json_array();
-    if (!arr)
-        return eai_sq_oom(s, err);
-    struct eai_sq_conn *c = eai_sq_acquire(s, err);
-    if (!c) {
-        json_decref(arr);
-        return -1;
-    }
+    SQ_WITH_CONN(s, err, c);
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
         "SELECT tenant_id, MAX(seq), hash FROM audit_events GROUP BY tenant_id ORDER BY tenant_id", err);
     if (st) {
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *h = json_pack("{s:s, s:I, s:s}", "tenant_id", eai_sq_col_text(st, 0) ? eai_sq_col_text(st, 0) : "",
-                                  "seq", (json_int_t)sqlite3_column_int64(st, 1),
-                                  "hash", eai_sq_col_text(st, 2) ? eai_sq_col_text(st, 2) : "");
-            if (!h || json_array_append_new(arr, h) < 0) {
-                eai_sq_oom(s, err);
-                break;
-            }
-        }
-        if (rc == SQLITE_DONE) {
-            *out = arr;
-            arr = NULL;
-            ret = 0;
-        } else if (rc != SQLITE_ROW) {
-            eai_sq_db_fail(s, err, c->db, "audit heads");
-        }
+        ret = eai_sq_collect(s, c->db, st, sq_row_audit_head, "audit heads", out, err);
         sqlite3_finalize(st);
     }
     eai_sq_release(s, c);
-    json_decref(arr);
     return ret;
+}
+
+static json_t *sq_row_audit_event(sqlite3_stmt *st)
+{
+    json_t *ev = eai_sq_col_json(st, 0);
+    if (ev)
+        sq_audit_mark_mismatch(st, ev);
+    return ev;
 }
 
 int eai_sq_audit_list(void *self, const char *tenant, int64_t after_seq, int limit,
                       json_t **out, struct eai_error **err)
 {
     struct eai_sq *s = self;
-    json_t *arr = json_array();
-    if (!arr)
-        return eai_sq_oom(s, err);
-    struct eai_sq_conn *c = eai_sq_acquire(s, err);
-    if (!c) {
-        json_decref(arr);
-        return -1;
-    }
+    SQ_WITH_CONN(s, err, c);
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db, tenant
         ? "SELECT doc, " SQ_AUDIT_COLS " FROM audit_events WHERE tenant_id = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
@@ -413,69 +397,39 @@ int eai_sq_audit_list(void *self, const char *tenant, int64_t after_seq, int lim
             sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, after_seq);
         sqlite3_bind_int(st, 3, limit > 0 ? limit : -1);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *ev = eai_sq_col_json(st, 0);
-            if (ev)
-                sq_audit_mark_mismatch(st, ev);
-            if (!ev || json_array_append_new(arr, ev) < 0) {
-                eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "audit row with a bad document");
-                break;
-            }
-        }
-        if (rc == SQLITE_DONE) {
-            *out = arr;
-            arr = NULL;
-            ret = 0;
-        } else if (rc != SQLITE_ROW) {
-            eai_sq_db_fail(s, err, c->db, "audit list");
-        }
+        ret = eai_sq_collect(s, c->db, st, sq_row_audit_event, "audit list", out, err);
         sqlite3_finalize(st);
     }
     eai_sq_release(s, c);
-    json_decref(arr);
     return ret;
 }
 
 /* ------------------------------------------------------------ outbox and ledger */
 
+static json_t *sq_row_outbox(sqlite3_stmt *st)
+{
+    json_t *ev = eai_sq_col_json(st, 2);
+    if (!ev || !eai_sq_col_text(st, 0) || !eai_sq_col_text(st, 1)) {
+        json_decref(ev);
+        return NULL;
+    }
+    return json_pack("{s:s, s:s, s:o, s:I}", "id", eai_sq_col_text(st, 0), "tenant_id", eai_sq_col_text(st, 1),
+                     "event", ev, "attempts", (json_int_t)sqlite3_column_int64(st, 3));
+}
+
 int eai_sq_outbox_fetch(void *self, int limit, json_t **out, struct eai_error **err)
 {
     struct eai_sq *s = self;
-    json_t *arr = json_array();
-    if (!arr)
-        return eai_sq_oom(s, err);
-    struct eai_sq_conn *c = eai_sq_acquire(s, err);
-    if (!c) {
-        json_decref(arr);
-        return -1;
-    }
+    SQ_WITH_CONN(s, err, c);
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
         "SELECT id, tenant_id, event, attempts FROM usage_outbox ORDER BY ord LIMIT ?1", err);
     if (st) {
         sqlite3_bind_int(st, 1, limit > 0 ? limit : 100);
-        int rc;
-        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-            json_t *o = json_pack("{s:s, s:s, s:o, s:I}", "id", eai_sq_col_text(st, 0),
-                                  "tenant_id", eai_sq_col_text(st, 1), "event", eai_sq_col_json(st, 2),
-                                  "attempts", (json_int_t)sqlite3_column_int64(st, 3));
-            if (!o || json_array_append_new(arr, o) < 0) {
-                eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "outbox row with a bad document");
-                break;
-            }
-        }
-        if (rc == SQLITE_DONE) {
-            *out = arr;
-            arr = NULL;
-            ret = 0;
-        } else if (rc != SQLITE_ROW) {
-            eai_sq_db_fail(s, err, c->db, "outbox fetch");
-        }
+        ret = eai_sq_collect(s, c->db, st, sq_row_outbox, "outbox fetch", out, err);
         sqlite3_finalize(st);
     }
     eai_sq_release(s, c);
-    json_decref(arr);
     return ret;
 }
 
@@ -580,6 +534,11 @@ static int eai_sq_filter_time(struct eai_sq *s, const json_t *filter, const char
     return 0;
 }
 
+static json_t *sq_row_json0(sqlite3_stmt *st)
+{
+    return eai_sq_col_json(st, 0);
+}
+
 int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, json_t **out,
                         struct eai_error **err)
 {
@@ -591,14 +550,7 @@ int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, js
         limit = 100;
     if (limit > 1000)
         limit = 1000;
-    json_t *arr = json_array();
-    if (!arr)
-        return eai_sq_oom(s, err);
-    struct eai_sq_conn *c = eai_sq_acquire(s, err);
-    if (!c) {
-        json_decref(arr);
-        return -1;
-    }
+    SQ_WITH_CONN(s, err, c);
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
         "SELECT event FROM usage_ledger WHERE tenant_id = ?1"
@@ -614,25 +566,10 @@ int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, js
         eai_sq_filter_time(s, filter, "to", st, 5, err) < 0)
         goto out;
     sqlite3_bind_int64(st, 6, limit);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *ev = eai_sq_col_json(st, 0);
-        if (!ev || json_array_append_new(arr, ev) < 0) {
-            eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "ledger row with a bad document");
-            goto out;
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        eai_sq_db_fail(s, err, c->db, "ledger query");
-        goto out;
-    }
-    *out = arr;
-    arr = NULL;
-    ret = 0;
+    ret = eai_sq_collect(s, c->db, st, sq_row_json0, "ledger query", out, err);
 out:
     sqlite3_finalize(st);
     eai_sq_release(s, c);
-    json_decref(arr);
     return ret;
 }
 

@@ -253,23 +253,7 @@ int eai_sq_exec_get(void *self, const char *tenant, const char *id, json_t **out
 static int eai_sq_collect_execs(struct eai_sq *s, sqlite3 *db, sqlite3_stmt *st, json_t **out,
                                 struct eai_error **err)
 {
-    json_t *arr = json_array();
-    if (!arr)
-        return eai_sq_oom(s, err);
-    int rc;
-    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-        json_t *e = eai_sq_row_exec(st);
-        if (!e || json_array_append_new(arr, e) < 0) {
-            json_decref(arr);
-            return eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "bad execution row");
-        }
-    }
-    if (rc != SQLITE_DONE) {
-        json_decref(arr);
-        return eai_sq_db_fail(s, err, db, "execution list");
-    }
-    *out = arr;
-    return 0;
+    return eai_sq_collect(s, db, st, eai_sq_row_exec, "execution list", out, err);
 }
 
 int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_t **out,

@@ -63,6 +63,10 @@ int eai_sq_step_done(struct eai_sq *s, sqlite3 *db, sqlite3_stmt *st, const char
 const char *eai_sq_col_text(sqlite3_stmt *st, int i);
 json_t *eai_sq_col_json(sqlite3_stmt *st, int i);
 json_t *eai_sq_col_str_or_null(sqlite3_stmt *st, int i);
+/* Step st to the end, turning each row into a value with row() (NULL: a bad
+ * row, refused); *out = the array.  what names the query in errors. */
+int eai_sq_collect(struct eai_sq *s, sqlite3 *db, sqlite3_stmt *st, json_t *(*row)(sqlite3_stmt *),
+                   const char *what, json_t **out, struct eai_error **err);
 char *eai_sq_dump(const json_t *j);
 int eai_sq_audit_insert(struct eai_sq *s, sqlite3 *db, const char *tenant,
                         const json_t *event, struct eai_error **err);
