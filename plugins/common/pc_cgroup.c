@@ -56,7 +56,9 @@ long long eai_pc_cg_key(const char *text, const char *key)
 
 int eai_pc_cg_kill_rmdir(const char *dir)
 {
-    for (int tries = 0; tries < 50; tries++) {
+    /* up to ~5 s: under load the sandbox's last processes can take a while
+     * to leave the leaf after the run exits */
+    for (int tries = 0; tries < 250; tries++) {
         if (rmdir(dir) == 0 || errno == ENOENT)
             return 0;
         if (errno != EBUSY)

@@ -257,6 +257,11 @@ static int pool_settled(void *arg)
 
 static void loop_until(int (*cond)(void *), void *arg, double max_s);
 
+static int leaves_gone(void *arg)
+{
+    return cgroup_leaves("eai-") - cgroup_leaves("eai-pool-") == 0;
+}
+
 /* After each execution: no bundle, mount, cgroup leaf or runsc container
  * of it is left (warm-pool sandboxes waiting for work aside). */
 static void assert_clean(void)
@@ -264,6 +269,8 @@ static void assert_clean(void)
     int bundles = count_prefix(g_work, "eai-") - count_prefix(g_work, "eai-pool-");
     CU_ASSERT_EQUAL(bundles, 0);
     CU_ASSERT_EQUAL(runsc_ids(0), 0);
+    /* a leaf whose last process is still leaving is removed within seconds */
+    loop_until(leaves_gone, NULL, 6);
     CU_ASSERT_EQUAL(cgroup_leaves("eai-") - cgroup_leaves("eai-pool-"), 0);
     if (g_pool == 0) {
         CU_ASSERT_FALSE(file_contains("/proc/self/mountinfo", g_work));
