@@ -58,8 +58,8 @@ struct eai_app {
     struct eai_schema *schema_execution;      /* contracts/v1/sandbox-execution.schema.json */
     struct eai_schema *schema_tool_manifest;  /* contracts/v1/tool-manifest.schema.json */
 
-    void *exec;                               /* core/exec.c state (scheduler, waiters) */
-    void *delivery;                           /* core/delivery.c state (outbox, audit sink) */
+    void *exec;                               /* core/exec/exec.c state (scheduler, waiters) */
+    void *delivery;                           /* core/obs/delivery.c state (outbox, audit sink) */
     char pepper[65];                          /* hex HMAC key for API keys */
     int shutting_down;
 };

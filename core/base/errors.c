@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
+#include "base/errors.h"
 
 /* Append only; never reuse a name.  docs/errors.md is generated from this
  * table by `eaid errors --markdown`. */

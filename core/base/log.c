@@ -4,8 +4,8 @@
 #include <time.h>
 #include <jansson.h>
 
-#include "log.h"
-#include "util.h"
+#include "base/log.h"
+#include "base/util.h"
 
 static enum eai_log_level eai_log_min = EAI_LOG_INFO;
 static const char *const eai_level_names[EAI_LOG_MAX] = {"debug", "info", "warn", "error"};

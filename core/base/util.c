@@ -13,7 +13,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "util.h"
+#include "base/util.h"
 
 int eai_random_bytes(void *buf, size_t n)
 {

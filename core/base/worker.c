@@ -7,8 +7,8 @@
 
 #include <event2/event.h>
 
-#include "log.h"
-#include "worker.h"
+#include "base/log.h"
+#include "base/worker.h"
 
 #define EAI_WORK_QUEUE_MAX 4096
 #define EAI_WORKERS_MAX 64

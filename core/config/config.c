@@ -11,13 +11,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "config_check.h"
-#include "errors.h"
-#include "loader.h"
-#include "log.h"
-#include "util.h"
-#include "yamljson.h"
+#include "config/config.h"
+#include "config/config_check.h"
+#include "base/errors.h"
+#include "plugin/loader.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "schema/yamljson.h"
 
 #define EAI_CFG_MAX_FILE (1024 * 1024)
 

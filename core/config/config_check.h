@@ -1,4 +1,4 @@
-/* Helpers of core/config.c shared with the app and the tests: quantity
+/* Helpers of core/config/config.c shared with the app and the tests: quantity
  * values in config trees, listen addresses and plugin config subtrees. */
 #ifndef EAI_CORE_CONFIG_CHECK_H
 #define EAI_CORE_CONFIG_CHECK_H

@@ -7,16 +7,16 @@
 
 #include <event2/event.h>
 
-#include "config.h"
-#include "errors.h"
-#include "exec.h"
-#include "exec_validate.h"
-#include "jsonschema.h"
-#include "log.h"
-#include "scheduler.h"
-#include "trace.h"
-#include "util.h"
-#include "worker.h"
+#include "config/config.h"
+#include "base/errors.h"
+#include "exec/exec.h"
+#include "exec/exec_validate.h"
+#include "schema/jsonschema.h"
+#include "base/log.h"
+#include "exec/scheduler.h"
+#include "obs/trace.h"
+#include "base/util.h"
+#include "base/worker.h"
 
 #define EXEC_COMPONENT "exec"
 #define EXEC_POLL_MS 1000          /* waiters of executions not running here */

@@ -15,7 +15,7 @@
 #define EAI_CORE_EXEC_H
 
 #include "app.h"
-#include "server.h"
+#include "http/server.h"
 
 void eai_exec_route_create(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions */
 void eai_exec_route_get(struct eai_app *app, struct eai_req *r);      /* GET  /v1/sandbox/executions/{id}?wait_s= */

@@ -3,9 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "exec_result.h"
-#include "util.h"
+#include "base/errors.h"
+#include "exec/exec_result.h"
+#include "base/util.h"
 
 void eai_outbuf_init(struct eai_outbuf *b, size_t limit)
 {

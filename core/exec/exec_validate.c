@@ -6,9 +6,9 @@
 #include <string.h>
 #include <strings.h>
 
-#include "errors.h"
-#include "exec_validate.h"
-#include "util.h"
+#include "base/errors.h"
+#include "exec/exec_validate.h"
+#include "base/util.h"
 
 static const char *jstr(const json_t *o, const char *k)
 {

@@ -7,16 +7,16 @@
 
 #include <event2/event.h>
 
-#include "audit.h"
-#include "config.h"
-#include "delivery.h"
-#include "errors.h"
-#include "exec_validate.h"
-#include "log.h"
-#include "metrics.h"
-#include "scheduler.h"
-#include "trace.h"
-#include "util.h"
+#include "obs/audit.h"
+#include "config/config.h"
+#include "obs/delivery.h"
+#include "base/errors.h"
+#include "exec/exec_validate.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "exec/scheduler.h"
+#include "obs/trace.h"
+#include "base/util.h"
 
 #define SCHED_COMPONENT "scheduler"
 #define SCHED_IDLE_POLL_MS 1000    /* claim poll when nothing is known to be pending */

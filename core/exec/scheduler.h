@@ -5,7 +5,7 @@
  * their output and writes the terminal record.  Also restart recovery.
  * Everything here runs on the loop thread; storage calls go to workers.
  *
- * Internal to core/exec*.c and core/scheduler.c (docs/executions.md).
+ * Internal to core/exec/ (docs/executions.md).
  */
 #ifndef EAI_CORE_SCHEDULER_H
 #define EAI_CORE_SCHEDULER_H
@@ -15,7 +15,7 @@
 #include <eai/isolation.h>
 
 #include "app.h"
-#include "exec_result.h"
+#include "exec/exec_result.h"
 
 struct event;
 struct eai_sched;

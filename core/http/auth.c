@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "errors.h"
-#include "util.h"
+#include "http/auth.h"
+#include "base/errors.h"
+#include "base/util.h"
 
 static int is_hex(const char *s, size_t n)
 {

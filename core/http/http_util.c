@@ -3,8 +3,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "errors.h"
-#include "http_util.h"
+#include "base/errors.h"
+#include "http/http_util.h"
 
 /* One language range: returns its q (0..1000) and sets *lang to "en",
  * "fr", "*" or NULL (other languages). */

@@ -1,4 +1,4 @@
-/* Pure helpers of the HTTP server (core/server.c), kept apart so the unit
+/* Pure helpers of the HTTP server (core/http/server.c), kept apart so the unit
  * tests can reach them: language negotiation, request ids, route
  * patterns, the error envelope. */
 #ifndef EAI_CORE_HTTP_UTIL_H

@@ -1,6 +1,6 @@
 /* Every route of API.md; the first match wins (method and pattern). */
-#include "exec.h"
-#include "routes.h"
+#include "exec/exec.h"
+#include "http/routes.h"
 
 const struct eai_route eai_routes[] = {
     {"GET", "/healthz", EAI_AUTH_NONE, eai_misc_healthz, "healthz"},

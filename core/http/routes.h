@@ -1,10 +1,10 @@
-/* The route table of eaid (core/routes.c) and the handlers of
- * core/routes_misc.c.  Execution handlers live in core/exec.h. */
+/* The route table of eaid (core/http/routes.c) and the handlers of
+ * core/http/routes_misc.c.  Execution handlers live in core/exec/exec.h. */
 #ifndef EAI_CORE_ROUTES_H
 #define EAI_CORE_ROUTES_H
 
 #include <stddef.h>
-#include "server.h"
+#include "http/server.h"
 
 extern const struct eai_route eai_routes[];
 extern const size_t eai_nroutes;

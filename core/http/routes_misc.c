@@ -12,15 +12,15 @@
 #include <eai/storage.h>
 
 #include "app_ext.h"
-#include "config.h"
-#include "errors.h"
-#include "jsonschema.h"
-#include "log.h"
-#include "metrics.h"
-#include "routes.h"
-#include "server.h"
-#include "util.h"
-#include "worker.h"
+#include "config/config.h"
+#include "base/errors.h"
+#include "schema/jsonschema.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "http/routes.h"
+#include "http/server.h"
+#include "base/util.h"
+#include "base/worker.h"
 
 #define MISC_COMPONENT "http"
 

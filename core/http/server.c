@@ -38,19 +38,19 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include "auth.h"
-#include "config.h"
-#include "config_check.h"
-#include "errors.h"
-#include "http_util.h"
-#include "log.h"
-#include "metrics.h"
-#include "routes.h"
-#include "server.h"
-#include "server_ext.h"
-#include "util.h"
-#include "worker.h"
-#include "yamljson.h"
+#include "http/auth.h"
+#include "config/config.h"
+#include "config/config_check.h"
+#include "base/errors.h"
+#include "http/http_util.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "http/routes.h"
+#include "http/server.h"
+#include "http/server_ext.h"
+#include "base/util.h"
+#include "base/worker.h"
+#include "schema/yamljson.h"
 
 #define SRV_COMPONENT "http"
 

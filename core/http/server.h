@@ -17,7 +17,7 @@
 #include <eai/plugin.h>
 
 #include "app.h"
-#include "trace.h"
+#include "obs/trace.h"
 
 struct eai_req;
 

@@ -1,4 +1,4 @@
-/* Server functions beyond core/server.h used by core/app.c and the misc
+/* Server functions beyond core/http/server.h used by core/app.c and the misc
  * routes (additive; owned by the platform work). */
 #ifndef EAI_CORE_SERVER_EXT_H
 #define EAI_CORE_SERVER_EXT_H

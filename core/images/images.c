@@ -26,8 +26,8 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "images.h"
-#include "util.h"
+#include "images/images.h"
+#include "base/util.h"
 
 extern char **environ;
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit.h"
-#include "util.h"
+#include "obs/audit.h"
+#include "base/util.h"
 
 struct eai_sbuf {
     char *p;

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audit.h"
-#include "audit_verify.h"
-#include "errors.h"
+#include "obs/audit.h"
+#include "obs/audit_verify.h"
+#include "base/errors.h"
 
 #define EAI_VERIFY_PAGE 1000
 

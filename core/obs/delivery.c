@@ -1,6 +1,6 @@
 /*
  * Delivery loops: usage outbox -> FinOps plugin or ledger, audit events ->
- * audit sink, chain anchors.  See core/delivery.h.
+ * audit sink, chain anchors.  See core/obs/delivery.h.
  *
  * One cycle of each loop at a time.  A cycle hops between a worker thread
  * (storage) and the loop thread (plugin calls, timers); the worker side
@@ -13,15 +13,15 @@
 
 #include <event2/event.h>
 
-#include "audit_verify.h"
-#include "config.h"
-#include "delivery.h"
-#include "errors.h"
-#include "loader.h"
-#include "log.h"
-#include "metrics.h"
-#include "util.h"
-#include "worker.h"
+#include "obs/audit_verify.h"
+#include "config/config.h"
+#include "obs/delivery.h"
+#include "base/errors.h"
+#include "plugin/loader.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "base/util.h"
+#include "base/worker.h"
 
 #define EAI_DLV_TICK_MS 250
 #define EAI_DLV_IDLE_MS 1000

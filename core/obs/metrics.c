@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "metrics.h"
+#include "obs/metrics.h"
 
 #define EAI_METRIC_MAX_BUCKETS 16
 #define EAI_METRIC_MAX_SERIES 4096

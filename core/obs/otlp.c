@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "app.h"
-#include "config.h"
-#include "errors.h"
-#include "log.h"
-#include "otlp.h"
+#include "config/config.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "obs/otlp.h"
 
 #define EAI_OTLP_DEFAULT_TIMEOUT_MS 10000
 

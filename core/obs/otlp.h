@@ -1,14 +1,14 @@
 /*
  * Span export (docs/observability.md).
  *
- * core/trace.c keeps a bounded queue of finished spans (2048) and, when an
+ * core/obs/trace.c keeps a bounded queue of finished spans (2048) and, when an
  * exporter is started, hands batches (256 spans, or whatever is queued
  * after 1 s) to a telemetry plugin's export_spans on the loop thread.
  * Spans that do not fit, or whose batch fails, are counted in
  * eai_trace_spans_dropped_total.  Without an exporter each finished span
  * is written to the log at debug level.
  *
- * core/otlp.c is the built-in telemetry plugin "otlp": OTLP/HTTP with the
+ * core/obs/otlp.c is the built-in telemetry plugin "otlp": OTLP/HTTP with the
  * JSON encoding, POST <endpoint>/v1/traces through host->http_request.
  */
 #ifndef EAI_CORE_OTLP_H
@@ -24,7 +24,7 @@ struct eai_app;
 #define EAI_TRACE_BATCH_MAX 256
 #define EAI_TRACE_FLUSH_MS 1000
 
-/* --- implemented in core/trace.c */
+/* --- implemented in core/obs/trace.c */
 /* Start exporting queued spans through ops on base's loop (0 or -1). */
 int eai_trace_exporter_start(struct event_base *base, const struct eai_telemetry_ops *ops, void *self);
 /* Hand everything queued to the exporter now (loop thread). */
@@ -35,7 +35,7 @@ void eai_trace_exporter_stop(void);
 int eai_trace_queued(void);
 int eai_trace_inflight(void);
 
-/* --- implemented in core/otlp.c */
+/* --- implemented in core/obs/otlp.c */
 /* The built-in telemetry descriptor (kind EAI_KIND_TELEMETRY, name "otlp").
  * Config: endpoint (string, required: base URL, "/v1/traces" is appended),
  * timeout_ms (int, default 10000), service_name (string, default "eaid"). */
@@ -51,7 +51,7 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err);
 /* Flush, stop the timer and destroy the exporter instance. */
 void eai_telemetry_stop(struct eai_app *app);
 
-/* --- implemented in core/obs.c */
+/* --- implemented in core/obs/obs.c */
 /* Describe (HELP/TYPE) every metric family of the service once at start,
  * so /metrics lists them before the first sample. */
 void eai_obs_describe_metrics(void);

@@ -1,6 +1,6 @@
 /*
  * W3C Trace Context (https://www.w3.org/TR/trace-context/#traceparent-header)
- * and spans with a bounded export queue (core/otlp.h says how it drains).
+ * and spans with a bounded export queue (core/obs/otlp.h says how it drains).
  *
  * Threading: spans may start and end on any thread; the queue is guarded
  * by a mutex.  The export timer and the exporter calls run on the loop.
@@ -13,11 +13,11 @@
 
 #include <event2/event.h>
 
-#include "log.h"
-#include "metrics.h"
-#include "otlp.h"
-#include "trace.h"
-#include "util.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "obs/otlp.h"
+#include "obs/trace.h"
+#include "base/util.h"
 
 #define EAI_TRACE_TICK_MS 200
 #define EAI_TRACE_MAX_INFLIGHT 2

@@ -4,15 +4,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "audit.h"
-#include "errors.h"
-#include "host.h"
+#include "obs/audit.h"
+#include "base/errors.h"
+#include "plugin/host.h"
 #include "http_client.h"
-#include "images.h"
-#include "log.h"
-#include "metrics.h"
-#include "util.h"
-#include "worker.h"
+#include "images/images.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "base/util.h"
+#include "base/worker.h"
 
 struct eai_host_private {
     struct eai_host pub;

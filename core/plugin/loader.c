@@ -11,8 +11,8 @@
 #include <eai/sinks.h>
 #include <eai/storage.h>
 
-#include "errors.h"
-#include "loader.h"
+#include "base/errors.h"
+#include "plugin/loader.h"
 
 static const char *const eai_kind_names[EAI_KIND_MAX] = {"isolation", "storage", "audit", "finops", "telemetry"};
 

@@ -6,8 +6,8 @@
  * cycles compile to graph cycles.  Validation (jsonschema_validate.c) walks
  * that immutable graph with a per-call context, hence it is thread-safe.
  */
-#include "jsonschema_int.h"
-#include "errors.h"
+#include "schema/jsonschema_int.h"
+#include "base/errors.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,11 +1,11 @@
 /*
- * Internals of the JSON Schema validator shared by core/jsonschema.c (load,
- * compile) and core/jsonschema_validate.c (validation).  Not an API.
+ * Internals of the JSON Schema validator shared by core/schema/jsonschema.c (load,
+ * compile) and core/schema/jsonschema_validate.c (validation).  Not an API.
  */
 #ifndef EAI_JSONSCHEMA_INT_H
 #define EAI_JSONSCHEMA_INT_H
 
-#include "jsonschema.h"
+#include "schema/jsonschema.h"
 
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>

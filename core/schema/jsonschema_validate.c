@@ -4,8 +4,8 @@
  * schema is only read, so calls may run on several threads at once.  A depth
  * bound stops $ref cycles that never consume instance.
  */
-#include "jsonschema_int.h"
-#include "errors.h"
+#include "schema/jsonschema_int.h"
+#include "base/errors.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -6,9 +6,9 @@
  * 2 * input length + 10000 nodes, which a document without aliases never
  * reaches and which stops alias bombs (billion laughs) early.
  */
-#include "yamljson.h"
-#include "errors.h"
-#include "util.h"
+#include "schema/yamljson.h"
+#include "base/errors.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <limits.h>

@@ -1,5 +1,5 @@
 /*
- * Built-in storage backend: embedded SQLite (WAL), see core/store_sqlite.h
+ * Built-in storage backend: embedded SQLite (WAL), see core/store/store_sqlite.h
  * and docs/storage.md.
  *
  * Concurrency: a small pool of connections guarded by a mutex; a thread
@@ -26,8 +26,8 @@
  * lifecycle, descriptor), store_sqlite_exec.c (executions, files) and
  * store_sqlite_data.c (tenants, keys, manifests, audit, outbox, ledger, kv).
  */
-#include "store_sqlite_int.h"
-#include "util.h"
+#include "store/store_sqlite_int.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* Built-in SQLite backend: tenants, keys, manifests, audit, usage outbox and ledger, kv. */
-#include "store_sqlite_int.h"
-#include "util.h"
+#include "store/store_sqlite_int.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Built-in SQLite backend: executions and their collected files. */
-#include "store_sqlite_int.h"
-#include "util.h"
+#include "store/store_sqlite_int.h"
+#include "base/util.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
- * Private to the built-in SQLite backend (core/store_sqlite*.c): the
+ * Private to the built-in SQLite backend (core/store/): the
  * instance, the connection pool, transaction and statement helpers, and the
- * ops each file implements.  See core/store_sqlite.c for the design.
+ * ops each file implements.  See core/store/store_sqlite.c for the design.
  */
 #ifndef EAI_STORE_SQLITE_INT_H
 #define EAI_STORE_SQLITE_INT_H
@@ -12,7 +12,7 @@
 #include <jansson.h>
 #include <sqlite3.h>
 
-#include "store_sqlite.h"
+#include "store/store_sqlite.h"
 
 #define EAI_SQ_VERSION "1.0.0"
 #define EAI_SQ_SCHEMA_VERSION 1

@@ -39,7 +39,7 @@ enum eai_plugin_kind {
 
 /* ---------------------------------------------------------------- errors */
 
-/* Stable error codes of the public API; core/errors.c holds the one table
+/* Stable error codes of the public API; core/base/errors.c holds the one table
  * with HTTP status and English/French text.  Append only, never reuse. */
 enum eai_code {
     EAI_OK = 0,

@@ -1,9 +1,9 @@
 /*
  * Unit tests of the execution lifecycle pieces that do not need a server:
- *  - request validation (core/exec_validate.c) on top of the real contract
+ *  - request validation (core/exec/exec_validate.c) on top of the real contract
  *    schema contracts/v1/sandbox-execution.schema.json and a profile set
  *    shaped like the built-in defaults;
- *  - output buffers, encodings and status mapping (core/exec_result.c);
+ *  - output buffers, encodings and status mapping (core/exec/exec_result.c);
  *  - the state machine on the built-in SQLite storage: queued -> running ->
  *    one terminal status that never changes, idempotency, env scrubbing.
  */
@@ -15,13 +15,13 @@
 #include <CUnit/Basic.h>
 #include <jansson.h>
 
-#include "errors.h"
-#include "exec_result.h"
-#include "exec_validate.h"
-#include "host.h"
-#include "jsonschema.h"
-#include "store_sqlite.h"
-#include "util.h"
+#include "base/errors.h"
+#include "exec/exec_result.h"
+#include "exec/exec_validate.h"
+#include "plugin/host.h"
+#include "schema/jsonschema.h"
+#include "store/store_sqlite.h"
+#include "base/util.h"
 
 static struct eai_schema *schema;
 static char *egress_small[] = {"example.org:443", "*.pypi.org:443", NULL};

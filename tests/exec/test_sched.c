@@ -24,17 +24,17 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "config.h"
-#include "errors.h"
-#include "exec.h"
-#include "exec_validate.h"
-#include "host.h"
-#include "images.h"
-#include "loader.h"
-#include "scheduler.h"
-#include "store_sqlite.h"
-#include "util.h"
-#include "worker.h"
+#include "config/config.h"
+#include "base/errors.h"
+#include "exec/exec.h"
+#include "exec/exec_validate.h"
+#include "plugin/host.h"
+#include "images/images.h"
+#include "plugin/loader.h"
+#include "exec/scheduler.h"
+#include "store/store_sqlite.h"
+#include "base/util.h"
+#include "base/worker.h"
 
 #define IMAGE "python:3.11-slim"
 #define IMAGE_PACKAGES "python3-minimal,libpython3.11-stdlib"

@@ -1,10 +1,10 @@
-/* Audit canonical JSON (core/audit.h) of any parsed JSON object.
+/* Audit canonical JSON (core/obs/audit.h) of any parsed JSON object.
  * Invariants: canonical(x) parses back, to x without its top-level "hash";
  * canonical(parse(canonical(x))) == canonical(x); a real number anywhere
  * or a string with NUL is refused (NULL); a sealed event checks, and stops checking when changed. */
-#include "audit.h"
+#include "obs/audit.h"
 #include "fuzz_util.h"
-#include "util.h"
+#include "base/util.h"
 
 /* A real number or a string (key or value) that is not UTF-8 without NUL:
  * the canonical form refuses those (audit events never hold them). */

@@ -1,10 +1,10 @@
-/* Authorization header -> eai_auth_parse_bearer (core/auth.h).
+/* Authorization header -> eai_auth_parse_bearer (core/http/auth.h).
  * Invariants: an accepted value yields a 16-hex key id and a 64-hex secret
  * that occur in the header as "eai_<id>_<secret>" after a case-insensitive
  * "Bearer" and blanks; rebuilding the canonical header parses the same. */
 #include <strings.h>
 
-#include "auth.h"
+#include "http/auth.h"
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

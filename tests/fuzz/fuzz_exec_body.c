@@ -1,17 +1,17 @@
 /* POST bodies as the server parses them (json_loadb, duplicates refused),
- * then JSON Schema validation (core/jsonschema.h) against
+ * then JSON Schema validation (core/schema/jsonschema.h) against
  * contracts/v1/sandbox-execution.schema.json and tool-manifest.schema.json,
- * then execution validation (core/exec_validate.h) with a profile set
+ * then execution validation (core/exec/exec_validate.h) with a profile set
  * shaped like tests/exec's.  A body that is a valid tool manifest is also
  * used as the tool document of a request naming it.
  * Invariants: valid <=> no errors; at most EAI_SCHEMA_MAX_ERRORS errors,
  * each {path: "" or "/...", message}; an accepted execution has a profile
  * from the set and limits that parse back within its maxima; a refusal
  * carries one of the documented codes and non-empty details. */
-#include "errors.h"
-#include "exec_validate.h"
+#include "base/errors.h"
+#include "exec/exec_validate.h"
 #include "fuzz_util.h"
-#include "jsonschema.h"
+#include "schema/jsonschema.h"
 
 static struct eai_schema *exec_schema, *tool_schema;
 static char *egress_small[] = {"example.org:443", "*.pypi.org:443", NULL};

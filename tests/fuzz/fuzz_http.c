@@ -1,4 +1,4 @@
-/* HTTP request helpers (core/http_util.h, core/server.c's query step):
+/* HTTP request helpers (core/http/http_util.h, core/http/server.c's query step):
  * the input is split on newlines into an Accept-Language value, an
  * X-Request-Id, a path and a query string.
  * Invariants: language is "en" or "fr"; a request id accepted is 1..128
@@ -12,8 +12,8 @@
 #include <event2/keyvalq_struct.h>
 
 #include "fuzz_util.h"
-#include "http_util.h"
-#include "routes.h"
+#include "http/http_util.h"
+#include "http/routes.h"
 
 static char *next_line(char **p)
 {
@@ -125,7 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         eai_route_params_clear(&rp);
     }
 
-    /* the query step of core/server.c (libevent's decoder) */
+    /* the query step of core/http/server.c (libevent's decoder) */
     struct evkeyvalq q;
     TAILQ_INIT(&q);
     if (evhttp_parse_query_str(query, &q) == 0) {

@@ -1,11 +1,11 @@
-/* Client quantities and encodings (core/util.h): eai_parse_cpu_millis,
+/* Client quantities and encodings (core/base/util.h): eai_parse_cpu_millis,
  * eai_parse_bytes, eai_time_parse_rfc3339, eai_b64_decode, eai_utf8_valid.
  * Invariants: accepted quantities are >= 0 and their canonical text parses
  * back to the same value; RFC 3339 times format and parse back; base64
  * decode(encode(decode(x))) == decode(x) and decode(encode(raw)) == raw;
  * eai_utf8_valid agrees with a small reference decoder. */
 #include "fuzz_util.h"
-#include "util.h"
+#include "base/util.h"
 
 /* Reference: strict UTF-8 (no overlong, no surrogate, <= U+10FFFF), no NUL. */
 static int ref_utf8(const unsigned char *p, size_t n)

@@ -1,8 +1,8 @@
-/* W3C traceparent header -> eai_traceparent_parse (core/trace.h).
+/* W3C traceparent header -> eai_traceparent_parse (core/obs/trace.h).
  * Invariants: an accepted header has lowercase-hex, non-zero ids; for
  * version 00 formatting the parsed context gives the header back. */
 #include "fuzz_util.h"
-#include "trace.h"
+#include "obs/trace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

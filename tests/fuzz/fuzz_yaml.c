@@ -1,10 +1,10 @@
-/* YAML body -> eai_yaml_to_json (core/yamljson.h).
+/* YAML body -> eai_yaml_to_json (core/schema/yamljson.h).
  * Invariants: a refusal carries code invalid_json and one detail whose
  * message starts "line L, column C:"; an accepted document dumps to JSON that parses back
  * equal (the value handed to the rest of the server is plain JSON). */
-#include "errors.h"
+#include "base/errors.h"
 #include "fuzz_util.h"
-#include "yamljson.h"
+#include "schema/yamljson.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -25,11 +25,11 @@
 
 #include <eai/isolation.h>
 
-#include "errors.h"
-#include "host.h"
-#include "images.h"
-#include "loader.h"
-#include "worker.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "images/images.h"
+#include "plugin/loader.h"
+#include "base/worker.h"
 
 #define IMAGE "python:3.11-slim"
 #define IMAGE_PACKAGES "python3-minimal,libpython3.11-stdlib"

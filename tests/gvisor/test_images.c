@@ -1,5 +1,5 @@
 /* test_gvisor_images: image references and the local store layout
- * (core/images.c), without building anything. */
+ * (core/images/images.c), without building anything. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +9,7 @@
 
 #include <CUnit/Basic.h>
 
-#include "images.h"
+#include "images/images.h"
 
 static char g_dir[PATH_MAX];
 

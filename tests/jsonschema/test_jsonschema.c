@@ -18,9 +18,9 @@
 
 #include <CUnit/Basic.h>
 
-#include "errors.h"
-#include "jsonschema.h"
-#include "yamljson.h"
+#include "base/errors.h"
+#include "schema/jsonschema.h"
+#include "schema/yamljson.h"
 
 static const char *source_dir;
 static const char *suite_dir;

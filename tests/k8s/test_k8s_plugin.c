@@ -27,11 +27,11 @@
 
 #include <eai/isolation.h>
 
-#include "errors.h"
-#include "host.h"
-#include "loader.h"
-#include "util.h"
-#include "worker.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "plugin/loader.h"
+#include "base/util.h"
+#include "base/worker.h"
 
 extern char **environ;
 

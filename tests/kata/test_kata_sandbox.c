@@ -37,10 +37,10 @@
 
 #include <eai/isolation.h>
 
-#include "errors.h"
-#include "host.h"
-#include "loader.h"
-#include "worker.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "plugin/loader.h"
+#include "base/worker.h"
 
 #define IMAGE "busybox:test"
 #define NS "eai-test"

@@ -11,9 +11,9 @@
 
 #include <eai/isolation.h>
 
-#include "errors.h"
-#include "host.h"
-#include "loader.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "plugin/loader.h"
 
 static const char *fixture_dir;
 static char tmp_dir[PATH_MAX];

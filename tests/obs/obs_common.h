@@ -22,10 +22,10 @@
 
 #include <eai/storage.h>
 
-#include "errors.h"
-#include "host.h"
-#include "store_sqlite.h"
-#include "util.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "store/store_sqlite.h"
+#include "base/util.h"
 
 extern char **environ;
 

@@ -12,14 +12,14 @@
 #include <CUnit/CUnit.h>
 
 #include "app.h"
-#include "audit.h"
-#include "config.h"
-#include "delivery.h"
-#include "metrics.h"
+#include "obs/audit.h"
+#include "config/config.h"
+#include "obs/delivery.h"
+#include "obs/metrics.h"
 #include "obs_common.h"
-#include "otlp.h"
-#include "trace.h"
-#include "worker.h"
+#include "obs/otlp.h"
+#include "obs/trace.h"
+#include "base/worker.h"
 
 static struct event_base *g_base;
 

@@ -17,7 +17,7 @@
 #include <curl/curl.h>
 #include <sqlite3.h>
 
-#include "images.h"
+#include "images/images.h"
 #include "obs_common.h"
 
 #define IMAGE "python:3.11-slim"

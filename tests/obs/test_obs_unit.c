@@ -8,12 +8,12 @@
 #include <CUnit/CUnit.h>
 #include <sqlite3.h>
 
-#include "audit.h"
-#include "audit_verify.h"
-#include "metrics.h"
+#include "obs/audit.h"
+#include "obs/audit_verify.h"
+#include "obs/metrics.h"
 #include "obs_common.h"
-#include "otlp.h"
-#include "trace.h"
+#include "obs/otlp.h"
+#include "obs/trace.h"
 
 /* ================================================================ traceparent */
 

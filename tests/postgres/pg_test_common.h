@@ -14,10 +14,10 @@
 
 #include <eai/storage.h>
 
-#include "errors.h"
-#include "host.h"
-#include "loader.h"
-#include "util.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "plugin/loader.h"
+#include "base/util.h"
 
 #define EAI_PG_TEST_SKIP 77
 

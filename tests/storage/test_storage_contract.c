@@ -24,12 +24,12 @@
 
 #include <eai/storage.h>
 
-#include "audit.h"
-#include "errors.h"
-#include "host.h"
-#include "loader.h"
-#include "store_sqlite.h"
-#include "util.h"
+#include "obs/audit.h"
+#include "base/errors.h"
+#include "plugin/host.h"
+#include "plugin/loader.h"
+#include "store/store_sqlite.h"
+#include "base/util.h"
 
 static const struct eai_plugin_descriptor *g_desc;
 static const struct eai_storage_ops *g_ops;

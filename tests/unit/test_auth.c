@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "errors.h"
+#include "http/auth.h"
+#include "base/errors.h"
 #include "unit_main.h"
-#include "util.h"
+#include "base/util.h"
 
 static char tmpdir[256];
 

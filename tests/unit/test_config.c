@@ -1,12 +1,12 @@
-/* core/config.c: defaults, YAML, strict checking, environment overrides. */
+/* core/config/config.c: defaults, YAML, strict checking, environment overrides. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
-#include "config_check.h"
-#include "errors.h"
+#include "config/config.h"
+#include "config/config_check.h"
+#include "base/errors.h"
 #include "unit_main.h"
 
 static char tmpdir[256];

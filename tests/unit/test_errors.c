@@ -2,10 +2,10 @@
  * every code API.md lists exists with the right status. */
 #include <string.h>
 
-#include "errors.h"
-#include "http_util.h"
+#include "base/errors.h"
+#include "http/http_util.h"
 #include "unit_main.h"
-#include "util.h"
+#include "base/util.h"
 
 static void test_every_code_complete(void)
 {

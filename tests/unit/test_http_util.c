@@ -1,8 +1,8 @@
 /* HTTP helpers: Accept-Language, request ids, route patterns. */
 #include <string.h>
 
-#include "http_util.h"
-#include "routes.h"
+#include "http/http_util.h"
+#include "http/routes.h"
 #include "unit_main.h"
 
 static void test_lang(void)

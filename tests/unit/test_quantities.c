@@ -1,9 +1,9 @@
-/* Kubernetes quantities of core/util.c, parsed exactly. */
+/* Kubernetes quantities of core/base/util.c, parsed exactly. */
 #include <stdint.h>
 #include <string.h>
 
 #include "unit_main.h"
-#include "util.h"
+#include "base/util.h"
 
 static void test_cpu_valid(void)
 {
