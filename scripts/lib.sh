@@ -27,7 +27,8 @@ apt_install() {
 }
 
 # Build dependencies (every library comes from Debian).
-EAI_BUILD_PACKAGES=(build-essential cmake pkg-config libevent-dev libjansson-dev libyaml-dev libssl-dev
+# python3: tools/gen_errcodes.py generates the error code table at build time.
+EAI_BUILD_PACKAGES=(build-essential cmake pkg-config python3 libevent-dev libjansson-dev libyaml-dev libssl-dev
                     libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libcunit1-dev libpq-dev)
 # What the service needs to run sandboxes and build images.
 EAI_RUN_PACKAGES=(runsc mmdebstrap ca-certificates curl jq)

@@ -1,5 +1,6 @@
-/* The one table of error codes (code name, HTTP status, retryable, English
- * and French text) and the struct eai_error helpers. */
+/* The table of error codes (code name, HTTP status, retryable, English and
+ * French text), generated from include/eai/errcodes.txt, and the struct
+ * eai_error helpers. */
 #ifndef EAI_CORE_ERRORS_H
 #define EAI_CORE_ERRORS_H
 
@@ -14,6 +15,11 @@ struct eai_code_info {
     const char *en;
     const char *fr;
 };
+
+/* Generated at build time by tools/gen_errcodes.py (build/generated/). */
+extern const struct eai_code_info eai_code_table[EAI_CODE_MAX];
+/* docs/errors.md as generated (what `eaid errors --markdown` prints). */
+extern const char eai_errors_markdown[];
 
 const struct eai_code_info *eai_code_info(enum eai_code code);
 const char *eai_code_name(enum eai_code code);

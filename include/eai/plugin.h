@@ -39,34 +39,10 @@ enum eai_plugin_kind {
 
 /* ---------------------------------------------------------------- errors */
 
-/* Stable error codes of the public API; core/base/errors.c holds the one table
- * with HTTP status and English/French text.  Append only, never reuse. */
-enum eai_code {
-    EAI_OK = 0,
-    EAI_E_INVALID_JSON,
-    EAI_E_VALIDATION_FAILED,
-    EAI_E_LIMIT_EXCEEDED,
-    EAI_E_EGRESS_NOT_ALLOWED,
-    EAI_E_UNKNOWN_PROFILE,
-    EAI_E_UNKNOWN_IMAGE,
-    EAI_E_UNAUTHENTICATED,
-    EAI_E_FORBIDDEN,
-    EAI_E_NOT_FOUND,
-    EAI_E_ALREADY_FINISHED,
-    EAI_E_IDEMPOTENCY_CONFLICT,
-    EAI_E_PAYLOAD_TOO_LARGE,
-    EAI_E_UNSUPPORTED_MEDIA_TYPE,
-    EAI_E_RATE_LIMITED,
-    EAI_E_SANDBOX_UNAVAILABLE,
-    EAI_E_STORAGE_UNAVAILABLE,
-    EAI_E_INTERNAL,
-    EAI_E_METHOD_NOT_ALLOWED,
-    EAI_E_INTERRUPTED,      /* execution error code: server restarted mid-run */
-    EAI_E_IMAGE_MISSING,    /* execution error code: image vanished at run time */
-    EAI_E_SANDBOX_FAILED,   /* execution error code: runtime broke mid-flight */
-    EAI_E_CONFLICT,         /* storage: unique violation and the like */
-    EAI_CODE_MAX
-};
+/* Stable error codes of the public API: enum eai_code, generated from the
+ * one list include/eai/errcodes.txt (with HTTP status and English/French
+ * text; docs/errors.md).  Append only, never reuse or renumber. */
+#include "errcodes.h"
 
 /* One error object.  Functions that can fail take `struct eai_error **err`
  * last, return 0 / negative (or pointer / NULL) and touch *err only on

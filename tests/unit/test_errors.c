@@ -1,5 +1,7 @@
 /* The one error table: every code has a name, a status and both languages;
  * every code API.md lists exists with the right status. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/errors.h"
@@ -65,12 +67,32 @@ static void test_envelope(void)
     json_decref(e);
 }
 
+/* `eaid errors --markdown` prints the page generated with the table, and that
+ * page is the committed docs/errors.md (the errcodes_drift ctest checks the
+ * list against the committed files; this checks the built table). */
+static void test_markdown_is_committed_page(void)
+{
+    size_t len = 0;
+    char *doc = eai_read_file(EAI_SOURCE_DIR "/docs/errors.md", 1 << 20, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    CU_ASSERT_EQUAL(len, strlen(eai_errors_markdown));
+    CU_ASSERT_STRING_EQUAL(doc, eai_errors_markdown);
+    free(doc);
+    /* every code of the table has its row */
+    for (int i = 1; i < EAI_CODE_MAX; i++) {
+        char row[256];
+        snprintf(row, sizeof row, "| `%s` | %d |", eai_code_name((enum eai_code)i), eai_code_http_status((enum eai_code)i));
+        CU_ASSERT_PTR_NOT_NULL(strstr(eai_errors_markdown, row));
+    }
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("errors", NULL, NULL);
     if (!s || !CU_add_test(s, "every code has both languages", test_every_code_complete) ||
         !CU_add_test(s, "API.md codes and statuses", test_api_codes) ||
-        !CU_add_test(s, "envelope", test_envelope))
+        !CU_add_test(s, "envelope", test_envelope) ||
+        !CU_add_test(s, "eaid errors --markdown is docs/errors.md", test_markdown_is_committed_page))
         return -1;
     return 0;
 }
