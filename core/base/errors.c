@@ -52,6 +52,17 @@ struct eai_error *eai_error_new(enum eai_code code, int errno_cause, const char 
     return e;
 }
 
+int eai_error_set(struct eai_error **err, enum eai_code code, const char *fmt, ...)
+{
+    if (!err || *err)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    *err = eai_error_newv(code, 0, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void eai_error_free(struct eai_error *e)
 {
     if (!e)

@@ -33,6 +33,14 @@ struct eai_error *eai_error_new(enum eai_code code, int errno_cause, const char 
     __attribute__((format(printf, 3, 4)));
 struct eai_error *eai_error_newv(enum eai_code code, int errno_cause, const char *fmt, va_list ap);
 void eai_error_free(struct eai_error *e);
+/* An error return in one statement, as crun's crun_make_error:
+ *     return eai_error_set(err, EAI_E_INTERNAL, "plugin %s: %s", path, why);
+ * fills *err with a new error (errno_cause 0) and returns -1.  Does nothing
+ * but return -1 when err is NULL or *err is already set (the first error,
+ * the root cause, is kept; nothing leaks).  Plugins use
+ * eai_host_error_set() from <eai/plugin.h>. */
+int eai_error_set(struct eai_error **err, enum eai_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Prepend context: "loading plugin 'x': <old message>". */
 void eai_error_prefix(struct eai_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Move *src into *dst when dst is not NULL, else free it. */

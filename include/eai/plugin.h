@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <jansson.h>
 
 #ifdef __cplusplus
@@ -46,7 +48,8 @@ enum eai_plugin_kind {
 
 /* One error object.  Functions that can fail take `struct eai_error **err`
  * last, return 0 / negative (or pointer / NULL) and touch *err only on
- * failure.  Allocate with host->error_new(); free with host->error_free(). */
+ * failure.  Allocate with host->error_new() or eai_host_error_set() (below); free
+ * with host->error_free(). */
 struct eai_error {
     enum eai_code code;
     int errno_cause;           /* 0 when none */
@@ -131,6 +134,36 @@ struct eai_host {
     const char *node_id;       /* unique per process run: lease owner */
     void *core;                /* private to core */
 };
+
+/* An error return in one statement, for plugins (core uses eai_error_set()):
+ *     return eai_host_error_set(host, err, EAI_E_SANDBOX_FAILED, "k8s: %s", why);
+ * fills *err through host->error_new() and returns -1.  Does nothing but
+ * return -1 when err is NULL or *err is already set (the first error, the
+ * root cause, is kept).  Header-only: a plugin links nothing of core. */
+static inline int eai_host_error_set(const struct eai_host *h, struct eai_error **err,
+                                     enum eai_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static inline int eai_host_error_set(const struct eai_host *h, struct eai_error **err,
+                                     enum eai_code code, const char *fmt, ...)
+{
+    if (!err || *err || !h || !h->error_new)
+        return -1;
+    char small[256], *msg = small;
+    small[0] = '\0';
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n >= (int)sizeof small && (msg = (char *)malloc((size_t)n + 1)) != NULL) {
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    *err = h->error_new(code, 0, "%s", msg ? msg : small);
+    if (msg && msg != small)
+        free(msg);
+    return -1;
+}
 
 /* ---------------------------------------------------------------- descriptor */
 

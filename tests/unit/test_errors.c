@@ -8,6 +8,7 @@
 #include "http/http_util.h"
 #include "unit_main.h"
 #include "base/util.h"
+#include "plugin/host.h"
 
 static void test_every_code_complete(void)
 {
@@ -86,13 +87,66 @@ static void test_markdown_is_committed_page(void)
     }
 }
 
+/* eai_error_set: one statement fills *err and returns -1; the first error wins. */
+static int fails_with(struct eai_error **err, const char *what)
+{
+    return eai_error_set(err, EAI_E_NOT_FOUND, "no such thing: %s", what);
+}
+
+static void test_error_set(void)
+{
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(fails_with(&e, "x1"), -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_EQUAL(e->code, EAI_E_NOT_FOUND);
+    CU_ASSERT_EQUAL(e->errno_cause, 0);
+    CU_ASSERT_STRING_EQUAL(e->message, "no such thing: x1");
+    CU_ASSERT_PTR_NULL(e->details);
+    struct eai_error *first = e;
+    CU_ASSERT_EQUAL(eai_error_set(&e, EAI_E_INTERNAL, "second"), -1);
+    CU_ASSERT_PTR_EQUAL(e, first); /* the root cause is kept, the second is not leaked (ASan) */
+    CU_ASSERT_STRING_EQUAL(e->message, "no such thing: x1");
+    eai_error_free(e);
+    CU_ASSERT_EQUAL(fails_with(NULL, "x2"), -1); /* caller not interested */
+}
+
+/* The plugins' header-only helper goes through host->error_new, also for a
+ * message longer than its stack buffer. */
+static void test_host_error_set(void)
+{
+    struct eai_host *h = eai_host_new(NULL, "/tmp");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(eai_host_error_set(h, &e, EAI_E_SANDBOX_FAILED, "k8s: %s %d", "pod", 7), -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_EQUAL(e->code, EAI_E_SANDBOX_FAILED);
+    CU_ASSERT_STRING_EQUAL(e->message, "k8s: pod 7");
+    CU_ASSERT_EQUAL(eai_host_error_set(h, &e, EAI_E_INTERNAL, "later"), -1);
+    CU_ASSERT_STRING_EQUAL(e->message, "k8s: pod 7");
+    h->error_free(e);
+    e = NULL;
+    char big[5000];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    CU_ASSERT_EQUAL(eai_host_error_set(h, &e, EAI_E_INTERNAL, "<%s>", big), -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(e);
+    CU_ASSERT_EQUAL(strlen(e->message), sizeof big + 1);
+    CU_ASSERT_EQUAL(e->message[0], '<');
+    CU_ASSERT_EQUAL(e->message[sizeof big], '>');
+    h->error_free(e);
+    CU_ASSERT_EQUAL(eai_host_error_set(h, NULL, EAI_E_INTERNAL, "x"), -1);
+    eai_host_free(h);
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("errors", NULL, NULL);
     if (!s || !CU_add_test(s, "every code has both languages", test_every_code_complete) ||
         !CU_add_test(s, "API.md codes and statuses", test_api_codes) ||
         !CU_add_test(s, "envelope", test_envelope) ||
-        !CU_add_test(s, "eaid errors --markdown is docs/errors.md", test_markdown_is_committed_page))
+        !CU_add_test(s, "eaid errors --markdown is docs/errors.md", test_markdown_is_committed_page) ||
+        !CU_add_test(s, "eai_error_set", test_error_set) ||
+        !CU_add_test(s, "eai_host_error_set (plugins)", test_host_error_set))
         return -1;
     return 0;
 }
