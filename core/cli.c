@@ -69,7 +69,7 @@ static int cli_open(struct cli_ctx *c, const char *config_file, int migrate_sqli
         goto fail;
     c->host = eai_host_new(NULL, c->cfg->data_dir);
     if (!c->host) {
-        err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
+        eai_error_set(&err, EAI_E_INTERNAL, "out of memory");
         goto fail;
     }
     eai_host_set_image_dir(c->host, c->cfg->image_dir);

@@ -106,17 +106,19 @@ void eai_config_free(struct eai_config *c)
 
 /* ------------------------------------------------------------ checking */
 
-static struct eai_error *cfg_err(const char *file, const char *path, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+/* validation_failed "config FILE: PATH: key 'KEY': MSG" into *err; returns -1. */
+static int cfg_fail(struct eai_error **err, const char *file, const char *path, const char *key,
+                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static struct eai_error *cfg_err(const char *file, const char *path, const char *key, const char *fmt, ...)
+static int cfg_fail(struct eai_error **err, const char *file, const char *path, const char *key,
+                    const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return eai_error_new(EAI_E_VALIDATION_FAILED, 0, "config %s: %s: key '%s': %s",
+    return eai_error_set(err, EAI_E_VALIDATION_FAILED, "config %s: %s: key '%s': %s",
                          file ? file : "(defaults)", path && *path ? path : "/", key ? key : "", msg);
 }
 
@@ -169,8 +171,7 @@ static int check_keys(const char *file, const char *path, const json_t *obj,
             if (strcmp(known[i], k) == 0)
                 ok = 1;
         if (!ok) {
-            eai_error_propagate(err, cfg_err(file, path, k, "unknown key"));
-            return -1;
+            return cfg_fail(err, file, path, k, "unknown key");
         }
     }
     return 0;
@@ -180,8 +181,7 @@ static int need_object(const char *file, const char *path, const char *key, cons
                        struct eai_error **err)
 {
     if (!json_is_object(v)) {
-        eai_error_propagate(err, cfg_err(file, path, key, "expected a mapping"));
-        return -1;
+        return cfg_fail(err, file, path, key, "expected a mapping");
     }
     return 0;
 }
@@ -198,12 +198,10 @@ static int get_string(const char *file, const char *path, const json_t *obj, con
         return 0;
     }
     if (!json_is_string(v)) {
-        eai_error_propagate(err, cfg_err(file, path, key, "expected a string"));
-        return -1;
+        return cfg_fail(err, file, path, key, "expected a string");
     }
     if (set_str(dst, json_string_value(v)) < 0) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -215,14 +213,12 @@ static int get_int(const char *file, const char *path, const json_t *obj, const 
     if (!v)
         return 0;
     if (!json_is_integer(v)) {
-        eai_error_propagate(err, cfg_err(file, path, key, "expected an integer"));
-        return -1;
+        return cfg_fail(err, file, path, key, "expected an integer");
     }
     int64_t x = json_integer_value(v);
     if (x < min || x > max) {
-        eai_error_propagate(err, cfg_err(file, path, key, "out of range [%lld, %lld]",
-                                         (long long)min, (long long)max));
-        return -1;
+        return cfg_fail(err, file, path, key, "out of range [%lld, %lld]",
+                        (long long)min, (long long)max);
     }
     *dst = x;
     return 0;
@@ -246,13 +242,11 @@ static int get_size(const char *file, const char *path, const json_t *obj, const
         return 0;
     int64_t x;
     if (eai_cfg_quantity_bytes(v, &x) < 0) {
-        eai_error_propagate(err, cfg_err(file, path, key, "expected a size (bytes or a quantity like 10Mi)"));
-        return -1;
+        return cfg_fail(err, file, path, key, "expected a size (bytes or a quantity like 10Mi)");
     }
     if (x < min || x > max) {
-        eai_error_propagate(err, cfg_err(file, path, key, "out of range [%lld, %lld]",
-                                         (long long)min, (long long)max));
-        return -1;
+        return cfg_fail(err, file, path, key, "out of range [%lld, %lld]",
+                        (long long)min, (long long)max);
     }
     *dst = x;
     return 0;
@@ -267,20 +261,17 @@ static int check_limits(const char *file, const char *path, const json_t *obj, s
     int64_t x;
     json_t *v;
     if ((v = json_object_get(obj, "cpu")) && (eai_cfg_quantity_cpu(v, &x) < 0 || x <= 0)) {
-        eai_error_propagate(err, cfg_err(file, path, "cpu", "expected a CPU quantity like 500m, 1 or 1.5"));
-        return -1;
+        return cfg_fail(err, file, path, "cpu", "expected a CPU quantity like 500m, 1 or 1.5");
     }
     const char *sizes[] = {"memory", "output_bytes", "disk"};
     for (size_t i = 0; i < 3; i++)
         if ((v = json_object_get(obj, sizes[i])) && (eai_cfg_quantity_bytes(v, &x) < 0 || x <= 0)) {
-            eai_error_propagate(err, cfg_err(file, path, sizes[i], "expected a size like 256Mi or bytes"));
-            return -1;
+            return cfg_fail(err, file, path, sizes[i], "expected a size like 256Mi or bytes");
         }
     const char *ints[] = {"timeout_s", "pids"};
     for (size_t i = 0; i < 2; i++)
         if ((v = json_object_get(obj, ints[i])) && (!json_is_integer(v) || json_integer_value(v) <= 0)) {
-            eai_error_propagate(err, cfg_err(file, path, ints[i], "expected a positive integer"));
-            return -1;
+            return cfg_fail(err, file, path, ints[i], "expected a positive integer");
         }
     return 0;
 }
@@ -292,16 +283,13 @@ static int check_profile(const char *file, const char *path, const json_t *p, st
         return -1;
     json_t *v = json_object_get(p, "backend");
     if (!v) {
-        eai_error_propagate(err, cfg_err(file, path, "backend", "missing required key"));
-        return -1;
+        return cfg_fail(err, file, path, "backend", "missing required key");
     }
     if (!json_is_string(v) || !*json_string_value(v)) {
-        eai_error_propagate(err, cfg_err(file, path, "backend", "expected a plugin name"));
-        return -1;
+        return cfg_fail(err, file, path, "backend", "expected a plugin name");
     }
     if ((v = json_object_get(p, "runtime_class")) && !json_is_string(v)) {
-        eai_error_propagate(err, cfg_err(file, path, "runtime_class", "expected a string"));
-        return -1;
+        return cfg_fail(err, file, path, "runtime_class", "expected a string");
     }
     char sub[512];
     const char *blocks[] = {"defaults", "max"};
@@ -316,8 +304,7 @@ static int check_profile(const char *file, const char *path, const json_t *p, st
     }
     if ((v = json_object_get(p, "egress_allow"))) {
         if (!json_is_array(v)) {
-            eai_error_propagate(err, cfg_err(file, path, "egress_allow", "expected a list of \"host:port\""));
-            return -1;
+            return cfg_fail(err, file, path, "egress_allow", "expected a list of \"host:port\"");
         }
         size_t i;
         json_t *e;
@@ -325,9 +312,8 @@ static int check_profile(const char *file, const char *path, const json_t *p, st
             const char *s = json_string_value(e);
             const char *colon = s ? strrchr(s, ':') : NULL;
             if (!s || !colon || colon == s || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
-                eai_error_propagate(err, cfg_err(file, path, "egress_allow",
-                                                 "entry %zu: expected \"host:port\"", i));
-                return -1;
+                return cfg_fail(err, file, path, "egress_allow",
+                                "entry %zu: expected \"host:port\"", i);
             }
         }
     }
@@ -389,21 +375,19 @@ static int apply_profiles(const char *file, struct eai_config *c, const json_t *
     if (need_object(file, "", "profiles", profiles, err) < 0)
         return -1;
     if (json_object_size(profiles) == 0) {
-        eai_error_propagate(err, cfg_err(file, "/profiles", "", "at least one profile is needed"));
-        return -1;
+        return cfg_fail(err, file, "/profiles", "", "at least one profile is needed");
     }
     json_t *out = json_object();
     if (!out)
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     const char *name;
     json_t *p;
     json_object_foreach((json_t *)profiles, name, p) {
         char path[512];
         child_path(path, sizeof(path), "/profiles", name);
         if (strlen(name) == 0 || strlen(name) > 63 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(name)) {
-            eai_error_propagate(err, cfg_err(file, "/profiles", name, "profile names use [a-z0-9._-], 1..63 characters"));
             json_decref(out);
-            return -1;
+            return cfg_fail(err, file, "/profiles", name, "profile names use [a-z0-9._-], 1..63 characters");
         }
         if (need_object(file, "/profiles", name, p, err) < 0 || check_profile(file, path, p, err) < 0) {
             json_decref(out);
@@ -412,8 +396,7 @@ static int apply_profiles(const char *file, struct eai_config *c, const json_t *
         json_t *full = profile_complete(p);
         if (!full) {
             json_decref(out);
-            eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
-            return -1;
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
         }
         json_object_set_new(out, name, full);
     }
@@ -432,8 +415,7 @@ static int check_profile_bounds(const struct eai_config *c, struct eai_error **e
         if (eai_cfg_profile_limits(p, &d, &m) < 0) {
             char path[512];
             child_path(path, sizeof(path), "/profiles", name);
-            eai_error_propagate(err, cfg_err(c->source, path, "defaults", "malformed limits"));
-            return -1;
+            return cfg_fail(err, c->source, path, "defaults", "malformed limits");
         }
         const char *bad = NULL;
         if (d.cpu_millis > m.cpu_millis)
@@ -451,8 +433,7 @@ static int check_profile_bounds(const struct eai_config *c, struct eai_error **e
         if (bad) {
             char path[512];
             snprintf(path, sizeof(path), "/profiles/%s/defaults", name);
-            eai_error_propagate(err, cfg_err(c->source, path, bad, "default is above the profile's maximum"));
-            return -1;
+            return cfg_fail(err, c->source, path, bad, "default is above the profile's maximum");
         }
     }
     return 0;
@@ -485,8 +466,7 @@ static int check_listen(const char *file, const char *path, const char *key, con
     char host[256];
     int port;
     if (eai_cfg_parse_listen(v, host, sizeof(host), &port) < 0) {
-        eai_error_propagate(err, cfg_err(file, path, key, "expected HOST:PORT (e.g. 127.0.0.1:8080), got '%s'", v ? v : ""));
-        return -1;
+        return cfg_fail(err, file, path, key, "expected HOST:PORT (e.g. 127.0.0.1:8080), got '%s'", v ? v : "");
     }
     return 0;
 }
@@ -534,8 +514,7 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
     if (json_is_null(root))
         return 0; /* empty file: defaults */
     if (!json_is_object(root)) {
-        eai_error_propagate(err, cfg_err(file, "", "", "the document must be a mapping"));
-        return -1;
+        return cfg_fail(err, file, "", "", "the document must be a mapping");
     }
     if (check_keys(file, "", root, top, err) < 0)
         return -1;
@@ -579,8 +558,7 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
             return -1;
     }
     if (c->log_level && eai_log_level_parse(c->log_level) < 0) {
-        eai_error_propagate(err, cfg_err(file, "/log", "level", "expected debug, info, warn or error"));
-        return -1;
+        return cfg_fail(err, file, "/log", "level", "expected debug, info, warn or error");
     }
     if ((v = json_object_get(root, "storage"))) {
         static const char *const k[] = {"url", "workers", NULL};
@@ -667,16 +645,14 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         const char *v = env(map[i].name);
         if (v && set_str(map[i].dst, v) < 0) {
-            eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
-            return -1;
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
         }
     }
     if (check_listen("(environment)", "EAI_LISTEN", "EAI_LISTEN", c->listen, err) < 0)
         return -1;
     if (eai_log_level_parse(c->log_level) < 0) {
-        eai_error_propagate(err, cfg_err("(environment)", "EAI_LOG_LEVEL", "EAI_LOG_LEVEL",
-                                         "expected debug, info, warn or error"));
-        return -1;
+        return cfg_fail(err, "(environment)", "EAI_LOG_LEVEL", "EAI_LOG_LEVEL",
+                        "expected debug, info, warn or error");
     }
     return 0;
 }
@@ -718,8 +694,7 @@ static int finish(struct eai_config *c, struct eai_error **err)
 {
     char *abs = absolute(c->data_dir);
     if (!abs) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, errno, "data_dir: cannot make '%s' absolute", c->data_dir));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "data_dir: cannot make '%s' absolute", c->data_dir);
     }
     free(c->data_dir);
     c->data_dir = abs;
@@ -753,9 +728,8 @@ static int finish(struct eai_config *c, struct eai_error **err)
             /* sqlite:PATH selects a database file other than <data_dir>/eai.db */
             backend = "sqlite";
         } else {
-            eai_error_propagate(err, cfg_err(c->source, "/storage", "url",
-                                             "expected postgres://..., postgresql://... or sqlite:PATH"));
-            return -1;
+            return cfg_fail(err, c->source, "/storage", "url",
+                            "expected postgres://..., postgresql://... or sqlite:PATH");
         }
     }
     if (set_str(&c->storage_backend, backend) < 0)
@@ -774,15 +748,15 @@ struct eai_config *eai_config_load(const char *file, struct eai_error **err)
 {
     struct eai_config *c = eai_config_defaults();
     if (!c) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+        eai_error_set(err, EAI_E_INTERNAL, "out of memory");
         return NULL;
     }
     if (file) {
         size_t len = 0;
         char *buf = eai_read_file(file, EAI_CFG_MAX_FILE, &len);
         if (!buf) {
-            eai_error_propagate(err, eai_error_new(EAI_E_VALIDATION_FAILED, errno, "config %s: cannot read: %s",
-                                                   file, strerror(errno ? errno : EINVAL)));
+            eai_error_set(err, EAI_E_VALIDATION_FAILED, "config %s: cannot read: %s",
+                          file, strerror(errno ? errno : EINVAL));
             eai_config_free(c);
             return NULL;
         }
@@ -790,8 +764,8 @@ struct eai_config *eai_config_load(const char *file, struct eai_error **err)
         json_t *root = eai_yaml_to_json(buf, len, &ye);
         free(buf);
         if (!root) {
-            eai_error_propagate(err, eai_error_new(EAI_E_VALIDATION_FAILED, 0, "config %s: YAML: %s", file,
-                                                   ye && ye->message ? ye->message : "parse error"));
+            eai_error_set(err, EAI_E_VALIDATION_FAILED, "config %s: YAML: %s", file,
+                          ye && ye->message ? ye->message : "parse error");
             eai_error_free(ye);
             eai_config_free(c);
             return NULL;
@@ -829,8 +803,7 @@ int eai_cfg_check_plugin(const struct eai_config_key *keys, const json_t *conf, 
                          const char *path, struct eai_error **err)
 {
     if (!json_is_object(conf)) {
-        eai_error_propagate(err, cfg_err(file, path, "", "expected a mapping"));
-        return -1;
+        return cfg_fail(err, file, path, "", "expected a mapping");
     }
     const char *k;
     json_t *v;
@@ -840,8 +813,7 @@ int eai_cfg_check_plugin(const struct eai_config_key *keys, const json_t *conf, 
             if (strcmp(p->name, k) == 0)
                 ck = p;
         if (!ck) {
-            eai_error_propagate(err, cfg_err(file, path, k, "unknown key"));
-            return -1;
+            return cfg_fail(err, file, path, k, "unknown key");
         }
         int ok;
         switch (ck->type) {
@@ -853,14 +825,12 @@ int eai_cfg_check_plugin(const struct eai_config_key *keys, const json_t *conf, 
         default: ok = 0;
         }
         if (!ok) {
-            eai_error_propagate(err, cfg_err(file, path, k, "expected %s", cfg_type_name(ck->type)));
-            return -1;
+            return cfg_fail(err, file, path, k, "expected %s", cfg_type_name(ck->type));
         }
     }
     for (const struct eai_config_key *p = keys; p && p->name; p++)
         if (p->required && !json_object_get(conf, p->name)) {
-            eai_error_propagate(err, cfg_err(file, path, p->name, "missing required key"));
-            return -1;
+            return cfg_fail(err, file, path, p->name, "missing required key");
         }
     return 0;
 }

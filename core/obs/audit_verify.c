@@ -252,8 +252,7 @@ int eai_audit_verify(const struct eai_storage_ops *ops, void *store, const char 
     memset(res, 0, sizeof(*res));
     json_t *anchors = json_object();
     if (!anchors) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "out of memory"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     int r = 0;
     if (tenant) {
@@ -324,8 +323,7 @@ int eai_audit_heads(const struct eai_storage_ops *ops, void *store, json_t **out
     json_t *heads = json_array();
     if (!heads) {
         json_decref(all);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "out of memory"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     size_t i, n = json_array_size(all);
     for (i = 0; i < n; i++) {

@@ -654,8 +654,7 @@ static int load_sink(struct eai_app *app, enum eai_plugin_kind kind, const char 
     void *self = conf ? desc->create(app->host, conf, &e) : NULL;
     json_decref(conf);
     if (!self) {
-        if (!e)
-            e = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
+        eai_error_set(&e, EAI_E_INTERNAL, "out of memory"); /* unless create() said why */
         eai_error_prefix(e, "creating plugin 'http'");
         eai_error_propagate(err, e);
         return -1;
@@ -672,8 +671,7 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
     struct eai_dlv *d = calloc(1, sizeof(*d));
     if (!d || !(d->au_cursors = json_object())) {
         free(d);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "out of memory"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     d->app = app;
     const char *furl = app->cfg ? app->cfg->finops_url : NULL;
@@ -708,8 +706,7 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
         if (d->own_audit.desc)
             app->audit_sink.desc = NULL, app->audit_sink.self = NULL;
         dlv_free(d);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "cannot start the delivery timer"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "cannot start the delivery timer");
     }
     eai_metrics_set("eai_outbox_backlog", NULL, 0);
     eai_metrics_set("eai_audit_sink_backlog", NULL, 0);

@@ -198,13 +198,13 @@ static void *otlp_create(const struct eai_host *host, const json_t *config, stru
 {
     const char *ep = json_string_value(json_object_get(config, "endpoint"));
     if (!ep || !*ep || (strncmp(ep, "http://", 7) != 0 && strncmp(ep, "https://", 8) != 0)) {
-        eai_error_propagate(err, host->error_new(EAI_E_VALIDATION_FAILED, 0,
-                                                 "telemetry.otlp: endpoint must be an http(s) URL"));
+        eai_host_error_set(host, err, EAI_E_VALIDATION_FAILED,
+                           "telemetry.otlp: endpoint must be an http(s) URL");
         return NULL;
     }
     struct eai_otlp *o = calloc(1, sizeof(*o));
     if (!o) {
-        eai_error_propagate(err, host->error_new(EAI_E_INTERNAL, 0, "out of memory"));
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "out of memory");
         return NULL;
     }
     o->host = host;
@@ -220,7 +220,7 @@ static void *otlp_create(const struct eai_host *host, const json_t *config, stru
     o->service_name = strdup(svc && *svc ? svc : "eaid");
     if (!o->url || !o->service_name) {
         otlp_destroy(o);
-        eai_error_propagate(err, host->error_new(EAI_E_INTERNAL, 0, "out of memory"));
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "out of memory");
         return NULL;
     }
     return o;
@@ -270,8 +270,7 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
         void *self = conf ? d->create(app->host, conf, &e) : NULL;
         json_decref(conf);
         if (!self) {
-            if (!e)
-                e = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
+            eai_error_set(&e, EAI_E_INTERNAL, "out of memory"); /* unless create() said why */
             eai_error_prefix(e, "telemetry exporter 'otlp'");
             eai_error_propagate(err, e);
             return -1;
@@ -281,8 +280,7 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
     }
     const struct eai_telemetry_ops *ops = app->telemetry.desc->ops;
     if (eai_trace_exporter_start(app->base, ops, app->telemetry.self) < 0) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "cannot start the span export timer"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "cannot start the span export timer");
     }
     /* the endpoint itself is not logged: it may carry credentials */
     eai_log("trace", EAI_LOG_INFO, "exporting spans with telemetry plugin '%s'", app->telemetry.desc->name);

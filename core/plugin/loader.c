@@ -76,42 +76,36 @@ int eai_plugin_check(const struct eai_plugin_descriptor *d, enum eai_plugin_kind
                      const char *name, const char *what, struct eai_error **err)
 {
     if (!d) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "plugin %s: descriptor function returned NULL", what));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "plugin %s: descriptor function returned NULL", what);
     }
     if (d->abi_major != EAI_ABI_MAJOR || d->abi_minor > EAI_ABI_MINOR) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+        return eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: incompatible ABI: plugin was built for ABI %u.%u, this eaid provides ABI %u.%u "
             "(major must match, minor must not be newer)",
-            what, d->abi_major, d->abi_minor, EAI_ABI_MAJOR, EAI_ABI_MINOR));
-        return -1;
+            what, d->abi_major, d->abi_minor, EAI_ABI_MAJOR, EAI_ABI_MINOR);
     }
     if (d->struct_size < sizeof(struct eai_plugin_descriptor)) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+        return eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: descriptor too short: %zu bytes, ABI %u.%u needs %zu (plugin ABI %u.%u)",
             what, d->struct_size, EAI_ABI_MAJOR, EAI_ABI_MINOR, sizeof(struct eai_plugin_descriptor),
-            d->abi_major, d->abi_minor));
-        return -1;
+            d->abi_major, d->abi_minor);
     }
     if (d->kind != kind || !d->name || strcmp(d->name, name) != 0) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+        return eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: describes itself as %s '%s', expected %s '%s'", what,
-            eai_kind_name(d->kind), d->name ? d->name : "(null)", eai_kind_name(kind), name));
-        return -1;
+            eai_kind_name(d->kind), d->name ? d->name : "(null)", eai_kind_name(kind), name);
     }
     if (!d->create || !d->destroy || !d->ops) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+        return eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: descriptor lacks create, destroy or ops (plugin ABI %u.%u, host ABI %u.%u)",
-            what, d->abi_major, d->abi_minor, EAI_ABI_MAJOR, EAI_ABI_MINOR));
-        return -1;
+            what, d->abi_major, d->abi_minor, EAI_ABI_MAJOR, EAI_ABI_MINOR);
     }
     size_t ops_size = *(const size_t *)d->ops;
     if (ops_size < eai_ops_min_size[kind]) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+        return eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: %s ops table too short: %zu bytes, needs %zu (plugin ABI %u.%u, host ABI %u.%u)",
             what, eai_kind_name(kind), ops_size, eai_ops_min_size[kind], d->abi_major, d->abi_minor,
-            EAI_ABI_MAJOR, EAI_ABI_MINOR));
-        return -1;
+            EAI_ABI_MAJOR, EAI_ABI_MINOR);
     }
     return 0;
 }
@@ -120,12 +114,12 @@ const struct eai_plugin_descriptor *eai_plugin_load(const char *plugin_dir, enum
                                                     const char *name, struct eai_error **err)
 {
     if ((int)kind < 0 || kind >= EAI_KIND_MAX) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "unknown plugin kind %d", (int)kind));
+        eai_error_set(err, EAI_E_INTERNAL, "unknown plugin kind %d", (int)kind);
         return NULL;
     }
     if (!eai_name_ok(name)) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
-            "plugin name '%s' refused: only [a-z0-9_-], no path separators", name ? name : "(null)"));
+        eai_error_set(err, EAI_E_INTERNAL,
+            "plugin name '%s' refused: only [a-z0-9_-], no path separators", name ? name : "(null)");
         return NULL;
     }
     for (int i = 0; i < eai_nbuiltins; i++) {
@@ -138,31 +132,31 @@ const struct eai_plugin_descriptor *eai_plugin_load(const char *plugin_dir, enum
     }
     char path[PATH_MAX];
     if (snprintf(path, sizeof(path), "%s/eai-%s-%s.so", plugin_dir, eai_kind_name(kind), name) >= (int)sizeof(path)) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "plugin path too long"));
+        eai_error_set(err, EAI_E_INTERNAL, "plugin path too long");
         return NULL;
     }
     struct stat st;
     if (lstat(path, &st) < 0) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, errno, "plugin %s: %s", path, strerror(errno)));
+        eai_error_set(err, EAI_E_INTERNAL, "plugin %s: %s", path, strerror(errno));
         return NULL;
     }
     if (!S_ISREG(st.st_mode)) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
-            "plugin %s: not a regular file (symlinks and others are refused)", path));
+        eai_error_set(err, EAI_E_INTERNAL,
+            "plugin %s: not a regular file (symlinks and others are refused)", path);
         return NULL;
     }
     void *dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!dl) {
         const char *e = dlerror();
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "plugin %s: dlopen: %s", path, e ? e : "?"));
+        eai_error_set(err, EAI_E_INTERNAL, "plugin %s: dlopen: %s", path, e ? e : "?");
         return NULL;
     }
     eai_plugin_descriptor_fn fn;
     *(void **)&fn = dlsym(dl, EAI_PLUGIN_DESCRIPTOR_SYMBOL);
     if (!fn) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+        eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: missing symbol %s() (host ABI %u.%u)", path, EAI_PLUGIN_DESCRIPTOR_SYMBOL,
-            EAI_ABI_MAJOR, EAI_ABI_MINOR));
+            EAI_ABI_MAJOR, EAI_ABI_MINOR);
         dlclose(dl);
         return NULL;
     }

@@ -105,8 +105,7 @@ static void cfail(struct sch_compiler *c, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     const char *where = c->path.oom ? "?" : eai_sch_path_str(&c->path);
-    c->err = eai_error_new(EAI_E_VALIDATION_FAILED, 0, "schema at '%s': %s",
-                           *where ? where : "/", msg);
+    eai_error_set(&c->err, EAI_E_VALIDATION_FAILED, "schema at '%s': %s", *where ? where : "/", msg);
     if (c->err) {
         json_t *d = json_pack("[{s:s,s:s}]", "path", where, "message", msg);
         c->err->details = d;
@@ -746,13 +745,11 @@ void eai_schema_free(struct eai_schema *s)
 struct eai_schema *eai_schema_load(const json_t *schema, struct eai_error **err)
 {
     struct eai_schema *s = calloc(1, sizeof *s);
-    struct eai_error *e = NULL;
     if (!s || !schema || !(s->doc = json_deep_copy(schema)) ||
         !(s->mctx = pcre2_match_context_create(NULL))) {
-        e = eai_error_new(schema ? EAI_E_INTERNAL : EAI_E_VALIDATION_FAILED, schema ? ENOMEM : 0,
-                          schema ? "schema: out of memory" : "schema: no schema given");
         eai_schema_free(s);
-        eai_error_propagate(err, e);
+        eai_error_set(err, schema ? EAI_E_INTERNAL : EAI_E_VALIDATION_FAILED, "%s",
+                      schema ? "schema: out of memory" : "schema: no schema given");
         return NULL;
     }
     pcre2_set_match_limit(s->mctx, SCH_REGEX_MATCH_LIMIT);
@@ -785,8 +782,8 @@ struct eai_schema *eai_schema_load_file(const char *path, struct eai_error **err
     json_error_t je;
     json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
     if (!doc) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INVALID_JSON, 0, "%s:%d:%d: %s", path,
-                                               je.line, je.column, je.text));
+        eai_error_set(err, EAI_E_INVALID_JSON, "%s:%d:%d: %s", path,
+                      je.line, je.column, je.text);
         return NULL;
     }
     struct eai_error *e = NULL;

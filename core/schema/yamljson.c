@@ -64,7 +64,7 @@ static void yj_fail(struct yj_ctx *c, yaml_mark_t mark, const char *fmt, ...)
     va_end(ap);
     eai_utf8_scrub(msg);   /* "%.*s" of a long key or value may have split a character */
     snprintf(full, sizeof full, "line %zu, column %zu: %s", mark.line + 1, mark.column + 1, msg);
-    c->err = eai_error_new(EAI_E_INVALID_JSON, 0, "YAML %s", full);
+    eai_error_set(&c->err, EAI_E_INVALID_JSON, "YAML %s", full);
     if (c->err)
         c->err->details = json_pack("[{s:s,s:s}]", "path", "", "message", full);
 }
@@ -500,14 +500,14 @@ json_t *eai_yaml_to_json(const char *buf, size_t len, struct eai_error **err)
 {
     struct yj_ctx *c = calloc(1, sizeof *c);
     if (!c) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "YAML: out of memory"));
+        eai_error_set(err, EAI_E_INTERNAL, "YAML: out of memory");
         return NULL;
     }
     c->budget = 2 * len + 10000;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         free(c);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "YAML: out of memory"));
+        eai_error_set(err, EAI_E_INTERNAL, "YAML: out of memory");
         return NULL;
     }
     yaml_parser_set_input_string(&parser, (const unsigned char *)(buf ? buf : ""), buf ? len : 0);

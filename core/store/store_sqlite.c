@@ -512,14 +512,12 @@ static void *eai_sq_create(const struct eai_host *host, const json_t *config, st
     if (!host || !host->error_new)
         return NULL;
     if (!path || !*path) {
-        if (err)
-            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "sqlite: config key 'path' is required");
+        eai_host_error_set(host, err, EAI_E_VALIDATION_FAILED, "sqlite: config key 'path' is required");
         return NULL;
     }
     struct eai_sq *s = calloc(1, sizeof *s);
     if (!s) {
-        if (err)
-            *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "sqlite: out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "sqlite: out of memory");
         return NULL;
     }
     s->host = host;
