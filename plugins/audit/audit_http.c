@@ -145,15 +145,13 @@ static void *audit_create(const struct eai_host *host, const json_t *config, str
 {
     const char *url = json_string_value(json_object_get(config, "url"));
     if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)) {
-        if (err)
-            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "audit.url must be an http(s) URL");
+        eai_host_error_set(host, err, EAI_E_VALIDATION_FAILED, "audit.url must be an http(s) URL");
         return NULL;
     }
     struct eai_audit_http *a = calloc(1, sizeof(*a));
     if (!a || !(a->url = strdup(url))) {
         free(a);
-        if (err)
-            *err = host->error_new(EAI_E_INTERNAL, 0, "out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "out of memory");
         return NULL;
     }
     a->host = host;

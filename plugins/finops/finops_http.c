@@ -103,14 +103,12 @@ static void *finops_create(const struct eai_host *host, const json_t *config, st
 {
     const char *url = json_string_value(json_object_get(config, "url"));
     if (!url || (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)) {
-        if (err)
-            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "finops.url must be an http(s) URL");
+        eai_host_error_set(host, err, EAI_E_VALIDATION_FAILED, "finops.url must be an http(s) URL");
         return NULL;
     }
     struct eai_finops_http *f = calloc(1, sizeof(*f));
     if (!f) {
-        if (err)
-            *err = host->error_new(EAI_E_INTERNAL, 0, "out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "out of memory");
         return NULL;
     }
     f->host = host;
@@ -121,8 +119,7 @@ static void *finops_create(const struct eai_host *host, const json_t *config, st
         n--;
     if (asprintf(&f->url, "%.*s/v1/finops/usage", (int)n, url) < 0) {
         free(f);
-        if (err)
-            *err = host->error_new(EAI_E_INTERNAL, 0, "out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "out of memory");
         return NULL;
     }
     return f;

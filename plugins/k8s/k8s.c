@@ -751,18 +751,15 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
     const struct eai_host *h = k->host;
     char ns[128], pod[96];
     if (!job->id || !job->tenant_id || !job->image) {
-        *err = h->error_new(EAI_E_SANDBOX_FAILED, 0, "k8s: job without id, tenant or image");
-        return -1;
+        return eai_host_error_set(h, err, EAI_E_SANDBOX_FAILED, "k8s: job without id, tenant or image");
     }
     if (k8s_pod_name(job->id, pod, sizeof pod) < 0) {
-        *err = h->error_new(EAI_E_SANDBOX_FAILED, 0, "k8s: execution id %s is not a valid pod name", job->id);
-        return -1;
+        return eai_host_error_set(h, err, EAI_E_SANDBOX_FAILED, "k8s: execution id %s is not a valid pod name", job->id);
     }
     if (k8s_namespace_name(k->cfg.ns_prefix, job->tenant_id, ns, sizeof ns) < 0) {
-        *err = h->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0,
-                            "k8s: namespace '%s' + tenant is not a valid namespace name (63 chars, [a-z0-9-])",
-                            k->cfg.ns_prefix);
-        return -1;
+        return eai_host_error_set(h, err, EAI_E_SANDBOX_UNAVAILABLE,
+                                  "k8s: namespace '%s' + tenant is not a valid namespace name (63 chars, [a-z0-9-])",
+                                  k->cfg.ns_prefix);
     }
     json_t *secret_data = NULL;
     json_t *body = k8s_pod_obj(&k->cfg, job, ns, pod, h->node_id, &secret_data, h, err);
@@ -772,8 +769,7 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
     if (!j) {
         json_decref(body);
         json_decref(secret_data);
-        *err = h->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
-        return -1;
+        return eai_host_error_set(h, err, EAI_E_INTERNAL, "k8s: out of memory");
     }
     snprintf(j->id, sizeof j->id, "%s", job->id);
     snprintf(j->tenant, sizeof j->tenant, "%s", job->tenant_id);
@@ -795,8 +791,7 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
             j->egress[i] = strdup(job->egress[i]);
         if (!j->egress || !j->egress[n - 1]) {
             job_free(j);
-            *err = h->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
-            return -1;
+            return eai_host_error_set(h, err, EAI_E_INTERNAL, "k8s: out of memory");
         }
     }
     j->state = JS_NS;
@@ -824,16 +819,14 @@ static int k8s_recover(void *self, const json_t *execution, const struct eai_iso
     char ns[128], pod[96];
     if (!id || !tenant || k8s_pod_name(id, pod, sizeof pod) < 0 ||
         k8s_namespace_name(k->cfg.ns_prefix, tenant, ns, sizeof ns) < 0) {
-        *err = k->host->error_new(EAI_E_INTERRUPTED, 0, "k8s: execution record without a usable id or tenant");
-        return -1;
+        return eai_host_error_set(k->host, err, EAI_E_INTERRUPTED, "k8s: execution record without a usable id or tenant");
     }
     json_t *lim = json_object_get(execution, "limits");
     json_int_t tmo_s = json_integer_value(json_object_get(lim, "timeout_s"));
     int64_t wd = tmo_s > 0 ? (int64_t)tmo_s * 1000 + k->cfg.deadline_grace_ms : 0;
     struct k8s_job *j = job_new(k, cb, cb_arg, wd);
     if (!j) {
-        *err = k->host->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
-        return -1;
+        return eai_host_error_set(k->host, err, EAI_E_INTERNAL, "k8s: out of memory");
     }
     snprintf(j->id, sizeof j->id, "%s", id);
     snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
@@ -1060,12 +1053,12 @@ static const struct eai_config_key k8s_keys[] = {
 static void *k8s_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
 {
     if (!host->base || !host->http_request || !host->work_submit) {
-        *err = host->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "k8s: needs an event loop, HTTP client and workers");
+        eai_host_error_set(host, err, EAI_E_SANDBOX_UNAVAILABLE, "k8s: needs an event loop, HTTP client and workers");
         return NULL;
     }
     struct k8s_plugin *p = calloc(1, sizeof *p);
     if (!p) {
-        *err = host->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "k8s: out of memory");
         return NULL;
     }
     struct k8s *k = &p->k;
@@ -1078,8 +1071,8 @@ static void *k8s_create(const struct eai_host *host, const json_t *config, struc
     if (k->cfg.token_file) {
         k->token = k8s_read_token(k->cfg.token_file);
         if (!k->token) {
-            *err = host->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "k8s: cannot read the token file %s",
-                                   k->cfg.token_file);
+            eai_host_error_set(host, err, EAI_E_SANDBOX_UNAVAILABLE, "k8s: cannot read the token file %s",
+                               k->cfg.token_file);
             k8s_cfg_clear(&k->cfg);
             free(p);
             return NULL;
@@ -1090,7 +1083,7 @@ static void *k8s_create(const struct eai_host *host, const json_t *config, struc
     k->tenants_ready = json_object();
     k->probe_timer = evtimer_new(host->base, on_probe_timer, k);
     if (!k->tenants_ready || !k->probe_timer || k8s_token_start(k) < 0) {
-        *err = host->error_new(EAI_E_INTERNAL, 0, "k8s: out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "k8s: out of memory");
         k->closing = 1;
         k8s_unref(k);
         return NULL;

@@ -312,7 +312,7 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     }
     return 0;
 fail:
-    *err = h->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "k8s: %s", msg);
+    eai_host_error_set(h, err, EAI_E_SANDBOX_UNAVAILABLE, "k8s: %s", msg);
     k8s_cfg_clear(c);
     return -1;
 }

@@ -352,7 +352,7 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
         if (json_array_append_new(cmd, json_string(*a)) < 0)
             goto oom;
     if (!job->argv || !job->argv[0]) {
-        *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "empty command");
+        eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "empty command");
         goto fail;
     }
 
@@ -362,7 +362,7 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
     for (const char *const *e = job->env; e && *e; e++, ei++) {
         const char *eq = strchr(*e, '=');
         if (!eq || !env_name_ok(*e, (size_t)(eq - *e))) {
-            *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "environment variable name not accepted by Kubernetes");
+            eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "environment variable name not accepted by Kubernetes");
             goto fail;
         }
         char name[256], key[32];
@@ -389,7 +389,7 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
         const struct eai_iso_file *f = &job->files[i];
         if (!f->path || strncmp(f->path, "/tmp/", 5) != 0 || strstr(f->path, "/../") || strstr(f->path, "/./") ||
             f->path[strlen(f->path) - 1] == '/') {
-            *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "input file path must be a file under /tmp");
+            eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "input file path must be a file under /tmp");
             goto fail;
         }
         int dup = 0;
@@ -407,9 +407,9 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
                                                 "subPath", key, "readOnly", 1));
     }
     if (secret_bytes > K8S_SECRET_MAX - 4096) {
-        *err = h->error_new(EAI_E_LIMIT_EXCEEDED, 0,
-                            "stdin, files and env total %zu bytes; a Kubernetes Secret holds at most 1 MiB",
-                            secret_bytes);
+        eai_host_error_set(h, err, EAI_E_LIMIT_EXCEEDED,
+                           "stdin, files and env total %zu bytes; a Kubernetes Secret holds at most 1 MiB",
+                           secret_bytes);
         goto fail;
     }
 
@@ -488,7 +488,7 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
     *secret_data = data;
     return podobj;
 oom:
-    *err = h->error_new(EAI_E_INTERNAL, 0, "out of memory building the pod");
+    eai_host_error_set(h, err, EAI_E_INTERNAL, "out of memory building the pod");
 fail:
     json_decref(data);
     json_decref(env);

@@ -75,6 +75,10 @@ int eai_pg_cmd(struct eai_pg_tx *tx, const char *sql, int n, const char *const *
 
 struct eai_error *eai_pg_err(struct eai_pg *pg, enum eai_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An error return in one statement: "postgres: MSG" (libpq's trailing newline
+ * trimmed) into *err unless err is NULL or *err is set; returns -1. */
+int eai_pg_fail(struct eai_pg *pg, struct eai_error **err, enum eai_code code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /* Audit: append event (borrowed; a sealed copy is stored) for tenant inside
  * tx: per-tenant advisory lock, last hash, host->audit_seal, insert. */

@@ -13,11 +13,6 @@ static const char *eai_pg_jstr(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-static struct eai_error *eai_pg_oom(struct eai_pg *pg)
-{
-    return eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-}
-
 /* A body running one statement whose rows feed a callback. */
 struct eai_pg_simple_ctx {
     const char *sql;
@@ -66,8 +61,7 @@ static int eai_pg_build_tenant(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c
     if (!c->out || json_object_set_new(c->out, "id", eai_pg_cell_str(r, 0, 0)) < 0 ||
         json_object_set_new(c->out, "name", eai_pg_cell_str(r, 0, 1)) < 0 ||
         json_object_set_new(c->out, "created_at", eai_pg_cell_time(r, 0, 2)) < 0) {
-        *err = eai_pg_oom(tx->pg);
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -76,8 +70,7 @@ int eai_pg_tenant_create(void *self, const char *name, json_t **out, struct eai_
 {
     struct eai_pg *pg = self;
     if (!name || !*name) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "tenant name is empty");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "tenant name is empty");
     }
     char id[37];
     eai_pg_uuid_v4(id);
@@ -113,12 +106,10 @@ int eai_pg_key_create(void *self, const char *tenant, const char *key_id,
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(tenant)) {
-        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "unknown tenant");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_NOT_FOUND, "unknown tenant");
     }
     if (!key_id || !*key_id || !secret_hash_hex) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "key id and hash are required");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "key id and hash are required");
     }
     struct eai_pg_simple_ctx c = {
         .sql = "INSERT INTO eai.api_keys (tenant_id, key_id, secret_hash, name) VALUES ($1, $2, $3, $4)",
@@ -137,8 +128,7 @@ static int eai_pg_build_key(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, P
         json_object_set_new(c->out, "hash", eai_pg_cell_str(r, 0, 2)) < 0 ||
         json_object_set_new(c->out, "revoked", eai_pg_cell_bool(r, 0, 3)) < 0 ||
         json_object_set_new(c->out, "name", eai_pg_cell_str(r, 0, 4)) < 0) {
-        *err = eai_pg_oom(tx->pg);
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -162,8 +152,7 @@ static int eai_pg_build_found(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c,
                               struct eai_error **err)
 {
     if (PQntuples(r) != 1 || PQgetvalue(r, 0, 0)[0] != 't') {
-        *err = eai_pg_err(tx->pg, EAI_E_NOT_FOUND, "not found");
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_NOT_FOUND, "not found");
     }
     return 0;
 }
@@ -172,8 +161,7 @@ int eai_pg_key_revoke(void *self, const char *key_id, struct eai_error **err)
 {
     struct eai_pg *pg = self;
     if (!key_id) {
-        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "unknown key");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_NOT_FOUND, "unknown key");
     }
     struct eai_pg_simple_ctx c = {.sql = "SELECT eai.key_revoke($1)", .n = 1, .params = {key_id},
                                   .build = eai_pg_build_found};
@@ -187,8 +175,7 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
 {
     struct eai_pg *pg = tx->pg;
     if (!json_is_object(event)) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "audit event is not an object");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "audit event is not an object");
     }
     const char *p1[1] = {tenant};
     /* One writer per tenant chain at a time, until COMMIT. */
@@ -208,8 +195,7 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
     PQclear(r);
     json_t *ev = json_deep_copy(event);
     if (!ev) {
-        *err = eai_pg_oom(pg);
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     int bad = 0;
     char id[37];
@@ -230,8 +216,7 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
     json_object_del(ev, "hash");
     if (bad || pg->host->audit_seal(ev, prev[0] ? prev : NULL) < 0) {
         json_decref(ev);
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "cannot seal audit event");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "cannot seal audit event");
     }
     char *text = eai_pg_dump(ev);
     char seqs[24];
@@ -240,8 +225,7 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
     if (!text || !p[4] || !p[5]) {
         free(text);
         json_decref(ev);
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "cannot encode audit event");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "cannot encode audit event");
     }
     int rc = eai_pg_cmd(tx, "INSERT INTO eai.audit_events (id, tenant_id, seq, action, prev_hash,"
                             " hash, event) VALUES ($1, $2, $3, $4, $5, $6, $7::json)", 7, p, err);
@@ -265,8 +249,7 @@ int eai_pg_audit_append(void *self, const char *tenant, const json_t *event, str
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(tenant)) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "audit_append: bad tenant");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "audit_append: bad tenant");
     }
     struct eai_pg_audit_ctx c = {.tenant = tenant, .event = event};
     return eai_pg_run(pg, tenant, eai_pg_audit_body, &c, err) < 0 ? -1 : 0;
@@ -278,14 +261,12 @@ static int eai_pg_build_json_list(struct eai_pg_tx *tx, struct eai_pg_simple_ctx
 {
     c->out = json_array();
     if (!c->out) {
-        *err = eai_pg_oom(tx->pg);
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     for (int i = 0; i < PQntuples(r); i++) {
         json_t *v = eai_pg_cell_json(r, i, 0);
         if (!v || json_array_append_new(c->out, v) < 0) {
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "bad stored JSON or out of memory");
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "bad stored JSON or out of memory");
         }
     }
     return 0;
@@ -332,13 +313,11 @@ static int eai_pg_build_heads(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c,
             json_object_set_new(o, "tenant_id", eai_pg_cell_str(r, i, 0)) < 0 ||
             json_object_set_new(o, "seq", eai_pg_cell_int(r, i, 1)) < 0 ||
             json_object_set_new(o, "hash", eai_pg_cell_str(r, i, 2)) < 0) {
-            *err = eai_pg_oom(tx->pg);
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
         }
     }
     if (!c->out) {
-        *err = eai_pg_oom(tx->pg);
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -376,8 +355,7 @@ static int eai_pg_manifest_body(struct eai_pg_tx *tx, void *arg, struct eai_erro
         int n = PQntuples(r);
         PQclear(r);
         if (n == 0) {
-            *err = eai_pg_err(tx->pg, EAI_E_NOT_FOUND, "manifest not found");
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_NOT_FOUND, "manifest not found");
         }
         rc = 0;
     } else {
@@ -402,13 +380,11 @@ int eai_pg_manifest_put(void *self, const char *tenant, const char *kind, const 
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(tenant) || !kind || !name || !doc) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "manifest_put: bad arguments");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "manifest_put: bad arguments");
     }
     char *text = eai_pg_dump(doc);
     if (!text) {
-        *err = eai_pg_oom(pg);
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     struct eai_pg_manifest_ctx c = {.tenant = tenant, .kind = kind, .name = name, .doc_text = text,
                                     .audit = audit};
@@ -422,8 +398,7 @@ int eai_pg_manifest_delete(void *self, const char *tenant, const char *kind, con
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(tenant) || !kind || !name) {
-        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "manifest not found");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_NOT_FOUND, "manifest not found");
     }
     struct eai_pg_manifest_ctx c = {.tenant = tenant, .kind = kind, .name = name, .audit = audit,
                                     .delete = 1};
@@ -437,8 +412,7 @@ static int eai_pg_build_first_json(struct eai_pg_tx *tx, struct eai_pg_simple_ct
         return 0;
     c->out = eai_pg_cell_json(r, 0, 0);
     if (!c->out) {
-        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "bad stored JSON");
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "bad stored JSON");
     }
     return 0;
 }
@@ -466,8 +440,7 @@ int eai_pg_outbox_insert_tx(struct eai_pg_tx *tx, const char *tenant, const char
 {
     char *text = eai_pg_dump(event);
     if (!text) {
-        *err = eai_pg_oom(tx->pg);
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     const char *p[3] = {tenant, exec_uuid, text};
     int rc = eai_pg_cmd(tx, "INSERT INTO eai.usage_outbox (tenant_id, execution_id, event)"
@@ -487,13 +460,11 @@ static int eai_pg_build_outbox(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c
             json_object_set_new(o, "tenant_id", eai_pg_cell_str(r, i, 1)) < 0 ||
             json_object_set_new(o, "event", eai_pg_cell_json(r, i, 2)) < 0 ||
             json_object_set_new(o, "attempts", eai_pg_cell_int(r, i, 3)) < 0) {
-            *err = eai_pg_oom(tx->pg);
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
         }
     }
     if (!c->out) {
-        *err = eai_pg_oom(tx->pg);
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -515,8 +486,7 @@ int eai_pg_outbox_ack(void *self, const char *id, int delivered, struct eai_erro
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(id)) {
-        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "unknown outbox row");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_NOT_FOUND, "unknown outbox row");
     }
     struct eai_pg_simple_ctx c = {.sql = "SELECT eai.outbox_ack($1, $2::boolean)", .n = 2,
                                   .params = {id, delivered ? "true" : "false"}};
@@ -547,8 +517,7 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(tenant) || !json_is_object(event)) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "ledger_insert: bad arguments");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "ledger_insert: bad arguments");
     }
     char gen[37], now[32];
     const char *eid = eai_pg_jstr(event, "id");
@@ -564,8 +533,7 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
     when = now;
     char *text = eai_pg_dump(event);
     if (!text) {
-        *err = eai_pg_oom(pg);
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     struct eai_pg_simple_ctx c = {
         .sql = "INSERT INTO eai.usage_ledger (tenant_id, event_id, project_id, run_id, occurred_at, event)"
@@ -598,15 +566,13 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
     int64_t v;
     if (from) {
         if (eai_pg_parse_rfc3339(from, &v) < 0) {
-            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "from: not an RFC 3339 time");
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "from: not an RFC 3339 time");
         }
         from_p = eai_pg_i64(v, from_ms);
     }
     if (to) {
         if (eai_pg_parse_rfc3339(to, &v) < 0) {
-            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "to: not an RFC 3339 time");
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "to: not an RFC 3339 time");
         }
         to_p = eai_pg_i64(v, to_ms);
     }
@@ -653,8 +619,7 @@ int eai_pg_kv_get(void *self, const char *key, char **value, struct eai_error **
         *value = strdup(json_string_value(c.out));
         json_decref(c.out);
         if (!*value) {
-            *err = eai_pg_oom(pg);
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
         }
     }
     return 0;
@@ -664,8 +629,7 @@ int eai_pg_kv_set(void *self, const char *key, const char *value, struct eai_err
 {
     struct eai_pg *pg = self;
     if (!key || !value) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "kv_set: key and value are required");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "kv_set: key and value are required");
     }
     struct eai_pg_simple_ctx c = {
         .sql = "INSERT INTO eai.kv (tenant_id, key, value) VALUES ($1, $2, $3)"

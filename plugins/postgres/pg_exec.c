@@ -103,7 +103,7 @@ static json_t *eai_pg_exec_rows(struct eai_pg *pg, const PGresult *r, struct eai
     return arr;
 oom:
     json_decref(arr);
-    *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory building rows");
+    eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory building rows");
     return NULL;
 }
 
@@ -151,8 +151,7 @@ static int eai_pg_exec_create_body(struct eai_pg_tx *tx, void *arg, struct eai_e
                 c->existing = eai_pg_exec_row(r, 0);
                 PQclear(r);
                 if (!c->existing) {
-                    *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-                    return -1;
+                    return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
                 }
                 return EAI_STORE_EXISTS;
             }
@@ -179,15 +178,13 @@ int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const
 {
     struct eai_pg *pg = self;
     if (!eai_pg_uuid_valid(tenant) || !json_is_object(exec)) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "exec_create: bad tenant or record");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "exec_create: bad tenant or record");
     }
     struct eai_pg_create_ctx c = {.tenant = tenant, .exec = exec, .audit = audit};
     const char *id = eai_pg_jstr(exec, "id");
     if (id) {
         if (eai_pg_exec_uuid(id, c.uuid) < 0) {
-            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "exec_create: malformed id");
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "exec_create: malformed id");
         }
     } else {
         eai_pg_uuid_v4(c.uuid);
@@ -204,21 +201,18 @@ int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const
     c.created = cs;
     json_t *doc = json_deep_copy(exec);
     if (!doc) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     for (int i = 0; eai_pg_column_keys[i]; i++)
         json_object_del(doc, eai_pg_column_keys[i]);
     if (json_object_set_new(doc, "created_at", json_string(cs)) < 0) {
         json_decref(doc);
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     char *text = eai_pg_dump(doc);
     json_decref(doc);
     if (!text) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     c.doc_text = text;
     int rc = eai_pg_run(pg, tenant, eai_pg_exec_create_body, &c, err);
@@ -257,8 +251,7 @@ static int eai_pg_read_body(struct eai_pg_tx *tx, void *arg, struct eai_error **
             c->out = eai_pg_exec_row(r, 0);
             if (!c->out) {
                 PQclear(r);
-                *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-                return -1;
+                return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
             }
         }
     } else {
@@ -367,8 +360,7 @@ int eai_pg_exec_claim_excluding(void *self, const char *owner, int64_t lease_ms,
     size_t n = json_array_size(exclude);
     char *arr = malloc(n * 40 + 3);
     if (!arr) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     char *p = arr;
     *p++ = '{';
@@ -432,8 +424,7 @@ static int eai_pg_renew_body(struct eai_pg_tx *tx, void *arg, struct eai_error *
     }
     PQclear(r);
     if (!arr) {
-        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     c->out = arr;
     return 0;
@@ -509,8 +500,7 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
     struct eai_pg *pg = tx->pg;
     const char *status = eai_pg_jstr(patch, "status");
     if (!eai_pg_status_valid(status) || !eai_pg_is_terminal(status)) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "terminal patch without a terminal status");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "terminal patch without a terminal status");
     }
     int64_t now = eai_pg_now_ms();
     const char *started = eai_pg_jstr(patch, "started_at");
@@ -547,8 +537,7 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         bad |= json_object_set_new(doc, "files", list);
     }
     if (bad) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     size_t i;
     json_t *f;
@@ -556,14 +545,12 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         const char *path = eai_pg_jstr(f, "path");
         const char *b64 = eai_pg_jstr(f, "content_b64");
         if (!path) {
-            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "collected file without a path");
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "collected file without a path");
         }
         size_t len = 0;
         unsigned char *data = eai_pg_b64_decode(b64 ? b64 : "", &len);
         if (!data) {
-            *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "collected file %s: bad base64", path);
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "collected file %s: bad base64", path);
         }
         char size[24];
         const json_t *sz = json_object_get(f, "size");
@@ -582,8 +569,7 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
     }
     char *text = eai_pg_dump(doc);
     if (!text) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     char nows[24];
     const char *p[6] = {uuid, status, text, finished, started, eai_pg_i64(now, nows)};
@@ -619,8 +605,7 @@ static int eai_pg_finish_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
         return -1;
     if (PQntuples(r) == 0) {
         PQclear(r);
-        *err = eai_pg_err(tx->pg, EAI_E_NOT_FOUND, "execution not found");
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_NOT_FOUND, "execution not found");
     }
     if (eai_pg_is_terminal(PQgetvalue(r, 0, COL_STATUS))) {
         PQclear(r);
@@ -630,8 +615,7 @@ static int eai_pg_finish_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
     PQclear(r);
     if (!json_is_object(doc)) {
         json_decref(doc);
-        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "stored execution document is not an object");
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "stored execution document is not an object");
     }
     int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, doc, c->patch, c->files, err);
     json_decref(doc);
@@ -653,12 +637,10 @@ int eai_pg_exec_finish(void *self, const char *tenant, const char *id, const jso
     struct eai_pg_term_ctx c = {.tenant = tenant, .patch = patch, .files = files,
                                 .usage = usage_event, .audit = audit};
     if (!eai_pg_uuid_valid(tenant) || eai_pg_exec_uuid(id, c.uuid) < 0) {
-        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "execution not found");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_NOT_FOUND, "execution not found");
     }
     if (!json_is_object(patch)) {
-        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "exec_finish: patch is not an object");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "exec_finish: patch is not an object");
     }
     return eai_pg_run(pg, tenant, eai_pg_finish_body, &c, err);
 }
@@ -681,8 +663,7 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
         c->out = eai_pg_exec_row(r, 0);
         PQclear(r);
         if (!c->out) {
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
         }
         return 0;
     }
@@ -699,8 +680,7 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
         PQclear(r);
         if (!json_is_object(doc)) {
             json_decref(doc);
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "stored execution document is not an object");
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "stored execution document is not an object");
         }
         int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, doc, c->patch, NULL, err);
         json_decref(doc);
@@ -715,8 +695,7 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
     c->out = PQntuples(r) ? eai_pg_exec_row(r, 0) : NULL;
     PQclear(r);
     if (!c->out) {
-        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
     return 0;
 }
@@ -761,8 +740,7 @@ static int eai_pg_file_body(struct eai_pg_tx *tx, void *arg, struct eai_error **
         unsigned char *raw = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 0), &n);
         if (!raw) {
             PQclear(r);
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
         }
         c->data = malloc(n ? n : 1);
         if (c->data)
@@ -770,8 +748,7 @@ static int eai_pg_file_body(struct eai_pg_tx *tx, void *arg, struct eai_error **
         PQfreemem(raw);
         if (!c->data) {
             PQclear(r);
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
         }
         c->len = n;
     }

@@ -22,18 +22,35 @@
 #define EAI_PG_BACKOFF_MAX_MS 5000
 #define EAI_PG_ACQUIRE_WAIT_MS 15000
 
+static void eai_pg_vmsg(char *msg, size_t size, const char *fmt, va_list ap)
+{
+    vsnprintf(msg, size, fmt, ap);
+    /* Trim libpq's trailing newline. */
+    size_t n = strlen(msg);
+    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+        msg[--n] = '\0';
+}
+
 struct eai_error *eai_pg_err(struct eai_pg *pg, enum eai_code code, const char *fmt, ...)
 {
     char msg[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    eai_pg_vmsg(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    /* Trim libpq's trailing newline. */
-    size_t n = strlen(msg);
-    while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-        msg[--n] = '\0';
     return pg->host->error_new(code, 0, "postgres: %s", msg);
+}
+
+int eai_pg_fail(struct eai_pg *pg, struct eai_error **err, enum eai_code code, const char *fmt, ...)
+{
+    if (!err || *err)
+        return -1;
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    eai_pg_vmsg(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return eai_host_error_set(pg->host, err, code, "postgres: %s", msg);
 }
 
 static void eai_pg_notice(void *arg, const char *message)
@@ -46,14 +63,12 @@ int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err)
 {
     pg->conns = calloc((size_t)pg->pool_size, sizeof(*pg->conns));
     if (!pg->conns) {
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     if (pthread_mutex_init(&pg->mu, NULL) != 0) {
         free(pg->conns);
         pg->conns = NULL;
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "pthread_mutex_init failed");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "pthread_mutex_init failed");
     }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -64,8 +79,7 @@ int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err)
         pthread_mutex_destroy(&pg->mu);
         free(pg->conns);
         pg->conns = NULL;
-        *err = eai_pg_err(pg, EAI_E_INTERNAL, "pthread_cond_init failed");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "pthread_cond_init failed");
     }
     return 0;
 }
@@ -92,11 +106,11 @@ static PGconn *eai_pg_connect(struct eai_pg *pg, struct eai_error **err)
     const char *vals[] = {pg->url, ct, "eaid", "1", "30", "10", "3", NULL};
     PGconn *c = PQconnectdbParams(keys, vals, 1);
     if (!c) {
-        *err = eai_pg_err(pg, EAI_E_STORAGE_UNAVAILABLE, "out of memory connecting");
+        eai_pg_fail(pg, err, EAI_E_STORAGE_UNAVAILABLE, "out of memory connecting");
         return NULL;
     }
     if (PQstatus(c) != CONNECTION_OK) {
-        *err = eai_pg_err(pg, EAI_E_STORAGE_UNAVAILABLE, "cannot connect: %s", PQerrorMessage(c));
+        eai_pg_fail(pg, err, EAI_E_STORAGE_UNAVAILABLE, "cannot connect: %s", PQerrorMessage(c));
         PQfinish(c);
         return NULL;
     }
@@ -109,7 +123,7 @@ static PGconn *eai_pg_connect(struct eai_pg *pg, struct eai_error **err)
              pg->statement_timeout_ms, pg->statement_timeout_ms);
     PGresult *r = PQexec(c, setup);
     if (!r || PQresultStatus(r) != PGRES_COMMAND_OK) {
-        *err = eai_pg_err(pg, EAI_E_STORAGE_UNAVAILABLE, "session setup failed: %s", PQerrorMessage(c));
+        eai_pg_fail(pg, err, EAI_E_STORAGE_UNAVAILABLE, "session setup failed: %s", PQerrorMessage(c));
         PQclear(r);
         PQfinish(c);
         return NULL;
@@ -154,9 +168,8 @@ static int eai_pg_acquire(struct eai_pg *pg, struct eai_error **err)
             break;
         if (eai_pg_deadline_wait(pg, deadline) < 0) {
             pthread_mutex_unlock(&pg->mu);
-            *err = eai_pg_err(pg, EAI_E_STORAGE_UNAVAILABLE, "connection pool exhausted (%d busy)",
-                              pg->pool_size);
-            return -1;
+            return eai_pg_fail(pg, err, EAI_E_STORAGE_UNAVAILABLE, "connection pool exhausted (%d busy)",
+                               pg->pool_size);
         }
     }
     pg->conns[slot].busy = 1;
@@ -173,8 +186,7 @@ static int eai_pg_acquire(struct eai_pg *pg, struct eai_error **err)
         pg->conns[slot].busy = 0;
         pthread_cond_signal(&pg->cv);
         pthread_mutex_unlock(&pg->mu);
-        *err = eai_pg_err(pg, EAI_E_STORAGE_UNAVAILABLE, "database unreachable (retrying)");
-        return -1;
+        return eai_pg_fail(pg, err, EAI_E_STORAGE_UNAVAILABLE, "database unreachable (retrying)");
     }
     pthread_mutex_unlock(&pg->mu);
 
@@ -344,8 +356,7 @@ int eai_pg_run(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void 
         eai_pg_release(pg, slot, lost);
         if (rc >= 0)
             return rc;
-        if (!e)
-            e = eai_pg_err(pg, EAI_E_INTERNAL, "operation failed");
+        eai_pg_fail(pg, &e, EAI_E_INTERNAL, "operation failed"); /* unless the body said why */
         /* A connection that died before COMMIT was sent: the transaction
          * rolled back for sure, so one retry on a fresh connection is safe
          * (typical after a database restart: every pooled connection is

@@ -36,8 +36,8 @@ static int eai_pg_script(struct eai_pg_tx *tx, const char *sql, struct eai_error
     const char *msg = r ? PQresultErrorMessage(r) : PQerrorMessage(tx->conn);
     if (PQstatus(tx->conn) != CONNECTION_OK)
         tx->conn_lost = 1;
-    *err = eai_pg_err(tx->pg, tx->conn_lost ? EAI_E_STORAGE_UNAVAILABLE : EAI_E_INTERNAL, "[%s] %s",
-                      st ? st : "?", msg ? msg : "");
+    eai_pg_fail(tx->pg, err, tx->conn_lost ? EAI_E_STORAGE_UNAVAILABLE : EAI_E_INTERNAL, "[%s] %s",
+                st ? st : "?", msg ? msg : "");
     PQclear(r);
     return -1;
 }
@@ -78,10 +78,9 @@ static int eai_pg_migrate_body(struct eai_pg_tx *tx, void *arg, struct eai_error
         snprintf(sum, sizeof(sum), "%s", PQgetvalue(r, 0, 1));
         if (done && strcmp(PQgetvalue(r, 0, 0), sum) != 0) {
             PQclear(r);
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL,
-                              "migration %s was changed after it was applied (forward only: add a new file)",
-                              m->name);
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL,
+                               "migration %s was changed after it was applied (forward only: add a new file)",
+                               m->name);
         }
         PQclear(r);
         if (done)
@@ -90,8 +89,7 @@ static int eai_pg_migrate_body(struct eai_pg_tx *tx, void *arg, struct eai_error
             char msg[512];
             snprintf(msg, sizeof(msg), "%s", (*err)->message);
             tx->pg->host->error_free(*err);
-            *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "applying %s: %s", m->name, msg);
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "applying %s: %s", m->name, msg);
         }
         const char *ip[3] = {ver, m->name, sum};
         if (eai_pg_cmd(tx, "INSERT INTO eai.schema_migrations (version, name, checksum)"
@@ -107,9 +105,8 @@ static int eai_pg_migrate_body(struct eai_pg_tx *tx, void *arg, struct eai_error
         int exists = PQntuples(r) == 1;
         PQclear(r);
         if (!exists) {
-            *err = eai_pg_err(tx->pg, EAI_E_NOT_FOUND, "application role '%s' does not exist",
-                              c->app_role);
-            return -1;
+            return eai_pg_fail(tx->pg, err, EAI_E_NOT_FOUND, "application role '%s' does not exist",
+                               c->app_role);
         }
         if (eai_pg_cmd(tx, "SELECT eai.grant_app_role($1)", 1, p, err) < 0)
             return -1;
@@ -161,13 +158,13 @@ static void *eai_pg_create(const struct eai_host *host, const json_t *config, st
 {
     const char *url = json_string_value(json_object_get(config, "url"));
     if (!url || (strncmp(url, "postgres://", 11) != 0 && strncmp(url, "postgresql://", 13) != 0)) {
-        *err = host->error_new(EAI_E_INTERNAL, 0,
-                               "postgres: config key 'url' must be a postgres:// or postgresql:// URL");
+        eai_host_error_set(host, err, EAI_E_INTERNAL,
+                           "postgres: config key 'url' must be a postgres:// or postgresql:// URL");
         return NULL;
     }
     struct eai_pg *pg = calloc(1, sizeof(*pg));
     if (!pg) {
-        *err = host->error_new(EAI_E_INTERNAL, 0, "postgres: out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "postgres: out of memory");
         return NULL;
     }
     pg->host = host;
@@ -177,7 +174,7 @@ static void *eai_pg_create(const struct eai_host *host, const json_t *config, st
     pg->connect_timeout_s = eai_pg_cfg_int(config, "connect_timeout_s", 5, 2, 300);
     if (!pg->url) {
         free(pg);
-        *err = host->error_new(EAI_E_INTERNAL, 0, "postgres: out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "postgres: out of memory");
         return NULL;
     }
     if (eai_pg_pool_init(pg, err) < 0) {
