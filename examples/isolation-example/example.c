@@ -33,7 +33,7 @@ static void *example_create(const struct eai_host *host, const json_t *config, s
     }
     struct example *ex = calloc(1, sizeof(*ex));
     if (!ex) {
-        *err = host->error_new(EAI_E_INTERNAL, 0, "example: out of memory");
+        eai_host_error_set(host, err, EAI_E_INTERNAL, "example: out of memory");
         return NULL;
     }
     ex->host = host;
@@ -69,8 +69,7 @@ static int example_start(void *self, const struct eai_iso_job *job, const struct
     /* A real backend: create the sandbox for job->argv with job's limits,
      * return a handle, then call cb->on_started, cb->on_output for each
      * chunk and cb->on_exit exactly once, all on the loop thread. */
-    *err = ex->host->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "example backend cannot run %s", job->id);
-    return -1;
+    return eai_host_error_set(ex->host, err, EAI_E_SANDBOX_UNAVAILABLE, "example backend cannot run %s", job->id);
 }
 
 static void example_cancel(void *self, void *handle)

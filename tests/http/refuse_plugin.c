@@ -30,9 +30,7 @@ static int refuse_start(void *self, const struct eai_iso_job *job, const struct 
                         void *cb_arg, void **handle, struct eai_error **err)
 {
     const struct eai_host *host = self;
-    if (err)
-        *err = host->error_new(EAI_E_SANDBOX_FAILED, 0, "test double: refuses to run anything");
-    return -1;
+    return eai_host_error_set(host, err, EAI_E_SANDBOX_FAILED, "test double: refuses to run anything");
 }
 
 static void refuse_cancel(void *self, void *handle) {}

@@ -112,7 +112,11 @@ static void test_failing_create(void)
     CU_ASSERT_PTR_NULL(self);
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
     CU_ASSERT_EQUAL(err->code, EAI_E_SANDBOX_UNAVAILABLE);
+    /* made by eai_host_error_set, the header-only helper, inside the .so */
+    CU_ASSERT_STRING_EQUAL(err->message, "fixture: create refused on purpose");
     eai_error_free(err);
+    err = NULL;
+    CU_ASSERT_PTR_NULL(d->create(h, NULL, NULL)); /* a NULL err is safe */
     eai_host_free(h);
 }
 
