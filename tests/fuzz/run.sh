@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Run every libFuzzer target of a build tree for a bounded time.
-#   tests/fuzz/run.sh <build-dir> [seconds per target, default 15] [target ...]
+# Run every libFuzzer target of a build tree for a bounded time, or for a
+# bounded number of runs.
+#   tests/fuzz/run.sh [--runs N] <build-dir> [seconds per target, default 15] [target ...]
+# With --runs N each target stops after N inputs (libFuzzer -runs=N), or at the
+# time bound if that comes first: give a large one for long runs, e.g.
+#   tests/fuzz/run.sh --runs 10000000 build-fuzz 86400
 # Each target starts from its committed seed corpus (tests/fuzz/corpus/<t>),
 # copied to a scratch directory so runs never grow the committed seeds.
 # Two targets at a time.  Crash/leak/timeout inputs are kept under
 # <build-dir>/fuzz/artifacts/<t>/; the script exits 1 when any target failed.
 set -u
+runs=()
+if [[ ${1:-} == --runs ]]; then
+    [[ ${2:-} =~ ^[0-9]+$ ]] || { echo "run.sh: --runs needs a number" >&2; exit 2; }
+    runs=(-runs="$2")
+    shift 2
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: run.sh <build-dir> [seconds] [target ...]}
 secs=${2:-15}
@@ -32,7 +42,7 @@ run_one() {
     local t=$1 corpus="$scratch/$1" art="$build/fuzz/artifacts/$1"
     mkdir -p "$corpus" "$art"
     [[ -d $here/corpus/$t ]] && cp -r "$here/corpus/$t/." "$corpus/"
-    "$bin/fuzz_$t" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+    "$bin/fuzz_$t" -max_total_time="$secs" "${runs[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
         -print_final_stats=1 -artifact_prefix="$art/" "$corpus" >"$scratch/$t.log" 2>&1
     local rc=$?
     local execs
