@@ -13,7 +13,7 @@ command -v node >/dev/null 2>&1 || node_pkgs+=(nodejs)
 command -v npm >/dev/null 2>&1 || node_pkgs+=(npm)
 apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
     postgresql-15 \
-    containerd runc busybox-static python3 openssl sqlite3 json-schema-test-suite \
+    containerd runc busybox-static python3 openssl sqlite3 json-schema-test-suite nftables iproute2 \
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev \
     "${node_pkgs[@]}"
 build_all

@@ -1,0 +1,896 @@
+/* Egress engine: DNS responder and gateway on the loop (egress.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/dns.h>
+#include <event2/dns_struct.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+#include <event2/util.h>
+
+#include "base/errors.h"
+#include "base/util.h"
+#include "net/egress.h"
+
+#define SYNTH_MAX 1024               /* names one grant can resolve */
+#define SPLICE_HIGH (1024 * 1024)    /* pause the other side above this many queued bytes */
+#define SNIFF_MAX (16384 + 2048 + 5) /* a ClientHello record, or an HTTP head */
+
+struct synth {
+    char name[EAI_EGRESS_NAME_MAX + 1];
+};
+
+struct gw_conn;
+
+struct eai_egress_grant {
+    struct eai_egress *eg;
+    struct eai_egress_grant *next, *prev;
+    char exec_id[64];
+    uint32_t ip;                     /* the sandbox's address, network order */
+    struct eai_egress_rule *rules;
+    size_t nrules;
+    struct synth *synth;
+    size_t nsynth;
+    json_t *log;
+    size_t dropped;
+    int open, total;
+    int64_t bytes_out, bytes_in;
+    struct gw_conn *conns;
+};
+
+struct eai_egress {
+    struct event_base *base;
+    struct eai_egress_config cfg;
+    evutil_socket_t dns_fd;
+    struct evdns_server_port *dns;
+    struct evconnlistener *listener;
+    struct evdns_base *resolver;
+    uint32_t synth_net;              /* host order */
+    int synth_prefix;
+    uint16_t dns_port, gw_port;
+    struct eai_egress_grant *grants;
+    eai_egress_decision_fn on_decision;
+    void *arg;
+};
+
+enum conn_state { C_SNIFF = 0, C_RESOLVE, C_CONNECT, C_SPLICE };
+
+struct gw_conn {
+    struct eai_egress_grant *g;
+    struct gw_conn *next, *prev;
+    enum conn_state state;
+    struct bufferevent *cli, *srv;
+    struct event *timer;             /* sniff deadline, then idle check */
+    struct evdns_getaddrinfo_request *gai;
+    char name[EAI_EGRESS_NAME_MAX + 1]; /* "" for an address entry */
+    uint32_t dst;                    /* original destination, network order */
+    uint16_t port;
+    char address[INET_ADDRSTRLEN];   /* what we connect to */
+    json_t *entry;                   /* its log entry (own reference) */
+    int64_t last_ms;
+    int cli_eof, srv_eof;            /* that side sent FIN */
+    int cli_shut, srv_shut;          /* we sent FIN to that side */
+};
+
+/* ---------------------------------------------------------------- log */
+
+static json_t *log_entry(struct eai_egress_grant *g, const char *kind, const char *name, unsigned port,
+                         const char *decision, const char *reason)
+{
+    char when[32];
+    eai_time_rfc3339(eai_now_ms(), when);
+    json_t *e = json_pack("{s:s, s:s, s:s, s:s}", "time", when, "kind", kind, "decision", decision,
+                          "name", name ? name : "");
+    if (!e)
+        return NULL;
+    if (port)
+        json_object_set_new(e, "port", json_integer(port));
+    if (reason)
+        json_object_set_new(e, "reason", json_string(reason));
+    return e;
+}
+
+/* Keep e in the grant's bounded log and tell the hook.  e stays the
+ * caller's reference. */
+static void log_commit(struct eai_egress_grant *g, json_t *e)
+{
+    if (!e)
+        return;
+    if (json_array_size(g->log) < g->eg->cfg.log_max)
+        json_array_append(g->log, e);
+    else
+        g->dropped++;
+    if (g->eg->on_decision)
+        g->eg->on_decision(g->eg->arg, g->exec_id, e);
+}
+
+static struct eai_egress_grant *grant_by_ip(struct eai_egress *eg, uint32_t ip)
+{
+    for (struct eai_egress_grant *g = eg->grants; g; g = g->next)
+        if (g->ip == ip)
+            return g;
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- DNS */
+
+static uint32_t synth_addr(const struct eai_egress *eg, size_t idx)
+{
+    return htonl(eg->synth_net + 1 + (uint32_t)idx);
+}
+
+static size_t synth_cap(const struct eai_egress *eg)
+{
+    uint64_t size = 1ull << (32 - eg->synth_prefix);
+    return size > SYNTH_MAX + 2 ? SYNTH_MAX : (size_t)(size - 2);
+}
+
+/* The synthetic address of name in g (added when new); 0 when full. */
+static uint32_t synth_for(struct eai_egress_grant *g, const char *name)
+{
+    for (size_t i = 0; i < g->nsynth; i++)
+        if (strcmp(g->synth[i].name, name) == 0)
+            return synth_addr(g->eg, i);
+    if (g->nsynth >= synth_cap(g->eg))
+        return 0;
+    struct synth *s = realloc(g->synth, (g->nsynth + 1) * sizeof(*s));
+    if (!s)
+        return 0;
+    g->synth = s;
+    snprintf(s[g->nsynth].name, sizeof(s[g->nsynth].name), "%s", name);
+    return synth_addr(g->eg, g->nsynth++);
+}
+
+static const char *qtype_name(int t)
+{
+    switch (t) {
+    case EVDNS_TYPE_A: return "A";
+    case EVDNS_TYPE_AAAA: return "AAAA";
+    case EVDNS_TYPE_CNAME: return "CNAME";
+    case EVDNS_TYPE_MX: return "MX";
+    case EVDNS_TYPE_TXT: return "TXT";
+    case EVDNS_TYPE_PTR: return "PTR";
+    case EVDNS_TYPE_NS: return "NS";
+    default: return "other";
+    }
+}
+
+static void dns_cb(struct evdns_server_request *req, void *arg)
+{
+    struct eai_egress *eg = arg;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof(ss));
+    if (evdns_server_request_get_requesting_addr(req, (struct sockaddr *)&ss, sizeof(ss)) < 0 ||
+        ss.ss_family != AF_INET) {
+        evdns_server_request_respond(req, DNS_ERR_REFUSED);
+        return;
+    }
+    struct eai_egress_grant *g = grant_by_ip(eg, ((struct sockaddr_in *)&ss)->sin_addr.s_addr);
+    if (!g) {
+        evdns_server_request_respond(req, DNS_ERR_REFUSED); /* not a sandbox of ours */
+        return;
+    }
+    if (req->nquestions != 1 || req->questions[0]->dns_question_class != EVDNS_CLASS_INET) {
+        json_t *e = log_entry(g, "dns", "", 0, "refused", "bad_query");
+        log_commit(g, e);
+        json_decref(e);
+        evdns_server_request_respond(req, DNS_ERR_REFUSED);
+        return;
+    }
+    const struct evdns_server_question *q = req->questions[0];
+    char name[EAI_EGRESS_NAME_MAX + 1];
+    const char *reason = NULL;
+    if (eai_egress_name_normalize(q->name, strlen(q->name), name, sizeof(name)) < 0) {
+        name[0] = '\0';
+        reason = "bad_name";
+    } else if (eai_egress_name_match(g->rules, g->nrules, name, 0) < 0) {
+        reason = "not_allowed";
+    }
+    json_t *e = log_entry(g, "dns", name, 0, reason ? "refused" : "allowed", reason);
+    if (e)
+        json_object_set_new(e, "qtype", json_string(qtype_name(q->type)));
+    int rcode = DNS_ERR_NONE;
+    if (reason) {
+        rcode = DNS_ERR_NOTEXIST; /* NXDOMAIN, never asked upstream */
+    } else if (q->type == EVDNS_TYPE_A) {
+        uint32_t a = synth_for(g, name);
+        if (!a) {
+            rcode = DNS_ERR_SERVERFAILED;
+            json_object_set_new(e, "decision", json_string("refused"));
+            json_object_set_new(e, "reason", json_string("name_cap"));
+        } else {
+            char txt[INET_ADDRSTRLEN];
+            inet_ntop(AF_INET, &a, txt, sizeof(txt));
+            json_object_set_new(e, "address", json_string(txt));
+            evdns_server_request_add_a_reply(req, q->name, 1, &a, 5);
+        }
+    }
+    /* AAAA and the rest of an allowed name: NOERROR without records, so a
+     * client falls back to the A answer. */
+    log_commit(g, e);
+    json_decref(e);
+    evdns_server_request_respond(req, rcode);
+}
+
+/* ---------------------------------------------------------------- gateway */
+
+static void rst_fd(evutil_socket_t fd)
+{
+    struct linger l = {1, 0}; /* close with RST: a refusal never looks open */
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+    close(fd);
+}
+
+static void conn_free(struct gw_conn *c, const char *end, int rst)
+{
+    struct eai_egress_grant *g = c->g;
+    if (c->gai) {
+        struct evdns_getaddrinfo_request *r = c->gai;
+        c->gai = NULL;
+        evdns_getaddrinfo_cancel(r); /* its callback sees EVUTIL_EAI_CANCEL */
+    }
+    if (c->timer)
+        event_free(c->timer);
+    if (c->cli) {
+        if (rst) {
+            struct linger l = {1, 0};
+            setsockopt(bufferevent_getfd(c->cli), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
+        }
+        bufferevent_free(c->cli);
+    }
+    if (c->srv)
+        bufferevent_free(c->srv);
+    if (c->entry) {
+        if (c->state == C_SPLICE)
+            json_object_set_new(c->entry, "end", json_string(end));
+        json_decref(c->entry);
+    }
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        g->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    g->open--;
+    free(c);
+}
+
+/* A refusal after accept: logged, then RST. */
+static void conn_refuse(struct gw_conn *c, const char *reason)
+{
+    json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", reason);
+    if (e && c->address[0])
+        json_object_set_new(e, "address", json_string(c->address));
+    log_commit(c->g, e);
+    json_decref(e);
+    conn_free(c, reason, 1);
+}
+
+static int cap_exceeded(struct gw_conn *c)
+{
+    struct eai_egress_grant *g = c->g;
+    return g->eg->cfg.max_bytes > 0 && g->bytes_out + g->bytes_in > g->eg->cfg.max_bytes;
+}
+
+/* Move what one side sent to the other; pause the reader when the writer
+ * has SPLICE_HIGH bytes queued (its write callback resumes it). */
+static void pump(struct gw_conn *c, struct bufferevent *from, struct bufferevent *to, int out)
+{
+    struct evbuffer *in = bufferevent_get_input(from);
+    size_t n = evbuffer_get_length(in);
+    if (n == 0)
+        return;
+    evbuffer_add_buffer(bufferevent_get_output(to), in);
+    c->last_ms = eai_now_ms();
+    if (out) {
+        c->g->bytes_out += (int64_t)n;
+    } else {
+        c->g->bytes_in += (int64_t)n;
+    }
+    json_t *k = json_object_get(c->entry, out ? "bytes_out" : "bytes_in");
+    json_object_set_new(c->entry, out ? "bytes_out" : "bytes_in",
+                        json_integer((k ? json_integer_value(k) : 0) + (json_int_t)n));
+    if (evbuffer_get_length(bufferevent_get_output(to)) >= SPLICE_HIGH)
+        bufferevent_disable(from, EV_READ);
+}
+
+static void conn_end(struct gw_conn *c, const char *end)
+{
+    conn_free(c, end, 0);
+}
+
+static void cli_read(struct bufferevent *bev, void *arg)
+{
+    struct gw_conn *c = arg;
+    pump(c, bev, c->srv, 1);
+    if (cap_exceeded(c))
+        conn_end(c, "byte_cap");
+}
+
+static void srv_read(struct bufferevent *bev, void *arg)
+{
+    struct gw_conn *c = arg;
+    pump(c, bev, c->cli, 0);
+    if (cap_exceeded(c))
+        conn_end(c, "byte_cap");
+}
+
+/* Pass a half close on once the side has written everything the other sent,
+ * and end when both sides closed and both outputs are empty.  1: ended. */
+static int try_finish(struct gw_conn *c)
+{
+    size_t cli_left = evbuffer_get_length(bufferevent_get_output(c->cli));
+    size_t srv_left = evbuffer_get_length(bufferevent_get_output(c->srv));
+    if (c->cli_eof && !c->srv_shut && srv_left == 0) {
+        shutdown(bufferevent_getfd(c->srv), SHUT_WR);
+        c->srv_shut = 1;
+    }
+    if (c->srv_eof && !c->cli_shut && cli_left == 0) {
+        shutdown(bufferevent_getfd(c->cli), SHUT_WR);
+        c->cli_shut = 1;
+    }
+    if (c->cli_eof && c->srv_eof && cli_left == 0 && srv_left == 0) {
+        conn_end(c, "closed");
+        return 1;
+    }
+    return 0;
+}
+
+/* A side's output drained: resume the other side's reading, or finish. */
+static void side_write(struct gw_conn *c, struct bufferevent *other, int other_eof)
+{
+    if (try_finish(c))
+        return;
+    if (!other_eof)
+        bufferevent_enable(other, EV_READ);
+}
+
+static void cli_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    struct gw_conn *c = arg;
+    side_write(c, c->srv, c->srv_eof);
+}
+
+static void srv_write(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    struct gw_conn *c = arg;
+    side_write(c, c->cli, c->cli_eof);
+}
+
+static void side_event(struct gw_conn *c, int is_cli, short what)
+{
+    if (what & BEV_EVENT_ERROR) {
+        conn_end(c, "reset");
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        struct bufferevent *self = is_cli ? c->cli : c->srv, *other = is_cli ? c->srv : c->cli;
+        pump(c, self, other, is_cli);
+        if (is_cli)
+            c->cli_eof = 1;
+        else
+            c->srv_eof = 1;
+        try_finish(c);
+    }
+}
+
+static void cli_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    side_event(arg, 1, what);
+}
+
+static void srv_event(struct bufferevent *bev, short what, void *arg)
+{
+    struct gw_conn *c = arg;
+    if (c->state == C_CONNECT) {
+        if (!(what & BEV_EVENT_CONNECTED)) {
+            conn_refuse(c, (what & BEV_EVENT_TIMEOUT) ? "connect_timeout" : "connect_failed");
+            return;
+        }
+        c->state = C_SPLICE;
+        c->last_ms = eai_now_ms();
+        c->entry = log_entry(c->g, "connect", c->name, c->port, "allowed", NULL);
+        if (c->entry) {
+            json_object_set_new(c->entry, "address", json_string(c->address));
+            json_object_set_new(c->entry, "bytes_out", json_integer(0));
+            json_object_set_new(c->entry, "bytes_in", json_integer(0));
+        }
+        log_commit(c->g, c->entry);
+        bufferevent_set_timeouts(c->srv, NULL, NULL);
+        bufferevent_setcb(c->cli, cli_read, cli_write, cli_event, c);
+        bufferevent_setcb(c->srv, srv_read, srv_write, srv_event, c);
+        bufferevent_setwatermark(c->cli, EV_WRITE, SPLICE_HIGH / 2, 0);
+        bufferevent_setwatermark(c->srv, EV_WRITE, SPLICE_HIGH / 2, 0);
+        pump(c, c->cli, c->srv, 1); /* what the client sent while we decided */
+        bufferevent_enable(c->cli, EV_READ);
+        bufferevent_enable(c->srv, EV_READ);
+        struct timeval tv = {c->g->eg->cfg.idle_timeout_s > 0 ? c->g->eg->cfg.idle_timeout_s : 60, 0};
+        evtimer_add(c->timer, &tv);
+        return;
+    }
+    side_event(c, 0, what);
+}
+
+static void conn_connect(struct gw_conn *c, uint32_t addr)
+{
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = addr;
+    sin.sin_port = htons(c->port);
+    inet_ntop(AF_INET, &addr, c->address, sizeof(c->address));
+    c->state = C_CONNECT;
+    c->srv = bufferevent_socket_new(c->g->eg->base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!c->srv) {
+        conn_refuse(c, "internal");
+        return;
+    }
+    bufferevent_setcb(c->srv, NULL, NULL, srv_event, c);
+    struct timeval tv = {c->g->eg->cfg.connect_timeout_s > 0 ? c->g->eg->cfg.connect_timeout_s : 10, 0};
+    bufferevent_set_timeouts(c->srv, NULL, &tv);
+    if (bufferevent_socket_connect(c->srv, (struct sockaddr *)&sin, sizeof(sin)) < 0)
+        conn_refuse(c, "connect_failed");
+}
+
+static void gai_cb(int result, struct evutil_addrinfo *res, void *arg)
+{
+    struct gw_conn *c = arg;
+    if (result == EVUTIL_EAI_CANCEL) {
+        if (res)
+            evutil_freeaddrinfo(res);
+        return; /* the connection is being freed */
+    }
+    c->gai = NULL;
+    if (result != 0 || !res) {
+        if (res)
+            evutil_freeaddrinfo(res);
+        conn_refuse(c, "resolve_failed");
+        return;
+    }
+    uint32_t pick = 0, refused = 0;
+    enum eai_addr_class why = EAI_ADDR_PUBLIC;
+    for (struct evutil_addrinfo *a = res; a; a = a->ai_next) {
+        if (a->ai_family != AF_INET)
+            continue;
+        struct eai_ip ip = {.family = 4};
+        uint32_t v = ((struct sockaddr_in *)a->ai_addr)->sin_addr.s_addr;
+        memcpy(ip.b, &v, 4);
+        enum eai_addr_class cls = eai_addr_classify(&ip);
+        if (cls == EAI_ADDR_PUBLIC || eai_egress_addr_match(c->g->rules, c->g->nrules, &ip, c->port) >= 0) {
+            pick = v;
+            break;
+        }
+        if (!refused) {
+            refused = v;
+            why = cls;
+        }
+    }
+    evutil_freeaddrinfo(res);
+    if (!pick) {
+        if (refused)
+            inet_ntop(AF_INET, &refused, c->address, sizeof(c->address));
+        json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", "private_address");
+        if (e) {
+            json_object_set_new(e, "address", json_string(c->address));
+            json_object_set_new(e, "address_class", json_string(eai_addr_class_name(why)));
+        }
+        log_commit(c->g, e);
+        json_decref(e);
+        conn_free(c, "private_address", 1);
+        return;
+    }
+    conn_connect(c, pick);
+}
+
+/* The decision is made: resolve (a name) or connect (an address entry). */
+static void conn_proceed(struct gw_conn *c)
+{
+    event_del(c->timer);
+    bufferevent_disable(c->cli, EV_READ); /* keep what came; read again once spliced */
+    if (!c->name[0]) {
+        conn_connect(c, c->dst);
+        return;
+    }
+    c->state = C_RESOLVE;
+    struct evutil_addrinfo hints;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_INET;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    char port[8];
+    snprintf(port, sizeof(port), "%u", c->port);
+    struct evdns_getaddrinfo_request *r = evdns_getaddrinfo(c->g->eg->resolver, c->name, port, &hints, gai_cb, c);
+    if (r)
+        c->gai = r; /* NULL: the callback already ran, and c may be gone */
+}
+
+/* An HTTP request line starts: 1..16 upper-case letters and a space. */
+static int http_like(const unsigned char *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n && i < 17 && p[i] >= 'A' && p[i] <= 'Z')
+        i++;
+    return i > 0 && i <= 16 && i < n && p[i] == ' ';
+}
+
+/* Read what the client sends first: a TLS ClientHello's SNI or an HTTP
+ * Host must name the allowed name; other protocols pass to the name's own
+ * addresses.  Returns 1 when decided and proceeding, 0 to wait, -1 refused
+ * (c freed). */
+static int sniff(struct gw_conn *c, int final)
+{
+    struct evbuffer *in = bufferevent_get_input(c->cli);
+    size_t n = evbuffer_get_length(in);
+    if (n == 0) {
+        if (final) {
+            conn_proceed(c); /* the server speaks first (SSH banner, SMTP, ...) */
+            return 1;
+        }
+        return 0;
+    }
+    size_t look = n < SNIFF_MAX ? n : SNIFF_MAX;
+    const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)look);
+    char seen[EAI_EGRESS_NAME_MAX + 1];
+    if (p[0] == 0x16) {
+        int rc = eai_tls_sni(p, look, seen, sizeof(seen));
+        if (rc == -1 && !final && look < SNIFF_MAX)
+            return 0;
+        if (rc == -1 || rc == -2) {
+            conn_refuse(c, rc == -1 ? "sniff_timeout" : "tls_malformed");
+            return -1;
+        }
+        if (c->name[0]) {
+            if (rc == 0) {
+                conn_refuse(c, "sni_missing");
+                return -1;
+            }
+            if (strcmp(seen, c->name) != 0) {
+                c->address[0] = '\0';
+                json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", "sni_mismatch");
+                if (e)
+                    json_object_set_new(e, "sni", json_string(seen));
+                log_commit(c->g, e);
+                json_decref(e);
+                conn_free(c, "sni_mismatch", 1);
+                return -1;
+            }
+        }
+        conn_proceed(c);
+        return 1;
+    }
+    if (http_like(p, look)) {
+        uint16_t hport = 0;
+        int rc = eai_http_host((const char *)p, look, seen, sizeof(seen), &hport);
+        if (rc == -1 && !final && look < SNIFF_MAX)
+            return 0;
+        if (rc != 1) {
+            conn_refuse(c, rc == -1 ? "sniff_timeout" : "http_malformed");
+            return -1;
+        }
+        if (c->name[0] && (strcmp(seen, c->name) != 0 || (hport && hport != c->port))) {
+            json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", "host_mismatch");
+            if (e)
+                json_object_set_new(e, "host", json_string(seen));
+            log_commit(c->g, e);
+            json_decref(e);
+            conn_free(c, "host_mismatch", 1);
+            return -1;
+        }
+        conn_proceed(c);
+        return 1;
+    }
+    conn_proceed(c); /* another protocol: only ever reaches the name's addresses */
+    return 1;
+}
+
+static void sniff_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    sniff(arg, 0);
+}
+
+static void sniff_event(struct bufferevent *bev, short what, void *arg)
+{
+    (void)bev;
+    struct gw_conn *c = arg;
+    if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+        conn_free(c, "client_gone", 0);
+}
+
+static void conn_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gw_conn *c = arg;
+    if (c->state == C_SNIFF) {
+        sniff(c, 1);
+        return;
+    }
+    if (c->state != C_SPLICE)
+        return;
+    int idle = c->g->eg->cfg.idle_timeout_s > 0 ? c->g->eg->cfg.idle_timeout_s : 60;
+    int64_t quiet = eai_now_ms() - c->last_ms;
+    if (quiet >= (int64_t)idle * 1000) {
+        conn_end(c, "idle");
+        return;
+    }
+    struct timeval tv = {(idle * 1000 - quiet) / 1000 + 1, 0};
+    evtimer_add(c->timer, &tv);
+}
+
+static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *peer, int plen, void *arg)
+{
+    (void)l;
+    (void)plen;
+    struct eai_egress *eg = arg;
+    if (peer->sa_family != AF_INET) {
+        rst_fd(fd);
+        return;
+    }
+    struct eai_egress_grant *g = grant_by_ip(eg, ((struct sockaddr_in *)peer)->sin_addr.s_addr);
+    struct sockaddr_in dst;
+    socklen_t dl = sizeof(dst);
+    if (!g || getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &dl) < 0) {
+        rst_fd(fd);
+        return;
+    }
+    struct gw_conn *c = calloc(1, sizeof(*c));
+    if (!c) {
+        rst_fd(fd);
+        return;
+    }
+    c->g = g;
+    c->dst = dst.sin_addr.s_addr;
+    c->port = ntohs(dst.sin_port);
+    c->next = g->conns;
+    if (g->conns)
+        g->conns->prev = c;
+    g->conns = c;
+    g->open++;
+    c->cli = bufferevent_socket_new(eg->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->timer = evtimer_new(eg->base, conn_timer, c);
+    if (!c->cli || !c->timer) {
+        if (!c->cli)
+            rst_fd(fd);
+        conn_free(c, "internal", 1);
+        return;
+    }
+    if ((eg->cfg.max_connections > 0 && g->open > eg->cfg.max_connections) ||
+        (eg->cfg.max_connections_total > 0 && g->total >= eg->cfg.max_connections_total)) {
+        conn_refuse(c, "connection_cap");
+        return;
+    }
+    g->total++;
+    uint32_t h = ntohl(c->dst);
+    uint32_t mask = eg->synth_prefix ? 0xffffffffu << (32 - eg->synth_prefix) : 0;
+    struct eai_ip ip = {.family = 4};
+    memcpy(ip.b, &c->dst, 4);
+    if ((h & mask) == eg->synth_net) {
+        size_t idx = (size_t)(h - eg->synth_net) - 1;
+        if (h == eg->synth_net || idx >= g->nsynth) {
+            inet_ntop(AF_INET, &c->dst, c->address, sizeof(c->address));
+            conn_refuse(c, "not_allowed");
+            return;
+        }
+        snprintf(c->name, sizeof(c->name), "%s", g->synth[idx].name);
+        if (eai_egress_name_match(g->rules, g->nrules, c->name, c->port) < 0) {
+            conn_refuse(c, "port_not_allowed");
+            return;
+        }
+    } else if (eai_egress_addr_match(g->rules, g->nrules, &ip, c->port) < 0) {
+        inet_ntop(AF_INET, &c->dst, c->address, sizeof(c->address));
+        int other_port = 0;
+        for (size_t i = 0; i < g->nrules; i++)
+            if ((g->rules[i].kind == EAI_EGRESS_ADDR || g->rules[i].kind == EAI_EGRESS_CIDR) &&
+                eai_ip_in(&ip, &g->rules[i].ip, g->rules[i].prefix))
+                other_port = 1;
+        conn_refuse(c, other_port ? "port_not_allowed" : "not_allowed");
+        return;
+    }
+    bufferevent_setcb(c->cli, sniff_read, NULL, sniff_event, c);
+    bufferevent_setwatermark(c->cli, EV_READ, 0, SNIFF_MAX);
+    bufferevent_enable(c->cli, EV_READ);
+    struct timeval tv = {0, (eg->cfg.sniff_ms > 0 ? eg->cfg.sniff_ms : 300) * 1000};
+    evtimer_add(c->timer, &tv);
+}
+
+/* ---------------------------------------------------------------- grants */
+
+struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char *exec_id, const char *sandbox_ip,
+                                              const char *const *entries, size_t n, struct eai_error **err)
+{
+    struct in_addr a;
+    if (!sandbox_ip || inet_pton(AF_INET, sandbox_ip, &a) != 1) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: sandbox address '%s' is not IPv4", sandbox_ip ? sandbox_ip : "");
+        return NULL;
+    }
+    if (grant_by_ip(eg, a.s_addr)) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: %s already has a grant", sandbox_ip);
+        return NULL;
+    }
+    struct eai_egress_grant *g = calloc(1, sizeof(*g));
+    if (!g || !(g->rules = calloc(n ? n : 1, sizeof(*g->rules))) || !(g->log = json_array())) {
+        if (g) {
+            free(g->rules);
+            free(g);
+        }
+        eai_error_set(err, EAI_E_INTERNAL, "egress: out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (eai_egress_rule_parse(entries[i], &g->rules[i]) < 0) {
+            eai_error_set(err, EAI_E_VALIDATION_FAILED, "egress: entry %zu '%.80s' is not host:port", i, entries[i]);
+            json_decref(g->log);
+            free(g->rules);
+            free(g);
+            return NULL;
+        }
+    }
+    g->nrules = n;
+    g->eg = eg;
+    g->ip = a.s_addr;
+    snprintf(g->exec_id, sizeof(g->exec_id), "%s", exec_id ? exec_id : "");
+    g->next = eg->grants;
+    if (eg->grants)
+        eg->grants->prev = g;
+    eg->grants = g;
+    return g;
+}
+
+json_t *eai_egress_grant_log(const struct eai_egress_grant *g)
+{
+    return json_pack("{s:O, s:I, s:i, s:I, s:I}", "entries", g->log, "dropped", (json_int_t)g->dropped,
+                     "connections", g->total, "bytes_out", (json_int_t)g->bytes_out, "bytes_in",
+                     (json_int_t)g->bytes_in);
+}
+
+void eai_egress_grant_remove(struct eai_egress_grant *g)
+{
+    if (!g)
+        return;
+    while (g->conns)
+        conn_free(g->conns, "ended", 1);
+    struct eai_egress *eg = g->eg;
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        eg->grants = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    json_decref(g->log);
+    free(g->synth);
+    free(g->rules);
+    free(g);
+}
+
+/* ---------------------------------------------------------------- engine */
+
+static int bind_port(int type, uint32_t addr, uint16_t port, uint16_t *bound, evutil_socket_t *out)
+{
+    evutil_socket_t fd = socket(AF_INET, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof(sin));
+    sin.sin_family = AF_INET;
+    sin.sin_addr.s_addr = addr;
+    sin.sin_port = htons(port);
+    socklen_t sl = sizeof(sin);
+    if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0 || getsockname(fd, (struct sockaddr *)&sin, &sl) < 0 ||
+        (type == SOCK_STREAM && listen(fd, 128) < 0)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    *bound = ntohs(sin.sin_port);
+    *out = fd;
+    return 0;
+}
+
+struct eai_egress *eai_egress_new(struct event_base *base, const struct eai_egress_config *cfg,
+                                  eai_egress_decision_fn on_decision, void *arg, struct eai_error **err)
+{
+    struct eai_egress_rule synth;
+    char cidr[64];
+    snprintf(cidr, sizeof(cidr), "%s:1", cfg->synthetic_cidr ? cfg->synthetic_cidr : "");
+    if (eai_egress_rule_parse(cidr, &synth) < 0 || synth.kind != EAI_EGRESS_CIDR || synth.ip.family != 4 ||
+        synth.prefix > 30) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: synthetic range '%s' is not an IPv4 CIDR of /30 or wider",
+                      cfg->synthetic_cidr ? cfg->synthetic_cidr : "");
+        return NULL;
+    }
+    struct in_addr listen_a;
+    if (inet_pton(AF_INET, cfg->listen_addr ? cfg->listen_addr : "0.0.0.0", &listen_a) != 1) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: listen address '%s' is not IPv4", cfg->listen_addr);
+        return NULL;
+    }
+    struct eai_egress *eg = calloc(1, sizeof(*eg));
+    if (!eg) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: out of memory");
+        return NULL;
+    }
+    eg->base = base;
+    eg->cfg = *cfg;
+    if (!eg->cfg.log_max)
+        eg->cfg.log_max = 256;
+    eg->dns_fd = -1;
+    eg->on_decision = on_decision;
+    eg->arg = arg;
+    uint32_t net;
+    memcpy(&net, synth.ip.b, 4);
+    eg->synth_net = ntohl(net);
+    eg->synth_prefix = synth.prefix;
+    evutil_socket_t gw_fd = -1;
+    if (bind_port(SOCK_DGRAM, listen_a.s_addr, cfg->dns_port, &eg->dns_port, &eg->dns_fd) < 0 ||
+        bind_port(SOCK_STREAM, listen_a.s_addr, cfg->gateway_port, &eg->gw_port, &gw_fd) < 0) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: bind %s: %s", cfg->listen_addr, strerror(errno));
+        goto fail;
+    }
+    eg->dns = evdns_add_server_port_with_base(base, eg->dns_fd, 0, dns_cb, eg);
+    if (eg->dns)
+        eg->dns_fd = -1; /* the port owns it now (evdns_close_server_port closes it) */
+    eg->listener = evconnlistener_new(base, gw_accept, eg, LEV_OPT_CLOSE_ON_FREE, -1, gw_fd);
+    if (!eg->listener)
+        close(gw_fd);
+    int flags = EVDNS_BASE_DISABLE_WHEN_INACTIVE;
+    int have_resolver = cfg->resolver && *cfg->resolver;
+    if (!have_resolver)
+        flags |= EVDNS_BASE_INITIALIZE_NAMESERVERS; /* reads /etc/resolv.conf once, at start */
+    eg->resolver = evdns_base_new(base, flags);
+    if (!eg->dns || !eg->listener || !eg->resolver) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: DNS port, gateway listener or resolver could not be set up");
+        goto fail;
+    }
+    if (have_resolver && evdns_base_nameserver_ip_add(eg->resolver, cfg->resolver) != 0) {
+        eai_error_set(err, EAI_E_INTERNAL, "egress: resolver '%s' is not ip[:port]", cfg->resolver);
+        goto fail;
+    }
+    evdns_base_set_option(eg->resolver, "timeout:", "3");
+    evdns_base_set_option(eg->resolver, "attempts:", "2");
+    return eg;
+fail:
+    eai_egress_free(eg);
+    return NULL;
+}
+
+void eai_egress_free(struct eai_egress *eg)
+{
+    if (!eg)
+        return;
+    while (eg->grants)
+        eai_egress_grant_remove(eg->grants);
+    if (eg->listener)
+        evconnlistener_free(eg->listener);
+    if (eg->dns)
+        evdns_close_server_port(eg->dns);
+    if (eg->dns_fd >= 0)
+        close(eg->dns_fd);
+    if (eg->resolver)
+        evdns_base_free(eg->resolver, 1);
+    free(eg);
+}
+
+uint16_t eai_egress_dns_port(const struct eai_egress *eg)
+{
+    return eg->dns_port;
+}
+
+uint16_t eai_egress_gateway_port(const struct eai_egress *eg)
+{
+    return eg->gw_port;
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env python3
+"""A sandbox's client for tests/net/test_egress.py, run inside the sandbox
+network namespace: `client.py CASE ARGS...` prints one JSON object
+{"ok": bool, "error": str, "body": str, "n": int, "elapsed": s}."""
+import json
+import socket
+import ssl
+import sys
+import time
+import urllib.request
+
+case, args = sys.argv[1], sys.argv[2:]
+t0 = time.monotonic()
+out = {"ok": False, "error": "", "body": "", "n": 0}
+try:
+    if case == "url":                       # url URL [CAFILE]
+        ctx = ssl.create_default_context(cafile=args[1]) if len(args) > 1 else None
+        with urllib.request.urlopen(args[0], timeout=10, context=ctx) as r:
+            data = r.read()
+        out.update(ok=True, body=data[:200].decode("latin-1"), n=len(data))
+    elif case == "resolve":                 # resolve NAME
+        out.update(ok=True, body=socket.gethostbyname(args[0]))
+    elif case == "raw":                     # raw HOST PORT PAYLOAD: send, read the answer
+        s = socket.create_connection((args[0], int(args[1])), timeout=10)
+        s.sendall(args[2].encode().decode("unicode_escape").encode("latin-1"))
+        data = s.recv(4096)
+        out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+    elif case == "tls":                     # tls HOST PORT SNI CAFILE: handshake with that SNI
+        ctx = ssl.create_default_context(cafile=args[3])
+        ctx.check_hostname = False
+        s = socket.create_connection((args[0], int(args[1])), timeout=10)
+        t = ctx.wrap_socket(s, server_hostname=args[2])
+        t.sendall(b"GET / HTTP/1.1\r\nHost: " + args[2].encode() + b"\r\nConnection: close\r\n\r\n")
+        data = t.recv(4096)
+        out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+    elif case == "udp":                     # udp HOST PORT
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for _ in range(3):
+            s.sendto(b"exfil", (args[0], int(args[1])))
+        out.update(ok=True)
+    else:
+        out["error"] = "unknown case"
+except Exception as e:  # the refusal is what most cases expect
+    out["error"] = "%s: %s" % (type(e).__name__, e)
+out["elapsed"] = round(time.monotonic() - t0, 3)
+print(json.dumps(out))

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The test internet of tests/net/test_egress.py: run inside a network
+namespace the test made (198.18.0.0/15 test addresses only).
+
+  peers.py LOGDIR CERT KEY
+
+- DNS on 198.18.2.53:53 (UDP): answers from TABLE; every question is
+  appended to LOGDIR/dns.log (so a test can prove a name was never asked);
+- HTTP on 198.18.2.10:80, 198.18.2.20:80 and 198.18.2.20:8080: "hello <Host>",
+  /big?n=BYTES, /redir -> 302 to http://other.test/;
+- HTTPS on 198.18.2.10:443 with CERT/KEY;
+- UDP on 198.18.2.20:9999: every datagram is logged to LOGDIR/udp.log.
+Prints "ready" when every socket listens.  Stops on SIGTERM.
+"""
+import http.server
+import os
+import signal
+import socket
+import socketserver
+import ssl
+import struct
+import sys
+import threading
+
+TABLE = {
+    "allowed.test": "198.18.2.10",
+    "tls.test": "198.18.2.10",
+    "a.wild.test": "198.18.2.10",
+    "other.test": "198.18.2.20",
+    "rebind.test": "10.0.0.1",          # private: the gateway must refuse it
+    "meta.test": "169.254.169.254",     # the metadata address
+}
+signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM, signal.SIGINT])  # for sigwait, in every thread
+logdir, cert, key = sys.argv[1], sys.argv[2], sys.argv[3]
+lock = threading.Lock()
+
+
+def log(name, line):
+    with lock, open(os.path.join(logdir, name), "a") as f:
+        f.write(line + "\n")
+
+
+def dns_loop(sock):
+    while True:
+        data, peer = sock.recvfrom(2048)
+        if len(data) < 12:
+            continue
+        qid, flags, qd = struct.unpack("!HHH", data[:6])
+        i, labels = 12, []
+        while i < len(data) and data[i]:
+            n = data[i]
+            labels.append(data[i + 1:i + 1 + n].decode("ascii", "replace"))
+            i += 1 + n
+        qtype, _ = struct.unpack("!HH", data[i + 1:i + 5])
+        question = data[12:i + 5]
+        name = ".".join(labels).lower()
+        log("dns.log", name)
+        addr = TABLE.get(name)
+        rcode = 0 if addr else 3
+        answers = b""
+        if addr and qtype == 1:
+            answers = b"\xc0\x0c" + struct.pack("!HHIH", 1, 1, 5, 4) + socket.inet_aton(addr)
+        header = struct.pack("!HHHHHH", qid, 0x8180 | rcode, 1, 1 if answers else 0, 0, 0)
+        sock.sendto(header + question + answers, peer)
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        if self.path.startswith("/big"):
+            n = int(self.path.split("n=")[1]) if "n=" in self.path else 1 << 20
+            self.send_response(200)
+            self.send_header("Content-Length", str(n))
+            self.end_headers()
+            chunk = b"x" * 65536
+            while n > 0:
+                self.wfile.write(chunk[:min(n, len(chunk))])
+                n -= len(chunk)
+            return
+        if self.path == "/redir":
+            self.send_response(302)
+            self.send_header("Location", "http://other.test/")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = ("hello %s" % self.headers.get("Host", "")).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def server_bind(self):
+        # HTTPServer's own asks getfqdn(), a reverse DNS lookup that only
+        # times out in this namespace
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+
+servers = []
+for addr, port in (("198.18.2.10", 80), ("198.18.2.20", 80), ("198.18.2.20", 8080), ("198.18.2.10", 443)):
+    s = Server((addr, port), Handler)
+    if port == 443:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(cert, key)
+        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+    servers.append(s)
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+dns.bind(("198.18.2.53", 53))
+threading.Thread(target=dns_loop, args=(dns,), daemon=True).start()
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+udp.bind(("198.18.2.20", 9999))
+
+
+def udp_loop():
+    while True:
+        data, peer = udp.recvfrom(2048)
+        log("udp.log", "%s %r" % (peer[0], data[:32]))
+
+
+threading.Thread(target=udp_loop, daemon=True).start()
+print("ready", flush=True)
+signal.sigwait([signal.SIGTERM, signal.SIGINT])

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Egress engine end to end (core/net/egress.c, docs/egress.md), as root.
+
+  test_egress.py HARNESS
+
+Builds a test internet of its own: network namespace I ("internet", peers.py:
+DNS, HTTP, HTTPS with a CA made here, a UDP sink) on 198.18.0.0/15 test
+addresses behind a veth; network namespace S ("sandbox") behind another veth,
+whose DNS and TCP are redirected by an nftables table of the test's own to
+the real DNS responder and gateway in HARNESS; then runs client.py inside S
+for each case and reads the decisions from the harness's log.  Nothing talks
+to any address but these test ranges; everything made is removed at the end,
+and the test checks that.  Exit 0 only when every case passed; the last line
+is "N passed, M failed".
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HARNESS = sys.argv[1]
+HERE = os.path.dirname(os.path.abspath(__file__))
+TAG = "%04x" % (os.getpid() & 0xffff)
+INET, SBX = "eai-ti-" + TAG, "eai-ts-" + TAG
+INET_H, INET_N = "eai-i%sh" % TAG, "eai-i%sn" % TAG
+SBX_H, SBX_N = "eai-s%sh" % TAG, "eai-s%sn" % TAG
+TABLE = "eai_test_" + TAG
+SANDBOX_IP = "198.19.%d.2" % (os.getpid() % 250)
+HOST_IP = "198.19.%d.1" % (os.getpid() % 250)
+passed, failed = [], []
+T0 = time.monotonic()
+
+
+def sh(*cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+def check(cond, what):
+    what = "[%.1fs] %s" % (time.monotonic() - T0, what)
+    (passed if cond else failed).append(what)
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+
+
+def setup(work):
+    sh("ip", "netns", "add", INET)
+    sh("ip", "netns", "add", SBX)
+    # internet side: host 198.18.1.1 <-> 198.18.1.2, servers on 198.18.2.x
+    sh("ip", "link", "add", INET_H, "type", "veth", "peer", "name", INET_N)
+    sh("ip", "link", "set", INET_N, "netns", INET)
+    sh("ip", "addr", "add", "198.18.1.1/30", "dev", INET_H)
+    sh("ip", "link", "set", INET_H, "up")
+    for a in ("198.18.1.2/30 dev " + INET_N, "198.18.2.10/32 dev lo", "198.18.2.20/32 dev lo",
+              "198.18.2.53/32 dev lo"):
+        sh("ip", "-n", INET, "addr", "add", *a.split())
+    sh("ip", "-n", INET, "link", "set", "lo", "up")
+    sh("ip", "-n", INET, "link", "set", INET_N, "up")
+    sh("ip", "-n", INET, "route", "add", "default", "via", "198.18.1.1")
+    sh("ip", "route", "add", "198.18.2.0/24", "via", "198.18.1.2")
+    # sandbox side
+    sh("ip", "link", "add", SBX_H, "type", "veth", "peer", "name", SBX_N)
+    sh("ip", "link", "set", SBX_N, "netns", SBX)
+    sh("ip", "addr", "add", HOST_IP + "/30", "dev", SBX_H)
+    sh("ip", "link", "set", SBX_H, "up")
+    sh("ip", "-n", SBX, "addr", "add", SANDBOX_IP + "/30", "dev", SBX_N)
+    sh("ip", "-n", SBX, "link", "set", "lo", "up")
+    sh("ip", "-n", SBX, "link", "set", SBX_N, "up")
+    sh("ip", "-n", SBX, "route", "add", "default", "via", HOST_IP)
+    with open(os.path.join(work, "resolv.conf"), "w") as f:
+        f.write("nameserver %s\noptions timeout:2 attempts:1\n" % HOST_IP)
+    # a CA and a certificate for tls.test
+    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=eai test CA",
+       "-keyout", work + "/ca.key", "-out", work + "/ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
+       "-addext", "keyUsage=critical,keyCertSign")
+    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=tls.test", "-keyout", work + "/srv.key",
+       "-out", work + "/srv.csr")
+    with open(work + "/ext.cnf", "w") as f:
+        f.write("subjectAltName=DNS:tls.test,DNS:allowed.test\n")
+    sh("openssl", "x509", "-req", "-in", work + "/srv.csr", "-CA", work + "/ca.pem", "-CAkey", work + "/ca.key",
+       "-CAcreateserial", "-days", "2", "-out", work + "/srv.pem", "-extfile", work + "/ext.cnf")
+
+
+def nft_rules(dns_port, gw_port):
+    rules = """
+table inet %(t)s {
+  chain pre { type nat hook prerouting priority dstnat; policy accept;
+    iifname "%(i)s" udp dport 53 redirect to :%(d)d
+    iifname "%(i)s" tcp dport 53 redirect to :%(g)d
+    iifname "%(i)s" meta l4proto tcp redirect to :%(g)d
+  }
+  chain input_filter { type filter hook input priority filter; policy accept;
+    iifname "%(i)s" udp dport %(d)d accept
+    iifname "%(i)s" tcp dport %(g)d accept
+    iifname "%(i)s" drop
+  }
+  chain forward_filter { type filter hook forward priority filter; policy accept;
+    iifname "%(i)s" drop
+    oifname "%(i)s" drop
+  }
+}
+""" % {"t": TABLE, "i": SBX_H, "d": dns_port, "g": gw_port}
+    subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True, capture_output=True)
+
+
+def client(work, *args):
+    # the sandbox's own resolv.conf, in a private mount namespace
+    cmd = ["nsenter", "--net=/var/run/netns/" + SBX, "unshare", "-m", "--propagation", "private", "sh", "-c",
+           'mount --bind "$0" /etc/resolv.conf && exec "$@"', os.path.join(work, "resolv.conf"),
+           sys.executable, os.path.join(HERE, "client.py")] + list(args)
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    try:
+        return json.loads(r.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"ok": False, "error": "client: " + r.stderr[-300:], "elapsed": 0}
+
+
+def teardown(procs):
+    for p in procs:
+        if p and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    sh("nft", "delete", "table", "inet", TABLE, check=False)
+    sh("ip", "route", "del", "198.18.2.0/24", check=False)
+    for link in (INET_H, SBX_H):
+        sh("ip", "link", "del", link, check=False)
+    for ns in (INET, SBX):
+        sh("ip", "netns", "del", ns, check=False)
+
+
+def main():
+    if os.geteuid() != 0 or not shutil.which("nft"):
+        print("test_egress: needs root and nft (apt-get install nftables)")
+        return 1
+    work = tempfile.mkdtemp(prefix="eai-egress-")
+    peers = harness = None
+    log = {}
+    try:
+        setup(work)
+        peers = subprocess.Popen(["nsenter", "--net=/var/run/netns/" + INET, sys.executable,
+                                  os.path.join(HERE, "peers.py"), work, work + "/srv.pem", work + "/srv.key"],
+                                 stdout=subprocess.PIPE, text=True)
+        check(peers.stdout.readline().strip() == "ready", "test internet up")
+        entries = ",".join(["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080",
+                            "rebind.test:80", "meta.test:80"])
+        harness = subprocess.Popen([HARNESS, "--resolver", "198.18.2.53:53", "--synthetic", "198.51.100.0/24",
+                                    "--grant", "sbx_test", SANDBOX_IP, entries],
+                                   stdout=subprocess.PIPE, stderr=open(work + "/decisions.log", "w"), text=True)
+        ports = dict(kv.split("=") for kv in harness.stdout.readline().split())
+        nft_rules(int(ports["dns_port"]), int(ports["gateway_port"]))
+
+        r = client(work, "url", "http://allowed.test/")
+        check(r["ok"] and r["body"] == "hello allowed.test", "allowed name over HTTP: %s" % r)
+        r = client(work, "url", "https://tls.test/", work + "/ca.pem")
+        check(r["ok"] and r["body"] == "hello tls.test", "allowed name over HTTPS, SNI checked: %s" % r)
+        r = client(work, "url", "http://a.wild.test/")
+        check(r["ok"] and r["body"] == "hello a.wild.test", "*.suffix entry: %s" % r)
+        r = client(work, "resolve", "not-listed.test")
+        check(not r["ok"] and "gaierror" in r["error"], "a name not in the list: NXDOMAIN: %s" % r)
+        r = client(work, "resolve", "wild.test")
+        check(not r["ok"], "*.suffix does not cover the suffix itself: %s" % r)
+        r = client(work, "url", "http://allowed.test:8081/")
+        check(not r["ok"] and r["elapsed"] < 3, "allowed name, other port: refused fast: %s" % r)
+        r = client(work, "url", "http://198.18.2.20/")
+        check(not r["ok"] and r["elapsed"] < 3, "IP literal not in the list: refused: %s" % r)
+        r = client(work, "url", "http://198.18.2.10/")
+        check(not r["ok"] and r["elapsed"] < 3, "an allowed name's real address used as a literal: refused: %s" % r)
+        r = client(work, "url", "http://3323068948/")
+        check(not r["ok"] and r["elapsed"] < 3, "IP literal in decimal form: refused: %s" % r)
+        r = client(work, "url", "http://0xc6.0x12.0x2.0x14/")
+        check(not r["ok"] and r["elapsed"] < 3, "IP literal in hex form: refused: %s" % r)
+        r = client(work, "url", "http://198.18.2.20:8080/")
+        check(r["ok"] and r["body"].startswith("hello"), "IP literal entry with its port: allowed: %s" % r)
+        tls_ip = client(work, "resolve", "tls.test")["body"]
+        r = client(work, "tls", tls_ip, "443", "other.test", work + "/ca.pem")
+        check(not r["ok"], "SNI of another name sent to an allowed name's address: refused: %s" % r)
+        allowed_ip = client(work, "resolve", "allowed.test")["body"]
+        r = client(work, "raw", allowed_ip, "80", r"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n")
+        check(not r["ok"], "Host of another name (domain fronting over HTTP): refused: %s" % r)
+        r = client(work, "raw", allowed_ip, "80", r"GET http://other.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+        check(not r["ok"], "absolute-form request naming another host: refused: %s" % r)
+        r = client(work, "url", "http://rebind.test/")
+        check(not r["ok"] and r["elapsed"] < 3, "allowed name answering a private address: refused: %s" % r)
+        r = client(work, "url", "http://meta.test/")
+        check(not r["ok"] and r["elapsed"] < 3, "allowed name answering the metadata address: refused: %s" % r)
+        r = client(work, "url", "http://allowed.test/redir")
+        check(not r["ok"], "redirect to a name not in the list fails on the second hop: %s" % r)
+        client(work, "udp", "198.18.2.20", "9999")
+        r = client(work, "url", "http://allowed.test/big?n=%d" % (8 << 20))
+        check(r["ok"] and r["n"] == 8 << 20, "8 MiB download through the gateway: %s" % {k: r[k] for k in ("ok", "n", "error")})
+        time.sleep(0.5)
+        udp_log = os.path.join(work, "udp.log")
+        check(not os.path.exists(udp_log), "UDP other than DNS goes nowhere")
+        with open(os.path.join(work, "dns.log")) as f:
+            asked = f.read().split()
+        check("not-listed.test" not in asked and "other.test" not in asked and "wild.test" not in asked,
+              "the upstream DNS never saw a refused name: %s" % sorted(set(asked)))
+        harness.send_signal(signal.SIGTERM)
+        out, _ = harness.communicate(timeout=10)
+        log = json.loads(out.strip().splitlines()[-1])["log"]
+        reasons = [(e.get("kind"), e.get("name"), e.get("decision"), e.get("reason")) for e in log["entries"]]
+        want = [("dns", "not-listed.test", "refused", "not_allowed"),
+                ("connect", "allowed.test", "refused", "port_not_allowed"),
+                ("connect", "", "refused", "not_allowed"),
+                ("connect", "", "refused", "port_not_allowed"),
+                ("connect", "tls.test", "refused", "sni_mismatch"),
+                ("connect", "allowed.test", "refused", "host_mismatch"),
+                ("connect", "allowed.test", "refused", "http_malformed"),
+                ("connect", "rebind.test", "refused", "private_address"),
+                ("connect", "meta.test", "refused", "private_address"),
+                ("connect", "allowed.test", "allowed", None),
+                ("connect", "tls.test", "allowed", None)]
+        for w in want:
+            check(w in reasons, "network log has %s" % (w,))
+        meta = [e for e in log["entries"] if e.get("name") == "meta.test" and e.get("reason") == "private_address"]
+        check(bool(meta) and meta[0].get("address") == "169.254.169.254" and
+              meta[0].get("address_class") == "link_local", "refusal names the address and its class: %s" % meta[:1])
+        check(log["bytes_in"] >= 8 << 20, "bytes counted: %s in" % log["bytes_in"])
+    finally:
+        teardown([harness, peers])
+        shutil.rmtree(work, ignore_errors=True)
+    links = sh("ip", "-o", "link").stdout
+    check(TAG not in links and INET not in sh("ip", "netns", "list").stdout and
+          TABLE not in sh("nft", "list", "tables").stdout, "no netns, veth or nft table left")
+    print("%d passed, %d failed" % (len(passed), len(failed)))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
