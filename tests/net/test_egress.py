@@ -5,10 +5,12 @@
 
 Builds a test internet of its own: network namespace I ("internet", peers.py:
 DNS, HTTP, HTTPS with a CA made here, a UDP sink) on 198.18.0.0/15 test
-addresses behind a veth; network namespace S ("sandbox") behind another veth,
-whose DNS and TCP are redirected by an nftables table of the test's own to
-the real DNS responder and gateway in HARNESS; then runs client.py inside S
-for each case and reads the decisions from the harness's log.  Nothing talks
+addresses behind a veth.  HARNESS runs the real DNS responder and gateway and
+does what eaid does per execution (core/net/netns.c): the sandbox's network
+namespace and veth from a pool of 198.19.x.0/30 slots, and the nftables table
+that redirects its DNS and TCP to them, under a prefix of this test's own.
+client.py then runs inside that namespace for each case, and the decisions
+are read from the harness's log.  Nothing talks
 to any address but these test ranges; everything made is removed at the end,
 and the test checks that.  Exit 0 only when every case passed; the last line
 is "N passed, M failed".
@@ -25,12 +27,10 @@ import time
 HARNESS = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
 TAG = "%04x" % (os.getpid() & 0xffff)
-INET, SBX = "eai-ti-" + TAG, "eai-ts-" + TAG
+INET = "eai-ti-" + TAG
 INET_H, INET_N = "eai-i%sh" % TAG, "eai-i%sn" % TAG
-SBX_H, SBX_N = "eai-s%sh" % TAG, "eai-s%sn" % TAG
-TABLE = "eai_test_" + TAG
-SANDBOX_IP = "198.19.%d.2" % (os.getpid() % 250)
-HOST_IP = "198.19.%d.1" % (os.getpid() % 250)
+PREFIX = "eat" + "abcdefghijklmnopqrstuvwxyz"[os.getpid() % 26]  # the harness's netns/nft prefix
+POOL = "198.19.%d.0/24" % (os.getpid() % 250)
 passed, failed = [], []
 T0 = time.monotonic()
 
@@ -47,7 +47,6 @@ def check(cond, what):
 
 def setup(work):
     sh("ip", "netns", "add", INET)
-    sh("ip", "netns", "add", SBX)
     # internet side: host 198.18.1.1 <-> 198.18.1.2, servers on 198.18.2.x
     sh("ip", "link", "add", INET_H, "type", "veth", "peer", "name", INET_N)
     sh("ip", "link", "set", INET_N, "netns", INET)
@@ -60,17 +59,6 @@ def setup(work):
     sh("ip", "-n", INET, "link", "set", INET_N, "up")
     sh("ip", "-n", INET, "route", "add", "default", "via", "198.18.1.1")
     sh("ip", "route", "add", "198.18.2.0/24", "via", "198.18.1.2")
-    # sandbox side
-    sh("ip", "link", "add", SBX_H, "type", "veth", "peer", "name", SBX_N)
-    sh("ip", "link", "set", SBX_N, "netns", SBX)
-    sh("ip", "addr", "add", HOST_IP + "/30", "dev", SBX_H)
-    sh("ip", "link", "set", SBX_H, "up")
-    sh("ip", "-n", SBX, "addr", "add", SANDBOX_IP + "/30", "dev", SBX_N)
-    sh("ip", "-n", SBX, "link", "set", "lo", "up")
-    sh("ip", "-n", SBX, "link", "set", SBX_N, "up")
-    sh("ip", "-n", SBX, "route", "add", "default", "via", HOST_IP)
-    with open(os.path.join(work, "resolv.conf"), "w") as f:
-        f.write("nameserver %s\noptions timeout:2 attempts:1\n" % HOST_IP)
     # a CA and a certificate for tls.test
     sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=eai test CA",
        "-keyout", work + "/ca.key", "-out", work + "/ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
@@ -83,31 +71,12 @@ def setup(work):
        "-CAcreateserial", "-days", "2", "-out", work + "/srv.pem", "-extfile", work + "/ext.cnf")
 
 
-def nft_rules(dns_port, gw_port):
-    rules = """
-table inet %(t)s {
-  chain pre { type nat hook prerouting priority dstnat; policy accept;
-    iifname "%(i)s" udp dport 53 redirect to :%(d)d
-    iifname "%(i)s" tcp dport 53 redirect to :%(g)d
-    iifname "%(i)s" meta l4proto tcp redirect to :%(g)d
-  }
-  chain input_filter { type filter hook input priority filter; policy accept;
-    iifname "%(i)s" udp dport %(d)d accept
-    iifname "%(i)s" tcp dport %(g)d accept
-    iifname "%(i)s" drop
-  }
-  chain forward_filter { type filter hook forward priority filter; policy accept;
-    iifname "%(i)s" drop
-    oifname "%(i)s" drop
-  }
-}
-""" % {"t": TABLE, "i": SBX_H, "d": dns_port, "g": gw_port}
-    subprocess.run(["nft", "-f", "-"], input=rules, text=True, check=True, capture_output=True)
+SBX = {}  # filled from the harness: path, sandbox_ip, host_ip
 
 
 def client(work, *args):
     # the sandbox's own resolv.conf, in a private mount namespace
-    cmd = ["nsenter", "--net=/var/run/netns/" + SBX, "unshare", "-m", "--propagation", "private", "sh", "-c",
+    cmd = ["nsenter", "--net=" + SBX["path"], "unshare", "-m", "--propagation", "private", "sh", "-c",
            'mount --bind "$0" /etc/resolv.conf && exec "$@"', os.path.join(work, "resolv.conf"),
            sys.executable, os.path.join(HERE, "client.py")] + list(args)
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -125,12 +94,9 @@ def teardown(procs):
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
-    sh("nft", "delete", "table", "inet", TABLE, check=False)
     sh("ip", "route", "del", "198.18.2.0/24", check=False)
-    for link in (INET_H, SBX_H):
-        sh("ip", "link", "del", link, check=False)
-    for ns in (INET, SBX):
-        sh("ip", "netns", "del", ns, check=False)
+    sh("ip", "link", "del", INET_H, check=False)
+    sh("ip", "netns", "del", INET, check=False)
 
 
 def main():
@@ -149,10 +115,19 @@ def main():
         entries = ",".join(["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080",
                             "rebind.test:80", "meta.test:80"])
         harness = subprocess.Popen([HARNESS, "--resolver", "198.18.2.53:53", "--synthetic", "198.51.100.0/24",
-                                    "--grant", "sbx_test", SANDBOX_IP, entries],
+                                    "--netns", PREFIX, "--pool", POOL, "--grant", "sbx_test", entries],
                                    stdout=subprocess.PIPE, stderr=open(work + "/decisions.log", "w"), text=True)
-        ports = dict(kv.split("=") for kv in harness.stdout.readline().split())
-        nft_rules(int(ports["dns_port"]), int(ports["gateway_port"]))
+        for line in iter(harness.stdout.readline, ""):
+            w = line.split()
+            if w and w[0] == "grant":
+                SBX.update(path=w[2], sandbox_ip=w[3], host_ip=w[4])
+            if line.strip() == "ready":
+                break
+        check(os.path.exists(SBX.get("path", "/nonexistent")), "harness made the sandbox namespace: %s" % SBX)
+        nft = sh("nft", "list", "table", "inet", PREFIX, check=False).stdout
+        check('iifname "%s*"' % PREFIX in nft and "redirect to" in nft, "harness installed its nftables table")
+        with open(os.path.join(work, "resolv.conf"), "w") as f:
+            f.write("nameserver %s\noptions timeout:2 attempts:1\n" % SBX["host_ip"])
 
         r = client(work, "url", "http://allowed.test/")
         check(r["ok"] and r["body"] == "hello allowed.test", "allowed name over HTTP: %s" % r)
@@ -225,8 +200,9 @@ def main():
         teardown([harness, peers])
         shutil.rmtree(work, ignore_errors=True)
     links = sh("ip", "-o", "link").stdout
-    check(TAG not in links and INET not in sh("ip", "netns", "list").stdout and
-          TABLE not in sh("nft", "list", "tables").stdout, "no netns, veth or nft table left")
+    netns = sh("ip", "netns", "list").stdout
+    check(TAG not in links and PREFIX not in links and INET not in netns and PREFIX + "-" not in netns and
+          ("inet " + PREFIX) not in sh("nft", "list", "tables").stdout, "no netns, veth or nft table left")
     print("%d passed, %d failed" % (len(passed), len(failed)))
     return 1 if failed else 0
 
