@@ -14,133 +14,59 @@
 #include "schema/jsonschema.h"
 #include "base/log.h"
 #include "exec/scheduler.h"
+#include "exec/watch.h"
+#include "http/park.h"
+#include "http/req_audit.h"
 #include "obs/trace.h"
 #include "base/util.h"
 #include "base/worker.h"
 
 #define EXEC_COMPONENT "exec"
-#define EXEC_POLL_MS 1000          /* waiters of executions not running here */
 #define EXEC_MAX_WAIT_S 60
 #define EXEC_PROBE_WAIT_MS 35000   /* a POST waits this long for a backend's first probe */
+
+/* app->exec: what the routes share (exec.h).  The live state of each
+ * execution is the watch hub's; the runs are the scheduler's. */
+struct eai_exec {
+    struct eai_app *app;
+    struct eai_sched *sched;          /* exec/scheduler.h */
+    struct eai_watch *hub;            /* exec/watch.h */
+    struct eai_park_set *parks;       /* requests parked on a worker job (http/park.h) */
+    int stopping;
+    int refs;                         /* eai_exec_start's + one per probe-wait timer */
+};
 
 static const char *jstr(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
 }
 
-static struct eai_exec_state *state_of(struct eai_app *app)
+static struct eai_exec *state_of(struct eai_app *app)
 {
-    struct eai_exec_state *st = app ? app->exec : NULL;
+    struct eai_exec *st = app ? app->exec : NULL;
     return st && !st->stopping ? st : NULL;
 }
 
 /* ------------------------------------------------------------ state, work */
 
-/* A request parked while a worker job runs.  eai_exec_stop answers every
- * one still parked (the server is stopped right after); the job's done
- * callback then finds no request and only frees. */
-struct eai_pend {
-    struct eai_pend *next;
-    struct eai_req *r;
-    struct eai_exec_state *st;
-};
-
-static void pend_add(struct eai_exec_state *st, struct eai_pend *p, struct eai_req *r)
-{
-    p->r = r;
-    p->st = st;
-    p->next = st->pending;
-    st->pending = p;
-}
-
-/* The parked request (unparked), or NULL when eai_exec_stop answered it. */
-static struct eai_req *pend_take(struct eai_pend *p)
-{
-    if (!p->r)
-        return NULL;
-    for (struct eai_pend **pp = &p->st->pending; *pp; pp = &(*pp)->next)
-        if (*pp == p) {
-            *pp = p->next;
-            break;
-        }
-    struct eai_req *r = p->r;
-    p->r = NULL;
-    p->next = NULL;
-    return r;
-}
-
-void eai_exec_state_ref(struct eai_exec_state *st)
+static void exec_ref(struct eai_exec *st)
 {
     st->refs++;
 }
 
-void eai_exec_state_unref(struct eai_exec_state *st)
+static void exec_unref(struct eai_exec *st)
 {
     if (--st->refs > 0)
         return;
-    eai_sched_free(st->sched);
-    if (st->poll_ev)
-        event_free(st->poll_ev);
-    json_decref(st->queued);
-    json_decref(st->cancel_pending);
+    eai_park_set_close(st->parks);
     free(st);
-}
-
-struct submitted {
-    struct eai_exec_state *st;
-    void (*fn)(void *);
-    void (*done)(void *);
-    void *arg;
-};
-
-static void submitted_work(void *arg)
-{
-    struct submitted *s = arg;
-    s->fn(s->arg);
-}
-
-static void submitted_done(void *arg)
-{
-    struct submitted *s = arg;
-    struct eai_exec_state *st = s->st;
-    if (s->done)
-        s->done(s->arg);
-    free(s);
-    eai_exec_state_unref(st);
-}
-
-int eai_exec_submit(struct eai_exec_state *st, void (*fn)(void *), void (*done)(void *), void *arg)
-{
-    struct submitted *s = malloc(sizeof *s);
-    if (!s)
-        return -1;
-    s->st = st;
-    s->fn = fn;
-    s->done = done;
-    s->arg = arg;
-    eai_exec_state_ref(st);
-    if (eai_work_submit(submitted_work, submitted_done, s) < 0) {
-        free(s);
-        eai_exec_state_unref(st);
-        return -1;
-    }
-    return 0;
 }
 
 /* ------------------------------------------------------------ replies */
 
-static enum eai_code storage_code(const struct eai_error *e)
-{
-    if (e && e->code == EAI_E_STORAGE_UNAVAILABLE)
-        return EAI_E_STORAGE_UNAVAILABLE;
-    return EAI_E_INTERNAL;
-}
-
 static void reply_storage_error(struct eai_req *r, const char *what, const struct eai_error *e)
 {
-    eai_log_req(EXEC_COMPONENT, EAI_LOG_ERROR, eai_req_id(r), "%s: %s", what,
-                e && e->message ? e->message : "storage error");
-    eai_reply_error(r, storage_code(e), NULL);
+    eai_park_reply_storage(r, what, e);
 }
 
 static json_t *detail1(const char *path, const char *msg)
@@ -177,69 +103,6 @@ static void audit_deny(struct eai_app *app, struct eai_req *r, const char *actio
         eai_req_audit_async(app, tenant, ev);
 }
 
-/* ------------------------------------------------------------ views */
-
-json_t *eai_exec_view(const json_t *rec)
-{
-    static const char *const copy[] = {"id", "status", "profile", "backend", "image", "command",
-                                       "limits", "exit_code", "signal", "stdout", "stderr",
-                                       "stdout_truncated", "stderr_truncated", "stdout_encoding",
-                                       "stderr_encoding", "usage", "error", "tool", "project_id",
-                                       "agent_id", "run_id", "trace_id", "created_at",
-                                       "started_at", "finished_at"};
-    json_t *v = json_object();
-    if (!v)
-        return NULL;
-    for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
-        json_t *x = json_object_get(rec, copy[i]);
-        json_object_set(v, copy[i], x ? x : json_null());
-    }
-    for (const char *const *k = (const char *const[]){"stdout", "stderr", NULL}; *k; k++) {
-        char key[32];
-        if (!json_is_string(json_object_get(v, *k)))
-            json_object_set_new(v, *k, json_string(""));
-        snprintf(key, sizeof key, "%s_truncated", *k);
-        if (!json_is_boolean(json_object_get(v, key)))
-            json_object_set_new(v, key, json_false());
-        snprintf(key, sizeof key, "%s_encoding", *k);
-        if (!json_is_string(json_object_get(v, key)))
-            json_object_set_new(v, key, json_string("utf-8"));
-    }
-    json_t *files = json_array();
-    size_t i;
-    const json_t *f;
-    json_array_foreach(json_object_get(rec, "files"), i, f)
-        json_array_append_new(files, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
-                                               "size", json_object_get(f, "size"),
-                                               "sha256", json_object_get(f, "sha256")));
-    json_object_set_new(v, "files", files);
-    /* a collect cap (count, size, total) left files out */
-    json_object_set_new(v, "files_truncated",
-                        json_boolean(json_is_true(json_object_get(rec, "files_truncated"))));
-    const json_t *eg = json_object_get(rec, "egress");
-    if (json_array_size(eg) > 0)
-        json_object_set_new(v, "network", json_pack("{s:O}", "egress", eg));
-    return v;
-}
-
-/* ------------------------------------------------------------ queue bound */
-
-static int64_t queued_get(struct eai_exec_state *st, const char *tenant)
-{
-    return json_integer_value(json_object_get(st->queued, tenant));
-}
-
-static void queued_add(struct eai_exec_state *st, const char *tenant, int64_t d)
-{
-    if (!tenant)
-        return;
-    int64_t v = queued_get(st, tenant) + d;
-    if (v <= 0)
-        json_object_del(st->queued, tenant);
-    else
-        json_object_set_new(st->queued, tenant, json_integer(v));
-}
-
 /* ------------------------------------------------------------ create */
 
 struct probe_snap {
@@ -251,7 +114,7 @@ struct probe_snap {
 
 struct create_job {
     struct eai_app *app;
-    struct eai_pend pend;
+    struct eai_parked *hold;       /* parked while a backend's first probe runs */
     char tenant[64];
     char id[64];
     json_t *body;
@@ -259,7 +122,7 @@ struct create_job {
     char request_id[128];
     char trace_id[33], span_id[17], traceparent[56];
     json_t *audit;                 /* sandbox.execute allow */
-    struct probe_snap probes[8];
+    struct probe_snap *probes;     /* one per loaded isolation backend */
     int nprobes;
     /* results */
     int rc;                        /* eai_store_result or -1 */
@@ -267,6 +130,7 @@ struct create_job {
     int refused;                   /* err is a refusal (4xx/503), not storage */
     json_t *existing;
     const struct eai_profile *prof;
+    struct eai_exec *st;     /* held by the probe wait timer */
     struct event *park_ev;         /* waiting for a backend's first probe */
     int64_t park_until_ms;
 };
@@ -365,6 +229,7 @@ static void create_job_free(struct create_job *j)
     json_decref(j->existing);
     eai_error_free(j->err);
     free(j->idem);
+    free(j->probes);
     free(j);
 }
 
@@ -376,11 +241,10 @@ static void reply_accepted(struct eai_req *r, int status, const char *id, const 
     eai_reply_json_headers(r, status, json_pack("{s:s, s:s}", "id", id, "status", exec_status), headers);
 }
 
-static void create_done(void *arg)
+static void create_answer(struct eai_req *r, void *arg)
 {
     struct create_job *j = arg;
-    struct eai_exec_state *st = j->pend.st;
-    struct eai_req *r = pend_take(&j->pend);
+    struct eai_exec *st = state_of(j->app);
     if (!r) {
         /* answered by eai_exec_stop */
     } else if (j->rc < 0 && j->refused) {
@@ -401,16 +265,24 @@ static void create_done(void *arg)
         eai_reply_error(r, EAI_E_IDEMPOTENCY_CONFLICT,
                         detail1("Idempotency-Key", "was used with a different request body"));
     } else {
-        if (!st->stopping) {
-            queued_add(st, j->tenant, 1);
-            eai_sched_kick(st);
+        if (st) {
+            eai_watch_queued(st->hub, j->id, j->tenant);
+            eai_sched_kick(st->sched);
         }
         eai_log_req(EXEC_COMPONENT, EAI_LOG_INFO, eai_req_id(r), "execution %s queued (profile %s)",
                     j->id, j->prof ? j->prof->name : "?");
         reply_accepted(r, 202, j->id, "queued");
     }
-    create_job_free(j);
 }
+
+static void create_free(void *arg)
+{
+    create_job_free(arg);
+}
+
+static const struct eai_park_ops create_ops = {
+    .what = "exec_create", .work = create_work, .answer = create_answer, .free = create_free,
+};
 
 /* Readiness of every backend, taken on the loop (probe never blocks).
  * Returns how many are still starting (their first probe runs). */
@@ -419,7 +291,9 @@ static int take_probes(struct create_job *j)
     struct eai_app *app = j->app;
     int starting = 0;
     j->nprobes = 0;
-    for (int i = 0; i < app->nisolation && j->nprobes < 8; i++) {
+    if (!j->probes && app->nisolation > 0 && !(j->probes = calloc((size_t)app->nisolation, sizeof *j->probes)))
+        return 0; /* out of memory: every profile answers "not ready" */
+    for (int i = 0; i < app->nisolation; i++) {
         struct eai_plugin_inst *iso = &app->isolation[i];
         struct probe_snap *ps = &j->probes[j->nprobes++];
         memset(ps, 0, sizeof *ps);
@@ -441,33 +315,26 @@ static int take_probes(struct create_job *j)
     return starting;
 }
 
-static void create_submit(struct eai_exec_state *st, struct create_job *j)
-{
-    if (eai_exec_submit(st, create_work, create_done, j) < 0) {
-        struct eai_req *r = pend_take(&j->pend);
-        create_job_free(j);
-        if (r)
-            eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
-}
-
 static void create_park_cb(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
     struct create_job *j = arg;
-    struct eai_exec_state *st = j->pend.st;
-    if (!j->pend.r) {
+    struct eai_exec *st = j->st;
+    struct eai_req *r = eai_park_release(j->hold);
+    j->hold = NULL;
+    if (!r) {
         /* answered by eai_exec_stop */
         create_job_free(j);
-    } else if (take_probes(j) > 0 && eai_now_ms() < j->park_until_ms) {
+    } else if (take_probes(j) > 0 && eai_now_ms() < j->park_until_ms &&
+               (j->hold = eai_park_hold(st->parks, r))) {
         struct timeval tv = {0, 100 * 1000};
         event_add(j->park_ev, &tv);
         return; /* keeps the reference */
     } else {
-        create_submit(st, j);
+        eai_park(st->parks, r, &create_ops, j);
     }
-    eai_exec_state_unref(st);
+    exec_unref(st);
 }
 
 /* Idempotency-Key: 1..255 printable ASCII characters. */
@@ -484,7 +351,7 @@ static int idem_ok(const char *k)
 
 void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec_state *st = state_of(app);
+    struct eai_exec *st = state_of(app);
     if (!st) {
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
         return;
@@ -524,7 +391,7 @@ void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
         json_decref(errors);
     }
     int64_t maxq = app->cfg && app->cfg->max_queued_per_tenant > 0 ? app->cfg->max_queued_per_tenant : 1000;
-    if (queued_get(st, tenant) >= maxq) {
+    if (eai_watch_queued_count(st->hub, tenant) >= maxq) {
         json_decref(body);
         audit_deny(app, r, "sandbox.execute", "", "rate_limited");
         const char *h[] = {"Retry-After: 5", NULL};
@@ -574,19 +441,19 @@ void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
     if (strlen(j->trace_id) == 32 && strlen(j->span_id) == 16)
         eai_traceparent_format(j->trace_id, j->span_id, flags, j->traceparent);
     j->audit = eai_req_audit_event(r, "sandbox.execute", j->id, "allow", NULL);
-    pend_add(st, &j->pend, r);
+    j->st = st;
     if (take_probes(j) > 0) {
         /* a backend is still probing (first start-up): decide once it has */
         j->park_until_ms = eai_now_ms() + EXEC_PROBE_WAIT_MS;
         j->park_ev = evtimer_new(app->base, create_park_cb, j);
-        if (j->park_ev) {
-            eai_exec_state_ref(st);
+        if (j->park_ev && (j->hold = eai_park_hold(st->parks, r))) {
+            exec_ref(st);
             struct timeval tv = {0, 100 * 1000};
             event_add(j->park_ev, &tv);
             return;
         }
     }
-    create_submit(st, j);
+    eai_park(st->parks, r, &create_ops, j);
 }
 
 /* ------------------------------------------------------------ reads */
@@ -598,7 +465,8 @@ struct read_job {
     int rc;
     struct eai_error *err;
     void (*then)(struct read_job *j);
-    void *ctx;                      /* request or waiter */
+    void *ctx;                      /* GET context or waiter */
+    struct eai_req *r;              /* the parked request (GET, events); NULL for a waiter or once answered */
 };
 
 static void read_work(void *arg)
@@ -607,31 +475,44 @@ static void read_work(void *arg)
     j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
 }
 
-static void read_done(void *arg)
+static void read_answer(struct eai_req *r, void *arg)
 {
     struct read_job *j = arg;
+    j->r = r;
     j->then(j);
+    j->then = NULL;
+}
+
+static void read_free(void *arg)
+{
+    struct read_job *j = arg;
     json_decref(j->out);
     eai_error_free(j->err);
     free(j);
 }
 
-static int read_submit(struct eai_exec_state *st, const char *tenant, const char *id,
+static const struct eai_park_ops read_ops = {
+    .what = "exec_get", .work = read_work, .answer = read_answer, .free = read_free,
+};
+
+/* Read one record on a worker, then then(j) on the loop.  r (may be NULL)
+ * is parked meanwhile.  0, or -1 when the job could not be queued: r was
+ * answered then and then() is not called. */
+static int read_submit(struct eai_exec *st, struct eai_req *r, const char *tenant, const char *id,
                        void (*then)(struct read_job *), void *ctx)
 {
     struct read_job *j = calloc(1, sizeof *j);
-    if (!j)
+    if (!j) {
+        if (r)
+            eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return -1;
+    }
     j->app = st->app;
     snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
     snprintf(j->id, sizeof j->id, "%s", id);
     j->then = then;
     j->ctx = ctx;
-    if (eai_exec_submit(st, read_work, read_done, j) < 0) {
-        free(j);
-        return -1;
-    }
-    return 0;
+    return eai_park(st->parks, r, &read_ops, j);
 }
 
 /* An execution id as we issue them: "sbx_" + uuid. */
@@ -645,308 +526,18 @@ static int id_ok(const char *id)
     return 1;
 }
 
-/* ------------------------------------------------------------ waiters */
-
-enum waiter_kind { W_POLL = 1, W_SSE = 2 };
-
-struct eai_waiter {
-    struct eai_waiter *next;
-    struct eai_exec_state *st;
-    struct eai_req *r;              /* NULL once answered */
-    enum waiter_kind kind;
-    char id[64], tenant[64];
-    int64_t deadline_ms;
-    struct event *timer;
-    int reading;                    /* a storage read is in flight */
-    int attached;                   /* SSE: receives the local run's output live */
-    char status[16];                /* SSE: last status sent */
-};
-
-static void waiter_unlink(struct eai_exec_state *st, struct eai_waiter *w)
-{
-    for (struct eai_waiter **pp = &st->waiters; *pp; pp = &(*pp)->next)
-        if (*pp == w) {
-            *pp = w->next;
-            w->next = NULL;
-            return;
-        }
-}
-
-/* Free w when it is answered and no read refers to it. */
-static void waiter_maybe_free(struct eai_waiter *w)
-{
-    if (w->r || w->reading)
-        return;
-    if (w->timer)
-        event_free(w->timer);
-    eai_exec_state_unref(w->st);
-    free(w);
-}
-
-static void waiter_answered(struct eai_waiter *w)
-{
-    w->r = NULL;
-    if (w->timer)
-        event_del(w->timer);
-    waiter_unlink(w->st, w);
-    waiter_maybe_free(w);
-}
-
-static void sse_event(struct eai_req *r, const char *event, json_t *data /* stolen */)
-{
-    char *d = data ? json_dumps(data, JSON_COMPACT) : NULL;
-    json_decref(data);
-    if (!d)
-        return;
-    size_t n = strlen(event) + strlen(d) + 32;
-    char *msg = malloc(n);
-    if (msg) {
-        int len = snprintf(msg, n, "event: %s\ndata: %s\n\n", event, d);
-        eai_stream_send(r, msg, (size_t)len);
-        free(msg);
-    }
-    free(d);
-}
-
-static void sse_chunk(struct eai_req *r, enum eai_iso_stream s, const char *data, size_t len)
-{
-    json_t *o;
-    if (eai_utf8_valid(data, len)) {
-        o = json_pack("{s:s%}", "data", data, len);
-    } else {
-        char *b = eai_b64_encode(data, len);
-        o = b ? json_pack("{s:s, s:s}", "data", b, "encoding", "base64") : NULL;
-        free(b);
-    }
-    sse_event(r, s == EAI_STREAM_STDERR ? "stderr" : "stdout", o);
-}
-
-static json_t *status_data(const json_t *rec)
-{
-    json_t *o = json_pack("{s:s}", "status", jstr(rec, "status") ? jstr(rec, "status") : "queued");
-    if (o && eai_exec_status_terminal(jstr(rec, "status"))) {
-        json_object_set(o, "exit_code", json_object_get(rec, "exit_code") ? json_object_get(rec, "exit_code") : json_null());
-        json_object_set(o, "signal", json_object_get(rec, "signal") ? json_object_get(rec, "signal") : json_null());
-        json_object_set(o, "error", json_object_get(rec, "error") ? json_object_get(rec, "error") : json_null());
-    }
-    return o;
-}
-
-/* Stored output of a terminal record, then its status; ends the stream. */
-static void sse_replay_end(struct eai_req *r, const json_t *rec, int with_output)
-{
-    for (int k = 0; with_output && k < 2; k++) {
-        const char *key = k ? "stderr" : "stdout";
-        const char *s = jstr(rec, key);
-        char ek[32];
-        snprintf(ek, sizeof ek, "%s_encoding", key);
-        if (!s || !*s)
-            continue;
-        json_t *o = json_pack("{s:s}", "data", s);
-        if (o && jstr(rec, ek) && strcmp(jstr(rec, ek), "base64") == 0)
-            json_object_set_new(o, "encoding", json_string("base64"));
-        sse_event(r, key, o);
-    }
-    sse_event(r, "status", status_data(rec));
-    eai_stream_end(r);
-}
-
-static void waiter_reread(struct eai_waiter *w);
-
-static void waiter_read_then(struct read_job *j)
-{
-    struct eai_waiter *w = j->ctx;
-    w->reading = 0;
-    if (!w->r) {
-        waiter_maybe_free(w);
-        return;
-    }
-    struct eai_req *r = w->r;
-    const char *status = jstr(j->out, "status");
-    int terminal = eai_exec_status_terminal(status);
-    if (w->kind == W_POLL) {
-        if (j->rc < 0) {
-            reply_storage_error(r, "exec_get", j->err);
-            waiter_answered(w);
-        } else if (!j->out) {
-            eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
-            waiter_answered(w);
-        } else if (terminal || eai_now_ms() >= w->deadline_ms || w->st->stopping) {
-            eai_reply_json(r, 200, eai_exec_view(j->out));
-            waiter_answered(w);
-        }
-        return;
-    }
-    /* SSE */
-    if (j->rc < 0 || !j->out) {
-        eai_stream_end(r);
-        waiter_answered(w);
-        return;
-    }
-    if (terminal) {
-        sse_replay_end(r, j->out, !w->attached);
-        waiter_answered(w);
-        return;
-    }
-    if (status && strcmp(status, w->status) != 0) {
-        snprintf(w->status, sizeof w->status, "%s", status);
-        sse_event(r, "status", status_data(j->out));
-    }
-}
-
-static void waiter_reread(struct eai_waiter *w)
-{
-    if (w->reading || !w->r)
-        return;
-    w->reading = 1;
-    if (read_submit(w->st, w->tenant, w->id, waiter_read_then, w) < 0)
-        w->reading = 0; /* retried by the poll timer */
-}
-
-static void waiter_deadline_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct eai_waiter *w = arg;
-    w->deadline_ms = 0;
-    waiter_reread(w);
-}
-
-static void waiter_gone_cb(void *arg)
-{
-    struct eai_waiter *w = arg;
-    struct eai_req *r = w->r;
-    if (!r)
-        return;
-    /* the reply only frees the request now */
-    if (w->kind == W_SSE)
-        eai_stream_end(r);
-    else
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
-    waiter_answered(w);
-}
-
-static void poll_arm(struct eai_exec_state *st)
-{
-    if (!event_pending(st->poll_ev, EV_TIMEOUT, NULL)) {
-        struct timeval tv = {EXEC_POLL_MS / 1000, (EXEC_POLL_MS % 1000) * 1000};
-        event_add(st->poll_ev, &tv);
-    }
-}
-
-static struct eai_waiter *waiter_add(struct eai_exec_state *st, struct eai_req *r, enum waiter_kind kind,
-                                     const json_t *rec, int wait_s)
-{
-    struct eai_waiter *w = calloc(1, sizeof *w);
-    if (!w)
-        return NULL;
-    w->st = st;
-    w->r = r;
-    w->kind = kind;
-    snprintf(w->id, sizeof w->id, "%s", jstr(rec, "id"));
-    snprintf(w->tenant, sizeof w->tenant, "%s", jstr(rec, "tenant_id") ? jstr(rec, "tenant_id")
-                                                                        : eai_req_tenant(r));
-    snprintf(w->status, sizeof w->status, "%s", jstr(rec, "status") ? jstr(rec, "status") : "");
-    if (kind == W_POLL) {
-        w->deadline_ms = eai_now_ms() + (int64_t)wait_s * 1000;
-        w->timer = evtimer_new(st->app->base, waiter_deadline_cb, w);
-        if (!w->timer) {
-            free(w);
-            return NULL;
-        }
-        struct timeval tv = {wait_s, 0};
-        event_add(w->timer, &tv);
-    }
-    eai_exec_state_ref(st);
-    w->next = st->waiters;
-    st->waiters = w;
-    eai_req_on_gone(r, waiter_gone_cb, w);
-    poll_arm(st);
-    /* ours, running when read, no longer here: it ended meanwhile */
-    const char *owner = jstr(rec, "lease_owner");
-    const char *node = st->app->host ? st->app->host->node_id : NULL;
-    if (owner && node && strcmp(owner, node) == 0 && !eai_sched_find(st, w->id))
-        waiter_reread(w);
-    return w;
-}
-
-int eai_exec_take_cancel(struct eai_exec_state *st, const char *id)
-{
-    if (!st || !id || !json_object_get(st->cancel_pending, id))
-        return 0;
-    json_object_del(st->cancel_pending, id);
-    return 1;
-}
-
-/* Waiters of executions not running here learn of changes by polling. */
-static void poll_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct eai_exec_state *st = arg;
-    if (st->stopping)
-        return;
-    const char *k;
-    json_t *v, *tmp;
-    int64_t now = eai_now_ms();
-    json_object_foreach_safe(st->cancel_pending, tmp, k, v)
-        if (now - json_integer_value(v) > 60000)
-            json_object_del(st->cancel_pending, k);
-    if (!st->waiters && json_object_size(st->cancel_pending) == 0)
-        return;
-    for (struct eai_waiter *w = st->waiters; w; w = w->next)
-        if (!eai_sched_find(st, w->id) && !w->attached)
-            waiter_reread(w);
-    struct timeval tv = {EXEC_POLL_MS / 1000, (EXEC_POLL_MS % 1000) * 1000};
-    event_add(st->poll_ev, &tv);
-}
-
-void eai_exec_notify_output(struct eai_exec_state *st, const char *id, enum eai_iso_stream s,
-                            const char *data, size_t len)
-{
-    for (struct eai_waiter *w = st->waiters; w; w = w->next)
-        if (w->kind == W_SSE && w->r && strcmp(w->id, id) == 0) {
-            w->attached = 1;
-            sse_chunk(w->r, s, data, len);
-        }
-}
-
-void eai_exec_notify_status(struct eai_exec_state *st, const char *id, const char *tenant,
-                            const char *status)
-{
-    if (!id || !status)
-        return;
-    if (strcmp(status, "running") == 0)
-        queued_add(st, tenant, -1);
-    int terminal = eai_exec_status_terminal(status);
-    for (struct eai_waiter *w = st->waiters, *next; w; w = next) {
-        next = w->next;
-        if (!w->r || strcmp(w->id, id) != 0)
-            continue;
-        if (terminal) {
-            waiter_reread(w);
-        } else if (w->kind == W_SSE && strcmp(w->status, status) != 0) {
-            /* a local run starts: its output will come live */
-            w->attached = 1;
-            snprintf(w->status, sizeof w->status, "%s", status);
-            sse_event(w->r, "status", json_pack("{s:s}", "status", status));
-        }
-    }
-}
-
 /* ------------------------------------------------------------ GET */
 
 struct get_ctx {
     struct eai_app *app;
-    struct eai_pend pend;
     int wait_s;
 };
 
 static void get_then(struct read_job *j)
 {
     struct get_ctx *c = j->ctx;
-    struct eai_req *r = pend_take(&c->pend);
-    struct eai_exec_state *st = state_of(c->app);
+    struct eai_req *r = j->r;
+    struct eai_exec *st = state_of(c->app);
     if (!r) {
         /* answered by eai_exec_stop */
     } else if (j->rc < 0) {
@@ -954,9 +545,8 @@ static void get_then(struct read_job *j)
     } else if (!j->out) {
         audit_deny(c->app, r, "sandbox.read", j->id, "not_found");
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
-    } else if (c->wait_s == 0 || eai_exec_status_terminal(jstr(j->out, "status")) || !st) {
-        eai_reply_json(r, 200, eai_exec_view(j->out));
-    } else if (!waiter_add(st, r, W_POLL, j->out, c->wait_s)) {
+    } else if (c->wait_s == 0 || eai_exec_status_terminal(jstr(j->out, "status")) || !st ||
+               eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
         eai_reply_json(r, 200, eai_exec_view(j->out));
     }
     free(c);
@@ -978,7 +568,7 @@ static int parse_wait(const char *s)
 
 void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec_state *st = state_of(app);
+    struct eai_exec *st = state_of(app);
     if (!st) {
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
@@ -1002,12 +592,8 @@ void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
     }
     c->app = app;
     c->wait_s = wait_s;
-    pend_add(st, &c->pend, r);
-    if (read_submit(st, eai_req_tenant(r), id, get_then, c) < 0) {
-        pend_take(&c->pend);
+    if (read_submit(st, r, eai_req_tenant(r), id, get_then, c) < 0)
         free(c);
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
 }
 
 /* ------------------------------------------------------------ events (SSE) */
@@ -1015,8 +601,8 @@ void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
 static void events_then(struct read_job *j)
 {
     struct get_ctx *c = j->ctx;
-    struct eai_req *r = pend_take(&c->pend);
-    struct eai_exec_state *st = state_of(c->app);
+    struct eai_req *r = j->r;
+    struct eai_exec *st = state_of(c->app);
     free(c);
     if (!r)
         return;
@@ -1031,33 +617,17 @@ static void events_then(struct read_job *j)
     }
     eai_stream_start(r, "text/event-stream");
     if (eai_exec_status_terminal(jstr(j->out, "status")) || !st) {
-        sse_replay_end(r, j->out, 1);
+        eai_watch_sse_replay(r, j->out);
         return;
     }
-    sse_event(r, "status", status_data(j->out));
-    struct eai_waiter *w = waiter_add(st, r, W_SSE, j->out, 0);
-    if (!w) {
+    eai_watch_sse_status(r, j->out);
+    if (eai_watch_stream(st->hub, r, j->out) < 0)
         eai_stream_end(r);
-        return;
-    }
-    const struct eai_run *run = eai_sched_find(st, w->id);
-    if (run) {
-        /* output so far, then live chunks */
-        w->attached = 1;
-        for (int k = 0; k < 2; k++) {
-            enum eai_iso_stream s = k ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT;
-            const char *d;
-            size_t n;
-            eai_sched_run_output(run, s, &d, &n);
-            if (n)
-                sse_chunk(r, s, d, n);
-        }
-    }
 }
 
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec_state *st = state_of(app);
+    struct eai_exec *st = state_of(app);
     if (!st) {
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
@@ -1074,12 +644,8 @@ void eai_exec_route_events(struct eai_app *app, struct eai_req *r)
         return;
     }
     c->app = app;
-    pend_add(st, &c->pend, r);
-    if (read_submit(st, eai_req_tenant(r), id, events_then, c) < 0) {
-        pend_take(&c->pend);
+    if (read_submit(st, r, eai_req_tenant(r), id, events_then, c) < 0)
         free(c);
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
 }
 
 /* ------------------------------------------------------------ list */
@@ -1145,7 +711,6 @@ static int cursor_decode(const char *c, int64_t *seq)
 
 struct list_job {
     struct eai_app *app;
-    struct eai_pend pend;
     char tenant[64];
     json_t *filter;
     json_t *out;
@@ -1159,10 +724,9 @@ static void list_work(void *arg)
     j->rc = j->app->store->exec_list(j->app->storage.self, j->tenant, j->filter, &j->out, &j->err);
 }
 
-static void list_done(void *arg)
+static void list_answer(struct eai_req *r, void *arg)
 {
     struct list_job *j = arg;
-    struct eai_req *r = pend_take(&j->pend);
     if (!r) {
         /* answered by eai_exec_stop */
     } else if (j->rc < 0) {
@@ -1189,18 +753,27 @@ static void list_done(void *arg)
         }
         eai_reply_json(r, 200, json_pack("{s:o, s:o}", "items", items, "next", next));
     }
+}
+
+static void list_free(void *arg)
+{
+    struct list_job *j = arg;
     json_decref(j->filter);
     json_decref(j->out);
     eai_error_free(j->err);
     free(j);
 }
 
+static const struct eai_park_ops list_ops = {
+    .what = "exec_list", .work = list_work, .answer = list_answer, .free = list_free,
+};
+
 static const char *const all_statuses[] = {"queued", "running", "succeeded", "failed", "timeout",
                                            "oom_killed", "cancelled", "error", NULL};
 
 void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec_state *st = state_of(app);
+    struct eai_exec *st = state_of(app);
     if (!st) {
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
@@ -1268,20 +841,13 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
     j->app = app;
     j->filter = filter;
     snprintf(j->tenant, sizeof j->tenant, "%s", eai_req_tenant(r));
-    pend_add(st, &j->pend, r);
-    if (eai_exec_submit(st, list_work, list_done, j) < 0) {
-        pend_take(&j->pend);
-        json_decref(filter);
-        free(j);
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
+    eai_park(st->parks, r, &list_ops, j);
 }
 
 /* ------------------------------------------------------------ cancel */
 
 struct cancel_job {
     struct eai_app *app;
-    struct eai_pend pend;
     char tenant[64], id[64], request_id[128];
     json_t *patch, *audit, *out;
     int rc;
@@ -1295,11 +861,10 @@ static void cancel_work(void *arg)
                                        &j->out, &j->err);
 }
 
-static void cancel_done(void *arg)
+static void cancel_answer(struct eai_req *r, void *arg)
 {
     struct cancel_job *j = arg;
-    struct eai_req *r = pend_take(&j->pend);
-    struct eai_exec_state *st = state_of(j->app);
+    struct eai_exec *st = state_of(j->app);
     const char *status = jstr(j->out, "status");
     if (!r) {
         /* answered by eai_exec_stop */
@@ -1312,23 +877,24 @@ static void cancel_done(void *arg)
         /* the local run stops now; a claim still in flight here stops it
          * right after its start; another replica sees cancel_requested at
          * its next lease renewal */
-        if (st && !eai_sched_cancel_local(st, j->id)) {
-            json_object_set_new(st->cancel_pending, j->id, json_integer(eai_now_ms()));
-            poll_arm(st);
-        }
+        if (st && !eai_sched_cancel_local(st->sched, j->id))
+            eai_watch_cancel_pending(st->hub, j->id);
         reply_accepted(r, 202, j->id, "running");
     } else if (status && strcmp(status, "cancelled") == 0 && jstr(j->out, "cancel_request_id") &&
                strcmp(jstr(j->out, "cancel_request_id"), j->request_id) == 0) {
         /* queued -> cancelled by this very request */
-        if (st) {
-            queued_add(st, j->tenant, -1);
-            eai_exec_notify_status(st, j->id, j->tenant, "cancelled");
-        }
+        if (st)
+            eai_watch_status(st->hub, j->id, j->tenant, "cancelled", j->out);
         reply_accepted(r, 202, j->id, "cancelled");
     } else {
         audit_deny(j->app, r, "sandbox.cancel", j->id, "already_finished");
         eai_reply_error(r, EAI_E_ALREADY_FINISHED, NULL);
     }
+}
+
+static void cancel_free(void *arg)
+{
+    struct cancel_job *j = arg;
     json_decref(j->patch);
     json_decref(j->audit);
     json_decref(j->out);
@@ -1336,9 +902,13 @@ static void cancel_done(void *arg)
     free(j);
 }
 
+static const struct eai_park_ops cancel_ops = {
+    .what = "exec_cancel", .work = cancel_work, .answer = cancel_answer, .free = cancel_free,
+};
+
 void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec_state *st = state_of(app);
+    struct eai_exec *st = state_of(app);
     if (!st) {
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
@@ -1367,21 +937,18 @@ void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r)
                          "usage", "cpu_seconds", 0.0, "memory_mb_seconds", 0.0, "duration_s", 0.0,
                          "finished_at", now, "cancel_request_id", j->request_id);
     j->audit = eai_req_audit_event(r, "sandbox.cancel", id, "allow", NULL);
-    pend_add(st, &j->pend, r);
-    if (!j->patch || eai_exec_submit(st, cancel_work, cancel_done, j) < 0) {
-        pend_take(&j->pend);
-        json_decref(j->patch);
-        json_decref(j->audit);
-        free(j);
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    if (!j->patch) {
+        cancel_free(j);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
     }
+    eai_park(st->parks, r, &cancel_ops, j);
 }
 
 /* ------------------------------------------------------------ files */
 
 struct file_job {
     struct eai_app *app;
-    struct eai_pend pend;
     char tenant[64], id[64];
     char *path;
     unsigned char *data;
@@ -1397,10 +964,9 @@ static void file_work(void *arg)
                                     &j->len, &j->err);
 }
 
-static void file_done(void *arg)
+static void file_answer(struct eai_req *r, void *arg)
 {
     struct file_job *j = arg;
-    struct eai_req *r = pend_take(&j->pend);
     if (!r) {
         /* answered by eai_exec_stop */
     } else if (j->rc < 0) {
@@ -1411,15 +977,24 @@ static void file_done(void *arg)
     } else {
         eai_reply_raw(r, 200, "application/octet-stream", j->data, j->len);
     }
+}
+
+static void file_free(void *arg)
+{
+    struct file_job *j = arg;
     free(j->data);
     free(j->path);
     eai_error_free(j->err);
     free(j);
 }
 
+static const struct eai_park_ops file_ops = {
+    .what = "file_get", .work = file_work, .answer = file_answer, .free = file_free,
+};
+
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec_state *st = state_of(app);
+    struct eai_exec *st = state_of(app);
     if (!st) {
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
@@ -1445,13 +1020,7 @@ void eai_exec_route_file(struct eai_app *app, struct eai_req *r)
     j->path = path;
     snprintf(j->tenant, sizeof j->tenant, "%s", eai_req_tenant(r));
     snprintf(j->id, sizeof j->id, "%s", id);
-    pend_add(st, &j->pend, r);
-    if (eai_exec_submit(st, file_work, file_done, j) < 0) {
-        pend_take(&j->pend);
-        free(path);
-        free(j);
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
+    eai_park(st->parks, r, &file_ops, j);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -1463,28 +1032,29 @@ int eai_exec_start(struct eai_app *app, struct eai_error **err)
             *err = eai_error_new(EAI_E_INTERNAL, 0, "executions: storage, loop and host are needed");
         return -1;
     }
-    struct eai_exec_state *st = calloc(1, sizeof *st);
-    if (!st || !(st->queued = json_object()) || !(st->cancel_pending = json_object())) {
-        if (st)
-            json_decref(st->queued);
-        free(st);
+    struct eai_exec *st = calloc(1, sizeof *st);
+    if (!st) {
         if (err)
             *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
         return -1;
     }
     st->app = app;
     st->refs = 1;
-    st->poll_ev = evtimer_new(app->base, poll_cb, st);
-    if (!st->poll_ev) {
-        eai_exec_state_unref(st);
+    st->parks = eai_park_set_new();
+    st->hub = eai_watch_new(app);
+    if (!st->parks || !st->hub) {
+        eai_watch_close(st->hub);
+        exec_unref(st);
         if (err)
-            *err = eai_error_new(EAI_E_INTERNAL, 0, "cannot create the poll timer");
+            *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
         return -1;
     }
     app->exec = st;
-    if (eai_sched_start(app, st, err) < 0) {
+    st->sched = eai_sched_start(app, st->hub, err);
+    if (!st->sched) {
         app->exec = NULL;
-        eai_exec_state_unref(st);
+        eai_watch_close(st->hub);
+        exec_unref(st);
         return -1;
     }
     return 0;
@@ -1492,33 +1062,41 @@ int eai_exec_start(struct eai_app *app, struct eai_error **err)
 
 void eai_exec_stop(struct eai_app *app)
 {
-    struct eai_exec_state *st = app ? app->exec : NULL;
+    struct eai_exec *st = app ? app->exec : NULL;
     if (!st || st->stopping)
         return;
     st->stopping = 1;
-    event_del(st->poll_ev);
-    eai_sched_stop(st);
-    /* every parked request gets its one reply now */
-    while (st->pending) {
-        struct eai_req *r = pend_take(st->pending);
-        if (r)
-            eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
-    while (st->waiters) {
-        struct eai_waiter *w = st->waiters;
-        if (w->r) {
-            if (w->kind == W_SSE)
-                eai_stream_end(w->r);
-            else
-                eai_reply_error(w->r, EAI_E_STORAGE_UNAVAILABLE, NULL);
-        }
-        waiter_answered(w);
-    }
+    eai_sched_stop(st->sched);
+    st->sched = NULL;
+    /* every parked request gets its one reply now, every waiter too */
+    eai_park_set_close(st->parks);
+    st->parks = NULL;
+    eai_watch_close(st->hub);
+    st->hub = NULL;
     app->exec = NULL;
-    eai_exec_state_unref(st);
+    exec_unref(st);
 }
 
 int eai_exec_running(const struct eai_app *app)
 {
-    return app ? eai_sched_running(app->exec) : 0;
+    return app && app->exec ? eai_sched_running(app->exec->sched) : 0;
+}
+
+void eai_exec_kick(struct eai_app *app)
+{
+    if (app && app->exec)
+        eai_sched_kick(app->exec->sched);
+}
+
+int eai_exec_cancel_local(struct eai_app *app, const char *id)
+{
+    return app && app->exec ? eai_sched_cancel_local(app->exec->sched, id) : 0;
+}
+
+int eai_exec_local_output(struct eai_app *app, const char *id, enum eai_iso_stream s,
+                          const char **data, size_t *len)
+{
+    *data = "";
+    *len = 0;
+    return app && app->exec ? eai_watch_local_output(app->exec->hub, id, s, data, len) : 0;
 }

@@ -11,12 +11,14 @@
 #include "config/config.h"
 #include "obs/delivery.h"
 #include "base/errors.h"
+#include "exec/exec_result.h"
 #include "exec/exec_validate.h"
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "exec/scheduler.h"
 #include "obs/trace.h"
 #include "base/util.h"
+#include "base/worker.h"
 
 #define SCHED_COMPONENT "scheduler"
 #define SCHED_IDLE_POLL_MS 1000    /* claim poll when nothing is known to be pending */
@@ -36,7 +38,8 @@ struct eai_run {
     int finishing;                 /* terminal write pending */
     int cancel_sent;
     int recovered;
-    struct eai_outbuf out, err;
+    struct eai_live *live_state;   /* status and output, owned by the watch hub */
+    size_t output_limit;
     int64_t start_ms;
     char started_at[32];
     struct eai_span *span;
@@ -52,8 +55,9 @@ struct eai_run {
 };
 
 struct eai_sched {
-    struct eai_exec_state *st;
+    struct eai_watch *hub;
     struct eai_app *app;
+    int refs;                      /* eai_sched_start's + one per worker job or retry timer */
     struct eai_run *runs;          /* live and finishing runs */
     int nlive;                     /* slots in use */
     int claim_inflight, claim_again;
@@ -65,6 +69,58 @@ struct eai_sched {
 };
 
 static void *store_self(const struct eai_app *app) { return app->storage.self; }
+
+static void sched_free(struct eai_sched *s);
+static struct eai_run *sched_find(struct eai_sched *s, const char *id);
+
+static void sched_unref(struct eai_sched *s)
+{
+    if (--s->refs == 0)
+        sched_free(s);
+}
+
+struct submitted {
+    struct eai_sched *s;
+    void (*fn)(void *);
+    void (*done)(void *);
+    void *arg;
+};
+
+static void submitted_work(void *arg)
+{
+    struct submitted *x = arg;
+    x->fn(x->arg);
+}
+
+static void submitted_done(void *arg)
+{
+    struct submitted *x = arg;
+    struct eai_sched *s = x->s;
+    if (x->done)
+        x->done(x->arg);
+    free(x);
+    sched_unref(s);
+}
+
+/* Storage (or encoding) work on a worker, holding a reference on s;
+ * 0 or -1 (queue full or pool stopped). */
+static int sched_submit(struct eai_sched *s, void (*fn)(void *), void (*done)(void *), void *arg)
+{
+    struct submitted *x = malloc(sizeof *x);
+    if (!x)
+        return -1;
+    x->s = s;
+    x->fn = fn;
+    x->done = done;
+    x->arg = arg;
+    s->refs++;
+    if (eai_work_submit(submitted_work, submitted_done, x) < 0) {
+        free(x);
+        s->refs--;
+        return -1;
+    }
+    return 0;
+}
 
 static const char *jstr(const json_t *o, const char *k)
 {
@@ -146,11 +202,28 @@ static void gauges(struct eai_sched *s)
 
 /* ------------------------------------------------------------ finishing */
 
+/* A finished run's collected files, copied out of the backend's result
+ * (it owns them only until on_exit returns) for the worker to hash and
+ * encode. */
+struct raw_file {
+    char *path;
+    unsigned char *data;
+    size_t len;
+};
+
 struct finish_job {
     struct eai_sched *s;
     struct eai_run *run;            /* NULL for an execution without a local run */
     char id[64], tenant[64];
     json_t *patch, *files, *usage, *audit;
+    /* encoded on the worker (first attempt only): output of run->live and raw files */
+    int encode_output;
+    struct raw_file *raw;
+    size_t nraw;
+    int files_truncated;
+    const json_t *rec;              /* the claimed record (run's, or lent for the job) */
+    json_t *rec_own;                /* rec when the job owns it */
+    json_t *terminal;               /* the record as stored, built on the worker */
     int rc;
     struct eai_error *err;
     struct event *retry_ev;
@@ -160,12 +233,109 @@ static void run_free(struct eai_run *r);
 static void run_unlink(struct eai_sched *s, struct eai_run *r);
 static void finish_submit(struct finish_job *j);
 
+static void raw_free(struct finish_job *j)
+{
+    for (size_t i = 0; i < j->nraw; i++) {
+        free(j->raw[i].path);
+        free(j->raw[i].data);
+    }
+    free(j->raw);
+    j->raw = NULL;
+    j->nraw = 0;
+}
+
+/* Hash and base64 of the collected files: [{path, size, sha256, content_b64}]. */
+static json_t *encode_files(const struct raw_file *raw, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        const struct raw_file *f = &raw[i];
+        char sha[65];
+        eai_sha256_hex(f->data ? (const void *)f->data : "", f->len, sha);
+        char *b64 = eai_b64_encode(f->data ? (const void *)f->data : "", f->len);
+        json_t *o = b64 ? json_pack("{s:s, s:I, s:s, s:s}", "path", f->path ? f->path : "",
+                                    "size", (json_int_t)f->len, "sha256", sha, "content_b64", b64)
+                        : NULL;
+        free(b64);
+        if (!o || json_array_append_new(a, o) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The stored record after exec_finish, for the waiters: the public fields
+ * of rec, the patch and the public file list.  Built from copies (rec is
+ * only read). */
+static json_t *terminal_record(const json_t *rec, const json_t *patch, const json_t *files)
+{
+    static const char *const keep[] = {"id", "tenant_id", "profile", "backend", "image", "command",
+                                       "limits", "tool", "project_id", "agent_id", "run_id",
+                                       "trace_id", "created_at", "started_at", "egress",
+                                       "lease_owner", "files_truncated"};
+    json_t *t = json_object();
+    for (size_t i = 0; t && i < sizeof keep / sizeof keep[0]; i++) {
+        const json_t *v = json_object_get(rec, keep[i]);
+        if (v)
+            json_object_set_new(t, keep[i], json_deep_copy(v));
+    }
+    json_t *p = t ? json_deep_copy(patch) : NULL;
+    if (!p) {
+        json_decref(t);
+        return NULL;
+    }
+    json_object_update(t, p);
+    json_decref(p);
+    json_t *pub = json_array();
+    size_t i;
+    const json_t *f;
+    json_array_foreach(files, i, f)
+        json_array_append_new(pub, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
+                                             "size", json_object_get(f, "size"),
+                                             "sha256", json_object_get(f, "sha256")));
+    json_object_set_new(t, "files", pub);
+    return t;
+}
+
 static void finish_work(void *arg)
 {
     struct finish_job *j = arg;
     struct eai_app *app = j->s->app;
+    if (j->encode_output && j->run && j->run->live_state) {
+        /* the run exited: its output no longer changes; read-only here */
+        for (int k = 0; k < 2; k++) {
+            enum eai_iso_stream st = k ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT;
+            const char *key = k ? "stderr" : "stdout";
+            const char *d;
+            size_t n;
+            int trunc;
+            eai_watch_output_get(j->run->live_state, st, &d, &n, &trunc);
+            eai_output_encode(j->patch, key, d, n, trunc);
+            json_object_set_new(j->patch, k ? "stderr_truncated" : "stdout_truncated", json_boolean(trunc));
+        }
+        j->encode_output = 0;
+    }
+    if (j->raw) {
+        j->files = encode_files(j->raw, j->nraw);
+        raw_free(j);
+        if (!j->files) {
+            json_decref(j->patch);
+            j->patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
+        }
+    }
+    if (j->files_truncated && j->patch)
+        json_object_set_new(j->patch, "files_truncated", json_true());
     j->rc = app->store->exec_finish(store_self(app), j->tenant, j->id, j->patch, j->files,
                                     j->usage, j->audit, &j->err);
+    if (j->rc == EAI_STORE_UPDATED && j->rec)
+        j->terminal = terminal_record(j->rec, j->patch, j->files);
+    if (j->rc >= 0) {
+        /* recorded: the encoded files (up to the collect cap) are freed
+         * here rather than on the loop */
+        json_decref(j->files);
+        j->files = NULL;
+    }
 }
 
 static void finish_job_free(struct finish_job *j)
@@ -174,6 +344,9 @@ static void finish_job_free(struct finish_job *j)
     json_decref(j->files);
     json_decref(j->usage);
     json_decref(j->audit);
+    json_decref(j->terminal);
+    json_decref(j->rec_own);
+    raw_free(j);
     eai_error_free(j->err);
     if (j->retry_ev)
         event_free(j->retry_ev);
@@ -185,12 +358,12 @@ static void finish_retry_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct finish_job *j = arg;
-    struct eai_exec_state *st = j->s->st;
+    struct eai_sched *s = j->s;
     finish_submit(j);
-    eai_exec_state_unref(st); /* the timer's reference */
+    sched_unref(s); /* the timer's reference */
 }
 
-/* Retry j later, holding a reference on the state meanwhile. */
+/* Retry j later, holding a reference on the scheduler meanwhile. */
 static int finish_later(struct finish_job *j, int64_t ms)
 {
     if (j->s->stopping)
@@ -199,7 +372,7 @@ static int finish_later(struct finish_job *j, int64_t ms)
         j->retry_ev = evtimer_new(j->s->app->base, finish_retry_cb, j);
     if (!j->retry_ev)
         return -1;
-    eai_exec_state_ref(j->s->st);
+    j->s->refs++;
     timer_in(j->retry_ev, ms);
     return 0;
 }
@@ -217,30 +390,31 @@ static void finish_done(void *arg)
             return;
     }
     if (j->rc == EAI_STORE_UPDATED) {
-        const json_t *rec = j->run ? j->run->rec : NULL;
-        if (rec)
-            metrics_finish(rec, j->patch);
+        if (j->rec)
+            metrics_finish(j->rec, j->patch);
         eai_log(SCHED_COMPONENT, EAI_LOG_INFO, "execution %s ended: %s", j->id,
                 jstr(j->patch, "status") ? jstr(j->patch, "status") : "?");
         if (!s->stopping)
             eai_delivery_kick(s->app);
+    }
+    if (!s->stopping) {
+        /* terminal (or already terminal elsewhere: the waiters re-read it) */
+        eai_watch_status(s->hub, j->id, j->tenant, jstr(j->patch, "status"),
+                         j->rc == EAI_STORE_UPDATED ? j->terminal : NULL);
     }
     struct eai_run *r = j->run;
     if (r) {
         run_unlink(s, r);
         run_free(r);
     }
-    if (!s->stopping) {
-        /* terminal (or already terminal elsewhere): wake the waiters */
-        eai_exec_notify_status(s->st, j->id, j->tenant, jstr(j->patch, "status"));
-        eai_sched_kick(s->st);
-    }
+    if (!s->stopping)
+        eai_sched_kick(s);
     finish_job_free(j);
 }
 
 static void finish_submit(struct finish_job *j)
 {
-    if (eai_exec_submit(j->s->st, finish_work, finish_done, j) == 0)
+    if (sched_submit(j->s, finish_work, finish_done, j) == 0)
         return;
     if (finish_later(j, 100) == 0)
         return;
@@ -252,23 +426,32 @@ static void finish_submit(struct finish_job *j)
     finish_job_free(j);
 }
 
-/* Record the end of rec with patch (stolen) and files (stolen, may be
- * NULL); run may be NULL. */
-static void finish_record(struct eai_sched *s, struct eai_run *run, const json_t *rec,
-                          json_t *patch, json_t *files)
+/* Record the end of rec with patch (stolen) and raw files (stolen, may be
+ * NULL); run may be NULL (then rec is copied for the job).  encode_output:
+ * the worker encodes run's output into the patch first. */
+static void finish_record(struct eai_sched *s, struct eai_run *run, const json_t *rec, json_t *patch,
+                          struct raw_file *raw, size_t nraw, int files_truncated, int encode_output)
 {
     struct finish_job *j = calloc(1, sizeof *j);
     if (!j || !patch) {
         eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "out of memory finishing %s", jstr(rec, "id"));
         free(j);
         json_decref(patch);
-        json_decref(files);
+        for (size_t i = 0; i < nraw; i++) {
+            free(raw[i].path);
+            free(raw[i].data);
+        }
+        free(raw);
         if (run) {
             run_unlink(s, run);
             run_free(run);
         }
         return;
     }
+    j->raw = raw;
+    j->nraw = nraw;
+    j->files_truncated = files_truncated;
+    j->encode_output = encode_output && run && run->live_state;
     char now[32];
     eai_time_rfc3339(eai_now_ms(), now);
     if (!jstr(patch, "finished_at"))
@@ -276,7 +459,7 @@ static void finish_record(struct eai_sched *s, struct eai_run *run, const json_t
     if (!json_object_get(patch, "usage"))
         json_object_set_new(patch, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", 0.0,
                                                       "memory_mb_seconds", 0.0, "duration_s", 0.0));
-    for (const char *const *k = (const char *const[]){"stdout", "stderr", NULL}; *k; k++) {
+    for (const char *const *k = (const char *const[]){"stdout", "stderr", NULL}; *k && !j->encode_output; k++) {
         if (!json_object_get(patch, *k)) {
             char key[32];
             json_object_set_new(patch, *k, json_string(""));
@@ -292,10 +475,15 @@ static void finish_record(struct eai_sched *s, struct eai_run *run, const json_t
         json_object_set_new(patch, "signal", json_null());
     j->s = s;
     j->run = run;
+    if (run) {
+        j->rec = run->rec;
+    } else {
+        j->rec_own = json_deep_copy(rec);
+        j->rec = j->rec_own;
+    }
     snprintf(j->id, sizeof j->id, "%s", jstr(rec, "id") ? jstr(rec, "id") : "");
     snprintf(j->tenant, sizeof j->tenant, "%s", jstr(rec, "tenant_id") ? jstr(rec, "tenant_id") : "");
     j->patch = patch;
-    j->files = files;
     j->usage = usage_event(rec, patch);
     j->audit = sched_audit(rec, "sandbox.finish", "allow", jstr(patch, "status"));
     if (run)
@@ -321,8 +509,7 @@ static void run_free(struct eai_run *r)
 {
     if (!r)
         return;
-    eai_outbuf_free(&r->out);
-    eai_outbuf_free(&r->err);
+    eai_watch_release(r->live_state);
     for (size_t i = 0; i < r->nenv; i++)
         free(r->env_strs[i]);
     free(r->env_strs);
@@ -454,8 +641,7 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     jb->collect_max_total_bytes = cfg ? cfg->collect_max_total_bytes : 32 << 20;
     if (!jb->image)
         return -1;
-    eai_outbuf_init(&r->out, (size_t)lim.output_bytes);
-    eai_outbuf_init(&r->err, (size_t)lim.output_bytes);
+    r->output_limit = (size_t)lim.output_bytes;
     return 0;
 }
 
@@ -466,11 +652,7 @@ static void cb_output(void *arg, enum eai_iso_stream which, const char *data, si
     struct eai_run *r = arg;
     if (!r->s)
         return;
-    struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &r->err : &r->out;
-    size_t kept = 0;
-    eai_outbuf_append(b, data, len, &kept);
-    if (kept)
-        eai_exec_notify_output(r->s->st, r->id, which, data, kept);
+    eai_watch_output(r->live_state, which, data, len);
 }
 
 static void cb_started(void *arg)
@@ -480,24 +662,46 @@ static void cb_started(void *arg)
         eai_span_set_int(r->span, "eai.queue_ms", eai_now_ms() - r->start_ms);
 }
 
-static json_t *collected_files(const struct eai_iso_result *res)
+/* Take the collected files out of the result for the worker that hashes
+ * and encodes them: the backend frees them when on_exit returns, so they
+ * are taken over when it allows it (files_movable: no copy on the loop),
+ * else copied (one memcpy; docs/executions.md "Inside").  0 or -1. */
+static int take_files(const struct eai_iso_result *res, struct raw_file **out, size_t *nout)
 {
-    json_t *a = json_array();
-    for (size_t i = 0; a && res->files && i < res->nfiles; i++) {
+    *out = NULL;
+    *nout = 0;
+    if (!res->files || res->nfiles == 0)
+        return 0;
+    int movable = res->size >= offsetof(struct eai_iso_result, files_movable) + sizeof res->files_movable &&
+                  res->files_movable;
+    struct raw_file *raw = calloc(res->nfiles, sizeof *raw);
+    if (!raw)
+        return -1;
+    for (size_t i = 0; i < res->nfiles; i++) {
         const struct eai_iso_collected *f = &res->files[i];
-        char sha[65];
-        eai_sha256_hex(f->data ? (const void *)f->data : "", f->len, sha);
-        char *b64 = eai_b64_encode(f->data ? (const void *)f->data : "", f->len);
-        json_t *o = b64 ? json_pack("{s:s, s:I, s:s, s:s}", "path", f->path ? f->path : "",
-                                    "size", (json_int_t)f->len, "sha256", sha, "content_b64", b64)
-                        : NULL;
-        free(b64);
-        if (!o || json_array_append_new(a, o) < 0) {
-            json_decref(a);
-            return NULL;
+        raw[i].path = strdup(f->path ? f->path : "");
+        raw[i].len = f->len;
+        if (movable && f->data) {
+            raw[i].data = f->data;
+            ((struct eai_iso_collected *)f)->data = NULL; /* ours now (isolation.h) */
+        } else {
+            raw[i].data = malloc(f->len ? f->len : 1);
+            if (raw[i].data && f->len)
+                memcpy(raw[i].data, f->data, f->len);
+        }
+        if (!raw[i].path || !raw[i].data) {
+            /* taken buffers are freed with the rest: they are ours */
+            for (size_t k = 0; k <= i; k++) {
+                free(raw[k].path);
+                free(raw[k].data);
+            }
+            free(raw);
+            return -1;
         }
     }
-    return a;
+    *out = raw;
+    *nout = res->nfiles;
+    return 0;
 }
 
 static void cb_exit(void *arg, const struct eai_iso_result *res)
@@ -513,19 +717,13 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     s->nlive--;
     gauges(s);
     json_t *patch = eai_exec_result_patch(res);
-    json_t *files = collected_files(res);
-    if (!patch || !files) {
+    struct raw_file *raw = NULL;
+    size_t nraw = 0;
+    int encode = 1;
+    if (!patch || take_files(res, &raw, &nraw) < 0) {
         json_decref(patch);
-        json_decref(files);
         patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
-        files = NULL;
-    } else {
-        eai_output_encode(patch, "stdout", r->out.data, r->out.len, r->out.truncated);
-        eai_output_encode(patch, "stderr", r->err.data, r->err.len, r->err.truncated);
-        json_object_set_new(patch, "stdout_truncated", json_boolean(r->out.truncated));
-        json_object_set_new(patch, "stderr_truncated", json_boolean(r->err.truncated));
-        if (res->files_truncated)
-            json_object_set_new(patch, "files_truncated", json_true());
+        encode = 0;
     }
     if (r->span) {
         const char *st = patch ? jstr(patch, "status") : "error";
@@ -536,8 +734,9 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
         eai_span_end(r->span, st && strcmp(st, "error") == 0);
         r->span = NULL;
     }
-    finish_record(s, r, r->rec, patch, files);
-    eai_sched_kick(s->st);
+    /* output and files are encoded on the worker that records the end */
+    finish_record(s, r, r->rec, patch, raw, nraw, encode && res->files_truncated, encode);
+    eai_sched_kick(s);
 }
 
 static const struct eai_iso_callbacks run_callbacks = {
@@ -575,7 +774,7 @@ static void fail_run(struct eai_sched *s, struct eai_run *r, enum eai_code code,
     json_t *patch = eai_exec_error_patch(code, NULL);
     r->next = s->runs;
     s->runs = r;
-    finish_record(s, r, r->rec, patch, NULL);
+    finish_record(s, r, r->rec, patch, NULL, 0, 0, 0);
 }
 
 /* Start one claimed execution (or reattach one when recover is set). */
@@ -656,6 +855,7 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
     }
     r->recovered = recover;
     r->live = 1;
+    r->live_state = eai_watch_run(s->hub, r->id, r->tenant, r->output_limit);
     r->next = s->runs;
     s->runs = r;
     s->nlive++;
@@ -682,8 +882,8 @@ static void run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover
         eai_log(SCHED_COMPONENT, EAI_LOG_DEBUG, "execution %s started on %s", r->id, r->prof->backend);
     /* cancelled while the claim was in flight: stop it now */
     if (r->live && (json_is_true(json_object_get(rec, "cancel_requested")) ||
-                    eai_exec_take_cancel(s->st, r->id)))
-        eai_sched_cancel_local(s->st, r->id);
+                    eai_watch_take_cancel(s->hub, r->id)))
+        eai_sched_cancel_local(s, r->id);
 }
 
 /* ------------------------------------------------------------ claiming */
@@ -741,11 +941,11 @@ static void claim_done(void *arg)
     } else {
         for (size_t i = 0; i < n; i++) {
             json_t *rec = json_incref(json_array_get(j->out, i));
-            eai_exec_notify_status(s->st, jstr(rec, "id"), jstr(rec, "tenant_id"), "running");
+            eai_watch_status(s->hub, jstr(rec, "id"), jstr(rec, "tenant_id"), "running", NULL);
             run_start(s, rec, 0);
         }
         if (s->claim_again || (n > 0 && ((int)n == j->max || j->exclude)))
-            eai_sched_kick(s->st);
+            eai_sched_kick(s);
         else
             timer_in(s->claim_ev, SCHED_IDLE_POLL_MS);
     }
@@ -756,9 +956,8 @@ static void claim_done(void *arg)
     free(j);
 }
 
-void eai_sched_kick(struct eai_exec_state *st)
+void eai_sched_kick(struct eai_sched *s)
 {
-    struct eai_sched *s = st ? st->sched : NULL;
     if (!s || s->stopping)
         return;
     if (s->claim_inflight) {
@@ -810,7 +1009,7 @@ void eai_sched_kick(struct eai_exec_state *st)
     }
     s->claim_inflight = 1;
     s->claim_again = 0;
-    if (eai_exec_submit(st, claim_work, claim_done, j) < 0) {
+    if (sched_submit(s, claim_work, claim_done, j) < 0) {
         s->claim_inflight = 0;
         free(j);
         timer_in(s->claim_ev, SCHED_RETRY_MS);
@@ -822,7 +1021,7 @@ static void claim_timer_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct eai_sched *s = arg;
-    eai_sched_kick(s->st);
+    eai_sched_kick(s);
 }
 
 /* ------------------------------------------------------------ leases */
@@ -855,7 +1054,7 @@ static void renew_done(void *arg)
             size_t i;
             const json_t *c;
             json_array_foreach(j->cancel_ids, i, c)
-                eai_sched_cancel_local(s->st, jstr(c, "id"));
+                eai_sched_cancel_local(s, jstr(c, "id"));
         }
     }
     json_decref(j->cancel_ids);
@@ -878,7 +1077,7 @@ static void renew_timer_cb(evutil_socket_t fd, short what, void *arg)
         return;
     j->s = s;
     s->renew_inflight = 1;
-    if (eai_exec_submit(s->st, renew_work, renew_done, j) < 0) {
+    if (sched_submit(s, renew_work, renew_done, j) < 0) {
         s->renew_inflight = 0;
         free(j);
     }
@@ -907,7 +1106,7 @@ static void stale_handle(struct eai_sched *s, json_t *list)
     json_t *rec;
     json_array_foreach(list, i, rec) {
         const char *id = jstr(rec, "id");
-        if (!id || eai_sched_find(s->st, id))
+        if (!id || sched_find(s, id))
             continue; /* ours and alive: the next renewal extends it */
         eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "execution %s was left running by %s: recovering",
                 id, jstr(rec, "lease_owner") ? jstr(rec, "lease_owner") : "?");
@@ -948,7 +1147,7 @@ static void stale_timer_cb(evutil_socket_t fd, short what, void *arg)
     j->s = s;
     j->before = eai_now_ms();
     s->stale_inflight = 1;
-    if (eai_exec_submit(s->st, stale_work, stale_done, j) < 0) {
+    if (sched_submit(s, stale_work, stale_done, j) < 0) {
         s->stale_inflight = 0;
         free(j);
     }
@@ -964,27 +1163,27 @@ int eai_iso_probe_pending(const struct eai_iso_probe *pr)
     return strcmp(pr->reason, "probe in progress") == 0;
 }
 
-int eai_sched_start(struct eai_app *app, struct eai_exec_state *st, struct eai_error **err)
+struct eai_sched *eai_sched_start(struct eai_app *app, struct eai_watch *hub, struct eai_error **err)
 {
     struct eai_sched *s = calloc(1, sizeof *s);
     if (!s) {
         if (err)
             *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory starting the scheduler");
-        return -1;
+        return NULL;
     }
-    s->st = st;
+    s->hub = hub;
     s->app = app;
+    s->refs = 1;
     s->lease_ms = app->cfg && app->cfg->lease_ms >= 3000 ? app->cfg->lease_ms : 30000;
     s->claim_ev = evtimer_new(app->base, claim_timer_cb, s);
     s->renew_ev = evtimer_new(app->base, renew_timer_cb, s);
     s->stale_ev = evtimer_new(app->base, stale_timer_cb, s);
     if (!s->claim_ev || !s->renew_ev || !s->stale_ev) {
-        eai_sched_free(s);
+        sched_free(s);
         if (err)
             *err = eai_error_new(EAI_E_INTERNAL, 0, "cannot create scheduler timers");
-        return -1;
+        return NULL;
     }
-    st->sched = s;
 
     /* Recovery.  Executions left running by a dead process: with the
      * embedded SQLite store only this process uses the queue, so every
@@ -1010,13 +1209,12 @@ int eai_sched_start(struct eai_app *app, struct eai_exec_state *st, struct eai_e
     }
     timer_in(s->renew_ev, s->lease_ms / 3);
     timer_in(s->stale_ev, s->lease_ms / 2);
-    eai_sched_kick(st);
-    return 0;
+    eai_sched_kick(s);
+    return s;
 }
 
-void eai_sched_stop(struct eai_exec_state *st)
+void eai_sched_stop(struct eai_sched *s)
 {
-    struct eai_sched *s = st ? st->sched : NULL;
     if (!s || s->stopping)
         return;
     s->stopping = 1;
@@ -1038,11 +1236,17 @@ void eai_sched_stop(struct eai_exec_state *st)
             const struct eai_isolation_ops *ops = iso_ops(r->iso);
             json_t *patch = eai_exec_error_patch(EAI_E_INTERRUPTED, NULL);
             if (patch) {
-                eai_output_encode(patch, "stdout", r->out.data, r->out.len, r->out.truncated);
-                eai_output_encode(patch, "stderr", r->err.data, r->err.len, r->err.truncated);
-                json_object_set_new(patch, "stdout_truncated", json_boolean(r->out.truncated));
-                json_object_set_new(patch, "stderr_truncated", json_boolean(r->err.truncated));
-                finish_record(s, NULL, r->rec, patch, NULL);
+                /* shutdown: the output so far is encoded here (the run is orphaned) */
+                for (int k = 0; k < 2 && r->live_state; k++) {
+                    enum eai_iso_stream which = k ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT;
+                    const char *d;
+                    size_t n;
+                    int trunc;
+                    eai_watch_output_get(r->live_state, which, &d, &n, &trunc);
+                    eai_output_encode(patch, k ? "stderr" : "stdout", d, n, trunc);
+                    json_object_set_new(patch, k ? "stderr_truncated" : "stdout_truncated", json_boolean(trunc));
+                }
+                finish_record(s, NULL, r->rec, patch, NULL, 0, 0, 0);
             }
             r->s = NULL; /* orphan: cb_exit frees it */
             if (ops && ops->cancel && !r->cancel_sent) {
@@ -1054,9 +1258,10 @@ void eai_sched_stop(struct eai_exec_state *st)
         }
     }
     s->nlive = 0;
+    sched_unref(s);
 }
 
-void eai_sched_free(struct eai_sched *s)
+static void sched_free(struct eai_sched *s)
 {
     if (!s)
         return;
@@ -1069,10 +1274,17 @@ void eai_sched_free(struct eai_sched *s)
     free(s);
 }
 
-int eai_sched_cancel_local(struct eai_exec_state *st, const char *id)
+static struct eai_run *sched_find(struct eai_sched *s, const char *id)
 {
-    struct eai_sched *s = st ? st->sched : NULL;
-    if (!s || !id)
+    for (struct eai_run *r = s->runs; r && id; r = r->next)
+        if (r->id && strcmp(r->id, id) == 0)
+            return r;
+    return NULL;
+}
+
+int eai_sched_cancel_local(struct eai_sched *s, const char *id)
+{
+    if (!s || !id || s->stopping)
         return 0;
     for (struct eai_run *r = s->runs; r; r = r->next) {
         if (!r->live || strcmp(r->id, id) != 0)
@@ -1088,25 +1300,7 @@ int eai_sched_cancel_local(struct eai_exec_state *st, const char *id)
     return 0;
 }
 
-int eai_sched_running(const struct eai_exec_state *st)
+int eai_sched_running(const struct eai_sched *s)
 {
-    return st && st->sched ? st->sched->nlive : 0;
-}
-
-const struct eai_run *eai_sched_find(const struct eai_exec_state *st, const char *id)
-{
-    if (!st || !st->sched || !id)
-        return NULL;
-    for (const struct eai_run *r = st->sched->runs; r; r = r->next)
-        if (r->id && strcmp(r->id, id) == 0)
-            return r;
-    return NULL;
-}
-
-void eai_sched_run_output(const struct eai_run *r, enum eai_iso_stream which,
-                          const char **data, size_t *len)
-{
-    const struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &r->err : &r->out;
-    *data = b->data ? b->data : "";
-    *len = b->len;
+    return s && !s->stopping ? s->nlive : 0;
 }

@@ -4,7 +4,7 @@
 #define EAI_CORE_ROUTES_H
 
 #include <stddef.h>
-#include "http/server.h"
+#include "http/request.h"
 
 extern const struct eai_route eai_routes[];
 extern const size_t eai_nroutes;

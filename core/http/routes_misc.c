@@ -11,16 +11,17 @@
 
 #include <eai/storage.h>
 
-#include "app_ext.h"
+#include "app.h"
 #include "config/config.h"
 #include "base/errors.h"
 #include "schema/jsonschema.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "http/park.h"
+#include "http/req_audit.h"
 #include "http/routes.h"
-#include "http/server.h"
+#include "http/request.h"
 #include "base/util.h"
-#include "base/worker.h"
 
 #define MISC_COMPONENT "http"
 
@@ -51,16 +52,27 @@ static void job_work(void *arg)
     j->work(j);
 }
 
-static void job_done(void *arg)
+static void job_answer(struct eai_req *r, void *arg)
 {
     struct misc_job *j = arg;
-    j->done(j);
+    j->r = r;
+    if (r)
+        j->done(j);
+}
+
+static void job_free(void *arg)
+{
+    struct misc_job *j = arg;
     json_decref(j->in);
     json_decref(j->audit);
     json_decref(j->out);
     eai_error_free(j->err);
     free(j);
 }
+
+static const struct eai_park_ops misc_park_ops = {
+    .what = "storage", .work = job_work, .answer = job_answer, .free = job_free,
+};
 
 static struct misc_job *job_new(struct eai_app *app, struct eai_req *r, misc_work_fn w, misc_done_fn d)
 {
@@ -76,48 +88,22 @@ static struct misc_job *job_new(struct eai_app *app, struct eai_req *r, misc_wor
     return j;
 }
 
+/* Park j->r while j runs on a worker (http/park.h answers a full queue). */
 static void job_submit(struct misc_job *j)
 {
     if (!j->app->store) {
         struct eai_req *r = j->r;
-        j->r = NULL;
-        j->done = NULL;
-        json_decref(j->in);
-        json_decref(j->audit);
-        free(j);
+        job_free(j);
         if (r)
             eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
     }
-    if (eai_work_submit(job_work, job_done, j) < 0) {
-        struct eai_req *r = j->r;
-        json_decref(j->in);
-        json_decref(j->audit);
-        free(j);
-        if (r)
-            eai_reply_error(r, EAI_E_RATE_LIMITED, NULL);
-    }
-}
-
-static enum eai_code storage_code(const struct eai_error *e)
-{
-    if (!e)
-        return EAI_E_INTERNAL;
-    switch (e->code) {
-    case EAI_E_STORAGE_UNAVAILABLE:
-    case EAI_E_NOT_FOUND:
-    case EAI_E_VALIDATION_FAILED:
-        return e->code;
-    default:
-        return EAI_E_INTERNAL;
-    }
+    eai_park(NULL, j->r, &misc_park_ops, j);
 }
 
 static void reply_storage_error(struct misc_job *j)
 {
-    eai_log_req(MISC_COMPONENT, EAI_LOG_ERROR, eai_req_id(j->r), "storage: %s",
-                j->err && j->err->message ? j->err->message : "?");
-    eai_reply_error(j->r, storage_code(j->err), NULL);
+    eai_park_reply_storage(j->r, "storage", j->err);
 }
 
 /* ------------------------------------------------------------ health */

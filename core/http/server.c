@@ -38,19 +38,17 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
-#include "http/auth.h"
+#include "http/bearer.h"
 #include "config/config.h"
 #include "config/config_check.h"
 #include "base/errors.h"
 #include "http/http_util.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "http/request_int.h"
 #include "http/routes.h"
 #include "http/server.h"
-#include "http/server_ext.h"
 #include "base/util.h"
-#include "base/worker.h"
-#include "schema/yamljson.h"
 
 #define SRV_COMPONENT "http"
 
@@ -91,35 +89,34 @@ struct eai_server {
     int stopping;
 };
 
-struct eai_req {
-    struct eai_app *app;
-    struct eai_server *srv;
-    struct evhttp_request *evreq;
-    struct eai_conn *conn;
-    const struct eai_route *route;
-    struct eai_route_params params;
-    char method[12];
-    char *path;                       /* decoded path without the query */
-    struct evkeyvalq query;
-    int query_ok;
-    char *body;                       /* linear copy, NUL-terminated */
-    size_t body_len;
-    char request_id[130];
-    const char *lang;
-    char tenant[64];
-    char key_id[EAI_KEY_ID_LEN + 1];
-    struct eai_trace_ctx trace;
-    struct eai_span *span;
-    int gone;
-    void (*on_gone)(void *);
-    void *on_gone_arg;
-    int replied;
-    int streaming;
-    int status;
-    int64_t start_ns;
-};
-
 static struct eai_server *g_srv;
+
+/* ------------------------------------------------------------ requests' owner */
+
+static void conn_replied(struct eai_conn *c, struct eai_req *r);
+
+static void owner_replied(void *arg, struct eai_req *r)
+{
+    (void)arg;
+    conn_replied(r->conn, r);
+}
+
+static void owner_freed(void *arg, struct eai_req *r)
+{
+    (void)r;
+    struct eai_server *s = arg;
+    s->reqs_live--;
+}
+
+static int owner_closing(void *arg)
+{
+    struct eai_server *s = arg;
+    return s->stopping;
+}
+
+static const struct eai_req_owner srv_owner = {
+    .replied = owner_replied, .freed = owner_freed, .closing = owner_closing,
+};
 
 /* ------------------------------------------------------------ connections */
 
@@ -186,17 +183,10 @@ static void conn_close_cb(struct evhttp_connection *evcon, void *arg)
     struct eai_req *r = c->cur;
     c->cur = NULL;
     if (r) {
-        r->gone = 1;
         r->conn = NULL;
         /* a request still on the connection is freed with it; a detached
          * one (client went away while we worked) survives until we reply */
-        if (r->evreq && evhttp_request_get_connection(r->evreq) != NULL)
-            r->evreq = NULL;
-        if (r->on_gone) {
-            void (*fn)(void *) = r->on_gone;
-            r->on_gone = NULL;
-            fn(r->on_gone_arg);
-        }
+        eai_req_mark_gone(r, r->evreq && evhttp_request_get_connection(r->evreq) != NULL);
     }
     conn_schedule_release(c);
 }
@@ -513,12 +503,7 @@ static void conn_watch_cb(evutil_socket_t fd, short what, void *arg)
     }
     if (n > 0)
         return;
-    r->gone = 1;
-    if (r->on_gone) {
-        void (*fn)(void *) = r->on_gone;
-        r->on_gone = NULL;
-        fn(r->on_gone_arg);
-    }
+    eai_req_mark_gone(r, 0);
 }
 
 static void conn_watch_arm(struct eai_conn *c)
@@ -575,447 +560,6 @@ static void conn_replied(struct eai_conn *c, struct eai_req *r)
         event_del(c->watch);
 }
 
-/* ------------------------------------------------------------ requests */
-
-static void req_free(struct eai_req *r)
-{
-    if (!r)
-        return;
-    eai_route_params_clear(&r->params);
-    if (r->query_ok)
-        evhttp_clear_headers(&r->query);
-    free(r->path);
-    free(r->body);
-    if (r->srv)
-        r->srv->reqs_live--;
-    free(r);
-}
-
-static void req_finish_metrics(struct eai_req *r)
-{
-    char labels[160];
-    const char *route = r->route ? r->route->name : "unmatched";
-    snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route, r->status);
-    eai_metrics_add("eai_http_requests_total", labels, 1);
-    char l2[96];
-    snprintf(l2, sizeof(l2), "route=\"%s\"", route);
-    double secs = (double)(eai_monotonic_ns() - r->start_ns) / 1e9;
-    eai_metrics_observe("eai_http_request_duration_seconds", l2, secs);
-    if (r->span) {
-        eai_span_set_int(r->span, "http.status_code", r->status);
-        eai_span_end(r->span, r->status >= 500);
-        r->span = NULL;
-    }
-    eai_log_req(SRV_COMPONENT, EAI_LOG_DEBUG, r->request_id, "%s %s -> %d (%.1f ms)%s", r->method,
-                r->path ? r->path : "?", r->status, secs * 1000, r->gone ? " (client gone)" : "");
-}
-
-static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
-{
-    evhttp_add_header(h, "X-Request-Id", r->request_id);
-    evhttp_add_header(h, "Content-Language", r->lang ? r->lang : "en");
-    evhttp_add_header(h, "Vary", "Accept-Language");
-    if (r->span) {
-        char tp[56];
-        eai_traceparent_format(eai_span_trace_id(r->span), eai_span_id(r->span), r->trace.flags, tp);
-        evhttp_add_header(h, "traceparent", tp);
-    }
-}
-
-static void req_send(struct eai_req *r, int status, const char *ctype, const void *data, size_t len,
-                     const char *const *headers)
-{
-    if (r->replied) {
-        eai_log_req(SRV_COMPONENT, EAI_LOG_ERROR, r->request_id, "second reply to one request ignored");
-        return;
-    }
-    r->replied = 1;
-    r->status = status;
-    conn_replied(r->conn, r);
-    if (!r->evreq) { /* freed with its connection */
-        req_finish_metrics(r);
-        req_free(r);
-        return;
-    }
-    struct evbuffer *buf = evbuffer_new();
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
-    if (h) {
-        if (ctype)
-            evhttp_add_header(h, "Content-Type", ctype);
-        add_common_headers(r, h);
-        for (int i = 0; headers && headers[i]; i++) {
-            const char *colon = strchr(headers[i], ':');
-            if (!colon)
-                continue;
-            char name[128];
-            size_t nl = (size_t)(colon - headers[i]);
-            if (nl >= sizeof(name))
-                continue;
-            memcpy(name, headers[i], nl);
-            name[nl] = '\0';
-            const char *v = colon + 1;
-            while (*v == ' ')
-                v++;
-            evhttp_add_header(h, name, v);
-        }
-        if (status == 413 || (r->srv && r->srv->stopping))
-            evhttp_add_header(h, "Connection", "close");
-    }
-    if (buf && data && len)
-        evbuffer_add(buf, data, len);
-    req_finish_metrics(r);
-    evhttp_send_reply(r->evreq, status, eai_http_reason(status), buf);
-    if (buf)
-        evbuffer_free(buf);
-    req_free(r);
-}
-
-void eai_reply_raw(struct eai_req *r, int status, const char *content_type, const void *data, size_t len)
-{
-    req_send(r, status, content_type, data, len, NULL);
-}
-
-void eai_reply_json_headers(struct eai_req *r, int status, json_t *body, const char *const *headers)
-{
-    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    json_decref(body);
-    if (!text) {
-        /* out of memory or no body: a minimal envelope by hand */
-        static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"Internal error\","
-                                  "\"message_i18n\":{\"en\":\"Internal error\",\"fr\":\"Erreur interne\"},"
-                                  "\"request_id\":\"\",\"details\":[]}}";
-        req_send(r, 500, "application/json", oom, sizeof(oom) - 1, NULL);
-        return;
-    }
-    size_t n = strlen(text);
-    text[n] = '\0';
-    char *withnl = realloc(text, n + 2);
-    if (withnl) {
-        text = withnl;
-        text[n++] = '\n';
-        text[n] = '\0';
-    }
-    req_send(r, status, "application/json", text, n, headers);
-    free(text);
-}
-
-void eai_reply_json(struct eai_req *r, int status, json_t *body)
-{
-    eai_reply_json_headers(r, status, body, NULL);
-}
-
-void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details)
-{
-    json_t *env = eai_http_error_envelope(code, r->lang, r->request_id, details);
-    const char *retry[] = {"Retry-After: 1", NULL};
-    const struct eai_code_info *ci = eai_code_info(code);
-    eai_reply_json_headers(r, ci->http_status, env,
-                           (code == EAI_E_RATE_LIMITED || code == EAI_E_SANDBOX_UNAVAILABLE ||
-                            code == EAI_E_STORAGE_UNAVAILABLE) ? retry : NULL);
-}
-
-/* --- SSE */
-
-void eai_stream_start(struct eai_req *r, const char *content_type)
-{
-    if (r->replied || r->streaming || !r->evreq)
-        return;
-    r->streaming = 1;
-    r->status = 200;
-    struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
-    evhttp_add_header(h, "Content-Type", content_type ? content_type : "text/event-stream");
-    evhttp_add_header(h, "Cache-Control", "no-cache");
-    add_common_headers(r, h);
-    evhttp_send_reply_start(r->evreq, 200, "OK");
-}
-
-void eai_stream_send(struct eai_req *r, const char *data, size_t len)
-{
-    if (!r->streaming || r->replied || r->gone || !r->evreq || !len)
-        return;
-    struct evbuffer *b = evbuffer_new();
-    if (!b)
-        return;
-    evbuffer_add(b, data, len);
-    evhttp_send_reply_chunk(r->evreq, b);
-    evbuffer_free(b);
-}
-
-void eai_stream_end(struct eai_req *r)
-{
-    if (r->replied)
-        return;
-    if (!r->streaming) {
-        eai_reply_error(r, EAI_E_INTERNAL, NULL);
-        return;
-    }
-    r->replied = 1;
-    conn_replied(r->conn, r);
-    req_finish_metrics(r);
-    if (r->evreq)
-        evhttp_send_reply_end(r->evreq);
-    req_free(r);
-}
-
-/* --- accessors */
-
-const char *eai_req_method(const struct eai_req *r) { return r->method; }
-const char *eai_req_path(const struct eai_req *r) { return r->path; }
-const char *eai_req_id(const struct eai_req *r) { return r->request_id; }
-const char *eai_req_lang(const struct eai_req *r) { return r->lang; }
-const char *eai_req_tenant(const struct eai_req *r) { return r->tenant[0] ? r->tenant : NULL; }
-const char *eai_req_key_id(const struct eai_req *r) { return r->key_id[0] ? r->key_id : NULL; }
-const struct eai_trace_ctx *eai_req_trace(const struct eai_req *r) { return &r->trace; }
-struct eai_span *eai_req_span(const struct eai_req *r) { return r->span; }
-int eai_req_gone(const struct eai_req *r) { return r->gone; }
-
-void eai_req_on_gone(struct eai_req *r, void (*fn)(void *), void *arg)
-{
-    r->on_gone = fn;
-    r->on_gone_arg = arg;
-}
-
-const char *eai_req_param(const struct eai_req *r, const char *name)
-{
-    for (int i = 0; i < r->params.n; i++)
-        if (strcmp(r->params.name[i], name) == 0)
-            return r->params.value[i];
-    return NULL;
-}
-
-const char *eai_req_query(const struct eai_req *r, const char *name)
-{
-    if (!r->query_ok)
-        return NULL;
-    return evhttp_find_header((struct evkeyvalq *)&r->query, name);
-}
-
-const char *eai_req_header(const struct eai_req *r, const char *name)
-{
-    if (!r->evreq)
-        return NULL;
-    return evhttp_find_header(evhttp_request_get_input_headers(r->evreq), name);
-}
-
-const char *eai_req_body(const struct eai_req *r, size_t *len)
-{
-    if (len)
-        *len = r->body_len;
-    return r->body ? r->body : "";
-}
-
-/* --- body as JSON / YAML */
-
-static int media_is(const char *ct, const char *type)
-{
-    size_t n = strlen(type);
-    return strncasecmp(ct, type, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
-}
-
-json_t *eai_req_body_json(struct eai_req *r, int yaml_ok)
-{
-    const char *ct = eai_req_header(r, "Content-Type");
-    int yaml = 0;
-    if (ct && *ct) {
-        while (*ct == ' ')
-            ct++;
-        const char *semi = strchr(ct, ';');
-        size_t tl = semi ? (size_t)(semi - ct) : strlen(ct);
-        int plus_json = tl > 5 && strncasecmp(ct + tl - 5, "+json", 5) == 0;
-        if (media_is(ct, "application/yaml") || media_is(ct, "application/x-yaml") ||
-            media_is(ct, "text/yaml") || media_is(ct, "text/x-yaml")) {
-            if (!yaml_ok) {
-                eai_reply_error(r, EAI_E_UNSUPPORTED_MEDIA_TYPE,
-                                json_pack("[{s:s, s:s}]", "path", "", "message", "this route takes application/json"));
-                return NULL;
-            }
-            yaml = 1;
-        } else if (!(media_is(ct, "application/json") || plus_json || media_is(ct, "text/json") ||
-                     media_is(ct, "text/plain") || media_is(ct, "application/x-www-form-urlencoded") ||
-                     media_is(ct, "*/*"))) {
-            eai_reply_error(r, EAI_E_UNSUPPORTED_MEDIA_TYPE,
-                            json_pack("[{s:s, s:s}]", "path", "", "message",
-                                      yaml_ok ? "send application/json or application/yaml"
-                                              : "send application/json"));
-            return NULL;
-        }
-    }
-    if (yaml) {
-        struct eai_error *e = NULL;
-        json_t *v = eai_yaml_to_json(r->body ? r->body : "", r->body_len, &e);
-        if (!v) {
-            json_t *details = e && e->details ? json_incref(e->details) : NULL;
-            eai_error_free(e);
-            eai_reply_error(r, EAI_E_INVALID_JSON, details);
-        }
-        return v;
-    }
-    json_error_t je;
-    json_t *v = r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
-    if (!v) {
-        char msg[300];
-        if (r->body_len)
-            snprintf(msg, sizeof(msg), "line %d, column %d: %s", je.line, je.column, je.text);
-        else
-            snprintf(msg, sizeof(msg), "the body is empty");
-        eai_reply_error(r, EAI_E_INVALID_JSON, json_pack("[{s:s, s:s}]", "path", "", "message", msg));
-    }
-    return v;
-}
-
-/* --- audit helpers */
-
-json_t *eai_req_audit_event(const struct eai_req *r, const char *action, const char *target,
-                            const char *decision, const char *reason)
-{
-    char id[37], now[32];
-    eai_uuid_v4(id);
-    eai_time_rfc3339(eai_now_ms(), now);
-    const char *trace_id = r->span ? eai_span_trace_id(r->span) : r->trace.trace_id;
-    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s, s:s}",
-                           "id", id, "time", now,
-                           "tenant_id", r->tenant[0] ? r->tenant : EAI_SYSTEM_TENANT,
-                           "actor", r->key_id[0] ? r->key_id : "anonymous",
-                           "action", action ? action : "",
-                           "target", target ? target : "",
-                           "decision", decision ? decision : "allow",
-                           "reason", reason,
-                           "request_id", r->request_id,
-                           "trace_id", trace_id ? trace_id : "");
-    if (ev && !reason)
-        json_object_set_new(ev, "reason", json_string(""));
-    return ev;
-}
-
-struct audit_job {
-    struct eai_app *app;
-    char tenant[64];
-    json_t *event;
-    struct eai_error *err;
-    int rc;
-};
-
-static void audit_work(void *arg)
-{
-    struct audit_job *j = arg;
-    j->rc = j->app->store->audit_append(j->app->storage.self, j->tenant, j->event, &j->err);
-}
-
-static void audit_done(void *arg)
-{
-    struct audit_job *j = arg;
-    if (j->rc < 0)
-        eai_log(SRV_COMPONENT, EAI_LOG_ERROR, "audit append (%s) failed: %s",
-                json_string_value(json_object_get(j->event, "action")),
-                j->err && j->err->message ? j->err->message : "?");
-    eai_error_free(j->err);
-    json_decref(j->event);
-    free(j);
-}
-
-void eai_req_audit_async(struct eai_app *app, const char *tenant, json_t *event)
-{
-    if (!event)
-        return;
-    struct audit_job *j = calloc(1, sizeof(*j));
-    if (!j || !app->store) {
-        free(j);
-        json_decref(event);
-        return;
-    }
-    j->app = app;
-    snprintf(j->tenant, sizeof(j->tenant), "%s", tenant ? tenant : EAI_SYSTEM_TENANT);
-    json_object_set_new(event, "tenant_id", json_string(j->tenant));
-    j->event = event;
-    if (eai_work_submit(audit_work, audit_done, j) < 0) {
-        eai_log(SRV_COMPONENT, EAI_LOG_ERROR, "audit append (%s): worker queue full, event lost",
-                json_string_value(json_object_get(event, "action")));
-        json_decref(event);
-        free(j);
-    }
-}
-
-/* ------------------------------------------------------------ auth */
-
-struct auth_job {
-    struct eai_req *r;
-    char key_id[EAI_KEY_ID_LEN + 1];
-    char secret[EAI_KEY_SECRET_LEN + 1];
-    json_t *rec;
-    struct eai_error *err;
-    int rc;
-    int ok;
-};
-
-static void auth_refuse(struct eai_req *r, const char *reason)
-{
-    json_t *ev = eai_req_audit_event(r, "auth.refused", r->path, "deny", reason);
-    json_object_set_new(ev, "actor", json_string(r->key_id[0] ? r->key_id : "anonymous"));
-    r->tenant[0] = '\0';
-    eai_req_audit_async(r->app, EAI_SYSTEM_TENANT, ev);
-    eai_reply_error(r, EAI_E_UNAUTHENTICATED, NULL);
-}
-
-static void auth_work(void *arg)
-{
-    struct auth_job *j = arg;
-    struct eai_app *app = j->r->app;
-    j->rc = app->store->key_get(app->storage.self, j->key_id, &j->rec, &j->err);
-    if (j->rc == 0)
-        j->ok = eai_auth_check(j->rec, app->pepper, j->secret);
-    explicit_bzero(j->secret, sizeof(j->secret));
-}
-
-static void auth_done(void *arg)
-{
-    struct auth_job *j = arg;
-    struct eai_req *r = j->r;
-    if (j->rc < 0) {
-        enum eai_code code = j->err && j->err->code == EAI_E_STORAGE_UNAVAILABLE ? EAI_E_STORAGE_UNAVAILABLE
-                                                                                  : EAI_E_INTERNAL;
-        eai_log_req(SRV_COMPONENT, EAI_LOG_ERROR, r->request_id, "key lookup failed: %s",
-                    j->err && j->err->message ? j->err->message : "?");
-        eai_reply_error(r, code, NULL);
-    } else if (!j->ok) {
-        const char *why = !j->rec ? "unknown key" :
-                          json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" : "wrong secret";
-        auth_refuse(r, why);
-    } else {
-        snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
-        if (r->span)
-            eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
-        if (r->gone)
-            eai_reply_error(r, EAI_E_INTERNAL, NULL); /* only frees */
-        else
-            r->route->fn(r->app, r);
-    }
-    json_decref(j->rec);
-    eai_error_free(j->err);
-    free(j);
-}
-
-static void auth_start(struct eai_req *r)
-{
-    const char *h = eai_req_header(r, "Authorization");
-    struct auth_job *j = calloc(1, sizeof(*j));
-    if (!j) {
-        eai_reply_error(r, EAI_E_INTERNAL, NULL);
-        return;
-    }
-    j->r = r;
-    if (!h || eai_auth_parse_bearer(h, j->key_id, j->secret) < 0) {
-        free(j);
-        auth_refuse(r, h ? "malformed key" : "missing key");
-        return;
-    }
-    snprintf(r->key_id, sizeof(r->key_id), "%s", j->key_id);
-    if (!r->app->store || eai_work_submit(auth_work, auth_done, j) < 0) {
-        explicit_bzero(j->secret, sizeof(j->secret));
-        free(j);
-        eai_reply_error(r, r->app->store ? EAI_E_RATE_LIMITED : EAI_E_STORAGE_UNAVAILABLE, NULL);
-    }
-}
-
 /* ------------------------------------------------------------ dispatch */
 
 static const char *method_name(enum evhttp_cmd_type t)
@@ -1045,7 +589,8 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
     }
     s->reqs_live++;
     r->app = app;
-    r->srv = s;
+    r->owner = &srv_owner;
+    r->owner_arg = s;
     r->evreq = evreq;
     r->start_ns = eai_monotonic_ns();
     snprintf(r->method, sizeof(r->method), "%s", method_name(evhttp_request_get_command(evreq)));
@@ -1155,9 +700,9 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
         return;
     }
-    struct eai_conn *conn = r->conn;
+    struct eai_conn *conn = r->conn; /* still valid after r is answered */
     if (r->route->auth == EAI_AUTH_TENANT)
-        auth_start(r);
+        eai_auth_start(r);
     else
         r->route->fn(app, r);
     /* r may be freed now; the connection is still valid in this callback */
