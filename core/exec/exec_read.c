@@ -15,6 +15,7 @@
 #include "config/config.h"
 #include "exec/scheduler.h"
 #include "exec/watch.h"
+#include "exec/sse.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 
@@ -169,10 +170,10 @@ static void events_then(struct read_job *j)
     }
     eai_stream_start(r, "text/event-stream");
     if (eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st) {
-        eai_watch_sse_replay(r, j->out);
+        eai_sse_replay_end(r, j->out, 1);
         return;
     }
-    eai_watch_sse_status(r, j->out);
+    eai_sse_event(r, "status", eai_sse_status_data(j->out));
     if (eai_watch_stream(st->hub, r, j->out) < 0)
         eai_stream_end(r);
 }

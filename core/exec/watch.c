@@ -9,6 +9,7 @@
 #include "base/errors.h"
 #include "base/util.h"
 #include "exec/exec_result.h"
+#include "exec/sse.h"
 #include "http/park.h"
 
 #define WATCH_BUCKETS 256
@@ -133,76 +134,6 @@ static void maybe_free(struct eai_live *l)
     hub_unref(w);
 }
 
-/* ------------------------------------------------------------ SSE frames */
-
-static void sse_event(struct eai_req *r, const char *event, json_t *data /* stolen */)
-{
-    char *d = data ? json_dumps(data, JSON_COMPACT) : NULL;
-    json_decref(data);
-    if (!d)
-        return;
-    size_t n = strlen(event) + strlen(d) + 32;
-    char *msg = malloc(n);
-    if (msg) {
-        int len = snprintf(msg, n, "event: %s\ndata: %s\n\n", event, d);
-        eai_stream_send(r, msg, (size_t)len);
-        free(msg);
-    }
-    free(d);
-}
-
-static void sse_chunk(struct eai_req *r, enum eai_iso_stream s, const char *data, size_t len)
-{
-    json_t *o;
-    if (eai_utf8_valid(data, len)) {
-        o = json_pack("{s:s%}", "data", data, len);
-    } else {
-        char *b = eai_b64_encode(data, len);
-        o = b ? json_pack("{s:s, s:s}", "data", b, "encoding", "base64") : NULL;
-        free(b);
-    }
-    sse_event(r, s == EAI_STREAM_STDERR ? "stderr" : "stdout", o);
-}
-
-static json_t *status_data(const json_t *rec)
-{
-    json_t *o = json_pack("{s:s}", "status", jstr(rec, "status") ? jstr(rec, "status") : "queued");
-    if (o && eai_exec_status_terminal(jstr(rec, "status"))) {
-        for (const char *const *k = (const char *const[]){"exit_code", "signal", "error", NULL}; *k; k++)
-            json_object_set(o, *k, json_object_get(rec, *k) ? json_object_get(rec, *k) : json_null());
-    }
-    return o;
-}
-
-/* Stored output of a terminal record, then its status; ends the stream. */
-static void sse_replay_end(struct eai_req *r, const json_t *rec, int with_output)
-{
-    for (int k = 0; with_output && k < 2; k++) {
-        const char *key = k ? "stderr" : "stdout";
-        const char *s = jstr(rec, key);
-        char ek[32];
-        snprintf(ek, sizeof ek, "%s_encoding", key);
-        if (!s || !*s)
-            continue;
-        json_t *o = json_pack("{s:s}", "data", s);
-        if (o && jstr(rec, ek) && strcmp(jstr(rec, ek), "base64") == 0)
-            json_object_set_new(o, "encoding", json_string("base64"));
-        sse_event(r, key, o);
-    }
-    sse_event(r, "status", status_data(rec));
-    eai_stream_end(r);
-}
-
-void eai_watch_sse_status(struct eai_req *r, const json_t *rec)
-{
-    sse_event(r, "status", status_data(rec));
-}
-
-void eai_watch_sse_replay(struct eai_req *r, const json_t *rec)
-{
-    sse_replay_end(r, rec, 1);
-}
-
 /* ------------------------------------------------------------ subscribers */
 
 /* Unlink s (answered: s->r already replied or NULL) and free it. */
@@ -228,7 +159,7 @@ static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
     if (s->kind == SUB_POLL)
         eai_reply_json(r, 200, eai_exec_view(rec));
     else
-        sse_replay_end(r, rec, !s->attached);
+        eai_sse_replay_end(r, rec, !s->attached);
     sub_done(s);
 }
 
@@ -326,9 +257,9 @@ int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec)
         /* output so far, then live chunks */
         s->attached = 1;
         if (l->out.len)
-            sse_chunk(r, EAI_STREAM_STDOUT, l->out.data, l->out.len);
+            eai_sse_chunk(r, EAI_STREAM_STDOUT, l->out.data, l->out.len);
         if (l->err.len)
-            sse_chunk(r, EAI_STREAM_STDERR, l->err.data, l->err.len);
+            eai_sse_chunk(r, EAI_STREAM_STDERR, l->err.data, l->err.len);
     }
     return 0;
 }
@@ -381,7 +312,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
         } else if (terminal) {
             sub_answer_rec(s, j->out);
         } else if (changed) {
-            sse_event(s->r, "status", status_data(j->out));
+            eai_sse_event(s->r, "status", eai_sse_status_data(j->out));
         }
     }
     if (terminal)
@@ -483,7 +414,7 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char 
     for (struct eai_sub *s = l->subs; s; s = s->next)
         if (s->kind == SUB_SSE && s->r) {
             s->attached = 1;
-            sse_chunk(s->r, which, data, kept);
+            eai_sse_chunk(s->r, which, data, kept);
         }
 }
 
@@ -516,7 +447,7 @@ void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, c
             if (s->kind == SUB_SSE && s->r) {
                 /* a local run starts: its output will come live */
                 s->attached = 1;
-                sse_event(s->r, "status", json_pack("{s:s}", "status", status));
+                eai_sse_event(s->r, "status", json_pack("{s:s}", "status", status));
             }
         return;
     }

@@ -75,10 +75,4 @@ int eai_watch_local_output(const struct eai_watch *w, const char *id, enum eai_i
 /* The scheduler is done with l. */
 void eai_watch_release(struct eai_live *l);
 
-/* --- event-stream frames shared with the events route */
-/* event: status of rec (with exit_code, signal, error when terminal). */
-void eai_watch_sse_status(struct eai_req *r, const json_t *rec);
-/* The stored output of a terminal rec, its status, then the stream ends. */
-void eai_watch_sse_replay(struct eai_req *r, const json_t *rec);
-
 #endif
