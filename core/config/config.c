@@ -13,7 +13,6 @@
 
 #include "config/config.h"
 #include "config/config_check.h"
-#include "config/config_int.h"
 #include "base/errors.h"
 #include "plugin/loader.h"
 #include "base/log.h"
@@ -25,7 +24,7 @@
 /* ------------------------------------------------------------ defaults */
 
 /* The two default profiles (DESIGN.md section 6). */
-const char *const eai_default_profiles_json =
+static const char *const eai_default_profiles_json =
     "{"
     "\"gvisor\": {\"backend\": \"gvisor\", \"runtime_class\": \"gvisor\","
     "  \"defaults\": {\"cpu\": \"1\", \"memory\": \"512Mi\", \"timeout_s\": 30, \"pids\": 128,"
@@ -107,13 +106,59 @@ void eai_config_free(struct eai_config *c)
 
 /* ------------------------------------------------------------ checking */
 
+static struct eai_error *cfg_err(const char *file, const char *path, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
-void eai_cfg_child_path(char *out, size_t len, const char *parent, const char *key)
+static struct eai_error *cfg_err(const char *file, const char *path, const char *key, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    return eai_error_new(EAI_E_VALIDATION_FAILED, 0, "config %s: %s: key '%s': %s",
+                         file ? file : "(defaults)", path && *path ? path : "/", key ? key : "", msg);
+}
+
+static void child_path(char *out, size_t len, const char *parent, const char *key)
 {
     snprintf(out, len, "%s/%s", parent, key);
 }
 
-int eai_cfg_check_keys(const char *file, const char *path, const json_t *obj,
+int eai_cfg_quantity_bytes(const json_t *v, int64_t *out)
+{
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0)
+            return -1;
+        *out = json_integer_value(v);
+        return 0;
+    }
+    if (json_is_string(v))
+        return eai_parse_bytes(json_string_value(v), out) == 0 && *out >= 0 ? 0 : -1;
+    return -1;
+}
+
+int eai_cfg_quantity_cpu(const json_t *v, int64_t *out)
+{
+    char buf[64];
+    if (json_is_integer(v)) {
+        if (json_integer_value(v) < 0 || json_integer_value(v) > INT64_MAX / 1000)
+            return -1;
+        *out = json_integer_value(v) * 1000;
+        return 0;
+    }
+    if (json_is_real(v)) {
+        snprintf(buf, sizeof(buf), "%.3f", json_real_value(v));
+        /* drop trailing zeros of the fraction so "0.500" parses */
+        return eai_parse_cpu_millis(buf, out);
+    }
+    if (json_is_string(v))
+        return eai_parse_cpu_millis(json_string_value(v), out);
+    return -1;
+}
+
+/* Unknown keys of obj against a NULL-terminated list. */
+static int check_keys(const char *file, const char *path, const json_t *obj,
                       const char *const *known, struct eai_error **err)
 {
     const char *k;
@@ -124,24 +169,24 @@ int eai_cfg_check_keys(const char *file, const char *path, const json_t *obj,
             if (strcmp(known[i], k) == 0)
                 ok = 1;
         if (!ok) {
-            eai_error_propagate(err, eai_cfg_err(file, path, k, "unknown key"));
+            eai_error_propagate(err, cfg_err(file, path, k, "unknown key"));
             return -1;
         }
     }
     return 0;
 }
 
-int eai_cfg_need_object(const char *file, const char *path, const char *key, const json_t *v,
+static int need_object(const char *file, const char *path, const char *key, const json_t *v,
                        struct eai_error **err)
 {
     if (!json_is_object(v)) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "expected a mapping"));
+        eai_error_propagate(err, cfg_err(file, path, key, "expected a mapping"));
         return -1;
     }
     return 0;
 }
 
-int eai_cfg_get_string(const char *file, const char *path, const json_t *obj, const char *key,
+static int get_string(const char *file, const char *path, const json_t *obj, const char *key,
                       char **dst, struct eai_error **err)
 {
     json_t *v = json_object_get(obj, key);
@@ -153,7 +198,7 @@ int eai_cfg_get_string(const char *file, const char *path, const json_t *obj, co
         return 0;
     }
     if (!json_is_string(v)) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "expected a string"));
+        eai_error_propagate(err, cfg_err(file, path, key, "expected a string"));
         return -1;
     }
     if (set_str(dst, json_string_value(v)) < 0) {
@@ -163,19 +208,19 @@ int eai_cfg_get_string(const char *file, const char *path, const json_t *obj, co
     return 0;
 }
 
-int eai_cfg_get_int(const char *file, const char *path, const json_t *obj, const char *key,
+static int get_int(const char *file, const char *path, const json_t *obj, const char *key,
                    int64_t min, int64_t max, int64_t *dst, struct eai_error **err)
 {
     json_t *v = json_object_get(obj, key);
     if (!v)
         return 0;
     if (!json_is_integer(v)) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "expected an integer"));
+        eai_error_propagate(err, cfg_err(file, path, key, "expected an integer"));
         return -1;
     }
     int64_t x = json_integer_value(v);
     if (x < min || x > max) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "out of range [%lld, %lld]",
+        eai_error_propagate(err, cfg_err(file, path, key, "out of range [%lld, %lld]",
                                          (long long)min, (long long)max));
         return -1;
     }
@@ -183,17 +228,17 @@ int eai_cfg_get_int(const char *file, const char *path, const json_t *obj, const
     return 0;
 }
 
-int eai_cfg_get_int32(const char *file, const char *path, const json_t *obj, const char *key,
+static int get_int32(const char *file, const char *path, const json_t *obj, const char *key,
                      int min, int max, int *dst, struct eai_error **err)
 {
     int64_t v = *dst;
-    if (eai_cfg_get_int(file, path, obj, key, min, max, &v, err) < 0)
+    if (get_int(file, path, obj, key, min, max, &v, err) < 0)
         return -1;
     *dst = (int)v;
     return 0;
 }
 
-int eai_cfg_get_size(const char *file, const char *path, const json_t *obj, const char *key,
+static int get_size(const char *file, const char *path, const json_t *obj, const char *key,
                     int64_t min, int64_t max, int64_t *dst, struct eai_error **err)
 {
     json_t *v = json_object_get(obj, key);
@@ -201,11 +246,11 @@ int eai_cfg_get_size(const char *file, const char *path, const json_t *obj, cons
         return 0;
     int64_t x;
     if (eai_cfg_quantity_bytes(v, &x) < 0) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "expected a size (bytes or a quantity like 10Mi)"));
+        eai_error_propagate(err, cfg_err(file, path, key, "expected a size (bytes or a quantity like 10Mi)"));
         return -1;
     }
     if (x < min || x > max) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "out of range [%lld, %lld]",
+        eai_error_propagate(err, cfg_err(file, path, key, "out of range [%lld, %lld]",
                                          (long long)min, (long long)max));
         return -1;
     }
@@ -214,18 +259,273 @@ int eai_cfg_get_size(const char *file, const char *path, const json_t *obj, cons
 }
 
 /* Values of one limits block (defaults or max): every key optional. */
+static int check_limits(const char *file, const char *path, const json_t *obj, struct eai_error **err)
+{
+    static const char *const known[] = {"cpu", "memory", "timeout_s", "pids", "output_bytes", "disk", NULL};
+    if (check_keys(file, path, obj, known, err) < 0)
+        return -1;
+    int64_t x;
+    json_t *v;
+    if ((v = json_object_get(obj, "cpu")) && (eai_cfg_quantity_cpu(v, &x) < 0 || x <= 0)) {
+        eai_error_propagate(err, cfg_err(file, path, "cpu", "expected a CPU quantity like 500m, 1 or 1.5"));
+        return -1;
+    }
+    const char *sizes[] = {"memory", "output_bytes", "disk"};
+    for (size_t i = 0; i < 3; i++)
+        if ((v = json_object_get(obj, sizes[i])) && (eai_cfg_quantity_bytes(v, &x) < 0 || x <= 0)) {
+            eai_error_propagate(err, cfg_err(file, path, sizes[i], "expected a size like 256Mi or bytes"));
+            return -1;
+        }
+    const char *ints[] = {"timeout_s", "pids"};
+    for (size_t i = 0; i < 2; i++)
+        if ((v = json_object_get(obj, ints[i])) && (!json_is_integer(v) || json_integer_value(v) <= 0)) {
+            eai_error_propagate(err, cfg_err(file, path, ints[i], "expected a positive integer"));
+            return -1;
+        }
+    return 0;
+}
+
+static int check_profile(const char *file, const char *path, const json_t *p, struct eai_error **err)
+{
+    static const char *const known[] = {"backend", "runtime_class", "defaults", "max", "egress_allow", NULL};
+    if (check_keys(file, path, p, known, err) < 0)
+        return -1;
+    json_t *v = json_object_get(p, "backend");
+    if (!v) {
+        eai_error_propagate(err, cfg_err(file, path, "backend", "missing required key"));
+        return -1;
+    }
+    if (!json_is_string(v) || !*json_string_value(v)) {
+        eai_error_propagate(err, cfg_err(file, path, "backend", "expected a plugin name"));
+        return -1;
+    }
+    if ((v = json_object_get(p, "runtime_class")) && !json_is_string(v)) {
+        eai_error_propagate(err, cfg_err(file, path, "runtime_class", "expected a string"));
+        return -1;
+    }
+    char sub[512];
+    const char *blocks[] = {"defaults", "max"};
+    for (size_t i = 0; i < 2; i++) {
+        if (!(v = json_object_get(p, blocks[i])))
+            continue;
+        if (need_object(file, path, blocks[i], v, err) < 0)
+            return -1;
+        child_path(sub, sizeof(sub), path, blocks[i]);
+        if (check_limits(file, sub, v, err) < 0)
+            return -1;
+    }
+    if ((v = json_object_get(p, "egress_allow"))) {
+        if (!json_is_array(v)) {
+            eai_error_propagate(err, cfg_err(file, path, "egress_allow", "expected a list of \"host:port\""));
+            return -1;
+        }
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) {
+            const char *s = json_string_value(e);
+            const char *colon = s ? strrchr(s, ':') : NULL;
+            if (!s || !colon || colon == s || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+                eai_error_propagate(err, cfg_err(file, path, "egress_allow",
+                                                 "entry %zu: expected \"host:port\"", i));
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* Merge a profile object with the generic defaults (the `gvisor` profile
+ * of the built-in table) so every limit is present. */
+static json_t *profile_complete(const json_t *p)
+{
+    json_error_t je;
+    json_t *base = json_loads(eai_default_profiles_json, 0, &je);
+    json_t *gv = json_object_get(base, "gvisor");
+    json_t *out = json_deep_copy(p);
+    if (!base || !gv || !out) {
+        json_decref(base);
+        json_decref(out);
+        return NULL;
+    }
+    const char *blocks[] = {"defaults", "max"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *have = json_object_get(out, blocks[i]);
+        json_t *merged = json_deep_copy(json_object_get(gv, blocks[i]));
+        if (!merged)
+            goto fail;
+        if (have)
+            json_object_update(merged, have);
+        json_object_set_new(out, blocks[i], merged);
+    }
+    /* a default the profile does not set never exceeds its maximum */
+    json_t *given = json_object_get(p, "defaults");
+    json_t *defs = json_object_get(out, "defaults"), *maxs = json_object_get(out, "max");
+    const char *keys[] = {"cpu", "memory", "timeout_s", "pids", "output_bytes", "disk"};
+    for (size_t i = 0; i < 6; i++) {
+        if (json_object_get(given, keys[i]))
+            continue;
+        int64_t d, m;
+        json_t *dv = json_object_get(defs, keys[i]), *mv = json_object_get(maxs, keys[i]);
+        int ok = i == 0 ? (eai_cfg_quantity_cpu(dv, &d) == 0 && eai_cfg_quantity_cpu(mv, &m) == 0)
+                        : (eai_cfg_quantity_bytes(dv, &d) == 0 && eai_cfg_quantity_bytes(mv, &m) == 0);
+        if (ok && d > m)
+            json_object_set(defs, keys[i], mv);
+    }
+    if (!json_object_get(out, "egress_allow"))
+        json_object_set_new(out, "egress_allow", json_array());
+    if (!json_object_get(out, "runtime_class"))
+        json_object_set(out, "runtime_class", json_object_get(out, "backend"));
+    json_decref(base);
+    return out;
+fail:
+    json_decref(base);
+    json_decref(out);
+    return NULL;
+}
+
+static int apply_profiles(const char *file, struct eai_config *c, const json_t *profiles,
+                          struct eai_error **err)
+{
+    if (need_object(file, "", "profiles", profiles, err) < 0)
+        return -1;
+    if (json_object_size(profiles) == 0) {
+        eai_error_propagate(err, cfg_err(file, "/profiles", "", "at least one profile is needed"));
+        return -1;
+    }
+    json_t *out = json_object();
+    if (!out)
+        return -1;
+    const char *name;
+    json_t *p;
+    json_object_foreach((json_t *)profiles, name, p) {
+        char path[512];
+        child_path(path, sizeof(path), "/profiles", name);
+        if (strlen(name) == 0 || strlen(name) > 63 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-_.") != strlen(name)) {
+            eai_error_propagate(err, cfg_err(file, "/profiles", name, "profile names use [a-z0-9._-], 1..63 characters"));
+            json_decref(out);
+            return -1;
+        }
+        if (need_object(file, "/profiles", name, p, err) < 0 || check_profile(file, path, p, err) < 0) {
+            json_decref(out);
+            return -1;
+        }
+        json_t *full = profile_complete(p);
+        if (!full) {
+            json_decref(out);
+            eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
+            return -1;
+        }
+        json_object_set_new(out, name, full);
+    }
+    json_decref(c->profiles);
+    c->profiles = out;
+    return 0;
+}
+
+/* Every profile: defaults <= maxima. */
+static int check_profile_bounds(const struct eai_config *c, struct eai_error **err)
+{
+    const char *name;
+    json_t *p;
+    json_object_foreach(c->profiles, name, p) {
+        struct eai_profile_limits d, m;
+        if (eai_cfg_profile_limits(p, &d, &m) < 0) {
+            char path[512];
+            child_path(path, sizeof(path), "/profiles", name);
+            eai_error_propagate(err, cfg_err(c->source, path, "defaults", "malformed limits"));
+            return -1;
+        }
+        const char *bad = NULL;
+        if (d.cpu_millis > m.cpu_millis)
+            bad = "cpu";
+        else if (d.memory > m.memory)
+            bad = "memory";
+        else if (d.timeout_s > m.timeout_s)
+            bad = "timeout_s";
+        else if (d.pids > m.pids)
+            bad = "pids";
+        else if (d.output_bytes > m.output_bytes)
+            bad = "output_bytes";
+        else if (d.disk > m.disk)
+            bad = "disk";
+        if (bad) {
+            char path[512];
+            snprintf(path, sizeof(path), "/profiles/%s/defaults", name);
+            eai_error_propagate(err, cfg_err(c->source, path, bad, "default is above the profile's maximum"));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int eai_cfg_profile_limits(const json_t *p, struct eai_profile_limits *def, struct eai_profile_limits *max)
+{
+    struct eai_profile_limits *outs[2] = {def, max};
+    const char *blocks[2] = {"defaults", "max"};
+    for (int i = 0; i < 2; i++) {
+        json_t *b = json_object_get(p, blocks[i]);
+        struct eai_profile_limits *o = outs[i];
+        if (!json_is_object(b) ||
+            eai_cfg_quantity_cpu(json_object_get(b, "cpu"), &o->cpu_millis) < 0 ||
+            eai_cfg_quantity_bytes(json_object_get(b, "memory"), &o->memory) < 0 ||
+            eai_cfg_quantity_bytes(json_object_get(b, "output_bytes"), &o->output_bytes) < 0 ||
+            eai_cfg_quantity_bytes(json_object_get(b, "disk"), &o->disk) < 0 ||
+            !json_is_integer(json_object_get(b, "timeout_s")) ||
+            !json_is_integer(json_object_get(b, "pids")))
+            return -1;
+        o->timeout_s = json_integer_value(json_object_get(b, "timeout_s"));
+        o->pids = json_integer_value(json_object_get(b, "pids"));
+    }
+    return 0;
+}
+
 static int check_listen(const char *file, const char *path, const char *key, const char *v,
                         struct eai_error **err)
 {
     char host[256];
     int port;
     if (eai_cfg_parse_listen(v, host, sizeof(host), &port) < 0) {
-        eai_error_propagate(err, eai_cfg_err(file, path, key, "expected HOST:PORT (e.g. 127.0.0.1:8080), got '%s'", v ? v : ""));
+        eai_error_propagate(err, cfg_err(file, path, key, "expected HOST:PORT (e.g. 127.0.0.1:8080), got '%s'", v ? v : ""));
         return -1;
     }
     return 0;
 }
 
+int eai_cfg_parse_listen(const char *v, char *host, size_t hostlen, int *port)
+{
+    if (!v || !*v)
+        return -1;
+    const char *colon;
+    const char *h = v;
+    size_t hl;
+    if (v[0] == '[') {
+        const char *close = strchr(v, ']');
+        if (!close || close[1] != ':')
+            return -1;
+        h = v + 1;
+        hl = (size_t)(close - h);
+        colon = close + 1;
+    } else {
+        colon = strrchr(v, ':');
+        if (!colon)
+            return -1;
+        hl = (size_t)(colon - v);
+    }
+    if (hl == 0 || hl >= hostlen)
+        return -1;
+    const char *ps = colon + 1;
+    if (!*ps || strlen(ps) > 5 || strspn(ps, "0123456789") != strlen(ps))
+        return -1;
+    long p = strtol(ps, NULL, 10);
+    if (p < 0 || p > 65535)
+        return -1;
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    *port = (int)p;
+    return 0;
+}
+
+/* Map the YAML/JSON tree onto c. */
 static int apply_tree(struct eai_config *c, const char *file, const json_t *root, struct eai_error **err)
 {
     static const char *const top[] = {"server", "data_dir", "images", "plugins", "log", "storage",
@@ -234,25 +534,25 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
     if (json_is_null(root))
         return 0; /* empty file: defaults */
     if (!json_is_object(root)) {
-        eai_error_propagate(err, eai_cfg_err(file, "", "", "the document must be a mapping"));
+        eai_error_propagate(err, cfg_err(file, "", "", "the document must be a mapping"));
         return -1;
     }
-    if (eai_cfg_check_keys(file, "", root, top, err) < 0)
+    if (check_keys(file, "", root, top, err) < 0)
         return -1;
     json_t *v;
-    if (eai_cfg_get_string(file, "", root, "data_dir", &c->data_dir, err) < 0)
+    if (get_string(file, "", root, "data_dir", &c->data_dir, err) < 0)
         return -1;
 
     if ((v = json_object_get(root, "server"))) {
         static const char *const k[] = {"listen", "max_body_bytes", "max_header_bytes", "max_connections",
                                         "request_timeout_s", NULL};
         int64_t body = (int64_t)c->max_body_bytes, hdr = (int64_t)c->max_header_bytes;
-        if (eai_cfg_need_object(file, "", "server", v, err) < 0 || eai_cfg_check_keys(file, "/server", v, k, err) < 0 ||
-            eai_cfg_get_string(file, "/server", v, "listen", &c->listen, err) < 0 ||
-            eai_cfg_get_size(file, "/server", v, "max_body_bytes", 1024, 1LL << 31, &body, err) < 0 ||
-            eai_cfg_get_size(file, "/server", v, "max_header_bytes", 1024, 1LL << 24, &hdr, err) < 0 ||
-            eai_cfg_get_int32(file, "/server", v, "max_connections", 1, 1000000, &c->max_connections, err) < 0 ||
-            eai_cfg_get_int32(file, "/server", v, "request_timeout_s", 1, 3600, &c->request_timeout_s, err) < 0)
+        if (need_object(file, "", "server", v, err) < 0 || check_keys(file, "/server", v, k, err) < 0 ||
+            get_string(file, "/server", v, "listen", &c->listen, err) < 0 ||
+            get_size(file, "/server", v, "max_body_bytes", 1024, 1LL << 31, &body, err) < 0 ||
+            get_size(file, "/server", v, "max_header_bytes", 1024, 1LL << 24, &hdr, err) < 0 ||
+            get_int32(file, "/server", v, "max_connections", 1, 1000000, &c->max_connections, err) < 0 ||
+            get_int32(file, "/server", v, "request_timeout_s", 1, 3600, &c->request_timeout_s, err) < 0)
             return -1;
         if (c->listen && check_listen(file, "/server", "listen", c->listen, err) < 0)
             return -1;
@@ -274,59 +574,59 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
         const char *k[] = {strs[i].key, NULL};
         char path[64];
         snprintf(path, sizeof(path), "/%s", strs[i].sect);
-        if (eai_cfg_need_object(file, "", strs[i].sect, v, err) < 0 || eai_cfg_check_keys(file, path, v, k, err) < 0 ||
-            eai_cfg_get_string(file, path, v, strs[i].key, strs[i].dst, err) < 0)
+        if (need_object(file, "", strs[i].sect, v, err) < 0 || check_keys(file, path, v, k, err) < 0 ||
+            get_string(file, path, v, strs[i].key, strs[i].dst, err) < 0)
             return -1;
     }
     if (c->log_level && eai_log_level_parse(c->log_level) < 0) {
-        eai_error_propagate(err, eai_cfg_err(file, "/log", "level", "expected debug, info, warn or error"));
+        eai_error_propagate(err, cfg_err(file, "/log", "level", "expected debug, info, warn or error"));
         return -1;
     }
     if ((v = json_object_get(root, "storage"))) {
         static const char *const k[] = {"url", "workers", NULL};
-        if (eai_cfg_need_object(file, "", "storage", v, err) < 0 || eai_cfg_check_keys(file, "/storage", v, k, err) < 0 ||
-            eai_cfg_get_string(file, "/storage", v, "url", &c->database_url, err) < 0 ||
-            eai_cfg_get_int32(file, "/storage", v, "workers", 1, 256, &c->workers, err) < 0)
+        if (need_object(file, "", "storage", v, err) < 0 || check_keys(file, "/storage", v, k, err) < 0 ||
+            get_string(file, "/storage", v, "url", &c->database_url, err) < 0 ||
+            get_int32(file, "/storage", v, "workers", 1, 256, &c->workers, err) < 0)
             return -1;
     }
     if ((v = json_object_get(root, "scheduler"))) {
         static const char *const k[] = {"max_concurrent", "max_per_tenant", "max_queued_per_tenant", "lease_ms", NULL};
-        if (eai_cfg_need_object(file, "", "scheduler", v, err) < 0 || eai_cfg_check_keys(file, "/scheduler", v, k, err) < 0 ||
-            eai_cfg_get_int32(file, "/scheduler", v, "max_concurrent", 1, 100000, &c->max_concurrent, err) < 0 ||
-            eai_cfg_get_int32(file, "/scheduler", v, "max_per_tenant", 1, 100000, &c->max_per_tenant, err) < 0 ||
-            eai_cfg_get_int32(file, "/scheduler", v, "max_queued_per_tenant", 1, 10000000, &c->max_queued_per_tenant, err) < 0 ||
-            eai_cfg_get_int(file, "/scheduler", v, "lease_ms", 1000, 3600000, &c->lease_ms, err) < 0)
+        if (need_object(file, "", "scheduler", v, err) < 0 || check_keys(file, "/scheduler", v, k, err) < 0 ||
+            get_int32(file, "/scheduler", v, "max_concurrent", 1, 100000, &c->max_concurrent, err) < 0 ||
+            get_int32(file, "/scheduler", v, "max_per_tenant", 1, 100000, &c->max_per_tenant, err) < 0 ||
+            get_int32(file, "/scheduler", v, "max_queued_per_tenant", 1, 10000000, &c->max_queued_per_tenant, err) < 0 ||
+            get_int(file, "/scheduler", v, "lease_ms", 1000, 3600000, &c->lease_ms, err) < 0)
             return -1;
     }
     if ((v = json_object_get(root, "sandbox"))) {
         static const char *const k[] = {"namespace_prefix", NULL};
-        if (eai_cfg_need_object(file, "", "sandbox", v, err) < 0 || eai_cfg_check_keys(file, "/sandbox", v, k, err) < 0 ||
-            eai_cfg_get_string(file, "/sandbox", v, "namespace_prefix", &c->namespace_prefix, err) < 0)
+        if (need_object(file, "", "sandbox", v, err) < 0 || check_keys(file, "/sandbox", v, k, err) < 0 ||
+            get_string(file, "/sandbox", v, "namespace_prefix", &c->namespace_prefix, err) < 0)
             return -1;
     }
     if ((v = json_object_get(root, "collect"))) {
         static const char *const k[] = {"max_files", "max_file_bytes", "max_total_bytes", NULL};
-        if (eai_cfg_need_object(file, "", "collect", v, err) < 0 || eai_cfg_check_keys(file, "/collect", v, k, err) < 0 ||
-            eai_cfg_get_int(file, "/collect", v, "max_files", 0, 100000, &c->collect_max_files, err) < 0 ||
-            eai_cfg_get_size(file, "/collect", v, "max_file_bytes", 0, 1LL << 34, &c->collect_max_file_bytes, err) < 0 ||
-            eai_cfg_get_size(file, "/collect", v, "max_total_bytes", 0, 1LL << 36, &c->collect_max_total_bytes, err) < 0)
+        if (need_object(file, "", "collect", v, err) < 0 || check_keys(file, "/collect", v, k, err) < 0 ||
+            get_int(file, "/collect", v, "max_files", 0, 100000, &c->collect_max_files, err) < 0 ||
+            get_size(file, "/collect", v, "max_file_bytes", 0, 1LL << 34, &c->collect_max_file_bytes, err) < 0 ||
+            get_size(file, "/collect", v, "max_total_bytes", 0, 1LL << 36, &c->collect_max_total_bytes, err) < 0)
             return -1;
     }
     if ((v = json_object_get(root, "files"))) {
         static const char *const k[] = {"max_total_bytes", NULL};
-        if (eai_cfg_need_object(file, "", "files", v, err) < 0 || eai_cfg_check_keys(file, "/files", v, k, err) < 0 ||
-            eai_cfg_get_size(file, "/files", v, "max_total_bytes", 0, 1LL << 31, &c->files_max_total_bytes, err) < 0)
+        if (need_object(file, "", "files", v, err) < 0 || check_keys(file, "/files", v, k, err) < 0 ||
+            get_size(file, "/files", v, "max_total_bytes", 0, 1LL << 31, &c->files_max_total_bytes, err) < 0)
             return -1;
     }
     if ((v = json_object_get(root, "isolation"))) {
-        if (eai_cfg_need_object(file, "", "isolation", v, err) < 0)
+        if (need_object(file, "", "isolation", v, err) < 0)
             return -1;
         const char *name;
         json_t *sub;
         json_object_foreach(v, name, sub) {
             if (json_is_null(sub))
                 continue; /* "gvisor:" with nothing under it */
-            if (eai_cfg_need_object(file, "/isolation", name, sub, err) < 0)
+            if (need_object(file, "/isolation", name, sub, err) < 0)
                 return -1;
         }
         json_t *copy = json_object();
@@ -337,7 +637,7 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
         json_decref(c->isolation);
         c->isolation = copy;
     }
-    if ((v = json_object_get(root, "profiles")) && eai_cfg_apply_profiles(file, c, v, err) < 0)
+    if ((v = json_object_get(root, "profiles")) && apply_profiles(file, c, v, err) < 0)
         return -1;
     return 0;
 }
@@ -374,7 +674,7 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
     if (check_listen("(environment)", "EAI_LISTEN", "EAI_LISTEN", c->listen, err) < 0)
         return -1;
     if (eai_log_level_parse(c->log_level) < 0) {
-        eai_error_propagate(err, eai_cfg_err("(environment)", "EAI_LOG_LEVEL", "EAI_LOG_LEVEL",
+        eai_error_propagate(err, cfg_err("(environment)", "EAI_LOG_LEVEL", "EAI_LOG_LEVEL",
                                          "expected debug, info, warn or error"));
         return -1;
     }
@@ -408,6 +708,12 @@ static char *absolute(const char *p)
     return out;
 }
 
+int eai_cfg_is_postgres_url(const char *url)
+{
+    return url && (strncmp(url, "postgres://", 11) == 0 || strncmp(url, "postgresql://", 13) == 0);
+}
+
+/* Derived values: absolute paths, the storage backend, plugin dir. */
 static int finish(struct eai_config *c, struct eai_error **err)
 {
     char *abs = absolute(c->data_dir);
@@ -447,7 +753,7 @@ static int finish(struct eai_config *c, struct eai_error **err)
             /* sqlite:PATH selects a database file other than <data_dir>/eai.db */
             backend = "sqlite";
         } else {
-            eai_error_propagate(err, eai_cfg_err(c->source, "/storage", "url",
+            eai_error_propagate(err, cfg_err(c->source, "/storage", "url",
                                              "expected postgres://..., postgresql://... or sqlite:PATH"));
             return -1;
         }
@@ -461,7 +767,7 @@ static int finish(struct eai_config *c, struct eai_error **err)
             free(*urls[i]);
             *urls[i] = NULL;
         }
-    return eai_cfg_check_profile_bounds(c, err);
+    return check_profile_bounds(c, err);
 }
 
 struct eai_config *eai_config_load(const char *file, struct eai_error **err)
@@ -505,3 +811,64 @@ struct eai_config *eai_config_load(const char *file, struct eai_error **err)
     return c;
 }
 
+/* ------------------------------------------------------------ plugin subtrees */
+
+static const char *cfg_type_name(enum eai_config_type t)
+{
+    switch (t) {
+    case EAI_CFG_STRING: return "a string";
+    case EAI_CFG_INT: return "an integer";
+    case EAI_CFG_BOOL: return "a boolean";
+    case EAI_CFG_LIST: return "a list";
+    case EAI_CFG_MAP: return "a mapping";
+    default: return "?";
+    }
+}
+
+int eai_cfg_check_plugin(const struct eai_config_key *keys, const json_t *conf, const char *file,
+                         const char *path, struct eai_error **err)
+{
+    if (!json_is_object(conf)) {
+        eai_error_propagate(err, cfg_err(file, path, "", "expected a mapping"));
+        return -1;
+    }
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)conf, k, v) {
+        const struct eai_config_key *ck = NULL;
+        for (const struct eai_config_key *p = keys; p && p->name; p++)
+            if (strcmp(p->name, k) == 0)
+                ck = p;
+        if (!ck) {
+            eai_error_propagate(err, cfg_err(file, path, k, "unknown key"));
+            return -1;
+        }
+        int ok;
+        switch (ck->type) {
+        case EAI_CFG_STRING: ok = json_is_string(v); break;
+        case EAI_CFG_INT: ok = json_is_integer(v); break;
+        case EAI_CFG_BOOL: ok = json_is_boolean(v); break;
+        case EAI_CFG_LIST: ok = json_is_array(v); break;
+        case EAI_CFG_MAP: ok = json_is_object(v); break;
+        default: ok = 0;
+        }
+        if (!ok) {
+            eai_error_propagate(err, cfg_err(file, path, k, "expected %s", cfg_type_name(ck->type)));
+            return -1;
+        }
+    }
+    for (const struct eai_config_key *p = keys; p && p->name; p++)
+        if (p->required && !json_object_get(conf, p->name)) {
+            eai_error_propagate(err, cfg_err(file, path, p->name, "missing required key"));
+            return -1;
+        }
+    return 0;
+}
+
+int eai_cfg_plugin_has_key(const struct eai_config_key *keys, const char *name)
+{
+    for (const struct eai_config_key *p = keys; p && p->name; p++)
+        if (strcmp(p->name, name) == 0)
+            return 1;
+    return 0;
+}

@@ -29,8 +29,4 @@ int eai_cfg_check_plugin(const struct eai_config_key *keys, const json_t *conf, 
                          const char *path, struct eai_error **err);
 int eai_cfg_plugin_has_key(const struct eai_config_key *keys, const char *name);
 
-/* A config error naming file, path and key (EAI_E_VALIDATION_FAILED). */
-struct eai_error *eai_cfg_err(const char *file, const char *path, const char *key, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 #endif
