@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """The event loop keeps answering while a run with large collected files ends.
 
-Starts its own `eaid serve` (helpers of test_acceptance.py), runs one
+Starts its own `eaid serve` (helpers of tests/e2e/test_acceptance.py), runs one
 execution in gVisor that writes three 9.5 MiB files of random bytes into
 /tmp/outputs (28.5 MiB, inside the default collect caps: 10 MiB per file,
 32 MiB in all), and meanwhile asks GET /healthz back to back on a kept-alive
 connection.  Hashing and base64 of the collected files happen on a worker
-(core/exec/scheduler.c finish_work), so every /healthz answer during the
+(core/exec/sched_finish.c finish_work), so every /healthz answer during the
 run's end must come within 50 ms.  The files' sizes and sha256 are checked
 so the heavy work really happened.  "Meanwhile" is from the program's exit
 (started_at + usage.duration_s) less 200 ms to the terminal answer.  On a
@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "e2e"))
 import test_acceptance as ta  # noqa: E402
 
 BOUND_MS = 50.0
