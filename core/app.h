@@ -1,9 +1,12 @@
 /* The application context shared by the server, the routes, the
- * scheduler and the delivery loops.  One per eaid process, loop thread. */
+ * scheduler and the delivery loops.  One per eaid process, loop thread.
+ * Types and two lookups only: no .c file, so every module may include it
+ * without an include circle (core/daemon.c starts and stops it). */
 #ifndef EAI_CORE_APP_H
 #define EAI_CORE_APP_H
 
 #include <stdint.h>
+#include <string.h>
 #include <jansson.h>
 
 #include <eai/isolation.h>
@@ -15,6 +18,8 @@ struct event_base;
 struct evhttp;
 struct eai_config;
 struct eai_schema;
+struct eai_exec;
+struct eai_dlv;
 
 /* A loaded plugin instance. */
 struct eai_plugin_inst {
@@ -46,8 +51,9 @@ struct eai_app {
 
     struct eai_plugin_inst storage;
     const struct eai_storage_ops *store;      /* storage.desc->ops */
-    struct eai_plugin_inst isolation[8];      /* loaded isolation backends */
+    struct eai_plugin_inst *isolation;        /* loaded isolation backends (one slot per configured) */
     int nisolation;
+    json_t *iso_failures;                     /* name -> why a configured backend is not loaded */
     struct eai_plugin_inst audit_sink;        /* desc NULL: chain in storage only */
     struct eai_plugin_inst finops;            /* desc NULL: in-process ledger */
     struct eai_plugin_inst telemetry;         /* desc NULL: spans to the debug log */
@@ -58,12 +64,26 @@ struct eai_app {
     struct eai_schema *schema_execution;      /* contracts/v1/sandbox-execution.schema.json */
     struct eai_schema *schema_tool_manifest;  /* contracts/v1/tool-manifest.schema.json */
 
-    void *exec;                               /* core/exec/exec.c state (scheduler, waiters) */
-    void *delivery;                           /* core/obs/delivery.c state (outbox, audit sink) */
+    struct eai_exec *exec;                    /* core/exec/exec.c: scheduler, watch hub, parked requests */
+    struct eai_dlv *delivery;                 /* core/obs/delivery.c: outbox, audit sink */
     char pepper[65];                          /* hex HMAC key for API keys */
     int shutting_down;
 };
 
-const struct eai_profile *eai_app_profile(const struct eai_app *app, const char *name);
+/* The profile called name, or NULL. */
+static inline const struct eai_profile *eai_app_profile(const struct eai_app *app, const char *name)
+{
+    for (int i = 0; app && name && i < app->nprofiles; i++)
+        if (app->profiles[i].name && strcmp(app->profiles[i].name, name) == 0)
+            return &app->profiles[i];
+    return NULL;
+}
+
+/* Why an isolation backend named in the config is not loaded (NULL when
+ * it is). */
+static inline const char *eai_app_isolation_failure(const struct eai_app *app, const char *name)
+{
+    return app && name ? json_string_value(json_object_get(app->iso_failures, name)) : NULL;
+}
 
 #endif

@@ -4,7 +4,7 @@
 
 #include <eai/storage.h>
 
-#include "app_ext.h"
+#include "daemon.h"
 #include "obs/audit_verify.h"
 #include "http/auth.h"
 #include "cli.h"

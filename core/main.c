@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "app_ext.h"
+#include "daemon.h"
 #include "cli.h"
 
 int main(int argc, char **argv)

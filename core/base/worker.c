@@ -10,7 +10,6 @@
 #include "base/log.h"
 #include "base/worker.h"
 
-#define EAI_WORK_QUEUE_MAX 4096
 #define EAI_WORKERS_MAX 64
 
 struct eai_work {
@@ -120,9 +119,10 @@ int eai_work_submit(eai_work_fn fn, eai_work_done_fn done, void *arg)
     w->arg = arg;
     pthread_mutex_lock(&eai_pool.mu);
     if (eai_pool.stopping || eai_pool.nthreads == 0 || eai_pool.queued >= EAI_WORK_QUEUE_MAX) {
+        int full = !eai_pool.stopping && eai_pool.nthreads > 0;
         pthread_mutex_unlock(&eai_pool.mu);
         free(w);
-        return -1;
+        return full ? EAI_WORK_FULL : -1;
     }
     if (eai_pool.tail)
         eai_pool.tail->next = w;

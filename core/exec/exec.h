@@ -15,7 +15,8 @@
 #define EAI_CORE_EXEC_H
 
 #include "app.h"
-#include "http/server.h"
+#include "http/request.h"
+#include "exec/exec_result.h"
 
 void eai_exec_route_create(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions */
 void eai_exec_route_get(struct eai_app *app, struct eai_req *r);      /* GET  /v1/sandbox/executions/{id}?wait_s= */
@@ -32,9 +33,12 @@ void eai_exec_stop(struct eai_app *app);
 /* Executions running on this node (for /metrics and /readyz). */
 int eai_exec_running(const struct eai_app *app);
 
-/* The public view of a stored execution record (API.md "GET"): internal
- * fields (tenant_id, lease_*, request_hash, idempotency_key, env, stdin,
- * files_in, seq, ...) are left out.  New object or NULL. */
-json_t *eai_exec_view(const json_t *rec);
+/* Claim soon (tests, and after a change that may free a slot). */
+void eai_exec_kick(struct eai_app *app);
+/* Ask the local run of id to stop: 1 when there is one (tests). */
+int eai_exec_cancel_local(struct eai_app *app, const char *id);
+/* 1 and the output so far when a run of this node produces id (tests). */
+int eai_exec_local_output(struct eai_app *app, const char *id, enum eai_iso_stream s,
+                          const char **data, size_t *len);
 
 #endif

@@ -155,3 +155,46 @@ int eai_exec_status_terminal(const char *s)
             return 1;
     return 0;
 }
+
+json_t *eai_exec_view(const json_t *rec)
+{
+    static const char *const copy[] = {"id", "status", "profile", "backend", "image", "command",
+                                       "limits", "exit_code", "signal", "stdout", "stderr",
+                                       "stdout_truncated", "stderr_truncated", "stdout_encoding",
+                                       "stderr_encoding", "usage", "error", "tool", "project_id",
+                                       "agent_id", "run_id", "trace_id", "created_at",
+                                       "started_at", "finished_at"};
+    json_t *v = json_object();
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < sizeof copy / sizeof copy[0]; i++) {
+        json_t *x = json_object_get(rec, copy[i]);
+        json_object_set(v, copy[i], x ? x : json_null());
+    }
+    for (const char *const *k = (const char *const[]){"stdout", "stderr", NULL}; *k; k++) {
+        char key[32];
+        if (!json_is_string(json_object_get(v, *k)))
+            json_object_set_new(v, *k, json_string(""));
+        snprintf(key, sizeof key, "%s_truncated", *k);
+        if (!json_is_boolean(json_object_get(v, key)))
+            json_object_set_new(v, key, json_false());
+        snprintf(key, sizeof key, "%s_encoding", *k);
+        if (!json_is_string(json_object_get(v, key)))
+            json_object_set_new(v, key, json_string("utf-8"));
+    }
+    json_t *files = json_array();
+    size_t i;
+    const json_t *f;
+    json_array_foreach(json_object_get(rec, "files"), i, f)
+        json_array_append_new(files, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
+                                               "size", json_object_get(f, "size"),
+                                               "sha256", json_object_get(f, "sha256")));
+    json_object_set_new(v, "files", files);
+    /* a collect cap (count, size, total) left files out */
+    json_object_set_new(v, "files_truncated",
+                        json_boolean(json_is_true(json_object_get(rec, "files_truncated"))));
+    const json_t *eg = json_object_get(rec, "egress");
+    if (json_array_size(eg) > 0)
+        json_object_set_new(v, "network", json_pack("{s:O}", "egress", eg));
+    return v;
+}

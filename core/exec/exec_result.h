@@ -50,4 +50,9 @@ json_t *eai_exec_error_patch(enum eai_code code, const char *message);
 /* 1 for succeeded, failed, timeout, oom_killed, cancelled, error. */
 int eai_exec_status_terminal(const char *status);
 
+/* The public view of a stored execution record (API.md "GET"): internal
+ * fields (tenant_id, lease_*, request_hash, idempotency_key, env, stdin,
+ * files_in, seq, ...) are left out.  New object or NULL. */
+json_t *eai_exec_view(const json_t *rec);
+
 #endif

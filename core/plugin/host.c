@@ -43,7 +43,7 @@ static struct eai_error *host_error_new(enum eai_code code, int errno_cause, con
 
 static int host_work_submit(const struct eai_host *h, eai_work_fn fn, eai_work_done_fn done, void *arg)
 {
-    return eai_work_submit(fn, done, arg);
+    return eai_work_submit(fn, done, arg) < 0 ? -1 : 0;
 }
 
 static int host_http_request(const struct eai_host *h, const struct eai_http_request *req,

@@ -97,6 +97,12 @@ struct eai_iso_result {
     const struct eai_iso_collected *files;
     size_t nfiles;
     int files_truncated;       /* a collect cap was hit */
+    /* Appended (size-checked by the host): when set, on_exit may take the
+     * bytes of files[i]: it stores NULL in files[i].data (the only field it
+     * writes) and frees them later with free(); the backend frees what is
+     * left as usual.  Lets the host hash and encode large collected files
+     * on a worker without copying them on the loop first. */
+    int files_movable;
 };
 
 /* Callbacks into core, on the loop thread. */

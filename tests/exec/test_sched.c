@@ -28,10 +28,10 @@
 #include "base/errors.h"
 #include "exec/exec.h"
 #include "exec/exec_validate.h"
+#include "exec/scheduler.h"
 #include "plugin/host.h"
 #include "images/images.h"
 #include "plugin/loader.h"
-#include "exec/scheduler.h"
 #include "store/store_sqlite.h"
 #include "base/util.h"
 #include "base/worker.h"
@@ -42,6 +42,7 @@
 #define GI (1LL << 30)
 
 static struct eai_app app;
+static struct eai_plugin_inst isolation[1];
 static struct eai_config cfg;
 static char g_data[PATH_MAX], g_images[PATH_MAX];
 static char tenant[37];
@@ -219,6 +220,7 @@ static int setup(void)
     const char *runsc = getenv("EAI_SANDBOX_RUNSC");
     if (runsc && *runsc)
         json_object_set_new(gcfg, "runsc", json_string(runsc));
+    app.isolation = isolation;
     app.isolation[0].desc = d;
     app.isolation[0].self = d->create(app.host, gcfg, &err);
     json_decref(gcfg);
@@ -282,7 +284,7 @@ static void test_statuses(void)
     CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"limits\": {\"timeout_s\": 4},"
                                  " \"command\": [\"python3\", \"-c\", \"import time; print('before', flush=True);"
                                  " time.sleep(30)\"]}", slow), 0);
-    eai_sched_kick(app.exec);
+    eai_exec_kick(&app);
     const char *ids[] = {ok, fail, slow};
     int64_t t0 = eai_now_ms();
     CU_ASSERT_TRUE_FATAL(wait_terminal(ids, 3, 90));
@@ -323,7 +325,7 @@ static void test_output_and_files(void)
                                  " n = int(open('/tmp/in/data.txt').read());"
                                  " open('/tmp/outputs/r.txt', 'w').write(str(n * 2));"
                                  " print(os.environ['GREETING'], sys.stdin.read())\"]}", files), 0);
-    eai_sched_kick(app.exec);
+    eai_exec_kick(&app);
     const char *ids[] = {flood, bin, files};
     CU_ASSERT_TRUE_FATAL(wait_terminal(ids, 3, 90));
     json_t *e = get(flood);
@@ -358,20 +360,18 @@ static void test_cancel_running(void)
     char id[64];
     CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"command\": [\"python3\", \"-c\","
                                  " \"import time; print('started', flush=True); time.sleep(60)\"]}", id), 0);
-    eai_sched_kick(app.exec);
+    eai_exec_kick(&app);
     /* wait until it runs and printed */
-    const struct eai_run *run = NULL;
+    int run = 0;
     for (int i = 0; i < 300; i++) {
         loop_for_ms(100);
-        run = eai_sched_find(app.exec, id);
         const char *d;
         size_t n = 0;
-        if (run)
-            eai_sched_run_output(run, EAI_STREAM_STDOUT, &d, &n);
+        run = eai_exec_local_output(&app, id, EAI_STREAM_STDOUT, &d, &n);
         if (n > 0)
             break;
     }
-    CU_ASSERT_PTR_NOT_NULL_FATAL(run);
+    CU_ASSERT_TRUE_FATAL(run);
     /* as the cancel route does: flag in storage, then stop the local run */
     json_t *out = NULL;
     struct eai_error *err = NULL;
@@ -379,7 +379,7 @@ static void test_cancel_running(void)
     CU_ASSERT_STRING_EQUAL(jstr(out, "status"), "running");
     json_decref(out);
     int64_t t0 = eai_now_ms();
-    CU_ASSERT_EQUAL(eai_sched_cancel_local(app.exec, id), 1);
+    CU_ASSERT_EQUAL(eai_exec_cancel_local(&app, id), 1);
     CU_ASSERT_TRUE_FATAL(wait_one(id, 30));
     CU_ASSERT_TRUE(eai_now_ms() - t0 < 10000);
     json_t *e = get(id);
@@ -394,7 +394,7 @@ static void test_not_runnable(void)
     CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gone\", \"image\": \"" IMAGE "\", \"command\": [\"true\"]}", gone), 0);
     CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"no-such-image:1\", \"command\": [\"true\"]}",
                                  noimg), 0);
-    eai_sched_kick(app.exec);
+    eai_exec_kick(&app);
     const char *ids[] = {gone, noimg};
     CU_ASSERT_TRUE_FATAL(wait_terminal(ids, 2, 60));
     json_t *e = get(gone);
@@ -440,7 +440,7 @@ static void test_stop_interrupts(void)
     char id[64];
     CU_ASSERT_EQUAL_FATAL(submit("{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"command\": [\"python3\", \"-c\","
                                  " \"import time; time.sleep(60)\"]}", id), 0);
-    eai_sched_kick(app.exec);
+    eai_exec_kick(&app);
     for (int i = 0; i < 300 && eai_exec_running(&app) == 0; i++)
         loop_for_ms(100);
     CU_ASSERT_EQUAL_FATAL(eai_exec_running(&app), 1);

@@ -1,6 +1,8 @@
-/* Application start/stop (core/app.c) and what the CLI shares with it. */
-#ifndef EAI_CORE_APP_EXT_H
-#define EAI_CORE_APP_EXT_H
+/* The daemon: start and stop of everything in order (core/daemon.c), and
+ * what the CLI shares with it (data dir, storage).  The top of the include
+ * graph: nothing in core includes it but main.c and cli.c. */
+#ifndef EAI_CORE_DAEMON_H
+#define EAI_CORE_DAEMON_H
 
 #include "app.h"
 
@@ -26,10 +28,6 @@ void eai_app_stop(struct eai_app *app);
 int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *host,
                          struct eai_plugin_inst *out, struct eai_error **err);
 void eai_app_storage_close(struct eai_plugin_inst *inst);
-
-/* Why an isolation backend named in the config is not loaded (NULL when
- * it is). */
-const char *eai_app_isolation_failure(const struct eai_app *app, const char *name);
 
 /* contracts/v1 directory: EAI_CONTRACTS_DIR, <exe>/../contracts/v1,
  * <exe>/contracts/v1, then the source tree. */

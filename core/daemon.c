@@ -21,7 +21,7 @@
 
 #include <event2/event.h>
 
-#include "app_ext.h"
+#include "daemon.h"
 #include "http/auth.h"
 #include "config/config.h"
 #include "config/config_check.h"
@@ -35,7 +35,6 @@
 #include "obs/metrics.h"
 #include "obs/otlp.h"
 #include "http/server.h"
-#include "http/server_ext.h"
 #include "store/store_sqlite.h"
 #include "base/util.h"
 #include "base/worker.h"
@@ -43,45 +42,13 @@
 #define APP_COMPONENT "app"
 #define APP_DRAIN_MS 5000
 
-/* Isolation backends named in the config that could not be loaded. */
-struct iso_failure {
-    char name[64];
-    char reason[256];
-};
-static struct iso_failure g_iso_failures[8];
-static int g_niso_failures;
-
-const char *eai_app_isolation_failure(const struct eai_app *app, const char *name)
-{
-    for (int i = 0; i < g_niso_failures; i++)
-        if (strcmp(g_iso_failures[i].name, name) == 0)
-            return g_iso_failures[i].reason;
-    return NULL;
-}
-
-static void iso_fail(const char *name, const char *reason)
+/* An isolation backend named in the config could not be loaded: say why
+ * once and keep the reason for /readyz (app->iso_failures). */
+static void iso_fail(struct eai_app *app, const char *name, const char *reason)
 {
     eai_log(APP_COMPONENT, EAI_LOG_ERROR, "isolation backend '%s' unavailable (fail closed): %s", name, reason);
-    for (int i = 0; i < g_niso_failures; i++)
-        if (strcmp(g_iso_failures[i].name, name) == 0) {
-            snprintf(g_iso_failures[i].reason, sizeof(g_iso_failures[i].reason), "%s", reason);
-            return;
-        }
-    if (g_niso_failures < (int)(sizeof(g_iso_failures) / sizeof(g_iso_failures[0]))) {
-        snprintf(g_iso_failures[g_niso_failures].name, sizeof(g_iso_failures[0].name), "%s", name);
-        snprintf(g_iso_failures[g_niso_failures].reason, sizeof(g_iso_failures[0].reason), "%s", reason);
-        g_niso_failures++;
-    }
-}
-
-const struct eai_profile *eai_app_profile(const struct eai_app *app, const char *name)
-{
-    if (!app || !name)
-        return NULL;
-    for (int i = 0; i < app->nprofiles; i++)
-        if (strcmp(app->profiles[i].name, name) == 0)
-            return &app->profiles[i];
-    return NULL;
+    if (app->iso_failures)
+        json_object_set_new(app->iso_failures, name, json_string(reason));
 }
 
 /* ------------------------------------------------------------ paths */
@@ -204,22 +171,27 @@ static void isolation_load(struct eai_app *app)
     const struct eai_config *cfg = app->cfg;
     const char *name;
     json_t *sub;
-    g_niso_failures = 0;
+    json_decref(app->iso_failures);
+    app->iso_failures = json_object();
+    /* one slot per configured backend, allocated once: profiles point into it */
+    size_t n = json_object_size(cfg->isolation);
+    app->isolation = calloc(n ? n : 1, sizeof *app->isolation);
+    if (!app->isolation) {
+        json_object_foreach(cfg->isolation, name, sub)
+            iso_fail(app, name, "out of memory");
+        return;
+    }
     json_object_foreach(cfg->isolation, name, sub) {
-        if (app->nisolation >= (int)(sizeof(app->isolation) / sizeof(app->isolation[0]))) {
-            iso_fail(name, "too many isolation backends");
-            continue;
-        }
         struct eai_error *e = NULL;
         const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_ISOLATION, name, &e);
         if (!d) {
-            iso_fail(name, e && e->message ? e->message : "cannot load");
+            iso_fail(app, name, e && e->message ? e->message : "cannot load");
             eai_error_free(e);
             continue;
         }
         json_t *conf = json_deep_copy(sub);
         if (!conf) {
-            iso_fail(name, "out of memory");
+            iso_fail(app, name, "out of memory");
             continue;
         }
         /* environment overrides documented in docs/configuration.md */
@@ -232,7 +204,7 @@ static void isolation_load(struct eai_app *app)
         snprintf(path, sizeof(path), "/isolation/%s", name);
         if (eai_cfg_check_plugin(d->config_keys, conf, cfg->source, path, &e) < 0) {
             /* a config mistake is the operator's: refuse to start */
-            iso_fail(name, e && e->message ? e->message : "bad config");
+            iso_fail(app, name, e && e->message ? e->message : "bad config");
             eai_error_free(e);
             json_decref(conf);
             continue;
@@ -240,7 +212,7 @@ static void isolation_load(struct eai_app *app)
         void *self = d->create(app->host, conf, &e);
         json_decref(conf);
         if (!self) {
-            iso_fail(name, e && e->message ? e->message : "create failed");
+            iso_fail(app, name, e && e->message ? e->message : "create failed");
             eai_error_free(e);
             continue;
         }
@@ -454,6 +426,10 @@ void eai_app_stop(struct eai_app *app)
         app->isolation[i].self = NULL;
     }
     app->nisolation = 0;
+    free(app->isolation);
+    app->isolation = NULL;
+    json_decref(app->iso_failures);
+    app->iso_failures = NULL;
     if (started_workers) {
         eai_workers_stop();
         started_workers = 0;

@@ -1,0 +1,368 @@
+/* Admission of an execution: POST /v1/sandbox/executions (exec_int.h). */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "exec/exec_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "config/config.h"
+#include "exec/scheduler.h"
+#include "exec/watch.h"
+#include "http/park.h"
+#include "http/req_audit.h"
+#include "exec/exec_validate.h"
+#include "schema/jsonschema.h"
+#include "obs/trace.h"
+
+/* ------------------------------------------------------------ create */
+
+struct probe_snap {
+    const struct eai_plugin_inst *iso;
+    int ready;
+    unsigned caps;
+    char reason[256];
+};
+
+struct create_job {
+    struct eai_app *app;
+    struct eai_parked *hold;       /* parked while a backend's first probe runs */
+    char tenant[64];
+    char id[64];
+    json_t *body;
+    char *idem;
+    char request_id[128];
+    char trace_id[33], span_id[17], traceparent[56];
+    json_t *audit;                 /* sandbox.execute allow */
+    struct probe_snap *probes;     /* one per loaded isolation backend */
+    int nprobes;
+    /* results */
+    int rc;                        /* eai_store_result or -1 */
+    struct eai_error *err;         /* refusal or storage error */
+    int refused;                   /* err is a refusal (4xx/503), not storage */
+    json_t *existing;
+    const struct eai_profile *prof;
+    struct eai_exec *st;     /* held by the probe wait timer */
+    struct event *park_ev;         /* waiting for a backend's first probe */
+    int64_t park_until_ms;
+};
+
+static const struct probe_snap *snap_for(const struct create_job *j, const struct eai_profile *p)
+{
+    for (int i = 0; p && i < j->nprobes; i++)
+        if (j->probes[i].iso == p->iso)
+            return &j->probes[i];
+    return NULL;
+}
+
+static int image_known_cb(void *arg, const struct eai_profile *p, const char *image)
+{
+    const struct create_job *j = arg;
+    const struct probe_snap *ps = snap_for(j, p);
+    if (!ps || !(ps->caps & EAI_ISO_CAP_LOCAL_IMAGES))
+        return 1; /* the backend resolves images itself (e.g. Kubernetes) */
+    if (!ps->ready)
+        return 1; /* no runtime: answer 503 sandbox_unavailable below, not unknown_image */
+    const struct eai_host *h = j->app->host;
+    char buf[4096];
+    return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
+}
+
+static void create_work(void *arg)
+{
+    struct create_job *j = arg;
+    struct eai_app *app = j->app;
+    json_t *tool_doc = NULL;
+    const char *tool = exec_jstr(j->body, "tool");
+    if (tool) {
+        if (app->store->manifest_get(app->storage.self, j->tenant, "tool", tool, &tool_doc, &j->err) < 0) {
+            j->rc = -1;
+            return;
+        }
+    }
+    struct eai_exec_vopts o = {
+        .files_max_total_bytes = app->cfg ? app->cfg->files_max_total_bytes : 8 << 20,
+        .image_known = image_known_cb,
+        .image_arg = j,
+    };
+    json_t *rec = NULL;
+    int rc = eai_exec_validate(j->body, tool_doc, app->profiles, app->nprofiles, &o, &rec, &j->prof, &j->err);
+    json_decref(tool_doc);
+    if (rc < 0) {
+        j->refused = 1;
+        j->rc = -1;
+        return;
+    }
+    const struct probe_snap *ps = snap_for(j, j->prof);
+    if (!ps || !ps->ready) {
+        j->err = eai_error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "backend of profile '%s' not ready: %s",
+                               j->prof->name, ps ? ps->reason : "not loaded");
+        j->refused = 1;
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    char now[32], hash[65];
+    eai_time_rfc3339(eai_now_ms(), now);
+    if (eai_exec_request_hash(j->body, hash) < 0) {
+        j->err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory hashing the request");
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    json_object_set_new(rec, "id", json_string(j->id));
+    json_object_set_new(rec, "tenant_id", json_string(j->tenant));
+    json_object_set_new(rec, "status", json_string("queued"));
+    json_object_set_new(rec, "created_at", json_string(now));
+    json_object_set_new(rec, "started_at", json_null());
+    json_object_set_new(rec, "finished_at", json_null());
+    json_object_set_new(rec, "exit_code", json_null());
+    json_object_set_new(rec, "signal", json_null());
+    json_object_set_new(rec, "error", json_null());
+    json_object_set_new(rec, "usage", json_null());
+    json_object_set_new(rec, "files", json_array());
+    json_object_set_new(rec, "trace_id", j->trace_id[0] ? json_string(j->trace_id) : json_null());
+    json_object_set_new(rec, "span_id", j->span_id[0] ? json_string(j->span_id) : json_null());
+    json_object_set_new(rec, "traceparent", j->traceparent[0] ? json_string(j->traceparent) : json_null());
+    json_object_set_new(rec, "request_id", json_string(j->request_id));
+    json_object_set_new(rec, "idempotency_key", j->idem ? json_string(j->idem) : json_null());
+    json_object_set_new(rec, "request_hash", json_string(hash));
+    json_object_set_new(rec, "cancel_requested", json_false());
+    j->rc = app->store->exec_create(app->storage.self, j->tenant, rec, j->audit, &j->existing, &j->err);
+    json_decref(rec);
+}
+
+static void create_job_free(struct create_job *j)
+{
+    if (j->park_ev)
+        event_free(j->park_ev);
+    json_decref(j->body);
+    json_decref(j->audit);
+    json_decref(j->existing);
+    eai_error_free(j->err);
+    free(j->idem);
+    free(j->probes);
+    free(j);
+}
+
+
+static void create_answer(struct eai_req *r, void *arg)
+{
+    struct create_job *j = arg;
+    struct eai_exec *st = exec_state_of(j->app);
+    if (!r) {
+        /* answered by eai_exec_stop */
+    } else if (j->rc < 0 && j->refused) {
+        enum eai_code code = j->err ? j->err->code : EAI_E_INTERNAL;
+        json_t *details = j->err && j->err->details ? json_incref(j->err->details) : NULL;
+        exec_audit_deny(j->app, r, "sandbox.execute", j->prof ? j->prof->name : "", eai_code_name(code));
+        eai_log_req(EXEC_COMPONENT, EAI_LOG_INFO, eai_req_id(r), "execution refused: %s",
+                    j->err && j->err->message ? j->err->message : eai_code_name(code));
+        eai_reply_error(r, code, details);
+    } else if (j->rc < 0) {
+        exec_reply_storage_error(r, "exec_create", j->err);
+    } else if (j->rc == EAI_STORE_EXISTS) {
+        const char *id = exec_jstr(j->existing, "id") ? exec_jstr(j->existing, "id") : j->id;
+        const char *s = exec_jstr(j->existing, "status") ? exec_jstr(j->existing, "status") : "queued";
+        exec_reply_accepted(r, 200, id, s);
+    } else if (j->rc == EAI_STORE_CONFLICT) {
+        exec_audit_deny(j->app, r, "sandbox.execute", "", "idempotency_conflict");
+        eai_reply_error(r, EAI_E_IDEMPOTENCY_CONFLICT,
+                        exec_detail1("Idempotency-Key", "was used with a different request body"));
+    } else {
+        if (st) {
+            eai_watch_queued(st->hub, j->id, j->tenant);
+            eai_sched_kick(st->sched);
+        }
+        eai_log_req(EXEC_COMPONENT, EAI_LOG_INFO, eai_req_id(r), "execution %s queued (profile %s)",
+                    j->id, j->prof ? j->prof->name : "?");
+        exec_reply_accepted(r, 202, j->id, "queued");
+    }
+}
+
+static void create_free(void *arg)
+{
+    create_job_free(arg);
+}
+
+static const struct eai_park_ops create_ops = {
+    .what = "exec_create", .work = create_work, .answer = create_answer, .free = create_free,
+};
+
+/* Readiness of every backend, taken on the loop (probe never blocks).
+ * Returns how many are still starting (their first probe runs). */
+static int take_probes(struct create_job *j)
+{
+    struct eai_app *app = j->app;
+    int starting = 0;
+    j->nprobes = 0;
+    if (!j->probes && app->nisolation > 0 && !(j->probes = calloc((size_t)app->nisolation, sizeof *j->probes)))
+        return 0; /* out of memory: every profile answers "not ready" */
+    for (int i = 0; i < app->nisolation; i++) {
+        struct eai_plugin_inst *iso = &app->isolation[i];
+        struct probe_snap *ps = &j->probes[j->nprobes++];
+        memset(ps, 0, sizeof *ps);
+        ps->iso = iso;
+        const struct eai_isolation_ops *ops = iso->desc ? iso->desc->ops : NULL;
+        if (!ops || !iso->self) {
+            snprintf(ps->reason, sizeof ps->reason, "backend not loaded");
+            continue;
+        }
+        struct eai_iso_probe pr;
+        memset(&pr, 0, sizeof pr);
+        pr.size = sizeof pr;
+        ops->probe(iso->self, &pr);
+        ps->ready = pr.ready;
+        ps->caps = pr.caps;
+        snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason[0] ? pr.reason : "starting");
+        starting += !pr.ready && eai_iso_probe_pending(&pr);
+    }
+    return starting;
+}
+
+static void create_park_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct create_job *j = arg;
+    struct eai_exec *st = j->st;
+    struct eai_req *r = eai_park_release(j->hold);
+    j->hold = NULL;
+    if (!r) {
+        /* answered by eai_exec_stop */
+        create_job_free(j);
+    } else if (take_probes(j) > 0 && eai_now_ms() < j->park_until_ms &&
+               (j->hold = eai_park_hold(st->parks, r))) {
+        struct timeval tv = {0, 100 * 1000};
+        event_add(j->park_ev, &tv);
+        return; /* keeps the reference */
+    } else {
+        eai_park(st->parks, r, &create_ops, j);
+    }
+    exec_unref(st);
+}
+
+/* Idempotency-Key: 1..255 printable ASCII characters. */
+static int idem_ok(const char *k)
+{
+    size_t n = strlen(k);
+    if (n == 0 || n > EAI_EXEC_IDEMPOTENCY_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)k[i] < 0x20 || (unsigned char)k[i] > 0x7e)
+            return 0;
+    return 1;
+}
+
+void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st) {
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    const char *tenant = eai_req_tenant(r);
+    if (!tenant) {
+        eai_reply_error(r, EAI_E_UNAUTHENTICATED, NULL);
+        return;
+    }
+    json_t *body = eai_req_body_json(r, 0);
+    if (!body)
+        return; /* replied 400 / 415 */
+    const char *idem = eai_req_header(r, "Idempotency-Key");
+    if (idem && !idem_ok(idem)) {
+        json_decref(body);
+        exec_audit_deny(app, r, "sandbox.execute", "", "validation_failed");
+        eai_reply_error(r, EAI_E_VALIDATION_FAILED,
+                        exec_detail1("Idempotency-Key", "must be 1 to 255 printable ASCII characters"));
+        return;
+    }
+    if (!json_is_object(body)) {
+        json_decref(body);
+        exec_audit_deny(app, r, "sandbox.execute", "", "validation_failed");
+        eai_reply_error(r, EAI_E_VALIDATION_FAILED, exec_detail1("", "must be an object"));
+        return;
+    }
+    if (app->schema_execution) {
+        json_t *errors = NULL;
+        eai_schema_validate(app->schema_execution, body, &errors);
+        eai_exec_schema_filter(body, errors);
+        if (json_array_size(errors) > 0) {
+            json_decref(body);
+            exec_audit_deny(app, r, "sandbox.execute", "", "validation_failed");
+            eai_reply_error(r, EAI_E_VALIDATION_FAILED, errors);
+            return;
+        }
+        json_decref(errors);
+    }
+    int64_t maxq = app->cfg && app->cfg->max_queued_per_tenant > 0 ? app->cfg->max_queued_per_tenant : 1000;
+    if (eai_watch_queued_count(st->hub, tenant) >= maxq) {
+        json_decref(body);
+        exec_audit_deny(app, r, "sandbox.execute", "", "rate_limited");
+        const char *h[] = {"Retry-After: 5", NULL};
+        exec_reply_error_headers(r, EAI_E_RATE_LIMITED,
+                            exec_detail1("", "too many queued executions for this tenant"), h);
+        return;
+    }
+
+    struct create_job *j = calloc(1, sizeof *j);
+    char uuid[37];
+    if (!j) {
+        json_decref(body);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    j->app = app;
+    j->body = body;
+    snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    eai_uuid_v4(uuid);
+    snprintf(j->id, sizeof j->id, "sbx_%s", uuid);
+    snprintf(j->request_id, sizeof j->request_id, "%s", eai_req_id(r) ? eai_req_id(r) : "");
+    if (idem && !(j->idem = strdup(idem))) {
+        create_job_free(j);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    /* trace: the request's server span is the parent of sandbox.run */
+    struct eai_span *span = eai_req_span(r);
+    const struct eai_trace_ctx *tc = eai_req_trace(r);
+    unsigned flags = tc ? tc->flags : 1;
+    if (span) {
+        snprintf(j->trace_id, sizeof j->trace_id, "%s", eai_span_trace_id(span));
+        snprintf(j->span_id, sizeof j->span_id, "%s", eai_span_id(span));
+        eai_span_set_str(span, "eai.execution_id", j->id);
+        eai_span_set_str(span, "eai.tenant_id", tenant);
+        eai_span_set_str(span, "gen_ai.operation.name", "execute_tool");
+        if (exec_jstr(body, "tool"))
+            eai_span_set_str(span, "gen_ai.tool.name", exec_jstr(body, "tool"));
+        if (exec_jstr(body, "agent_id"))
+            eai_span_set_str(span, "gen_ai.agent.id", exec_jstr(body, "agent_id"));
+        if (exec_jstr(body, "run_id"))
+            eai_span_set_str(span, "eai.run_id", exec_jstr(body, "run_id"));
+    } else if (tc) {
+        snprintf(j->trace_id, sizeof j->trace_id, "%s", tc->trace_id);
+        snprintf(j->span_id, sizeof j->span_id, "%s", tc->span_id);
+    }
+    if (strlen(j->trace_id) == 32 && strlen(j->span_id) == 16)
+        eai_traceparent_format(j->trace_id, j->span_id, flags, j->traceparent);
+    j->audit = eai_req_audit_event(r, "sandbox.execute", j->id, "allow", NULL);
+    j->st = st;
+    if (take_probes(j) > 0) {
+        /* a backend is still probing (first start-up): decide once it has */
+        j->park_until_ms = eai_now_ms() + EXEC_PROBE_WAIT_MS;
+        j->park_ev = evtimer_new(app->base, create_park_cb, j);
+        if (j->park_ev && (j->hold = eai_park_hold(st->parks, r))) {
+            exec_ref(st);
+            struct timeval tv = {0, 100 * 1000};
+            event_add(j->park_ev, &tv);
+            return;
+        }
+    }
+    eai_park(st->parks, r, &create_ops, j);
+}
+

@@ -1,0 +1,477 @@
+/* Reading executions: GET (long-poll), events (SSE), list, files
+ * (exec_int.h). */
+#include <ctype.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "exec/exec_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "config/config.h"
+#include "exec/scheduler.h"
+#include "exec/watch.h"
+#include "exec/sse.h"
+#include "http/park.h"
+#include "http/req_audit.h"
+
+/* ------------------------------------------------------------ reads */
+
+struct read_job {
+    struct eai_app *app;
+    char tenant[64], id[160];
+    json_t *out;
+    int rc;
+    struct eai_error *err;
+    void (*then)(struct read_job *j);
+    void *ctx;                      /* GET context or waiter */
+    struct eai_req *r;              /* the parked request (GET, events); NULL for a waiter or once answered */
+};
+
+static void read_work(void *arg)
+{
+    struct read_job *j = arg;
+    j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+}
+
+static void read_answer(struct eai_req *r, void *arg)
+{
+    struct read_job *j = arg;
+    j->r = r;
+    j->then(j);
+    j->then = NULL;
+}
+
+static void read_free(void *arg)
+{
+    struct read_job *j = arg;
+    json_decref(j->out);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops read_ops = {
+    .what = "exec_get", .work = read_work, .answer = read_answer, .free = read_free,
+};
+
+/* Read one record on a worker, then then(j) on the loop.  r (may be NULL)
+ * is parked meanwhile.  0, or -1 when the job could not be queued: r was
+ * answered then and then() is not called. */
+static int exec_read_submit(struct eai_exec *st, struct eai_req *r, const char *tenant, const char *id,
+                       void (*then)(struct read_job *), void *ctx)
+{
+    struct read_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        if (r)
+            eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return -1;
+    }
+    j->app = st->app;
+    snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    snprintf(j->id, sizeof j->id, "%s", id);
+    j->then = then;
+    j->ctx = ctx;
+    return eai_park(st->parks, r, &read_ops, j);
+}
+
+
+/* ------------------------------------------------------------ GET */
+
+struct get_ctx {
+    struct eai_app *app;
+    int wait_s;
+};
+
+static void get_then(struct read_job *j)
+{
+    struct get_ctx *c = j->ctx;
+    struct eai_req *r = j->r;
+    struct eai_exec *st = exec_state_of(c->app);
+    if (!r) {
+        /* answered by eai_exec_stop */
+    } else if (j->rc < 0) {
+        exec_reply_storage_error(r, "exec_get", j->err);
+    } else if (!j->out) {
+        exec_audit_deny(c->app, r, "sandbox.read", j->id, "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    } else if (c->wait_s == 0 || eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st ||
+               eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
+        eai_reply_json(r, 200, eai_exec_view(j->out));
+    }
+    free(c);
+}
+
+/* wait_s: digits only, 0..60.  -1 when malformed. */
+static int parse_wait(const char *s)
+{
+    if (!s)
+        return 0;
+    if (!*s || strlen(s) > 3)
+        return -1;
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return -1;
+    int v = atoi(s);
+    return v <= EXEC_MAX_WAIT_S ? v : -1;
+}
+
+void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st) {
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    int wait_s = parse_wait(eai_req_query(r, "wait_s"));
+    if (wait_s < 0) {
+        eai_reply_error(r, EAI_E_VALIDATION_FAILED,
+                        exec_detail1("/wait_s", "must be an integer from 0 to 60"));
+        return;
+    }
+    const char *id = eai_req_param(r, "id");
+    if (!exec_id_ok(id)) {
+        exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    struct get_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    c->app = app;
+    c->wait_s = wait_s;
+    if (exec_read_submit(st, r, eai_req_tenant(r), id, get_then, c) < 0)
+        free(c);
+}
+
+/* ------------------------------------------------------------ events (SSE) */
+
+static void events_then(struct read_job *j)
+{
+    struct get_ctx *c = j->ctx;
+    struct eai_req *r = j->r;
+    struct eai_exec *st = exec_state_of(c->app);
+    free(c);
+    if (!r)
+        return;
+    if (j->rc < 0) {
+        exec_reply_storage_error(r, "exec_get", j->err);
+        return;
+    }
+    if (!j->out) {
+        exec_audit_deny(j->app, r, "sandbox.read", j->id, "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    eai_stream_start(r, "text/event-stream");
+    if (eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st) {
+        eai_sse_replay_end(r, j->out, 1);
+        return;
+    }
+    eai_sse_event(r, "status", eai_sse_status_data(j->out));
+    if (eai_watch_stream(st->hub, r, j->out) < 0)
+        eai_stream_end(r);
+}
+
+void eai_exec_route_events(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st) {
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    const char *id = eai_req_param(r, "id");
+    if (!exec_id_ok(id)) {
+        exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    struct get_ctx *c = calloc(1, sizeof *c);
+    if (!c) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    c->app = app;
+    if (exec_read_submit(st, r, eai_req_tenant(r), id, events_then, c) < 0)
+        free(c);
+}
+
+/* ------------------------------------------------------------ list */
+
+/* Cursor: base64url (no padding) of "s<seq>". */
+static void cursor_encode(int64_t seq, char *out, size_t len)
+{
+    char raw[32];
+    snprintf(raw, sizeof raw, "s%lld", (long long)seq);
+    char *b = eai_b64_encode(raw, strlen(raw));
+    if (!b) {
+        out[0] = '\0';
+        return;
+    }
+    size_t k = 0;
+    for (char *p = b; *p && k + 1 < len; p++) {
+        if (*p == '=')
+            break;
+        out[k++] = *p == '+' ? '-' : *p == '/' ? '_' : *p;
+    }
+    out[k] = '\0';
+    free(b);
+}
+
+static int cursor_decode(const char *c, int64_t *seq)
+{
+    size_t n = strlen(c);
+    if (n == 0 || n > 40)
+        return -1;
+    char buf[48];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char ch = c[i];
+        if (ch == '-')
+            ch = '+';
+        else if (ch == '_')
+            ch = '/';
+        else if (!isalnum((unsigned char)ch))
+            return -1;
+        buf[k++] = ch;
+    }
+    while (k % 4)
+        buf[k++] = '=';
+    buf[k] = '\0';
+    size_t len = 0;
+    unsigned char *raw = eai_b64_decode(buf, &len);
+    if (!raw)
+        return -1;
+    int ok = len >= 2 && len < 24 && raw[0] == 's';
+    int64_t v = 0;
+    for (size_t i = 1; ok && i < len; i++) {
+        if (!isdigit(raw[i]))
+            ok = 0;
+        else
+            v = v * 10 + (raw[i] - '0');
+    }
+    free(raw);
+    if (!ok)
+        return -1;
+    *seq = v;
+    return 0;
+}
+
+struct list_job {
+    struct eai_app *app;
+    char tenant[64];
+    json_t *filter;
+    json_t *out;
+    int rc;
+    struct eai_error *err;
+};
+
+static void list_work(void *arg)
+{
+    struct list_job *j = arg;
+    j->rc = j->app->store->exec_list(j->app->storage.self, j->tenant, j->filter, &j->out, &j->err);
+}
+
+static void list_answer(struct eai_req *r, void *arg)
+{
+    struct list_job *j = arg;
+    if (!r) {
+        /* answered by eai_exec_stop */
+    } else if (j->rc < 0) {
+        exec_reply_storage_error(r, "exec_list", j->err);
+    } else {
+        json_t *items = json_array();
+        size_t i;
+        const json_t *e;
+        int64_t last = -1;
+        json_array_foreach(j->out, i, e) {
+            /* summary items: output only through GET of one execution or its events */
+            json_t *v = eai_exec_view(e);
+            json_object_del(v, "stdout");
+            json_object_del(v, "stderr");
+            json_array_append_new(items, v);
+            last = json_integer_value(json_object_get(e, "seq"));
+        }
+        json_int_t limit = json_integer_value(json_object_get(j->filter, "limit"));
+        json_t *next = json_null();
+        if (last > 0 && (json_int_t)json_array_size(j->out) >= limit) {
+            char cur[64];
+            cursor_encode(last, cur, sizeof cur);
+            next = json_string(cur);
+        }
+        eai_reply_json(r, 200, json_pack("{s:o, s:o}", "items", items, "next", next));
+    }
+}
+
+static void list_free(void *arg)
+{
+    struct list_job *j = arg;
+    json_decref(j->filter);
+    json_decref(j->out);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops list_ops = {
+    .what = "exec_list", .work = list_work, .answer = list_answer, .free = list_free,
+};
+
+static const char *const all_statuses[] = {"queued", "running", "succeeded", "failed", "timeout",
+                                           "oom_killed", "cancelled", "error", NULL};
+
+void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st) {
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    json_t *details = json_array();
+    json_t *filter = json_object();
+    if (!details || !filter) {
+        json_decref(details);
+        json_decref(filter);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    const char *status = eai_req_query(r, "status");
+    if (status && *status) {
+        int ok = 0;
+        for (const char *const *s = all_statuses; *s; s++)
+            ok |= strcmp(*s, status) == 0;
+        if (ok)
+            json_object_set_new(filter, "status", json_string(status));
+        else
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/status",
+                                                     "message", "is not a status value"));
+    }
+    const char *run_id = eai_req_query(r, "run_id");
+    if (run_id && *run_id) {
+        if (strlen(run_id) > 128)
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/run_id",
+                                                     "message", "is longer than 128 characters"));
+        else
+            json_object_set_new(filter, "run_id", json_string(run_id));
+    }
+    int limit = 20;
+    const char *ls = eai_req_query(r, "limit");
+    if (ls && *ls) {
+        int ok = strlen(ls) <= 3;
+        for (const char *p = ls; ok && *p; p++)
+            ok = isdigit((unsigned char)*p);
+        limit = ok ? atoi(ls) : 0;
+        if (limit < 1 || limit > 100)
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/limit",
+                                                     "message", "must be an integer from 1 to 100"));
+    }
+    json_object_set_new(filter, "limit", json_integer(limit));
+    const char *after = eai_req_query(r, "after");
+    if (after && *after) {
+        int64_t seq;
+        if (cursor_decode(after, &seq) < 0)
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/after",
+                                                     "message", "is not a cursor from a previous page"));
+        else
+            json_object_set_new(filter, "after", json_integer(seq));
+    }
+    if (json_array_size(details) > 0) {
+        json_decref(filter);
+        eai_reply_error(r, EAI_E_VALIDATION_FAILED, details);
+        return;
+    }
+    json_decref(details);
+    struct list_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        json_decref(filter);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    j->app = app;
+    j->filter = filter;
+    snprintf(j->tenant, sizeof j->tenant, "%s", eai_req_tenant(r));
+    eai_park(st->parks, r, &list_ops, j);
+}
+
+/* ------------------------------------------------------------ files */
+
+struct file_job {
+    struct eai_app *app;
+    char tenant[64], id[64];
+    char *path;
+    unsigned char *data;
+    size_t len;
+    int rc;
+    struct eai_error *err;
+};
+
+static void file_work(void *arg)
+{
+    struct file_job *j = arg;
+    j->rc = j->app->store->file_get(j->app->storage.self, j->tenant, j->id, j->path, &j->data,
+                                    &j->len, &j->err);
+}
+
+static void file_answer(struct eai_req *r, void *arg)
+{
+    struct file_job *j = arg;
+    if (!r) {
+        /* answered by eai_exec_stop */
+    } else if (j->rc < 0) {
+        exec_reply_storage_error(r, "file_get", j->err);
+    } else if (!j->data) {
+        exec_audit_deny(j->app, r, "sandbox.file", j->id, "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    } else {
+        eai_reply_raw(r, 200, "application/octet-stream", j->data, j->len);
+    }
+}
+
+static void file_free(void *arg)
+{
+    struct file_job *j = arg;
+    free(j->data);
+    free(j->path);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops file_ops = {
+    .what = "file_get", .work = file_work, .answer = file_answer, .free = file_free,
+};
+
+void eai_exec_route_file(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st) {
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    const char *id = eai_req_param(r, "id");
+    const char *p = eai_req_param(r, "path");
+    if (!exec_id_ok(id) || !p || !*p || strlen(p) > 4096) {
+        exec_audit_deny(app, r, "sandbox.file", id ? id : "", "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    struct file_job *j = calloc(1, sizeof *j);
+    size_t n = strlen(p) + 2;
+    char *path = malloc(n);
+    if (!j || !path) {
+        free(j);
+        free(path);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    snprintf(path, n, "%s%s", p[0] == '/' ? "" : "/", p);
+    j->app = app;
+    j->path = path;
+    snprintf(j->tenant, sizeof j->tenant, "%s", eai_req_tenant(r));
+    snprintf(j->id, sizeof j->id, "%s", id);
+    eai_park(st->parks, r, &file_ops, j);
+}
+

@@ -1,0 +1,361 @@
+/* The end of a run (scheduler_int.h): the output and the collected files
+ * are encoded and hashed on a worker, which writes the terminal record in
+ * one transaction (exec_finish, usage outbox row, audit sandbox.finish)
+ * and builds the record handed to the watch hub. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "exec/scheduler_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "exec/exec_result.h"
+#include "obs/delivery.h"
+#include "obs/metrics.h"
+
+/* ------------------------------------------------------------ helpers */
+
+/* An audit event written by the scheduler itself (no request). */
+static json_t *sched_audit_event(const json_t *rec, const char *action, const char *decision,
+                           const char *reason)
+{
+    char id[37], now[32];
+    eai_uuid_v4(id);
+    eai_time_rfc3339(eai_now_ms(), now);
+    json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
+                           "id", id, "time", now, "actor", "system:scheduler",
+                           "action", action, "target", sched_jstr(rec, "id") ? sched_jstr(rec, "id") : "",
+                           "decision", decision, "reason", reason,
+                           "trace_id", sched_jstr(rec, "trace_id"));
+    if (ev) {
+        const char *rid = sched_jstr(rec, "request_id");
+        json_object_set_new(ev, "request_id", rid ? json_string(rid) : json_null());
+    }
+    return ev;
+}
+
+/* The usage event of API.md "FinOps" for a terminal record. */
+static json_t *sched_usage_event(const json_t *rec, const json_t *patch)
+{
+    char id[37], now[32];
+    eai_uuid_v4(id);
+    eai_time_rfc3339(eai_now_ms(), now);
+    const json_t *u = json_object_get(patch, "usage");
+    double cpu = json_number_value(json_object_get(u, "cpu_seconds"));
+    double mem = json_number_value(json_object_get(u, "memory_mb_seconds"));
+    double dur = json_number_value(json_object_get(u, "duration_s"));
+    const char *fin = sched_jstr(patch, "finished_at");
+    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:f, s:s?, s:s?, s:s?, s:s?, s:s}",
+                     "id", id, "tenant_id", sched_jstr(rec, "tenant_id"),
+                     "project_id", sched_jstr(rec, "project_id"), "agent_id", sched_jstr(rec, "agent_id"),
+                     "run_id", sched_jstr(rec, "run_id"), "profile", sched_jstr(rec, "profile"),
+                     "backend", sched_jstr(rec, "backend"),
+                     "cpu_seconds", cpu, "memory_mb_seconds", mem, "duration_s", dur,
+                     "execution_id", sched_jstr(rec, "id"), "trace_id", sched_jstr(rec, "trace_id"),
+                     "started_at", sched_jstr(patch, "started_at") ? sched_jstr(patch, "started_at") : sched_jstr(rec, "started_at"),
+                     "finished_at", fin ? fin : now, "created_at", now);
+}
+
+static void sched_metrics_finish(const json_t *rec, const json_t *patch)
+{
+    const char *profile = sched_jstr(rec, "profile") ? sched_jstr(rec, "profile") : "";
+    const char *status = sched_jstr(patch, "status") ? sched_jstr(patch, "status") : "error";
+    char *pe = eai_metrics_label_escape(profile);
+    if (!pe)
+        return;
+    char l2[256], l1[160];
+    snprintf(l2, sizeof l2, "profile=\"%s\",status=\"%s\"", pe, status);
+    snprintf(l1, sizeof l1, "profile=\"%s\"", pe);
+    free(pe);
+    const json_t *u = json_object_get(patch, "usage");
+    eai_metrics_add("eai_sandbox_executions_total", l2, 1);
+    eai_metrics_add("eai_sandbox_cpu_seconds_total", l1, json_number_value(json_object_get(u, "cpu_seconds")));
+    eai_metrics_add("eai_sandbox_memory_megabyte_seconds_total", l1,
+                    json_number_value(json_object_get(u, "memory_mb_seconds")));
+    eai_metrics_observe("eai_sandbox_duration_seconds", l1, json_number_value(json_object_get(u, "duration_s")));
+}
+
+/* ------------------------------------------------------------ finishing */
+
+
+struct finish_job {
+    struct eai_sched *s;
+    struct eai_run *run;            /* NULL for an execution without a local run */
+    char id[64], tenant[64];
+    json_t *patch, *files, *usage, *audit;
+    /* encoded on the worker (first attempt only): output of run->live and raw files */
+    int encode_output;
+    struct raw_file *raw;
+    size_t nraw;
+    int files_truncated;
+    const json_t *rec;              /* the claimed record (run's, or lent for the job) */
+    json_t *rec_own;                /* rec when the job owns it */
+    json_t *terminal;               /* the record as stored, built on the worker */
+    int rc;
+    struct eai_error *err;
+    struct event *retry_ev;
+};
+
+static void finish_submit(struct finish_job *j);
+
+static void raw_free(struct finish_job *j)
+{
+    for (size_t i = 0; i < j->nraw; i++) {
+        free(j->raw[i].path);
+        free(j->raw[i].data);
+    }
+    free(j->raw);
+    j->raw = NULL;
+    j->nraw = 0;
+}
+
+/* Hash and base64 of the collected files: [{path, size, sha256, content_b64}]. */
+static json_t *encode_files(const struct raw_file *raw, size_t n)
+{
+    json_t *a = json_array();
+    for (size_t i = 0; a && i < n; i++) {
+        const struct raw_file *f = &raw[i];
+        char sha[65];
+        eai_sha256_hex(f->data ? (const void *)f->data : "", f->len, sha);
+        char *b64 = eai_b64_encode(f->data ? (const void *)f->data : "", f->len);
+        json_t *o = b64 ? json_pack("{s:s, s:I, s:s, s:s}", "path", f->path ? f->path : "",
+                                    "size", (json_int_t)f->len, "sha256", sha, "content_b64", b64)
+                        : NULL;
+        free(b64);
+        if (!o || json_array_append_new(a, o) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* The stored record after exec_finish, for the waiters: the public fields
+ * of rec, the patch and the public file list.  Built from copies (rec is
+ * only read). */
+static json_t *terminal_record(const json_t *rec, const json_t *patch, const json_t *files)
+{
+    static const char *const keep[] = {"id", "tenant_id", "profile", "backend", "image", "command",
+                                       "limits", "tool", "project_id", "agent_id", "run_id",
+                                       "trace_id", "created_at", "started_at", "egress",
+                                       "lease_owner", "files_truncated"};
+    json_t *t = json_object();
+    for (size_t i = 0; t && i < sizeof keep / sizeof keep[0]; i++) {
+        const json_t *v = json_object_get(rec, keep[i]);
+        if (v)
+            json_object_set_new(t, keep[i], json_deep_copy(v));
+    }
+    json_t *p = t ? json_deep_copy(patch) : NULL;
+    if (!p) {
+        json_decref(t);
+        return NULL;
+    }
+    json_object_update(t, p);
+    json_decref(p);
+    json_t *pub = json_array();
+    size_t i;
+    const json_t *f;
+    json_array_foreach(files, i, f)
+        json_array_append_new(pub, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
+                                             "size", json_object_get(f, "size"),
+                                             "sha256", json_object_get(f, "sha256")));
+    json_object_set_new(t, "files", pub);
+    return t;
+}
+
+static void finish_work(void *arg)
+{
+    struct finish_job *j = arg;
+    struct eai_app *app = j->s->app;
+    if (j->encode_output && j->run && j->run->live_state) {
+        /* the run exited: its output no longer changes; read-only here */
+        for (int k = 0; k < 2; k++) {
+            enum eai_iso_stream st = k ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT;
+            const char *key = k ? "stderr" : "stdout";
+            const char *d;
+            size_t n;
+            int trunc;
+            eai_watch_output_get(j->run->live_state, st, &d, &n, &trunc);
+            eai_output_encode(j->patch, key, d, n, trunc);
+            json_object_set_new(j->patch, k ? "stderr_truncated" : "stdout_truncated", json_boolean(trunc));
+        }
+        j->encode_output = 0;
+    }
+    if (j->raw) {
+        j->files = encode_files(j->raw, j->nraw);
+        raw_free(j);
+        if (!j->files) {
+            json_decref(j->patch);
+            j->patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
+        }
+    }
+    if (j->files_truncated && j->patch)
+        json_object_set_new(j->patch, "files_truncated", json_true());
+    j->rc = app->store->exec_finish(sched_store_self(app), j->tenant, j->id, j->patch, j->files,
+                                    j->usage, j->audit, &j->err);
+    if (j->rc == EAI_STORE_UPDATED && j->rec)
+        j->terminal = terminal_record(j->rec, j->patch, j->files);
+    if (j->rc >= 0) {
+        /* recorded: the encoded files (up to the collect cap) are freed
+         * here rather than on the loop */
+        json_decref(j->files);
+        j->files = NULL;
+    }
+}
+
+static void finish_job_free(struct finish_job *j)
+{
+    json_decref(j->patch);
+    json_decref(j->files);
+    json_decref(j->usage);
+    json_decref(j->audit);
+    json_decref(j->terminal);
+    json_decref(j->rec_own);
+    raw_free(j);
+    eai_error_free(j->err);
+    if (j->retry_ev)
+        event_free(j->retry_ev);
+    free(j);
+}
+
+static void finish_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct finish_job *j = arg;
+    struct eai_sched *s = j->s;
+    finish_submit(j);
+    sched_unref(s); /* the timer's reference */
+}
+
+/* Retry j later, holding a reference on the scheduler meanwhile. */
+static int finish_later(struct finish_job *j, int64_t ms)
+{
+    if (j->s->stopping)
+        return -1;
+    if (!j->retry_ev)
+        j->retry_ev = evtimer_new(j->s->app->base, finish_retry_cb, j);
+    if (!j->retry_ev)
+        return -1;
+    j->s->refs++;
+    sched_timer_in(j->retry_ev, ms);
+    return 0;
+}
+
+static void finish_done(void *arg)
+{
+    struct finish_job *j = arg;
+    struct eai_sched *s = j->s;
+    if (j->rc < 0 && !s->stopping) {
+        eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "execution %s: recording the end failed (%s); retrying",
+                j->id, j->err && j->err->message ? j->err->message : "?");
+        eai_error_free(j->err);
+        j->err = NULL;
+        if (finish_later(j, SCHED_FINISH_RETRY_MS) == 0)
+            return;
+    }
+    if (j->rc == EAI_STORE_UPDATED) {
+        if (j->rec)
+            sched_metrics_finish(j->rec, j->patch);
+        eai_log(SCHED_COMPONENT, EAI_LOG_INFO, "execution %s ended: %s", j->id,
+                sched_jstr(j->patch, "status") ? sched_jstr(j->patch, "status") : "?");
+        if (!s->stopping)
+            eai_delivery_kick(s->app);
+    }
+    if (!s->stopping) {
+        /* terminal (or already terminal elsewhere: the waiters re-read it) */
+        eai_watch_status(s->hub, j->id, j->tenant, sched_jstr(j->patch, "status"),
+                         j->rc == EAI_STORE_UPDATED ? j->terminal : NULL);
+    }
+    struct eai_run *r = j->run;
+    if (r) {
+        sched_run_unlink(s, r);
+        sched_run_free(r);
+    }
+    if (!s->stopping)
+        eai_sched_kick(s);
+    finish_job_free(j);
+}
+
+static void finish_submit(struct finish_job *j)
+{
+    if (sched_submit(j->s, finish_work, finish_done, j) == 0)
+        return;
+    if (finish_later(j, 100) == 0)
+        return;
+    eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "execution %s: cannot record its end", j->id);
+    if (j->run) {
+        sched_run_unlink(j->s, j->run);
+        sched_run_free(j->run);
+    }
+    finish_job_free(j);
+}
+
+/* (scheduler_int.h) */
+void sched_finish_record(struct eai_sched *s, struct eai_run *run, const json_t *rec, json_t *patch,
+                          struct raw_file *raw, size_t nraw, int files_truncated, int encode_output)
+{
+    struct finish_job *j = calloc(1, sizeof *j);
+    if (!j || !patch) {
+        eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "out of memory finishing %s", sched_jstr(rec, "id"));
+        free(j);
+        json_decref(patch);
+        for (size_t i = 0; i < nraw; i++) {
+            free(raw[i].path);
+            free(raw[i].data);
+        }
+        free(raw);
+        if (run) {
+            sched_run_unlink(s, run);
+            sched_run_free(run);
+        }
+        return;
+    }
+    j->raw = raw;
+    j->nraw = nraw;
+    j->files_truncated = files_truncated;
+    j->encode_output = encode_output && run && run->live_state;
+    char now[32];
+    eai_time_rfc3339(eai_now_ms(), now);
+    if (!sched_jstr(patch, "finished_at"))
+        json_object_set_new(patch, "finished_at", json_string(now));
+    if (!json_object_get(patch, "usage"))
+        json_object_set_new(patch, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", 0.0,
+                                                      "memory_mb_seconds", 0.0, "duration_s", 0.0));
+    for (const char *const *k = (const char *const[]){"stdout", "stderr", NULL}; *k && !j->encode_output; k++) {
+        if (!json_object_get(patch, *k)) {
+            char key[32];
+            json_object_set_new(patch, *k, json_string(""));
+            snprintf(key, sizeof key, "%s_encoding", *k);
+            json_object_set_new(patch, key, json_string("utf-8"));
+            snprintf(key, sizeof key, "%s_truncated", *k);
+            json_object_set_new(patch, key, json_false());
+        }
+    }
+    if (!json_object_get(patch, "exit_code"))
+        json_object_set_new(patch, "exit_code", json_null());
+    if (!json_object_get(patch, "signal"))
+        json_object_set_new(patch, "signal", json_null());
+    j->s = s;
+    j->run = run;
+    if (run) {
+        j->rec = run->rec;
+    } else {
+        j->rec_own = json_deep_copy(rec);
+        j->rec = j->rec_own;
+    }
+    snprintf(j->id, sizeof j->id, "%s", sched_jstr(rec, "id") ? sched_jstr(rec, "id") : "");
+    snprintf(j->tenant, sizeof j->tenant, "%s", sched_jstr(rec, "tenant_id") ? sched_jstr(rec, "tenant_id") : "");
+    j->patch = patch;
+    j->usage = sched_usage_event(rec, patch);
+    j->audit = sched_audit_event(rec, "sandbox.finish", "allow", sched_jstr(patch, "status"));
+    if (run)
+        run->finishing = 1;
+    finish_submit(j);
+}
+

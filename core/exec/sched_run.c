@@ -1,0 +1,414 @@
+/* One run (scheduler_int.h): the backend job built from the claimed
+ * record, the sandbox.run span, the start, and the backend's callbacks
+ * (output to the watch hub; exit hands the result to sched_finish.c). */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "exec/scheduler_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "config/config.h"
+#include "exec/exec_result.h"
+#include "exec/exec_validate.h"
+#include "obs/trace.h"
+
+
+void sched_run_unlink(struct eai_sched *s, struct eai_run *r)
+{
+    if (!s)
+        return;
+    for (struct eai_run **pp = &s->runs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            r->next = NULL;
+            return;
+        }
+}
+
+void sched_run_free(struct eai_run *r)
+{
+    if (!r)
+        return;
+    eai_watch_release(r->live_state);
+    for (size_t i = 0; i < r->nenv; i++)
+        free(r->env_strs[i]);
+    free(r->env_strs);
+    free(r->envp);
+    free(r->argv);
+    free(r->collect);
+    free(r->egress);
+    free(r->stdin_data);
+    for (size_t i = 0; i < r->nfiles; i++)
+        free((void *)r->files[i].data);
+    free(r->files);
+    if (r->span)
+        eai_span_end(r->span, 1);
+    json_decref(r->rec);
+    free(r);
+}
+
+/* NULL-terminated array of the strings of a JSON array (borrowed). */
+static const char **str_array(const json_t *a)
+{
+    size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    const char **v = calloc(n + 1, sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        v[i] = json_string_value(json_array_get(a, i));
+        if (!v[i]) {
+            free(v);
+            return NULL;
+        }
+    }
+    return v;
+}
+
+/* Fill r->job from r->rec; 0 or -1. */
+static int run_build_job(struct eai_sched *s, struct eai_run *r)
+{
+    const json_t *rec = r->rec;
+    const struct eai_config *cfg = s->app->cfg;
+    struct eai_exec_limits lim;
+    if (eai_exec_limits_parse(json_object_get(rec, "limits"), &lim) < 0)
+        return -1;
+    r->argv = str_array(json_object_get(rec, "command"));
+    r->collect = str_array(json_object_get(rec, "collect"));
+    const json_t *eg = json_object_get(rec, "egress");
+    r->egress = json_array_size(eg) > 0 ? str_array(eg) : NULL;
+    if (!r->argv || !r->argv[0] || !r->collect || (json_array_size(eg) > 0 && !r->egress))
+        return -1;
+    const json_t *env = json_object_get(rec, "env");
+    size_t nenv = json_is_object(env) ? json_object_size(env) : 0;
+    r->env_strs = calloc(nenv + 1, sizeof *r->env_strs);
+    r->envp = calloc(nenv + 1, sizeof *r->envp);
+    if (!r->env_strs || !r->envp)
+        return -1;
+    const char *k;
+    const json_t *v;
+    json_object_foreach((json_t *)env, k, v) {
+        if (!json_is_string(v))
+            continue;
+        size_t len = strlen(k) + json_string_length(v) + 2;
+        char *e = malloc(len);
+        if (!e)
+            return -1;
+        snprintf(e, len, "%s=%s", k, json_string_value(v));
+        r->env_strs[r->nenv] = e;
+        r->envp[r->nenv++] = e;
+    }
+    const json_t *in = json_object_get(rec, "stdin");
+    size_t stdin_len = 0;
+    if (json_is_string(in)) {
+        if (json_is_true(json_object_get(rec, "stdin_b64"))) {
+            r->stdin_data = eai_b64_decode(json_string_value(in), &stdin_len);
+        } else {
+            stdin_len = json_string_length(in);
+            r->stdin_data = malloc(stdin_len + 1);
+            if (r->stdin_data)
+                memcpy(r->stdin_data, json_string_value(in), stdin_len);
+        }
+        if (!r->stdin_data)
+            return -1;
+    }
+    const json_t *fin = json_object_get(rec, "files_in");
+    size_t nf = json_is_array(fin) ? json_array_size(fin) : 0;
+    if (nf) {
+        r->files = calloc(nf, sizeof *r->files);
+        if (!r->files)
+            return -1;
+        for (size_t i = 0; i < nf; i++) {
+            const json_t *f = json_array_get(fin, i);
+            size_t len = 0;
+            unsigned char *data = eai_b64_decode(sched_jstr(f, "content_b64") ? sched_jstr(f, "content_b64") : "", &len);
+            if (!data || !sched_jstr(f, "path")) {
+                free(data);
+                return -1;
+            }
+            r->files[i].path = sched_jstr(f, "path");
+            r->files[i].data = data;
+            r->files[i].len = len;
+            r->nfiles++;
+        }
+    }
+    struct eai_iso_job *jb = &r->job;
+    memset(jb, 0, sizeof *jb);
+    jb->size = sizeof *jb;
+    jb->id = r->id;
+    jb->tenant_id = r->tenant;
+    jb->profile = r->prof->name;
+    jb->runtime_class = r->prof->runtime_class;
+    jb->image = sched_jstr(rec, "image");
+    jb->argv = r->argv;
+    jb->env = r->envp;
+    jb->stdin_data = r->stdin_data;
+    jb->stdin_len = stdin_len;
+    jb->files = r->files;
+    jb->nfiles = r->nfiles;
+    jb->collect = r->collect;
+    jb->egress = r->egress;
+    jb->traceparent = r->traceparent[0] ? r->traceparent : NULL;
+    jb->cpu_millis = lim.cpu_millis;
+    jb->memory_bytes = lim.memory_bytes;
+    jb->timeout_ms = lim.timeout_s * 1000;
+    jb->pids = lim.pids;
+    /* one byte past the cap: a backend that stops reading at the cap still
+     * shows core that there was more (the *_truncated flags) */
+    jb->output_bytes = lim.output_bytes + 1;
+    jb->disk_bytes = lim.disk_bytes;
+    jb->collect_max_files = cfg ? cfg->collect_max_files : 64;
+    jb->collect_max_file_bytes = cfg ? cfg->collect_max_file_bytes : 10 << 20;
+    jb->collect_max_total_bytes = cfg ? cfg->collect_max_total_bytes : 32 << 20;
+    if (!jb->image)
+        return -1;
+    r->output_limit = (size_t)lim.output_bytes;
+    return 0;
+}
+
+/* --- backend callbacks */
+
+static void cb_output(void *arg, enum eai_iso_stream which, const char *data, size_t len)
+{
+    struct eai_run *r = arg;
+    if (!r->s)
+        return;
+    eai_watch_output(r->live_state, which, data, len);
+}
+
+static void cb_started(void *arg)
+{
+    struct eai_run *r = arg;
+    if (r->span)
+        eai_span_set_int(r->span, "eai.queue_ms", eai_now_ms() - r->start_ms);
+}
+
+/* Take the collected files out of the result for the worker that hashes
+ * and encodes them: the backend frees them when on_exit returns, so they
+ * are taken over when it allows it (files_movable: no copy on the loop),
+ * else copied (one memcpy; docs/executions.md "Inside").  0 or -1. */
+static int take_files(const struct eai_iso_result *res, struct raw_file **out, size_t *nout)
+{
+    *out = NULL;
+    *nout = 0;
+    if (!res->files || res->nfiles == 0)
+        return 0;
+    int movable = res->size >= offsetof(struct eai_iso_result, files_movable) + sizeof res->files_movable &&
+                  res->files_movable;
+    struct raw_file *raw = calloc(res->nfiles, sizeof *raw);
+    if (!raw)
+        return -1;
+    for (size_t i = 0; i < res->nfiles; i++) {
+        const struct eai_iso_collected *f = &res->files[i];
+        raw[i].path = strdup(f->path ? f->path : "");
+        raw[i].len = f->len;
+        if (movable && f->data) {
+            raw[i].data = f->data;
+            ((struct eai_iso_collected *)f)->data = NULL; /* ours now (isolation.h) */
+        } else {
+            raw[i].data = malloc(f->len ? f->len : 1);
+            if (raw[i].data && f->len)
+                memcpy(raw[i].data, f->data, f->len);
+        }
+        if (!raw[i].path || !raw[i].data) {
+            /* taken buffers are freed with the rest: they are ours */
+            for (size_t k = 0; k <= i; k++) {
+                free(raw[k].path);
+                free(raw[k].data);
+            }
+            free(raw);
+            return -1;
+        }
+    }
+    *out = raw;
+    *nout = res->nfiles;
+    return 0;
+}
+
+static void cb_exit(void *arg, const struct eai_iso_result *res)
+{
+    struct eai_run *r = arg;
+    struct eai_sched *s = r->s;
+    if (!s) {
+        /* orphaned by eai_sched_stop: its end was already recorded */
+        sched_run_free(r);
+        return;
+    }
+    r->live = 0;
+    s->nlive--;
+    sched_gauges(s);
+    json_t *patch = eai_exec_result_patch(res);
+    struct raw_file *raw = NULL;
+    size_t nraw = 0;
+    int encode = 1;
+    if (!patch || take_files(res, &raw, &nraw) < 0) {
+        json_decref(patch);
+        patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
+        encode = 0;
+    }
+    if (r->span) {
+        const char *st = patch ? sched_jstr(patch, "status") : "error";
+        eai_span_set_str(r->span, "eai.status", st ? st : "error");
+        if (res->exit_code >= 0)
+            eai_span_set_int(r->span, "eai.exit_code", res->exit_code);
+        eai_span_set_double(r->span, "eai.cpu_seconds", res->cpu_seconds);
+        eai_span_end(r->span, st && strcmp(st, "error") == 0);
+        r->span = NULL;
+    }
+    /* output and files are encoded on the worker that records the end */
+    sched_finish_record(s, r, r->rec, patch, raw, nraw, encode && res->files_truncated, encode);
+    eai_sched_kick(s);
+}
+
+static const struct eai_iso_callbacks run_callbacks = {
+    .size = sizeof(struct eai_iso_callbacks),
+    .on_output = cb_output,
+    .on_started = cb_started,
+    .on_exit = cb_exit,
+};
+
+static struct eai_run *run_new(struct eai_sched *s, json_t *rec /* stolen */)
+{
+    struct eai_run *r = calloc(1, sizeof *r);
+    if (!r) {
+        json_decref(rec);
+        return NULL;
+    }
+    r->s = s;
+    r->rec = rec;
+    r->id = sched_jstr(rec, "id");
+    r->tenant = sched_jstr(rec, "tenant_id");
+    r->start_ms = eai_now_ms();
+    return r;
+}
+
+const struct eai_isolation_ops *sched_iso_ops(const struct eai_plugin_inst *iso)
+{
+    return iso && iso->desc ? (const struct eai_isolation_ops *)iso->desc->ops : NULL;
+}
+
+/* Ends an execution that could not (or can no longer) run. */
+static void fail_run(struct eai_sched *s, struct eai_run *r, enum eai_code code, const char *why)
+{
+    eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "execution %s not run: %s (%s)", r->id ? r->id : "?",
+            eai_code_name(code), why ? why : "");
+    json_t *patch = eai_exec_error_patch(code, NULL);
+    r->next = s->runs;
+    s->runs = r;
+    sched_finish_record(s, r, r->rec, patch, NULL, 0, 0, 0);
+}
+
+/* Start one claimed execution (or reattach one when recover is set). */
+void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
+{
+    struct eai_run *r = run_new(s, rec);
+    if (!r)
+        return;
+    if (!r->id || !r->tenant) {
+        eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "claimed execution without id or tenant");
+        sched_run_free(r);
+        return;
+    }
+    r->prof = eai_app_profile(s->app, sched_jstr(rec, "profile"));
+    r->iso = r->prof ? r->prof->iso : NULL;
+    const struct eai_isolation_ops *ops = sched_iso_ops(r->iso);
+    if (!r->prof || !ops) {
+        fail_run(s, r, recover ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_UNAVAILABLE,
+                 "profile or backend no longer configured");
+        return;
+    }
+    if (recover && (ops->size < offsetof(struct eai_isolation_ops, recover) + sizeof ops->recover ||
+                    !ops->recover)) {
+        fail_run(s, r, EAI_E_INTERRUPTED, "the backend cannot reattach");
+        return;
+    }
+    if (!recover) {
+        struct eai_iso_probe pr;
+        memset(&pr, 0, sizeof pr);
+        pr.size = sizeof pr;
+        ops->probe(r->iso->self, &pr);
+        /* still probing: start() holds the job until it knows (or fails it) */
+        if (!pr.ready && !eai_iso_probe_pending(&pr)) {
+            fail_run(s, r, EAI_E_SANDBOX_UNAVAILABLE, pr.reason);
+            return;
+        }
+    }
+    /* the sandbox.run span, child of the request's span */
+    const char *trace_id = sched_jstr(rec, "trace_id");
+    struct eai_trace_ctx tc;
+    unsigned flags = 1;
+    if (sched_jstr(rec, "traceparent") && eai_traceparent_parse(sched_jstr(rec, "traceparent"), &tc) == 0)
+        flags = tc.flags;
+    if (trace_id && strlen(trace_id) == 32 && !recover) {
+        /* sandbox.schedule: from the POST's record to this claim (queue wait) */
+        struct eai_span *sch = eai_span_start("sandbox.schedule", EAI_SPAN_INTERNAL, trace_id,
+                                              sched_jstr(rec, "span_id"));
+        int64_t created_ms;
+        if (sch && sched_jstr(rec, "created_at") && eai_time_parse_rfc3339(sched_jstr(rec, "created_at"), &created_ms) == 0)
+            eai_span_set_start_ms(sch, created_ms);
+        eai_span_set_str(sch, "gen_ai.operation.name", "execute_tool");
+        eai_span_set_str(sch, "eai.tenant_id", r->tenant);
+        eai_span_set_str(sch, "eai.execution_id", r->id);
+        eai_span_set_str(sch, "eai.run_id", sched_jstr(rec, "run_id"));
+        eai_span_set_str(sch, "eai.profile", r->prof->name);
+        eai_span_set_str(sch, "eai.node_id", s->app->host->node_id);
+        eai_span_end(sch, 0);
+    }
+    if (trace_id && strlen(trace_id) == 32) {
+        r->span = eai_span_start("sandbox.run", EAI_SPAN_INTERNAL, trace_id, sched_jstr(rec, "span_id"));
+        if (r->span) {
+            eai_span_set_str(r->span, "gen_ai.operation.name", "execute_tool");
+            if (sched_jstr(rec, "tool"))
+                eai_span_set_str(r->span, "gen_ai.tool.name", sched_jstr(rec, "tool"));
+            if (sched_jstr(rec, "agent_id"))
+                eai_span_set_str(r->span, "gen_ai.agent.id", sched_jstr(rec, "agent_id"));
+            if (sched_jstr(rec, "run_id"))
+                eai_span_set_str(r->span, "eai.run_id", sched_jstr(rec, "run_id"));
+            eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
+            eai_span_set_str(r->span, "eai.execution_id", r->id);
+            eai_span_set_str(r->span, "eai.profile", r->prof->name);
+            eai_traceparent_format(trace_id, eai_span_id(r->span), flags, r->traceparent);
+        }
+    }
+    if (run_build_job(s, r) < 0) {
+        fail_run(s, r, recover ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_FAILED, "cannot build the job");
+        return;
+    }
+    r->recovered = recover;
+    r->live = 1;
+    r->live_state = eai_watch_run(s->hub, r->id, r->tenant, r->output_limit);
+    r->next = s->runs;
+    s->runs = r;
+    s->nlive++;
+    struct eai_error *err = NULL;
+    int rc = recover ? ops->recover(r->iso->self, rec, &run_callbacks, r, &r->handle, &err)
+                     : ops->start(r->iso->self, &r->job, &run_callbacks, r, &r->handle, &err);
+    if (rc < 0) {
+        r->live = 0;
+        s->nlive--;
+        sched_run_unlink(s, r);
+        enum eai_code code = err ? err->code : EAI_E_SANDBOX_FAILED;
+        if (recover)
+            code = EAI_E_INTERRUPTED;
+        else if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING)
+            code = EAI_E_SANDBOX_FAILED;
+        char why[300];
+        snprintf(why, sizeof why, "%s", err && err->message ? err->message : "start failed");
+        eai_error_free(err);
+        fail_run(s, r, code, why);
+        return;
+    }
+    sched_gauges(s);
+    if (!recover)
+        eai_log(SCHED_COMPONENT, EAI_LOG_DEBUG, "execution %s started on %s", r->id, r->prof->backend);
+    /* cancelled while the claim was in flight: stop it now */
+    if (r->live && (json_is_true(json_object_get(rec, "cancel_requested")) ||
+                    eai_watch_take_cancel(s->hub, r->id)))
+        eai_sched_cancel_local(s, r->id);
+}
+

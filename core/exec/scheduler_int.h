@@ -1,0 +1,97 @@
+/*
+ * Inside the scheduler (exec/scheduler.h), shared by its three files:
+ *   scheduler.c     claiming, leases, recovery, start and stop;
+ *   sched_run.c     one run: the job from the record, start, backend callbacks;
+ *   sched_finish.c  the end of a run: encoding on a worker, the terminal write.
+ */
+#ifndef EAI_CORE_SCHEDULER_INT_H
+#define EAI_CORE_SCHEDULER_INT_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include <eai/isolation.h>
+
+#include "app.h"
+#include "exec/scheduler.h"
+#include "exec/watch.h"
+
+#define SCHED_COMPONENT "scheduler"
+#define SCHED_IDLE_POLL_MS 1000    /* claim poll when nothing is known to be pending */
+#define SCHED_RETRY_MS 1000        /* after a storage error */
+#define SCHED_FINISH_RETRY_MS 2000 /* exec_finish failed: keep the lease and retry */
+
+struct event;
+
+struct eai_run {
+    struct eai_run *next;
+    struct eai_sched *s;           /* NULL once orphaned by eai_sched_stop */
+    json_t *rec;                   /* the claimed record (owned) */
+    const char *id, *tenant;       /* inside rec */
+    const struct eai_profile *prof;
+    struct eai_plugin_inst *iso;
+    void *handle;
+    int live;                      /* on_exit pending */
+    int finishing;                 /* terminal write pending */
+    int cancel_sent;
+    int recovered;
+    struct eai_live *live_state;   /* status and output, owned by the watch hub */
+    size_t output_limit;
+    int64_t start_ms;
+    char started_at[32];
+    struct eai_span *span;
+    /* the job and what it points to */
+    struct eai_iso_job job;
+    const char **argv, **envp, **collect, **egress;
+    char **env_strs;
+    size_t nenv;
+    unsigned char *stdin_data;
+    struct eai_iso_file *files;
+    size_t nfiles;
+    char traceparent[56];
+};
+
+struct eai_sched {
+    struct eai_watch *hub;
+    struct eai_app *app;
+    int refs;                      /* eai_sched_start's + one per worker job or retry timer */
+    struct eai_run *runs;          /* live and finishing runs */
+    int nlive;                     /* slots in use */
+    int claim_inflight, claim_again;
+    int renew_inflight, stale_inflight;
+    struct event *claim_ev, *renew_ev, *stale_ev;
+    int64_t lease_ms;
+    int stopping;
+    int64_t last_claim_error_ms;
+};
+
+/* A collected file taken out of a backend's result for the worker. */
+struct raw_file {
+    char *path;
+    unsigned char *data;
+    size_t len;
+};
+
+/* scheduler.c */
+void *sched_store_self(const struct eai_app *app);
+const char *sched_jstr(const json_t *o, const char *k);
+void sched_timer_in(struct event *ev, int64_t ms);
+void sched_unref(struct eai_sched *s);
+/* Work on a worker holding a reference on s; 0 or -1. */
+int sched_submit(struct eai_sched *s, void (*fn)(void *), void (*done)(void *), void *arg);
+void sched_gauges(struct eai_sched *s);
+
+/* sched_run.c */
+const struct eai_isolation_ops *sched_iso_ops(const struct eai_plugin_inst *iso);
+/* Start one claimed execution (or reattach one when recover is set). */
+void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover);
+void sched_run_unlink(struct eai_sched *s, struct eai_run *r);
+void sched_run_free(struct eai_run *r);
+
+/* sched_finish.c */
+/* Record the end of rec with patch (stolen) and raw files (stolen, may be
+ * NULL); run may be NULL (rec is then copied).  encode_output: the worker
+ * encodes run's output into the patch first. */
+void sched_finish_record(struct eai_sched *s, struct eai_run *run, const json_t *rec, json_t *patch,
+                         struct raw_file *raw, size_t nraw, int files_truncated, int encode_output);
+
+#endif

@@ -1,0 +1,568 @@
+/* The watch hub: live state of executions and their subscribers (watch.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "exec/watch.h"
+#include "base/errors.h"
+#include "base/util.h"
+#include "exec/exec_result.h"
+#include "exec/sse.h"
+#include "http/park.h"
+
+#define WATCH_BUCKETS 256
+#define WATCH_POLL_MS 1000          /* subscribers of executions not running here */
+#define WATCH_CANCEL_KEEP_MS 60000  /* a pending cancel is forgotten after this */
+
+enum sub_kind { SUB_POLL = 1, SUB_SSE = 2 };
+
+struct eai_sub {
+    struct eai_sub *next;
+    struct eai_live *l;
+    struct eai_req *r;
+    enum sub_kind kind;
+    int64_t deadline_ms;            /* SUB_POLL */
+    struct event *timer;            /* SUB_POLL */
+    int attached;                   /* SUB_SSE: receives the local run's output live */
+};
+
+struct eai_live {
+    struct eai_live *next;          /* bucket chain */
+    struct eai_watch *w;
+    char id[64], tenant[64];
+    char status[16];                /* last status known here ("" unknown) */
+    int local;                      /* a run of this node produces it */
+    int pins;                       /* the scheduler's */
+    int queued_here;                /* counts against its tenant's queue bound */
+    int reading;                    /* a storage re-read is in flight */
+    int64_t cancel_ms;              /* pending cancel (0: none) */
+    struct eai_outbuf out, err;
+    struct eai_sub *subs;
+};
+
+struct eai_watch {
+    struct eai_app *app;
+    struct eai_live *buckets[WATCH_BUCKETS];
+    json_t *queued;                 /* tenant -> records with queued_here */
+    struct event *poll_ev;
+    int closed;
+    int refs;                       /* the owner's + one per record */
+};
+
+static const char *jstr(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static unsigned bucket_of(const char *id)
+{
+    unsigned h = 5381;
+    for (const unsigned char *p = (const unsigned char *)id; *p; p++)
+        h = h * 33 + *p;
+    return h % WATCH_BUCKETS;
+}
+
+static void hub_unref(struct eai_watch *w)
+{
+    if (--w->refs > 0)
+        return;
+    if (w->poll_ev)
+        event_free(w->poll_ev);
+    json_decref(w->queued);
+    free(w);
+}
+
+static struct eai_live *find(const struct eai_watch *w, const char *id)
+{
+    if (!id)
+        return NULL;
+    for (struct eai_live *l = w->buckets[bucket_of(id)]; l; l = l->next)
+        if (strcmp(l->id, id) == 0)
+            return l;
+    return NULL;
+}
+
+static struct eai_live *find_or_add(struct eai_watch *w, const char *id, const char *tenant)
+{
+    struct eai_live *l = find(w, id);
+    if (l || !id || strlen(id) >= sizeof l->id)
+        return l;
+    l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    l->w = w;
+    snprintf(l->id, sizeof l->id, "%s", id);
+    snprintf(l->tenant, sizeof l->tenant, "%s", tenant ? tenant : "");
+    unsigned b = bucket_of(id);
+    l->next = w->buckets[b];
+    w->buckets[b] = l;
+    w->refs++;
+    return l;
+}
+
+static void queued_drop(struct eai_live *l)
+{
+    if (!l->queued_here)
+        return;
+    l->queued_here = 0;
+    json_t *q = l->w->queued;
+    json_int_t v = json_integer_value(json_object_get(q, l->tenant)) - 1;
+    if (v <= 0)
+        json_object_del(q, l->tenant);
+    else
+        json_object_set_new(q, l->tenant, json_integer(v));
+}
+
+/* Free l when nothing holds it any more. */
+static void maybe_free(struct eai_live *l)
+{
+    struct eai_watch *w = l->w;
+    if (l->subs || l->pins || l->reading || (l->queued_here && !w->closed) ||
+        (l->cancel_ms && !w->closed))
+        return;
+    for (struct eai_live **pp = &w->buckets[bucket_of(l->id)]; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    queued_drop(l);
+    eai_outbuf_free(&l->out);
+    eai_outbuf_free(&l->err);
+    free(l);
+    hub_unref(w);
+}
+
+/* ------------------------------------------------------------ subscribers */
+
+/* Unlink s (answered: s->r already replied or NULL) and free it. */
+static void sub_done(struct eai_sub *s)
+{
+    struct eai_live *l = s->l;
+    for (struct eai_sub **pp = &l->subs; *pp; pp = &(*pp)->next)
+        if (*pp == s) {
+            *pp = s->next;
+            break;
+        }
+    if (s->timer)
+        event_free(s->timer);
+    free(s);
+    maybe_free(l);
+}
+
+/* Answer s with a record (terminal, or the deadline passed). */
+static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
+{
+    struct eai_req *r = s->r;
+    s->r = NULL;
+    if (s->kind == SUB_POLL)
+        eai_reply_json(r, 200, eai_exec_view(rec));
+    else
+        eai_sse_replay_end(r, rec, !s->attached);
+    sub_done(s);
+}
+
+static void sub_answer_error(struct eai_sub *s, enum eai_code code)
+{
+    struct eai_req *r = s->r;
+    s->r = NULL;
+    if (s->kind == SUB_SSE)
+        eai_stream_end(r);
+    else
+        eai_reply_error(r, code, NULL);
+    sub_done(s);
+}
+
+static void reread(struct eai_live *l);
+
+static void sub_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_sub *s = arg;
+    s->deadline_ms = 0;
+    reread(s->l);
+}
+
+static void sub_gone_cb(void *arg)
+{
+    struct eai_sub *s = arg;
+    if (s->r)
+        sub_answer_error(s, EAI_E_NOT_FOUND); /* the reply only frees the request now */
+}
+
+static void poll_arm(struct eai_watch *w)
+{
+    if (w->poll_ev && !event_pending(w->poll_ev, EV_TIMEOUT, NULL)) {
+        struct timeval tv = {WATCH_POLL_MS / 1000, (WATCH_POLL_MS % 1000) * 1000};
+        event_add(w->poll_ev, &tv);
+    }
+}
+
+static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_kind kind,
+                               const json_t *rec, int wait_s)
+{
+    if (w->closed)
+        return NULL;
+    const char *id = jstr(rec, "id");
+    const char *tenant = jstr(rec, "tenant_id") ? jstr(rec, "tenant_id") : eai_req_tenant(r);
+    struct eai_live *l = find_or_add(w, id, tenant);
+    struct eai_sub *s = l ? calloc(1, sizeof *s) : NULL;
+    if (!s) {
+        if (l)
+            maybe_free(l);
+        return NULL;
+    }
+    s->l = l;
+    s->r = r;
+    s->kind = kind;
+    if (kind == SUB_POLL) {
+        s->deadline_ms = eai_now_ms() + (int64_t)wait_s * 1000;
+        s->timer = evtimer_new(w->app->base, sub_deadline_cb, s);
+        if (!s->timer) {
+            free(s);
+            maybe_free(l);
+            return NULL;
+        }
+        struct timeval tv = {wait_s, 0};
+        event_add(s->timer, &tv);
+    }
+    if (!l->status[0] && jstr(rec, "status"))
+        snprintf(l->status, sizeof l->status, "%s", jstr(rec, "status"));
+    s->next = l->subs;
+    l->subs = s;
+    eai_req_on_gone(r, sub_gone_cb, s);
+    poll_arm(w);
+    /* ours, running when read, no longer here: it ended meanwhile */
+    const char *owner = jstr(rec, "lease_owner");
+    const char *node = w->app->host ? w->app->host->node_id : NULL;
+    if (owner && node && strcmp(owner, node) == 0 && !l->local)
+        reread(l);
+    return s;
+}
+
+int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, int wait_s)
+{
+    return w && sub_add(w, r, SUB_POLL, rec, wait_s) ? 0 : -1;
+}
+
+int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec)
+{
+    struct eai_sub *s = w ? sub_add(w, r, SUB_SSE, rec, 0) : NULL;
+    if (!s)
+        return -1;
+    struct eai_live *l = s->l;
+    if (l->local) {
+        /* output so far, then live chunks */
+        s->attached = 1;
+        if (l->out.len)
+            eai_sse_chunk(r, EAI_STREAM_STDOUT, l->out.data, l->out.len);
+        if (l->err.len)
+            eai_sse_chunk(r, EAI_STREAM_STDERR, l->err.data, l->err.len);
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ re-reads */
+
+struct reread_job {
+    struct eai_live *l;
+    struct eai_app *app;
+    char tenant[64], id[64];
+    json_t *out;
+    int rc;
+    struct eai_error *err;
+};
+
+static void reread_work(void *arg)
+{
+    struct reread_job *j = arg;
+    j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+}
+
+/* A record read from storage (or the error) reaches every subscriber. */
+static void reread_answer(struct eai_req *unused, void *arg)
+{
+    (void)unused;
+    struct reread_job *j = arg;
+    struct eai_live *l = j->l; /* l->reading holds it until reread_free */
+    const char *status = jstr(j->out, "status");
+    int terminal = eai_exec_status_terminal(status);
+    int changed = status && strcmp(status, l->status) != 0;
+    if (status)
+        snprintf(l->status, sizeof l->status, "%s", status);
+    int64_t now = eai_now_ms();
+    for (struct eai_sub *s = l->subs, *next; s; s = next) {
+        next = s->next;
+        if (!s->r)
+            continue;
+        if (s->kind == SUB_POLL) {
+            if (j->rc < 0) {
+                eai_park_reply_storage(s->r, "exec_get", j->err);
+                s->r = NULL;
+                sub_done(s);
+            } else if (!j->out) {
+                sub_answer_error(s, EAI_E_NOT_FOUND);
+            } else if (terminal || now >= s->deadline_ms || l->w->closed) {
+                sub_answer_rec(s, j->out);
+            }
+        } else if (j->rc < 0 || !j->out) {
+            sub_answer_error(s, EAI_E_NOT_FOUND);
+        } else if (terminal) {
+            sub_answer_rec(s, j->out);
+        } else if (changed) {
+            eai_sse_event(s->r, "status", eai_sse_status_data(j->out));
+        }
+    }
+    if (terminal)
+        queued_drop(l);
+}
+
+static void reread_free(void *arg)
+{
+    struct reread_job *j = arg;
+    struct eai_live *l = j->l;
+    l->reading = 0;
+    json_decref(j->out);
+    eai_error_free(j->err);
+    free(j);
+    maybe_free(l);
+}
+
+static const struct eai_park_ops reread_ops = {
+    .what = "exec_get", .work = reread_work, .answer = reread_answer, .free = reread_free,
+};
+
+static void reread(struct eai_live *l)
+{
+    struct eai_watch *w = l->w;
+    if (l->reading || !l->subs || w->closed || !w->app->store)
+        return;
+    struct reread_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return; /* retried by the poll timer */
+    j->l = l;
+    j->app = w->app;
+    snprintf(j->tenant, sizeof j->tenant, "%s", l->tenant);
+    snprintf(j->id, sizeof j->id, "%s", l->id);
+    l->reading = 1;
+    eai_park(NULL, NULL, &reread_ops, j); /* on failure reread_free clears reading */
+}
+
+/* Subscribers of executions not running here learn of changes by polling;
+ * pending cancels expire. */
+static void poll_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_watch *w = arg;
+    if (w->closed)
+        return;
+    int64_t now = eai_now_ms();
+    int again = 0;
+    for (int b = 0; b < WATCH_BUCKETS; b++)
+        for (struct eai_live *l = w->buckets[b], *next; l; l = next) {
+            next = l->next;
+            if (l->cancel_ms && now - l->cancel_ms > WATCH_CANCEL_KEEP_MS) {
+                l->cancel_ms = 0;
+                maybe_free(l);
+                continue;
+            }
+            again |= l->cancel_ms != 0;
+            if (!l->subs)
+                continue;
+            again = 1;
+            int attached = 0;
+            for (struct eai_sub *s = l->subs; s; s = s->next)
+                attached |= s->attached;
+            if (!l->local && !attached)
+                reread(l);
+        }
+    if (again)
+        poll_arm(w);
+}
+
+/* ------------------------------------------------------------ publishers */
+
+struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *tenant, size_t output_limit)
+{
+    if (!w)
+        return NULL;
+    struct eai_live *l = find_or_add(w, id, tenant);
+    if (!l)
+        return NULL;
+    l->pins++;
+    l->local = 1;
+    eai_outbuf_free(&l->out);
+    eai_outbuf_free(&l->err);
+    eai_outbuf_init(&l->out, output_limit);
+    eai_outbuf_init(&l->err, output_limit);
+    eai_watch_status(w, id, tenant, "running", NULL);
+    return l;
+}
+
+void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char *data, size_t len)
+{
+    if (!l)
+        return;
+    struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &l->err : &l->out;
+    size_t kept = 0;
+    eai_outbuf_append(b, data, len, &kept);
+    if (!kept || l->w->closed)
+        return;
+    for (struct eai_sub *s = l->subs; s; s = s->next)
+        if (s->kind == SUB_SSE && s->r) {
+            s->attached = 1;
+            eai_sse_chunk(s->r, which, data, kept);
+        }
+}
+
+void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream which, const char **data,
+                          size_t *len, int *truncated)
+{
+    const struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &l->err : &l->out;
+    *data = b->data ? b->data : "";
+    *len = b->len;
+    if (truncated)
+        *truncated = b->truncated;
+}
+
+void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, const char *status,
+                      const json_t *rec)
+{
+    if (!w || w->closed || !id || !status)
+        return;
+    struct eai_live *l = find(w, id);
+    if (!l)
+        return; /* nobody here cares */
+    (void)tenant;
+    if (!eai_exec_status_terminal(status)) {
+        if (strcmp(status, "running") == 0)
+            queued_drop(l);
+        if (strcmp(l->status, status) == 0)
+            return;
+        snprintf(l->status, sizeof l->status, "%s", status);
+        for (struct eai_sub *s = l->subs; s; s = s->next)
+            if (s->kind == SUB_SSE && s->r) {
+                /* a local run starts: its output will come live */
+                s->attached = 1;
+                eai_sse_event(s->r, "status", json_pack("{s:s}", "status", status));
+            }
+        return;
+    }
+    snprintf(l->status, sizeof l->status, "%s", status);
+    queued_drop(l);
+    l->local = 0;
+    if (rec) {
+        /* the terminal record in hand: answer without reading it back */
+        l->pins++;
+        while (l->subs)
+            sub_answer_rec(l->subs, rec);
+        l->pins--;
+    } else {
+        reread(l);
+    }
+    maybe_free(l);
+}
+
+void eai_watch_queued(struct eai_watch *w, const char *id, const char *tenant)
+{
+    if (!w || w->closed || !tenant)
+        return;
+    struct eai_live *l = find_or_add(w, id, tenant);
+    if (!l || l->queued_here)
+        return;
+    l->queued_here = 1;
+    if (!l->status[0])
+        snprintf(l->status, sizeof l->status, "queued");
+    json_object_set_new(w->queued, tenant, json_integer(json_integer_value(json_object_get(w->queued, tenant)) + 1));
+}
+
+int64_t eai_watch_queued_count(const struct eai_watch *w, const char *tenant)
+{
+    return w && tenant ? json_integer_value(json_object_get(w->queued, tenant)) : 0;
+}
+
+void eai_watch_cancel_pending(struct eai_watch *w, const char *id)
+{
+    if (!w || w->closed)
+        return;
+    struct eai_live *l = find_or_add(w, id, NULL);
+    if (!l)
+        return;
+    l->cancel_ms = eai_now_ms();
+    poll_arm(w);
+}
+
+int eai_watch_take_cancel(struct eai_watch *w, const char *id)
+{
+    struct eai_live *l = w ? find(w, id) : NULL;
+    if (!l || !l->cancel_ms)
+        return 0;
+    l->cancel_ms = 0;
+    return 1;
+}
+
+int eai_watch_local_output(const struct eai_watch *w, const char *id, enum eai_iso_stream which,
+                           const char **data, size_t *len)
+{
+    const struct eai_live *l = w ? find(w, id) : NULL;
+    *data = "";
+    *len = 0;
+    if (!l || !l->local)
+        return 0;
+    eai_watch_output_get(l, which, data, len, NULL);
+    return 1;
+}
+
+void eai_watch_release(struct eai_live *l)
+{
+    if (!l)
+        return;
+    if (l->pins > 0)
+        l->pins--;
+    if (!l->pins)
+        l->local = 0;
+    maybe_free(l);
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+struct eai_watch *eai_watch_new(struct eai_app *app)
+{
+    struct eai_watch *w = calloc(1, sizeof *w);
+    if (!w)
+        return NULL;
+    w->app = app;
+    w->refs = 1;
+    w->queued = json_object();
+    w->poll_ev = evtimer_new(app->base, poll_cb, w);
+    if (!w->queued || !w->poll_ev) {
+        hub_unref(w);
+        return NULL;
+    }
+    return w;
+}
+
+void eai_watch_close(struct eai_watch *w)
+{
+    if (!w || w->closed)
+        return;
+    w->closed = 1;
+    event_del(w->poll_ev);
+    for (int b = 0; b < WATCH_BUCKETS; b++) {
+        struct eai_live *l = w->buckets[b];
+        while (l) {
+            struct eai_live *next = l->next;
+            /* keep l alive while its subscribers go */
+            l->pins++;
+            while (l->subs)
+                sub_answer_error(l->subs, EAI_E_STORAGE_UNAVAILABLE);
+            l->pins--;
+            maybe_free(l);
+            l = next;
+        }
+    }
+    hub_unref(w);
+}

@@ -1,0 +1,103 @@
+/* Bearer-key authentication of a request (http/bearer.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/bearer.h"
+#include "http/auth.h"
+#include "http/park.h"
+#include "http/req_audit.h"
+#include "http/request_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "obs/trace.h"
+
+#define SRV_COMPONENT "http"
+
+
+struct auth_job {
+    struct eai_req *r;
+    char key_id[EAI_KEY_ID_LEN + 1];
+    char secret[EAI_KEY_SECRET_LEN + 1];
+    json_t *rec;
+    struct eai_error *err;
+    int rc;
+    int ok;
+};
+
+static void auth_refuse(struct eai_req *r, const char *reason)
+{
+    json_t *ev = eai_req_audit_event(r, "auth.refused", r->path, "deny", reason);
+    json_object_set_new(ev, "actor", json_string(r->key_id[0] ? r->key_id : "anonymous"));
+    r->tenant[0] = '\0';
+    eai_req_audit_async(r->app, EAI_SYSTEM_TENANT, ev);
+    eai_reply_error(r, EAI_E_UNAUTHENTICATED, NULL);
+}
+
+static void auth_work(void *arg)
+{
+    struct auth_job *j = arg;
+    struct eai_app *app = j->r->app;
+    j->rc = app->store->key_get(app->storage.self, j->key_id, &j->rec, &j->err);
+    if (j->rc == 0)
+        j->ok = eai_auth_check(j->rec, app->pepper, j->secret);
+    explicit_bzero(j->secret, sizeof(j->secret));
+}
+
+static void auth_answer(struct eai_req *r, void *arg)
+{
+    struct auth_job *j = arg;
+    if (!r)
+        return;
+    if (j->rc < 0) {
+        eai_park_reply_storage(r, "key lookup", j->err);
+    } else if (!j->ok) {
+        const char *why = !j->rec ? "unknown key" :
+                          json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" : "wrong secret";
+        auth_refuse(r, why);
+    } else {
+        snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
+        if (r->span)
+            eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
+        if (r->gone)
+            eai_reply_error(r, EAI_E_INTERNAL, NULL); /* only frees */
+        else
+            r->route->fn(r->app, r);
+    }
+}
+
+static void auth_free(void *arg)
+{
+    struct auth_job *j = arg;
+    explicit_bzero(j->secret, sizeof(j->secret));
+    json_decref(j->rec);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops auth_park_ops = {
+    .what = "key lookup", .work = auth_work, .answer = auth_answer, .free = auth_free,
+};
+
+void eai_auth_start(struct eai_req *r)
+{
+    const char *h = eai_req_header(r, "Authorization");
+    struct auth_job *j = calloc(1, sizeof(*j));
+    if (!j) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    j->r = r;
+    if (!h || eai_auth_parse_bearer(h, j->key_id, j->secret) < 0) {
+        free(j);
+        auth_refuse(r, h ? "malformed key" : "missing key");
+        return;
+    }
+    snprintf(r->key_id, sizeof(r->key_id), "%s", j->key_id);
+    if (!r->app->store) {
+        auth_free(j);
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    eai_park(NULL, r, &auth_park_ops, j);
+}

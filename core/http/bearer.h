@@ -1,0 +1,12 @@
+/* Bearer-key authentication of a request (docs/api.md "Authentication"):
+ * the key is parsed on the loop, looked up and checked on a worker (the
+ * request is parked, http/park.h), then the route's handler runs with the
+ * tenant set, or 401 is answered and auth.refused audited. */
+#ifndef EAI_CORE_BEARER_H
+#define EAI_CORE_BEARER_H
+
+#include "http/request.h"
+
+void eai_auth_start(struct eai_req *r);
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * Connection tracking.  libevent 2.1 has neither evhttp_set_max_connections
+ * nor a per-request hook before the body is read, and its own 413 page has
+ * no envelope.  So every connection gets a bufferevent we create
+ * (evhttp_set_bevcb) with one extra reference we hold, and an evbuffer
+ * callback on its input that sees the bytes before evhttp parses them:
+ *   - it finds the end of each request's header block and reads
+ *     Content-Length: above the cap, we take the connection over from
+ *     evhttp, answer our 413 envelope, discard the body (lingering close)
+ *     and then free the connection through evhttp;
+ *   - chunked bodies are counted as they arrive, with the same takeover
+ *     past the cap (plus framing slack); a body that still slips through
+ *     is measured in the request callback (413 envelope too);
+ *   - the count of live connections pauses the listener at the limit.
+ * We learn that evhttp freed a connection from its close callback (or a
+ * 1 s sweep noticing the bufferevent lost its callbacks) and only then
+ * drop our reference, which closes the socket.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/listener.h>
+
+#include "http/conn.h"
+#include "http/request_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "base/util.h"
+
+#define SRV_COMPONENT "http"
+
+enum conn_state { CONN_HEAD = 0, CONN_BODY, CONN_PASS, CONN_REJECTED };
+
+struct eai_conn {
+    struct eai_conn_guard *g;
+    struct bufferevent *bev;          /* we hold one reference */
+    struct evhttp_connection *evcon;  /* NULL before the first bytes and after evhttp freed it */
+    struct eai_req *cur;              /* request being handled */
+    int inflight;
+    enum conn_state state;
+    char *acc;                        /* header block bytes so far */
+    size_t acclen;
+    int64_t body_seen;                /* raw body bytes after the header block (chunked) */
+    int chunked;
+    int released;                     /* release scheduled */
+    int closing;                      /* our takeover is freeing it */
+    struct event *linger;
+    struct event *release_ev;
+    struct event *watch;              /* EOF watch while a request is handled */
+    struct eai_conn *prev, *next;
+};
+
+
+static void conn_schedule_release(struct eai_conn *c);
+
+void eai_conn_listener_update(struct eai_conn_guard *s)
+{
+    eai_metrics_set("eai_http_connections", NULL, s->nconn);
+    if (!s->listener || s->stopping)
+        return;
+    int max = s->max_connections;
+    if (!s->listener_paused && s->nconn >= max) {
+        evconnlistener_disable(s->listener);
+        s->listener_paused = 1;
+        eai_log(SRV_COMPONENT, EAI_LOG_WARN, "connection limit %d reached: not accepting", max);
+    } else if (s->listener_paused && s->nconn < max) {
+        evconnlistener_enable(s->listener);
+        s->listener_paused = 0;
+    }
+}
+
+void eai_conn_release_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_conn *c = arg;
+    struct eai_conn_guard *s = c->g;
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->nconn--;
+    if (c->linger)
+        event_free(c->linger);
+    if (c->release_ev)
+        event_free(c->release_ev);
+    if (c->watch)
+        event_free(c->watch);
+    bufferevent_decref(c->bev); /* the last reference: closes the socket */
+    free(c->acc);
+    free(c);
+    eai_conn_listener_update(s);
+}
+
+static void conn_schedule_release(struct eai_conn *c)
+{
+    if (c->released)
+        return;
+    c->released = 1;
+    c->evcon = NULL;
+    if (c->linger)
+        event_del(c->linger);
+    if (c->watch)
+        event_del(c->watch);
+    struct timeval zero = {0, 0};
+    if (evtimer_add(c->release_ev, &zero) < 0)
+        eai_log(SRV_COMPONENT, EAI_LOG_ERROR, "cannot schedule a connection release (leak)");
+}
+
+/* evhttp is freeing the connection. */
+static void conn_close_cb(struct evhttp_connection *evcon, void *arg)
+{
+    struct eai_conn *c = arg;
+    struct eai_req *r = c->cur;
+    c->cur = NULL;
+    if (r) {
+        r->conn = NULL;
+        /* a request still on the connection is freed with it; a detached
+         * one (client went away while we worked) survives until we reply */
+        eai_req_mark_gone(r, r->evreq && evhttp_request_get_connection(r->evreq) != NULL);
+    }
+    conn_schedule_release(c);
+}
+
+void eai_conn_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_conn_guard *s = arg;
+    for (struct eai_conn *c = s->conns; c; c = c->next) {
+        if (c->released)
+            continue;
+        bufferevent_data_cb rcb, wcb;
+        bufferevent_event_cb ecb;
+        void *cbarg;
+        bufferevent_getcb(c->bev, &rcb, &wcb, &ecb, &cbarg);
+        if (!rcb && !wcb && !ecb && !cbarg) /* evhttp freed it before we saw it */
+            conn_schedule_release(c);
+    }
+}
+
+static void conn_learn_evcon(struct eai_conn *c)
+{
+    if (c->evcon || c->released || c->closing)
+        return;
+    bufferevent_data_cb rcb, wcb;
+    bufferevent_event_cb ecb;
+    void *cbarg = NULL;
+    bufferevent_getcb(c->bev, &rcb, &wcb, &ecb, &cbarg);
+    if (!cbarg)
+        return;
+    c->evcon = cbarg;
+    evhttp_connection_set_closecb(c->evcon, conn_close_cb, c);
+}
+
+/* --- takeover: answer our own envelope and close (lingering) */
+
+static void conn_abort(struct eai_conn *c)
+{
+    if (c->evcon) {
+        struct evhttp_connection *evcon = c->evcon;
+        evhttp_connection_free(evcon); /* calls conn_close_cb */
+    } else {
+        conn_schedule_release(c);
+    }
+}
+
+static void linger_timer_cb(evutil_socket_t fd, short what, void *arg) { conn_abort(arg); }
+
+static void linger_read_cb(struct bufferevent *bev, void *arg)
+{
+    struct evbuffer *in = bufferevent_get_input(bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+}
+
+static void linger_write_cb(struct bufferevent *bev, void *arg)
+{
+    struct eai_conn *c = arg;
+    /* reply flushed: half-close and keep discarding for a moment so the
+     * client reads the answer instead of a reset */
+    evutil_socket_t fd = bufferevent_getfd(bev);
+    if (fd >= 0)
+        shutdown(fd, SHUT_WR);
+    struct timeval two = {2, 0};
+    if (c->linger)
+        event_add(c->linger, &two);
+}
+
+static void linger_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+    conn_abort(arg);
+}
+
+static const char *hdr_find(const char *block, size_t len, const char *name, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    const char *p = memchr(block, '\n', len); /* skip the request line */
+    while (p && (size_t)(p - block) < len) {
+        p++;
+        const char *eol = memchr(p, '\n', len - (size_t)(p - block));
+        if (!eol)
+            break;
+        if ((size_t)(eol - p) > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            while (v < eol && (*v == ' ' || *v == '\t'))
+                v++;
+            const char *e = eol;
+            while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            *vlen = (size_t)(e - v);
+            return v;
+        }
+        p = eol;
+    }
+    return NULL;
+}
+
+static void conn_reject(struct eai_conn *c, enum eai_code code)
+{
+    struct eai_conn_guard *s = c->g;
+    c->state = CONN_REJECTED;
+    c->closing = 1;
+    char rid[130] = "", al[256] = "";
+    size_t n;
+    const char *v;
+    if (c->acc && (v = hdr_find(c->acc, c->acclen, "X-Request-Id", &n)) && n < sizeof(rid)) {
+        memcpy(rid, v, n);
+        rid[n] = '\0';
+    }
+    if (!eai_http_request_id_ok(rid))
+        eai_uuid_v4(rid);
+    if (c->acc && (v = hdr_find(c->acc, c->acclen, "Accept-Language", &n)) && n < sizeof(al)) {
+        memcpy(al, v, n);
+        al[n] = '\0';
+    }
+    const char *lang = eai_http_negotiate_lang(al);
+    json_t *env = eai_http_error_envelope(code, lang, rid, NULL);
+    char *body = env ? json_dumps(env, JSON_COMPACT) : NULL;
+    json_decref(env);
+    int status = eai_code_http_status(code);
+    char head[512];
+    int hl = snprintf(head, sizeof(head),
+                      "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                      "Connection: close\r\nX-Request-Id: %s\r\nContent-Language: %s\r\n"
+                      "Vary: Accept-Language\r\n\r\n",
+                      status, eai_http_reason(status), body ? strlen(body) : 0, rid, lang);
+    char labels[96];
+    snprintf(labels, sizeof(labels), "route=\"body_cap\",code=\"%d\"", status);
+    eai_metrics_add("eai_http_requests_total", labels, 1);
+    eai_log_req(SRV_COMPONENT, EAI_LOG_INFO, rid, "request refused before its body: %s", eai_code_name(code));
+    bufferevent_setcb(c->bev, linger_read_cb, linger_write_cb, linger_event_cb, c);
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    evbuffer_drain(in, evbuffer_get_length(in));
+    bufferevent_write(c->bev, head, (size_t)hl);
+    if (body)
+        bufferevent_write(c->bev, body, strlen(body));
+    free(body);
+    struct timeval t = {10, 0};
+    bufferevent_set_timeouts(c->bev, &t, &t);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    c->linger = evtimer_new(s->base, linger_timer_cb, c);
+    if (c->linger) {
+        struct timeval cap = {10, 0};
+        event_add(c->linger, &cap);
+    }
+}
+
+/* Look at a complete header block in acc (ends at end). */
+static void conn_header_done(struct eai_conn *c, size_t end)
+{
+    struct eai_conn_guard *s = c->g;
+    size_t n;
+    const char *v = hdr_find(c->acc, end, "Content-Length", &n);
+    c->state = CONN_BODY;
+    c->chunked = 0;
+    c->body_seen = (int64_t)(c->acclen - end);
+    const char *te = hdr_find(c->acc, end, "Transfer-Encoding", &n);
+    if (te && n >= 7) {
+        for (size_t i = 0; i + 7 <= n; i++)
+            if (strncasecmp(te + i, "chunked", 7) == 0)
+                c->chunked = 1;
+    }
+    if (!c->chunked && v) {
+        size_t vl;
+        v = hdr_find(c->acc, end, "Content-Length", &vl);
+        uint64_t cl = 0;
+        int ok = vl > 0 && vl <= 19;
+        for (size_t i = 0; ok && i < vl; i++) {
+            if (v[i] < '0' || v[i] > '9')
+                ok = 0;
+            else
+                cl = cl * 10 + (uint64_t)(v[i] - '0');
+        }
+        if (ok && cl > s->cap && c->inflight == 0) {
+            conn_reject(c, EAI_E_PAYLOAD_TOO_LARGE);
+            return;
+        }
+    }
+    if (c->chunked && c->body_seen > s->chunk_slack_cap && c->inflight == 0)
+        conn_reject(c, EAI_E_PAYLOAD_TOO_LARGE);
+}
+
+/* Feed bytes to the header-block scanner. */
+static void conn_scan(struct eai_conn *c, const char *data, size_t n)
+{
+    struct eai_conn_guard *s = c->g;
+    if (c->state == CONN_BODY) {
+        if (c->chunked) {
+            c->body_seen += (int64_t)n;
+            if (c->body_seen > s->chunk_slack_cap && c->inflight == 0)
+                conn_reject(c, EAI_E_PAYLOAD_TOO_LARGE);
+        }
+        return;
+    }
+    if (c->state != CONN_HEAD)
+        return;
+    size_t room = s->acc_cap - c->acclen;
+    size_t take = n < room ? n : room;
+    size_t old = c->acclen;
+    memcpy(c->acc + c->acclen, data, take);
+    c->acclen += take;
+    /* search for the blank line from a little before the new bytes */
+    size_t from = old > 3 ? old - 3 : 0;
+    for (size_t i = from; i < c->acclen; i++) {
+        if (c->acc[i] != '\n')
+            continue;
+        if (i + 1 < c->acclen && c->acc[i + 1] == '\n') {
+            conn_header_done(c, i + 2);
+            return;
+        }
+        if (i + 2 < c->acclen && c->acc[i + 1] == '\r' && c->acc[i + 2] == '\n') {
+            conn_header_done(c, i + 3);
+            return;
+        }
+    }
+    if (c->acclen >= s->acc_cap)
+        c->state = CONN_PASS; /* evhttp's header limit decides */
+}
+
+static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
+{
+    struct eai_conn *c = arg;
+    if (info->n_added == 0 || c->released)
+        return;
+    conn_learn_evcon(c);
+    if (c->state == CONN_PASS || c->state == CONN_REJECTED)
+        return;
+    if (!c->acc && !(c->acc = malloc(c->g->acc_cap)))
+        return;
+    size_t len = evbuffer_get_length(buf);
+    size_t n = info->n_added < len ? info->n_added : len;
+    if (c->state == CONN_BODY && !c->chunked)
+        return;
+    if (c->state == CONN_BODY) {
+        conn_scan(c, NULL, n);
+        return;
+    }
+    struct evbuffer_ptr pos;
+    if (evbuffer_ptr_set(buf, &pos, len - n, EVBUFFER_PTR_SET) < 0)
+        return;
+    char tmp[4096];
+    while (n > 0 && c->state == CONN_HEAD) {
+        size_t k = n < sizeof(tmp) ? n : sizeof(tmp);
+        ev_ssize_t got = evbuffer_copyout_from(buf, &pos, tmp, k);
+        if (got <= 0)
+            break;
+        conn_scan(c, tmp, (size_t)got);
+        n -= (size_t)got;
+        if (c->state != CONN_HEAD) /* a reject drained the buffer: pos is stale */
+            break;
+        evbuffer_ptr_set(buf, &pos, (size_t)got, EVBUFFER_PTR_ADD);
+    }
+    if (n > 0 && c->state == CONN_BODY && c->chunked)
+        conn_scan(c, NULL, n);
+}
+
+struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
+{
+    struct eai_conn_guard *s = arg;
+    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    if (!bev)
+        return NULL;
+    struct eai_conn *c = calloc(1, sizeof(*c));
+    if (!c)
+        return bev; /* untracked, still served */
+    c->g = s;
+    c->bev = bev;
+    c->release_ev = evtimer_new(base, eai_conn_release_cb, c);
+    if (!c->release_ev) {
+        free(c);
+        return bev;
+    }
+    bufferevent_incref(bev);
+    if (!evbuffer_add_cb(bufferevent_get_input(bev), conn_input_cb, c)) {
+        bufferevent_decref(bev);
+        event_free(c->release_ev);
+        free(c);
+        return bev;
+    }
+    c->next = s->conns;
+    if (s->conns)
+        s->conns->prev = c;
+    s->conns = c;
+    s->nconn++;
+    eai_conn_listener_update(s);
+    return bev;
+}
+
+struct eai_conn *eai_conn_of(struct eai_conn_guard *s, struct evhttp_request *evreq)
+{
+    struct evhttp_connection *evcon = evhttp_request_get_connection(evreq);
+    if (!evcon)
+        return NULL;
+    struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    for (struct eai_conn *c = s->conns; c; c = c->next)
+        if (c->bev == bev && !c->released)
+            return c;
+    return NULL;
+}
+
+/* While a request is handled evhttp does not read the socket, so a client
+ * that goes away is only noticed when we write.  A one-shot read watch
+ * notices EOF (or a reset) early for long-polls and event streams; when
+ * pipelined bytes make the socket readable instead, the watch just stops. */
+static void conn_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_conn *c = arg;
+    struct eai_req *r = c->cur;
+    if (!r || c->released || r->replied)
+        return;
+    char b;
+    ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+        event_add(c->watch, NULL);
+        return;
+    }
+    if (n > 0)
+        return;
+    eai_req_mark_gone(r, 0);
+}
+
+void eai_conn_watch_arm(struct eai_conn *c)
+{
+    if (!c->cur || c->released)
+        return; /* answered already, or going */
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    if (fd < 0 || c->released)
+        return;
+    if (!c->watch)
+        c->watch = event_new(c->g->base, fd, EV_READ, conn_watch_cb, c);
+    if (c->watch)
+        event_add(c->watch, NULL);
+}
+
+/* A request was dispatched: evhttp consumed it; what is left in the input
+ * is the start of the next (pipelined) request. */
+void eai_conn_dispatched(struct eai_conn *c, struct eai_req *r)
+{
+    conn_learn_evcon(c);
+    c->cur = r;
+    c->inflight++;
+    c->state = CONN_HEAD;
+    c->acclen = 0;
+    c->chunked = 0;
+    c->body_seen = 0;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    size_t len = evbuffer_get_length(in);
+    if (len == 0 || (!c->acc && !(c->acc = malloc(c->g->acc_cap))))
+        return;
+    char tmp[4096];
+    struct evbuffer_ptr pos;
+    evbuffer_ptr_set(in, &pos, 0, EVBUFFER_PTR_SET);
+    while (len > 0 && c->state == CONN_HEAD) {
+        size_t k = len < sizeof(tmp) ? len : sizeof(tmp);
+        ev_ssize_t got = evbuffer_copyout_from(in, &pos, tmp, k);
+        if (got <= 0)
+            break;
+        conn_scan(c, tmp, (size_t)got);
+        len -= (size_t)got;
+        if (c->state != CONN_HEAD)
+            break;
+        evbuffer_ptr_set(in, &pos, (size_t)got, EVBUFFER_PTR_ADD);
+    }
+}
+
+void eai_conn_replied(struct eai_conn *c, struct eai_req *r)
+{
+    if (!c)
+        return;
+    if (c->cur == r)
+        c->cur = NULL;
+    if (c->inflight > 0)
+        c->inflight--;
+    if (c->watch)
+        event_del(c->watch);
+}
+
+
+int eai_conn_flushing(const struct eai_conn *c)
+{
+    return !c->released && !c->closing && evbuffer_get_length(bufferevent_get_output(c->bev)) > 0;
+}
+
+struct eai_conn *eai_conn_next(const struct eai_conn *c)
+{
+    return c->next;
+}

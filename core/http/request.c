@@ -1,0 +1,321 @@
+/* The request API handlers use: accessors, replies, event streams, the
+ * body as JSON or YAML (http/request.h).  Loop thread only. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "http/request_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "obs/metrics.h"
+#include "base/util.h"
+#include "schema/yamljson.h"
+
+#define SRV_COMPONENT "http"
+
+void eai_req_mark_gone(struct eai_req *r, int evreq_dead)
+{
+    r->gone = 1;
+    r->conn = NULL;
+    if (evreq_dead)
+        r->evreq = NULL;
+    if (r->on_gone) {
+        void (*fn)(void *) = r->on_gone;
+        r->on_gone = NULL;
+        fn(r->on_gone_arg);
+    }
+}
+
+
+static void req_free(struct eai_req *r)
+{
+    if (!r)
+        return;
+    eai_route_params_clear(&r->params);
+    if (r->query_ok)
+        evhttp_clear_headers(&r->query);
+    free(r->path);
+    free(r->body);
+    if (r->owner && r->owner->freed)
+        r->owner->freed(r->owner_arg, r);
+    free(r);
+}
+
+static void req_finish_metrics(struct eai_req *r)
+{
+    char labels[160];
+    const char *route = r->route ? r->route->name : "unmatched";
+    snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route, r->status);
+    eai_metrics_add("eai_http_requests_total", labels, 1);
+    char l2[96];
+    snprintf(l2, sizeof(l2), "route=\"%s\"", route);
+    double secs = (double)(eai_monotonic_ns() - r->start_ns) / 1e9;
+    eai_metrics_observe("eai_http_request_duration_seconds", l2, secs);
+    if (r->span) {
+        eai_span_set_int(r->span, "http.status_code", r->status);
+        eai_span_end(r->span, r->status >= 500);
+        r->span = NULL;
+    }
+    eai_log_req(SRV_COMPONENT, EAI_LOG_DEBUG, r->request_id, "%s %s -> %d (%.1f ms)%s", r->method,
+                r->path ? r->path : "?", r->status, secs * 1000, r->gone ? " (client gone)" : "");
+}
+
+static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
+{
+    evhttp_add_header(h, "X-Request-Id", r->request_id);
+    evhttp_add_header(h, "Content-Language", r->lang ? r->lang : "en");
+    evhttp_add_header(h, "Vary", "Accept-Language");
+    if (r->span) {
+        char tp[56];
+        eai_traceparent_format(eai_span_trace_id(r->span), eai_span_id(r->span), r->trace.flags, tp);
+        evhttp_add_header(h, "traceparent", tp);
+    }
+}
+
+static void req_send(struct eai_req *r, int status, const char *ctype, const void *data, size_t len,
+                     const char *const *headers)
+{
+    if (r->replied) {
+        eai_log_req(SRV_COMPONENT, EAI_LOG_ERROR, r->request_id, "second reply to one request ignored");
+        return;
+    }
+    r->replied = 1;
+    r->status = status;
+    if (r->owner && r->owner->replied)
+        r->owner->replied(r->owner_arg, r);
+    if (!r->evreq) { /* freed with its connection */
+        req_finish_metrics(r);
+        req_free(r);
+        return;
+    }
+    struct evbuffer *buf = evbuffer_new();
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
+    if (h) {
+        if (ctype)
+            evhttp_add_header(h, "Content-Type", ctype);
+        add_common_headers(r, h);
+        for (int i = 0; headers && headers[i]; i++) {
+            const char *colon = strchr(headers[i], ':');
+            if (!colon)
+                continue;
+            char name[128];
+            size_t nl = (size_t)(colon - headers[i]);
+            if (nl >= sizeof(name))
+                continue;
+            memcpy(name, headers[i], nl);
+            name[nl] = '\0';
+            const char *v = colon + 1;
+            while (*v == ' ')
+                v++;
+            evhttp_add_header(h, name, v);
+        }
+        if (status == 413 || (r->owner && r->owner->closing && r->owner->closing(r->owner_arg)))
+            evhttp_add_header(h, "Connection", "close");
+    }
+    if (buf && data && len)
+        evbuffer_add(buf, data, len);
+    req_finish_metrics(r);
+    evhttp_send_reply(r->evreq, status, eai_http_reason(status), buf);
+    if (buf)
+        evbuffer_free(buf);
+    req_free(r);
+}
+
+void eai_reply_raw(struct eai_req *r, int status, const char *content_type, const void *data, size_t len)
+{
+    req_send(r, status, content_type, data, len, NULL);
+}
+
+void eai_reply_json_headers(struct eai_req *r, int status, json_t *body, const char *const *headers)
+{
+    char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+    json_decref(body);
+    if (!text) {
+        /* out of memory or no body: a minimal envelope by hand */
+        static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"Internal error\","
+                                  "\"message_i18n\":{\"en\":\"Internal error\",\"fr\":\"Erreur interne\"},"
+                                  "\"request_id\":\"\",\"details\":[]}}";
+        req_send(r, 500, "application/json", oom, sizeof(oom) - 1, NULL);
+        return;
+    }
+    size_t n = strlen(text);
+    text[n] = '\0';
+    char *withnl = realloc(text, n + 2);
+    if (withnl) {
+        text = withnl;
+        text[n++] = '\n';
+        text[n] = '\0';
+    }
+    req_send(r, status, "application/json", text, n, headers);
+    free(text);
+}
+
+void eai_reply_json(struct eai_req *r, int status, json_t *body)
+{
+    eai_reply_json_headers(r, status, body, NULL);
+}
+
+void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details)
+{
+    json_t *env = eai_http_error_envelope(code, r->lang, r->request_id, details);
+    const char *retry[] = {"Retry-After: 1", NULL};
+    const struct eai_code_info *ci = eai_code_info(code);
+    eai_reply_json_headers(r, ci->http_status, env,
+                           (code == EAI_E_RATE_LIMITED || code == EAI_E_SANDBOX_UNAVAILABLE ||
+                            code == EAI_E_STORAGE_UNAVAILABLE) ? retry : NULL);
+}
+
+/* --- SSE */
+
+void eai_stream_start(struct eai_req *r, const char *content_type)
+{
+    if (r->replied || r->streaming || !r->evreq)
+        return;
+    r->streaming = 1;
+    r->status = 200;
+    struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
+    evhttp_add_header(h, "Content-Type", content_type ? content_type : "text/event-stream");
+    evhttp_add_header(h, "Cache-Control", "no-cache");
+    add_common_headers(r, h);
+    evhttp_send_reply_start(r->evreq, 200, "OK");
+}
+
+void eai_stream_send(struct eai_req *r, const char *data, size_t len)
+{
+    if (!r->streaming || r->replied || r->gone || !r->evreq || !len)
+        return;
+    struct evbuffer *b = evbuffer_new();
+    if (!b)
+        return;
+    evbuffer_add(b, data, len);
+    evhttp_send_reply_chunk(r->evreq, b);
+    evbuffer_free(b);
+}
+
+void eai_stream_end(struct eai_req *r)
+{
+    if (r->replied)
+        return;
+    if (!r->streaming) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    r->replied = 1;
+    if (r->owner && r->owner->replied)
+        r->owner->replied(r->owner_arg, r);
+    req_finish_metrics(r);
+    if (r->evreq)
+        evhttp_send_reply_end(r->evreq);
+    req_free(r);
+}
+
+/* --- accessors */
+
+const char *eai_req_method(const struct eai_req *r) { return r->method; }
+const char *eai_req_path(const struct eai_req *r) { return r->path; }
+const char *eai_req_id(const struct eai_req *r) { return r->request_id; }
+const char *eai_req_lang(const struct eai_req *r) { return r->lang; }
+const char *eai_req_tenant(const struct eai_req *r) { return r->tenant[0] ? r->tenant : NULL; }
+const char *eai_req_key_id(const struct eai_req *r) { return r->key_id[0] ? r->key_id : NULL; }
+const struct eai_trace_ctx *eai_req_trace(const struct eai_req *r) { return &r->trace; }
+struct eai_span *eai_req_span(const struct eai_req *r) { return r->span; }
+int eai_req_gone(const struct eai_req *r) { return r->gone; }
+
+void eai_req_on_gone(struct eai_req *r, void (*fn)(void *), void *arg)
+{
+    r->on_gone = fn;
+    r->on_gone_arg = arg;
+}
+
+const char *eai_req_param(const struct eai_req *r, const char *name)
+{
+    for (int i = 0; i < r->params.n; i++)
+        if (strcmp(r->params.name[i], name) == 0)
+            return r->params.value[i];
+    return NULL;
+}
+
+const char *eai_req_query(const struct eai_req *r, const char *name)
+{
+    if (!r->query_ok)
+        return NULL;
+    return evhttp_find_header((struct evkeyvalq *)&r->query, name);
+}
+
+const char *eai_req_header(const struct eai_req *r, const char *name)
+{
+    if (!r->evreq)
+        return NULL;
+    return evhttp_find_header(evhttp_request_get_input_headers(r->evreq), name);
+}
+
+const char *eai_req_body(const struct eai_req *r, size_t *len)
+{
+    if (len)
+        *len = r->body_len;
+    return r->body ? r->body : "";
+}
+
+/* --- body as JSON / YAML */
+
+static int media_is(const char *ct, const char *type)
+{
+    size_t n = strlen(type);
+    return strncasecmp(ct, type, n) == 0 && (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
+}
+
+json_t *eai_req_body_json(struct eai_req *r, int yaml_ok)
+{
+    const char *ct = eai_req_header(r, "Content-Type");
+    int yaml = 0;
+    if (ct && *ct) {
+        while (*ct == ' ')
+            ct++;
+        const char *semi = strchr(ct, ';');
+        size_t tl = semi ? (size_t)(semi - ct) : strlen(ct);
+        int plus_json = tl > 5 && strncasecmp(ct + tl - 5, "+json", 5) == 0;
+        if (media_is(ct, "application/yaml") || media_is(ct, "application/x-yaml") ||
+            media_is(ct, "text/yaml") || media_is(ct, "text/x-yaml")) {
+            if (!yaml_ok) {
+                eai_reply_error(r, EAI_E_UNSUPPORTED_MEDIA_TYPE,
+                                json_pack("[{s:s, s:s}]", "path", "", "message", "this route takes application/json"));
+                return NULL;
+            }
+            yaml = 1;
+        } else if (!(media_is(ct, "application/json") || plus_json || media_is(ct, "text/json") ||
+                     media_is(ct, "text/plain") || media_is(ct, "application/x-www-form-urlencoded") ||
+                     media_is(ct, "*/*"))) {
+            eai_reply_error(r, EAI_E_UNSUPPORTED_MEDIA_TYPE,
+                            json_pack("[{s:s, s:s}]", "path", "", "message",
+                                      yaml_ok ? "send application/json or application/yaml"
+                                              : "send application/json"));
+            return NULL;
+        }
+    }
+    if (yaml) {
+        struct eai_error *e = NULL;
+        json_t *v = eai_yaml_to_json(r->body ? r->body : "", r->body_len, &e);
+        if (!v) {
+            json_t *details = e && e->details ? json_incref(e->details) : NULL;
+            eai_error_free(e);
+            eai_reply_error(r, EAI_E_INVALID_JSON, details);
+        }
+        return v;
+    }
+    json_error_t je;
+    json_t *v = r->body_len ? json_loadb(r->body, r->body_len, JSON_REJECT_DUPLICATES, &je) : NULL;
+    if (!v) {
+        char msg[300];
+        if (r->body_len)
+            snprintf(msg, sizeof(msg), "line %d, column %d: %s", je.line, je.column, je.text);
+        else
+            snprintf(msg, sizeof(msg), "the body is empty");
+        eai_reply_error(r, EAI_E_INVALID_JSON, json_pack("[{s:s, s:s}]", "path", "", "message", msg));
+    }
+    return v;
+}
