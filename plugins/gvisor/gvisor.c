@@ -80,11 +80,13 @@ static void gv_free(struct gv *g)
 {
     if (g->reprobe_ev)
         event_free(g->reprobe_ev);
+    eai_pc_runner_free(g->runner);
     free(g);
 }
 
-void gv_release(struct gv *g)
+void gv_release(void *self)
 {
+    struct gv *g = self;
     g->inflight--;
     if (g->destroying && g->inflight <= 0)
         gv_free(g);
@@ -112,7 +114,7 @@ static void probe_finish(struct gv *g, int ok, const char *reason)
             evtimer_add(g->reprobe_ev, &tv);
     }
     if (gv_ready_gate(g) || g->probe_state < 0)
-        gv_exec_unpark_all(g);
+        eai_pc_runner_unpark_all(g->runner);
 }
 
 static void one_line(char *dst, size_t len, const char *src)
@@ -365,7 +367,7 @@ static void sweep_done(void *arg)
                          s->cgroups);
         g->sweeping = 0;
         if (gv_ready_gate(g))
-            gv_exec_unpark_all(g);
+            eai_pc_runner_unpark_all(g->runner);
     }
     free(s);
     gv_release(g);
@@ -403,12 +405,14 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
 static int gv_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
                     void **handle, struct eai_error **err)
 {
-    return gv_exec_start(self, job, cb, cb_arg, handle, err);
+    struct gv *g = self;
+    return eai_pc_runner_start(g->runner, job, cb, cb_arg, handle, err);
 }
 
 static void gv_cancel(void *self, void *handle)
 {
-    gv_exec_cancel(self, handle);
+    struct gv *g = self;
+    eai_pc_runner_cancel(g->runner, handle);
 }
 
 static const char *cfg_str(const json_t *cfg, const char *key)
@@ -481,10 +485,11 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
      * host never sweep each other's leaves. */
     snprintf(g->cg_parent, sizeof(g->cg_parent), "eai/%016llx", fnv1a(g->state_dir));
     g->reprobe_ev = evtimer_new(host->base, on_reprobe, g);
-    if (!g->reprobe_ev) {
+    g->runner = gv_runner_new(g);
+    if (!g->reprobe_ev || !g->runner) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "gvisor: out of memory");
-        free(g);
+        gv_free(g);
         return NULL;
     }
     unsigned char rnd[4] = {0};
@@ -507,11 +512,11 @@ static void gv_destroy(void *self)
     event_del(g->reprobe_ev);
     /* kill everything first, give the sandboxes a moment to die, then
      * delete them (fast once dead) */
-    gv_exec_destroy_all(g, 1);
+    eai_pc_runner_shutdown(g->runner, 0);
     gv_pool_destroy_all(g, 1);
     struct timespec settle = {0, 150 * 1000000L};
     nanosleep(&settle, NULL); /* shutdown only: the loop no longer serves */
-    gv_exec_destroy_all(g, 0);
+    eai_pc_runner_shutdown(g->runner, 1);
     gv_pool_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
     /* Our cgroup subtree's parents, when empty. */

@@ -49,7 +49,7 @@ static json_t *rlimit(const char *type, int64_t v)
 }
 
 /* The OCI `process` object of a job (also runsc exec's --process file). */
-static json_t *process_new(const struct gv_bundle *b, const struct eai_iso_job *job)
+static json_t *process_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
     json_t *args = json_array(), *env = json_array();
     if (!args || !env)
@@ -88,7 +88,7 @@ fail:
     return NULL;
 }
 
-static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job)
+static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
     json_t *process = process_new(b, job);
     if (!process)
@@ -152,7 +152,7 @@ static void cg2_enable(const char *cgpath)
     }
 }
 
-static int cg_create(const struct gv_bundle *b, int64_t memory, char *msg, size_t msglen)
+static int cg_create(const struct eai_pc_bundle *b, int64_t memory, char *msg, size_t msglen)
 {
     char leaf[PATH_MAX], v[32];
     snprintf(v, sizeof(v), "%lld", (long long)memory);
@@ -185,7 +185,7 @@ fail:
     return -1;
 }
 
-void gv_cgroup_stats(const struct gv_bundle *b, struct gv_stats *st)
+void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
 {
     char leaf[PATH_MAX], buf[4096];
     memset(st, 0, sizeof(*st));
@@ -233,7 +233,7 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
 
 /* ------------------------------------------------------------ bundles */
 
-int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
     char p[PATH_MAX + 32];
     if (eai_pc_bundle_tmpfs(b->dir, job->disk_bytes, &b->mounted, msg, msglen) < 0)
@@ -256,7 +256,7 @@ int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *
     return cg_create(b, job->memory_bytes, msg, msglen);
 }
 
-int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
+int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
                      size_t msglen)
 {
     json_t *proc = process_new(b, job);
@@ -273,7 +273,7 @@ int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, c
     return 0;
 }
 
-void gv_cgroup_reset_peak(const struct gv_bundle *b)
+void gv_cgroup_reset_peak(const struct eai_pc_bundle *b)
 {
     char leaf[PATH_MAX];
     if (b->cg_v2) {

@@ -142,11 +142,13 @@ static void kt_free(struct kt *k)
         event_free(k->reprobe_ev);
     if (k->probe_wait_ev)
         event_free(k->probe_wait_ev);
+    eai_pc_runner_free(k->runner);
     free(k);
 }
 
-void kt_release(struct kt *k)
+void kt_release(void *self)
 {
+    struct kt *k = self;
     k->inflight--;
     if (k->destroying && k->inflight <= 0)
         kt_free(k);
@@ -462,12 +464,14 @@ static void kt_probe(void *self, struct eai_iso_probe *out)
 static int kt_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
                     void **handle, struct eai_error **err)
 {
-    return kt_exec_start(self, job, cb, cb_arg, handle, err);
+    struct kt *k = self;
+    return eai_pc_runner_start(k->runner, job, cb, cb_arg, handle, err);
 }
 
 static void kt_cancel(void *self, void *handle)
 {
-    kt_exec_cancel(self, handle);
+    struct kt *k = self;
+    eai_pc_runner_cancel(k->runner, handle);
 }
 
 static const char *cfg_str(const json_t *cfg, const char *key)
@@ -567,7 +571,8 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
              rnd[2], rnd[3]);
     k->reprobe_ev = evtimer_new(host->base, on_reprobe, k);
     k->probe_wait_ev = evtimer_new(host->base, on_probe_wait, k);
-    if (!k->reprobe_ev || !k->probe_wait_ev) {
+    k->runner = kt_runner_new(k);
+    if (!k->reprobe_ev || !k->probe_wait_ev || !k->runner) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "kata: out of memory");
         kt_free(k);
@@ -586,9 +591,13 @@ static void kt_destroy(void *self)
     k->inflight++; /* what runs inline below may drop the last reference */
     event_del(k->reprobe_ev);
     event_del(k->probe_wait_ev);
-    kt_exec_destroy_all(k);
+    /* Running executions: SIGKILL their ctr, reap it (and the kill helpers);
+     * each then ends synchronously, leftovers deleted, no callback. */
+    eai_pc_runner_shutdown(k->runner, 0);
+    eai_pc_runner_shutdown(k->runner, 1);
     kt_events_stop(k);
-    if (!k->execs)
+    eai_pc_child_reap_all(k);
+    if (!eai_pc_runner_count(k->runner))
         kt_cgroup_rmdir_parent(k->cg_parent, k->cg_v2);
     if (k->probe_ctx && k->probe_waiting) {
         k->probe_waiting = 0;

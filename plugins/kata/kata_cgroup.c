@@ -39,7 +39,7 @@ static void cg2_enable(const char *cgpath)
     eai_pc_cg_write(p, "cgroup.subtree_control", "+pids");
 }
 
-int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen)
+int kt_cgroup_create(const struct eai_pc_bundle *b, char *msg, size_t msglen)
 {
     char dir[PATH_MAX];
     if (b->cg_v2) {
@@ -61,7 +61,7 @@ fail:
     return -1;
 }
 
-void kt_cgroup_stats(const struct kt_bundle *b, struct kt_stats *st)
+void kt_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
 {
     char dir[PATH_MAX], buf[4096];
     memset(st, 0, sizeof(*st));

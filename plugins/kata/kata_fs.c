@@ -55,7 +55,7 @@ static int file_exists(const char *p)
  * bound at /tmp, no capabilities, noNewPrivileges, an unprivileged uid,
  * a network namespace with loopback only (no CNI), memory/cpu/pids limits
  * and a cgroup below ours so usage can be read after the task is gone. */
-static json_t *spec_new(const struct kt_bundle *b, const struct eai_iso_job *job)
+static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
     json_t *args = json_array(), *env = json_array();
     if (!args || !env)
@@ -158,7 +158,7 @@ fail:
 
 /* ------------------------------------------------------------ bundles */
 
-int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+int kt_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
     char p[PATH_MAX + 32];
     if (eai_pc_bundle_tmpfs(b->dir, job->disk_bytes, &b->mounted, msg, msglen) < 0 ||
