@@ -112,7 +112,7 @@ static void deliver(struct eai_pc_run *e)
     } else {
         R->ops->classify(R->drv, e, &res, e->msg, sizeof(e->msg));
     }
-    if (res.outcome == EAI_OUT_ERROR)
+    if (res.outcome == EAI_OUT_ERROR && !destroying(R))
         R->host->log(R->host, R->ops->component, EAI_LOG_ERROR, "%s: %s%s%.300s", e->b.cid,
                      res.error_message ? res.error_message : "", e->err_tail_len ? ": " : "", e->err_tail);
     run_unlink(e);

@@ -33,6 +33,7 @@
 #include "base/worker.h"
 #include "eai_pc.h"
 #include "plugin/host.h"
+#include "iso_run.h"
 #include "unit_main.h"
 
 /* ------------------------------------------------------------ the mock driver (TEST DOUBLE) */
@@ -200,90 +201,27 @@ static void mock_log(const struct eai_host *h, const char *component, enum eai_l
     va_end(ap);
 }
 
-static double now_s(void)
+/* The job runs `/bin/sh -c script` (the mock's spawn_argv). */
+static struct iso_run *run_new(const char *script)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-struct run {
-    struct eai_iso_job job;
-    const char *argv[2];
-    int started, done;
-    double t_start, t_started, t_done;
-    struct eai_iso_result res;
-    char msg[256];
-    char out[4096], err[4096];
-    size_t outlen, errlen, out_total;
-};
-
-static void on_output(void *arg, enum eai_iso_stream s, const char *d, size_t n)
-{
-    struct run *r = arg;
-    char *buf = s == EAI_STREAM_STDOUT ? r->out : r->err;
-    size_t *len = s == EAI_STREAM_STDOUT ? &r->outlen : &r->errlen;
-    if (s == EAI_STREAM_STDOUT)
-        r->out_total += n;
-    size_t k = n < sizeof(r->out) - 1 - *len ? n : sizeof(r->out) - 1 - *len;
-    memcpy(buf + *len, d, k);
-    *len += k;
-    buf[*len] = '\0';
-}
-
-static void on_started(void *arg)
-{
-    struct run *r = arg;
-    r->started++;
-    r->t_started = now_s();
-}
-
-static void on_exit_cb(void *arg, const struct eai_iso_result *res)
-{
-    struct run *r = arg;
-    r->done++;
-    r->t_done = now_s();
-    r->res = *res;
-    snprintf(r->msg, sizeof(r->msg), "%s", res->error_message ? res->error_message : "");
-}
-
-static const struct eai_iso_callbacks g_cb = {
-    .size = sizeof(struct eai_iso_callbacks),
-    .on_output = on_output,
-    .on_started = on_started,
-    .on_exit = on_exit_cb,
-};
-
-static struct run *run_new(const char *script)
-{
-    struct run *r = calloc(1, sizeof(*r));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(r);
-    r->argv[0] = script;
-    r->job.size = sizeof(r->job);
-    r->job.id = "sbx_mock";
-    r->job.image = "mock:1";
-    r->job.argv = r->argv;
+    const char *argv[] = {script, NULL};
+    struct iso_run *r = iso_run_new(argv, "mock:1", "mock");
     r->job.timeout_ms = 10000;
-    r->job.output_bytes = 1 << 20;
     return r;
 }
 
-static void loop_for(double s, const struct run *until_done)
+/* Run the loop s seconds, or until r has ended. */
+static void loop_for(double s, struct iso_run *until_done)
 {
-    double end = now_s() + s;
-    while (now_s() < end && !(until_done && until_done->done)) {
-        struct timeval tv = {0, 10000};
-        event_base_loopexit(g_base, &tv);
-        event_base_loop(g_base, EVLOOP_ONCE);
-    }
+    iso_loop_until(g_base, until_done ? iso_run_done : NULL, until_done, s);
 }
 
 /* Start r; 0, or -1 with *code. */
-static int start(struct run *r, void **h, enum eai_code *code)
+static int start(struct iso_run *r, void **h, enum eai_code *code)
 {
     struct eai_error *err = NULL;
-    r->t_start = now_s();
-    if (eai_pc_runner_start(g_runner, &r->job, &g_cb, r, h, &err) < 0) {
+    r->t_start = iso_now_s();
+    if (eai_pc_runner_start(g_runner, &r->job, &iso_run_cb, r, h, &err) < 0) {
         if (code)
             *code = err ? err->code : EAI_OK;
         eai_error_free(err);
@@ -293,7 +231,7 @@ static int start(struct run *r, void **h, enum eai_code *code)
 }
 
 /* Start, wait for the end, then some more: on_exit must stay at one. */
-static void run_to_end(struct run *r, double max_s)
+static void run_to_end(struct iso_run *r, double max_s)
 {
     void *h = NULL;
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
@@ -361,15 +299,15 @@ static void assert_idle(void)
 static void test_success(void)
 {
     reset_mock();
-    struct run *r = run_new("echo hello; echo oops >&2");
+    struct iso_run *r = run_new("echo hello; echo oops >&2");
     run_to_end(r, 10);
     CU_ASSERT_EQUAL(r->started, 1);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_EXITED);
-    CU_ASSERT_EQUAL(r->res.exit_code, 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
     CU_ASSERT_STRING_EQUAL(r->out, "hello\n");
     CU_ASSERT_STRING_EQUAL(r->err, "oops\n");
-    CU_ASSERT(r->res.duration_s > 0);
-    CU_ASSERT(r->res.cpu_seconds == 0.25); /* from ops->end_work */
+    CU_ASSERT(r->dur > 0);
+    CU_ASSERT(r->cpu == 0.25); /* from ops->end_work */
     CU_ASSERT_EQUAL(M.prepares, 1);
     CU_ASSERT_EQUAL(M.spawns, 1);
     CU_ASSERT_EQUAL(M.end_works, 1);
@@ -384,16 +322,16 @@ static void test_success(void)
 static void test_exit_code_and_stdin(void)
 {
     reset_mock();
-    struct run *r = run_new("exit 3");
+    struct iso_run *r = run_new("exit 3");
     run_to_end(r, 10);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_EXITED);
-    CU_ASSERT_EQUAL(r->res.exit_code, 3);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 3);
     free(r);
     r = run_new("tr a-z A-Z");
     r->job.stdin_data = (const unsigned char *)"from stdin\n";
     r->job.stdin_len = 11;
     run_to_end(r, 10);
-    CU_ASSERT_EQUAL(r->res.exit_code, 0);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
     CU_ASSERT_STRING_EQUAL(r->out, "FROM STDIN\n");
     free(r);
     /* No input: stdin is at EOF at once. */
@@ -408,10 +346,10 @@ static void test_timeout_grace(void)
 {
     /* The program leaves on TERM: one stop step, no hard kill. */
     reset_mock();
-    struct run *r = run_new("echo up; exec sleep 30");
+    struct iso_run *r = run_new("echo up; exec sleep 30");
     r->job.timeout_ms = 300;
     run_to_end(r, 10);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_TIMEOUT);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_TIMEOUT);
     CU_ASSERT_STRING_EQUAL(r->out, "up\n");
     CU_ASSERT_EQUAL(M.stop_steps, 1);
     CU_ASSERT(r->t_done - r->t_start >= 0.25); /* libevent's cached time may be a little behind */
@@ -426,10 +364,10 @@ static void test_timeout_hard_kill(void)
     /* TERM ignored: after the grace, the process group is SIGKILLed. */
     reset_mock();
     M.grace_ms = 400;
-    struct run *r = run_new("trap '' TERM; echo up; exec sleep 30");
+    struct iso_run *r = run_new("trap '' TERM; echo up; exec sleep 30");
     r->job.timeout_ms = 300;
     run_to_end(r, 10);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_TIMEOUT);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_TIMEOUT);
     CU_ASSERT_EQUAL(M.stop_steps, 2);
     CU_ASSERT(r->t_done - r->t_start >= 0.65); /* timeout + grace */
     CU_ASSERT(r->t_done - r->t_start < 4);
@@ -441,11 +379,11 @@ static void test_timeout_hard_kill(void)
 static void test_cancel_running(void)
 {
     reset_mock();
-    struct run *r = run_new("echo started; exec sleep 30");
+    struct iso_run *r = run_new("echo started; exec sleep 30");
     void *h = NULL;
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
-    double t0 = now_s();
-    while (!strstr(r->out, "started") && now_s() - t0 < 10)
+    double t0 = iso_now_s();
+    while (!strstr(r->out, "started") && iso_now_s() - t0 < 10)
         loop_for(0.02, NULL);
     CU_ASSERT_EQUAL(r->started, 1);
     eai_pc_runner_cancel(g_runner, h);
@@ -453,7 +391,7 @@ static void test_cancel_running(void)
     loop_for(10, r);
     loop_for(0.2, NULL);
     CU_ASSERT_EQUAL(r->done, 1);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_CANCELLED);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_CANCELLED);
     CU_ASSERT(r->t_done - t0 < 3);
     eai_pc_runner_cancel(g_runner, h); /* after the end: ignored */
     free(r);
@@ -465,7 +403,7 @@ static void test_parked_then_gate(void)
     /* Parked while the gate is shut: nothing prepared, until it opens. */
     reset_mock();
     M.gate = 1;
-    struct run *r = run_new("echo ran");
+    struct iso_run *r = run_new("echo ran");
     void *h = NULL;
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
     loop_for(0.2, NULL);
@@ -476,7 +414,7 @@ static void test_parked_then_gate(void)
     eai_pc_runner_unpark_all(g_runner);
     loop_for(10, r);
     CU_ASSERT_EQUAL(r->done, 1);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
     CU_ASSERT_STRING_EQUAL(r->out, "ran\n");
     free(r);
     /* Parked, then the gate fails: refused with the driver's reason. */
@@ -487,8 +425,8 @@ static void test_parked_then_gate(void)
     eai_pc_runner_unpark_all(g_runner);
     loop_for(5, r);
     CU_ASSERT_EQUAL(r->done, 1);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_ERROR);
-    CU_ASSERT_EQUAL(r->res.error_code, EAI_E_SANDBOX_UNAVAILABLE);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_SANDBOX_UNAVAILABLE);
     CU_ASSERT_STRING_EQUAL(r->msg, "mock not ready: test says no");
     CU_ASSERT_EQUAL(r->started, 0);
     CU_ASSERT_EQUAL(r->outlen, 0);
@@ -499,7 +437,7 @@ static void test_parked_then_gate(void)
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
     eai_pc_runner_cancel(g_runner, h);
     loop_for(5, r);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_CANCELLED);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_CANCELLED);
     CU_ASSERT_EQUAL(M.prepares, 1); /* only the first one's */
     free(r);
     assert_idle();
@@ -509,7 +447,7 @@ static void test_fail_closed(void)
 {
     reset_mock();
     M.gate = -1;
-    struct run *r = run_new("echo ran");
+    struct iso_run *r = run_new("echo ran");
     void *h = NULL;
     enum eai_code code = EAI_OK;
     CU_ASSERT_EQUAL(start(r, &h, &code), -1);
@@ -539,8 +477,8 @@ static void test_fail_closed(void)
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
     CU_ASSERT_EQUAL(r->done, 0);
     loop_for(5, r);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_ERROR);
-    CU_ASSERT_EQUAL(r->res.error_code, EAI_E_IMAGE_MISSING);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_IMAGE_MISSING);
     CU_ASSERT_EQUAL(M.prepares, 0);
     free(r);
     assert_idle();
@@ -550,10 +488,10 @@ static void test_prepare_failure(void)
 {
     reset_mock();
     M.fail_prepare = 1;
-    struct run *r = run_new("echo ran");
+    struct iso_run *r = run_new("echo ran");
     run_to_end(r, 10);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_ERROR);
-    CU_ASSERT_EQUAL(r->res.error_code, EAI_E_SANDBOX_FAILED);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_SANDBOX_FAILED);
     CU_ASSERT_STRING_EQUAL(r->msg, "preparing the sandbox: mock prepare failed");
     CU_ASSERT_EQUAL(r->started, 0);
     CU_ASSERT_EQUAL(M.spawns, 0);
@@ -568,10 +506,10 @@ static void test_spawn_failure(void)
 {
     reset_mock();
     M.fail_spawn = 1;
-    struct run *r = run_new("echo ran");
+    struct iso_run *r = run_new("echo ran");
     run_to_end(r, 10);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_ERROR);
-    CU_ASSERT_EQUAL(r->res.error_code, EAI_E_SANDBOX_FAILED);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_SANDBOX_FAILED);
     CU_ASSERT_PTR_NOT_NULL(strstr(r->msg, "cannot start mock"));
     CU_ASSERT_EQUAL(r->started, 0);
     CU_ASSERT_EQUAL(M.end_works, 0);
@@ -584,11 +522,11 @@ static void test_output_cap(void)
 {
     /* 4 MB written, 1000 bytes delivered, the writer never blocked. */
     reset_mock();
-    struct run *r = run_new("head -c 4000000 /dev/zero | tr '\\0' x; echo done >&2");
+    struct iso_run *r = run_new("head -c 4000000 /dev/zero | tr '\\0' x; echo done >&2");
     r->job.output_bytes = 1000;
     run_to_end(r, 20);
-    CU_ASSERT_EQUAL(r->res.outcome, EAI_OUT_EXITED);
-    CU_ASSERT_EQUAL(r->res.exit_code, 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
     CU_ASSERT_EQUAL(r->out_total, 1000);
     CU_ASSERT_STRING_EQUAL(r->err, "done\n");
     free(r);
@@ -602,7 +540,7 @@ static void test_settle(void)
     reset_mock();
     M.need_settle = 1;
     M.settle_ms = 600;
-    struct run *r = run_new("exit 0");
+    struct iso_run *r = run_new("exit 0");
     void *h = NULL;
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
     loop_for(1.5, r);
@@ -611,8 +549,8 @@ static void test_settle(void)
     free(r);
     r = run_new("exit 0");
     CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
-    double t0 = now_s();
-    while (eai_pc_runner_count(g_runner) && ((struct eai_pc_run *)h)->run_exited == 0 && now_s() - t0 < 5)
+    double t0 = iso_now_s();
+    while (eai_pc_runner_count(g_runner) && ((struct eai_pc_run *)h)->run_exited == 0 && iso_now_s() - t0 < 5)
         loop_for(0.01, NULL);
     loop_for(0.05, NULL);
     CU_ASSERT_EQUAL(r->done, 0); /* waiting for the event */
@@ -630,12 +568,12 @@ static void test_shutdown(void)
     /* destroy(): a running, a parked and a settling run end without a
      * callback, synchronously; every reference is dropped. */
     reset_mock();
-    struct run *a = run_new("echo a; exec sleep 30");
-    struct run *b = run_new("echo b");
+    struct iso_run *a = run_new("echo a; exec sleep 30");
+    struct iso_run *b = run_new("echo b");
     void *h = NULL;
     CU_ASSERT_EQUAL_FATAL(start(a, &h, NULL), 0);
-    double t0 = now_s();
-    while (!a->started && now_s() - t0 < 5)
+    double t0 = iso_now_s();
+    while (!a->started && iso_now_s() - t0 < 5)
         loop_for(0.02, NULL);
     M.gate = 1;
     CU_ASSERT_EQUAL_FATAL(start(b, &h, NULL), 0);
@@ -660,7 +598,7 @@ static void test_shutdown(void)
 static void test_parallel(void)
 {
     reset_mock();
-    struct run *rs[8];
+    struct iso_run *rs[8];
     char scripts[8][64];
     for (int i = 0; i < 8; i++) {
         snprintf(scripts[i], sizeof(scripts[i]), "sleep 0.1; echo job-%d; exit %d", i, i);
@@ -668,15 +606,15 @@ static void test_parallel(void)
         void *h;
         CU_ASSERT_EQUAL_FATAL(start(rs[i], &h, NULL), 0);
     }
-    double t0 = now_s();
-    while (eai_pc_runner_count(g_runner) && now_s() - t0 < 20)
+    double t0 = iso_now_s();
+    while (eai_pc_runner_count(g_runner) && iso_now_s() - t0 < 20)
         loop_for(0.02, NULL);
     loop_for(0.2, NULL);
     for (int i = 0; i < 8; i++) {
         char want[32];
         snprintf(want, sizeof(want), "job-%d\n", i);
         CU_ASSERT_EQUAL(rs[i]->done, 1);
-        CU_ASSERT_EQUAL(rs[i]->res.exit_code, i);
+        CU_ASSERT_EQUAL(rs[i]->exit_code, i);
         CU_ASSERT_STRING_EQUAL(rs[i]->out, want);
         free(rs[i]);
     }
