@@ -103,6 +103,37 @@ long long eai_pc_cg_key(const char *text, const char *key);
 /* SIGKILL whatever is still in a cgroup, then rmdir it (a few tries).
  * 0 (removed or absent) or -1. */
 int eai_pc_cg_kill_rmdir(const char *dir);
+/* v2: write each of ctrls ("+memory", ...) to cgroup.subtree_control of
+ * every ancestor of <cgpath> below /sys/fs/cgroup (leaf_too: of <cgpath>
+ * itself as well). */
+void eai_pc_cg2_enable(const char *cgpath, const char *const *ctrls, int leaf_too);
+
+/* --------------------------------------------------------------- create() and specs (pc_util.c) */
+
+/* An executable regular file: name as is when it has a '/', else the first
+ * in $PATH.  0 with out filled, or -1 (out: the name). */
+int eai_pc_find_in_path(const char *name, char *out, size_t len);
+/* FNV-1a 64 of s: stable per-instance names (cgroup subtrees). */
+unsigned long long eai_pc_fnv1a(const char *s);
+/* The first line of src (may be NULL) into dst. */
+void eai_pc_one_line(char *dst, size_t len, const char *src);
+/* A non-empty string member of the config subtree, or NULL. */
+const char *eai_pc_cfg_str(const json_t *cfg, const char *key);
+/* The OCI process args and env of job: env = its K=V entries, plus PATH,
+ * HOME=/tmp, LANG=C.UTF-8 when absent, plus TRACEPARENT when given.  0
+ * with both new arrays, or -1 (no argv, out of memory). */
+int eai_pc_oci_args_env(const struct eai_iso_job *job, json_t **args, json_t **env);
+/* OCI linux.resources.cpu for cpu_millis (quota per 100 ms period, at least 1 ms). */
+json_t *eai_pc_oci_cpu(int64_t cpu_millis);
+/* Worker: write doc (stolen; NULL: "cannot build <what>") to path.  0 or -1 with msg. */
+int eai_pc_write_json(const char *path, json_t *doc, const char *what, char *msg, size_t msglen);
+/* Worker: the common part of laying out a bundle: the tmpfs at <dir>/tmp
+ * (eai_pc_bundle_tmpfs), the job's input files in it, and <dir>/config.json
+ * from spec(b, job) (the backend's OCI spec).  0 or -1 with msg. */
+struct eai_pc_bundle;
+typedef json_t *(*eai_pc_spec_fn)(const struct eai_pc_bundle *b, const struct eai_iso_job *job);
+int eai_pc_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, eai_pc_spec_fn spec, char *msg,
+                          size_t msglen);
 
 /* --------------------------------------------------------------- run I/O (pc_io.c) */
 
