@@ -14,7 +14,8 @@
  *   FINISHING worker: ops->end_work, collect, ops->teardown_work
  *   then on_exit exactly once, and the run is freed.
  *
- * Loop thread only, never blocking, except eai_pc_runner_shutdown().
+ * This file is the lifecycle; pc_runner_api.c is what drivers call (start,
+ * cancel, unpark, shutdown).  Loop thread only, never blocking.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,37 +30,11 @@
 
 #include <eai/plugin.h>
 
-#include "eai_pc.h"
-
-enum pc_run_state { PC_PARKED = 0, PC_PREPARING, PC_RUNNING, PC_SETTLING, PC_FINISHING };
-
-struct eai_pc_runner {
-    const struct eai_host *host;
-    const struct eai_pc_driver_ops *ops;
-    void *drv;
-    const char *work_dir, *cg_parent;
-    unsigned uid;
-    int cg_v2;
-    int *inflight;
-    const int *destroying;
-    unsigned long seq;
-    struct eai_pc_run *runs;     /* every live run */
-};
-
-static int destroying(const struct eai_pc_runner *r)
-{
-    return *r->destroying;
-}
-
-/* A worker step or a child of the run holds the driver. */
-static void hold(struct eai_pc_runner *r)
-{
-    ++*r->inflight;
-}
+#include "pc_runner_int.h"
 
 /* ------------------------------------------------------------ runs */
 
-static void run_unlink(struct eai_pc_run *e)
+void eai_pc_run_unlink(struct eai_pc_run *e)
 {
     for (struct eai_pc_run **pp = &e->runner->runs; *pp; pp = &(*pp)->next) {
         if (*pp == e) {
@@ -78,7 +52,7 @@ static void ev_free(struct event **ev)
     }
 }
 
-static void run_free(struct eai_pc_run *e)
+void eai_pc_run_free(struct eai_pc_run *e)
 {
     eai_pc_stream_close(&e->out);
     eai_pc_stream_close(&e->err);
@@ -115,7 +89,7 @@ static void deliver(struct eai_pc_run *e)
     if (res.outcome == EAI_OUT_ERROR && !destroying(R))
         R->host->log(R->host, R->ops->component, EAI_LOG_ERROR, "%s: %s%s%.300s", e->b.cid,
                      res.error_message ? res.error_message : "", e->err_tail_len ? ": " : "", e->err_tail);
-    run_unlink(e);
+    eai_pc_run_unlink(e);
     if (!destroying(R) && e->cb.on_exit)
         e->cb.on_exit(e->cb_arg, &res);
     if (R->ops->retire)
@@ -140,11 +114,11 @@ static void finish_done(void *arg)
     struct eai_pc_run *e = arg;
     struct eai_pc_runner *R = e->runner;
     deliver(e);
-    run_free(e);
+    eai_pc_run_free(e);
     R->ops->release(R->drv); /* may free the driver and R: last */
 }
 
-static void begin_finish(struct eai_pc_run *e)
+void eai_pc_run_finish(struct eai_pc_run *e)
 {
     struct eai_pc_runner *R = e->runner;
     if (e->state == PC_FINISHING)
@@ -175,7 +149,7 @@ static int settled(const struct eai_pc_run *e)
 static void maybe_finish(struct eai_pc_run *e)
 {
     if (e->state == PC_SETTLING && e->helpers == 0 && (settled(e) || !e->settle_armed))
-        begin_finish(e);
+        eai_pc_run_finish(e);
 }
 
 void eai_pc_run_poke(struct eai_pc_run *run)
@@ -312,7 +286,7 @@ static void stop_next(struct eai_pc_run *e)
         stop_next(e);
 }
 
-static void run_stop(struct eai_pc_run *e)
+void eai_pc_run_stop(struct eai_pc_run *e)
 {
     if (e->stopping || e->state != PC_RUNNING || e->run_exited)
         return;
@@ -326,7 +300,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
     if (e->run_exited)
         return;
     e->timed_out = 1;
-    run_stop(e);
+    eai_pc_run_stop(e);
 }
 
 /* ------------------------------------------------------------ running */
@@ -394,7 +368,7 @@ static void watch_pipes(struct eai_pc_run *e)
         /* Cannot read it: stop it rather than let it block on a full pipe. */
         snprintf(e->msg, sizeof(e->msg), "out of memory watching the sandbox");
         e->early_code = EAI_E_SANDBOX_FAILED;
-        run_stop(e);
+        eai_pc_run_stop(e);
     }
     if (e->job->timeout_ms > 0) {
         e->ev_timeout = evtimer_new(base, on_timeout, e);
@@ -468,18 +442,18 @@ static void prepare_done(void *arg)
     const struct eai_pc_driver_ops *ops = R->ops;
     e->state = PC_RUNNING;
     if (e->early_code || e->cancelled || destroying(R)) {
-        begin_finish(e);
+        eai_pc_run_finish(e);
     } else {
         e->t_start_ns = eai_pc_mono_ns();
         if (run_spawn(e) < 0) {
             e->early_code = EAI_E_SANDBOX_FAILED;
-            begin_finish(e);
+            eai_pc_run_finish(e);
         }
     }
     ops->release(drv);
 }
 
-static void launch(struct eai_pc_run *e)
+void eai_pc_run_launch(struct eai_pc_run *e)
 {
     struct eai_pc_runner *R = e->runner;
     e->state = PC_PREPARING;
@@ -495,11 +469,10 @@ static void on_soon(evutil_socket_t fd, short what, void *arg)
 {
     struct eai_pc_run *e = arg;
     e->state = PC_RUNNING;
-    begin_finish(e);
+    eai_pc_run_finish(e);
 }
 
-/* End a run that never ran, from the loop, after start() returned. */
-static void end_soon(struct eai_pc_run *e, int code, const char *msg)
+void eai_pc_run_end_soon(struct eai_pc_run *e, int code, const char *msg)
 {
     if (code)
         e->early_code = code;
@@ -510,197 +483,7 @@ static void end_soon(struct eai_pc_run *e, int code, const char *msg)
     struct timeval zero = {0, 0};
     if (!e->ev_soon || evtimer_add(e->ev_soon, &zero) < 0) {
         e->state = PC_RUNNING;
-        begin_finish(e);
+        eai_pc_run_finish(e);
     }
 }
 
-/* ------------------------------------------------------------ API */
-
-/* "<prefix><cleaned job id>-<8 random hex>-<seq>".  strict: containerd's
- * rule [A-Za-z0-9]+([._-][A-Za-z0-9]+)* (other bytes become one '-');
- * else [A-Za-z0-9_-] are kept and the rest dropped. */
-static void make_cid(struct eai_pc_runner *R, const char *id, char *out, size_t len)
-{
-    char clean[48];
-    size_t n = 0;
-    for (const char *p = id ? id : ""; *p && n + 1 < sizeof(clean); p++) {
-        char c = *p;
-        int alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-        if (alnum || (!R->ops->cid_strict && (c == '-' || c == '_')))
-            clean[n++] = c;
-        else if (R->ops->cid_strict && n > 0 && clean[n - 1] != '-')
-            clean[n++] = '-';
-    }
-    while (R->ops->cid_strict && n > 0 && clean[n - 1] == '-')
-        n--;
-    clean[n] = '\0';
-    unsigned char rnd[4] = {0};
-    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-        memset(rnd, 0, sizeof(rnd));
-    snprintf(out, len, "%s%s%s%02x%02x%02x%02x-%lu", R->ops->cid_prefix, clean, n ? "-" : "", rnd[0], rnd[1],
-             rnd[2], rnd[3], ++R->seq);
-}
-
-struct eai_pc_runner *eai_pc_runner_new(const struct eai_host *host, const struct eai_pc_driver_ops *ops, void *drv,
-                                        const char *work_dir, const char *cg_parent, unsigned uid, int cg_v2,
-                                        int *inflight, const int *destroying)
-{
-    struct eai_pc_runner *r = calloc(1, sizeof(*r));
-    if (!r)
-        return NULL;
-    *r = (struct eai_pc_runner){.host = host, .ops = ops, .drv = drv, .work_dir = work_dir, .cg_parent = cg_parent,
-                                .uid = uid, .cg_v2 = cg_v2, .inflight = inflight, .destroying = destroying};
-    return r;
-}
-
-void eai_pc_runner_free(struct eai_pc_runner *r)
-{
-    free(r);
-}
-
-int eai_pc_runner_start(struct eai_pc_runner *R, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
-                        void *cb_arg, void **handle, struct eai_error **err)
-{
-    const struct eai_host *h = R->host;
-    const char *name = R->ops->name;
-    char why[PATH_MAX + 384];
-    why[0] = '\0';
-    int gate = R->ops->gate(R->drv, why, sizeof(why));
-    if (gate < 0) {
-        if (err)
-            *err = h->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "%s", why[0] ? why : "not ready");
-        return -1;
-    }
-    if (!job || !job->argv || !job->argv[0] || !cb || !cb->on_exit) {
-        if (err)
-            *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "%s: job without a command or callbacks", name);
-        return -1;
-    }
-    for (size_t i = 0; i < job->nfiles; i++) {
-        if (!eai_pc_tmp_path_valid(job->files[i].path)) {
-            if (err)
-                *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "%s: file path %s is not under /tmp", name,
-                                    job->files[i].path ? job->files[i].path : "(null)");
-            return -1;
-        }
-    }
-    struct eai_pc_run *e = calloc(1, sizeof(*e) + R->ops->priv_size);
-    if (!e) {
-        if (err)
-            *err = h->error_new(EAI_E_INTERNAL, ENOMEM, "%s: out of memory", name);
-        return -1;
-    }
-    e->runner = R;
-    e->priv = e + 1;
-    e->job = job;
-    memcpy(&e->cb, cb, cb->size < sizeof(e->cb) ? cb->size : sizeof(e->cb));
-    e->cb_arg = cb_arg;
-    e->out = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
-    e->err = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDERR};
-    e->in_fd = -1;
-    e->b.uid = R->uid;
-    e->b.cg_v2 = R->cg_v2;
-    make_cid(R, job->id, e->b.cid, sizeof(e->b.cid));
-    e->next = R->runs;
-    R->runs = e;
-    *handle = e;
-    if (!job->image || h->image_rootfs(h, job->image, e->b.rootfs, sizeof(e->b.rootfs)) < 0) {
-        char m[256];
-        snprintf(m, sizeof(m), "image %s is not in the local image store", job->image ? job->image : "(none)");
-        end_soon(e, EAI_E_IMAGE_MISSING, m);
-        return 0;
-    }
-    snprintf(e->b.dir, sizeof(e->b.dir), "%s/%s", R->work_dir, e->b.cid);
-    snprintf(e->b.cgpath, sizeof(e->b.cgpath), "%s/%s", R->cg_parent, e->b.cid);
-    if (gate == 0) {
-        if (R->ops->admit)
-            R->ops->admit(R->drv, e);
-        launch(e);
-    } else {
-        e->state = PC_PARKED;
-    }
-    return 0;
-}
-
-void eai_pc_runner_cancel(struct eai_pc_runner *R, void *handle)
-{
-    struct eai_pc_run *e = R->runs;
-    while (e && e != handle)
-        e = e->next;
-    /* SETTLING: the program has already ended on its own. */
-    if (!e || e->cancelled || e->state == PC_FINISHING || e->state == PC_SETTLING)
-        return;
-    e->cancelled = 1;
-    if (e->state == PC_PARKED)
-        end_soon(e, 0, NULL);
-    else if (e->state == PC_RUNNING && e->run_spawned && !e->run_exited)
-        run_stop(e);
-    /* PREPARING: prepare_done sees the flag. */
-}
-
-void eai_pc_runner_unpark_all(struct eai_pc_runner *R)
-{
-    for (struct eai_pc_run *e = R->runs; e; e = e->next) {
-        if (e->state != PC_PARKED || e->ev_soon)
-            continue;
-        char why[PATH_MAX + 384];
-        why[0] = '\0';
-        int gate = R->ops->gate(R->drv, why, sizeof(why));
-        if (gate < 0)
-            end_soon(e, EAI_E_SANDBOX_UNAVAILABLE, why);
-        else if (gate == 0)
-            launch(e);
-    }
-}
-
-int eai_pc_runner_busy(const struct eai_pc_runner *R)
-{
-    int n = 0;
-    for (const struct eai_pc_run *e = R->runs; e; e = e->next)
-        n += e->state != PC_PARKED;
-    return n;
-}
-
-int eai_pc_runner_count(const struct eai_pc_runner *R)
-{
-    int n = 0;
-    for (const struct eai_pc_run *e = R->runs; e; e = e->next)
-        n++;
-    return n;
-}
-
-struct eai_pc_run *eai_pc_runner_find(struct eai_pc_runner *R, const char *cid)
-{
-    for (struct eai_pc_run *e = R->runs; e; e = e->next)
-        if (!strcmp(e->b.cid, cid))
-            return e->state == PC_FINISHING ? NULL : e;
-    return NULL;
-}
-
-void eai_pc_runner_shutdown(struct eai_pc_runner *R, int pass)
-{
-    struct eai_pc_run *e = R->runs;
-    while (e) {
-        struct eai_pc_run *next = e->next;
-        if (e->state == PC_RUNNING && e->child && !e->run_exited) {
-            e->hard_killed = 1;
-            if (R->ops->shutdown)
-                R->ops->shutdown(R->drv, e, pass);
-        } else if (pass == 0) {
-            /* the rest is for the second pass */
-        } else if (e->ev_soon) {
-            /* ending soon without having run: do it now */
-            event_del(e->ev_soon);
-            e->state = PC_RUNNING;
-            begin_finish(e);
-        } else if (e->state == PC_PARKED || (e->state == PC_RUNNING && !e->run_spawned)) {
-            run_unlink(e);
-            run_free(e);
-        } else if (e->state == PC_SETTLING && e->helpers == 0) {
-            begin_finish(e); /* destroying: runs inline, no callback */
-        }
-        /* PREPARING / FINISHING: their worker step's done callback cleans
-         * up; a live child or helper: the driver's reap ends it. */
-        e = next;
-    }
-}
