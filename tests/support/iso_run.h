@@ -1,5 +1,5 @@
 /* One execution driven through an isolation backend's callbacks, for the
- * tests (tests/sandbox, tests/unit/test_local_runner): what the callbacks
+ * tests (tests/sandbox, tests/runner/test_local_runner): what the callbacks
  * reported, and loop helpers.  Loop thread only. */
 #ifndef EAI_TESTS_ISO_RUN_H
 #define EAI_TESTS_ISO_RUN_H
