@@ -5,6 +5,7 @@
 #ifndef EAI_PC_H
 #define EAI_PC_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -12,6 +13,9 @@
 #include <eai/isolation.h>
 
 struct event_base;
+struct event;
+struct eai_host;
+struct eai_error;
 
 /* --------------------------------------------------------------- defaults */
 
@@ -99,6 +103,37 @@ long long eai_pc_cg_key(const char *text, const char *key);
 /* SIGKILL whatever is still in a cgroup, then rmdir it (a few tries).
  * 0 (removed or absent) or -1. */
 int eai_pc_cg_kill_rmdir(const char *dir);
+/* v2: write each of ctrls ("+memory", ...) to cgroup.subtree_control of
+ * every ancestor of <cgpath> below /sys/fs/cgroup (leaf_too: of <cgpath>
+ * itself as well). */
+void eai_pc_cg2_enable(const char *cgpath, const char *const *ctrls, int leaf_too);
+
+/* --------------------------------------------------------------- create() and specs (pc_util.c) */
+
+/* An executable regular file: name as is when it has a '/', else the first
+ * in $PATH.  0 with out filled, or -1 (out: the name). */
+int eai_pc_find_in_path(const char *name, char *out, size_t len);
+/* FNV-1a 64 of s: stable per-instance names (cgroup subtrees). */
+unsigned long long eai_pc_fnv1a(const char *s);
+/* The first line of src (may be NULL) into dst. */
+void eai_pc_one_line(char *dst, size_t len, const char *src);
+/* A non-empty string member of the config subtree, or NULL. */
+const char *eai_pc_cfg_str(const json_t *cfg, const char *key);
+/* The OCI process args and env of job: env = its K=V entries, plus PATH,
+ * HOME=/tmp, LANG=C.UTF-8 when absent, plus TRACEPARENT when given.  0
+ * with both new arrays, or -1 (no argv, out of memory). */
+int eai_pc_oci_args_env(const struct eai_iso_job *job, json_t **args, json_t **env);
+/* OCI linux.resources.cpu for cpu_millis (quota per 100 ms period, at least 1 ms). */
+json_t *eai_pc_oci_cpu(int64_t cpu_millis);
+/* Worker: write doc (stolen; NULL: "cannot build <what>") to path.  0 or -1 with msg. */
+int eai_pc_write_json(const char *path, json_t *doc, const char *what, char *msg, size_t msglen);
+/* Worker: the common part of laying out a bundle: the tmpfs at <dir>/tmp
+ * (eai_pc_bundle_tmpfs), the job's input files in it, and <dir>/config.json
+ * from spec(b, job) (the backend's OCI spec).  0 or -1 with msg. */
+struct eai_pc_bundle;
+typedef json_t *(*eai_pc_spec_fn)(const struct eai_pc_bundle *b, const struct eai_iso_job *job);
+int eai_pc_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, eai_pc_spec_fn spec, char *msg,
+                          size_t msglen);
 
 /* --------------------------------------------------------------- run I/O (pc_io.c) */
 
@@ -134,5 +169,172 @@ void eai_pc_result_init(struct eai_iso_result *r, int64_t t_start_ns, int64_t t_
                         double peak_mb, const struct eai_pc_collect_result *col);
 /* outcome EXITED with code; signal = code - 128 for 129..192. */
 void eai_pc_result_exited(struct eai_iso_result *r, int code);
+/* outcome ERROR, EAI_E_SANDBOX_FAILED, error_message msg (formatted). */
+void eai_pc_result_failed(struct eai_iso_result *r, char *msg, size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* --------------------------------------------------------------- bundles */
+
+/* Everything a worker needs to lay out one locally run sandbox. */
+struct eai_pc_bundle {
+    char cid[96];
+    char dir[PATH_MAX];          /* <work_dir>/<cid> */
+    char rootfs[PATH_MAX];
+    char cgpath[192];            /* "<cg_parent>/<cid>", no leading slash */
+    unsigned uid;
+    int cg_v2;
+    int mounted;                 /* host tmpfs at <dir>/tmp */
+    int cg_made;
+};
+
+/* What the cgroup told us when the run ended. */
+struct eai_pc_stats {
+    int oom;
+    double cpu_seconds;
+    double peak_mb;
+};
+
+/* --------------------------------------------------------------- the local runner (pc_runner.c) */
+
+/*
+ * One lifecycle for a sandbox run on this host, shared by the gVisor and
+ * Kata backends (docs/plugin-common.md); the backend is a DRIVER that
+ * supplies only its runtime-specific steps through struct
+ * eai_pc_driver_ops (crun's struct custom_handler_s is the model):
+ *
+ *   PARKED    waiting for the driver's gate (probe / sweep)
+ *   PREPARING worker: ops->prepare (bundle, tmpfs, input files, spec)
+ *   RUNNING   loop: the child of ops->spawn_argv, its pipes (stdin
+ *             pumped, stdout/stderr capped), the timeout timer; timeout and
+ *             cancel walk ops->stop_step (grace, then harder)
+ *   SETTLING  the child has ended: wait for the helpers and, when the
+ *             driver says the end is not known yet (ops->settled), for at
+ *             most ops->settle_ms
+ *   FINISHING worker: ops->end_work (leftovers, cgroup stats), collect,
+ *             ops->teardown_work
+ *   then on_exit exactly once (never while the driver is destroying), and
+ *   the run is freed.
+ */
+struct eai_pc_run;
+struct eai_pc_runner;
+
+/* One step of stopping a run (timeout, cancel). */
+struct eai_pc_stop {
+    int kill_child;              /* 1: SIGKILL the child; 2: its process group and it */
+    char *argv[24];              /* a helper child to run (argv[0] NULL: none) */
+    int64_t helper_timeout_ms;
+    const char *what;            /* the helper in logs: "runsc kill" */
+    int64_t next_ms;             /* the next step after that long; < 0: this was the last */
+    char warn[256];              /* logged as a warning when set */
+};
+
+struct eai_pc_driver_ops {
+    const char *name;            /* "gvisor": prefixes start()'s refusals */
+    const char *component;       /* log component */
+    const char *runtime;         /* "runsc": "cannot start runsc: ..." */
+    size_t priv_size;            /* per-run driver state (run->priv, zeroed) */
+    const char *cid_prefix;      /* "eai-": what the sweeps look for */
+    int cid_strict;              /* cids follow containerd's id rule */
+    int drain_reads;             /* reads per pipe once the child ended (0: to EAGAIN/EOF) */
+    int started_on_spawn;        /* 1: started once spawned; 0: the driver calls eai_pc_run_started() */
+
+    /* Loop: 0 when runs may start now, 1 when they wait (parked), -1
+     * refused (why: the whole message, "gvisor not ready: ..."). */
+    int (*gate)(void *drv, char *why, size_t whylen);
+    /* Loop, optional: start() is about to prepare the run now (the warm
+     * pool may hand it a pre-booted sandbox). */
+    void (*admit)(void *drv, struct eai_pc_run *run);
+    /* Worker: lay out the run.  0 or -1 with msg. */
+    int (*prepare)(void *drv, struct eai_pc_run *run, char *msg, size_t msglen);
+    /* Loop: the run's child argv (strings kept in run->priv or the driver).
+     * 0 or -1. */
+    int (*spawn_argv)(void *drv, struct eai_pc_run *run, char **argv, size_t max);
+    /* Loop: stopping step `step` (0, 1, ...).  0, or -1 when there is none. */
+    int (*stop_step)(void *drv, struct eai_pc_run *run, int step, struct eai_pc_stop *st);
+    /* Loop, optional: 1 when the end is known (events); NULL: always. */
+    int (*settled)(void *drv, const struct eai_pc_run *run);
+    /* Loop, optional: how long to wait for it once the child ended (0: not at all). */
+    int64_t (*settle_ms)(void *drv, const struct eai_pc_run *run);
+    /* Worker, only when the child was spawned: leftovers, run->stats. */
+    void (*end_work)(void *drv, struct eai_pc_run *run);
+    /* Worker, after collect: remove the bundle, the cgroup. */
+    void (*teardown_work)(void *drv, struct eai_pc_run *run);
+    /* Loop: the outcome when neither cancelled, failed early nor timed out
+     * (OOM, exit, signal, runtime failure).  msg: for r->error_message. */
+    void (*classify)(void *drv, struct eai_pc_run *run, struct eai_iso_result *r, char *msg, size_t msglen);
+    /* Loop, optional: after on_exit, before the run is freed. */
+    void (*retire)(void *drv, struct eai_pc_run *run);
+    /* Shutdown (blocking allowed), for a run whose child is alive: pass 0
+     * kills, pass 1 deletes (everything is killed by then). */
+    void (*shutdown)(void *drv, struct eai_pc_run *run, int pass);
+    /* Drop one reference (the runner took it with ++*inflight): a worker
+     * step holds one.  May free the driver. */
+    void (*release)(void *drv);
+};
+
+/* What a driver may read and write of a run (the rest is the runner's). */
+struct eai_pc_run {
+    struct eai_pc_runner *runner;
+    struct eai_pc_run *next;
+    const struct eai_iso_job *job;
+    struct eai_pc_bundle b;
+    void *priv;                  /* ops->priv_size bytes */
+    struct eai_pc_stats stats;   /* ops->end_work fills it */
+    int run_spawned, run_exited, wait_status, hard_killed;
+    char err_tail[EAI_PC_ERR_TAIL + 1];
+    size_t err_tail_len;
+    char msg[256];
+
+    /* the runner's */
+    int state;
+    struct eai_iso_callbacks cb;
+    void *cb_arg;
+    int early_code;              /* != 0: ended before running: EAI_E_* */
+    int cancelled, timed_out, stopping, stop_next, started, started_reported;
+    struct eai_pc_child *child;
+    int helpers;                 /* stop helpers still running */
+    struct eai_pc_stream out, err;
+    int in_fd;
+    struct event *ev_in;
+    size_t in_off;
+    struct event *ev_timeout, *ev_stop, *ev_settle, *ev_soon;
+    int settle_armed;
+    int64_t t_start_ns, t_end_ns;
+    struct eai_pc_collect_result col;
+};
+
+/* Bundles go to <work_dir>/<cid>, cgroups to <cg_parent>/<cid>, the
+ * program runs as uid; inflight: the driver's reference count; destroying:
+ * set by the driver's destroy() (no callback reaches core any more).  The
+ * strings and ints are the driver's and must outlive the runner.  NULL
+ * when out of memory.  Loop thread only, like everything below. */
+struct eai_pc_runner *eai_pc_runner_new(const struct eai_host *host, const struct eai_pc_driver_ops *ops, void *drv,
+                                        const char *work_dir, const char *cg_parent, unsigned uid, int cg_v2,
+                                        int *inflight, const int *destroying);
+void eai_pc_runner_free(struct eai_pc_runner *r);
+/* The isolation ops start / cancel. */
+int eai_pc_runner_start(struct eai_pc_runner *r, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
+                        void *cb_arg, void **handle, struct eai_error **err);
+void eai_pc_runner_cancel(struct eai_pc_runner *r, void *handle);
+/* The gate opened or failed: launch (or refuse) the parked runs. */
+void eai_pc_runner_unpark_all(struct eai_pc_runner *r);
+/* Runs holding a sandbox or about to (not parked). */
+int eai_pc_runner_busy(const struct eai_pc_runner *r);
+/* Live runs. */
+int eai_pc_runner_count(const struct eai_pc_runner *r);
+/* The live, not yet finishing run of that cid, or NULL. */
+struct eai_pc_run *eai_pc_runner_find(struct eai_pc_runner *r, const char *cid);
+/* Shutdown (destroying set), two passes: 0 calls ops->shutdown(pass 0) for
+ * every live child; 1 calls it with pass 1, frees parked runs and ends
+ * those ending without a child; the driver then reaps its children
+ * (eai_pc_child_reap_all), whose callbacks end the rest synchronously. */
+void eai_pc_runner_shutdown(struct eai_pc_runner *r, int pass);
+
+/* For drivers: the program started (once; its stdin EOF may go now). */
+void eai_pc_run_started(struct eai_pc_run *run);
+/* For drivers: something the settling waits for has arrived. */
+void eai_pc_run_poke(struct eai_pc_run *run);
+/* The child's pid, or -1. */
+pid_t eai_pc_run_pid(const struct eai_pc_run *run);
 
 #endif

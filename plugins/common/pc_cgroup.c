@@ -80,3 +80,21 @@ int eai_pc_cg_kill_rmdir(const char *dir)
     }
     return -1;
 }
+
+void eai_pc_cg2_enable(const char *cgpath, const char *const *ctrls, int leaf_too)
+{
+    char p[PATH_MAX] = "/sys/fs/cgroup";
+    char rel[256];
+    snprintf(rel, sizeof(rel), "%s", cgpath);
+    char *save = NULL;
+    for (char *t = strtok_r(rel, "/", &save);; t = strtok_r(NULL, "/", &save)) {
+        if (!t && !leaf_too)
+            break;
+        for (size_t i = 0; ctrls[i]; i++)
+            eai_pc_cg_write(p, "cgroup.subtree_control", ctrls[i]);
+        if (!t)
+            break;
+        size_t n = strlen(p);
+        snprintf(p + n, sizeof(p) - n, "/%s", t);
+    }
+}

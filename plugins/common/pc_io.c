@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -121,4 +123,15 @@ void eai_pc_result_exited(struct eai_iso_result *r, int code)
     r->exit_code = code;
     if (code > 128 && code < 128 + 65)
         r->signal = code - 128;
+}
+
+void eai_pc_result_failed(struct eai_iso_result *r, char *msg, size_t msglen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+    r->outcome = EAI_OUT_ERROR;
+    r->error_code = EAI_E_SANDBOX_FAILED;
+    r->error_message = msg;
 }

@@ -35,42 +35,6 @@ static const struct eai_config_key gv_keys[] = {
 
 /* ------------------------------------------------------------ helpers */
 
-static int find_in_path(const char *name, char *out, size_t len)
-{
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        return access(out, X_OK) == 0 ? 0 : -1;
-    }
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-    while (*path) {
-        const char *c = strchr(path, ':');
-        size_t n = c ? (size_t)(c - path) : strlen(path);
-        if (n > 0 && (int)n < (int)len - 2) {
-            snprintf(out, len, "%.*s/%s", (int)n, path, name);
-            struct stat st;
-            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
-                return 0;
-        }
-        path += n;
-        if (*path == ':')
-            path++;
-    }
-    snprintf(out, len, "%s", name);
-    return -1;
-}
-
-static unsigned long long fnv1a(const char *s)
-{
-    unsigned long long h = 1469598103934665603ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
 int gv_ready_gate(const struct gv *g)
 {
     return g->probe_state == 1 && !g->sweeping;
@@ -80,11 +44,13 @@ static void gv_free(struct gv *g)
 {
     if (g->reprobe_ev)
         event_free(g->reprobe_ev);
+    eai_pc_runner_free(g->runner);
     free(g);
 }
 
-void gv_release(struct gv *g)
+void gv_release(void *self)
 {
+    struct gv *g = self;
     g->inflight--;
     if (g->destroying && g->inflight <= 0)
         gv_free(g);
@@ -112,17 +78,7 @@ static void probe_finish(struct gv *g, int ok, const char *reason)
             evtimer_add(g->reprobe_ev, &tv);
     }
     if (gv_ready_gate(g) || g->probe_state < 0)
-        gv_exec_unpark_all(g);
-}
-
-static void one_line(char *dst, size_t len, const char *src)
-{
-    size_t n = 0;
-    while (src[n] && src[n] != '\n' && n + 1 < len) {
-        dst[n] = src[n];
-        n++;
-    }
-    dst[n] = '\0';
+        eai_pc_runner_unpark_all(g->runner);
 }
 
 struct probe_ctx {
@@ -151,7 +107,7 @@ static void probe_run_done(void *arg, int status, const char *out, size_t outlen
     struct probe_ctx *p = arg;
     struct gv *g = p->g;
     char reason[256], line[160];
-    one_line(line, sizeof(line), out);
+    eai_pc_one_line(line, sizeof(line), out);
     if (status == 0) {
         probe_finish(g, 1, NULL);
     } else {
@@ -212,7 +168,7 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
     }
     if (status != 0) {
         char reason[256], line[160];
-        one_line(line, sizeof(line), out);
+        eai_pc_one_line(line, sizeof(line), out);
         snprintf(reason, sizeof(reason), "%s --version failed (%s %d)%s%s", g->runsc,
                  WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                  line[0] ? ": " : "", line);
@@ -220,7 +176,7 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
         gv_release(g);
         return;
     }
-    one_line(g->version, sizeof(g->version), out);
+    eai_pc_one_line(g->version, sizeof(g->version), out);
     if (!strstr(g->version, "runsc")) {
         probe_finish(g, 0, "runsc --version printed no runsc version");
         gv_release(g);
@@ -247,7 +203,7 @@ static void probe_start(struct gv *g)
     snprintf(g->reason, sizeof(g->reason), "probe in progress");
     char name[PATH_MAX];
     snprintf(name, sizeof(name), "%s", g->runsc[0] ? g->runsc : "runsc");
-    if (find_in_path(name, g->runsc, sizeof(g->runsc)) < 0) {
+    if (eai_pc_find_in_path(name, g->runsc, sizeof(g->runsc)) < 0) {
         char reason[PATH_MAX + 64];
         snprintf(reason, sizeof(reason), "runsc not found or not executable: %s", g->runsc);
         probe_finish(g, 0, reason);
@@ -365,7 +321,7 @@ static void sweep_done(void *arg)
                          s->cgroups);
         g->sweeping = 0;
         if (gv_ready_gate(g))
-            gv_exec_unpark_all(g);
+            eai_pc_runner_unpark_all(g->runner);
     }
     free(s);
     gv_release(g);
@@ -403,18 +359,14 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
 static int gv_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
                     void **handle, struct eai_error **err)
 {
-    return gv_exec_start(self, job, cb, cb_arg, handle, err);
+    struct gv *g = self;
+    return eai_pc_runner_start(g->runner, job, cb, cb_arg, handle, err);
 }
 
 static void gv_cancel(void *self, void *handle)
 {
-    gv_exec_cancel(self, handle);
-}
-
-static const char *cfg_str(const json_t *cfg, const char *key)
-{
-    json_t *v = cfg ? json_object_get(cfg, key) : NULL;
-    return json_is_string(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+    struct gv *g = self;
+    eai_pc_runner_cancel(g->runner, handle);
 }
 
 static void *gv_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
@@ -437,16 +389,16 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     }
     g->host = host;
     const char *s;
-    snprintf(g->runsc, sizeof(g->runsc), "%s", (s = cfg_str(config, "runsc")) ? s : "runsc");
-    if ((s = cfg_str(config, "state_dir")))
+    snprintf(g->runsc, sizeof(g->runsc), "%s", (s = eai_pc_cfg_str(config, "runsc")) ? s : "runsc");
+    if ((s = eai_pc_cfg_str(config, "state_dir")))
         snprintf(g->state_dir, sizeof(g->state_dir), "%s", s);
     else
         snprintf(g->state_dir, sizeof(g->state_dir), "%s/gvisor/state", host->data_dir);
-    if ((s = cfg_str(config, "work_dir")))
+    if ((s = eai_pc_cfg_str(config, "work_dir")))
         snprintf(g->work_dir, sizeof(g->work_dir), "%s", s);
     else
         snprintf(g->work_dir, sizeof(g->work_dir), "%s/gvisor/work", host->data_dir);
-    snprintf(g->platform, sizeof(g->platform), "%s", (s = cfg_str(config, "platform")) ? s : "ptrace");
+    snprintf(g->platform, sizeof(g->platform), "%s", (s = eai_pc_cfg_str(config, "platform")) ? s : "ptrace");
     json_t *v = config ? json_object_get(config, "uid") : NULL;
     g->uid = json_is_integer(v) ? (unsigned)json_integer_value(v) : 65534;
     v = config ? json_object_get(config, "probe") : NULL;
@@ -479,12 +431,13 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     g->cg_v2 = stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0;
     /* Our own cgroup subtree, distinct per state dir: two servers on one
      * host never sweep each other's leaves. */
-    snprintf(g->cg_parent, sizeof(g->cg_parent), "eai/%016llx", fnv1a(g->state_dir));
+    snprintf(g->cg_parent, sizeof(g->cg_parent), "eai/%016llx", eai_pc_fnv1a(g->state_dir));
     g->reprobe_ev = evtimer_new(host->base, on_reprobe, g);
-    if (!g->reprobe_ev) {
+    g->runner = gv_runner_new(g);
+    if (!g->reprobe_ev || !g->runner) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "gvisor: out of memory");
-        free(g);
+        gv_free(g);
         return NULL;
     }
     unsigned char rnd[4] = {0};
@@ -507,11 +460,11 @@ static void gv_destroy(void *self)
     event_del(g->reprobe_ev);
     /* kill everything first, give the sandboxes a moment to die, then
      * delete them (fast once dead) */
-    gv_exec_destroy_all(g, 1);
+    eai_pc_runner_shutdown(g->runner, 0);
     gv_pool_destroy_all(g, 1);
     struct timespec settle = {0, 150 * 1000000L};
     nanosleep(&settle, NULL); /* shutdown only: the loop no longer serves */
-    gv_exec_destroy_all(g, 0);
+    eai_pc_runner_shutdown(g->runner, 1);
     gv_pool_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
     /* Our cgroup subtree's parents, when empty. */

@@ -28,7 +28,6 @@ struct event;
 
 /* --------------------------------------------------------------- instance */
 
-struct gv_exec;
 struct gv_pooled;
 
 #define GV_POOL_SHAPES 4              /* distinct shapes kept warm (LRU) */
@@ -66,61 +65,41 @@ struct gv {
     } shapes[GV_POOL_SHAPES];
     int64_t pool_backoff_until;  /* monotonic ms: no boots before */
 
-    struct gv_exec *execs;       /* every live execution */
+    struct eai_pc_runner *runner; /* every live execution (plugins/common) */
     unsigned long seq;
     int inflight;                /* work items and children referencing us */
     int destroying;
 };
 
 int gv_ready_gate(const struct gv *g); /* 1 when jobs may start now */
-void gv_release(struct gv *g);         /* drop one inflight; frees when destroying */
+void gv_release(void *self);           /* drop one inflight; frees when destroying */
 
-/* gvisor_exec.c */
-int gv_exec_start(struct gv *g, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
-                  void *cb_arg, void **handle, struct eai_error **err);
-void gv_exec_cancel(struct gv *g, void *handle);
-void gv_exec_unpark_all(struct gv *g);
-void gv_exec_destroy_all(struct gv *g, int kill_only);
+/* gvisor_exec.c: the runner driven by runsc. */
+struct eai_pc_runner *gv_runner_new(struct gv *g);
 
 /* gvisor_pool.c */
 /* A ready sandbox of shape s (now TAKEN by the caller) or NULL; (re)fills
  * the pool for s in the background either way. */
-int gv_exec_busy(const struct gv *g);
 struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s);
-const struct gv_bundle *gv_pooled_bundle(const struct gv_pooled *p);
+const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p);
 /* The execution is done with it: tear the sandbox down in the background. */
 void gv_pool_release(struct gv_pooled *p);
 void gv_pool_destroy_all(struct gv *g, int kill_only);
 
 /* --------------------------------------------------------------- files */
 
-/* Everything the worker needs to lay out one bundle. */
-struct gv_bundle {
-    char cid[96];
-    char dir[PATH_MAX];          /* <work_dir>/<cid> */
-    char rootfs[PATH_MAX];
-    char cgpath[192];            /* "eai/<hash>/<cid>", no leading slash */
-    unsigned uid;
-    int cg_v2;
-    int mounted;                 /* host tmpfs at <dir>/tmp */
-    int cg_made;
-};
+/* Bundles: struct eai_pc_bundle (plugins/common/eai_pc.h). */
 
 /* Worker: mkdir bundle, mount the size-capped tmpfs, write input files,
  * config.json, create the cgroup leaves.  0 or -1 with msg. */
-int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
 /* Worker: the job's OCI process object as a file (runsc exec --process). */
-int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
+int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
                      size_t msglen);
 /* Worker: restart the leaf's peak memory counter (pooled sandboxes). */
-void gv_cgroup_reset_peak(const struct gv_bundle *b);
+void gv_cgroup_reset_peak(const struct eai_pc_bundle *b);
 
-struct gv_stats {
-    int oom;
-    double cpu_seconds;
-    double peak_mb;
-};
-void gv_cgroup_stats(const struct gv_bundle *b, struct gv_stats *st);
+void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st);
 /* Kill what is left in the leaves, remove them.  0 or -1. */
 int gv_cgroup_remove(const char *cgpath, int cg_v2);
 

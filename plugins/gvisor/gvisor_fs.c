@@ -34,46 +34,17 @@
 
 /* ------------------------------------------------------------ OCI spec */
 
-static int env_has(const char *const *env, const char *key)
-{
-    size_t k = strlen(key);
-    for (size_t i = 0; env && env[i]; i++)
-        if (!strncmp(env[i], key, k) && env[i][k] == '=')
-            return 1;
-    return 0;
-}
-
 static json_t *rlimit(const char *type, int64_t v)
 {
     return json_pack("{s:s, s:I, s:I}", "type", type, "hard", (json_int_t)v, "soft", (json_int_t)v);
 }
 
 /* The OCI `process` object of a job (also runsc exec's --process file). */
-static json_t *process_new(const struct gv_bundle *b, const struct eai_iso_job *job)
+static json_t *process_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
-    json_t *args = json_array(), *env = json_array();
-    if (!args || !env)
-        goto fail;
-    for (size_t i = 0; job->argv[i]; i++)
-        json_array_append_new(args, json_string(job->argv[i]));
-    for (size_t i = 0; job->env && job->env[i]; i++) {
-        const char *eq = strchr(job->env[i], '=');
-        if (eq && eq != job->env[i])
-            json_array_append_new(env, json_string(job->env[i]));
-    }
-    if (!env_has(job->env, "PATH"))
-        json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
-    if (!env_has(job->env, "HOME"))
-        json_array_append_new(env, json_string("HOME=/tmp"));
-    if (!env_has(job->env, "LANG"))
-        json_array_append_new(env, json_string("LANG=C.UTF-8"));
-    if (job->traceparent && *job->traceparent && !env_has(job->env, "TRACEPARENT")) {
-        char tp[256];
-        snprintf(tp, sizeof(tp), "TRACEPARENT=%s", job->traceparent);
-        json_array_append_new(env, json_string(tp));
-    }
-    if (json_array_size(args) == 0)
-        goto fail;
+    json_t *args, *env;
+    if (eai_pc_oci_args_env(job, &args, &env) < 0)
+        return NULL;
     int64_t pids = job->pids > 0 ? job->pids : GV_DEFAULT_PIDS;
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective", "inheritable",
                              "permitted", "ambient");
@@ -82,13 +53,9 @@ static json_t *process_new(const struct gv_bundle *b, const struct eai_iso_job *
                                 (int)b->uid, "gid", (int)b->uid, "args", args, "env", env, "cwd", "/tmp",
                                 "capabilities", caps, "rlimits", rl, "noNewPrivileges", 1);
     return process;
-fail:
-    json_decref(args);
-    json_decref(env);
-    return NULL;
 }
 
-static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job)
+static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
     json_t *process = process_new(b, job);
     if (!process)
@@ -107,12 +74,8 @@ static json_t *spec_new(const struct gv_bundle *b, const struct eai_iso_job *job
     json_t *res = json_object();
     if (res && job->memory_bytes > 0)
         json_object_set_new(res, "memory", json_pack("{s:I}", "limit", (json_int_t)job->memory_bytes));
-    if (res && job->cpu_millis > 0) {
-        int64_t quota = job->cpu_millis * 100;
-        if (quota < 1000)
-            quota = 1000;
-        json_object_set_new(res, "cpu", json_pack("{s:I, s:I}", "quota", (json_int_t)quota, "period", 100000));
-    }
+    if (res && job->cpu_millis > 0)
+        json_object_set_new(res, "cpu", eai_pc_oci_cpu(job->cpu_millis));
     char cgp[256];
     snprintf(cgp, sizeof(cgp), "/%s", b->cgpath);
     json_t *linux_ = json_pack("{s:[{s:s},{s:s},{s:s},{s:s},{s:s}], s:o, s:s}", "namespaces", "type", "pid", "type",
@@ -137,22 +100,7 @@ static int cg_leaf(char *out, size_t len, const char *ctrl, const char *cgpath, 
     return (n > 0 && (size_t)n < len) ? 0 : -1;
 }
 
-/* v2: enable memory and cpu for children along the path. */
-static void cg2_enable(const char *cgpath)
-{
-    char p[PATH_MAX] = "/sys/fs/cgroup";
-    char rel[256];
-    snprintf(rel, sizeof(rel), "%s", cgpath);
-    char *save = NULL;
-    for (char *t = strtok_r(rel, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        eai_pc_cg_write(p, "cgroup.subtree_control", "+memory");
-        eai_pc_cg_write(p, "cgroup.subtree_control", "+cpu");
-        size_t n = strlen(p);
-        snprintf(p + n, sizeof(p) - n, "/%s", t);
-    }
-}
-
-static int cg_create(const struct gv_bundle *b, int64_t memory, char *msg, size_t msglen)
+static int cg_create(const struct eai_pc_bundle *b, int64_t memory, char *msg, size_t msglen)
 {
     char leaf[PATH_MAX], v[32];
     snprintf(v, sizeof(v), "%lld", (long long)memory);
@@ -162,7 +110,8 @@ static int cg_create(const struct gv_bundle *b, int64_t memory, char *msg, size_
         *strrchr(parent, '/') = '\0';
         if (eai_pc_mkdir_p(parent, 0755) < 0)
             goto fail;
-        cg2_enable(b->cgpath);
+        static const char *const ctrls[] = {"+memory", "+cpu", NULL};
+        eai_pc_cg2_enable(b->cgpath, ctrls, 0); /* for children along the path */
         cg_leaf(leaf, sizeof(leaf), NULL, b->cgpath, 1);
         if (mkdir(leaf, 0755) < 0 || (memory > 0 && eai_pc_cg_write(leaf, "memory.max", v) < 0))
             goto fail;
@@ -185,7 +134,7 @@ fail:
     return -1;
 }
 
-void gv_cgroup_stats(const struct gv_bundle *b, struct gv_stats *st)
+void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
 {
     char leaf[PATH_MAX], buf[4096];
     memset(st, 0, sizeof(*st));
@@ -233,47 +182,21 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
 
 /* ------------------------------------------------------------ bundles */
 
-int gv_bundle_prepare(struct gv_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
-    char p[PATH_MAX + 32];
-    if (eai_pc_bundle_tmpfs(b->dir, job->disk_bytes, &b->mounted, msg, msglen) < 0)
+    if (eai_pc_bundle_prepare(b, job, spec_new, msg, msglen) < 0)
         return -1;
-    if (eai_pc_write_inputs(b->dir, b->uid, job, msg, msglen) < 0)
-        return -1;
-    json_t *spec = spec_new(b, job);
-    if (!spec) {
-        snprintf(msg, msglen, "cannot build config.json");
-        return -1;
-    }
-    snprintf(p, sizeof(p), "%s/config.json", b->dir);
-    int jrc = json_dump_file(spec, p, JSON_COMPACT);
-    json_decref(spec);
-    if (jrc != 0) {
-        snprintf(msg, msglen, "write %s failed", p);
-        return -1;
-    }
     b->cg_made = 1;
     return cg_create(b, job->memory_bytes, msg, msglen);
 }
 
-int gv_write_process(const struct gv_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
+int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
                      size_t msglen)
 {
-    json_t *proc = process_new(b, job);
-    if (!proc) {
-        snprintf(msg, msglen, "cannot build process.json");
-        return -1;
-    }
-    int rc = json_dump_file(proc, path, JSON_COMPACT);
-    json_decref(proc);
-    if (rc != 0) {
-        snprintf(msg, msglen, "write %s failed", path);
-        return -1;
-    }
-    return 0;
+    return eai_pc_write_json(path, process_new(b, job), "process.json", msg, msglen);
 }
 
-void gv_cgroup_reset_peak(const struct gv_bundle *b)
+void gv_cgroup_reset_peak(const struct eai_pc_bundle *b)
 {
     char leaf[PATH_MAX];
     if (b->cg_v2) {

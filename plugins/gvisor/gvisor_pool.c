@@ -33,7 +33,7 @@ struct gv_pooled {
     struct gv *g;
     struct gv_pooled *next;
     struct gv_shape shape;
-    struct gv_bundle b;
+    struct eai_pc_bundle b;
     enum gv_pool_state state;
     int prep_failed;
     struct eai_pc_child *run;
@@ -60,7 +60,7 @@ static int shape_eq(const struct gv_shape *a, const struct gv_shape *b)
            !strcmp(a->rootfs, b->rootfs);
 }
 
-const struct gv_bundle *gv_pooled_bundle(const struct gv_pooled *p)
+const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p)
 {
     return &p->b;
 }
@@ -390,7 +390,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
      * more than one cold run, so when executions and boots already fill
      * the cores, misses run cold and the pool waits for a quieter moment
      * (throughput at saturation stays that of plain runsc run). */
-    int busy = gv_exec_busy(g);
+    int busy = eai_pc_runner_busy(g->runner);
     for (struct gv_pooled *p = g->pool; p; p = p->next)
         busy += p->state == GVP_BOOTING;
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -404,7 +404,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
 }
 
 /* Shutdown: stop every pooled sandbox now (blocking), in the same two
- * passes as gv_exec_destroy_all(); eai_pc_child_reap_all() then runs their
+ * passes as eai_pc_runner_shutdown(); eai_pc_child_reap_all() then runs their
  * callbacks, which clean up synchronously. */
 void gv_pool_destroy_all(struct gv *g, int kill_only)
 {

@@ -39,53 +39,6 @@ static const struct eai_config_key kt_keys[] = {
 
 /* ------------------------------------------------------------ helpers */
 
-static int find_in_path(const char *name, char *out, size_t len)
-{
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        struct stat st;
-        return stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0 ? 0 : -1;
-    }
-    const char *path = getenv("PATH");
-    if (!path || !*path)
-        path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-    while (*path) {
-        const char *c = strchr(path, ':');
-        size_t n = c ? (size_t)(c - path) : strlen(path);
-        if (n > 0 && n + strlen(name) + 2 < len) {
-            snprintf(out, len, "%.*s/%s", (int)n, path, name);
-            struct stat st;
-            if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
-                return 0;
-        }
-        path += n;
-        if (*path == ':')
-            path++;
-    }
-    snprintf(out, len, "%s", name);
-    return -1;
-}
-
-static unsigned long long fnv1a(const char *s)
-{
-    unsigned long long h = 1469598103934665603ULL;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
-
-static void one_line(char *dst, size_t len, const char *src)
-{
-    size_t n = 0;
-    while (src && src[n] && src[n] != '\n' && n + 1 < len) {
-        dst[n] = src[n];
-        n++;
-    }
-    dst[n] = '\0';
-}
-
 /* containerd's rule: "io.containerd.kata.v2" -> "containerd-shim-kata-v2";
  * an absolute path names the shim itself. */
 static int shim_name(const char *runtime, char *out, size_t len)
@@ -113,7 +66,7 @@ int kt_shim_check(struct kt *k, char *why, size_t whylen)
         snprintf(why, whylen, "runtime %s names no shim binary", k->runtime);
         return -1;
     }
-    if (find_in_path(name, k->shim, sizeof(k->shim)) < 0) {
+    if (eai_pc_find_in_path(name, k->shim, sizeof(k->shim)) < 0) {
         snprintf(why, whylen, "%s not found on PATH: the %s runtime is not installed", name, k->runtime);
         return -1;
     }
@@ -142,11 +95,13 @@ static void kt_free(struct kt *k)
         event_free(k->reprobe_ev);
     if (k->probe_wait_ev)
         event_free(k->probe_wait_ev);
+    eai_pc_runner_free(k->runner);
     free(k);
 }
 
-void kt_release(struct kt *k)
+void kt_release(void *self)
 {
+    struct kt *k = self;
     k->inflight--;
     if (k->destroying && k->inflight <= 0)
         kt_free(k);
@@ -251,7 +206,7 @@ static void probe_run_done(void *arg, int status, const char *out, size_t outlen
     }
     if (status != 0) {
         char reason[256], line[200];
-        one_line(line, sizeof(line), out);
+        eai_pc_one_line(line, sizeof(line), out);
         snprintf(reason, sizeof(reason), "trivial container through %s failed (%s %d)%s%s", k->runtime,
                  status < 0 ? "spawn" : WIFEXITED(status) ? "exit" : "signal",
                  status < 0 ? 0 : WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), line[0] ? ": " : "",
@@ -328,7 +283,7 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
     if (status != 0) {
         char reason[256], line[200];
         const char *msg = out ? strstr(out, "ctr: ") : NULL;
-        one_line(line, sizeof(line), msg ? msg : out);
+        eai_pc_one_line(line, sizeof(line), msg ? msg : out);
         snprintf(reason, sizeof(reason), "containerd at %s does not answer (ctr version: %s %d)%s%s", k->address,
                  status < 0 ? "spawn" : WIFEXITED(status) ? "exit" : "signal",
                  status < 0 ? 0 : WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), line[0] ? ": " : "",
@@ -345,7 +300,7 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
         v += strlen("Version:");
         while (*v == ' ')
             v++;
-        one_line(server, sizeof(server), v);
+        eai_pc_one_line(server, sizeof(server), v);
     }
     if (!server[0]) {
         probe_finish(k, 0, "ctr version printed no server version");
@@ -385,7 +340,7 @@ static void probe_start(struct kt *k)
     snprintf(k->reason, sizeof(k->reason), "probe in progress");
     char name[PATH_MAX];
     snprintf(name, sizeof(name), "%s", k->ctr);
-    if (find_in_path(name, k->ctr, sizeof(k->ctr)) < 0) {
+    if (eai_pc_find_in_path(name, k->ctr, sizeof(k->ctr)) < 0) {
         char reason[PATH_MAX + 64];
         snprintf(reason, sizeof(reason), "ctr not found or not executable: %s", k->ctr);
         probe_finish(k, 0, reason);
@@ -462,18 +417,14 @@ static void kt_probe(void *self, struct eai_iso_probe *out)
 static int kt_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
                     void **handle, struct eai_error **err)
 {
-    return kt_exec_start(self, job, cb, cb_arg, handle, err);
+    struct kt *k = self;
+    return eai_pc_runner_start(k->runner, job, cb, cb_arg, handle, err);
 }
 
 static void kt_cancel(void *self, void *handle)
 {
-    kt_exec_cancel(self, handle);
-}
-
-static const char *cfg_str(const json_t *cfg, const char *key)
-{
-    json_t *v = cfg ? json_object_get(cfg, key) : NULL;
-    return json_is_string(v) && *json_string_value(v) ? json_string_value(v) : NULL;
+    struct kt *k = self;
+    eai_pc_runner_cancel(k->runner, handle);
 }
 
 /* containerd's namespace rule: [A-Za-z0-9]+([._-][A-Za-z0-9]+)*, <= 63. */
@@ -513,14 +464,14 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
     }
     k->host = host;
     const char *s;
-    s = cfg_str(config, "address");
+    s = eai_pc_cfg_str(config, "address");
     if (s && !strncmp(s, "unix://", 7))
         s += 7;
     snprintf(k->address, sizeof(k->address), "%s", s ? s : "/run/containerd/containerd.sock");
-    snprintf(k->ns, sizeof(k->ns), "%s", (s = cfg_str(config, "namespace")) ? s : "eai");
-    snprintf(k->ctr, sizeof(k->ctr), "%s", (s = cfg_str(config, "ctr")) ? s : "ctr");
-    snprintf(k->runtime, sizeof(k->runtime), "%s", (s = cfg_str(config, "runtime")) ? s : "io.containerd.kata.v2");
-    if ((s = cfg_str(config, "work_dir")))
+    snprintf(k->ns, sizeof(k->ns), "%s", (s = eai_pc_cfg_str(config, "namespace")) ? s : "eai");
+    snprintf(k->ctr, sizeof(k->ctr), "%s", (s = eai_pc_cfg_str(config, "ctr")) ? s : "ctr");
+    snprintf(k->runtime, sizeof(k->runtime), "%s", (s = eai_pc_cfg_str(config, "runtime")) ? s : "io.containerd.kata.v2");
+    if ((s = eai_pc_cfg_str(config, "work_dir")))
         snprintf(k->work_dir, sizeof(k->work_dir), "%s", s);
     else
         snprintf(k->work_dir, sizeof(k->work_dir), "%s/kata/work", host->data_dir);
@@ -559,7 +510,7 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
     k->cg_v2 = stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0;
     /* Our own cgroup subtree, distinct per work dir: two servers on one
      * host never sweep each other's cgroups. */
-    snprintf(k->cg_parent, sizeof(k->cg_parent), "eai-kata/%016llx", fnv1a(k->work_dir));
+    snprintf(k->cg_parent, sizeof(k->cg_parent), "eai-kata/%016llx", eai_pc_fnv1a(k->work_dir));
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         memset(rnd, 0, sizeof(rnd));
@@ -567,7 +518,8 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
              rnd[2], rnd[3]);
     k->reprobe_ev = evtimer_new(host->base, on_reprobe, k);
     k->probe_wait_ev = evtimer_new(host->base, on_probe_wait, k);
-    if (!k->reprobe_ev || !k->probe_wait_ev) {
+    k->runner = kt_runner_new(k);
+    if (!k->reprobe_ev || !k->probe_wait_ev || !k->runner) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, ENOMEM, "kata: out of memory");
         kt_free(k);
@@ -586,9 +538,13 @@ static void kt_destroy(void *self)
     k->inflight++; /* what runs inline below may drop the last reference */
     event_del(k->reprobe_ev);
     event_del(k->probe_wait_ev);
-    kt_exec_destroy_all(k);
+    /* Running executions: SIGKILL their ctr, reap it (and the kill helpers);
+     * each then ends synchronously, leftovers deleted, no callback. */
+    eai_pc_runner_shutdown(k->runner, 0);
+    eai_pc_runner_shutdown(k->runner, 1);
     kt_events_stop(k);
-    if (!k->execs)
+    eai_pc_child_reap_all(k);
+    if (!eai_pc_runner_count(k->runner))
         kt_cgroup_rmdir_parent(k->cg_parent, k->cg_v2);
     if (k->probe_ctx && k->probe_waiting) {
         k->probe_waiting = 0;

@@ -28,7 +28,6 @@ struct event;
 
 /* --------------------------------------------------------------- instance */
 
-struct kt_exec;
 struct kt_events;
 
 /* What the events stream told us about one container. */
@@ -69,14 +68,14 @@ struct kt {
 
     struct kt_events *events;    /* `ctr events` child */
 
-    struct kt_exec *execs;       /* every live execution */
+    struct eai_pc_runner *runner; /* every live execution (plugins/common) */
     unsigned long seq;
     int inflight;                /* work items and children referencing us */
     int destroying;
 };
 
 int kt_ready(const struct kt *k);   /* 1 when jobs may start now */
-void kt_release(struct kt *k);      /* drop one inflight; frees when destroying */
+void kt_release(void *self);        /* drop one inflight; frees when destroying */
 /* 0 when the shim binary for k->runtime is on PATH (fills k->shim). */
 int kt_shim_check(struct kt *k, char *why, size_t whylen);
 /* argv prefix for ctr: {ctr, --address, A, --namespace, N, --connect-timeout, 5s}. */
@@ -97,40 +96,23 @@ void kt_on_event(struct kt *k, const char *topic, const char *cid, int exit_stat
 int kt_event_parse(const char *line, const char *ns, char *topic, size_t topiclen, char *cid, size_t cidlen,
                    int *exit_status);
 
-/* kata_exec.c */
-int kt_exec_start(struct kt *k, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
-                  void *cb_arg, void **handle, struct eai_error **err);
-void kt_exec_cancel(struct kt *k, void *handle);
+/* kata_exec.c: the runner driven by ctr; events of our containers. */
+struct eai_pc_runner *kt_runner_new(struct kt *k);
 void kt_exec_event(struct kt *k, const char *topic, const char *cid, int exit_status);
-void kt_exec_destroy_all(struct kt *k);
 
 /* --------------------------------------------------------------- files */
 
-/* Everything a worker needs to lay out one container. */
-struct kt_bundle {
-    char cid[96];
-    char dir[PATH_MAX];          /* <work_dir>/<cid> */
-    char rootfs[PATH_MAX];
-    char cgpath[192];            /* "eai-kata/<hash>/<cid>": ours; the task is <cgpath>/task */
-    unsigned uid;
-    int cg_v2;
-    int mounted;                 /* host tmpfs at <dir>/tmp */
-    int cg_made;
-};
+/* Bundles: struct eai_pc_bundle (plugins/common/eai_pc.h). */
 
 /* Worker: mkdir dir, mount the size-capped tmpfs, write input files,
  * config.json (the OCI spec handed to `ctr run --config`), create our
  * cgroup.  0 or -1 with msg. */
-int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+int kt_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
 
 /* kata_cgroup.c: make <cgpath> (memory + cpuacct on v1).  0 or -1 with msg. */
-int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen);
+int kt_cgroup_create(const struct eai_pc_bundle *b, char *msg, size_t msglen);
 
-struct kt_stats {
-    double cpu_seconds;
-    double peak_mb;
-};
-void kt_cgroup_stats(const struct kt_bundle *b, struct kt_stats *st);
+void kt_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st);
 /* Kill what is left below cgpath, remove it in every hierarchy.  0 or -1. */
 int kt_cgroup_remove(const char *cgpath, int cg_v2);
 /* rmdir <cg_parent> and its parent where they are empty (at destroy). */

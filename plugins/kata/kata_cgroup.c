@@ -20,33 +20,15 @@
 #include "eai_pc.h"
 #include "kata.h"
 
-/* v2: enable memory, cpu and pids for children along the path. */
-static void cg2_enable(const char *cgpath)
-{
-    char p[PATH_MAX] = "/sys/fs/cgroup";
-    char rel[256];
-    snprintf(rel, sizeof(rel), "%s", cgpath);
-    char *save = NULL;
-    for (char *t = strtok_r(rel, "/", &save); t; t = strtok_r(NULL, "/", &save)) {
-        eai_pc_cg_write(p, "cgroup.subtree_control", "+memory");
-        eai_pc_cg_write(p, "cgroup.subtree_control", "+cpu");
-        eai_pc_cg_write(p, "cgroup.subtree_control", "+pids");
-        size_t n = strlen(p);
-        snprintf(p + n, sizeof(p) - n, "/%s", t);
-    }
-    eai_pc_cg_write(p, "cgroup.subtree_control", "+memory");
-    eai_pc_cg_write(p, "cgroup.subtree_control", "+cpu");
-    eai_pc_cg_write(p, "cgroup.subtree_control", "+pids");
-}
-
-int kt_cgroup_create(const struct kt_bundle *b, char *msg, size_t msglen)
+int kt_cgroup_create(const struct eai_pc_bundle *b, char *msg, size_t msglen)
 {
     char dir[PATH_MAX];
     if (b->cg_v2) {
         snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", b->cgpath);
         if (eai_pc_mkdir_p(dir, 0755) < 0)
             goto fail;
-        cg2_enable(b->cgpath);
+        static const char *const ctrls[] = {"+memory", "+cpu", "+pids", NULL};
+        eai_pc_cg2_enable(b->cgpath, ctrls, 1); /* for children along the path and the task's */
         return 0;
     }
     static const char *const ctrls[] = {"memory", "cpuacct"};
@@ -61,7 +43,7 @@ fail:
     return -1;
 }
 
-void kt_cgroup_stats(const struct kt_bundle *b, struct kt_stats *st)
+void kt_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
 {
     char dir[PATH_MAX], buf[4096];
     memset(st, 0, sizeof(*st));

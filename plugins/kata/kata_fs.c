@@ -34,15 +34,6 @@
 
 /* ------------------------------------------------------------ OCI spec */
 
-static int env_has(const char *const *env, const char *key)
-{
-    size_t k = strlen(key);
-    for (size_t i = 0; env && env[i]; i++)
-        if (!strncmp(env[i], key, k) && env[i][k] == '=')
-            return 1;
-    return 0;
-}
-
 static int file_exists(const char *p)
 {
     struct stat st;
@@ -55,32 +46,11 @@ static int file_exists(const char *p)
  * bound at /tmp, no capabilities, noNewPrivileges, an unprivileged uid,
  * a network namespace with loopback only (no CNI), memory/cpu/pids limits
  * and a cgroup below ours so usage can be read after the task is gone. */
-static json_t *spec_new(const struct kt_bundle *b, const struct eai_iso_job *job)
+static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
-    json_t *args = json_array(), *env = json_array();
-    if (!args || !env)
-        goto fail;
-    for (size_t i = 0; job->argv[i]; i++)
-        if (json_array_append_new(args, json_string(job->argv[i])) < 0)
-            goto fail;
-    for (size_t i = 0; job->env && job->env[i]; i++) {
-        const char *eq = strchr(job->env[i], '=');
-        if (eq && eq != job->env[i] && json_array_append_new(env, json_string(job->env[i])) < 0)
-            goto fail;
-    }
-    if (!env_has(job->env, "PATH"))
-        json_array_append_new(env, json_string("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
-    if (!env_has(job->env, "HOME"))
-        json_array_append_new(env, json_string("HOME=/tmp"));
-    if (!env_has(job->env, "LANG"))
-        json_array_append_new(env, json_string("LANG=C.UTF-8"));
-    if (job->traceparent && *job->traceparent && !env_has(job->env, "TRACEPARENT")) {
-        char tp[256];
-        snprintf(tp, sizeof(tp), "TRACEPARENT=%s", job->traceparent);
-        json_array_append_new(env, json_string(tp));
-    }
-    if (json_array_size(args) == 0)
-        goto fail;
+    json_t *args, *env;
+    if (eai_pc_oci_args_env(job, &args, &env) < 0)
+        return NULL;
 
     int64_t pids = job->pids > 0 ? job->pids : KT_DEFAULT_PIDS;
     int64_t disk = job->disk_bytes > 0 ? job->disk_bytes : KT_DEFAULT_DISK;
@@ -125,12 +95,8 @@ static json_t *spec_new(const struct kt_bundle *b, const struct eai_iso_job *job
             json_object_set_new(mem, "swap", json_integer((json_int_t)job->memory_bytes));
         json_object_set_new(res, "memory", mem);
     }
-    if (res && job->cpu_millis > 0) {
-        int64_t quota = job->cpu_millis * 100;
-        if (quota < 1000)
-            quota = 1000;
-        json_object_set_new(res, "cpu", json_pack("{s:I, s:I}", "quota", (json_int_t)quota, "period", 100000));
-    }
+    if (res && job->cpu_millis > 0)
+        json_object_set_new(res, "cpu", eai_pc_oci_cpu(job->cpu_millis));
     char cgp[256];
     snprintf(cgp, sizeof(cgp), "/%s/task", b->cgpath);
     json_t *masked = json_pack("[s,s,s,s,s,s,s,s,s,s]", "/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys",
@@ -150,32 +116,14 @@ static json_t *spec_new(const struct kt_bundle *b, const struct eai_iso_job *job
         spec = NULL;
     }
     return spec;
-fail:
-    json_decref(args);
-    json_decref(env);
-    return NULL;
 }
 
 /* ------------------------------------------------------------ bundles */
 
-int kt_bundle_prepare(struct kt_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+int kt_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
-    char p[PATH_MAX + 32];
-    if (eai_pc_bundle_tmpfs(b->dir, job->disk_bytes, &b->mounted, msg, msglen) < 0 ||
-        eai_pc_write_inputs(b->dir, b->uid, job, msg, msglen) < 0)
+    if (eai_pc_bundle_prepare(b, job, spec_new, msg, msglen) < 0)
         return -1;
-    json_t *spec = spec_new(b, job);
-    if (!spec) {
-        snprintf(msg, msglen, "cannot build config.json");
-        return -1;
-    }
-    snprintf(p, sizeof(p), "%s/config.json", b->dir);
-    int jrc = json_dump_file(spec, p, JSON_COMPACT);
-    json_decref(spec);
-    if (jrc != 0) {
-        snprintf(msg, msglen, "write %s failed", p);
-        return -1;
-    }
     b->cg_made = 1;
     return kt_cgroup_create(b, msg, msglen);
 }
