@@ -31,6 +31,7 @@
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
 #include "plugin/loader.h"
+#include "plugin/open.h"
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "obs/otlp.h"
@@ -173,28 +174,24 @@ int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *ho
         json_decref(conf);
         return -1;
     }
-    void *self = d->create(host, conf, &e);
+    void *self = NULL;
+    struct eai_host *handle = NULL; /* the instance's own host handle */
+    int rc = eai_plugin_create(d, host, conf, &self, &handle, &e);
     json_decref(conf);
-    if (!self) {
-        if (!e)
-            e = eai_error_new(EAI_E_STORAGE_UNAVAILABLE, 0, "create failed");
+    if (rc < 0) {
         eai_error_prefix(e, "storage backend '%s'", name);
         eai_error_propagate(err, e);
         return -1;
     }
     out->desc = d;
     out->self = self;
+    out->host = handle;
     return 0;
 }
 
 void eai_app_storage_close(struct eai_plugin_inst *inst)
 {
-    if (inst && inst->desc && inst->self)
-        inst->desc->destroy(inst->self);
-    if (inst) {
-        inst->desc = NULL;
-        inst->self = NULL;
-    }
+    eai_plugin_close(inst);
 }
 
 /* ------------------------------------------------------------ isolation */
@@ -237,9 +234,11 @@ static void isolation_load(struct eai_app *app)
             json_decref(conf);
             continue;
         }
-        void *self = d->create(app->host, conf, &e);
+        void *self = NULL;
+        struct eai_host *handle = NULL;
+        int rc = eai_plugin_create(d, app->host, conf, &self, &handle, &e);
         json_decref(conf);
-        if (!self) {
+        if (rc < 0) {
             iso_fail(name, e && e->message ? e->message : "create failed");
             eai_error_free(e);
             continue;
@@ -260,6 +259,7 @@ static void isolation_load(struct eai_app *app)
                     p.reason[0] ? p.reason : "?");
         app->isolation[app->nisolation].desc = d;
         app->isolation[app->nisolation].self = self;
+        app->isolation[app->nisolation].host = handle;
         app->nisolation++;
     }
 }
@@ -448,11 +448,8 @@ void eai_app_stop(struct eai_app *app)
         eai_server_stop(app);
         started_server = 0;
     }
-    for (int i = app->nisolation - 1; i >= 0; i--) {
-        app->isolation[i].desc->destroy(app->isolation[i].self);
-        app->isolation[i].desc = NULL;
-        app->isolation[i].self = NULL;
-    }
+    for (int i = app->nisolation - 1; i >= 0; i--)
+        eai_plugin_close(&app->isolation[i]);
     app->nisolation = 0;
     if (started_workers) {
         eai_workers_stop();

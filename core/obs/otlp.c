@@ -15,6 +15,8 @@
 #include "base/errors.h"
 #include "base/log.h"
 #include "obs/otlp.h"
+#include "plugin/loader.h"
+#include "plugin/open.h"
 
 #define EAI_OTLP_DEFAULT_TIMEOUT_MS 10000
 
@@ -242,6 +244,7 @@ static const struct eai_plugin_descriptor otlp_descriptor = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "otlp",
     .kind = EAI_KIND_TELEMETRY,
     .version = EAI_VERSION,
@@ -257,26 +260,35 @@ const struct eai_plugin_descriptor *eai_builtin_telemetry_otlp(void) { return &o
 
 int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
 {
-    const char *ep = app->cfg ? app->cfg->otlp_endpoint : NULL;
+    const struct eai_config *cfg = app->cfg;
+    const char *ep = cfg ? cfg->otlp_endpoint : NULL;
+    if (ep && !*ep)
+        ep = NULL;
+    const char *name = cfg && cfg->telemetry_backend ? cfg->telemetry_backend
+                       : ep ? "otlp" : EAI_CFG_TELEMETRY_FALLBACK;
     if (!app->telemetry.desc) {
-        if (!ep || !*ep) {
+        if (strcmp(name, EAI_CFG_TELEMETRY_FALLBACK) == 0) {
             eai_log("trace", EAI_LOG_INFO,
-                    "no OTLP endpoint configured: finished spans go to the log at debug level");
+                    "telemetry backend 'log': finished spans go to the log at debug level");
             return 0;
         }
-        const struct eai_plugin_descriptor *d = eai_builtin_telemetry_otlp();
-        json_t *conf = json_pack("{s:s}", "endpoint", ep);
+        /* by name: the built-in "otlp" or eai-telemetry-<name>.so */
+        eai_plugin_register_builtin(eai_builtin_telemetry_otlp);
+        json_t *conf = cfg && cfg->telemetry_conf ? json_deep_copy(cfg->telemetry_conf) : json_object();
+        if (!conf || (ep && json_object_set_new(conf, "endpoint", json_string(ep)) < 0)) {
+            json_decref(conf);
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        }
         struct eai_error *e = NULL;
-        void *self = conf ? d->create(app->host, conf, &e) : NULL;
+        int rc = eai_plugin_open(cfg && cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir(), app->host,
+                                 EAI_KIND_TELEMETRY, name, conf, cfg ? cfg->source : NULL, "/telemetry", "backend",
+                                 &app->telemetry, &e);
         json_decref(conf);
-        if (!self) {
-            eai_error_set(&e, EAI_E_INTERNAL, "out of memory"); /* unless create() said why */
-            eai_error_prefix(e, "telemetry exporter 'otlp'");
+        if (rc < 0) {
+            eai_error_prefix(e, "telemetry exporter");
             eai_error_propagate(err, e);
             return -1;
         }
-        app->telemetry.desc = d;
-        app->telemetry.self = self;
     }
     const struct eai_telemetry_ops *ops = app->telemetry.desc->ops;
     if (eai_trace_exporter_start(app->base, ops, app->telemetry.self) < 0) {
@@ -290,8 +302,5 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
 void eai_telemetry_stop(struct eai_app *app)
 {
     eai_trace_exporter_stop();
-    if (app->telemetry.desc && app->telemetry.self)
-        app->telemetry.desc->destroy(app->telemetry.self);
-    app->telemetry.self = NULL;
-    app->telemetry.desc = NULL;
+    eai_plugin_close(&app->telemetry);
 }

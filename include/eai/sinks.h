@@ -22,12 +22,16 @@ struct eai_audit_ops {
     /* events: array of sealed audit events in chain order. */
     int (*deliver)(void *self, const json_t *events, eai_deliver_done_fn done, void *arg);
 };
+#define EAI_AUDIT_OPS_SIZE_1_0 (offsetof(struct eai_audit_ops, deliver) + sizeof(void (*)(void)))
+#define EAI_AUDIT_OPS_SIZE_1_1 EAI_AUDIT_OPS_SIZE_1_0
 
 struct eai_finops_ops {
     size_t size;
     /* One usage event (object with "id" used as the idempotency key). */
     int (*deliver)(void *self, const json_t *event, eai_deliver_done_fn done, void *arg);
 };
+#define EAI_FINOPS_OPS_SIZE_1_0 (offsetof(struct eai_finops_ops, deliver) + sizeof(void (*)(void)))
+#define EAI_FINOPS_OPS_SIZE_1_1 EAI_FINOPS_OPS_SIZE_1_0
 
 struct eai_telemetry_ops {
     size_t size;
@@ -36,6 +40,8 @@ struct eai_telemetry_ops {
      *  status ("ok"|"error"), attributes{...}} */
     int (*export_spans)(void *self, const json_t *spans, eai_deliver_done_fn done, void *arg);
 };
+#define EAI_TELEMETRY_OPS_SIZE_1_0 (offsetof(struct eai_telemetry_ops, export_spans) + sizeof(void (*)(void)))
+#define EAI_TELEMETRY_OPS_SIZE_1_1 EAI_TELEMETRY_OPS_SIZE_1_0
 
 #ifdef __cplusplus
 }

@@ -297,7 +297,7 @@ static int probe_done_cond(void *arg)
     struct eai_iso_probe p;
     const struct eai_isolation_ops *ops = g_ops;
     ops->probe(arg, &p);
-    return p.ready || strcmp(p.reason, "probe in progress") != 0;
+    return p.ready || !p.pending;
 }
 
 static void *make_instance(const char *runsc, const char *state, const char *work)

@@ -505,7 +505,7 @@ static int probe_settled(void *arg)
 {
     struct eai_iso_probe p;
     g_ops->probe(arg, &p);
-    return p.ready || strcmp(p.reason, "probe in progress") != 0;
+    return p.ready || !p.pending;
 }
 
 static void *make_instance_cfg(json_t *cfg /* stolen */, int sweep)
