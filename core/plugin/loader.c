@@ -85,7 +85,16 @@ const char *eai_plugin_dir(void)
     char *slash = strrchr(exe, '/');
     if (slash)
         *slash = '\0';
-    snprintf(dir, sizeof(dir), "%s/plugins", exe);
+    snprintf(dir, sizeof(dir), "%s/plugins", exe); /* the build tree */
+#ifdef EAI_PLUGIN_RELDIR
+    struct stat st;
+    char installed[PATH_MAX];
+    /* installed: <prefix>/bin/eaid and <prefix>/<libdir>/eai/plugins */
+    if (stat(dir, &st) < 0 &&
+        snprintf(installed, sizeof(installed), "%s/%s", exe, EAI_PLUGIN_RELDIR) < (int)sizeof(installed) &&
+        stat(installed, &st) == 0 && S_ISDIR(st.st_mode))
+        snprintf(dir, sizeof(dir), "%s", installed);
+#endif
     return dir;
 }
 

@@ -5,7 +5,8 @@
 #include <eai/plugin.h>
 
 const char *eai_kind_name(enum eai_plugin_kind kind);
-/* EAI_PLUGIN_DIR, else <directory of the running executable>/plugins. */
+/* EAI_PLUGIN_DIR, else <directory of the running executable>/plugins (build
+ * tree), else <exe dir>/EAI_PLUGIN_RELDIR (installed: ../lib/eai/plugins). */
 const char *eai_plugin_dir(void);
 /* Make a built-in fallback loadable by name (same checks as a file). */
 int eai_plugin_register_builtin(eai_plugin_descriptor_fn fn);
