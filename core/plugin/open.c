@@ -17,9 +17,8 @@ int eai_plugin_open(const char *plugin_dir, const struct eai_host *host, enum ea
     struct eai_error *e = NULL;
     const struct eai_plugin_descriptor *d = eai_plugin_load(plugin_dir, kind, name, &e);
     if (!d) {
-        eai_error_prefix(e, "config %s: %s: key '%s': %s backend '%s' cannot be loaded (no built-in of that "
-                         "name, and %s/eai-%s-%s.so)", f, path, key, eai_kind_name(kind), name ? name : "(null)",
-                         plugin_dir, eai_kind_name(kind), name ? name : "(null)");
+        eai_error_prefix(e, "config %s: %s: key '%s': %s backend '%s' cannot be loaded (no built-in of that name)",
+                         f, path, key, eai_kind_name(kind), name ? name : "(null)");
         eai_error_propagate(err, e);
         return -1;
     }
