@@ -23,7 +23,7 @@
  *  1.1  eai_plugin_descriptor.build (fingerprint); eai_host.plugin_name,
  *       error_new_h, error_wrap (the per-instance host handle);
  *       eai_storage_ops.audit_heads, exec_claim_excluding;
- *       eai_iso_probe.pending.
+ *       eai_telemetry_ops.export_metrics; eai_iso_probe.pending.
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H

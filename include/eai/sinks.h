@@ -39,9 +39,14 @@ struct eai_telemetry_ops {
      * {trace_id, span_id, parent_span_id, name, kind, start_ns, end_ns,
      *  status ("ok"|"error"), attributes{...}} */
     int (*export_spans)(void *self, const json_t *spans, eai_deliver_done_fn done, void *arg);
+    /* ---- Added in 1.1, optional (NULL: metrics stay on eaid's /metrics
+     * only).  Every metric in the Prometheus text exposition format 0.0.4
+     * (text, len bytes, valid until the call returns), one second after
+     * start and then every 15 s; the next call waits for done(). */
+    int (*export_metrics)(void *self, const char *text, size_t len, eai_deliver_done_fn done, void *arg);
 };
-#define EAI_TELEMETRY_OPS_SIZE_1_0 (offsetof(struct eai_telemetry_ops, export_spans) + sizeof(void (*)(void)))
-#define EAI_TELEMETRY_OPS_SIZE_1_1 EAI_TELEMETRY_OPS_SIZE_1_0
+#define EAI_TELEMETRY_OPS_SIZE_1_0 offsetof(struct eai_telemetry_ops, export_metrics)
+#define EAI_TELEMETRY_OPS_SIZE_1_1 (offsetof(struct eai_telemetry_ops, export_metrics) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

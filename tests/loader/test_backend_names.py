@@ -10,6 +10,7 @@ Last line: `N passed, M failed`.
 """
 import http.client
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -130,8 +131,15 @@ def main():
                       log)
             check("usage events: fixture (FinOps backend); audit events: fixture (audit backend)" in log,
                   "delivery uses the named FinOps and audit backends", log)
-            check("exporting spans with telemetry plugin 'fixture'" in log, "traces go to the named telemetry backend",
-                  log)
+            check("exporting spans and metrics with telemetry plugin 'fixture'" in log,
+                  "traces and metrics go to the named telemetry backend", log)
+            deadline = time.time() + 10
+            while time.time() < deadline and "exported metrics:" not in log:
+                time.sleep(0.2)
+                log = open(os.path.join(os.path.dirname(cfg), "eaid.log"), errors="replace").read()
+            m = re.search(r"exported metrics: (\d+) bytes", log)
+            check(m is not None and int(m.group(1)) > 200, "export_metrics (ABI 1.1) receives the Prometheus "
+                  "exposition", log)
             check('"component":"fixture"' in log.replace(" ", ""), "the plugins' log lines carry their name", log)
         finally:
             stop(p)
