@@ -17,6 +17,8 @@
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "obs/metrics.h"
+#include "base/worker.h"
+#include <event2/event.h>
 
 static const char *fixture_dir;
 static char tmp_dir[PATH_MAX];
@@ -278,7 +280,10 @@ static void test_abi_1_0_isolation_runs(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_EQUAL(d->abi_minor, 0);
     CU_ASSERT_EQUAL(d->build.size, 0); /* 1.0: no fingerprint, zero-filled in the copy */
-    struct eai_host *h = eai_host_new(NULL, tmp_dir);
+    struct event_base *base = event_base_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    CU_ASSERT_EQUAL_FATAL(eai_workers_start(base, 1), 0);
+    struct eai_host *h = eai_host_new(base, tmp_dir);
     void *self = NULL;
     struct eai_host *handle = NULL;
     CU_ASSERT_EQUAL_FATAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), 0);
@@ -296,6 +301,12 @@ static void test_abi_1_0_isolation_runs(void)
                                    .on_exit = f10_on_exit};
     void *hd = NULL;
     CU_ASSERT_EQUAL(ops->start(self, &job, &cb, NULL, &hd, &err), 0);
+    /* the callbacks come on the loop, after the plugin's work_submit */
+    for (int i = 0; i < 200 && !f10_exited; i++) {
+        struct timeval tv = {0, 10000};
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+    }
     CU_ASSERT_EQUAL(f10_started, 1);
     CU_ASSERT_EQUAL(f10_exited, 1);
     CU_ASSERT_STRING_EQUAL(f10_out, "hello-1.0");
@@ -303,6 +314,8 @@ static void test_abi_1_0_isolation_runs(void)
     CU_ASSERT_PTR_NULL(ops->sweep);
     eai_plugin_destroy(d, self, handle);
     eai_host_free(h);
+    eai_workers_stop();
+    event_base_free(base);
 }
 
 static void test_abi_1_0_storage_normalised(void)

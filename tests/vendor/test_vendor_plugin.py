@@ -11,7 +11,9 @@
 5. Through the HTTP API: one execution succeeds (output, uid 65534, hostname
    "sandbox"), one network attempt to a listener of this test on the host's
    loopback fails inside the sandbox, and the listener never sees a connection.
-Also: a plugin built with a wrong fingerprint or no descriptor symbol is refused
+Also: tests/fixtures/plugins/fixture10.c built out of tree against the installed
+FROZEN 1.0 headers (`pkg-config eai-plugin-1.0`) loads into that 1.1 eaid and runs an
+execution; a plugin built with a wrong fingerprint or no descriptor symbol is refused
 by that eaid at start, with the loader's message in its log.
 
 Needs root (bwrap's user namespace as root), bubblewrap, cc, pkg-config.
@@ -98,10 +100,10 @@ def request(port, method, path, key=None, body=None, timeout=70):
         c.close()
 
 
-def build_plugin(prefix, out_dir, src, name="eai-isolation-example.so", extra=()):
+def build_plugin(prefix, out_dir, src, name="eai-isolation-example.so", extra=(), pcname="eai-plugin"):
     env = dict(os.environ, PKG_CONFIG_PATH=os.path.join(prefix, "lib", "pkgconfig"))
-    pc = run(["pkg-config", "--cflags", "--libs", "eai-plugin"], env=env)
-    if not check(pc.returncode == 0, "pkg-config --cflags --libs eai-plugin", pc.stderr):
+    pc = run(["pkg-config", "--cflags", "--libs", pcname], env=env)
+    if not check(pc.returncode == 0, "pkg-config --cflags --libs " + pcname, pc.stderr):
         return None
     flags = pc.stdout.split()
     so = os.path.join(out_dir, name)
@@ -145,6 +147,11 @@ def main():
         plugins = os.path.join(tmp, "plugins")
         os.makedirs(plugins)
         if not build_plugin(prefix, plugins, src):
+            return 1
+        # and a plugin built against the installed frozen 1.0 headers
+        src10 = os.path.join(vendor, "old10.c")
+        shutil.copy(os.path.join(SRC, "tests", "fixtures", "plugins", "fixture10.c"), src10)
+        if not build_plugin(prefix, plugins, src10, name="eai-isolation-old10.so", pcname="eai-plugin-1.0"):
             return 1
         nm = run(["nm", "-D", "--defined-only", os.path.join(plugins, "eai-isolation-example.so")])
         syms = [l.split()[-1] for l in nm.stdout.splitlines() if " T " in l]
@@ -191,7 +198,14 @@ plugins:
   dir: "%s"
 isolation:
   example: {}
+  old10: {}
 profiles:
+  old:
+    backend: old10
+    runtime_class: old10
+    defaults: {cpu: "1", memory: "256Mi", timeout_s: 20, pids: 64, output_bytes: "64Ki", disk: "16Mi"}
+    max: {cpu: "1", memory: "512Mi", timeout_s: 60, pids: 128, output_bytes: "1Mi", disk: "64Mi"}
+    egress_allow: []
   bwrap:
     backend: example
     runtime_class: bwrap
@@ -235,9 +249,12 @@ profiles:
               "the plugin's log line is named by the host (component example/bwrap)", logtxt[-2000:])
 
         # 5. executions through the HTTP API
-        def execute(cmd):
+        check("isolation backend 'old10' ready (fixture-abi-1.0)" in logtxt,
+              "the plugin built against the 1.0 headers is loaded by the 1.1 eaid", logtxt[-2000:])
+
+        def execute(cmd, profile="bwrap"):
             st, body = request(port, "POST", "/v1/sandbox/executions", key,
-                               {"profile": "bwrap", "image": "probe:1", "command": cmd})
+                               {"profile": profile, "image": "probe:1", "command": cmd})
             if not check(st == 202, "POST %s accepted" % cmd, repr(body)):
                 return None
             xid = body["id"]
@@ -265,6 +282,10 @@ profiles:
             check("connect failed" in out, "inside: connect failed", repr(out))
             time.sleep(0.5)
             check(not accepted, "the host's loopback listener saw no connection")
+        old = execute(["hello", "-abi-", "1.0"], profile="old")
+        if old:
+            check(old["status"] == "succeeded" and (old.get("stdout") or "") == "hello-abi-1.0",
+                  "an execution through the ABI 1.0 plugin succeeded", json.dumps(old)[:1500])
         st, body = request(port, "POST", "/v1/sandbox/executions", key,
                            {"profile": "bwrap", "image": "nope:1", "command": ["/bin/probe"]})
         check(st == 422 and body["error"]["code"] == "unknown_image", "unknown image refused (422 unknown_image)",
