@@ -237,12 +237,25 @@ static const char *eai_missing_op(enum eai_plugin_kind kind, const struct eai_lo
     case EAI_KIND_ISOLATION:
         return !l->ops.iso.probe ? "probe" : !l->ops.iso.start ? "start" : !l->ops.iso.cancel ? "cancel" : NULL;
     case EAI_KIND_STORAGE: {
-        const struct eai_storage_ops *o = &l->ops.storage;
-        return !o->migrate ? "migrate" : !o->ping ? "ping" : !o->exec_create ? "exec_create"
-             : !o->exec_get ? "exec_get" : !o->exec_list ? "exec_list" : !o->exec_claim ? "exec_claim"
-             : !o->exec_renew ? "exec_renew" : !o->exec_cancel ? "exec_cancel"
-             : !o->exec_finish ? "exec_finish" : !o->exec_stale ? "exec_stale"
-             : !o->exec_counts ? "exec_counts" : !o->audit_list ? "audit_list" : NULL;
+        /* every 1.0 op is mandatory (core and the CLI call them as they are);
+         * the 1.1 ones are optional */
+        static const char *const names[] = {
+            "migrate", "ping", "tenant_create", "tenant_get", "key_create", "key_get", "key_revoke",
+            "exec_create", "exec_get", "exec_list", "exec_claim", "exec_renew", "exec_cancel", "exec_finish",
+            "exec_stale", "exec_counts", "file_get", "manifest_put", "manifest_get", "manifest_delete",
+            "audit_append", "audit_list", "outbox_fetch", "outbox_ack", "ledger_insert", "ledger_query",
+            "kv_get", "kv_set",
+        };
+        _Static_assert(sizeof(names) / sizeof(names[0]) ==
+                           (EAI_STORAGE_OPS_SIZE_1_0 - sizeof(size_t)) / sizeof(void (*)(void)),
+                       "one name per 1.0 storage op");
+        for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+            void (*fp)(void);
+            memcpy(&fp, (const char *)&l->ops.storage + sizeof(size_t) + i * sizeof(fp), sizeof(fp));
+            if (!fp)
+                return names[i];
+        }
+        return NULL;
     }
     case EAI_KIND_AUDIT:
         return !l->ops.audit.deliver ? "deliver" : NULL;

@@ -163,6 +163,18 @@ static void test_mandatory_op(void)
     expect_refused("nostart", needles);
 }
 
+static void test_storage_mandatory_op(void)
+{
+    char *msg = NULL;
+    struct eai_error *err = NULL;
+    CU_ASSERT_PTR_NULL(eai_plugin_load(fixture_dir, EAI_KIND_STORAGE, "old10nokv", &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    msg = err->message;
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "eai-storage-old10nokv.so"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "mandatory storage op 'kv_set' is NULL (plugin ABI 1.0)"));
+    eai_error_free(err);
+}
+
 static void test_missing_symbol(void)
 {
     const char *needles[] = {"eai-isolation-nosymbol.so", "missing symbol eai_plugin_descriptor()",
@@ -467,6 +479,7 @@ int main(void)
     CU_add_test(s, "short ops table refused", test_short_ops);
     CU_add_test(s, "ops table longer than today's refused", test_long_ops);
     CU_add_test(s, "NULL mandatory op refused", test_mandatory_op);
+    CU_add_test(s, "NULL mandatory 1.0 storage op refused", test_storage_mandatory_op);
     CU_add_test(s, "missing symbol refused with a hint", test_missing_symbol);
     CU_add_test(s, "build fingerprint mismatch refused naming both", test_fingerprint_mismatch);
     CU_add_test(s, "1.0 isolation plugin loads and runs", test_abi_1_0_isolation_runs);
