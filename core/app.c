@@ -196,7 +196,10 @@ void eai_app_storage_close(struct eai_plugin_inst *inst)
 
 /* ------------------------------------------------------------ isolation */
 
-static void isolation_load(struct eai_app *app)
+/* An unknown name (no built-in, no eai-isolation-<name>.so) stops start-up
+ * naming file, path and key; a backend that exists but cannot be loaded or
+ * created fails closed (its profiles answer 503) and eaid starts. */
+static int isolation_load(struct eai_app *app, struct eai_error **err)
 {
     const struct eai_config *cfg = app->cfg;
     const char *name;
@@ -208,6 +211,11 @@ static void isolation_load(struct eai_app *app)
             continue;
         }
         struct eai_error *e = NULL;
+        if (!eai_plugin_exists(cfg->plugin_dir, EAI_KIND_ISOLATION, name))
+            return eai_error_set(err, EAI_E_VALIDATION_FAILED,
+                                 "config %s: /isolation: key '%s': unknown isolation backend (no built-in of that "
+                                 "name and no %s/eai-isolation-%s.so)", cfg->source ? cfg->source : "(defaults)",
+                                 name, cfg->plugin_dir, name);
         const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_ISOLATION, name, &e);
         if (!d) {
             iso_fail(name, e && e->message ? e->message : "cannot load");
@@ -262,6 +270,7 @@ static void isolation_load(struct eai_app *app)
         app->isolation[app->nisolation].host = handle;
         app->nisolation++;
     }
+    return 0;
 }
 
 /* Profiles from cfg->profiles (checked and completed by config.c). */
@@ -404,7 +413,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     }
     if (schemas_load(app, err) < 0)
         goto fail;
-    isolation_load(app);
+    if (isolation_load(app, err) < 0)
+        goto fail;
     if (profiles_build(app, err) < 0)
         goto fail;
     if (eai_exec_start(app, err) < 0)

@@ -320,6 +320,22 @@ size_t eai_plugin_ops_size(const struct eai_plugin_descriptor *d)
     return n;
 }
 
+int eai_plugin_exists(const char *plugin_dir, enum eai_plugin_kind kind, const char *name)
+{
+    if ((int)kind < 0 || kind >= EAI_KIND_MAX || !eai_name_ok(name))
+        return 1; /* not "unknown": eai_plugin_load says what is wrong */
+    for (int i = 0; i < eai_nbuiltins; i++) {
+        const struct eai_plugin_descriptor *d = eai_builtins[i]();
+        if (d && d->kind == kind && d->name && strcmp(d->name, name) == 0)
+            return 1;
+    }
+    char path[PATH_MAX];
+    struct stat st;
+    if (snprintf(path, sizeof(path), "%s/eai-%s-%s.so", plugin_dir, eai_kind_name(kind), name) >= (int)sizeof(path))
+        return 1;
+    return lstat(path, &st) == 0 || errno != ENOENT;
+}
+
 const struct eai_plugin_descriptor *eai_plugin_load(const char *plugin_dir, enum eai_plugin_kind kind,
                                                     const char *name, struct eai_error **err)
 {

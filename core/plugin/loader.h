@@ -18,6 +18,9 @@ int eai_plugin_register_builtin(eai_plugin_descriptor_fn fn);
  * load of one plugin).  Loaded files are never unloaded. */
 const struct eai_plugin_descriptor *eai_plugin_load(const char *plugin_dir, enum eai_plugin_kind kind,
                                                     const char *name, struct eai_error **err);
+/* 0 when NAME of KIND is unknown: no built-in and no file at all (any
+ * other problem is eai_plugin_load's to report). */
+int eai_plugin_exists(const char *plugin_dir, enum eai_plugin_kind kind, const char *name);
 /* Validate a descriptor (used for built-ins and files); what: for messages. */
 int eai_plugin_check(const struct eai_plugin_descriptor *d, enum eai_plugin_kind kind,
                      const char *name, const char *what, struct eai_error **err);

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Every backend kind chosen by name from the config (docs/configuration.md).
+An unknown isolation backend name stops start-up too.
 
 Black box against build/eaid: audit.backend, finops.backend and
 telemetry.backend load eai-<kind>-<name>.so from plugins.dir (the fixtures
@@ -56,8 +57,8 @@ def serve(tmp, body, extra_env=None):
     data = tempfile.mkdtemp(dir=tmp)
     cfg = os.path.join(data, "eaid.yaml")
     with open(cfg, "w") as f:
-        f.write('server:\n  listen: "127.0.0.1:%d"\ndata_dir: "%s"\nplugins:\n  dir: "%s"\nisolation: {}\n%s'
-                % (port, data, BACKENDS, body))
+        f.write('server:\n  listen: "127.0.0.1:%d"\ndata_dir: "%s"\nplugins:\n  dir: "%s"\n%s%s'
+                % (port, data, BACKENDS, "" if "isolation:" in body else "isolation: {}\n", body))
     log_path = os.path.join(data, "eaid.log")
     log = open(log_path, "wb")
     e = env()
@@ -109,6 +110,9 @@ def main():
                     "%s:\n  backend: nope\n" % kind,
                     ["config {cfg}: /%s: key 'backend': %s backend 'nope' cannot be loaded" % (kind, kind),
                      "eai-%s-nope.so" % kind])
+        refused(tmp, "unknown isolation backend stops start-up naming file, path and key",
+                "isolation:\n  gvsior: {}\n",
+                ["config {cfg}: /isolation: key 'gvsior': unknown isolation backend", "eai-isolation-gvsior.so"])
         refused(tmp, "unknown name from the environment (EAI_FINOPS_BACKEND) stops start-up", "",
                 ["/finops: key 'backend': finops backend 'vendor-x' cannot be loaded"],
                 {"EAI_FINOPS_BACKEND": "vendor-x"})
