@@ -4,6 +4,7 @@
  *   probe echo WORDS...   prints the words, its uid and hostname; exit 0
  *   probe net IP PORT     tries a TCP connection (2 s); prints "connected"
  *                         and exits 0, or "connect failed: <why>", exit 3
+ *   probe sleep S         sleeps S seconds; exit 0
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -55,6 +56,10 @@ int main(int argc, char **argv)
         printf("connect failed: %s\n", e ? strerror(e) : "timeout");
         return 3;
     }
-    fprintf(stderr, "usage: probe echo WORDS... | probe net IP PORT\n");
+    if (argc == 3 && strcmp(argv[1], "sleep") == 0) {
+        sleep((unsigned)atoi(argv[2]));
+        return 0;
+    }
+    fprintf(stderr, "usage: probe echo WORDS... | probe net IP PORT | probe sleep S\n");
     return 2;
 }

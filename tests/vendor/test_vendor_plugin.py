@@ -252,9 +252,11 @@ profiles:
         check("isolation backend 'old10' ready (fixture-abi-1.0)" in logtxt,
               "the plugin built against the 1.0 headers is loaded by the 1.1 eaid", logtxt[-2000:])
 
-        def execute(cmd, profile="bwrap"):
-            st, body = request(port, "POST", "/v1/sandbox/executions", key,
-                               {"profile": profile, "image": "probe:1", "command": cmd})
+        def execute(cmd, profile="bwrap", limits=None):
+            req = {"profile": profile, "image": "probe:1", "command": cmd}
+            if limits:
+                req["limits"] = limits
+            st, body = request(port, "POST", "/v1/sandbox/executions", key, req)
             if not check(st == 202, "POST %s accepted" % cmd, repr(body)):
                 return None
             xid = body["id"]
@@ -282,6 +284,11 @@ profiles:
             check("connect failed" in out, "inside: connect failed", repr(out))
             time.sleep(0.5)
             check(not accepted, "the host's loopback listener saw no connection")
+        t0 = time.time()
+        slow = execute(["/bin/probe", "sleep", "30"], limits={"timeout_s": 1})
+        if slow:
+            check(slow["status"] == "timeout" and time.time() - t0 < 15, "the timeout kills the sandbox (status "
+                  "timeout, well before the 30 s sleep)", json.dumps(slow)[:1500])
         old = execute(["hello", "-abi-", "1.0"], profile="old")
         if old:
             check(old["status"] == "succeeded" and (old.get("stdout") or "") == "hello-abi-1.0",
