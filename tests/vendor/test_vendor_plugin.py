@@ -268,7 +268,10 @@ profiles:
             check(False, "execution %s terminal within 60 s" % xid, repr(body))
             return None
 
+        t0 = time.time()
         ok = execute(["/bin/probe", "echo", "hello", "from", "bwrap"])
+        print("info echo through bwrap: %.0f ms from POST to terminal (sandbox duration_s %s)"
+              % ((time.time() - t0) * 1000, (ok or {}).get("usage", {}).get("duration_s")))
         if ok:
             check(ok["status"] == "succeeded" and ok.get("exit_code") == 0, "echo execution succeeded",
                   json.dumps(ok)[:1500])
