@@ -21,10 +21,13 @@ struct eai_schema;
 struct eai_exec;
 struct eai_dlv;
 
-/* A loaded plugin instance. */
+/* A loaded plugin instance.  desc is the loader's normalised copy (ops
+ * of today's size, NULL where the plugin lacks an op); host is the
+ * instance's own handle (core/plugin/host.h), NULL when made without one. */
 struct eai_plugin_inst {
     const struct eai_plugin_descriptor *desc;
     void *self;
+    struct eai_host *host;
 };
 
 /* A profile (config: profiles.<name>), immutable after start. */

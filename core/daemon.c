@@ -31,6 +31,7 @@
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
 #include "plugin/loader.h"
+#include "plugin/open.h"
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "obs/otlp.h"
@@ -140,33 +141,32 @@ int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *ho
         json_decref(conf);
         return -1;
     }
-    void *self = d->create(host, conf, &e);
+    void *self = NULL;
+    struct eai_host *handle = NULL; /* the instance's own host handle */
+    int rc = eai_plugin_create(d, host, conf, &self, &handle, &e);
     json_decref(conf);
-    if (!self) {
-        if (!e)
-            e = eai_error_new(EAI_E_STORAGE_UNAVAILABLE, 0, "create failed");
+    if (rc < 0) {
         eai_error_prefix(e, "storage backend '%s'", name);
         eai_error_propagate(err, e);
         return -1;
     }
     out->desc = d;
     out->self = self;
+    out->host = handle;
     return 0;
 }
 
 void eai_app_storage_close(struct eai_plugin_inst *inst)
 {
-    if (inst && inst->desc && inst->self)
-        inst->desc->destroy(inst->self);
-    if (inst) {
-        inst->desc = NULL;
-        inst->self = NULL;
-    }
+    eai_plugin_close(inst);
 }
 
 /* ------------------------------------------------------------ isolation */
 
-static void isolation_load(struct eai_app *app)
+/* An unknown name (no built-in, no eai-isolation-<name>.so) stops start-up
+ * naming file, path and key; a backend that exists but cannot be loaded or
+ * created fails closed (its profiles answer 503) and eaid starts. */
+static int isolation_load(struct eai_app *app, struct eai_error **err)
 {
     const struct eai_config *cfg = app->cfg;
     const char *name;
@@ -179,10 +179,15 @@ static void isolation_load(struct eai_app *app)
     if (!app->isolation) {
         json_object_foreach(cfg->isolation, name, sub)
             iso_fail(app, name, "out of memory");
-        return;
+        return 0;
     }
     json_object_foreach(cfg->isolation, name, sub) {
         struct eai_error *e = NULL;
+        if (!eai_plugin_exists(cfg->plugin_dir, EAI_KIND_ISOLATION, name))
+            return eai_error_set(err, EAI_E_VALIDATION_FAILED,
+                                 "config %s: /isolation: key '%s': unknown isolation backend (no built-in of that "
+                                 "name and no %s/eai-isolation-%s.so)", cfg->source ? cfg->source : "(defaults)",
+                                 name, cfg->plugin_dir, name);
         const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_ISOLATION, name, &e);
         if (!d) {
             iso_fail(app, name, e && e->message ? e->message : "cannot load");
@@ -209,9 +214,11 @@ static void isolation_load(struct eai_app *app)
             json_decref(conf);
             continue;
         }
-        void *self = d->create(app->host, conf, &e);
+        void *self = NULL;
+        struct eai_host *handle = NULL;
+        int rc = eai_plugin_create(d, app->host, conf, &self, &handle, &e);
         json_decref(conf);
-        if (!self) {
+        if (rc < 0) {
             iso_fail(app, name, e && e->message ? e->message : "create failed");
             eai_error_free(e);
             continue;
@@ -232,8 +239,10 @@ static void isolation_load(struct eai_app *app)
                     p.reason[0] ? p.reason : "?");
         app->isolation[app->nisolation].desc = d;
         app->isolation[app->nisolation].self = self;
+        app->isolation[app->nisolation].host = handle;
         app->nisolation++;
     }
+    return 0;
 }
 
 /* Profiles from cfg->profiles (checked and completed by config.c). */
@@ -376,7 +385,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     }
     if (schemas_load(app, err) < 0)
         goto fail;
-    isolation_load(app);
+    if (isolation_load(app, err) < 0)
+        goto fail;
     if (profiles_build(app, err) < 0)
         goto fail;
     if (eai_exec_start(app, err) < 0)
@@ -420,11 +430,8 @@ void eai_app_stop(struct eai_app *app)
         eai_server_stop(app);
         started_server = 0;
     }
-    for (int i = app->nisolation - 1; i >= 0; i--) {
-        app->isolation[i].desc->destroy(app->isolation[i].self);
-        app->isolation[i].desc = NULL;
-        app->isolation[i].self = NULL;
-    }
+    for (int i = app->nisolation - 1; i >= 0; i--)
+        eai_plugin_close(&app->isolation[i]);
     app->nisolation = 0;
     free(app->isolation);
     app->isolation = NULL;

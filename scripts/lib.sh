@@ -31,7 +31,8 @@ apt_install() {
 EAI_BUILD_PACKAGES=(build-essential cmake pkg-config python3 libevent-dev libjansson-dev libyaml-dev libssl-dev
                     libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libcunit1-dev libpq-dev)
 # What the service needs to run sandboxes and build images.
-EAI_RUN_PACKAGES=(runsc mmdebstrap ca-certificates curl jq)
+# bubblewrap: the example vendor backend (examples/isolation-example, tests/vendor).
+EAI_RUN_PACKAGES=(runsc mmdebstrap ca-certificates curl jq bubblewrap)
 
 build_all() {
     echo "== build ($EAI_ROOT/build)"

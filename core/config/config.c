@@ -96,6 +96,12 @@ void eai_config_free(struct eai_config *c)
     free(c->finops_url);
     free(c->audit_url);
     free(c->otlp_endpoint);
+    free(c->audit_backend);
+    free(c->finops_backend);
+    free(c->telemetry_backend);
+    json_decref(c->audit_conf);
+    json_decref(c->finops_conf);
+    json_decref(c->telemetry_conf);
     json_decref(c->isolation);
     free(c->namespace_prefix);
     free(c->runsc);
@@ -543,9 +549,6 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
         {"plugins", "dir", &c->plugin_dir},
         {"log", "level", &c->log_level},
         {"auth", "pepper_file", &c->pepper_file},
-        {"finops", "url", &c->finops_url},
-        {"audit", "url", &c->audit_url},
-        {"telemetry", "otlp_endpoint", &c->otlp_endpoint},
     };
     for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
         if (!(v = json_object_get(root, strs[i].sect)))
@@ -559,6 +562,30 @@ static int apply_tree(struct eai_config *c, const char *file, const json_t *root
     }
     if (c->log_level && eai_log_level_parse(c->log_level) < 0) {
         return cfg_fail(err, file, "/log", "level", "expected debug, info, warn or error");
+    }
+    /* delivery and telemetry: backend by name, the URL, and whatever else
+     * the chosen plugin declares (checked against it at start) */
+    struct { const char *sect; const char *url_key; char **url; char **backend; json_t **conf; } be[] = {
+        {"finops", "url", &c->finops_url, &c->finops_backend, &c->finops_conf},
+        {"audit", "url", &c->audit_url, &c->audit_backend, &c->audit_conf},
+        {"telemetry", "otlp_endpoint", &c->otlp_endpoint, &c->telemetry_backend, &c->telemetry_conf},
+    };
+    for (size_t i = 0; i < sizeof(be) / sizeof(be[0]); i++) {
+        if (!(v = json_object_get(root, be[i].sect)))
+            continue;
+        char path[64];
+        snprintf(path, sizeof(path), "/%s", be[i].sect);
+        if (need_object(file, "", be[i].sect, v, err) < 0 ||
+            get_string(file, path, v, be[i].url_key, be[i].url, err) < 0 ||
+            get_string(file, path, v, "backend", be[i].backend, err) < 0)
+            return -1;
+        json_t *rest = json_deep_copy(v);
+        if (!rest)
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        json_object_del(rest, be[i].url_key);
+        json_object_del(rest, "backend");
+        json_decref(*be[i].conf);
+        *be[i].conf = rest;
     }
     if ((v = json_object_get(root, "storage"))) {
         static const char *const k[] = {"url", "workers", NULL};
@@ -639,6 +666,9 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
         {"EAI_FINOPS_URL", &c->finops_url},
         {"EAI_AUDIT_URL", &c->audit_url},
         {"OTEL_EXPORTER_OTLP_ENDPOINT", &c->otlp_endpoint},
+        {"EAI_AUDIT_BACKEND", &c->audit_backend},
+        {"EAI_FINOPS_BACKEND", &c->finops_backend},
+        {"EAI_TELEMETRY_BACKEND", &c->telemetry_backend},
         {"EAI_SANDBOX_NAMESPACE_PREFIX", &c->namespace_prefix},
         {"EAI_SANDBOX_RUNSC", &c->runsc},
     };
@@ -741,6 +771,37 @@ static int finish(struct eai_config *c, struct eai_error **err)
             free(*urls[i]);
             *urls[i] = NULL;
         }
+    /* backends by name: default by URL, in-process fallbacks take no keys */
+    struct { const char *sect; const char *url_key; const char *url; char **backend; json_t **conf;
+             const char *with_url; const char *fallback; } be[] = {
+        {"finops", "url", c->finops_url, &c->finops_backend, &c->finops_conf, "http", EAI_CFG_FINOPS_FALLBACK},
+        {"audit", "url", c->audit_url, &c->audit_backend, &c->audit_conf, "http", EAI_CFG_AUDIT_FALLBACK},
+        {"telemetry", "otlp_endpoint", c->otlp_endpoint, &c->telemetry_backend, &c->telemetry_conf, "otlp",
+         EAI_CFG_TELEMETRY_FALLBACK},
+    };
+    for (size_t i = 0; i < sizeof(be) / sizeof(be[0]); i++) {
+        char path[64];
+        snprintf(path, sizeof(path), "/%s", be[i].sect);
+        if (*be[i].backend && !**be[i].backend) {
+            free(*be[i].backend);
+            *be[i].backend = NULL;
+        }
+        if (!*be[i].backend && set_str(be[i].backend, be[i].url ? be[i].with_url : be[i].fallback) < 0)
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        if (!*be[i].conf && !(*be[i].conf = json_object()))
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        if (strcmp(*be[i].backend, be[i].fallback) == 0) {
+            if (be[i].url)
+                return cfg_fail(err, c->source, path, be[i].url_key,
+                                "set, but backend '%s' (in-process) takes no URL: choose a plugin with "
+                                "%s.backend or remove the URL", be[i].fallback, be[i].sect);
+            const char *k;
+            json_t *unused;
+            json_object_foreach(*be[i].conf, k, unused)
+                return cfg_fail(err, c->source, path, k, "unknown key (backend '%s' is in-process and takes no keys)",
+                                be[i].fallback);
+        }
+    }
     return check_profile_bounds(c, err);
 }
 

@@ -11,6 +11,11 @@
 #include <jansson.h>
 #include <eai/plugin.h>
 
+/* The in-process fallback of each delivery/telemetry kind, by name. */
+#define EAI_CFG_AUDIT_FALLBACK "storage"
+#define EAI_CFG_FINOPS_FALLBACK "ledger"
+#define EAI_CFG_TELEMETRY_FALLBACK "log"
+
 struct eai_config {
     char *listen;              /* "127.0.0.1:8080"          (server.listen, EAI_LISTEN) */
     char *data_dir;            /* "./var" made absolute      (data_dir, EAI_DATA_DIR) */
@@ -42,6 +47,16 @@ struct eai_config {
     char *finops_url;          /* (finops.url, EAI_FINOPS_URL) */
     char *audit_url;           /* (audit.url, EAI_AUDIT_URL) */
     char *otlp_endpoint;       /* (telemetry.otlp_endpoint, OTEL_EXPORTER_OTLP_ENDPOINT) */
+    /* backends by name (audit.backend, finops.backend, telemetry.backend;
+     * EAI_AUDIT_BACKEND, EAI_FINOPS_BACKEND, EAI_TELEMETRY_BACKEND), never
+     * NULL after load: the default is "http" ("otlp" for telemetry) when
+     * the URL is set, else the in-process fallback "storage" (audit chain
+     * kept in storage only), "ledger" (FinOps) or "log" (spans to the debug
+     * log).  Unknown names stop start-up (docs/configuration.md). */
+    char *audit_backend, *finops_backend, *telemetry_backend;
+    /* the rest of each section (without backend and the URL key): handed
+     * to the plugin, checked against its config keys at start */
+    json_t *audit_conf, *finops_conf, *telemetry_conf;
 
     /* isolation backends: plugin name -> config subtree (JSON object) */
     json_t *isolation;         /* isolation.<name>: {...}; default {"gvisor": {}} */

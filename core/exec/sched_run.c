@@ -322,8 +322,7 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
                  "profile or backend no longer configured");
         return;
     }
-    if (recover && (ops->size < offsetof(struct eai_isolation_ops, recover) + sizeof ops->recover ||
-                    !ops->recover)) {
+    if (recover && !ops->recover) { /* normalised at load: NULL when the backend lacks it */
         fail_run(s, r, EAI_E_INTERRUPTED, "the backend cannot reattach");
         return;
     }

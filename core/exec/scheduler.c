@@ -182,8 +182,7 @@ void eai_sched_kick(struct eai_sched *s)
     j->max = free_slots;
     j->per_tenant = per < free_slots ? per : free_slots;
     const struct eai_storage_ops *so = s->app->store;
-    if (so->size >= offsetof(struct eai_storage_ops, exec_claim_excluding) + sizeof so->exec_claim_excluding &&
-        so->exec_claim_excluding) {
+    if (so->exec_claim_excluding) { /* ABI 1.1; NULL for a 1.0 backend (normalised at load) */
         /* strict per-tenant bound: tenants at it are skipped, the others
          * get at most their remaining room in this claim */
         json_t *count = json_object();
@@ -359,10 +358,9 @@ static void stale_timer_cb(evutil_socket_t fd, short what, void *arg)
 
 int eai_iso_probe_pending(const struct eai_iso_probe *pr)
 {
-    if (pr->size >= offsetof(struct eai_iso_probe, pending) + sizeof pr->pending && pr->pending)
-        return 1;
-    /* backends built before the field: gVisor and Kata say so in words */
-    return strcmp(pr->reason, "probe in progress") == 0;
+    /* core hands backends a zeroed probe of today's size: a 1.0 backend
+     * leaves pending 0 */
+    return pr->pending != 0;
 }
 
 struct eai_sched *eai_sched_start(struct eai_app *app, struct eai_watch *hub, struct eai_error **err)

@@ -22,8 +22,7 @@
 
 static int has_heads_op(const struct eai_storage_ops *ops)
 {
-    return ops->size >= offsetof(struct eai_storage_ops, audit_heads) + sizeof(ops->audit_heads) &&
-           ops->audit_heads;
+    return ops->audit_heads != NULL; /* ABI 1.1, NULL-filled for 1.0 backends */
 }
 
 static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }

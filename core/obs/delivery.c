@@ -18,6 +18,7 @@
 #include "obs/delivery.h"
 #include "base/errors.h"
 #include "plugin/loader.h"
+#include "plugin/open.h"
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "base/util.h"
@@ -594,8 +595,7 @@ static void au_cycle(struct eai_dlv *d)
     if (!j)
         return;
     const struct eai_storage_ops *ops = d->app->store;
-    int fast = ops->size >= offsetof(struct eai_storage_ops, audit_heads) + sizeof(ops->audit_heads) &&
-               ops->audit_heads;
+    int fast = ops->audit_heads != NULL; /* ABI 1.1, NULL-filled for 1.0 backends */
     if (anchors)
         d->au_anchor_next_ms = now + (fast ? EAI_DLV_ANCHOR_MS : EAI_DLV_ANCHOR_SCAN_MS);
     j->d = d;
@@ -624,10 +624,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 static void dlv_free(struct eai_dlv *d)
 {
-    if (d->own_finops.desc && d->own_finops.self)
-        d->own_finops.desc->destroy(d->own_finops.self);
-    if (d->own_audit.desc && d->own_audit.self)
-        d->own_audit.desc->destroy(d->own_audit.self);
+    eai_plugin_close(&d->own_finops);
+    eai_plugin_close(&d->own_audit);
     json_decref(d->ob_rows);
     free(d->ob_state);
     json_decref(d->au_cursors);
@@ -640,28 +638,35 @@ static void dlv_unref(struct eai_dlv *d)
         dlv_free(d);
 }
 
-static int load_sink(struct eai_app *app, enum eai_plugin_kind kind, const char *url,
-                     struct eai_plugin_inst *inst, struct eai_error **err)
+/* The backend of kind chosen by name in the config (audit.backend,
+ * finops.backend): 0 with inst empty for the in-process fallback. */
+static int load_sink(struct eai_app *app, enum eai_plugin_kind kind, struct eai_plugin_inst *inst,
+                     struct eai_error **err)
 {
-    const char *dir = app->cfg && app->cfg->plugin_dir ? app->cfg->plugin_dir : eai_plugin_dir();
-    struct eai_error *e = NULL;
-    const struct eai_plugin_descriptor *desc = eai_plugin_load(dir, kind, "http", &e);
-    if (!desc) {
-        eai_error_propagate(err, e);
-        return -1;
+    const struct eai_config *cfg = app->cfg;
+    if (!cfg)
+        return 0;
+    int audit = kind == EAI_KIND_AUDIT;
+    const char *url = audit ? cfg->audit_url : cfg->finops_url;
+    const char *name = audit ? cfg->audit_backend : cfg->finops_backend;
+    const char *fallback = audit ? EAI_CFG_AUDIT_FALLBACK : EAI_CFG_FINOPS_FALLBACK;
+    if (url && !*url)
+        url = NULL;
+    if (!name)
+        name = url ? "http" : fallback;
+    if (strcmp(name, fallback) == 0)
+        return 0;
+    const json_t *extra = audit ? cfg->audit_conf : cfg->finops_conf;
+    json_t *conf = extra ? json_deep_copy(extra) : json_object();
+    if (!conf || (url && json_object_set_new(conf, "url", json_string(url)) < 0)) {
+        json_decref(conf);
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
-    json_t *conf = json_pack("{s:s}", "url", url);
-    void *self = conf ? desc->create(app->host, conf, &e) : NULL;
+    const char *dir = cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir();
+    int rc = eai_plugin_open(dir, app->host, kind, name, conf, cfg->source, audit ? "/audit" : "/finops",
+                             "backend", inst, err);
     json_decref(conf);
-    if (!self) {
-        eai_error_set(&e, EAI_E_INTERNAL, "out of memory"); /* unless create() said why */
-        eai_error_prefix(e, "creating plugin 'http'");
-        eai_error_propagate(err, e);
-        return -1;
-    }
-    inst->desc = desc;
-    inst->self = self;
-    return 0;
+    return rc;
 }
 
 int eai_delivery_start(struct eai_app *app, struct eai_error **err)
@@ -674,27 +679,27 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     d->app = app;
-    const char *furl = app->cfg ? app->cfg->finops_url : NULL;
-    const char *aurl = app->cfg ? app->cfg->audit_url : NULL;
-    if (!app->finops.desc && furl && *furl) {
-        if (load_sink(app, EAI_KIND_FINOPS, furl, &d->own_finops, err) < 0) {
+    if (!app->finops.desc) {
+        if (load_sink(app, EAI_KIND_FINOPS, &d->own_finops, err) < 0) {
             if (err && *err)
-                eai_error_prefix(*err, "FinOps delivery (EAI_FINOPS_URL)");
+                eai_error_prefix(*err, "FinOps delivery (finops.backend, EAI_FINOPS_URL)");
             dlv_free(d);
             return -1;
         }
-        app->finops = d->own_finops;
+        if (d->own_finops.desc)
+            app->finops = d->own_finops;
     }
-    if (!app->audit_sink.desc && aurl && *aurl) {
-        if (load_sink(app, EAI_KIND_AUDIT, aurl, &d->own_audit, err) < 0) {
+    if (!app->audit_sink.desc) {
+        if (load_sink(app, EAI_KIND_AUDIT, &d->own_audit, err) < 0) {
             if (err && *err)
-                eai_error_prefix(*err, "audit sink (EAI_AUDIT_URL)");
+                eai_error_prefix(*err, "audit sink (audit.backend, EAI_AUDIT_URL)");
             if (d->own_finops.desc)
-                app->finops.desc = NULL, app->finops.self = NULL;
+                app->finops.desc = NULL, app->finops.self = NULL, app->finops.host = NULL;
             dlv_free(d);
             return -1;
         }
-        app->audit_sink = d->own_audit;
+        if (d->own_audit.desc)
+            app->audit_sink = d->own_audit;
     }
     d->timer = event_new(app->base, -1, EV_PERSIST, on_tick, d);
     struct timeval tv = {0, EAI_DLV_TICK_MS * 1000};
@@ -710,9 +715,9 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
     }
     eai_metrics_set("eai_outbox_backlog", NULL, 0);
     eai_metrics_set("eai_audit_sink_backlog", NULL, 0);
-    eai_log("delivery", EAI_LOG_INFO, "usage events: %s; audit events: %s",
-            app->finops.desc ? "FinOps plugin" : "in-process ledger (no FinOps URL)",
-            app->audit_sink.desc ? "audit sink plugin" : "kept in storage only (no audit URL)");
+    eai_log("delivery", EAI_LOG_INFO, "usage events: %s (FinOps backend); audit events: %s (audit backend)",
+            app->finops.desc ? app->finops.desc->name : "in-process ledger",
+            app->audit_sink.desc ? app->audit_sink.desc->name : "kept in storage only");
     app->delivery = d;
     return 0;
 }

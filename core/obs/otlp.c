@@ -6,15 +6,21 @@
  * enums as integers.
  */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/event.h>
 
 #include "app.h"
 #include "config/config.h"
 #include "base/errors.h"
 #include "base/log.h"
+#include "obs/metrics.h"
 #include "obs/otlp.h"
+#include "plugin/loader.h"
+#include "plugin/open.h"
 
 #define EAI_OTLP_DEFAULT_TIMEOUT_MS 10000
 
@@ -242,6 +248,7 @@ static const struct eai_plugin_descriptor otlp_descriptor = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "otlp",
     .kind = EAI_KIND_TELEMETRY,
     .version = EAI_VERSION,
@@ -253,45 +260,121 @@ static const struct eai_plugin_descriptor otlp_descriptor = {
 
 const struct eai_plugin_descriptor *eai_builtin_telemetry_otlp(void) { return &otlp_descriptor; }
 
+/* ------------------------------------------------------------ metrics export */
+
+/* A telemetry plugin with export_metrics (ABI 1.1) gets the Prometheus
+ * exposition periodically, one call at a time.  Rendering is in memory. */
+#define EAI_METRICS_EXPORT_FIRST_MS 1000
+#define EAI_METRICS_EXPORT_MS 15000
+static struct {
+    struct event *timer;
+    const struct eai_telemetry_ops *ops;
+    void *self;
+    int inflight;
+    unsigned gen;              /* a done() of an earlier start is ignored */
+} g_mx;
+
+static void metrics_export_done(void *arg, int ok, const char *error)
+{
+    if ((unsigned)(uintptr_t)arg != g_mx.gen)
+        return;
+    g_mx.inflight = 0;
+    if (!ok)
+        eai_log("telemetry", EAI_LOG_WARN, "metrics export failed: %s", error ? error : "?");
+}
+
+static void metrics_export_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct timeval tv = {EAI_METRICS_EXPORT_MS / 1000, 0};
+    evtimer_add(g_mx.timer, &tv);
+    if (g_mx.inflight || !g_mx.ops || !g_mx.ops->export_metrics)
+        return;
+    char *text = eai_metrics_render();
+    if (!text)
+        return;
+    g_mx.inflight = 1;
+    if (g_mx.ops->export_metrics(g_mx.self, text, strlen(text), metrics_export_done,
+                                 (void *)(uintptr_t)g_mx.gen) != 0)
+        g_mx.inflight = 0;
+    free(text);
+}
+
+static int metrics_export_start(struct event_base *base, const struct eai_telemetry_ops *ops, void *self)
+{
+    if (!ops->export_metrics) /* a 1.0 plugin, or one that exports spans only */
+        return 0;
+    g_mx.gen++;
+    g_mx.ops = ops;
+    g_mx.self = self;
+    g_mx.inflight = 0;
+    g_mx.timer = evtimer_new(base, metrics_export_tick, NULL);
+    struct timeval tv = {0, EAI_METRICS_EXPORT_FIRST_MS * 1000};
+    if (!g_mx.timer || evtimer_add(g_mx.timer, &tv) < 0)
+        return -1;
+    return 0;
+}
+
+static void metrics_export_stop(void)
+{
+    if (g_mx.timer)
+        event_free(g_mx.timer);
+    g_mx.timer = NULL;
+    g_mx.ops = NULL;
+    g_mx.self = NULL;
+    g_mx.gen++;
+}
+
 /* ------------------------------------------------------------ app wiring */
 
 int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
 {
-    const char *ep = app->cfg ? app->cfg->otlp_endpoint : NULL;
+    const struct eai_config *cfg = app->cfg;
+    const char *ep = cfg ? cfg->otlp_endpoint : NULL;
+    if (ep && !*ep)
+        ep = NULL;
+    const char *name = cfg && cfg->telemetry_backend ? cfg->telemetry_backend
+                       : ep ? "otlp" : EAI_CFG_TELEMETRY_FALLBACK;
     if (!app->telemetry.desc) {
-        if (!ep || !*ep) {
+        if (strcmp(name, EAI_CFG_TELEMETRY_FALLBACK) == 0) {
             eai_log("trace", EAI_LOG_INFO,
-                    "no OTLP endpoint configured: finished spans go to the log at debug level");
+                    "telemetry backend 'log': finished spans go to the log at debug level");
             return 0;
         }
-        const struct eai_plugin_descriptor *d = eai_builtin_telemetry_otlp();
-        json_t *conf = json_pack("{s:s}", "endpoint", ep);
+        /* by name: the built-in "otlp" or eai-telemetry-<name>.so */
+        eai_plugin_register_builtin(eai_builtin_telemetry_otlp);
+        json_t *conf = cfg && cfg->telemetry_conf ? json_deep_copy(cfg->telemetry_conf) : json_object();
+        if (!conf || (ep && json_object_set_new(conf, "endpoint", json_string(ep)) < 0)) {
+            json_decref(conf);
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        }
         struct eai_error *e = NULL;
-        void *self = conf ? d->create(app->host, conf, &e) : NULL;
+        int rc = eai_plugin_open(cfg && cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir(), app->host,
+                                 EAI_KIND_TELEMETRY, name, conf, cfg ? cfg->source : NULL, "/telemetry", "backend",
+                                 &app->telemetry, &e);
         json_decref(conf);
-        if (!self) {
-            eai_error_set(&e, EAI_E_INTERNAL, "out of memory"); /* unless create() said why */
-            eai_error_prefix(e, "telemetry exporter 'otlp'");
+        if (rc < 0) {
+            eai_error_prefix(e, "telemetry exporter");
             eai_error_propagate(err, e);
             return -1;
         }
-        app->telemetry.desc = d;
-        app->telemetry.self = self;
     }
     const struct eai_telemetry_ops *ops = app->telemetry.desc->ops;
     if (eai_trace_exporter_start(app->base, ops, app->telemetry.self) < 0) {
         return eai_error_set(err, EAI_E_INTERNAL, "cannot start the span export timer");
     }
+    if (metrics_export_start(app->base, ops, app->telemetry.self) < 0) {
+        eai_trace_exporter_stop();
+        return eai_error_set(err, EAI_E_INTERNAL, "cannot start the metrics export timer");
+    }
     /* the endpoint itself is not logged: it may carry credentials */
-    eai_log("trace", EAI_LOG_INFO, "exporting spans with telemetry plugin '%s'", app->telemetry.desc->name);
+    eai_log("trace", EAI_LOG_INFO, "exporting spans%s with telemetry plugin '%s'",
+            ops->export_metrics ? " and metrics" : "", app->telemetry.desc->name);
     return 0;
 }
 
 void eai_telemetry_stop(struct eai_app *app)
 {
+    metrics_export_stop();
     eai_trace_exporter_stop();
-    if (app->telemetry.desc && app->telemetry.self)
-        app->telemetry.desc->destroy(app->telemetry.self);
-    app->telemetry.self = NULL;
-    app->telemetry.desc = NULL;
+    eai_plugin_close(&app->telemetry);
 }

@@ -25,11 +25,14 @@ struct eai_iso_probe {
     unsigned caps;
     char version[128];         /* runtime version, e.g. "runsc 0.0~20221219.0" */
     char reason[256];          /* why not ready */
-    /* Added in 1.0 (read only when size covers it): 1 while the backend's
-     * first probe still runs (ready is 0 then): core waits for the
-     * verdict instead of refusing, and start() may hold jobs until it. */
+    /* ---- Added in 1.1: 1 while the backend's first probe still runs
+     * (ready is 0 then): core waits for the verdict instead of refusing,
+     * and start() may hold jobs until it.  Core hands a zeroed struct of
+     * today's size, so a 1.0 backend leaves it 0. */
     int pending;
 };
+#define EAI_ISO_PROBE_SIZE_1_0 offsetof(struct eai_iso_probe, pending)
+#define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, pending) + sizeof(int))
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */
@@ -65,6 +68,8 @@ struct eai_iso_job {
     int64_t collect_max_file_bytes;
     int64_t collect_max_total_bytes;
 };
+#define EAI_ISO_JOB_SIZE_1_0 (offsetof(struct eai_iso_job, collect_max_total_bytes) + sizeof(int64_t))
+#define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
 
 enum eai_iso_stream { EAI_STREAM_STDOUT = 1, EAI_STREAM_STDERR = 2 };
 
@@ -104,6 +109,8 @@ struct eai_iso_result {
      * on a worker without copying them on the loop first. */
     int files_movable;
 };
+#define EAI_ISO_RESULT_SIZE_1_0 (offsetof(struct eai_iso_result, files_truncated) + sizeof(int))
+#define EAI_ISO_RESULT_SIZE_1_1 EAI_ISO_RESULT_SIZE_1_0
 
 /* Callbacks into core, on the loop thread. */
 struct eai_iso_callbacks {
@@ -116,6 +123,8 @@ struct eai_iso_callbacks {
     /* Exactly once per successful start(); the handle is dead afterwards. */
     void (*on_exit)(void *arg, const struct eai_iso_result *res);
 };
+#define EAI_ISO_CALLBACKS_SIZE_1_0 (offsetof(struct eai_iso_callbacks, on_exit) + sizeof(void (*)(void)))
+#define EAI_ISO_CALLBACKS_SIZE_1_1 EAI_ISO_CALLBACKS_SIZE_1_0
 
 struct eai_isolation_ops {
     size_t size;
@@ -140,6 +149,9 @@ struct eai_isolation_ops {
      * May be NULL.  Called once at start-up, before any start(). */
     void (*sweep)(void *self);
 };
+/* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
+#define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))
+#define EAI_ISOLATION_OPS_SIZE_1_1 EAI_ISOLATION_OPS_SIZE_1_0
 
 #ifdef __cplusplus
 }

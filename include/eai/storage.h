@@ -164,7 +164,8 @@ struct eai_storage_ops {
     int (*kv_get)(void *self, const char *key, char **value, struct eai_error **err);
     int (*kv_set)(void *self, const char *key, const char *value, struct eai_error **err);
 
-    /* --- added after the first ABI 1.0 drafts: check size before calling */
+    /* ---- Added in 1.1.  Core copies every plugin's table into one of
+     * today's size at load (NULL past a 1.0 plugin's end): test for NULL. */
     /* SYSTEM: the newest audit event of every tenant, ordered by tenant:
      * [{tenant_id, seq, hash}].  Lets the audit sink and `eaid audit
      * verify` find tenants without listing every event.  May be NULL. */
@@ -179,6 +180,9 @@ struct eai_storage_ops {
                                 int per_tenant_max, const json_t *exclude, json_t **out,
                                 struct eai_error **err);
 };
+/* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
+#define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
+#define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, exec_claim_excluding) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

@@ -140,6 +140,7 @@ static const struct eai_plugin_descriptor finops_descriptor = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "http",
     .kind = EAI_KIND_FINOPS,
     .version = "0.1.0",

@@ -350,6 +350,7 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
     memset(out, 0, sizeof(*out));
     out->size = sizeof(*out);
     out->ready = g->probe_state == 1;
+    out->pending = g->probe_state == 0; /* ABI 1.1: first probe still running */
     out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
     snprintf(out->version, sizeof(out->version), "%s", g->version);
     if (!out->ready)
@@ -494,6 +495,7 @@ static const struct eai_plugin_descriptor gv_descriptor = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "gvisor",
     .kind = EAI_KIND_ISOLATION,
     .version = "0.1.0",

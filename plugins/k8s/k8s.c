@@ -1130,6 +1130,7 @@ static const struct eai_plugin_descriptor k8s_descriptor = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "k8s",
     .kind = EAI_KIND_ISOLATION,
     .version = "0.1.0",

@@ -245,6 +245,7 @@ static const struct eai_plugin_descriptor eai_pg_descriptor = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "postgres",
     .kind = EAI_KIND_STORAGE,
     .version = EAI_PG_VERSION,

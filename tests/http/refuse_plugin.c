@@ -48,6 +48,7 @@ static const struct eai_plugin_descriptor refuse_desc = {
     .abi_major = EAI_ABI_MAJOR,
     .abi_minor = EAI_ABI_MINOR,
     .struct_size = sizeof(struct eai_plugin_descriptor),
+    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
     .name = "refuse",
     .kind = EAI_KIND_ISOLATION,
     .version = "1",

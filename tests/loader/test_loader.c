@@ -1,5 +1,6 @@
 /* Loader tests: every refusal of the ABI rules, proven with real .so files. */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,10 +11,14 @@
 #include <CUnit/Basic.h>
 
 #include <eai/isolation.h>
+#include <eai/storage.h>
 
 #include "base/errors.h"
 #include "plugin/host.h"
 #include "plugin/loader.h"
+#include "obs/metrics.h"
+#include "base/worker.h"
+#include <event2/event.h>
 
 static const char *fixture_dir;
 static char tmp_dir[PATH_MAX];
@@ -49,9 +54,11 @@ static void test_valid_loads_and_creates(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_STRING_EQUAL(d->name, "valid");
     CU_ASSERT_EQUAL(d->kind, EAI_KIND_ISOLATION);
+    CU_ASSERT_EQUAL(d->abi_minor, 1);
+    CU_ASSERT_PTR_EQUAL(load("valid", NULL), d); /* one normalised copy per plugin */
     struct eai_host *h = eai_host_new(NULL, tmp_dir);
     struct eai_error *err = NULL;
-    void *self = d->create(h, NULL, &err);
+    void *self = d->create(h, NULL, &err); /* the shared host still works */
     CU_ASSERT_PTR_NOT_NULL(self);
     CU_ASSERT_PTR_NULL(err);
     const struct eai_isolation_ops *ops = d->ops;
@@ -62,36 +69,142 @@ static void test_valid_loads_and_creates(void)
     eai_host_free(h);
 }
 
+/* The per-instance handle names the plugin in errors, metrics and wraps. */
+static void test_instance_handle_attributes(void)
+{
+    const struct eai_plugin_descriptor *d = load("valid", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct eai_host *h = eai_host_new(NULL, tmp_dir);
+    void *self = NULL;
+    struct eai_host *handle = NULL;
+    struct eai_error *err = NULL;
+    double before = eai_metrics_get("eai_fixture_created_total", "plugin=\"valid\"");
+    CU_ASSERT_EQUAL_FATAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(handle);
+    CU_ASSERT_STRING_EQUAL(handle->plugin_name, "valid");
+    CU_ASSERT_PTR_NULL(h->plugin_name);
+    CU_ASSERT(handle->size >= EAI_HOST_SIZE_1_1);
+    /* the fixture's create() counted itself without naming itself */
+    CU_ASSERT_EQUAL(eai_metrics_get("eai_fixture_created_total", "plugin=\"valid\"") - before, 1.0);
+    const struct eai_isolation_ops *ops = d->ops;
+    struct eai_iso_job job = {.size = sizeof(job), .id = "sbx_1"};
+    void *hd = NULL;
+    CU_ASSERT_EQUAL(ops->start(self, &job, NULL, NULL, &hd, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, EAI_E_SANDBOX_FAILED);
+    /* error_new_h attributed it, error_wrap added context after the name */
+    CU_ASSERT_STRING_EQUAL(err->message, "plugin valid: starting sbx_1: no runtime here");
+    eai_error_free(err);
+    err = NULL;
+    /* the 1.0 error_new (no host argument) is attributed too */
+    struct eai_error *e10 = handle->error_new(EAI_E_INTERNAL, 0, "valid: %s", "old style");
+    CU_ASSERT_STRING_EQUAL(e10->message, "plugin valid: old style");
+    eai_error_free(e10);
+    /* and eai_host_error_set through the handle */
+    CU_ASSERT_EQUAL(eai_host_error_set(handle, &err, EAI_E_INTERNAL, "%d bytes", 3), -1);
+    CU_ASSERT_STRING_EQUAL(err->message, "plugin valid: 3 bytes");
+    eai_error_free(err);
+    err = NULL;
+    /* the shared host: no attribution */
+    CU_ASSERT_EQUAL(eai_host_error_set(h, &err, EAI_E_INTERNAL, "plain"), -1);
+    CU_ASSERT_STRING_EQUAL(err->message, "plain");
+    eai_error_free(err);
+    eai_plugin_destroy(d, self, handle);
+    eai_host_free(h);
+}
+
 static void test_wrong_major(void)
 {
     char file[PATH_MAX];
     snprintf(file, sizeof(file), "%s/eai-isolation-wrongmajor.so", fixture_dir);
-    const char *needles[] = {file, "ABI 2.0", "ABI 1.0", NULL};
+    const char *needles[] = {file, "built for ABI 2.1", "provides ABI 1.1", NULL};
     expect_refused("wrongmajor", needles);
 }
 
 static void test_newer_minor(void)
 {
-    const char *needles[] = {"eai-isolation-newerminor.so", "ABI 1.7", "ABI 1.0", NULL};
+    const char *needles[] = {"eai-isolation-newerminor.so", "ABI 1.7", "ABI 1.1", NULL};
     expect_refused("newerminor", needles);
+}
+
+/* Built against a (simulated) future 1.2: longer descriptor and ops. */
+static void test_future_minor_refused(void)
+{
+    const char *needles[] = {"eai-isolation-future12.so", "plugin was built for ABI 1.2",
+                             "this eaid provides ABI 1.1", "rebuild it against the headers of ABI 1.1 or older",
+                             NULL};
+    expect_refused("future12", needles);
 }
 
 static void test_short_struct(void)
 {
-    const char *needles[] = {"eai-isolation-shortstruct.so", "too short", "1.0", NULL};
+    const char *needles[] = {"eai-isolation-shortstruct.so", "descriptor too short: 16 bytes",
+                             "ABI 1.0 needs at least 72", NULL};
     expect_refused("shortstruct", needles);
 }
 
 static void test_short_ops(void)
 {
-    const char *needles[] = {"eai-isolation-shortops.so", "ops table too short", NULL};
+    const char *needles[] = {"eai-isolation-shortops.so", "isolation ops table too short: 16 bytes",
+                             "ABI 1.0 needs at least 48", NULL};
     expect_refused("shortops", needles);
+}
+
+static void test_long_ops(void)
+{
+    const char *needles[] = {"eai-isolation-longops.so", "isolation ops table too long: 56 bytes",
+                             "ABI 1.1 knows 48", NULL};
+    expect_refused("longops", needles);
+}
+
+static void test_mandatory_op(void)
+{
+    const char *needles[] = {"eai-isolation-nostart.so", "mandatory isolation op 'start' is NULL", NULL};
+    expect_refused("nostart", needles);
+}
+
+static void test_storage_mandatory_op(void)
+{
+    char *msg = NULL;
+    struct eai_error *err = NULL;
+    CU_ASSERT_PTR_NULL(eai_plugin_load(fixture_dir, EAI_KIND_STORAGE, "old10nokv", &err));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    msg = err->message;
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "eai-storage-old10nokv.so"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "mandatory storage op 'kv_set' is NULL (plugin ABI 1.0)"));
+    eai_error_free(err);
 }
 
 static void test_missing_symbol(void)
 {
-    const char *needles[] = {"eai-isolation-nosymbol.so", "eai_plugin_descriptor", NULL};
+    const char *needles[] = {"eai-isolation-nosymbol.so", "missing symbol eai_plugin_descriptor()",
+                             "EAI_PLUGIN_DECLARE(my_descriptor)", "EAI_PLUGIN_EXPORT", "extern \"C\"",
+                             "nm -D --defined-only", NULL};
     expect_refused("nosymbol", needles);
+}
+
+static void test_fingerprint_mismatch(void)
+{
+    char host_jansson[64], host_libevent[64];
+    const struct eai_build_fingerprint *fp = eai_host_fingerprint();
+    CU_ASSERT_EQUAL(fp->jansson_major, JANSSON_MAJOR_VERSION);
+    CU_ASSERT(fp->libevent_major == 2); /* core sees libevent's headers */
+    snprintf(host_jansson, sizeof(host_jansson), "eaid against jansson %u.%u", fp->jansson_major,
+             fp->jansson_minor);
+    snprintf(host_libevent, sizeof(host_libevent), "eaid against libevent %u.%u", fp->libevent_major,
+             fp->libevent_minor);
+    const char *j[] = {"eai-isolation-jansson99.so", "incompatible build", "plugin was built against jansson 99.",
+                       host_jansson, NULL};
+    expect_refused("jansson99", j);
+    const char *l[] = {"eai-isolation-libevent20.so", "incompatible build",
+                       "plugin was built against libevent 2.0", host_libevent, NULL};
+    expect_refused("libevent20", l);
+    const char *s[] = {"eai-isolation-jsonint4.so", "plugin has sizeof(json_int_t) = 4",
+                       "eaid has sizeof(json_int_t) = 8", NULL};
+    expect_refused("jsonint4", s);
+    const char *n[] = {"eai-isolation-nofingerprint.so", "no build fingerprint", "EAI_PLUGIN_DESCRIPTOR_HEADER",
+                       NULL};
+    expect_refused("nofingerprint", n);
 }
 
 static void test_wrong_kind_and_name(void)
@@ -100,6 +213,19 @@ static void test_wrong_kind_and_name(void)
     expect_refused("wrongkind", k);
     const char *n[] = {"eai-isolation-mislabel.so", "someone-else", NULL};
     expect_refused("mislabel", n);
+}
+
+static int fixture_live(const char *name)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/eai-isolation-%s.so", fixture_dir, name);
+    void *dl = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    if (!dl)
+        return -1;
+    int *live = dlsym(dl, "fixture_live");
+    int v = live ? *live : -1;
+    dlclose(dl);
+    return v;
 }
 
 static void test_failing_create(void)
@@ -117,6 +243,126 @@ static void test_failing_create(void)
     eai_error_free(err);
     err = NULL;
     CU_ASSERT_PTR_NULL(d->create(h, NULL, NULL)); /* a NULL err is safe */
+    /* through the host: the error names the plugin, no handle is left */
+    struct eai_host *handle = (struct eai_host *)1;
+    CU_ASSERT_EQUAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), -1);
+    CU_ASSERT_PTR_NULL(self);
+    CU_ASSERT_PTR_NULL(handle);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_EQUAL(err->code, EAI_E_SANDBOX_UNAVAILABLE);
+    CU_ASSERT_STRING_EQUAL(err->message, "plugin failcreate: fixture: create refused on purpose");
+    eai_error_free(err);
+    err = NULL;
+    /* NULL without an error: the host supplies one */
+    d = load("silentfail", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_STRING_EQUAL(err->message, "plugin silentfail: create() failed without saying why");
+    eai_error_free(err);
+    err = NULL;
+    /* an instance returned along with an error is destroyed by the host */
+    d = load("halfmade", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), -1);
+    CU_ASSERT_PTR_NULL(self);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_STRING_EQUAL(err->message, "plugin halfmade: half made");
+    CU_ASSERT_EQUAL(fixture_live("halfmade"), 0);
+    eai_error_free(err);
+    eai_host_free(h);
+}
+
+/* Built against the frozen 1.0 headers: loads into the 1.1 host and runs. */
+static int f10_started, f10_exited;
+static char f10_out[64];
+static void f10_on_output(void *arg, enum eai_iso_stream s, const char *data, size_t len)
+{
+    strncat(f10_out, data, len < sizeof(f10_out) - strlen(f10_out) - 1 ? len : sizeof(f10_out) - strlen(f10_out) - 1);
+}
+static void f10_on_started(void *arg) { f10_started++; }
+static void f10_on_exit(void *arg, const struct eai_iso_result *r) { f10_exited += r->outcome == EAI_OUT_EXITED; }
+
+static void test_abi_1_0_isolation_runs(void)
+{
+    struct eai_error *err = NULL;
+    const struct eai_plugin_descriptor *d = eai_plugin_load(fixture_dir, EAI_KIND_ISOLATION, "old10", &err);
+    if (!d)
+        fprintf(stderr, "\n%s\n", err && err->message ? err->message : "?");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(d->abi_minor, 0);
+    CU_ASSERT_EQUAL(d->build.size, 0); /* 1.0: no fingerprint, zero-filled in the copy */
+    struct event_base *base = event_base_new();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+    CU_ASSERT_EQUAL_FATAL(eai_workers_start(base, 1), 0);
+    struct eai_host *h = eai_host_new(base, tmp_dir);
+    void *self = NULL;
+    struct eai_host *handle = NULL;
+    CU_ASSERT_EQUAL_FATAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), 0);
+    const struct eai_isolation_ops *ops = d->ops;
+    struct eai_iso_probe p;
+    memset(&p, 0, sizeof(p));
+    p.size = sizeof(p);
+    ops->probe(self, &p);
+    CU_ASSERT_EQUAL(p.ready, 1);
+    CU_ASSERT_EQUAL(p.pending, 0);
+    CU_ASSERT_STRING_EQUAL(p.version, "fixture-abi-1.0");
+    const char *argv[] = {"hello", "-1.0", NULL};
+    struct eai_iso_job job = {.size = sizeof(job), .id = "sbx_10", .argv = argv};
+    struct eai_iso_callbacks cb = {.size = sizeof(cb), .on_output = f10_on_output, .on_started = f10_on_started,
+                                   .on_exit = f10_on_exit};
+    void *hd = NULL;
+    CU_ASSERT_EQUAL(ops->start(self, &job, &cb, NULL, &hd, &err), 0);
+    /* the callbacks come on the loop, after the plugin's work_submit */
+    for (int i = 0; i < 200 && !f10_exited; i++) {
+        struct timeval tv = {0, 10000};
+        event_base_loopexit(base, &tv);
+        event_base_dispatch(base);
+    }
+    CU_ASSERT_EQUAL(f10_started, 1);
+    CU_ASSERT_EQUAL(f10_exited, 1);
+    CU_ASSERT_STRING_EQUAL(f10_out, "hello-1.0");
+    CU_ASSERT_PTR_NULL(ops->recover); /* absent in the plugin's table: NULL */
+    CU_ASSERT_PTR_NULL(ops->sweep);
+    eai_plugin_destroy(d, self, handle);
+    eai_host_free(h);
+    eai_workers_stop();
+    event_base_free(base);
+}
+
+static void test_abi_1_0_storage_normalised(void)
+{
+    struct eai_error *err = NULL;
+    const struct eai_plugin_descriptor *d = eai_plugin_load(fixture_dir, EAI_KIND_STORAGE, "old10", &err);
+    if (!d)
+        fprintf(stderr, "\n%s\n", err && err->message ? err->message : "?");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    const struct eai_storage_ops *ops = d->ops;
+    /* the plugin's table is the 1.0 one, the host's copy today's */
+    CU_ASSERT_EQUAL(eai_plugin_ops_size(d), EAI_STORAGE_OPS_SIZE_1_0);
+    CU_ASSERT(EAI_STORAGE_OPS_SIZE_1_0 < sizeof(struct eai_storage_ops));
+    CU_ASSERT_EQUAL(ops->size, sizeof(struct eai_storage_ops));
+    CU_ASSERT_PTR_NULL(ops->audit_heads);
+    CU_ASSERT_PTR_NULL(ops->exec_claim_excluding);
+    CU_ASSERT_PTR_NOT_NULL(ops->kv_set);
+    struct eai_host *h = eai_host_new(NULL, tmp_dir);
+    void *self = NULL;
+    struct eai_host *handle = NULL;
+    CU_ASSERT_EQUAL_FATAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), 0);
+    CU_ASSERT_EQUAL(ops->ping(self, &err), 0);
+    CU_ASSERT_EQUAL(ops->kv_set(self, "cursor", "42", &err), 0);
+    char *v = NULL;
+    CU_ASSERT_EQUAL(ops->kv_get(self, "cursor", &v, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    CU_ASSERT_STRING_EQUAL(v, "42");
+    free(v);
+    /* an error made by a 1.0 plugin with the 1.0 error_new names it */
+    json_t *out = NULL;
+    CU_ASSERT_EQUAL(ops->exec_get(self, "t", "x", &out, &err), -1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(err);
+    CU_ASSERT_STRING_EQUAL(err->message, "plugin old10: not supported by this fixture");
+    eai_error_free(err);
+    eai_plugin_destroy(d, self, handle);
     eai_host_free(h);
 }
 
@@ -225,11 +471,19 @@ int main(void)
         return 2;
     CU_pSuite s = CU_add_suite("loader", NULL, NULL);
     CU_add_test(s, "valid plugin loads and creates", test_valid_loads_and_creates);
+    CU_add_test(s, "instance handle names the plugin", test_instance_handle_attributes);
     CU_add_test(s, "wrong major refused naming both versions", test_wrong_major);
     CU_add_test(s, "newer minor refused", test_newer_minor);
+    CU_add_test(s, "future 1.2 plugin refused", test_future_minor_refused);
     CU_add_test(s, "short descriptor refused", test_short_struct);
     CU_add_test(s, "short ops table refused", test_short_ops);
-    CU_add_test(s, "missing symbol refused", test_missing_symbol);
+    CU_add_test(s, "ops table longer than today's refused", test_long_ops);
+    CU_add_test(s, "NULL mandatory op refused", test_mandatory_op);
+    CU_add_test(s, "NULL mandatory 1.0 storage op refused", test_storage_mandatory_op);
+    CU_add_test(s, "missing symbol refused with a hint", test_missing_symbol);
+    CU_add_test(s, "build fingerprint mismatch refused naming both", test_fingerprint_mismatch);
+    CU_add_test(s, "1.0 isolation plugin loads and runs", test_abi_1_0_isolation_runs);
+    CU_add_test(s, "1.0 storage plugin normalised and runs", test_abi_1_0_storage_normalised);
     CU_add_test(s, "wrong kind or name refused", test_wrong_kind_and_name);
     CU_add_test(s, "failing create reports its error", test_failing_create);
     CU_add_test(s, "names with separators refused", test_bad_names);

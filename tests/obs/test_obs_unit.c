@@ -502,7 +502,7 @@ static int fake_export(void *self, const json_t *spans, eai_deliver_done_fn done
     return 0;
 }
 
-static const struct eai_telemetry_ops fake_ops = {sizeof(struct eai_telemetry_ops), fake_export};
+static const struct eai_telemetry_ops fake_ops = {.size = sizeof(struct eai_telemetry_ops), .export_spans = fake_export};
 
 static void test_span_queue_bound(void)
 {

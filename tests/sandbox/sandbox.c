@@ -124,7 +124,7 @@ static int probe_settled(void *arg)
 {
     struct eai_iso_probe p;
     g_ops->probe(arg, &p);
-    return p.ready || strcmp(p.reason, "probe in progress") != 0;
+    return p.ready || !p.pending;
 }
 
 void *sb_make_instance(json_t *cfg, int sweep)
