@@ -980,7 +980,8 @@ static void auth_done(void *arg)
         eai_reply_error(r, code, NULL);
     } else if (!j->ok) {
         const char *why = !j->rec ? "unknown key" :
-                          json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" : "wrong secret";
+                          json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" :
+                          eai_auth_expired(j->rec, eai_now_ms()) ? "expired key" : "wrong secret";
         auth_refuse(r, why);
     } else {
         snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
