@@ -91,7 +91,7 @@ static void test_hash_check(void)
     CU_ASSERT_EQUAL(eai_auth_expired(rec, eai_now_ms()), 1);
     int64_t at = 0;
     CU_ASSERT_EQUAL_FATAL(eai_time_parse_rfc3339("2030-06-01T12:00:00.000Z", &at), 0);
-    CU_ASSERT_EQUAL(eai_auth_expired(rec, 0), 1);
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, at), 1);
     json_object_set_new(rec, "expires_at", json_string("2030-06-01T12:00:00.000Z"));
     CU_ASSERT_EQUAL(eai_auth_expired(rec, at - 1), 0);
     CU_ASSERT_EQUAL(eai_auth_expired(rec, at), 1); /* the instant itself is expired */
