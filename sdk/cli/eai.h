@@ -58,6 +58,23 @@ int eai_http_call(struct eai_http *h, const char *method, const char *path, cons
  * parsed into *err_body (error envelope) instead of written to f. */
 int eai_http_download(struct eai_http *h, const char *path, FILE *f, long *status, json_t **err_body,
                       uint64_t *bytes);
+/* Request headers (Authorization, accept, Accept-Language, extra); NULL on OOM. */
+struct curl_slist *eai_http_headers(struct eai_http *h, const char *accept, const char *extra, int has_body);
+/* Reset the handle for url with hdrs and a whole-transfer timeout (0: none). */
+void eai_http_setup(struct eai_http *h, const char *url, struct curl_slist *hdrs, long timeout_s);
+/* CURLOPT_XFERINFOFUNCTION that aborts once eai_interrupted is set. */
+int eai_http_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d);
+
+/* ---- eai_stream.c: live output of a running execution (its events) */
+/* Follow GET .../events, writing stdout and stderr chunks as they come and
+ * counting the bytes written per stream in printed[0] (stdout) and
+ * printed[1] (stderr).  0 when the terminal status arrived, -1 when the
+ * stream ended without it (cut, interrupted, unsupported): the caller then
+ * waits by long-polls and prints the rest with eai_print_rest. */
+int eai_follow_events(struct eai_http *h, const char *id, uint64_t printed[2]);
+/* Print what the terminal record holds beyond printed[] per stream. */
+void eai_print_rest(const json_t *rec, const uint64_t printed[2]);
+
 /* One line on stderr from an error envelope: "eai: WHAT: code: message
  * (HTTP n)" and its details (path: message), in the negotiated language. */
 void eai_print_api_error(const char *what, long status, const json_t *body);

@@ -292,14 +292,17 @@ int eai_cmd_exec(const struct eai_opts *go, int argc, char **argv)
     json_decref(resp);
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
+    /* Live output while it runs (not with --json: the record says it all),
+     * then the terminal record by long-poll, and whatever the stream missed. */
+    uint64_t printed[2] = {0, 0};
+    if (!o.json)
+        eai_follow_events(&h, id, printed);
     json_t *rec = wait_terminal(&h, id);
     if (rec) {
-        if (o.json) {
+        if (o.json)
             eai_print_json(rec);
-        } else {
-            eai_print_stream(rec, "stdout", stdout);
-            eai_print_stream(rec, "stderr", stderr);
-        }
+        else
+            eai_print_rest(rec, printed);
         if (json_is_true(json_object_get(rec, "stdout_truncated")))
             fprintf(stderr, "eai: %s: stdout was truncated at the output limit\n", id);
         if (json_is_true(json_object_get(rec, "stderr_truncated")))

@@ -85,7 +85,7 @@ static size_t write_mem(char *p, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-static int progress_cb(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+int eai_http_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
     (void)arg;
     (void)a;
@@ -95,10 +95,10 @@ static int progress_cb(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return eai_interrupted ? 1 : 0;
 }
 
-static struct curl_slist *base_headers(struct eai_http *h, const char *extra, int has_body)
+struct curl_slist *eai_http_headers(struct eai_http *h, const char *accept, const char *extra, int has_body)
 {
     struct curl_slist *hdrs = NULL, *t;
-    const char *list[] = {h->auth, "Accept: application/json", h->lang_hdr,
+    const char *list[] = {h->auth, accept, h->lang_hdr,
                           has_body ? "Content-Type: application/json" : NULL, extra};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++) {
         if (!list[i])
@@ -113,7 +113,7 @@ static struct curl_slist *base_headers(struct eai_http *h, const char *extra, in
     return hdrs;
 }
 
-static void common_opts(struct eai_http *h, const char *url, struct curl_slist *hdrs, long timeout_s)
+void eai_http_setup(struct eai_http *h, const char *url, struct curl_slist *hdrs, long timeout_s)
 {
     curl_easy_reset(h->curl);
     curl_easy_setopt(h->curl, CURLOPT_URL, url);
@@ -135,18 +135,18 @@ int eai_http_call(struct eai_http *h, const char *method, const char *path, cons
         return -1;
     }
     struct buf b = {0};
-    struct curl_slist *hdrs = base_headers(h, extra_header, body != NULL);
+    struct curl_slist *hdrs = eai_http_headers(h, "Accept: application/json", extra_header, body != NULL);
     if (!hdrs) {
         fprintf(stderr, "eai: out of memory\n");
         return -1;
     }
-    common_opts(h, url, hdrs, (long)EAI_WAIT_S + 45);
+    eai_http_setup(h, url, hdrs, (long)EAI_WAIT_S + 45);
     curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, write_mem);
     curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &b);
     if (abortable) {
         curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
-        curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, progress_cb);
+        curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, eai_http_progress);
     }
     if (body) {
         curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
@@ -208,15 +208,15 @@ int eai_http_download(struct eai_http *h, const char *path, FILE *f, long *statu
         fprintf(stderr, "eai: URL too long\n");
         return -1;
     }
-    struct curl_slist *hdrs = base_headers(h, NULL, 0);
+    struct curl_slist *hdrs = eai_http_headers(h, "Accept: application/json", NULL, 0);
     if (!hdrs)
         return -1;
     struct dl d = {.curl = h->curl, .f = f};
-    common_opts(h, url, hdrs, 600L);
+    eai_http_setup(h, url, hdrs, 600L);
     curl_easy_setopt(h->curl, CURLOPT_WRITEFUNCTION, write_dl);
     curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, &d);
     curl_easy_setopt(h->curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, progress_cb);
+    curl_easy_setopt(h->curl, CURLOPT_XFERINFOFUNCTION, eai_http_progress);
     CURLcode rc = curl_easy_perform(h->curl);
     curl_slist_free_all(hdrs);
     if (rc != CURLE_OK) {

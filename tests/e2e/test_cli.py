@@ -221,6 +221,35 @@ def case_exit_codes_json(env, st):
     check(r.returncode == 0 and json.loads(r.stdout)["exit_code"] == 3, "get %r" % r.stdout[:200])
 
 
+def case_live_output(env, st):
+    # the first line reaches our stdout while the program still runs
+    prog = ("import sys, time; print('first', flush=True); print('err1', file=sys.stderr, flush=True);"
+            "time.sleep(4); print('second'); print('x' * 70000)")
+    p = subprocess.Popen([EAI, "exec", "--profile", PROFILE, "--image", IMAGE, "--", "python3", "-c", prog],
+                         env=env.cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        first = p.stdout.readline()
+        t_first = time.time()
+        rest, err = p.communicate(timeout=90)
+        t_end = time.time()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(first == b"first\n", "first line %r" % first)
+    check(t_end - t_first >= 2.0, "the first line came only %.2f s before the end: not live" % (t_end - t_first))
+    # exactly once: live chunks plus what the record holds beyond them
+    check(rest == b"second\n" + b"x" * 70000 + b"\n", "rest of stdout: %d bytes %r..." % (len(rest), rest[:40]))
+    check(err.count(b"err1\n") == 1, "stderr %r" % err)
+    check(p.returncode == 0, "exit %d" % p.returncode)
+    # many small writes: nothing lost, nothing twice
+    r = env.eai("exec", "--profile", PROFILE, "--image", IMAGE, "--", "python3", "-c",
+                "import time\nfor i in range(3000):\n    print(i, flush=True)\n    i % 500 or time.sleep(0.2)")
+    want = "".join("%d\n" % i for i in range(3000)).encode()
+    check(r.returncode == 0 and r.stdout == want, "3000 lines: rc %d, %d bytes (want %d)"
+          % (r.returncode, len(r.stdout), len(want)))
+
+
 def case_cancel(env, st):
     p = subprocess.Popen([EAI, "exec", "--profile", PROFILE, "--image", IMAGE, "--timeout", "60", "--",
                           "python3", "-c", "import time; print('started', flush=True); time.sleep(50)"],
@@ -260,6 +289,27 @@ def case_cancel(env, st):
             p.wait()
 
 
+def case_ctrl_c(env, st):
+    p = subprocess.Popen([EAI, "exec", "--profile", PROFILE, "--image", IMAGE, "--", "python3", "-c",
+                          "import time; print('up', flush=True); time.sleep(50)"],
+                         env=env.cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        m = ID_LINE.search(p.stderr.readline().decode())
+        check(m, "no id line")
+        check(p.stdout.readline() == b"up\n", "no live output before Ctrl-C")
+        t0 = time.time()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+        check(p.returncode == 125 and b"cancelled" in err, "after SIGINT: exit %d %r" % (p.returncode, err))
+        check(time.time() - t0 < 30, "Ctrl-C took %.1f s" % (time.time() - t0))
+        _, rec = env.api("GET", "/v1/sandbox/executions/" + m.group(1))
+        check(rec["status"] == "cancelled" and rec["stdout"] == "up\n", "record after Ctrl-C %r" % rec["status"])
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def case_ls(env, st):
     r = env.eai("ls", "--json")
     check(r.returncode == 0, "ls --json %r" % r.stderr)
@@ -280,8 +330,8 @@ def case_ls(env, st):
     check([x["id"] for x in every["items"]] == ids and every["next"] is None, "ls --all %r" % every)
     r = env.eai("ls", "--status", "cancelled")
     lines = r.stdout.decode().splitlines()
-    check(lines[0].startswith("ID\tSTATUS") and len(lines) == 2 and st["cancelled_id"] in lines[1],
-          "ls --status table %r" % lines)
+    check(lines[0].startswith("ID\tSTATUS") and len(lines) == 3 and st["cancelled_id"] in r.stdout.decode()
+          and all(x.split("\t")[1] == "cancelled" for x in lines[1:]), "ls --status table %r" % lines)
     r = env.eai("ls", "--limit", "0")
     check(r.returncode == 2, "ls --limit 0 exit %d" % r.returncode)
     r = env.eai("ls", "--status", "bogus", lang="fr_FR.UTF-8")
@@ -353,7 +403,9 @@ def main():
         for name, fn in [("upload, run, --download, compare bytes", case_upload_download),
                          ("files: list, one, -o, --download, missing", case_files),
                          ("exit codes, --json, logs, get", case_exit_codes_json),
+                         ("live output while it runs, exactly once", case_live_output),
                          ("cancel a running execution", case_cancel),
+                         ("Ctrl-C during a live exec cancels it", case_ctrl_c),
                          ("ls: --json, paging, --all, --status", case_ls),
                          ("exec --tool runs the manifest's command", case_tool),
                          ("errors in French, --help, usage", case_errors_help)]:
