@@ -68,9 +68,10 @@ int eai_http_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_
 /* ---- eai_stream.c: live output of a running execution (its events) */
 /* Follow GET .../events, writing stdout and stderr chunks as they come and
  * counting the bytes written per stream in printed[0] (stdout) and
- * printed[1] (stderr).  0 when the terminal status arrived, -1 when the
- * stream ended without it (cut, interrupted, unsupported): the caller then
- * waits by long-polls and prints the rest with eai_print_rest. */
+ * printed[1] (stderr); a stream cut after some bytes is followed again.
+ * 0 when the terminal status arrived, -1 when it could not be followed to
+ * the end (refused, interrupted, unsupported): the caller then waits by
+ * long-polls and prints the rest with eai_print_rest. */
 int eai_follow_events(struct eai_http *h, const char *id, uint64_t printed[2]);
 /* Print what the terminal record holds beyond printed[] per stream. */
 void eai_print_rest(const json_t *rec, const uint64_t printed[2]);
@@ -119,6 +120,11 @@ const char *eai_rel_to_tmp(const char *path);
 /* Download the collected files of rec into dir; prints one line per file on
  * stderr (not with --json).  Returns the number of failures. */
 int eai_download_files(struct eai_http *h, const json_t *rec, const char *dir, int quiet);
+
+/* eai_exec.c: long-poll until the execution is terminal; the record, or NULL
+ * (reported).  Once eai_interrupted is set (exec's Ctrl-C) it cancels the
+ * execution first. */
+json_t *eai_wait_terminal(struct eai_http *h, const char *id);
 
 /* ---- commands */
 int eai_cmd_exec(const struct eai_opts *o, int argc, char **argv);

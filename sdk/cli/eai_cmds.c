@@ -130,9 +130,11 @@ int eai_cmd_get(const struct eai_opts *go, int argc, char **argv)
 
 int eai_cmd_logs(const struct eai_opts *go, int argc, char **argv)
 {
+    static const struct spec spec[] = {{"-f", 0}, {"--follow", 0}, {NULL, 0}};
     struct args a;
-    const char *use = "eai logs ID [--json]   (stdout to stdout, stderr to stderr)";
-    int p = parse_args(go, argc, argv, NULL, 1, &a, use);
+    const char *use = "eai logs ID [-f|--follow] [--json]   (stdout to stdout, stderr to stderr;\n"
+                      "       --follow: as it runs, until the end)";
+    int p = parse_args(go, argc, argv, spec, 1, &a, use);
     if (p > 0)
         return 0;
     if (p < 0 || a.npos != 1) {
@@ -145,8 +147,20 @@ int eai_cmd_logs(const struct eai_opts *go, int argc, char **argv)
     struct eai_http h;
     int rc = 1;
     if (eai_http_init(&h, &a.o) == 0) {
-        json_t *rec = fetch_exec(&h, a.pos[0], &rc);
-        if (rec && a.o.json) {
+        int follow = a.flag[0] || a.flag[1];
+        uint64_t printed[2] = {0, 0};
+        json_t *rec;
+        if (follow) {
+            if (!a.o.json)
+                eai_follow_events(&h, a.pos[0], printed);
+            rec = eai_wait_terminal(&h, a.pos[0]);
+            rc = rec ? 0 : 1;
+        } else {
+            rec = fetch_exec(&h, a.pos[0], &rc);
+        }
+        if (rec && follow && !a.o.json) {
+            eai_print_rest(rec, printed);
+        } else if (rec && a.o.json) {
             json_t *o = json_object();
             const char *keys[] = {"id", "status", "stdout", "stderr", "stdout_encoding", "stderr_encoding",
                                   "stdout_truncated", "stderr_truncated"};

@@ -91,8 +91,7 @@ static int positive(const char *opt, const char *v, long long *out)
     return 0;
 }
 
-/* Wait for the end; returns the terminal record or NULL (reported). */
-static json_t *wait_terminal(struct eai_http *h, const char *id)
+json_t *eai_wait_terminal(struct eai_http *h, const char *id)
 {
     char path[256];
     long status;
@@ -297,7 +296,7 @@ int eai_cmd_exec(const struct eai_opts *go, int argc, char **argv)
     uint64_t printed[2] = {0, 0};
     if (!o.json)
         eai_follow_events(&h, id, printed);
-    json_t *rec = wait_terminal(&h, id);
+    json_t *rec = eai_wait_terminal(&h, id);
     if (rec) {
         if (o.json)
             eai_print_json(rec);

@@ -1,14 +1,18 @@
 /* eai: live output of a running execution from its Server-Sent Events
  * (GET /v1/sandbox/executions/{id}/events; docs/executions.md).
  *
- * Output is written as it arrives and counted per stream.  Whatever happens
- * to the stream (cut by a proxy or the server's idle timeout, an unknown
- * event format, Ctrl-C), the caller ends with the terminal record and
- * prints only the bytes beyond those counts, so nothing is lost and nothing
- * is printed twice: the record's output is the first bytes of each stream,
- * and the streamed chunks are a prefix of it (within the output cap). */
+ * Output is written as it arrives and counted per stream.  Each connection
+ * delivers each stream from its first byte (output so far, then live
+ * chunks, or the stored output once terminal), so a cut stream is followed
+ * again and only the bytes beyond the counts are written.  Whatever else
+ * happens (refused, an unknown event format, Ctrl-C), the caller ends with
+ * the terminal record and prints only the bytes beyond those counts, so
+ * nothing is lost and nothing is printed twice: the record's output is the
+ * first bytes of each stream, and the streamed chunks are a prefix of it
+ * (within the output cap). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eai.h"
 
@@ -21,6 +25,7 @@ struct sse {
     char *data;
     size_t dlen;
     uint64_t *printed;
+    uint64_t seen[2]; /* bytes of each stream this connection delivered */
     int terminal;
     int broken;
 };
@@ -42,6 +47,19 @@ static int grow(char **p, size_t *cap, size_t need)
     return 0;
 }
 
+/* Bytes [seen, seen + n) of stream k: write the part beyond printed[k]
+ * (every connection starts the stream from its first byte). */
+static void emit(struct sse *s, int k, const char *d, size_t n)
+{
+    uint64_t start = s->seen[k], end = start + n;
+    s->seen[k] = end;
+    if (end <= s->printed[k])
+        return;
+    size_t skip = s->printed[k] > start ? (size_t)(s->printed[k] - start) : 0;
+    eai_write_all(k ? stderr : stdout, d + skip, n - skip);
+    s->printed[k] = end;
+}
+
 static void dispatch(struct sse *s)
 {
     if (!s->data || !s->event[0])
@@ -51,20 +69,16 @@ static void dispatch(struct sse *s)
     if (k >= 0 && json_is_string(json_object_get(d, "data"))) {
         const json_t *v = json_object_get(d, "data");
         const char *enc = eai_jstr(d, "encoding");
-        FILE *f = k ? stderr : stdout;
         if (enc && strcmp(enc, "base64") == 0) {
             size_t n = 0;
             unsigned char *raw = eai_b64_decode(json_string_value(v), &n);
-            if (raw) {
-                eai_write_all(f, (const char *)raw, n);
-                s->printed[k] += n;
-            } else {
+            if (raw)
+                emit(s, k, (const char *)raw, n);
+            else
                 s->broken = 1;
-            }
             free(raw);
         } else {
-            eai_write_all(f, json_string_value(v), json_string_length(v));
-            s->printed[k] += json_string_length(v);
+            emit(s, k, json_string_value(v), json_string_length(v));
         }
     } else if (strcmp(s->event, "status") == 0 && eai_is_terminal(eai_jstr(d, "status"))) {
         s->terminal = 1;
@@ -135,7 +149,9 @@ static size_t on_data(char *p, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-int eai_follow_events(struct eai_http *h, const char *id, uint64_t printed[2])
+/* One connection: 1 terminal status seen, 0 a stream (200) that was cut,
+ * -1 not a stream (refused, transport error, interrupted, bad data). */
+static int follow_once(struct eai_http *h, const char *id, uint64_t printed[2])
 {
     char url[8192];
     snprintf(url, sizeof url, "%s/v1/sandbox/executions/%s/events", h->base, id);
@@ -157,7 +173,29 @@ int eai_follow_events(struct eai_http *h, const char *id, uint64_t printed[2])
     curl_slist_free_all(hdrs);
     free(s.line);
     free(s.data);
-    return status == 200 && s.terminal ? 0 : -1;
+    if (status == 200 && s.terminal)
+        return 1;
+    return status == 200 && !s.broken && !eai_interrupted ? 0 : -1;
+}
+
+int eai_follow_events(struct eai_http *h, const char *id, uint64_t printed[2])
+{
+    /* A cut stream is followed again (it restarts from the first byte,
+     * emit() skips what was written); at most 1000 times. */
+    int quick = 0;
+    for (int i = 0; i < 1000 && quick < 5; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc = follow_once(h, id, printed);
+        if (rc != 0)
+            return rc > 0 ? 0 : -1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        /* a stream that keeps ending at once is not worth following */
+        quick = t1.tv_sec - t0.tv_sec < 2 ? quick + 1 : 0;
+        struct timespec pause = {0, 200 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    return -1;
 }
 
 void eai_print_rest(const json_t *rec, const uint64_t printed[2])

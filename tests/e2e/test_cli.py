@@ -8,7 +8,8 @@ stops a running program, `eai ls --json` pages, `eai logs`, `eai exec
 --tool`, errors in French from the envelope, exit codes.
 
 Environment: EAI_BUILD_DIR (default <source>/build), EAI_IMAGE_DIR (default
-<build>/images; python:3.11-slim is built there once when absent).
+<build>/images; python:3.11-slim is built there once when absent),
+EAI_CLI_ONLY (comma-separated substrings of case names: run only those).
 Last line: `N passed, M failed`; exit status 1 when anything failed.
 """
 import json
@@ -20,6 +21,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import urllib.error
@@ -250,6 +252,126 @@ def case_live_output(env, st):
           % (r.returncode, len(r.stdout), len(want)))
 
 
+def case_logs_follow(env, st):
+    status, body = env.api("POST", "/v1/sandbox/executions", {
+        "profile": PROFILE, "image": IMAGE,
+        "command": ["python3", "-c", "import time; print('a', flush=True); time.sleep(4); print('b')"]})
+    check(status == 202, "create %d %r" % (status, body))
+    i = body["id"]
+    deadline = time.time() + 30
+    while time.time() < deadline:  # started, so `a` may already be out
+        _, rec = env.api("GET", "/v1/sandbox/executions/" + i)
+        if rec["status"] != "queued":
+            break
+        time.sleep(0.1)
+    p = subprocess.Popen([EAI, "logs", "--follow", i], env=env.cli_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    try:
+        first = p.stdout.readline()
+        t_first = time.time()
+        rest, err = p.communicate(timeout=60)
+        took = time.time() - t_first
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    check(first == b"a\n" and rest == b"b\n", "logs -f output %r %r (%r)" % (first, rest, err))
+    check(took >= 1.5, "logs -f: the first line came only %.2f s before the end" % took)
+    check(p.returncode == 0, "logs -f exit %d" % p.returncode)
+    r = env.eai("logs", "-f", i)  # already finished: the whole output once
+    check(r.returncode == 0 and r.stdout == b"a\nb\n", "logs -f after the end %r" % r.stdout)
+
+
+class CuttingProxy:
+    """Loopback TCP proxy to eaid that cuts the first `cuts` event streams
+    after `after` bytes of their response (a proxy or a network dropping a
+    long-lived connection)."""
+
+    def __init__(self, port, cuts=2, after=1200):
+        self.target = port
+        self.cuts = cuts
+        self.after = after
+        self.events_conns = 0
+        self.lock = threading.Lock()
+        self.srv = socket.socket()
+        self.srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.srv.bind(("127.0.0.1", 0))
+        self.srv.listen(16)
+        self.port = self.srv.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                c, _ = self.srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+
+    def serve(self, c):
+        u = socket.create_connection(("127.0.0.1", self.target))
+        state = {"sent": 0, "cut_at": None}
+
+        def look(d):  # one request per chunk head (curl reuses connections)
+            if d[:4] == b"GET " and b"/events" in d.split(b"\r\n", 1)[0]:
+                with self.lock:
+                    self.events_conns += 1
+                    if self.events_conns <= self.cuts:
+                        state["cut_at"] = state["sent"] + self.after
+
+        def up():
+            try:
+                while True:
+                    d = c.recv(65536)
+                    if not d:
+                        break
+                    look(d)
+                    u.sendall(d)
+            except OSError:
+                pass
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while True:
+                d = u.recv(65536)
+                if not d:
+                    break
+                cut = state["cut_at"]
+                if cut is not None and state["sent"] + len(d) >= cut:
+                    c.sendall(d[:cut - state["sent"]])
+                    break
+                c.sendall(d)
+                state["sent"] += len(d)
+        except OSError:
+            pass
+        for s_ in (c, u):
+            try:
+                s_.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s_.close()
+
+    def close(self):
+        self.srv.close()
+
+
+def case_stream_cut(env, st):
+    proxy = CuttingProxy(env.port)
+    try:
+        e = env.cli_env()
+        e["EAI_URL"] = "http://127.0.0.1:%d" % proxy.port
+        prog = "import time\nfor i in range(40):\n    print('line', i, flush=True)\n    time.sleep(0.1)"
+        r = subprocess.run([EAI, "exec", "--profile", PROFILE, "--image", IMAGE, "--", "python3", "-c", prog],
+                           env=e, capture_output=True, timeout=120)
+        want = "".join("line %d\n" % i for i in range(40)).encode()
+        check(r.returncode == 0, "exec through the cutting proxy: exit %d %r" % (r.returncode, r.stderr[-300:]))
+        check(r.stdout == want, "output through cut streams: %d bytes, want %d: %r"
+              % (len(r.stdout), len(want), r.stdout[:120]))
+        check(proxy.events_conns >= 3, "the stream was followed %d times, want a reconnect after each cut %r"
+              % (proxy.events_conns, r.stderr))
+    finally:
+        proxy.close()
+
+
 def case_cancel(env, st):
     p = subprocess.Popen([EAI, "exec", "--profile", PROFILE, "--image", IMAGE, "--timeout", "60", "--",
                           "python3", "-c", "import time; print('started', flush=True); time.sleep(50)"],
@@ -404,11 +526,16 @@ def main():
                          ("files: list, one, -o, --download, missing", case_files),
                          ("exit codes, --json, logs, get", case_exit_codes_json),
                          ("live output while it runs, exactly once", case_live_output),
+                         ("logs --follow while it runs", case_logs_follow),
+                         ("a cut event stream is followed again", case_stream_cut),
                          ("cancel a running execution", case_cancel),
                          ("Ctrl-C during a live exec cancels it", case_ctrl_c),
                          ("ls: --json, paging, --all, --status", case_ls),
                          ("exec --tool runs the manifest's command", case_tool),
                          ("errors in French, --help, usage", case_errors_help)]:
+            only = [x for x in os.environ.get("EAI_CLI_ONLY", "").split(",") if x]
+            if only and not any(x in name for x in only):
+                continue
             t0 = time.time()
             try:
                 fn(env, st)
