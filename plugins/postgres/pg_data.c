@@ -136,9 +136,13 @@ static int eai_pg_build_key(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, P
         json_object_set_new(c->out, "tenant_id", eai_pg_cell_str(r, 0, 1)) < 0 ||
         json_object_set_new(c->out, "hash", eai_pg_cell_str(r, 0, 2)) < 0 ||
         json_object_set_new(c->out, "revoked", eai_pg_cell_bool(r, 0, 3)) < 0 ||
-        json_object_set_new(c->out, "name", eai_pg_cell_str(r, 0, 4)) < 0 ||
-        json_object_set_new(c->out, "expires_at", eai_pg_cell_time(r, 0, 5)) < 0) {
+        json_object_set_new(c->out, "name", eai_pg_cell_str(r, 0, 4)) < 0) {
         *err = eai_pg_oom(tx->pg);
+        return -1;
+    }
+    /* key_create_expiring: the expiry, RFC 3339 or null */
+    if (json_object_set_new(c->out, "expires_at", eai_pg_cell_time(r, 0, 5)) < 0) {
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
         return -1;
     }
     return 0;
@@ -196,7 +200,7 @@ static int eai_pg_build_tenants(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *
         }
     }
     if (!c->out) {
-        *err = eai_pg_oom(tx->pg);
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
         return -1;
     }
     return 0;
@@ -239,7 +243,7 @@ static int eai_pg_build_keys(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, 
         }
     }
     if (!c->out) {
-        *err = eai_pg_oom(tx->pg);
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
         return -1;
     }
     return 0;
@@ -252,7 +256,7 @@ int eai_pg_key_list(void *self, const char *tenant, json_t **out, struct eai_err
     if (!eai_pg_uuid_valid(tenant)) {
         *out = json_array();
         if (!*out) {
-            *err = eai_pg_oom(pg);
+            *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
             return -1;
         }
         return 0;
