@@ -20,7 +20,11 @@ void eai_cli_usage(void)
             "usage: eaid [--config FILE] COMMAND ...\n"
             "  serve                               run the service (defaults: 127.0.0.1:8080, ./var)\n"
             "  tenants create NAME                 create a tenant, print it as JSON\n"
-            "  keys create --tenant ID [--name L]  create an API key, print it once\n"
+            "  tenants list [--json]               list tenants (table, or JSON Lines)\n"
+            "  keys create --tenant ID [--name L] [--expires T]\n"
+            "                                      create an API key, print it once; T is an\n"
+            "                                      RFC 3339 time or a duration (90d, 12h, 1h30m)\n"
+            "  keys list --tenant ID [--json]      list a tenant's keys (never secrets or hashes)\n"
             "  keys revoke KEY_ID                  revoke an API key\n"
             "  migrate [--app-role ROLE]           apply the storage schema\n"
             "  images build|import|list|remove ... manage the local image store\n"
@@ -89,8 +93,20 @@ fail:
 
 static int cmd_tenants(const char *config_file, int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+        if (argc > 3 || (argc == 3 && strcmp(argv[2], "--json") != 0)) {
+            fprintf(stderr, "usage: eaid tenants list [--json]\n");
+            return 2;
+        }
+        struct cli_ctx c;
+        if (cli_open(&c, config_file, 1) < 0)
+            return 1;
+        int rc = eai_cli_tenants_list(c.ops, c.store.self, argc == 3);
+        cli_close(&c);
+        return rc;
+    }
     if (argc != 3 || strcmp(argv[1], "create") != 0 || !*argv[2]) {
-        fprintf(stderr, "usage: eaid tenants create NAME\n");
+        fprintf(stderr, "usage: eaid tenants create NAME | eaid tenants list [--json]\n");
         return 2;
     }
     if (strlen(argv[2]) > 200) {
@@ -121,27 +137,67 @@ static int cmd_tenants(const char *config_file, int argc, char **argv)
 
 static int cmd_keys(const char *config_file, int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "create") == 0) {
-        const char *tenant = NULL, *name = "";
+    if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+        const char *tenant = NULL;
+        int as_json = 0;
         for (int i = 2; i < argc; i++) {
             if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
                 tenant = argv[++i];
-            else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
-                name = argv[++i];
             else if (strncmp(argv[i], "--tenant=", 9) == 0)
                 tenant = argv[i] + 9;
-            else if (strncmp(argv[i], "--name=", 7) == 0)
-                name = argv[i] + 7;
+            else if (strcmp(argv[i], "--json") == 0)
+                as_json = 1;
             else
                 tenant = NULL, i = argc;
         }
         if (!tenant || !*tenant) {
-            fprintf(stderr, "usage: eaid keys create --tenant ID [--name LABEL]\n");
+            fprintf(stderr, "usage: eaid keys list --tenant ID [--json]\n");
             return 2;
         }
         struct cli_ctx c;
         if (cli_open(&c, config_file, 1) < 0)
             return 1;
+        int rc = eai_cli_keys_list(c.ops, c.store.self, tenant, as_json);
+        cli_close(&c);
+        return rc;
+    }
+    if (argc >= 2 && strcmp(argv[1], "create") == 0) {
+        const char *tenant = NULL, *name = "", *expires = NULL;
+        for (int i = 2; i < argc; i++) {
+            if (strcmp(argv[i], "--tenant") == 0 && i + 1 < argc)
+                tenant = argv[++i];
+            else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc)
+                name = argv[++i];
+            else if (strcmp(argv[i], "--expires") == 0 && i + 1 < argc)
+                expires = argv[++i];
+            else if (strncmp(argv[i], "--tenant=", 9) == 0)
+                tenant = argv[i] + 9;
+            else if (strncmp(argv[i], "--name=", 7) == 0)
+                name = argv[i] + 7;
+            else if (strncmp(argv[i], "--expires=", 10) == 0)
+                expires = argv[i] + 10;
+            else
+                tenant = NULL, i = argc;
+        }
+        if (!tenant || !*tenant) {
+            fprintf(stderr, "usage: eaid keys create --tenant ID [--name LABEL] [--expires TIME|DURATION]\n");
+            return 2;
+        }
+        int64_t expires_ms = 0;
+        if (expires && eai_cli_parse_expires(expires, eai_now_ms(), &expires_ms) < 0) {
+            fprintf(stderr, "eaid: keys create: --expires wants a future RFC 3339 time (2027-01-31T00:00:00Z)"
+                            " or a duration such as 90d, 12h, 1h30m (units w d h m s), at most 100 years; got '%s'\n",
+                    expires);
+            return 2;
+        }
+        struct cli_ctx c;
+        if (cli_open(&c, config_file, 1) < 0)
+            return 1;
+        if (expires && !eai_cli_has_admin_ops(c.ops)) {
+            fprintf(stderr, "eaid: keys create: this storage backend cannot store an expiry (too old)\n");
+            cli_close(&c);
+            return 1;
+        }
         int rc = 1;
         json_t *t = NULL;
         struct eai_error *err = NULL;
@@ -154,10 +210,16 @@ static int cmd_keys(const char *config_file, int argc, char **argv)
             fprintf(stderr, "eaid: keys create: no randomness\n");
         } else {
             eai_auth_secret_hash(c.pepper, secret, hash);
-            if (c.ops->key_create(c.store.self, tenant, key_id, hash, name, &err) < 0) {
+            int krc = expires ? c.ops->key_create_expiring(c.store.self, tenant, key_id, hash, name, expires_ms, &err)
+                              : c.ops->key_create(c.store.self, tenant, key_id, hash, name, &err);
+            char until[32] = "";
+            if (expires)
+                eai_time_rfc3339(expires_ms, until);
+            if (krc < 0) {
                 fprintf(stderr, "eaid: keys create: %s\n", err && err->message ? err->message : "failed");
             } else {
-                fprintf(stderr, "eaid: key %s created for tenant %s; it is shown once:\n", key_id, tenant);
+                fprintf(stderr, "eaid: key %s created for tenant %s%s%s; it is shown once:\n", key_id, tenant,
+                        expires ? ", valid until " : "", until);
                 printf("%s\n", full);
                 fflush(stdout);
                 rc = 0;
@@ -187,7 +249,8 @@ static int cmd_keys(const char *config_file, int argc, char **argv)
         cli_close(&c);
         return rc;
     }
-    fprintf(stderr, "usage: eaid keys create --tenant ID [--name LABEL] | eaid keys revoke KEY_ID\n");
+    fprintf(stderr, "usage: eaid keys create --tenant ID [--name LABEL] [--expires TIME|DURATION]\n"
+                    "       eaid keys list --tenant ID [--json] | eaid keys revoke KEY_ID\n");
     return 2;
 }
 

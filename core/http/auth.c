@@ -140,6 +140,17 @@ int eai_auth_parse_bearer(const char *h, char key_id[EAI_KEY_ID_LEN + 1], char s
     return 0;
 }
 
+int eai_auth_expired(const json_t *rec, int64_t now_ms)
+{
+    const json_t *v = json_object_get(rec, "expires_at");
+    if (!v || json_is_null(v))
+        return 0;
+    int64_t at = 0;
+    if (!json_is_string(v) || eai_time_parse_rfc3339(json_string_value(v), &at) < 0)
+        return 1;
+    return at <= now_ms;
+}
+
 int eai_auth_check(const json_t *rec, const char *pepper_hex, const char *secret)
 {
     static const char dummy[65] = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -147,7 +158,7 @@ int eai_auth_check(const json_t *rec, const char *pepper_hex, const char *secret
     eai_auth_secret_hash(pepper_hex, secret, got);
     const char *want = rec ? json_string_value(json_object_get(rec, "hash")) : NULL;
     int live = rec && want && strlen(want) == 64 && !json_is_true(json_object_get(rec, "revoked")) &&
-               json_string_value(json_object_get(rec, "tenant_id"));
+               !eai_auth_expired(rec, eai_now_ms()) && json_string_value(json_object_get(rec, "tenant_id"));
     int same = eai_ct_streq(got, live ? want : dummy);
     return live && same;
 }

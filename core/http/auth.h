@@ -34,7 +34,12 @@ int eai_auth_parse_bearer(const char *header, char key_id[EAI_KEY_ID_LEN + 1],
                           char secret[EAI_KEY_SECRET_LEN + 1]);
 
 /* 1 when rec (storage key_get record, may be NULL) is a live key whose
- * hash matches secret; the work done is the same for every outcome. */
+ * hash matches secret; the work done is the same for every outcome.
+ * Live: not revoked and not expired (eai_auth_expired). */
 int eai_auth_check(const json_t *rec, const char *pepper_hex, const char *secret);
+
+/* 1 when rec's expires_at (RFC 3339; absent or null: never) is at or before
+ * now_ms, or is not a valid time (fail closed); 0 otherwise. */
+int eai_auth_expired(const json_t *rec, int64_t now_ms);
 
 #endif

@@ -10,6 +10,7 @@
 #include "http/request_int.h"
 #include "base/errors.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "obs/trace.h"
 
 #define SRV_COMPONENT "http"
@@ -53,7 +54,8 @@ static void auth_answer(struct eai_req *r, void *arg)
         eai_park_reply_storage(r, "key lookup", j->err);
     } else if (!j->ok) {
         const char *why = !j->rec ? "unknown key" :
-                          json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" : "wrong secret";
+                          json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" :
+                          eai_auth_expired(j->rec, eai_now_ms()) ? "expired key" : "wrong secret";
         auth_refuse(r, why);
     } else {
         snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));

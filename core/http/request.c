@@ -164,8 +164,10 @@ void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details)
 {
     json_t *env = eai_http_error_envelope(code, r->lang, r->request_id, details);
     const char *retry[] = {"Retry-After: 1", NULL};
+    const char *bearer[] = {"WWW-Authenticate: Bearer", NULL}; /* RFC 6750 section 3 */
     const struct eai_code_info *ci = eai_code_info(code);
     eai_reply_json_headers(r, ci->http_status, env,
+                           code == EAI_E_UNAUTHENTICATED ? bearer :
                            (code == EAI_E_RATE_LIMITED || code == EAI_E_SANDBOX_UNAVAILABLE ||
                             code == EAI_E_STORAGE_UNAVAILABLE) ? retry : NULL);
 }

@@ -455,7 +455,7 @@ static int eai_sq_migrate_db(struct eai_sq *s, sqlite3 *db, struct eai_error **e
 {
     if (eai_sq_begin(s, db, err) < 0)
         return -1;
-    if (eai_sq_exec_sql(s, db, eai_sq_schema, err) < 0)
+    if (eai_sq_exec_sql(s, db, eai_sq_schema, err) < 0 || eai_sq_keys_migrate(s, db, err) < 0)
         goto fail;
     char now_s[32], id[37];
     eai_time_rfc3339(eai_now_ms(), now_s);
@@ -601,6 +601,9 @@ static const struct eai_storage_ops eai_sq_ops = {
     .kv_set = eai_sq_kv_set,
     .audit_heads = eai_sq_audit_heads,
     .exec_claim_excluding = eai_sq_exec_claim_excluding,
+    .tenant_list = eai_sq_tenant_list,
+    .key_list = eai_sq_key_list,
+    .key_create_expiring = eai_sq_key_create_expiring,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

@@ -117,16 +117,16 @@ int eai_sq_key_get(void *self, const char *key_id, json_t **out, struct eai_erro
     int ret = -1;
     json_t *k = NULL;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
-        "SELECT id, tenant_id, hash, revoked, name FROM api_keys WHERE id = ?1", err);
+        "SELECT id, tenant_id, hash, revoked, name, expires_ms FROM api_keys WHERE id = ?1", err);
     if (!st)
         goto out;
     eai_sq_bind_str(st, 1, key_id);
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
-        k = json_pack("{s:s, s:s, s:s, s:b, s:o}", "key_id", eai_sq_col_text(st, 0),
+        k = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "key_id", eai_sq_col_text(st, 0),
                       "tenant_id", eai_sq_col_text(st, 1), "hash", eai_sq_col_text(st, 2),
                       "revoked", sqlite3_column_int(st, 3) != 0,
-                      "name", eai_sq_col_str_or_null(st, 4));
+                      "name", eai_sq_col_str_or_null(st, 4), "expires_at", eai_sq_col_expiry(st, 5));
         if (!k) {
             eai_sq_oom(s, err);
             goto out;

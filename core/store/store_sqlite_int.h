@@ -123,4 +123,13 @@ int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, js
 int eai_sq_kv_get(void *self, const char *key, char **value, struct eai_error **err);
 int eai_sq_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
 
+/* store_sqlite_admin.c: admin listings, key expiry (api_keys.expires_ms) */
+int eai_sq_keys_migrate(struct eai_sq *s, sqlite3 *db, struct eai_error **err);
+json_t *eai_sq_col_expiry(sqlite3_stmt *st, int i);
+int eai_sq_tenant_list(void *self, const char *after, int limit, json_t **out, struct eai_error **err);
+int eai_sq_key_list(void *self, const char *tenant, json_t **out, struct eai_error **err);
+int eai_sq_key_create_expiring(void *self, const char *tenant, const char *key_id,
+                               const char *secret_hash_hex, const char *name, int64_t expires_ms,
+                               struct eai_error **err);
+
 #endif

@@ -71,7 +71,8 @@ struct eai_storage_ops {
     int (*tenant_get)(void *self, const char *id, json_t **out, struct eai_error **err);
     int (*key_create)(void *self, const char *tenant, const char *key_id,
                       const char *secret_hash_hex, const char *name, struct eai_error **err);
-    /* SYSTEM: {key_id, tenant_id, hash, revoked(bool), name} or *out NULL. */
+    /* SYSTEM: {key_id, tenant_id, hash, revoked(bool), name} or *out NULL;
+     * plus expires_at (RFC 3339 or null) when key_create_expiring exists. */
     int (*key_get)(void *self, const char *key_id, json_t **out, struct eai_error **err);
     /* SYSTEM: 0 when revoked, -1 + EAI_E_NOT_FOUND when unknown. */
     int (*key_revoke)(void *self, const char *key_id, struct eai_error **err);
@@ -179,10 +180,27 @@ struct eai_storage_ops {
     int (*exec_claim_excluding)(void *self, const char *owner, int64_t lease_ms, int max,
                                 int per_tenant_max, const json_t *exclude, json_t **out,
                                 struct eai_error **err);
+
+    /* --- admin listings and key expiry (`eaid tenants list`, `eaid keys
+     * list|create --expires`); each may be NULL: check size and pointer. */
+    /* SYSTEM: at most limit (1..1000) tenants with id > after (NULL: from
+     * the start), ordered by id: [{id, name, created_at}]. */
+    int (*tenant_list)(void *self, const char *after, int limit, json_t **out,
+                       struct eai_error **err);
+    /* The keys of one tenant, oldest first: [{key_id, name, revoked,
+     * created_at, expires_at}] (expires_at RFC 3339 or null).  Never the
+     * hash.  An unknown tenant gives an empty array. */
+    int (*key_list)(void *self, const char *tenant, json_t **out, struct eai_error **err);
+    /* key_create with an expiry time (epoch ms; 0 = never).  A backend with
+     * this op also returns expires_at (RFC 3339 or null) from key_get, and
+     * core refuses the key from that instant on. */
+    int (*key_create_expiring)(void *self, const char *tenant, const char *key_id,
+                               const char *secret_hash_hex, const char *name,
+                               int64_t expires_ms, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
-#define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, exec_claim_excluding) + sizeof(void (*)(void)))
+#define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, key_create_expiring) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

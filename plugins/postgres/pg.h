@@ -119,6 +119,11 @@ int eai_pg_key_create(void *self, const char *tenant, const char *key_id,
                       const char *secret_hash_hex, const char *name, struct eai_error **err);
 int eai_pg_key_get(void *self, const char *key_id, json_t **out, struct eai_error **err);
 int eai_pg_key_revoke(void *self, const char *key_id, struct eai_error **err);
+int eai_pg_tenant_list(void *self, const char *after, int limit, json_t **out, struct eai_error **err);
+int eai_pg_key_list(void *self, const char *tenant, json_t **out, struct eai_error **err);
+int eai_pg_key_create_expiring(void *self, const char *tenant, const char *key_id,
+                               const char *secret_hash_hex, const char *name, int64_t expires_ms,
+                               struct eai_error **err);
 int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const json_t *audit,
                        json_t **existing, struct eai_error **err);
 int eai_pg_exec_get(void *self, const char *tenant, const char *id, json_t **out,

@@ -130,6 +130,11 @@ static int eai_pg_build_key(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, P
         json_object_set_new(c->out, "name", eai_pg_cell_str(r, 0, 4)) < 0) {
         return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
+    /* key_create_expiring: the expiry, RFC 3339 or null */
+    if (json_object_set_new(c->out, "expires_at", eai_pg_cell_time(r, 0, 5)) < 0) {
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -140,7 +145,7 @@ int eai_pg_key_get(void *self, const char *key_id, json_t **out, struct eai_erro
     if (!key_id)
         return 0;
     struct eai_pg_simple_ctx c = {
-        .sql = "SELECT key_id, tenant_id::text, secret_hash, revoked, name FROM eai.key_get($1)",
+        .sql = "SELECT key_id, tenant_id::text, secret_hash, revoked, name, expires_ms FROM eai.key_lookup($1)",
         .n = 1, .params = {key_id}, .build = eai_pg_build_key};
     if (eai_pg_simple(pg, NULL, &c, err) < 0)
         return -1;
@@ -166,6 +171,116 @@ int eai_pg_key_revoke(void *self, const char *key_id, struct eai_error **err)
     struct eai_pg_simple_ctx c = {.sql = "SELECT eai.key_revoke($1)", .n = 1, .params = {key_id},
                                   .build = eai_pg_build_found};
     return eai_pg_simple(pg, NULL, &c, err) < 0 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- admin listings, key expiry */
+
+static int eai_pg_build_tenants(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
+                                struct eai_error **err)
+{
+    c->out = json_array();
+    for (int i = 0; c->out && i < PQntuples(r); i++) {
+        json_t *t = json_pack("{s:o, s:o, s:o}", "id", eai_pg_cell_str(r, i, 0), "name", eai_pg_cell_str(r, i, 1),
+                              "created_at", eai_pg_cell_time(r, i, 2));
+        if (!t || json_array_append_new(c->out, t) < 0) {
+            json_decref(c->out);
+            c->out = NULL;
+        }
+    }
+    if (!c->out) {
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int eai_pg_tenant_list(void *self, const char *after, int limit, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    *out = NULL;
+    if (limit < 1 || limit > 1000) {
+        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "tenant_list: limit %d outside 1..1000", limit);
+        return -1;
+    }
+    if (after && !eai_pg_uuid_valid(after)) {
+        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "tenant_list: 'after' is not a tenant id");
+        return -1;
+    }
+    char lim[24];
+    eai_pg_i64(limit, lim);
+    struct eai_pg_simple_ctx c = {
+        .sql = "SELECT id::text, name, created_ms FROM eai.tenant_list($1::uuid, $2::int)",
+        .n = 2, .params = {after, lim}, .build = eai_pg_build_tenants};
+    if (eai_pg_simple(pg, NULL, &c, err) < 0)
+        return -1;
+    *out = c.out;
+    return 0;
+}
+
+static int eai_pg_build_keys(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
+                             struct eai_error **err)
+{
+    c->out = json_array();
+    for (int i = 0; c->out && i < PQntuples(r); i++) {
+        json_t *k = json_pack("{s:o, s:o, s:o, s:o, s:o}", "key_id", eai_pg_cell_str(r, i, 0),
+                              "name", eai_pg_cell_str(r, i, 1), "revoked", eai_pg_cell_bool(r, i, 2),
+                              "created_at", eai_pg_cell_time(r, i, 3), "expires_at", eai_pg_cell_time(r, i, 4));
+        if (!k || json_array_append_new(c->out, k) < 0) {
+            json_decref(c->out);
+            c->out = NULL;
+        }
+    }
+    if (!c->out) {
+        *err = eai_pg_err(tx->pg, EAI_E_INTERNAL, "out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+int eai_pg_key_list(void *self, const char *tenant, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    *out = NULL;
+    if (!eai_pg_uuid_valid(tenant)) {
+        *out = json_array();
+        if (!*out) {
+            *err = eai_pg_err(pg, EAI_E_INTERNAL, "out of memory");
+            return -1;
+        }
+        return 0;
+    }
+    /* Tenant-scoped: row-level security shows this tenant's keys only. */
+    struct eai_pg_simple_ctx c = {
+        .sql = "SELECT key_id, name, revoked, floor(extract(epoch FROM created_at) * 1000)::bigint,"
+               " floor(extract(epoch FROM expires_at) * 1000)::bigint"
+               " FROM eai.api_keys WHERE tenant_id = $1 ORDER BY created_at, key_id",
+        .n = 1, .params = {tenant}, .build = eai_pg_build_keys};
+    if (eai_pg_simple(pg, tenant, &c, err) < 0)
+        return -1;
+    *out = c.out;
+    return 0;
+}
+
+int eai_pg_key_create_expiring(void *self, const char *tenant, const char *key_id,
+                               const char *secret_hash_hex, const char *name, int64_t expires_ms,
+                               struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    if (!eai_pg_uuid_valid(tenant)) {
+        *err = eai_pg_err(pg, EAI_E_NOT_FOUND, "unknown tenant");
+        return -1;
+    }
+    if (!key_id || !*key_id || !secret_hash_hex || expires_ms < 0) {
+        *err = eai_pg_err(pg, EAI_E_VALIDATION_FAILED, "key id, hash and a non-negative expiry are required");
+        return -1;
+    }
+    char exp[24];
+    eai_pg_i64(expires_ms, exp);
+    struct eai_pg_simple_ctx c = {
+        .sql = "INSERT INTO eai.api_keys (tenant_id, key_id, secret_hash, name, expires_at)"
+               " VALUES ($1, $2, $3, $4, CASE WHEN $5::bigint > 0 THEN to_timestamp($5::bigint / 1000.0) END)",
+        .n = 5, .params = {tenant, key_id, secret_hash_hex, name, exp}};
+    return eai_pg_simple(pg, tenant, &c, err) < 0 ? -1 : 0;
 }
 
 /* ---------------------------------------------------------------- audit */

@@ -231,6 +231,9 @@ static const struct eai_storage_ops eai_pg_ops = {
     .kv_set = eai_pg_kv_set,
     .audit_heads = eai_pg_audit_heads,
     .exec_claim_excluding = eai_pg_exec_claim_excluding,
+    .tenant_list = eai_pg_tenant_list,
+    .key_list = eai_pg_key_list,
+    .key_create_expiring = eai_pg_key_create_expiring,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

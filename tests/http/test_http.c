@@ -200,6 +200,8 @@ static void check_401(const char *const *headers)
     struct th_resp r;
     CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions", headers, NULL, &r), 401);
     CU_ASSERT_STRING_EQUAL(th_code(&r), "unauthenticated");
+    /* RFC 6750: every 401 names the scheme it wants */
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "WWW-Authenticate") ? th_header(&r, "WWW-Authenticate") : "", "Bearer");
     json_t *e = json_object_get(r.json, "error");
     CU_ASSERT(json_is_string(json_object_get(json_object_get(e, "message_i18n"), "fr")));
     CU_ASSERT(json_is_array(json_object_get(e, "details")));

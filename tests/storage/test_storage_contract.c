@@ -18,9 +18,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <stddef.h>
+
 #include <CUnit/Basic.h>
 #include <CUnit/CUnit.h>
 #include <jansson.h>
+#include <sqlite3.h>
 
 #include <eai/storage.h>
 
@@ -268,6 +271,169 @@ static void test_tenants_keys(void)
     OK(g_ops->key_get(g_st, unknown, &k, err));
     CU_ASSERT_PTR_NULL(k);
     FAILS(EAI_E_NOT_FOUND, g_ops->key_revoke(g_st, unknown, err));
+}
+
+/* ------------------------------------------------------------ admin listings, key expiry */
+
+#define T_2099 4070908800000LL /* 2099-01-01T00:00:00.000Z */
+
+static const json_t *find_key(const json_t *list, const char *key_id)
+{
+    size_t i;
+    const json_t *k;
+    json_array_foreach(list, i, k)
+        if (js(k, "key_id") && strcmp(js(k, "key_id"), key_id) == 0)
+            return k;
+    return NULL;
+}
+
+static void test_admin_lists_expiry(void)
+{
+    CU_ASSERT_FATAL(g_ops->size >= offsetof(struct eai_storage_ops, key_create_expiring) +
+                                       sizeof g_ops->key_create_expiring);
+    CU_ASSERT_FATAL(g_ops->tenant_list && g_ops->key_list && g_ops->key_create_expiring);
+    char a[37], b[37], missing[37];
+    new_tenant(a);
+    new_tenant(b);
+
+    /* tenant_list: pages of 2 in id order, each tenant exactly once */
+    char cursor[37] = "";
+    int seen_a = 0, seen_b = 0, pages = 0;
+    for (;;) {
+        json_t *page = NULL;
+        OK(g_ops->tenant_list(g_st, cursor[0] ? cursor : NULL, 2, &page, err));
+        CU_ASSERT_FATAL(json_is_array(page));
+        CU_ASSERT(json_array_size(page) <= 2);
+        size_t n = json_array_size(page), i;
+        json_t *t;
+        json_array_foreach(page, i, t) {
+            CU_ASSERT_FATAL(js(t, "id") != NULL);
+            CU_ASSERT(strcmp(js(t, "id"), cursor) > 0);
+            CU_ASSERT_PTR_NOT_NULL(js(t, "name"));
+            CU_ASSERT_PTR_NOT_NULL(js(t, "created_at"));
+            seen_a += strcmp(js(t, "id"), a) == 0;
+            seen_b += strcmp(js(t, "id"), b) == 0;
+            snprintf(cursor, sizeof cursor, "%s", js(t, "id"));
+        }
+        json_decref(page);
+        if (n == 0 || ++pages > 100000)
+            break;
+    }
+    CU_ASSERT_EQUAL(seen_a, 1);
+    CU_ASSERT_EQUAL(seen_b, 1);
+    json_t *page = NULL;
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->tenant_list(g_st, NULL, 0, &page, err));
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->tenant_list(g_st, NULL, 1001, &page, err));
+
+    /* keys: one that never expires, one in 2099, one already expired */
+    char hash[65], k1[40], k2[40], k3[40], kb[40];
+    eai_sha256_hex("list-secret", 11, hash);
+    eai_random_hex(k1, 8);
+    eai_random_hex(k2, 8);
+    eai_random_hex(k3, 8);
+    eai_random_hex(kb, 8);
+    OK(g_ops->key_create(g_st, a, k1, hash, "plain", err));
+    OK(g_ops->key_create_expiring(g_st, a, k2, hash, "later", T_2099, err));
+    OK(g_ops->key_create_expiring(g_st, a, k3, hash, NULL, 1000, err));
+    OK(g_ops->key_create_expiring(g_st, b, kb, hash, "b", 0, err));
+    eai_uuid_v4(missing);
+    FAILS(EAI_E_NOT_FOUND, g_ops->key_create_expiring(g_st, missing, "feedfacefeedface", hash, "x", T_2099, err));
+
+    json_t *k = NULL;
+    OK(g_ops->key_get(g_st, k2, &k, err));
+    CU_ASSERT_FATAL(k != NULL);
+    CU_ASSERT_STRING_EQUAL(js(k, "expires_at") ? js(k, "expires_at") : "", "2099-01-01T00:00:00.000Z");
+    CU_ASSERT_STRING_EQUAL(js(k, "hash"), hash);
+    json_decref(k);
+    OK(g_ops->key_get(g_st, k1, &k, err));
+    CU_ASSERT_FATAL(k != NULL);
+    CU_ASSERT(json_is_null(json_object_get(k, "expires_at")));
+    json_decref(k);
+    OK(g_ops->key_get(g_st, k3, &k, err));
+    CU_ASSERT_FATAL(k != NULL);
+    CU_ASSERT_STRING_EQUAL(js(k, "expires_at") ? js(k, "expires_at") : "", "1970-01-01T00:00:01.000Z");
+    json_decref(k);
+    OK(g_ops->key_revoke(g_st, k1, err));
+
+    json_t *list = NULL;
+    OK(g_ops->key_list(g_st, a, &list, err));
+    CU_ASSERT_FATAL(json_is_array(list));
+    CU_ASSERT_EQUAL(json_array_size(list), 3);
+    char *dump = json_dumps(list, JSON_COMPACT);
+    CU_ASSERT_FATAL(dump != NULL);
+    CU_ASSERT(strstr(dump, hash) == NULL); /* never the hash */
+    CU_ASSERT(strstr(dump, "\"hash\"") == NULL);
+    free(dump);
+    const json_t *x1 = find_key(list, k1), *x2 = find_key(list, k2), *x3 = find_key(list, k3);
+    CU_ASSERT_FATAL(x1 && x2 && x3);
+    CU_ASSERT_STRING_EQUAL(js(x1, "name"), "plain");
+    CU_ASSERT(json_is_true(json_object_get(x1, "revoked")));
+    CU_ASSERT(json_is_null(json_object_get(x1, "expires_at")));
+    CU_ASSERT_PTR_NOT_NULL(js(x1, "created_at"));
+    CU_ASSERT(json_is_false(json_object_get(x2, "revoked")));
+    CU_ASSERT_STRING_EQUAL(js(x2, "expires_at") ? js(x2, "expires_at") : "", "2099-01-01T00:00:00.000Z");
+    CU_ASSERT(json_is_null(json_object_get(x3, "name")));
+    CU_ASSERT_PTR_NULL(find_key(list, kb)); /* another tenant's key */
+    json_decref(list);
+    OK(g_ops->key_list(g_st, b, &list, err));
+    CU_ASSERT_EQUAL(json_array_size(list), 1);
+    CU_ASSERT_PTR_NOT_NULL(find_key(list, kb));
+    json_decref(list);
+    OK(g_ops->key_list(g_st, missing, &list, err));
+    CU_ASSERT(json_is_array(list) && json_array_size(list) == 0);
+    json_decref(list);
+    OK(g_ops->key_list(g_st, "not-a-tenant", &list, err));
+    CU_ASSERT(json_is_array(list) && json_array_size(list) == 0);
+    json_decref(list);
+}
+
+/* SQLite: a database made before key expiry existed gains the column at
+ * open, and its keys keep working (never expiring). */
+static void test_sqlite_key_expiry_upgrade(void)
+{
+    if (!g_is_sqlite)
+        return;
+    char path[128];
+    snprintf(path, sizeof path, "%s/old.db", g_dir);
+    sqlite3 *db = NULL;
+    CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+    const char *old =
+        "CREATE TABLE tenants (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL CHECK (tenant_id = id),"
+        " name TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
+        "CREATE TABLE api_keys (id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id)"
+        " ON DELETE CASCADE, hash TEXT NOT NULL, name TEXT, revoked INTEGER NOT NULL DEFAULT 0,"
+        " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
+        "INSERT INTO tenants VALUES ('11111111-1111-4111-8111-111111111111',"
+        " '11111111-1111-4111-8111-111111111111', 'old', '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');"
+        "INSERT INTO api_keys VALUES ('0123456789abcdef', '11111111-1111-4111-8111-111111111111', 'h', 'k',"
+        " 0, '2026-01-01T00:00:00.000Z', '2026-01-01T00:00:00.000Z');";
+    CU_ASSERT_FATAL(sqlite3_exec(db, old, NULL, NULL, NULL) == SQLITE_OK);
+    sqlite3_close(db);
+    json_t *cfg = json_pack("{s:s}", "path", path);
+    struct eai_error *e = NULL;
+    void *st = g_desc->create(g_host, cfg, &e);
+    json_decref(cfg);
+    report("create on an old database", e);
+    CU_ASSERT_FATAL(st != NULL);
+    json_t *k = NULL;
+    OK(g_ops->key_get(st, "0123456789abcdef", &k, err));
+    CU_ASSERT_FATAL(k != NULL);
+    CU_ASSERT(json_is_null(json_object_get(k, "expires_at")));
+    json_decref(k);
+    OK(g_ops->key_create_expiring(st, "11111111-1111-4111-8111-111111111111", "fedcba9876543210", "h2", NULL,
+                                  T_2099, err));
+    json_t *list = NULL;
+    OK(g_ops->key_list(st, "11111111-1111-4111-8111-111111111111", &list, err));
+    CU_ASSERT_EQUAL(json_array_size(list), 2);
+    json_decref(list);
+    OK(g_ops->migrate(st, NULL, err)); /* again: the column is there, nothing to do */
+    g_desc->destroy(st);
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
 }
 
 /* ------------------------------------------------------------ executions */
@@ -1374,6 +1540,8 @@ int main(void)
     CU_pSuite s = CU_add_suite("storage_contract", NULL, NULL);
     CU_add_test(s, "descriptor, migrate, ping", test_descriptor_migrate_ping);
     CU_add_test(s, "tenants and keys", test_tenants_keys);
+    CU_add_test(s, "admin: tenant and key lists, key expiry", test_admin_lists_expiry);
+    CU_add_test(s, "sqlite: key expiry column added to an old database", test_sqlite_key_expiry_upgrade);
     CU_add_test(s, "executions: create, get, list, tenant isolation", test_exec_create_get_list_isolation);
     CU_add_test(s, "executions: idempotency", test_idempotency);
     CU_add_test(s, "queue: claim fairness and counts", test_claim_fairness);

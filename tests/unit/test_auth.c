@@ -80,6 +80,27 @@ static void test_hash_check(void)
     memcpy(wrong, sec, sizeof(wrong));
     wrong[0] = wrong[0] == 'a' ? 'b' : 'a';
     CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, wrong), 0);
+    /* expiry: null or a future time is live; now or past, or garbage, is not */
+    json_object_set_new(rec, "expires_at", json_null());
+    CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, sec), 1);
+    json_object_set_new(rec, "expires_at", json_string("2999-01-01T00:00:00.000Z"));
+    CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, sec), 1);
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, eai_now_ms()), 0);
+    json_object_set_new(rec, "expires_at", json_string("2020-01-01T00:00:00.000Z"));
+    CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, sec), 0);
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, eai_now_ms()), 1);
+    int64_t at = 0;
+    CU_ASSERT_EQUAL_FATAL(eai_time_parse_rfc3339("2030-06-01T12:00:00.000Z", &at), 0);
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, at), 1);
+    json_object_set_new(rec, "expires_at", json_string("2030-06-01T12:00:00.000Z"));
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, at - 1), 0);
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, at), 1); /* the instant itself is expired */
+    json_object_set_new(rec, "expires_at", json_string("tomorrow"));
+    CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, sec), 0); /* fail closed */
+    json_object_set_new(rec, "expires_at", json_integer(1));
+    CU_ASSERT_EQUAL(eai_auth_expired(rec, 0), 1);
+    json_object_del(rec, "expires_at");
+    CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, sec), 1);
     json_object_set_new(rec, "revoked", json_true());
     CU_ASSERT_EQUAL(eai_auth_check(rec, pepper, sec), 0);
     CU_ASSERT_EQUAL(eai_auth_check(NULL, pepper, sec), 0);
