@@ -7,8 +7,12 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,20 @@ static char key_a[128], key_b[128], tenant_a[64], tenant_b[64];
 static char auth_a[200], auth_b[200];
 
 /* ------------------------------------------------------------ helpers */
+
+static void check(int cond, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(int cond, int line, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        fprintf(stderr, "\n  FAIL (line %d): %s\n", line, msg);
+    CU_assertImplementation(cond ? CU_TRUE : CU_FALSE, (unsigned)line, msg, __FILE__, "", CU_FALSE);
+}
+#define CHECK(cond, ...) check((cond) ? 1 : 0, __LINE__, __VA_ARGS__)
 
 static void url(char *out, size_t n, const char *path) { snprintf(out, n, "%s%s", base_url, path); }
 
@@ -672,6 +690,100 @@ static void test_connection_limit(void)
     th_resp_free(&r);
 }
 
+/* ------------------------------------------------------------ private data dir (issue 16, item 7) */
+
+static unsigned mode_of(const char *dir, const char *name)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    struct stat st;
+    return stat(p, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0xffffu;
+}
+
+/* `eaid serve` on data dir dd: must exit non-zero within 10 s; its
+ * output (stdout+stderr) into out. */
+static int serve_refused(const char *dd, char *out, size_t outlen)
+{
+    char log[600], listen[64], old_dd[400];
+    snprintf(log, sizeof(log), "%s.log", dd);
+    snprintf(old_dd, sizeof(old_dd), "%s", getenv("EAI_DATA_DIR") ? getenv("EAI_DATA_DIR") : "");
+    char old_listen[64];
+    snprintf(old_listen, sizeof(old_listen), "%s", getenv("EAI_LISTEN") ? getenv("EAI_LISTEN") : "");
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", th_free_port());
+    setenv("EAI_DATA_DIR", dd, 1);
+    setenv("EAI_LISTEN", listen, 1);
+    pid_t pid = th_serve(eaid, NULL, log);
+    setenv("EAI_DATA_DIR", old_dd, 1);
+    setenv("EAI_LISTEN", old_listen, 1);
+    int st = 0, done = 0;
+    for (int i = 0; i < 200 && !done; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            done = 1;
+        else
+            usleep(50 * 1000);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    out[0] = '\0';
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, out, outlen - 1);
+        out[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    return done && WIFEXITED(st) && WEXITSTATUS(st) != 0 ? 0 : -1;
+}
+
+static void test_private_data_dir(void)
+{
+    /* the running server's data dir (made by the CLI, as the README does) */
+    char dd[400];
+    snprintf(dd, sizeof(dd), "%s/var", tmpdir);
+    CU_ASSERT_EQUAL(mode_of(dd, "."), 0700);
+    CHECK(mode_of(dd, "eai.db") == 0600, "eai.db mode %04o", mode_of(dd, "eai.db"));
+    CHECK(mode_of(dd, "eai.db-wal") == 0600, "eai.db-wal mode %04o", mode_of(dd, "eai.db-wal"));
+    CHECK(mode_of(dd, "pepper") == 0600, "pepper mode %04o", mode_of(dd, "pepper"));
+    /* an existing 0755 data dir (mkdir -p) is refused, with the fix */
+    char open_dd[400], out[8192];
+    snprintf(open_dd, sizeof(open_dd), "%s/open", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(open_dd, 0700), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0755), 0);
+    CU_ASSERT_EQUAL(serve_refused(open_dd, out, sizeof(out)), 0);
+    CHECK(strstr(out, "data dir") && strstr(out, "0755") && strstr(out, "chmod 700"),
+          "refusal names the data dir, its mode and the fix: %s", out);
+    CU_ASSERT_EQUAL(mode_of(open_dd, "eai.db"), 0xffffu); /* nothing written there */
+    /* group-writable too */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0730), 0);
+    CU_ASSERT_EQUAL(serve_refused(open_dd, out, sizeof(out)), 0);
+    CHECK(strstr(out, "chmod 700") != NULL, "0730 refused: %s", out);
+    /* a private dir with a world-readable pepper is refused too */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0700), 0);
+    char pp[500];
+    snprintf(pp, sizeof(pp), "%s/pepper", open_dd);
+    FILE *f = fopen(pp, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(chmod(pp, 0644), 0);
+    CU_ASSERT_EQUAL(serve_refused(open_dd, out, sizeof(out)), 0);
+    CHECK(strstr(out, "pepper") && strstr(out, "chmod 600"), "pepper 0644 refused: %s", out);
+    /* the CLI refuses as well */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(pp, 0600), 0);
+    setenv("EAI_DATA_DIR", open_dd, 1);
+    const char *args[] = {"tenants", "create", "tenant-private", NULL};
+    CU_ASSERT_NOT_EQUAL(th_eaid(eaid, NULL, args), 0);
+    setenv("EAI_DATA_DIR", dd, 1);
+    /* fixed as the message says: it starts */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0700), 0);
+    setenv("EAI_DATA_DIR", open_dd, 1);
+    CU_ASSERT_EQUAL(th_eaid(eaid, NULL, args), 0);
+    setenv("EAI_DATA_DIR", dd, 1);
+    CHECK(mode_of(open_dd, "eai.db") == 0600, "new eai.db mode %04o", mode_of(open_dd, "eai.db"));
+}
+
 static int reg(void)
 {
     CU_pSuite a = CU_add_suite("no runtime", setup_noruntime, common_teardown);
@@ -683,7 +795,8 @@ static int reg(void)
         !CU_add_test(a, "413 payload too large (70 MB)", test_413) ||
         !CU_add_test(a, "profiles list gvisor-small", test_profiles) ||
         !CU_add_test(a, "503 sandbox_unavailable and /readyz", test_sandbox_unavailable) ||
-        !CU_add_test(a, "keep-alive", test_keepalive))
+        !CU_add_test(a, "keep-alive", test_keepalive) ||
+        !CU_add_test(a, "private data dir and pepper", test_private_data_dir))
         return -1;
     CU_pSuite b = CU_add_suite("recording", setup_recording, common_teardown);
     if (!b || !CU_add_test(b, "ready, configured body cap", test_recording_ready) ||
