@@ -591,6 +591,54 @@ static void test_contracts(void)
     th_resp_free(&r);
 }
 
+/* An alias bomb far under the body cap (~84 KB that would expand to ~80 MB)
+ * is refused with the envelope, quickly; a normal anchored manifest works
+ * (issue 16, item 2). */
+static void test_yaml_alias_bomb_http(void)
+{
+    enum { STR = 4096, USES = 20000 };
+    size_t cap = STR + 256 + (size_t)USES * 4;
+    char *doc = malloc(cap);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    size_t n = (size_t)snprintf(doc, cap, "apiVersion: eai.dev/v1\nkind: Tool\nmetadata: {name: bomb}\n"
+                                          "spec:\n  sandbox_profile: fake\n  description: &s \"");
+    memset(doc + n, 'x', STR);
+    n += STR;
+    n += (size_t)snprintf(doc + n, cap - n, "\"\n  command: [");
+    for (int i = 0; i < USES; i++)
+        n += (size_t)snprintf(doc + n, cap - n, "%s*s", i ? "," : "");
+    n += (size_t)snprintf(doc + n, cap - n, "]\n");
+    const char *hy[] = {auth_a, "Content-Type: application/yaml", "Accept-Language: fr", NULL};
+    const char *paths[] = {"/v1/manifests/apply", "/v1/contracts/tool-manifest/validate"};
+    for (int i = 0; i < 2; i++) {
+        char u[256];
+        url(u, sizeof(u), paths[i]);
+        struct th_resp r;
+        CU_ASSERT_EQUAL_FATAL(th_request("POST", u, hy, doc, n, 0, &r), 0);
+        CHECK(r.status == 400, "%s: bomb answered %ld", paths[i], r.status);
+        CU_ASSERT_STRING_EQUAL(th_code(&r), "invalid_json");
+        json_t *e = json_object_get(r.json, "error");
+        CU_ASSERT(json_is_string(json_object_get(json_object_get(e, "message_i18n"), "fr")));
+        json_t *d0 = json_array_get(json_object_get(e, "details"), 0);
+        const char *m = json_string_value(json_object_get(d0, "message"));
+        CHECK(m && strstr(m, "bytes"), "detail names the byte budget: %s", m ? m : "(none)");
+        CHECK(r.seconds < 2.0, "refused in %.3f s", r.seconds);
+        CHECK(r.len < 4096, "the answer is small (%zu bytes)", r.len);
+        th_resp_free(&r);
+    }
+    free(doc);
+    struct th_resp r;
+    CU_ASSERT_EQUAL(req("GET", "/healthz", NULL, NULL, &r), 200);
+    th_resp_free(&r);
+    const char *anchored = "apiVersion: eai.dev/v1\nkind: Tool\nmetadata: {name: anchored}\n"
+                           "spec:\n  sandbox_profile: fake\n  image: &img python:3.11-slim\n"
+                           "  command: &cmd [python3, -c, 'print(1)']\n";
+    const char *hy2[] = {auth_a, "Content-Type: application/yaml", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/tool-manifest/validate", hy2, anchored, &r), 200);
+    CU_ASSERT(json_is_true(json_object_get(r.json, "valid")));
+    th_resp_free(&r);
+}
+
 static void test_finops(void)
 {
     struct th_resp r;
@@ -802,6 +850,7 @@ static int reg(void)
     if (!b || !CU_add_test(b, "ready, configured body cap", test_recording_ready) ||
         !CU_add_test(b, "idempotency and cross-tenant 404", test_idempotency_and_tenants) ||
         !CU_add_test(b, "manifests", test_manifests) || !CU_add_test(b, "contracts", test_contracts) ||
+        !CU_add_test(b, "YAML alias bomb refused over HTTP", test_yaml_alias_bomb_http) ||
         !CU_add_test(b, "finops ledger", test_finops) ||
         !CU_add_test(b, "connection limit", test_connection_limit))
         return -1;
