@@ -435,7 +435,14 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     }
     {
         struct eai_error *e = NULL;
-        if (app->store->ping(app->storage.self, &e) < 0) {
+        int prc = app->store->ping(app->storage.self, &e);
+        if (prc < 0 && e && e->code == EAI_E_FORBIDDEN) {
+            /* reachable but unsafe to serve from (e.g. a PostgreSQL role
+             * that bypasses row-level security): refuse to start */
+            eai_error_prefix(e, "storage");
+            eai_error_propagate(err, e);
+            goto fail;
+        } else if (prc < 0) {
             /* not fatal: /readyz says so and requests answer 503 */
             eai_log(APP_COMPONENT, EAI_LOG_WARN, "storage not reachable at start: %s",
                     e && e->message ? e->message : "?");
