@@ -33,6 +33,7 @@ struct k8s_job {
     char id[96], tenant[96], ns[128], pod[96], uid[64], image[512];
     json_t *pod_body, *secret_data, *egress_rules;
     char **egress;
+    const json_t *private_cidrs;   /* the profile's egress_private_cidrs (config-owned) or NULL */
     int64_t timeout_ms, output_bytes, cpu_millis, memory_bytes;
     enum job_state state;
     int busy;                  /* an API call or a worker job is in flight */
@@ -262,14 +263,15 @@ static void step_ns(struct k8s_job *j)
 struct resolve_ctx {
     struct k8s_job *j;
     const char *const *egress;
+    const json_t *private_cidrs;
     json_t *rules;
-    char msg[300];
+    char msg[400];
 };
 
 static void resolve_work(void *arg)
 {
     struct resolve_ctx *c = arg;
-    c->rules = k8s_egress_rules(c->egress, c->msg, sizeof c->msg);
+    c->rules = k8s_egress_rules(c->egress, c->private_cidrs, c->msg, sizeof c->msg);
 }
 
 static void resolve_done(void *arg)
@@ -278,7 +280,7 @@ static void resolve_done(void *arg)
     struct k8s_job *j = c->j;
     j->busy = 0;
     json_t *rules = c->rules;
-    char msg[300];
+    char msg[400];
     snprintf(msg, sizeof msg, "%s", c->msg);
     free(c);
     if (j->k->closing || j->exited) {
@@ -309,6 +311,7 @@ static void step_resolve(struct k8s_job *j)
     }
     c->j = j;
     c->egress = (const char *const *)j->egress;
+    c->private_cidrs = j->private_cidrs;
     j->state = JS_RESOLVE;
     j->busy = 1;
     if (j->k->host->work_submit(j->k->host, resolve_work, resolve_done, c) < 0) {
@@ -782,6 +785,7 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
     snprintf(j->image, sizeof j->image, "%s", job->image);
     j->pod_body = body;
     j->secret_data = secret_data;
+    j->private_cidrs = k8s_profile_private_cidrs(&k->cfg, job->profile);
     j->timeout_ms = job->timeout_ms;
     j->output_bytes = job->output_bytes;
     j->cpu_millis = job->cpu_millis;
@@ -1054,6 +1058,8 @@ static const struct eai_config_key k8s_keys[] = {
     {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
     {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
     {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},
+    {"images", EAI_CFG_MAP, 0, NULL, "default image policy: {registries: [host/path prefixes], require_digest: bool}"},
+    {"profiles", EAI_CFG_MAP, 0, NULL, "per profile: {images: {registries, require_digest}, egress_private_cidrs: [CIDR]}"},
     {NULL, 0, 0, NULL, NULL},
 };
 

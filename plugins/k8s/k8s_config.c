@@ -306,6 +306,8 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     json_t *tol = cfg ? json_object_get(cfg, "tolerations") : NULL;
     if (json_is_array(tol))
         c->tolerations = json_deep_copy(tol);
+    if (k8s_policy_load(c, cfg, msg, sizeof msg) < 0)
+        goto fail;
     if (!c->ns_prefix) {
         snprintf(msg, sizeof msg, "out of memory");
         goto fail;
@@ -329,5 +331,7 @@ void k8s_cfg_clear(struct k8s_cfg *c)
     free(c->runtime_class);
     json_decref(c->node_selector);
     json_decref(c->tolerations);
+    json_decref(c->images);
+    json_decref(c->profiles);
     memset(c, 0, sizeof *c);
 }
