@@ -53,6 +53,8 @@ struct k8s_cfg {
     long uid;                  /* runAsUser / runAsGroup / fsGroup */
     json_t *node_selector;     /* object or NULL */
     json_t *tolerations;       /* array or NULL */
+    char *tenant_role;         /* ClusterRole bound in each tenant namespace, or NULL */
+    char *sa_namespace, *sa_name; /* eaid's service account: the RoleBinding's subject */
     json_t *images;            /* default image policy {registries, require_digest} or NULL */
     json_t *profiles;          /* name -> {images, egress_private_cidrs} or NULL */
 };
@@ -103,6 +105,8 @@ struct k8s_result {
 typedef void (*k8s_call_fn)(void *arg, const struct k8s_result *res);
 
 #define K8S_CALL_RETRY   1u    /* retry 0/429/5xx with backoff (idempotent, or create) */
+#define K8S_CALL_RETRY_403 2u  /* also retry 403 (a RoleBinding just created may take a
+                                * moment to be honoured by the API server's authorizer) */
 
 /* Send METHOD PATH (path includes the query) with an optional JSON body
  * (borrowed, serialised now).  fn runs exactly once on the loop thread.
@@ -124,6 +128,8 @@ int k8s_namespace_name(const char *prefix, const char *tenant, char *out, size_t
 
 json_t *k8s_namespace_obj(const char *ns, const char *tenant);
 json_t *k8s_default_deny_obj(const char *ns);
+/* RoleBinding "eai-sandbox" in ns: ClusterRole role -> service account. */
+json_t *k8s_rolebinding_obj(const char *ns, const char *role, const char *sa_ns, const char *sa_name);
 /* The execution's egress policy; rules: array of NetworkPolicyEgressRule. */
 json_t *k8s_egress_obj(const char *ns, const char *pod, const char *pod_uid,
                        const char *exec_id, json_t *rules /* stolen */);

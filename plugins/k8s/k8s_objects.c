@@ -192,6 +192,18 @@ json_t *k8s_default_deny_obj(const char *ns)
                      "spec", "podSelector", "policyTypes", "Ingress", "Egress");
 }
 
+/* Namespaced RBAC: eaid holds pod/secret/policy rights only in the
+ * namespaces it made, through this RoleBinding (docs/kubernetes.md). */
+json_t *k8s_rolebinding_obj(const char *ns, const char *role, const char *sa_ns, const char *sa_name)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}",
+                     "apiVersion", "rbac.authorization.k8s.io/v1", "kind", "RoleBinding",
+                     "metadata", "name", "eai-sandbox", "namespace", ns,
+                     "labels", K8S_LABEL_MANAGED, K8S_MANAGED_BY,
+                     "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", role,
+                     "subjects", "kind", "ServiceAccount", "name", sa_name, "namespace", sa_ns);
+}
+
 /* ------------------------------------------------------------ egress */
 
 static int add_block(json_t *peers, const char *cidr)

@@ -49,6 +49,8 @@ static void *g_policy_iso;  /* an instance with image and egress policies */
 #define TENANT "0b7f8a2e-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
 #define PREFIX "eai-t-"
 #define NS PREFIX TENANT
+#define SA "eai-system/eai-sandbox"
+#define TENANT_ROLE "eai-sandbox-tenant"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -337,8 +339,8 @@ static int spawn_standin(const char *const *extra, pid_t *pid, int *stdin_fd, ch
     char script[PATH_MAX];
     snprintf(script, sizeof script, "%s/standin/server.js", EAI_STANDIN_DIR);
     char *argv[24] = {(char *)EAI_NODE_BIN, script, "--port", "0", "--token-file", g_token,
-                      "--start-delay-ms", "20"};
-    int n = 8;
+                      "--start-delay-ms", "20", "--namespaced-rbac", SA ":" TENANT_ROLE};
+    int n = 10;
     for (const char *const *e = extra; e && *e && n < 23; e++)
         argv[n++] = (char *)*e;
     argv[n] = NULL;
@@ -369,8 +371,9 @@ static int spawn_standin(const char *const *extra, pid_t *pid, int *stdin_fd, ch
 
 static json_t *base_config(void)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
                      "api_url", g_url, "token_file", g_token, "namespace_prefix", PREFIX,
+                     "tenant_role", TENANT_ROLE, "service_account", SA,
                      "runtime_class", "gvisor", "poll_ms", 50, "api_timeout_ms", 1500,
                      "api_retries", 2, "deadline_grace_ms", 1500, "image_pull_grace_ms", 300,
                      "token_reload_s", 3600, "probe_interval_s", 1, "sweep_min_age_s", 0);
@@ -435,6 +438,8 @@ static int suite_init(void)
         "  \"private\": {\"egress_private_cidrs\": [\"127.0.0.0/8\", \"::1/128\"]}}}", 0, NULL);
     json_object_update(pc, pol);
     json_decref(pol);
+    /* no periodic probe: its 401 after a token rotation would blur test_token_rotation */
+    json_object_set_new(pc, "probe_interval_s", json_integer(3600));
     g_policy_iso = make_instance(pc);
     return g_iso && g_policy_iso && g_calls ? 0 : -1;
 }
@@ -873,6 +878,62 @@ static void test_egress_refusals(void)
     /* "private" lists 127.0.0.0/8 and ::1/128: allowed (test_egress_policy) */
 }
 
+/* Namespaced RBAC (issue 16, item 8): eaid's rights on pods, secrets and
+ * policies come from a RoleBinding it creates in each tenant namespace; the
+ * stand-in (--namespaced-rbac) refuses everything else, as the chart's
+ * roles and admission policy would. */
+static void test_namespaced_rbac(void)
+{
+    json_t *rb = post_body("/rolebindings", "eai-sandbox");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rb);
+    CHECK_FIELD(rb, "metadata.namespace", NS);
+    CHECK_FIELD(rb, "metadata.labels.app~kubernetes~io/managed-by", "eai-sandbox");
+    CHECK_FIELD(rb, "roleRef.kind", "ClusterRole");
+    CHECK_FIELD(rb, "roleRef.name", TENANT_ROLE);
+    CHECK_FIELD(rb, "subjects.0.kind", "ServiceAccount");
+    CHECK_FIELD(rb, "subjects.0.name", "eai-sandbox");
+    CHECK_FIELD(rb, "subjects.0.namespace", "eai-system");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(rb, "subjects")), 1);
+    json_decref(rb);
+    /* the RoleBinding came right after the namespace, before any pod */
+    json_t *all = requests_matching("POST", NULL);
+    int i_ns = -1, i_rb = -1, i_pod = -1;
+    size_t i;
+    json_t *q;
+    json_array_foreach(all, i, q)
+    {
+        const char *path = json_string_value(json_object_get(q, "path"));
+        if (i_ns < 0 && !strcmp(path, "/api/v1/namespaces"))
+            i_ns = (int)i;
+        if (i_rb < 0 && strstr(path, "/rolebindings"))
+            i_rb = (int)i;
+        if (i_pod < 0 && strstr(path, "/pods"))
+            i_pod = (int)i;
+    }
+    json_decref(all);
+    CU_ASSERT(i_ns >= 0 && i_rb > i_ns && i_pod > i_rb);
+    /* without the RoleBinding (no tenant_role), a new tenant's namespace
+     * gives eaid nothing: the stand-in answers 403, the run fails clearly */
+    json_t *cfg = base_config();
+    json_object_del(cfg, "tenant_role");
+    json_object_del(cfg, "service_account");
+    void *bare = make_instance(cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bare);
+    const char *argv[] = {"true", NULL};
+    struct run *r = run_new(argv);
+    r->job.tenant_id = "5d2c4f7e-0000-4000-8000-00000000abcd";
+    void *saved = g_iso;
+    g_iso = bare;
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 10), 0);
+    g_iso = saved;
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->errmsg, "403"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->errmsg, "forbidden"));
+    free(r);
+    g_desc->destroy(bare);
+    spin(0.1);
+}
+
 static void test_image_missing(void)
 {
     const char *argv[] = {"true", NULL};
@@ -1059,6 +1120,20 @@ static void test_sweep(void)
     spin(0.5);
     CU_ASSERT(deleted("Pod", "leftover-done", "api"));
     CU_ASSERT(!deleted("Pod", "leftover-running", NULL));
+    /* through the namespaces we made, never a cluster-wide pod list */
+    json_t *cw = requests_matching("GET", "/api/v1/pods");
+    size_t ci;
+    json_t *cq;
+    json_array_foreach(cw, ci, cq)
+        CU_ASSERT_STRING_NOT_EQUAL(json_string_value(json_object_get(cq, "path")), "/api/v1/pods");
+    json_decref(cw);
+    json_t *nl = requests_matching("GET", "/api/v1/namespaces");
+    int listed = 0;
+    json_array_foreach(nl, ci, cq)
+        if (!strcmp(json_string_value(json_object_get(cq, "path")), "/api/v1/namespaces"))
+            listed = 1;
+    json_decref(nl);
+    CU_ASSERT(listed);
     json_decref(standin("DELETE", "/api/v1/namespaces/" NS "/pods/leftover-running", NULL));
 }
 
@@ -1238,6 +1313,7 @@ int main(void)
     CU_add_test(s, "image that cannot be pulled", test_image_missing);
     CU_add_test(s, "image registry allow list, digest pinning, pull Always", test_image_policy);
     CU_add_test(s, "egress names resolving to refused ranges", test_egress_refusals);
+    CU_add_test(s, "namespaced RBAC: a RoleBinding per tenant namespace", test_namespaced_rbac);
     CU_add_test(s, "API errors become clear execution errors", test_api_errors);
     CU_add_test(s, "token rotation", test_token_rotation);
     CU_add_test(s, "recover by label after a restart", test_recover);
