@@ -1317,9 +1317,9 @@ static void cancel_done(void *arg)
             poll_arm(st);
         }
         reply_accepted(r, 202, j->id, "running");
-    } else if (status && strcmp(status, "cancelled") == 0 && jstr(j->out, "cancel_request_id") &&
-               strcmp(jstr(j->out, "cancel_request_id"), j->request_id) == 0) {
-        /* queued -> cancelled by this very request */
+    } else if (status && strcmp(status, "cancelled") == 0 && j->rc == EAI_STORE_UPDATED) {
+        /* queued -> cancelled by this very call (storage says so; a
+         * replayed X-Request-Id must not count twice: issue 16, item 5) */
         if (st) {
             queued_add(st, j->tenant, -1);
             eai_exec_notify_status(st, j->id, j->tenant, "cancelled");

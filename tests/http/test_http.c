@@ -189,6 +189,32 @@ static int setup_recording(void)
     return start_server(cfg);
 }
 
+/* A profile on the holding test double: one execution runs (held until
+ * cancelled), the others queue; at most 2 queued per tenant. */
+static int setup_queue(void)
+{
+    if (common_setup() < 0)
+        return -1;
+    const char *pd = getenv("EAI_HTTP_PLUGIN_DIR");
+    if (!pd)
+        return -1;
+    setenv("EAI_PLUGIN_DIR", pd, 1);
+    unsetenv("EAI_SANDBOX_RUNSC");
+    char cfg[400];
+    snprintf(cfg, sizeof(cfg), "%s/eaid.yaml", tmpdir);
+    FILE *f = fopen(cfg, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "isolation:\n  hold: {}\n"
+               "scheduler: {max_concurrent: 1, max_per_tenant: 1, max_queued_per_tenant: 2}\n"
+               "profiles:\n"
+               "  held:\n    backend: hold\n    runtime_class: none\n"
+               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 60}\n"
+               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 60}\n");
+    fclose(f);
+    return start_server(cfg);
+}
+
 /* ------------------------------------------------------------ suite: no runtime */
 
 static void test_health_headers(void)
@@ -832,6 +858,79 @@ static void test_private_data_dir(void)
     CHECK(mode_of(open_dd, "eai.db") == 0600, "new eai.db mode %04o", mode_of(open_dd, "eai.db"));
 }
 
+/* ------------------------------------------------------------ suite: queue (issue 16, item 5) */
+
+static const char *held_body = "{\"profile\":\"held\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"]}";
+
+static long post_held(char id[128])
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    long st = req("POST", "/v1/sandbox/executions", h, held_body, &r);
+    const char *v = json_string_value(json_object_get(r.json, "id"));
+    snprintf(id, 128, "%s", v ? v : "");
+    th_resp_free(&r);
+    return st;
+}
+
+static const char *status_of(const char *id, char out[32])
+{
+    char p[200];
+    snprintf(p, sizeof(p), "/v1/sandbox/executions/%s", id);
+    struct th_resp r;
+    const char *h[] = {auth_a, NULL};
+    out[0] = '\0';
+    if (req("GET", p, h, NULL, &r) == 200)
+        snprintf(out, 32, "%s", json_string_value(json_object_get(r.json, "status")) ?
+                                    json_string_value(json_object_get(r.json, "status")) : "");
+    th_resp_free(&r);
+    return out;
+}
+
+static long cancel_with(const char *id, const char *request_id)
+{
+    char p[200], rid[160];
+    snprintf(p, sizeof(p), "/v1/sandbox/executions/%s/cancel", id);
+    snprintf(rid, sizeof(rid), "X-Request-Id: %s", request_id);
+    const char *h[] = {auth_a, rid, NULL};
+    struct th_resp r;
+    long st = req("POST", p, h, NULL, &r);
+    th_resp_free(&r);
+    return st;
+}
+
+/* A cancel replayed with the same client-chosen X-Request-Id changes
+ * nothing the second time: 409, and the queued count is not decremented
+ * again, so max_queued_per_tenant still holds. */
+static void test_replayed_cancel_keeps_queue_bound(void)
+{
+    char run[128], q1[128], q2[128], extra[128], st[32];
+    CU_ASSERT_EQUAL_FATAL(post_held(run), 202);
+    for (int i = 0; i < 100 && strcmp(status_of(run, st), "running") != 0; i++)
+        usleep(50 * 1000);
+    CU_ASSERT_STRING_EQUAL_FATAL(st, "running");
+    CU_ASSERT_EQUAL(post_held(q1), 202);
+    CU_ASSERT_EQUAL(post_held(q2), 202);
+    CU_ASSERT_EQUAL(post_held(extra), 429); /* two queued: the cap */
+    /* cancel q1 once, then replay it twice with the same request id */
+    CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 202);
+    CU_ASSERT_STRING_EQUAL(status_of(q1, st), "cancelled");
+    CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 409);
+    CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 409);
+    CU_ASSERT_EQUAL(cancel_with(q1, "other-id"), 409);
+    /* one queued (q2): one more fits, the next is refused */
+    CU_ASSERT_EQUAL(post_held(extra), 202);
+    CU_ASSERT_EQUAL(post_held(extra), 429);
+    /* a running execution: 202; its replay 202 while the stop is under
+     * way, 409 once it ended (the double ends it at once) */
+    CU_ASSERT_EQUAL(cancel_with(run, "replay-2"), 202);
+    long again = cancel_with(run, "replay-2");
+    CU_ASSERT(again == 202 || again == 409);
+    for (int i = 0; i < 100 && strcmp(status_of(run, st), "cancelled") != 0; i++)
+        usleep(50 * 1000);
+    CU_ASSERT_STRING_EQUAL(st, "cancelled");
+}
+
 static int reg(void)
 {
     CU_pSuite a = CU_add_suite("no runtime", setup_noruntime, common_teardown);
@@ -853,6 +952,9 @@ static int reg(void)
         !CU_add_test(b, "YAML alias bomb refused over HTTP", test_yaml_alias_bomb_http) ||
         !CU_add_test(b, "finops ledger", test_finops) ||
         !CU_add_test(b, "connection limit", test_connection_limit))
+        return -1;
+    CU_pSuite c = CU_add_suite("queue", setup_queue, common_teardown);
+    if (!c || !CU_add_test(c, "replayed cancel keeps the queue bound", test_replayed_cancel_keeps_queue_bound))
         return -1;
     return 0;
 }
