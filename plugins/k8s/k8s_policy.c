@@ -8,8 +8,10 @@
  *    require a sha256 digest.  Pods always use imagePullPolicy Always.
  *  - egress: a host name resolved into NetworkPolicy addresses must not
  *    land in loopback, private, link-local (169.254.169.254 metadata),
- *    CGNAT, multicast, unspecified, reserved, ULA or IPv4-mapped ranges,
- *    unless the profile lists a CIDR containing the address.
+ *    CGNAT, multicast, unspecified, reserved, ULA or IPv4-embedding
+ *    (mapped, compatible, NAT64, 6to4) ranges, unless the profile lists a
+ *    CIDR containing the address.  The classes are those of the local
+ *    egress gateway (core/net/egress_policy.c, eai_addr_classify).
  *
  * Config (isolation.k8s): `images` = the default image policy,
  * `profiles.<name>` = {images: {...}, egress_private_cidrs: [...]}.
@@ -174,7 +176,6 @@ const char *k8s_addr_refused(int family, const unsigned char *a)
         {AF_INET, {172, 16, 0, 0}, 12, "private (172.16.0.0/12)"},
         {AF_INET, {192, 0, 0, 0}, 24, "IETF protocol assignments (192.0.0.0/24)"},
         {AF_INET, {192, 168, 0, 0}, 16, "private (192.168.0.0/16)"},
-        {AF_INET, {198, 18, 0, 0}, 15, "benchmarking (198.18.0.0/15)"},
         {AF_INET, {224, 0, 0, 0}, 4, "multicast (224.0.0.0/4)"},
         {AF_INET, {240, 0, 0, 0}, 4, "reserved/broadcast (240.0.0.0/4)"},
     };
@@ -184,11 +185,11 @@ const char *k8s_addr_refused(int family, const unsigned char *a)
         {AF_INET6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "IPv4-mapped (::ffff:0:0/96)"},
         {AF_INET6, {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 96, "IPv4-compatible (::/96)"},
         {AF_INET6, {0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0}, 96, "NAT64 (64:ff9b::/96)"},
+        {AF_INET6, {0x20, 0x02}, 16, "6to4 (2002::/16)"},
         {AF_INET6, {0xfc}, 7, "unique local (fc00::/7)"},
         {AF_INET6, {0xfe, 0x80}, 10, "link-local (fe80::/10)"},
         {AF_INET6, {0xfe, 0xc0}, 10, "site-local (fec0::/10)"},
         {AF_INET6, {0xff}, 8, "multicast (ff00::/8)"},
-        {AF_INET6, {0x20, 0x01, 0x0d, 0xb8}, 32, "documentation (2001:db8::/32)"},
     };
     const struct range *t = family == AF_INET ? v4 : v6;
     size_t n = family == AF_INET ? sizeof v4 / sizeof v4[0] : sizeof v6 / sizeof v6[0];

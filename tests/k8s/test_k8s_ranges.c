@@ -56,7 +56,8 @@ static void test_v4(void)
     REFUSED("224.0.0.1", "multicast");
     REFUSED("239.255.255.250", "multicast");
     REFUSED("255.255.255.255", "broadcast");
-    REFUSED("198.18.0.1", "benchmarking");
+    ALLOWED("198.18.0.1"); /* as core/net/egress_policy.c: not a refused class */
+    REFUSED("192.0.0.8", "IETF");
     ALLOWED("93.184.216.34");
     ALLOWED("8.8.8.8");
     ALLOWED("1.1.1.1");
@@ -74,6 +75,8 @@ static void test_v6(void)
     REFUSED("ff02::1", "multicast");
     REFUSED("64:ff9b::a9fe:a9fe", "NAT64");
     REFUSED("fd00:ec2::254", "unique local"); /* AWS IPv6 metadata */
+    REFUSED("2002:a9fe:a9fe::1", "6to4");
+    REFUSED("fec0::1", "site-local");
     ALLOWED("2606:4700:4700::1111");
     ALLOWED("2a00:1450:4007:80f::200e");
 }
