@@ -39,7 +39,7 @@ if ! ls "$IMAGES/python/3.11-slim/rootfs" >/dev/null 2>&1; then
 fi
 
 export EAI_DATA_DIR=$work/data EAI_IMAGE_DIR=$IMAGES EAI_PLUGIN_DIR=$BUILD/plugins EAI_SANDBOX_RUNSC=$RUNSC
-mkdir -p "$EAI_DATA_DIR"
+mkdir -p "$EAI_DATA_DIR" && chmod 700 "$EAI_DATA_DIR"   # eaid refuses a data dir others can read
 port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 export EAI_LISTEN=127.0.0.1:$port
 "$EAID" migrate >/dev/null 2>&1 || true

@@ -1,6 +1,8 @@
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <eai/storage.h>
 
@@ -317,6 +319,17 @@ static int cmd_images(const char *config_file, int argc, char **argv)
         eai_error_free(err);
         return 2;
     }
+    /* Image trees must stay readable by the sandbox user (runsc's gofer
+     * and the program inside read them): umask 022 here only, after the
+     * data dir that may hold them was made 0700 under eaid's umask 077. */
+    size_t dl = strlen(cfg->data_dir);
+    if (strncmp(cfg->image_dir, cfg->data_dir, dl) == 0 && cfg->image_dir[dl] == '/' &&
+        eai_mkdir_p(cfg->data_dir, 0700) < 0) {
+        fprintf(stderr, "eaid: data dir %s: %s\n", cfg->data_dir, strerror(errno));
+        eai_config_free(cfg);
+        return 1;
+    }
+    umask(022);
     int rc = eai_images_cli(cfg->image_dir, argc - 1, argv + 1);
     eai_config_free(cfg);
     return rc;

@@ -90,6 +90,38 @@ const char *eai_app_contracts_dir(void)
     return dir;
 }
 
+/* The data dir holds every tenant's outputs, files, env and stdin: refuse
+ * one that group or others may read, write or enter.  The pepper may be
+ * group-readable only by eaid's own group (a Kubernetes secret mounted with
+ * fsGroup gets g+rx), never group-writable nor open to others. */
+int eai_app_check_private(const char *what, const char *path, int is_dir, struct eai_error **err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0) {
+        int e = errno;
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "%s %s: %s", what, path, strerror(e)));
+        return -1;
+    }
+    /* a file: group read/execute is tolerated for eaid's own group only
+     * (kubelet gives a secret mounted with fsGroup g+rx) */
+    mode_t open_bits = st.st_mode & (is_dir ? 077 : 027);
+    if (!is_dir && st.st_gid != getegid())
+        open_bits |= st.st_mode & 050;
+    if (is_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "%s %s is not a %s", what, path,
+                                               is_dir ? "directory" : "regular file"));
+        return -1;
+    }
+    if (open_bits) {
+        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0,
+            "%s %s has mode %04o: group or others may access it (refusing to start; "
+            "fix with: chmod %s '%s')", what, path, (unsigned)(st.st_mode & 07777),
+            is_dir ? "700" : "600", path));
+        return -1;
+    }
+    return 0;
+}
+
 int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], struct eai_error **err)
 {
     if (eai_mkdir_p(cfg->data_dir, 0700) < 0) {
@@ -97,12 +129,20 @@ int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], stru
         eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "data dir %s: %s", cfg->data_dir, strerror(e)));
         return -1;
     }
+    if (eai_app_check_private("data dir", cfg->data_dir, 1, err) < 0)
+        return -1;
     /* the pepper is created only at its default place; a named file
      * (EAI_AUTH_PEPPER_FILE) must exist */
     char def[PATH_MAX];
     snprintf(def, sizeof(def), "%s/pepper", cfg->data_dir);
     int create = strcmp(cfg->pepper_file, def) == 0;
-    return eai_auth_pepper_load(cfg->pepper_file, create, pepper, err);
+    if (eai_auth_pepper_load(cfg->pepper_file, create, pepper, err) < 0)
+        return -1;
+    if (eai_app_check_private("pepper file", cfg->pepper_file, 0, err) < 0) {
+        explicit_bzero(pepper, 65);
+        return -1;
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------ storage */
@@ -376,7 +416,14 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     }
     {
         struct eai_error *e = NULL;
-        if (app->store->ping(app->storage.self, &e) < 0) {
+        int prc = app->store->ping(app->storage.self, &e);
+        if (prc < 0 && e && e->code == EAI_E_FORBIDDEN) {
+            /* reachable but unsafe to serve from (e.g. a PostgreSQL role
+             * that bypasses row-level security): refuse to start */
+            eai_error_prefix(e, "storage");
+            eai_error_propagate(err, e);
+            goto fail;
+        } else if (prc < 0) {
             /* not fatal: /readyz says so and requests answer 503 */
             eai_log(APP_COMPONENT, EAI_LOG_WARN, "storage not reachable at start: %s",
                     e && e->message ? e->message : "?");

@@ -33,7 +33,13 @@ void eai_app_storage_close(struct eai_plugin_inst *inst);
  * <exe>/contracts/v1, then the source tree. */
 const char *eai_app_contracts_dir(void);
 
-/* Make the data dir (0700) and read/create the pepper into out. */
+/* Refuse (error naming the chmod that fixes it) a data dir (is_dir) that
+ * group/others may access, or a pepper file that others may access or that
+ * is group-writable or group-readable by a group other than eaid's. */
+int eai_app_check_private(const char *what, const char *path, int is_dir, struct eai_error **err);
+
+/* Make the data dir (0700), check it is private, read/create the pepper
+ * into out and check it is private (eai_app_check_private). */
 int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], struct eai_error **err);
 
 #endif

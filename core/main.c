@@ -1,12 +1,17 @@
 /* eaid: `eaid serve` and the admin CLI (docs/api.md, docs/configuration.md). */
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "daemon.h"
 #include "cli.h"
 
 int main(int argc, char **argv)
 {
+    /* Everything eaid creates (database, WAL, spool, bundles, keys) is
+     * private to its user; `eaid images build` widens it again for image
+     * trees, which the sandbox user must read (docs/configuration.md). */
+    umask(077);
     const char *config = NULL;
     char *rest[256];
     int n = 0;

@@ -14,7 +14,7 @@ build_all
 
 export EAI_DATA_DIR=${EAI_DATA_DIR:-$EAI_ROOT/var}
 url=http://127.0.0.1:8080
-mkdir -p "$EAI_DATA_DIR"
+mkdir -p "$EAI_DATA_DIR" && chmod 700 "$EAI_DATA_DIR"   # eaid refuses a data dir others can read
 
 if ! build/eaid images list 2>/dev/null | grep -q 'python:3.11-slim'; then
     echo "== image python:3.11-slim (mmdebstrap from Debian bookworm, ~30 s)"

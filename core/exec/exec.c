@@ -140,9 +140,9 @@ static void cancel_answer(struct eai_req *r, void *arg)
         if (st && !eai_sched_cancel_local(st->sched, j->id))
             eai_watch_cancel_pending(st->hub, j->id);
         exec_reply_accepted(r, 202, j->id, "running");
-    } else if (status && strcmp(status, "cancelled") == 0 && exec_jstr(j->out, "cancel_request_id") &&
-               strcmp(exec_jstr(j->out, "cancel_request_id"), j->request_id) == 0) {
-        /* queued -> cancelled by this very request */
+    } else if (status && strcmp(status, "cancelled") == 0 && j->rc == EAI_STORE_UPDATED) {
+        /* queued -> cancelled by this very call (storage says so; a
+         * replayed X-Request-Id must not count twice: issue 16, item 5) */
         if (st)
             eai_watch_status(st->hub, j->id, j->tenant, "cancelled", j->out);
         exec_reply_accepted(r, 202, j->id, "cancelled");

@@ -46,7 +46,9 @@ static void ready_done(struct misc_job *j)
                                                     app->cfg && app->cfg->storage_backend ? app->cfg->storage_backend : "?"));
     if (!storage_ok)
         json_object_set_new(json_object_get(checks, "storage"), "error",
-                            json_string("unreachable"));
+                            json_string(j->err && j->err->code == EAI_E_FORBIDDEN
+                                            ? "refused: unsafe database role (see the log)"
+                                            : "unreachable"));
     int any_ready = 0;
     for (int i = 0; i < app->nisolation; i++) {
         const struct eai_isolation_ops *ops = app->isolation[i].desc->ops;

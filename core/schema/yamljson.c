@@ -2,9 +2,14 @@
  * YAML -> JSON over libyaml's event API (see yamljson.h).
  *
  * Containers under construction live on an explicit stack, so nesting costs
- * no C stack.  Every JSON node created counts against a budget of
- * 2 * input length + 10000 nodes, which a document without aliases never
- * reaches and which stops alias bombs (billion laughs) early.
+ * no C stack.  Every JSON node created counts against two budgets: nodes
+ * (2 * input length + 10000) and bytes of the expanded document, counted as
+ * its compact JSON text would take (about: strings and keys + quotes and
+ * separators; YJ_BYTES_FACTOR * input length + YJ_BYTES_SLACK).  A document
+ * without aliases never reaches either.  An alias costs what its anchor
+ * expanded to (recorded when the anchor is defined, O(1) per alias), so
+ * alias bombs (billion laughs, or one long anchored string aliased a million
+ * times) are refused at the first alias over the budget, before the copy.
  */
 #include "schema/yamljson.h"
 #include "base/errors.h"
@@ -14,10 +19,15 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <yaml.h>
+
+/* Expanded bytes allowed: factor * input + slack (docs/contracts.md). */
+#define YJ_BYTES_FACTOR 4
+#define YJ_BYTES_SLACK (64 * 1024)
 
 #define YJ_TAG_STR "tag:yaml.org,2002:str"
 #define YJ_TAG_INT "tag:yaml.org,2002:int"
@@ -33,11 +43,13 @@ struct yj_frame {
     char *key;                 /* pending mapping key (object frames) */
     size_t key_len;
     int has_key;
+    size_t nodes0, bytes0;     /* budget used when the collection started */
 };
 
 struct yj_anchor {
     char *name;
     json_t *value;
+    size_t nodes, bytes;       /* what one use of it expands to */
 };
 
 struct yj_ctx {
@@ -47,6 +59,7 @@ struct yj_ctx {
     size_t nanchors, capanchors;
     json_t *root;
     size_t nodes, budget;
+    size_t bytes, byte_budget;
     struct eai_error *err;
 };
 
@@ -69,22 +82,8 @@ static void yj_fail(struct yj_ctx *c, yaml_mark_t mark, const char *fmt, ...)
         c->err->details = json_pack("[{s:s,s:s}]", "path", "", "message", full);
 }
 
-static size_t yj_count(const json_t *v)
-{
-    size_t n = 1;
-    if (json_is_array(v)) {
-        for (size_t i = 0; i < json_array_size(v); i++)
-            n += yj_count(json_array_get(v, i));
-    } else if (json_is_object(v)) {
-        const char *k;
-        json_t *x;
-        json_object_foreach((json_t *)v, k, x)
-            n += yj_count(x);
-    }
-    return n;
-}
-
-static int yj_register_anchor(struct yj_ctx *c, yaml_mark_t mark, char *name, json_t *value)
+static int yj_register_anchor(struct yj_ctx *c, yaml_mark_t mark, char *name, json_t *value,
+                              size_t nodes, size_t bytes)
 {
     if (!name)
         return 0;
@@ -93,6 +92,8 @@ static int yj_register_anchor(struct yj_ctx *c, yaml_mark_t mark, char *name, js
         if (strcmp(c->anchors[i].name, name) == 0) {
             json_decref(c->anchors[i].value);
             c->anchors[i].value = json_incref(value);
+            c->anchors[i].nodes = nodes;
+            c->anchors[i].bytes = bytes;
             free(name);
             return 0;
         }
@@ -109,6 +110,8 @@ static int yj_register_anchor(struct yj_ctx *c, yaml_mark_t mark, char *name, js
     }
     c->anchors[c->nanchors].name = name;
     c->anchors[c->nanchors].value = json_incref(value);
+    c->anchors[c->nanchors].nodes = nodes;
+    c->anchors[c->nanchors].bytes = bytes;
     c->nanchors++;
     return 0;
 }
@@ -180,11 +183,17 @@ static int yj_awaiting_key(const struct yj_ctx *c)
            !c->stack[c->depth - 1].has_key;
 }
 
-static int yj_budget(struct yj_ctx *c, yaml_mark_t mark, size_t n)
+/* Count n nodes and b bytes of expanded document; fail over either budget. */
+static int yj_budget(struct yj_ctx *c, yaml_mark_t mark, size_t n, size_t b)
 {
     c->nodes += n;
+    c->bytes = b > SIZE_MAX - c->bytes ? SIZE_MAX : c->bytes + b;
     if (c->nodes > c->budget) {
         yj_fail(c, mark, "document expands to too many nodes (alias bomb?)");
+        return -1;
+    }
+    if (c->bytes > c->byte_budget) {
+        yj_fail(c, mark, "document expands to more than %zu bytes (alias bomb?)", c->byte_budget);
         return -1;
     }
     return 0;
@@ -347,7 +356,9 @@ static int yj_scalar(struct yj_ctx *c, const yaml_event_t *ev)
     size_t n = ev->data.scalar.length;
     const char *tag = (const char *)ev->data.scalar.tag;
     yaml_mark_t mark = ev->start_mark;
-    if (yj_budget(c, mark, 1) < 0)
+    /* a string, number or key: its text, quotes and a separator */
+    size_t weight = n + 3;
+    if (yj_budget(c, mark, 1, weight) < 0)
         return -1;
     if (yj_awaiting_key(c)) {
         if (tag && strcmp(tag, YJ_TAG_STR) != 0 && strcmp(tag, "!") != 0) {
@@ -359,7 +370,7 @@ static int yj_scalar(struct yj_ctx *c, const yaml_event_t *ev)
         if (ev->data.scalar.anchor) {
             char *a = yj_strdup(c, mark, ev->data.scalar.anchor);
             json_t *kv = a ? json_stringn(s, n) : NULL;
-            int rc = kv ? yj_register_anchor(c, mark, a, kv) : -1;
+            int rc = kv ? yj_register_anchor(c, mark, a, kv, 1, weight) : -1;
             if (!kv) {
                 free(a);
                 yj_fail(c, mark, "out of memory");
@@ -411,7 +422,7 @@ static int yj_scalar(struct yj_ctx *c, const yaml_event_t *ev)
     }
     if (ev->data.scalar.anchor) {
         char *a = yj_strdup(c, mark, ev->data.scalar.anchor);
-        if (!a || yj_register_anchor(c, mark, a, v) < 0) {
+        if (!a || yj_register_anchor(c, mark, a, v, 1, weight) < 0) {
             json_decref(v);
             return -1;
         }
@@ -423,17 +434,19 @@ static int yj_alias(struct yj_ctx *c, const yaml_event_t *ev)
 {
     yaml_mark_t mark = ev->start_mark;
     const char *name = (const char *)ev->data.alias.anchor;
-    const json_t *target = NULL;
+    const struct yj_anchor *anchor = NULL;
     for (size_t i = c->nanchors; i-- > 0;)
         if (strcmp(c->anchors[i].name, name) == 0) {
-            target = c->anchors[i].value;
+            anchor = &c->anchors[i];
             break;
         }
-    if (!target) {
+    if (!anchor) {
         yj_fail(c, mark, "unknown alias '*%s'", name);
         return -1;
     }
-    if (yj_budget(c, mark, yj_count(target)) < 0)
+    const json_t *target = anchor->value;
+    /* charged before the copy is made */
+    if (yj_budget(c, mark, anchor->nodes, anchor->bytes) < 0)
         return -1;
     if (yj_awaiting_key(c)) {
         if (!json_is_string(target)) {
@@ -465,10 +478,12 @@ static int yj_start(struct yj_ctx *c, const yaml_event_t *ev, int is_map)
         yj_fail(c, mark, "nesting deeper than %d", EAI_YAML_MAX_DEPTH);
         return -1;
     }
-    if (yj_budget(c, mark, 1) < 0)
+    if (yj_budget(c, mark, 1, 3) < 0)   /* brackets and a separator */
         return -1;
     struct yj_frame *f = &c->stack[c->depth];
     memset(f, 0, sizeof *f);
+    f->nodes0 = c->nodes - 1;
+    f->bytes0 = c->bytes - 3;
     f->value = is_map ? json_object() : json_array();
     if (!f->value) {
         yj_fail(c, mark, "out of memory");
@@ -487,9 +502,10 @@ static int yj_end(struct yj_ctx *c, const yaml_event_t *ev)
     struct yj_frame *f = &c->stack[--c->depth];
     json_t *v = f->value;
     char *anchor = f->anchor;
+    size_t nodes = c->nodes - f->nodes0, bytes = c->bytes - f->bytes0;
     free(f->key);
     memset(f, 0, sizeof *f);
-    if (anchor && yj_register_anchor(c, ev->start_mark, anchor, v) < 0) {
+    if (anchor && yj_register_anchor(c, ev->start_mark, anchor, v, nodes, bytes) < 0) {
         json_decref(v);
         return -1;
     }
@@ -504,6 +520,9 @@ json_t *eai_yaml_to_json(const char *buf, size_t len, struct eai_error **err)
         return NULL;
     }
     c->budget = 2 * len + 10000;
+    c->byte_budget = len > (SIZE_MAX - YJ_BYTES_SLACK) / YJ_BYTES_FACTOR
+                         ? SIZE_MAX
+                         : YJ_BYTES_FACTOR * len + YJ_BYTES_SLACK;
     yaml_parser_t parser;
     if (!yaml_parser_initialize(&parser)) {
         free(c);

@@ -3,7 +3,8 @@
  * become objects (keys are the scalar's text), sequences arrays, plain
  * scalars resolve per the YAML 1.2 core schema (null, booleans, integers,
  * floats), quoted and block scalars stay strings.  Aliases are expanded by
- * copy under a node budget (billion laughs), duplicate keys are refused.
+ * copy under a node budget and a budget of expanded bytes (4 x input + 64
+ * KiB: billion laughs, long aliased strings), duplicate keys are refused.
  * See docs/contracts.md.
  */
 #ifndef EAI_YAMLJSON_H

@@ -499,15 +499,18 @@ int eai_sq_exec_cancel(void *self, const char *tenant, const char *id,
     if (status && strcmp(status, "queued") == 0) {
         if (eai_sq_apply_terminal(s, e, cancelled_patch, "cancelled", now_s, err) < 0)
             goto out;
-    } else if (status && strcmp(status, "running") == 0) {
+    } else if (status && strcmp(status, "running") == 0 &&
+               !json_is_true(json_object_get(e, "cancel_requested"))) {
         json_object_set_new(e, "cancel_requested", json_true());
         json_object_set_new(e, "updated_at", json_string(now_s));
     } else {
-        /* Terminal: unchanged, nothing written (core answers 409). */
+        /* Terminal, or cancel already requested: unchanged, nothing
+         * written; this call changed nothing (core answers 409 to a
+         * terminal one). */
         eai_sq_rollback(c->db);
         *out = e;
         e = NULL;
-        ret = 0;
+        ret = EAI_STORE_NOOP;
         goto out;
     }
     if (eai_sq_store_exec(s, c->db, e, err) < 0)
@@ -518,7 +521,7 @@ int eai_sq_exec_cancel(void *self, const char *tenant, const char *id,
         goto out;
     *out = e;
     e = NULL;
-    ret = 0;
+    ret = EAI_STORE_UPDATED;
 out:
     eai_sq_rollback(c->db);
     eai_sq_release(s, c);

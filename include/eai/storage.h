@@ -105,7 +105,12 @@ struct eai_storage_ops {
                       json_t **cancel_ids, struct eai_error **err);
     /* Set cancel_requested on a running execution; a queued one becomes
      * terminal (patch applied as in exec_finish).  Returns the row after
-     * the change in *out, NULL when not found. */
+     * the change in *out, NULL when not found.  The result says whether
+     * this very call changed the row (a client's X-Request-Id is no
+     * one-time token): EAI_STORE_UPDATED (queued -> cancelled, or running
+     * -> cancel_requested, audit appended), EAI_STORE_NOOP (already
+     * terminal or already cancel_requested: nothing written, no audit),
+     * 0 when not found, -1 on error. */
     int (*exec_cancel)(void *self, const char *tenant, const char *id,
                        const json_t *cancelled_patch, const json_t *audit,
                        json_t **out, struct eai_error **err);

@@ -203,7 +203,8 @@ int eai_pc_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen)
     static const char *const sub[] = {"", "/rootfs", "/rootfs/proc", "/rootfs/dev", "/rootfs/tmp", "/rootfs/sys"};
     for (size_t i = 0; i < sizeof(sub) / sizeof(sub[0]); i++) {
         snprintf(p, sizeof(p), "%s%s", dir, sub[i]);
-        if (mkdir(p, 0755) < 0 && errno != EEXIST) {
+        /* chmod: the sandbox user must traverse it whatever eaid's umask (077) */
+        if ((mkdir(p, 0755) < 0 && errno != EEXIST) || chmod(p, 0755) < 0) {
             snprintf(msg, msglen, "mkdir %s: %s", p, strerror(errno));
             return -1;
         }

@@ -22,7 +22,7 @@
 
 #include "k8s.h"
 
-enum job_state { JS_NS = 0, JS_NS_POLICY, JS_RESOLVE, JS_POD, JS_POD_ADOPT, JS_EGRESS, JS_SECRET,
+enum job_state { JS_NS = 0, JS_NS_RBAC, JS_NS_POLICY, JS_RESOLVE, JS_POD, JS_POD_ADOPT, JS_EGRESS, JS_SECRET,
                  JS_POLL, JS_LOGS, JS_DELETE, JS_RECOVER };
 
 struct k8s_job {
@@ -33,6 +33,7 @@ struct k8s_job {
     char id[96], tenant[96], ns[128], pod[96], uid[64], image[512];
     json_t *pod_body, *secret_data, *egress_rules;
     char **egress;
+    const json_t *private_cidrs;   /* the profile's egress_private_cidrs (config-owned) or NULL */
     int64_t timeout_ms, output_bytes, cpu_millis, memory_bytes;
     enum job_state state;
     int busy;                  /* an API call or a worker job is in flight */
@@ -262,14 +263,15 @@ static void step_ns(struct k8s_job *j)
 struct resolve_ctx {
     struct k8s_job *j;
     const char *const *egress;
+    const json_t *private_cidrs;
     json_t *rules;
-    char msg[300];
+    char msg[400];
 };
 
 static void resolve_work(void *arg)
 {
     struct resolve_ctx *c = arg;
-    c->rules = k8s_egress_rules(c->egress, c->msg, sizeof c->msg);
+    c->rules = k8s_egress_rules(c->egress, c->private_cidrs, c->msg, sizeof c->msg);
 }
 
 static void resolve_done(void *arg)
@@ -278,7 +280,7 @@ static void resolve_done(void *arg)
     struct k8s_job *j = c->j;
     j->busy = 0;
     json_t *rules = c->rules;
-    char msg[300];
+    char msg[400];
     snprintf(msg, sizeof msg, "%s", c->msg);
     free(c);
     if (j->k->closing || j->exited) {
@@ -309,6 +311,7 @@ static void step_resolve(struct k8s_job *j)
     }
     c->j = j;
     c->egress = (const char *const *)j->egress;
+    c->private_cidrs = j->private_cidrs;
     j->state = JS_RESOLVE;
     j->busy = 1;
     if (j->k->host->work_submit(j->k->host, resolve_work, resolve_done, c) < 0) {
@@ -497,12 +500,35 @@ static void call_done(void *arg, const struct k8s_result *r)
             fail_call(j, r, "the tenant namespace");
             return;
         }
+        if (j->k->cfg.tenant_role) {
+            /* our rights in the namespace: a RoleBinding (namespaced RBAC) */
+            char path[256];
+            snprintf(path, sizeof path,
+                     "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings?fieldValidation=Strict", j->ns);
+            const struct k8s_cfg *c = &j->k->cfg;
+            json_t *rb = k8s_rolebinding_obj(j->ns, c->tenant_role, c->sa_namespace, c->sa_name);
+            int rc = rb ? job_call(j, JS_NS_RBAC, "POST", path, rb, K8S_CALL_RETRY) : -1;
+            json_decref(rb);
+            if (rc < 0)
+                job_end(j);
+            return;
+        }
+        /* fall through */
+    case JS_NS_RBAC:
+        if (j->state == JS_NS_RBAC) {
+            if (interrupted(j))
+                return;
+            if (st != 201 && st != 409) {
+                fail_call(j, r, "the tenant namespace's RoleBinding");
+                return;
+            }
+        }
         {
             char path[256];
             snprintf(path, sizeof path, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies?fieldValidation=Strict",
                      j->ns);
             json_t *np = k8s_default_deny_obj(j->ns);
-            int rc = np ? job_call(j, JS_NS_POLICY, "POST", path, np, K8S_CALL_RETRY) : -1;
+            int rc = np ? job_call(j, JS_NS_POLICY, "POST", path, np, K8S_CALL_RETRY | K8S_CALL_RETRY_403) : -1;
             json_decref(np);
             if (rc < 0)
                 job_end(j);
@@ -778,6 +804,7 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
     snprintf(j->image, sizeof j->image, "%s", job->image);
     j->pod_body = body;
     j->secret_data = secret_data;
+    j->private_cidrs = k8s_profile_private_cidrs(&k->cfg, job->profile);
     j->timeout_ms = job->timeout_ms;
     j->output_bytes = job->output_bytes;
     j->cpu_millis = job->cpu_millis;
@@ -920,19 +947,58 @@ static void sweep_listed(void *arg, const struct k8s_result *r)
     free(s);
 }
 
+/* Namespaces we made (our label and prefix): list the managed pods of
+ * each.  Never a cluster-wide pod list, so namespaced RBAC suffices. */
+static void sweep_ns_listed(void *arg, const struct k8s_result *r)
+{
+    struct sweep_call *s = arg;
+    struct k8s *k = s->k;
+    if (r->status != 200 || !r->json) {
+        if (!k->closing)
+            k->host->log(k->host, K8S_COMPONENT, EAI_LOG_WARN, "sweep: cannot list namespaces: %s",
+                         r->message ? r->message : "?");
+        k8s_unref(k);
+        free(s);
+        return;
+    }
+    char sel[128], esc[256], path[512];
+    snprintf(sel, sizeof sel, "%s=%s", K8S_LABEL_MANAGED, K8S_MANAGED_BY);
+    k8s_qescape(sel, esc, sizeof esc);
+    size_t i, plen = strlen(k->cfg.ns_prefix);
+    json_t *ns;
+    json_array_foreach(json_object_get(r->json, "items"), i, ns)
+    {
+        const char *name = json_string_value(json_object_get(json_object_get(ns, "metadata"), "name"));
+        if (!name || strncmp(name, k->cfg.ns_prefix, plen) != 0 || k->closing)
+            continue;
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods?labelSelector=%s", name, esc);
+        struct sweep_call *p = calloc(1, sizeof *p);
+        if (!p)
+            continue;
+        p->k = k;
+        k8s_ref(k);
+        if (k8s_call(k, "GET", path, NULL, K8S_CALL_RETRY, sweep_listed, p) < 0) {
+            k8s_unref(k);
+            free(p);
+        }
+    }
+    k8s_unref(k);
+    free(s);
+}
+
 static void k8s_sweep(void *self)
 {
     struct k8s *k = self;
     char sel[128], esc[256], path[384];
     snprintf(sel, sizeof sel, "%s=%s", K8S_LABEL_MANAGED, K8S_MANAGED_BY);
     k8s_qescape(sel, esc, sizeof esc);
-    snprintf(path, sizeof path, "/api/v1/pods?labelSelector=%s", esc);
+    snprintf(path, sizeof path, "/api/v1/namespaces?labelSelector=%s", esc);
     struct sweep_call *s = calloc(1, sizeof *s);
     if (!s)
         return;
     s->k = k;
     k8s_ref(k);
-    if (k8s_call(k, "GET", path, NULL, K8S_CALL_RETRY, sweep_listed, s) < 0) {
+    if (k8s_call(k, "GET", path, NULL, K8S_CALL_RETRY, sweep_ns_listed, s) < 0) {
         k8s_unref(k);
         free(s);
     }
@@ -1047,6 +1113,10 @@ static const struct eai_config_key k8s_keys[] = {
     {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
     {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
     {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},
+    {"tenant_role", EAI_CFG_STRING, 0, NULL, "ClusterRole bound (RoleBinding) in each tenant namespace: namespaced RBAC"},
+    {"service_account", EAI_CFG_STRING, 0, NULL, "<namespace>/<name> of eaid's service account (with tenant_role)"},
+    {"images", EAI_CFG_MAP, 0, NULL, "default image policy: {registries: [host/path prefixes], require_digest: bool}"},
+    {"profiles", EAI_CFG_MAP, 0, NULL, "per profile: {images: {registries, require_digest}, egress_private_cidrs: [CIDR]}"},
     {NULL, 0, 0, NULL, NULL},
 };
 

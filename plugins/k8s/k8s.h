@@ -53,6 +53,10 @@ struct k8s_cfg {
     long uid;                  /* runAsUser / runAsGroup / fsGroup */
     json_t *node_selector;     /* object or NULL */
     json_t *tolerations;       /* array or NULL */
+    char *tenant_role;         /* ClusterRole bound in each tenant namespace, or NULL */
+    char *sa_namespace, *sa_name; /* eaid's service account: the RoleBinding's subject */
+    json_t *images;            /* default image policy {registries, require_digest} or NULL */
+    json_t *profiles;          /* name -> {images, egress_private_cidrs} or NULL */
 };
 
 int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *config, struct eai_error **err);
@@ -101,6 +105,8 @@ struct k8s_result {
 typedef void (*k8s_call_fn)(void *arg, const struct k8s_result *res);
 
 #define K8S_CALL_RETRY   1u    /* retry 0/429/5xx with backoff (idempotent, or create) */
+#define K8S_CALL_RETRY_403 2u  /* also retry 403 (a RoleBinding just created may take a
+                                * moment to be honoured by the API server's authorizer) */
 
 /* Send METHOD PATH (path includes the query) with an optional JSON body
  * (borrowed, serialised now).  fn runs exactly once on the loop thread.
@@ -122,6 +128,8 @@ int k8s_namespace_name(const char *prefix, const char *tenant, char *out, size_t
 
 json_t *k8s_namespace_obj(const char *ns, const char *tenant);
 json_t *k8s_default_deny_obj(const char *ns);
+/* RoleBinding "eai-sandbox" in ns: ClusterRole role -> service account. */
+json_t *k8s_rolebinding_obj(const char *ns, const char *role, const char *sa_ns, const char *sa_name);
 /* The execution's egress policy; rules: array of NetworkPolicyEgressRule. */
 json_t *k8s_egress_obj(const char *ns, const char *pod, const char *pod_uid,
                        const char *exec_id, json_t *rules /* stolen */);
@@ -135,9 +143,32 @@ json_t *k8s_secret_obj(const char *ns, const char *pod, const char *pod_uid,
 json_t *k8s_delete_options(void);
 
 /* Egress allow list -> NetworkPolicy egress rules.  Resolves host names
- * (blocking getaddrinfo: call on a worker).  *need_dns set when a host name
- * was present.  NULL + msg on failure. */
-json_t *k8s_egress_rules(const char *const *egress, char *msg, size_t msglen);
+ * (blocking getaddrinfo: call on a worker); an address a name resolves to
+ * in a refused range (k8s_addr_refused) fails the whole list unless
+ * private_cidrs (array of CIDR strings, may be NULL) contains it.  Literal
+ * addresses and CIDRs are used as given (the profile listed them exactly).
+ * NULL + msg on failure. */
+json_t *k8s_egress_rules(const char *const *egress, const json_t *private_cidrs, char *msg, size_t msglen);
+
+/* ---------------------------------------------------------------- policy (k8s_policy.c) */
+
+/* Read `images` and `profiles` of the plugin config into c; -1 + msg. */
+int k8s_policy_load(struct k8s_cfg *c, const json_t *cfg, char *msg, size_t msglen);
+/* The reference as the kubelet reads it: "python:3" ->
+ * "docker.io/library/python:3", "acme/x" -> "docker.io/acme/x", registry
+ * host lowercased; -1 when not a valid reference. */
+int k8s_image_normalize(const char *in, char *out, size_t outlen);
+/* Normalise image into norm and apply the profile's image policy (else the
+ * default one): registry prefixes, digest.  0, or -1 + msg. */
+int k8s_image_check(const struct k8s_cfg *c, const char *profile, const char *image, char *norm,
+                    size_t normlen, char *msg, size_t msglen);
+/* The refused range an address (network order, 4 or 16 bytes) is in, as
+ * text, or NULL when it may be an egress destination. */
+const char *k8s_addr_refused(int family, const unsigned char *addr);
+int k8s_cidr_parse(const char *cidr, int *family, unsigned char net[16], int *bits);
+int k8s_cidrs_contain(const json_t *cidrs, int family, const unsigned char *addr);
+/* profiles.<profile>.egress_private_cidrs or NULL. */
+const json_t *k8s_profile_private_cidrs(const struct k8s_cfg *c, const char *profile);
 
 /* base64 (standard, padded); malloc'd; NULL on allocation failure. */
 char *k8s_b64(const unsigned char *d, size_t n);

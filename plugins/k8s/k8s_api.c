@@ -269,7 +269,7 @@ static void on_http(void *arg, const struct eai_http_response *resp)
         return;
     }
     if ((c->flags & K8S_CALL_RETRY) && c->attempt < k->cfg.api_retries && !k->closing &&
-        (st == 0 || st == 429 || st >= 500)) {
+        (st == 0 || st == 429 || st >= 500 || (st == 403 && (c->flags & K8S_CALL_RETRY_403)))) {
         long ms = 200L << c->attempt;
         if (ms > 5000)
             ms = 5000;

@@ -306,6 +306,24 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     json_t *tol = cfg ? json_object_get(cfg, "tolerations") : NULL;
     if (json_is_array(tol))
         c->tolerations = json_deep_copy(tol);
+    if (k8s_policy_load(c, cfg, msg, sizeof msg) < 0)
+        goto fail;
+    /* namespaced RBAC: a RoleBinding per tenant namespace to this role */
+    const char *tr = cstr(cfg, "tenant_role"), *sa = cstr(cfg, "service_account");
+    if (tr && *tr) {
+        const char *sl = sa ? strchr(sa, '/') : NULL;
+        if (!sl || sl == sa || !sl[1] || strchr(sl + 1, '/')) {
+            snprintf(msg, sizeof msg, "tenant_role needs service_account: \"<namespace>/<name>\" (eaid's own)");
+            goto fail;
+        }
+        c->tenant_role = strdup(tr);
+        c->sa_namespace = strndup(sa, (size_t)(sl - sa));
+        c->sa_name = strdup(sl + 1);
+        if (!c->tenant_role || !c->sa_namespace || !c->sa_name) {
+            snprintf(msg, sizeof msg, "out of memory");
+            goto fail;
+        }
+    }
     if (!c->ns_prefix) {
         snprintf(msg, sizeof msg, "out of memory");
         goto fail;
@@ -329,5 +347,10 @@ void k8s_cfg_clear(struct k8s_cfg *c)
     free(c->runtime_class);
     json_decref(c->node_selector);
     json_decref(c->tolerations);
+    free(c->tenant_role);
+    free(c->sa_namespace);
+    free(c->sa_name);
+    json_decref(c->images);
+    json_decref(c->profiles);
     memset(c, 0, sizeof *c);
 }

@@ -192,6 +192,18 @@ json_t *k8s_default_deny_obj(const char *ns)
                      "spec", "podSelector", "policyTypes", "Ingress", "Egress");
 }
 
+/* Namespaced RBAC: eaid holds pod/secret/policy rights only in the
+ * namespaces it made, through this RoleBinding (docs/kubernetes.md). */
+json_t *k8s_rolebinding_obj(const char *ns, const char *role, const char *sa_ns, const char *sa_name)
+{
+    return json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:s, s:s, s:s}, s:[{s:s, s:s, s:s}]}",
+                     "apiVersion", "rbac.authorization.k8s.io/v1", "kind", "RoleBinding",
+                     "metadata", "name", "eai-sandbox", "namespace", ns,
+                     "labels", K8S_LABEL_MANAGED, K8S_MANAGED_BY,
+                     "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", role,
+                     "subjects", "kind", "ServiceAccount", "name", sa_name, "namespace", sa_ns);
+}
+
 /* ------------------------------------------------------------ egress */
 
 static int add_block(json_t *peers, const char *cidr)
@@ -199,7 +211,7 @@ static int add_block(json_t *peers, const char *cidr)
     return json_array_append_new(peers, json_pack("{s:{s:s}}", "ipBlock", "cidr", cidr));
 }
 
-json_t *k8s_egress_rules(const char *const *egress, char *msg, size_t msglen)
+json_t *k8s_egress_rules(const char *const *egress, const json_t *private_cidrs, char *msg, size_t msglen)
 {
     json_t *rules = json_array();
     int need_dns = 0;
@@ -257,12 +269,26 @@ json_t *k8s_egress_rules(const char *const *egress, char *msg, size_t msglen)
             }
             for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
                 char a[INET6_ADDRSTRLEN], cidr[INET6_ADDRSTRLEN + 5];
+                const unsigned char *raw;
                 if (ai->ai_family == AF_INET)
-                    inet_ntop(AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr, a, sizeof a);
+                    raw = (const unsigned char *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr;
                 else if (ai->ai_family == AF_INET6)
-                    inet_ntop(AF_INET6, &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr, a, sizeof a);
+                    raw = (const unsigned char *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr;
                 else
                     continue;
+                inet_ntop(ai->ai_family, raw, a, sizeof a);
+                /* a name (e.g. under an allowed *.domain) must not lead into
+                 * the cluster, the node or the cloud metadata service */
+                const char *bad = k8s_addr_refused(ai->ai_family, raw);
+                if (bad && !k8s_cidrs_contain(private_cidrs, ai->ai_family, raw)) {
+                    snprintf(msg, msglen,
+                             "egress host '%s' resolves to %s, a %s address: refused (list the CIDR in the"
+                             " profile's egress_private_cidrs to allow it)", host, a, bad);
+                    freeaddrinfo(res);
+                    json_decref(peers);
+                    json_decref(rules);
+                    return NULL;
+                }
                 snprintf(cidr, sizeof cidr, "%s/%d", a, ai->ai_family == AF_INET ? 32 : 128);
                 int dup = 0;
                 size_t i;
@@ -337,6 +363,16 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
     size_t secret_bytes = 0;
     if (!data || !env || !mounts || !cmd)
         goto oom;
+
+    /* the image: normalised as the kubelet reads it, under the profile's
+     * registry allow list and digest rule; pulled Always, so the registry
+     * checks this pod's right to it every time (no reuse of another
+     * tenant's private image cached on the node) */
+    char image[600], why[600];
+    if (k8s_image_check(c, job->profile, job->image, image, sizeof image, why, sizeof why) < 0) {
+        *err = h->error_new(EAI_E_FORBIDDEN, 0, "%s", why);
+        goto fail;
+    }
 
     /* command: stdin, when given, comes from the Secret through sh */
     if (job->stdin_data && job->stdin_len) {
@@ -442,7 +478,7 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
                             "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "privileged", 0,
                             "capabilities", "drop", "ALL", "seccompProfile", "type", "RuntimeDefault");
     json_t *container = json_pack("{s:s, s:s, s:s, s:o, s:s, s:o, s:{s:O, s:O}, s:o, s:o, s:s}",
-                                  "name", K8S_CONTAINER, "image", job->image, "imagePullPolicy", "IfNotPresent",
+                                  "name", K8S_CONTAINER, "image", image, "imagePullPolicy", "Always",
                                   "command", cmd, "workingDir", "/tmp", "env", env,
                                   "resources", "limits", limits, "requests", limits,
                                   "securityContext", csc, "volumeMounts", mounts,

@@ -38,6 +38,10 @@ struct eai_pg {
     int64_t backoff_until_ms;   /* no connect attempt before this (monotonic ms) */
     int64_t backoff_ms;         /* current backoff step; 0 when healthy */
     int down_logged;
+    /* Serving-role check (eai_pg_run): 0 not yet, 1 safe, -1 refused with
+     * role_msg (written under mu before role_state is set to -1). */
+    int role_state;
+    char role_msg[512];
 };
 
 /* One transaction's context handed to an op body. */
@@ -60,6 +64,16 @@ typedef int (*eai_pg_body_fn)(struct eai_pg_tx *tx, void *ctx, struct eai_error 
  * them on entry). */
 int eai_pg_run(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void *ctx,
                struct eai_error **err);
+/* Before its first transaction, eai_pg_run checks that the role it connects
+ * as is not superuser, not BYPASSRLS and not (a member of) the owner of an
+ * eai table; otherwise every op fails with EAI_E_STORAGE_UNAVAILABLE and
+ * a message saying so (ping: EAI_E_FORBIDDEN, so start can refuse).  The
+ * check passes for good only once the schema exists.  eai_pg_run_owner
+ * skips it: for `eaid migrate`, which must connect as the owner. */
+int eai_pg_run_owner(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void *ctx,
+                     struct eai_error **err);
+/* 1 when the serving-role check refused this instance's role. */
+int eai_pg_role_refused(struct eai_pg *pg);
 
 /* PQexecParams with text parameters (NULL entries are SQL NULL).  Returns
  * the result when its status is COMMAND_OK or TUPLES_OK, else NULL with

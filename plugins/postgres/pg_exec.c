@@ -659,13 +659,15 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
     }
     char status[16];
     snprintf(status, sizeof(status), "%s", PQgetvalue(r, 0, COL_STATUS));
-    if (eai_pg_is_terminal(status)) {
+    int requested = strcmp(status, "running") == 0 && PQgetvalue(r, 0, COL_CANCEL)[0] == 't';
+    if (eai_pg_is_terminal(status) || requested) {
+        /* this call changes nothing: no write, no audit */
         c->out = eai_pg_exec_row(r, 0);
         PQclear(r);
         if (!c->out) {
             return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
         }
-        return 0;
+        return EAI_STORE_NOOP;
     }
     if (strcmp(status, "running") == 0) {
         PQclear(r);
@@ -697,7 +699,7 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
     if (!c->out) {
         return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
     }
-    return 0;
+    return EAI_STORE_UPDATED;
 }
 
 int eai_pg_exec_cancel(void *self, const char *tenant, const char *id, const json_t *cancelled_patch,
@@ -709,12 +711,13 @@ int eai_pg_exec_cancel(void *self, const char *tenant, const char *id, const jso
         *out = NULL;
         return 0;
     }
-    if (eai_pg_run(pg, tenant, eai_pg_cancel_body, &c, err) < 0) {
+    int rc = eai_pg_run(pg, tenant, eai_pg_cancel_body, &c, err);
+    if (rc < 0) {
         json_decref(c.out);
         return -1;
     }
     *out = c.out;
-    return 0;
+    return c.out ? rc : 0;
 }
 
 /* ---------------------------------------------------------------- files */

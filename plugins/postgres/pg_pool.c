@@ -325,8 +325,86 @@ static int eai_pg_retryable_state(const char *st)
     return strcmp(st, "40001") == 0 || strcmp(st, "40P01") == 0;
 }
 
-int eai_pg_run(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void *ctx,
-               struct eai_error **err)
+int eai_pg_role_refused(struct eai_pg *pg)
+{
+    return __atomic_load_n(&pg->role_state, __ATOMIC_ACQUIRE) < 0;
+}
+
+static struct eai_error *eai_pg_role_error(struct eai_pg *pg)
+{
+    pthread_mutex_lock(&pg->mu);
+    struct eai_error *e = eai_pg_err(pg, EAI_E_STORAGE_UNAVAILABLE, "%s", pg->role_msg);
+    pthread_mutex_unlock(&pg->mu);
+    return e;
+}
+
+/* The serving role must not escape row-level security: refuse a superuser,
+ * a BYPASSRLS role, or one that owns (or may become the owner of) an eai
+ * table, since an owner can ALTER TABLE ... NO FORCE ROW LEVEL SECURITY. */
+static int eai_pg_role_check(struct eai_pg_tx *tx, struct eai_error **err)
+{
+    struct eai_pg *pg = tx->pg;
+    int st = __atomic_load_n(&pg->role_state, __ATOMIC_ACQUIRE);
+    if (st > 0)
+        return 0;
+    if (st < 0) {
+        *err = eai_pg_role_error(pg);
+        return -1;
+    }
+    PGresult *r = eai_pg_q(tx,
+        "SELECT current_user, r.rolsuper, r.rolbypassrls,"
+        " (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        "   WHERE n.nspname = 'eai' AND c.relkind IN ('r', 'p')),"
+        " (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        "   WHERE n.nspname = 'eai' AND c.relkind IN ('r', 'p')"
+        "   AND pg_has_role(current_user, c.relowner, 'MEMBER')),"
+        " (SELECT min(c.relname) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        "   WHERE n.nspname = 'eai' AND c.relkind IN ('r', 'p')"
+        "   AND pg_has_role(current_user, c.relowner, 'MEMBER'))"
+        " FROM pg_roles r WHERE r.rolname = current_user", 0, NULL, err);
+    if (!r)
+        return -1;
+    if (PQntuples(r) != 1) {
+        PQclear(r);
+        *err = eai_pg_err(pg, EAI_E_INTERNAL, "cannot read the attributes of the connected role");
+        return -1;
+    }
+    char role[128], why[256] = "";
+    snprintf(role, sizeof(role), "%s", PQgetvalue(r, 0, 0));
+    int super = PQgetvalue(r, 0, 1)[0] == 't', bypass = PQgetvalue(r, 0, 2)[0] == 't';
+    long tables = strtol(PQgetvalue(r, 0, 3), NULL, 10);
+    long owned = strtol(PQgetvalue(r, 0, 4), NULL, 10);
+    size_t n = 0;
+    if (super)
+        n += (size_t)snprintf(why + n, sizeof(why) - n, "is a superuser");
+    if (bypass && n < sizeof(why))
+        n += (size_t)snprintf(why + n, sizeof(why) - n, "%shas BYPASSRLS", n ? ", " : "");
+    if (owned > 0 && n < sizeof(why))
+        snprintf(why + n, sizeof(why) - n, "%sowns table eai.%s%s", n ? ", " : "",
+                 PQgetvalue(r, 0, 5), owned > 1 ? " and the other eai tables" : "");
+    PQclear(r);
+    if (why[0]) {
+        pthread_mutex_lock(&pg->mu);
+        snprintf(pg->role_msg, sizeof(pg->role_msg),
+                 "refusing to serve as role '%s': it %s, so row-level security would not isolate"
+                 " tenants; connect the server as a NOSUPERUSER NOBYPASSRLS role that does not own"
+                 " the eai tables (the one given to `eaid migrate --app-role`; docs/postgres.md)",
+                 role, why);
+        pthread_mutex_unlock(&pg->mu);
+        if (__atomic_exchange_n(&pg->role_state, -1, __ATOMIC_ACQ_REL) >= 0)
+            pg->host->log(pg->host, EAI_PG_COMPONENT, EAI_LOG_ERROR, "%s", pg->role_msg);
+        *err = eai_pg_role_error(pg);
+        return -1;
+    }
+    /* Safe for good only once the schema exists (an empty database tells
+     * nothing about table ownership yet). */
+    if (tables > 0)
+        __atomic_store_n(&pg->role_state, 1, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static int eai_pg_run_impl(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void *ctx,
+                           int check_role, struct eai_error **err)
 {
     int lost_retries = 1, conflict_retries = 3;
     for (;;) {
@@ -338,7 +416,8 @@ int eai_pg_run(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void 
         }
         struct eai_pg_tx tx = {.pg = pg, .conn = pg->conns[slot].conn};
         int rc = -1, committing = 0;
-        if (eai_pg_cmd(&tx, "BEGIN", 0, NULL, &e) == 0) {
+        if (eai_pg_cmd(&tx, "BEGIN", 0, NULL, &e) == 0 &&
+            (!check_role || eai_pg_role_check(&tx, &e) == 0)) {
             const char *p[1] = {tenant};
             if (!tenant ||
                 eai_pg_cmd(&tx, "SELECT set_config('app.tenant_id', $1, true)", 1, p, &e) == 0) {
@@ -372,4 +451,16 @@ int eai_pg_run(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void 
         *err = e;
         return -1;
     }
+}
+
+int eai_pg_run(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void *ctx,
+               struct eai_error **err)
+{
+    return eai_pg_run_impl(pg, tenant, body, ctx, 1, err);
+}
+
+int eai_pg_run_owner(struct eai_pg *pg, const char *tenant, eai_pg_body_fn body, void *ctx,
+                     struct eai_error **err)
+{
+    return eai_pg_run_impl(pg, tenant, body, ctx, 0, err);
 }

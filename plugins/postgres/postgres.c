@@ -118,7 +118,8 @@ static int eai_pg_migrate(void *self, const char *app_role, struct eai_error **e
 {
     struct eai_pg *pg = self;
     struct eai_pg_migrate_ctx c = {.app_role = app_role};
-    int rc = eai_pg_run(pg, NULL, eai_pg_migrate_body, &c, err);
+    /* as the owner: the serving-role check does not apply */
+    int rc = eai_pg_run_owner(pg, NULL, eai_pg_migrate_body, &c, err);
     if (rc < 0)
         return -1;
     pg->host->log(pg->host, EAI_PG_COMPONENT, EAI_LOG_INFO,
@@ -134,7 +135,12 @@ static int eai_pg_ping_body(struct eai_pg_tx *tx, void *arg, struct eai_error **
 
 static int eai_pg_ping(void *self, struct eai_error **err)
 {
-    return eai_pg_run(self, NULL, eai_pg_ping_body, NULL, err) < 0 ? -1 : 0;
+    if (eai_pg_run(self, NULL, eai_pg_ping_body, NULL, err) == 0)
+        return 0;
+    /* an unsafe role is a configuration error, not an outage: start refuses */
+    if (*err && eai_pg_role_refused(self))
+        (*err)->code = EAI_E_FORBIDDEN;
+    return -1;
 }
 
 /* ---------------------------------------------------------------- lifecycle */

@@ -747,7 +747,8 @@ static void test_state_machine(void)
     json_t *after = NULL;
     json_t *cp = eai_exec_error_patch(EAI_E_INTERRUPTED, NULL);
     json_object_set_new(cp, "status", json_string("cancelled"));
-    CU_ASSERT_EQUAL(ops->exec_cancel(store, tenant, id, cp, NULL, &after, &err), 0);
+    /* terminal: this call changes nothing */
+    CU_ASSERT_EQUAL(ops->exec_cancel(store, tenant, id, cp, NULL, &after, &err), EAI_STORE_NOOP);
     CU_ASSERT_STRING_EQUAL(pstr(after, "status"), "succeeded");
     json_decref(after);
     json_decref(cp);
@@ -761,7 +762,7 @@ static void test_state_machine(void)
     json_decref(rec);
     cp = json_pack("{s:s, s:s}", "status", "cancelled", "cancel_request_id", "req-1");
     after = NULL;
-    CU_ASSERT_EQUAL(ops->exec_cancel(store, tenant, id2, cp, NULL, &after, &err), 0);
+    CU_ASSERT_EQUAL(ops->exec_cancel(store, tenant, id2, cp, NULL, &after, &err), EAI_STORE_UPDATED);
     CU_ASSERT_STRING_EQUAL(pstr(after, "status"), "cancelled");
     CU_ASSERT_STRING_EQUAL(pstr(after, "cancel_request_id"), "req-1");
     json_decref(after);

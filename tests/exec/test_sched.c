@@ -375,7 +375,7 @@ static void test_cancel_running(void)
     /* as the cancel route does: flag in storage, then stop the local run */
     json_t *out = NULL;
     struct eai_error *err = NULL;
-    CU_ASSERT_EQUAL(app.store->exec_cancel(S(), tenant, id, NULL, NULL, &out, &err), 0);
+    CU_ASSERT_EQUAL(app.store->exec_cancel(S(), tenant, id, NULL, NULL, &out, &err), EAI_STORE_UPDATED);
     CU_ASSERT_STRING_EQUAL(jstr(out, "status"), "running");
     json_decref(out);
     int64_t t0 = eai_now_ms();

@@ -7,8 +7,12 @@
 #include <curl/curl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +31,20 @@ static char key_a[128], key_b[128], tenant_a[64], tenant_b[64];
 static char auth_a[200], auth_b[200];
 
 /* ------------------------------------------------------------ helpers */
+
+static void check(int cond, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(int cond, int line, const char *fmt, ...)
+{
+    char msg[1200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!cond)
+        fprintf(stderr, "\n  FAIL (line %d): %s\n", line, msg);
+    CU_assertImplementation(cond ? CU_TRUE : CU_FALSE, (unsigned)line, msg, __FILE__, "", CU_FALSE);
+}
+#define CHECK(cond, ...) check((cond) ? 1 : 0, __LINE__, __VA_ARGS__)
 
 static void url(char *out, size_t n, const char *path) { snprintf(out, n, "%s%s", base_url, path); }
 
@@ -167,6 +185,32 @@ static int setup_recording(void)
                "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
                "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n"
                "    egress_allow: [\"pypi.org:443\"]\n");
+    fclose(f);
+    return start_server(cfg);
+}
+
+/* A profile on the holding test double: one execution runs (held until
+ * cancelled), the others queue; at most 2 queued per tenant. */
+static int setup_queue(void)
+{
+    if (common_setup() < 0)
+        return -1;
+    const char *pd = getenv("EAI_HTTP_PLUGIN_DIR");
+    if (!pd)
+        return -1;
+    setenv("EAI_PLUGIN_DIR", pd, 1);
+    unsetenv("EAI_SANDBOX_RUNSC");
+    char cfg[400];
+    snprintf(cfg, sizeof(cfg), "%s/eaid.yaml", tmpdir);
+    FILE *f = fopen(cfg, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "isolation:\n  hold: {}\n"
+               "scheduler: {max_concurrent: 1, max_per_tenant: 1, max_queued_per_tenant: 2}\n"
+               "profiles:\n"
+               "  held:\n    backend: hold\n    runtime_class: none\n"
+               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 60}\n"
+               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 60}\n");
     fclose(f);
     return start_server(cfg);
 }
@@ -575,6 +619,54 @@ static void test_contracts(void)
     th_resp_free(&r);
 }
 
+/* An alias bomb far under the body cap (~84 KB that would expand to ~80 MB)
+ * is refused with the envelope, quickly; a normal anchored manifest works
+ * (issue 16, item 2). */
+static void test_yaml_alias_bomb_http(void)
+{
+    enum { STR = 4096, USES = 20000 };
+    size_t cap = STR + 256 + (size_t)USES * 4;
+    char *doc = malloc(cap);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    size_t n = (size_t)snprintf(doc, cap, "apiVersion: eai.dev/v1\nkind: Tool\nmetadata: {name: bomb}\n"
+                                          "spec:\n  sandbox_profile: fake\n  description: &s \"");
+    memset(doc + n, 'x', STR);
+    n += STR;
+    n += (size_t)snprintf(doc + n, cap - n, "\"\n  command: [");
+    for (int i = 0; i < USES; i++)
+        n += (size_t)snprintf(doc + n, cap - n, "%s*s", i ? "," : "");
+    n += (size_t)snprintf(doc + n, cap - n, "]\n");
+    const char *hy[] = {auth_a, "Content-Type: application/yaml", "Accept-Language: fr", NULL};
+    const char *paths[] = {"/v1/manifests/apply", "/v1/contracts/tool-manifest/validate"};
+    for (int i = 0; i < 2; i++) {
+        char u[256];
+        url(u, sizeof(u), paths[i]);
+        struct th_resp r;
+        CU_ASSERT_EQUAL_FATAL(th_request("POST", u, hy, doc, n, 0, &r), 0);
+        CHECK(r.status == 400, "%s: bomb answered %ld", paths[i], r.status);
+        CU_ASSERT_STRING_EQUAL(th_code(&r), "invalid_json");
+        json_t *e = json_object_get(r.json, "error");
+        CU_ASSERT(json_is_string(json_object_get(json_object_get(e, "message_i18n"), "fr")));
+        json_t *d0 = json_array_get(json_object_get(e, "details"), 0);
+        const char *m = json_string_value(json_object_get(d0, "message"));
+        CHECK(m && strstr(m, "bytes"), "detail names the byte budget: %s", m ? m : "(none)");
+        CHECK(r.seconds < 2.0, "refused in %.3f s", r.seconds);
+        CHECK(r.len < 4096, "the answer is small (%zu bytes)", r.len);
+        th_resp_free(&r);
+    }
+    free(doc);
+    struct th_resp r;
+    CU_ASSERT_EQUAL(req("GET", "/healthz", NULL, NULL, &r), 200);
+    th_resp_free(&r);
+    const char *anchored = "apiVersion: eai.dev/v1\nkind: Tool\nmetadata: {name: anchored}\n"
+                           "spec:\n  sandbox_profile: fake\n  image: &img python:3.11-slim\n"
+                           "  command: &cmd [python3, -c, 'print(1)']\n";
+    const char *hy2[] = {auth_a, "Content-Type: application/yaml", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/contracts/tool-manifest/validate", hy2, anchored, &r), 200);
+    CU_ASSERT(json_is_true(json_object_get(r.json, "valid")));
+    th_resp_free(&r);
+}
+
 static void test_finops(void)
 {
     struct th_resp r;
@@ -674,6 +766,173 @@ static void test_connection_limit(void)
     th_resp_free(&r);
 }
 
+/* ------------------------------------------------------------ private data dir (issue 16, item 7) */
+
+static unsigned mode_of(const char *dir, const char *name)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    struct stat st;
+    return stat(p, &st) == 0 ? (unsigned)(st.st_mode & 07777) : 0xffffu;
+}
+
+/* `eaid serve` on data dir dd: must exit non-zero within 10 s; its
+ * output (stdout+stderr) into out. */
+static int serve_refused(const char *dd, char *out, size_t outlen)
+{
+    char log[600], listen[64], old_dd[400];
+    snprintf(log, sizeof(log), "%s.log", dd);
+    snprintf(old_dd, sizeof(old_dd), "%s", getenv("EAI_DATA_DIR") ? getenv("EAI_DATA_DIR") : "");
+    char old_listen[64];
+    snprintf(old_listen, sizeof(old_listen), "%s", getenv("EAI_LISTEN") ? getenv("EAI_LISTEN") : "");
+    snprintf(listen, sizeof(listen), "127.0.0.1:%d", th_free_port());
+    setenv("EAI_DATA_DIR", dd, 1);
+    setenv("EAI_LISTEN", listen, 1);
+    pid_t pid = th_serve(eaid, NULL, log);
+    setenv("EAI_DATA_DIR", old_dd, 1);
+    setenv("EAI_LISTEN", old_listen, 1);
+    int st = 0, done = 0;
+    for (int i = 0; i < 200 && !done; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            done = 1;
+        else
+            usleep(50 * 1000);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &st, 0);
+    }
+    out[0] = '\0';
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, out, outlen - 1);
+        out[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    return done && WIFEXITED(st) && WEXITSTATUS(st) != 0 ? 0 : -1;
+}
+
+static void test_private_data_dir(void)
+{
+    /* the running server's data dir (made by the CLI, as the README does) */
+    char dd[400];
+    snprintf(dd, sizeof(dd), "%s/var", tmpdir);
+    CU_ASSERT_EQUAL(mode_of(dd, "."), 0700);
+    CHECK(mode_of(dd, "eai.db") == 0600, "eai.db mode %04o", mode_of(dd, "eai.db"));
+    CHECK(mode_of(dd, "eai.db-wal") == 0600, "eai.db-wal mode %04o", mode_of(dd, "eai.db-wal"));
+    CHECK(mode_of(dd, "pepper") == 0600, "pepper mode %04o", mode_of(dd, "pepper"));
+    /* an existing 0755 data dir (mkdir -p) is refused, with the fix */
+    char open_dd[400], out[8192];
+    snprintf(open_dd, sizeof(open_dd), "%s/open", tmpdir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(open_dd, 0700), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0755), 0);
+    CU_ASSERT_EQUAL(serve_refused(open_dd, out, sizeof(out)), 0);
+    CHECK(strstr(out, "data dir") && strstr(out, "0755") && strstr(out, "chmod 700"),
+          "refusal names the data dir, its mode and the fix: %s", out);
+    CU_ASSERT_EQUAL(mode_of(open_dd, "eai.db"), 0xffffu); /* nothing written there */
+    /* group-writable too */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0730), 0);
+    CU_ASSERT_EQUAL(serve_refused(open_dd, out, sizeof(out)), 0);
+    CHECK(strstr(out, "chmod 700") != NULL, "0730 refused: %s", out);
+    /* a private dir with a world-readable pepper is refused too */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0700), 0);
+    char pp[500];
+    snprintf(pp, sizeof(pp), "%s/pepper", open_dd);
+    FILE *f = fopen(pp, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n", f);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(chmod(pp, 0644), 0);
+    CU_ASSERT_EQUAL(serve_refused(open_dd, out, sizeof(out)), 0);
+    CHECK(strstr(out, "pepper") && strstr(out, "chmod 600"), "pepper 0644 refused: %s", out);
+    /* the CLI refuses as well */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0755), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(pp, 0600), 0);
+    setenv("EAI_DATA_DIR", open_dd, 1);
+    const char *args[] = {"tenants", "create", "tenant-private", NULL};
+    CU_ASSERT_NOT_EQUAL(th_eaid(eaid, NULL, args), 0);
+    setenv("EAI_DATA_DIR", dd, 1);
+    /* fixed as the message says: it starts */
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dd, 0700), 0);
+    setenv("EAI_DATA_DIR", open_dd, 1);
+    CU_ASSERT_EQUAL(th_eaid(eaid, NULL, args), 0);
+    setenv("EAI_DATA_DIR", dd, 1);
+    CHECK(mode_of(open_dd, "eai.db") == 0600, "new eai.db mode %04o", mode_of(open_dd, "eai.db"));
+}
+
+/* ------------------------------------------------------------ suite: queue (issue 16, item 5) */
+
+static const char *held_body = "{\"profile\":\"held\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"]}";
+
+static long post_held(char id[128])
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    long st = req("POST", "/v1/sandbox/executions", h, held_body, &r);
+    const char *v = json_string_value(json_object_get(r.json, "id"));
+    snprintf(id, 128, "%s", v ? v : "");
+    th_resp_free(&r);
+    return st;
+}
+
+static const char *status_of(const char *id, char out[32])
+{
+    char p[200];
+    snprintf(p, sizeof(p), "/v1/sandbox/executions/%s", id);
+    struct th_resp r;
+    const char *h[] = {auth_a, NULL};
+    out[0] = '\0';
+    if (req("GET", p, h, NULL, &r) == 200)
+        snprintf(out, 32, "%s", json_string_value(json_object_get(r.json, "status")) ?
+                                    json_string_value(json_object_get(r.json, "status")) : "");
+    th_resp_free(&r);
+    return out;
+}
+
+static long cancel_with(const char *id, const char *request_id)
+{
+    char p[200], rid[160];
+    snprintf(p, sizeof(p), "/v1/sandbox/executions/%s/cancel", id);
+    snprintf(rid, sizeof(rid), "X-Request-Id: %s", request_id);
+    const char *h[] = {auth_a, rid, NULL};
+    struct th_resp r;
+    long st = req("POST", p, h, NULL, &r);
+    th_resp_free(&r);
+    return st;
+}
+
+/* A cancel replayed with the same client-chosen X-Request-Id changes
+ * nothing the second time: 409, and the queued count is not decremented
+ * again, so max_queued_per_tenant still holds. */
+static void test_replayed_cancel_keeps_queue_bound(void)
+{
+    char run[128], q1[128], q2[128], extra[128], st[32];
+    CU_ASSERT_EQUAL_FATAL(post_held(run), 202);
+    for (int i = 0; i < 100 && strcmp(status_of(run, st), "running") != 0; i++)
+        usleep(50 * 1000);
+    CU_ASSERT_STRING_EQUAL_FATAL(st, "running");
+    CU_ASSERT_EQUAL(post_held(q1), 202);
+    CU_ASSERT_EQUAL(post_held(q2), 202);
+    CU_ASSERT_EQUAL(post_held(extra), 429); /* two queued: the cap */
+    /* cancel q1 once, then replay it twice with the same request id */
+    CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 202);
+    CU_ASSERT_STRING_EQUAL(status_of(q1, st), "cancelled");
+    CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 409);
+    CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 409);
+    CU_ASSERT_EQUAL(cancel_with(q1, "other-id"), 409);
+    /* one queued (q2): one more fits, the next is refused */
+    CU_ASSERT_EQUAL(post_held(extra), 202);
+    CU_ASSERT_EQUAL(post_held(extra), 429);
+    /* a running execution: 202; its replay 202 while the stop is under
+     * way, 409 once it ended (the double ends it at once) */
+    CU_ASSERT_EQUAL(cancel_with(run, "replay-2"), 202);
+    long again = cancel_with(run, "replay-2");
+    CU_ASSERT(again == 202 || again == 409);
+    for (int i = 0; i < 100 && strcmp(status_of(run, st), "cancelled") != 0; i++)
+        usleep(50 * 1000);
+    CU_ASSERT_STRING_EQUAL(st, "cancelled");
+}
+
 static int reg(void)
 {
     CU_pSuite a = CU_add_suite("no runtime", setup_noruntime, common_teardown);
@@ -685,14 +944,19 @@ static int reg(void)
         !CU_add_test(a, "413 payload too large (70 MB)", test_413) ||
         !CU_add_test(a, "profiles list gvisor-small", test_profiles) ||
         !CU_add_test(a, "503 sandbox_unavailable and /readyz", test_sandbox_unavailable) ||
-        !CU_add_test(a, "keep-alive", test_keepalive))
+        !CU_add_test(a, "keep-alive", test_keepalive) ||
+        !CU_add_test(a, "private data dir and pepper", test_private_data_dir))
         return -1;
     CU_pSuite b = CU_add_suite("recording", setup_recording, common_teardown);
     if (!b || !CU_add_test(b, "ready, configured body cap", test_recording_ready) ||
         !CU_add_test(b, "idempotency and cross-tenant 404", test_idempotency_and_tenants) ||
         !CU_add_test(b, "manifests", test_manifests) || !CU_add_test(b, "contracts", test_contracts) ||
+        !CU_add_test(b, "YAML alias bomb refused over HTTP", test_yaml_alias_bomb_http) ||
         !CU_add_test(b, "finops ledger", test_finops) ||
         !CU_add_test(b, "connection limit", test_connection_limit))
+        return -1;
+    CU_pSuite c = CU_add_suite("queue", setup_queue, common_teardown);
+    if (!c || !CU_add_test(c, "replayed cancel keeps the queue bound", test_replayed_cancel_keeps_queue_bound))
         return -1;
     return 0;
 }

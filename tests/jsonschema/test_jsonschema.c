@@ -691,10 +691,74 @@ static void test_yaml_alias_bomb(void)
         "i: &i [*h, *h, *h, *h, *h, *h, *h, *h, *h, *h]\n";
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    YAML_ERR(bomb, "too many nodes", "line 4");
+    YAML_ERR(bomb, "expands to", "line 4");
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
     CHECK(ms < 1000, "alias bomb refused quickly (%.1f ms)", ms);
+}
+
+/* Few nodes, many bytes: one long anchored string aliased many times stays
+ * far under the node budget; the byte budget (4 x input + 64 KiB) refuses
+ * it before the copies are made.  Issue 16, item 2. */
+static void test_yaml_alias_byte_bomb(void)
+{
+    enum { STR = 4096, USES = 20000 };
+    size_t cap = STR + 64 + (size_t)USES * 4;
+    char *doc = malloc(cap);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+    size_t n = (size_t)snprintf(doc, cap, "s: &s \"");
+    memset(doc + n, 'x', STR);
+    n += STR;
+    n += (size_t)snprintf(doc + n, cap - n, "\"\nl: [");
+    for (int i = 0; i < USES; i++)
+        n += (size_t)snprintf(doc + n, cap - n, "%s*s", i ? "," : "");
+    n += (size_t)snprintf(doc + n, cap - n, "]\n");
+    /* ~84 KB of YAML that would expand to ~80 MB of JSON */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    struct eai_error *err = NULL;
+    json_t *j = eai_yaml_to_json(doc, n, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    CHECK(j == NULL, "a %zu-byte document expanding to ~%d MB is refused", n, STR * USES / 1000000);
+    CHECK(err && err->code == EAI_E_INVALID_JSON && err->message && strstr(err->message, "bytes"),
+          "refused for its expanded bytes: %s", err && err->message ? err->message : "(none)");
+    CHECK(ms < 500, "refused quickly (%.1f ms)", ms);
+    json_decref(j);
+    eai_error_free(err);
+    /* The same shape under the budget: 16 uses of a 4 KB string (~66 KB
+     * expanded from ~4.2 KB, budget 4 x 4.2 KB + 64 KiB ~ 82 KB) pass. */
+    n = (size_t)snprintf(doc, cap, "s: &s \"");
+    memset(doc + n, 'x', STR);
+    n += STR;
+    n += (size_t)snprintf(doc + n, cap - n, "\"\nl: [");
+    for (int i = 0; i < 16; i++)
+        n += (size_t)snprintf(doc + n, cap - n, "%s*s", i ? "," : "");
+    n += (size_t)snprintf(doc + n, cap - n, "]\n");
+    err = NULL;
+    j = eai_yaml_to_json(doc, n, &err);
+    CHECK(j && json_array_size(json_object_get(j, "l")) == 16 &&
+              json_string_length(json_array_get(json_object_get(j, "l"), 15)) == STR,
+          "16 uses of a 4 KB anchor (~70 KB) are expanded: %s", err && err->message ? err->message : "");
+    json_decref(j);
+    eai_error_free(err);
+    free(doc);
+}
+
+/* A manifest that shares its limits and env through anchors still parses. */
+static void test_yaml_anchored_manifest(void)
+{
+    YAML_IS("defaults: &d {cpu: 500m, memory: 256Mi, timeout_s: 30}\n"
+            "env: &e {LANG: C.UTF-8, TZ: UTC}\n"
+            "tools:\n"
+            "  - {name: a, limits: *d, env: *e}\n"
+            "  - {name: b, limits: *d, env: *e}\n"
+            "  - {name: c, limits: *d, env: *e}\n",
+            "{\"defaults\":{\"cpu\":\"500m\",\"memory\":\"256Mi\",\"timeout_s\":30},"
+            "\"env\":{\"LANG\":\"C.UTF-8\",\"TZ\":\"UTC\"},\"tools\":["
+            "{\"name\":\"a\",\"limits\":{\"cpu\":\"500m\",\"memory\":\"256Mi\",\"timeout_s\":30},\"env\":{\"LANG\":\"C.UTF-8\",\"TZ\":\"UTC\"}},"
+            "{\"name\":\"b\",\"limits\":{\"cpu\":\"500m\",\"memory\":\"256Mi\",\"timeout_s\":30},\"env\":{\"LANG\":\"C.UTF-8\",\"TZ\":\"UTC\"}},"
+            "{\"name\":\"c\",\"limits\":{\"cpu\":\"500m\",\"memory\":\"256Mi\",\"timeout_s\":30},\"env\":{\"LANG\":\"C.UTF-8\",\"TZ\":\"UTC\"}}]}");
 }
 
 static void test_yaml_manifest(void)
@@ -1019,6 +1083,8 @@ int main(void)
     CU_add_test(s, "scalars resolve per YAML 1.2 core", test_yaml_scalars);
     CU_add_test(s, "structure, aliases, errors", test_yaml_structure);
     CU_add_test(s, "alias bomb refused", test_yaml_alias_bomb);
+    CU_add_test(s, "alias byte bomb refused", test_yaml_alias_byte_bomb);
+    CU_add_test(s, "anchored manifest", test_yaml_anchored_manifest);
     s = CU_add_suite("load", NULL, NULL);
     CU_add_test(s, "schema mistakes refused at load", test_load_refusals);
     CU_add_test(s, "$ref cycles, paths, error cap", test_ref_cycles_and_caps);

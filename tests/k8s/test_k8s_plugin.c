@@ -44,10 +44,13 @@ static char g_dir[PATH_MAX], g_token[PATH_MAX + 16], g_url[256];
 static pid_t g_node = -1;
 static int g_node_stdin = -1;
 static json_t *g_calls; /* plugins/k8s/api-calls.json */
+static void *g_policy_iso;  /* an instance with image and egress policies */
 
 #define TENANT "0b7f8a2e-1c3d-4e5f-8a9b-0c1d2e3f4a5b"
 #define PREFIX "eai-t-"
 #define NS PREFIX TENANT
+#define SA "eai-system/eai-sandbox"
+#define TENANT_ROLE "eai-sandbox-tenant"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -336,8 +339,8 @@ static int spawn_standin(const char *const *extra, pid_t *pid, int *stdin_fd, ch
     char script[PATH_MAX];
     snprintf(script, sizeof script, "%s/standin/server.js", EAI_STANDIN_DIR);
     char *argv[24] = {(char *)EAI_NODE_BIN, script, "--port", "0", "--token-file", g_token,
-                      "--start-delay-ms", "20"};
-    int n = 8;
+                      "--start-delay-ms", "20", "--namespaced-rbac", SA ":" TENANT_ROLE};
+    int n = 10;
     for (const char *const *e = extra; e && *e && n < 23; e++)
         argv[n++] = (char *)*e;
     argv[n] = NULL;
@@ -368,8 +371,9 @@ static int spawn_standin(const char *const *extra, pid_t *pid, int *stdin_fd, ch
 
 static json_t *base_config(void)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
                      "api_url", g_url, "token_file", g_token, "namespace_prefix", PREFIX,
+                     "tenant_role", TENANT_ROLE, "service_account", SA,
                      "runtime_class", "gvisor", "poll_ms", 50, "api_timeout_ms", 1500,
                      "api_retries", 2, "deadline_grace_ms", 1500, "image_pull_grace_ms", 300,
                      "token_reload_s", 3600, "probe_interval_s", 1, "sweep_min_age_s", 0);
@@ -425,7 +429,19 @@ static int suite_init(void)
     }
     g_ops = g_desc->ops;
     g_iso = make_instance(base_config());
-    return g_iso && g_calls ? 0 : -1;
+    json_t *pc = base_config();
+    json_t *pol = json_loads(
+        "{\"images\": {\"registries\": [\"docker.io/library\"]},"
+        " \"profiles\": {"
+        "  \"pinned\": {\"images\": {\"registries\": [\"registry.test/acme\"], \"require_digest\": true}},"
+        "  \"open\": {\"images\": {}},"
+        "  \"private\": {\"egress_private_cidrs\": [\"127.0.0.0/8\", \"::1/128\"]}}}", 0, NULL);
+    json_object_update(pc, pol);
+    json_decref(pol);
+    /* no periodic probe: its 401 after a token rotation would blur test_token_rotation */
+    json_object_set_new(pc, "probe_interval_s", json_integer(3600));
+    g_policy_iso = make_instance(pc);
+    return g_iso && g_policy_iso && g_calls ? 0 : -1;
 }
 
 static int suite_clean(void)
@@ -438,6 +454,8 @@ static int suite_clean(void)
     }
     if (g_iso)
         g_desc->destroy(g_iso);
+    if (g_policy_iso)
+        g_desc->destroy(g_policy_iso);
     spin(0.2);
     eai_host_free(g_host);
     eai_workers_stop();
@@ -554,7 +572,9 @@ static void test_succeeded_and_objects(void)
     CHECK_FIELD(p, "spec.containers.0.resources.limits.memory", "67108864");
     CHECK_FIELD(p, "spec.containers.0.resources.requests.cpu", "500m");
     CHECK_FIELD(p, "spec.containers.0.resources.requests.memory", "67108864");
-    CHECK_FIELD(p, "spec.containers.0.image", "python:3.12-slim");
+    /* normalised as the kubelet reads it, pulled Always (issue 16, item 8) */
+    CHECK_FIELD(p, "spec.containers.0.image", "docker.io/library/python:3.12-slim");
+    CHECK_FIELD(p, "spec.containers.0.imagePullPolicy", "Always");
     CHECK_FIELD(p, "spec.containers.0.volumeMounts.0.mountPath", "/tmp");
     CHECK_FIELD(p, "spec.volumes.0.name", "tmp");
     CHECK_FIELD(p, "spec.volumes.0.emptyDir.sizeLimit", "16777216");
@@ -678,7 +698,13 @@ static void test_egress_policy(void)
     r->egress[0] = "127.0.0.1:8443";
     r->egress[1] = "localhost:443";
     r->job.egress = r->egress;
+    /* localhost resolves to loopback: allowed only on the profile that
+     * lists 127.0.0.0/8 and ::1 (test_egress_refusals for the others) */
+    r->job.profile = "private";
+    void *saved = g_iso;
+    g_iso = g_policy_iso;
     CU_ASSERT_EQUAL_FATAL(run_job(r, 10), 0);
+    g_iso = saved;
     CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
     char pod[96], npn[128];
     pod_name(r, pod, sizeof pod);
@@ -722,6 +748,190 @@ static void test_egress_policy(void)
     json_decref(np);
     free(r);
     free(r2);
+}
+
+/* ------------------------------------------------------------ policy (issue 16, item 8) */
+
+#define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* start() on the policy instance: 0 (and the run done), or -1 with the
+ * refusal in r->errmsg / r->error_code. */
+static int policy_run(struct run *r, double max_s)
+{
+    struct eai_error *err = NULL;
+    int rc = g_ops->start(g_policy_iso, &r->job, &g_cb, r, &r->handle, &err);
+    if (rc < 0) {
+        r->error_code = err ? err->code : EAI_E_INTERNAL;
+        snprintf(r->errmsg, sizeof r->errmsg, "%s", err && err->message ? err->message : "");
+        eai_error_free(err);
+        return -1;
+    }
+    loop_until(done_cond, r, max_s);
+    CU_ASSERT_EQUAL(r->done, 1);
+    return 0;
+}
+
+static int pod_posted(const struct run *r)
+{
+    char pod[96];
+    pod_name(r, pod, sizeof pod);
+    json_t *p = post_body("/pods", pod);
+    int found = p != NULL;
+    json_decref(p);
+    json_t *l = requests_matching("POST", "/pods");
+    size_t i;
+    json_t *q;
+    json_array_foreach(l, i, q)
+    {
+        const char *n = jpath(json_object_get(q, "body"), "metadata.name");
+        if (n && strcmp(n, pod) == 0)
+            found = 1;
+    }
+    json_decref(l);
+    return found;
+}
+
+static void expect_image_refused(const char *profile, const char *image, const char *needle)
+{
+    const char *argv[] = {"true", NULL};
+    struct run *r = run_new(argv);
+    r->job.profile = profile;
+    r->job.image = image;
+    CU_ASSERT_EQUAL(policy_run(r, 10), -1);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_FORBIDDEN);
+    if (!strstr(r->errmsg, needle)) {
+        fprintf(stderr, "  %s on %s: '%s' lacks '%s'\n", image, profile, r->errmsg, needle);
+        CU_FAIL("refusal message");
+    }
+    CU_ASSERT(!pod_posted(r)); /* refused before any API call */
+    free(r);
+}
+
+static void expect_image_runs(const char *profile, const char *image, const char *pod_image)
+{
+    const char *argv[] = {"true", NULL};
+    struct run *r = run_new(argv);
+    r->job.profile = profile;
+    r->job.image = image;
+    CU_ASSERT_EQUAL_FATAL(policy_run(r, 10), 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    char pod[96];
+    pod_name(r, pod, sizeof pod);
+    json_t *p = post_body("/pods", pod);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CHECK_FIELD(p, "spec.containers.0.image", pod_image);
+    CHECK_FIELD(p, "spec.containers.0.imagePullPolicy", "Always");
+    json_decref(p);
+    free(r);
+}
+
+static void test_image_policy(void)
+{
+    /* default policy: Docker Hub official images only */
+    expect_image_runs("gvisor", "python:3.12-slim", "docker.io/library/python:3.12-slim");
+    expect_image_runs("gvisor", "docker.io/library/python:3.12-slim", "docker.io/library/python:3.12-slim");
+    expect_image_refused("gvisor", "evil.example/python:3.12-slim", "not from a registry allowed on profile 'gvisor'");
+    expect_image_refused("gvisor", "acme/python:3.12", "not from a registry allowed");         /* docker.io/acme */
+    expect_image_refused("gvisor", "docker.io/libraryx/python:1", "not from a registry allowed");
+    expect_image_refused("gvisor", "docker.io.evil.example/library/python:1", "not from a registry allowed");
+    expect_image_refused("gvisor", "Python:3", "not a valid image reference");
+    expect_image_refused("gvisor", "python:3 --privileged", "not a valid image reference");
+    /* profile "pinned": one registry path, digest required */
+    expect_image_refused("pinned", "registry.test/acme/tool:1", "pinned by digest");
+    expect_image_refused("pinned", "registry.test/acme/tool@sha256:abc", "pinned by digest");
+    expect_image_refused("pinned", "registry.test/acme-evil/tool@" DIGEST, "not from a registry allowed");
+    expect_image_refused("pinned", "python@" DIGEST, "not from a registry allowed");
+    expect_image_runs("pinned", "registry.test/acme/tool@" DIGEST, "registry.test/acme/tool@" DIGEST);
+    expect_image_runs("pinned", "REGISTRY.test/acme/tool:2@" DIGEST, "registry.test/acme/tool:2@" DIGEST);
+    /* profile "open": its own policy (any registry) overrides the default */
+    expect_image_runs("open", "evil.example/python:3.12-slim", "evil.example/python:3.12-slim");
+}
+
+static void expect_egress_refused(void *iso, const char *profile, const char *entry, const char *needle)
+{
+    const char *argv[] = {"true", NULL};
+    struct run *r = run_new(argv);
+    r->job.profile = profile;
+    r->egress[0] = entry;
+    r->job.egress = r->egress;
+    void *saved = g_iso;
+    g_iso = iso;
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 10), 0);
+    g_iso = saved;
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_EGRESS_NOT_ALLOWED);
+    if (!strstr(r->errmsg, needle)) {
+        fprintf(stderr, "  %s: '%s' lacks '%s'\n", entry, r->errmsg, needle);
+        CU_FAIL("egress refusal message");
+    }
+    CU_ASSERT(!pod_posted(r)); /* nothing ran */
+    free(r);
+}
+
+static void test_egress_refusals(void)
+{
+    /* a host name (as allowed by a "*.domain" entry) that resolves into a
+     * refused range: the execution fails before any pod exists */
+    expect_egress_refused(g_iso, "gvisor", "localhost:443", "loopback");
+    expect_egress_refused(g_policy_iso, "gvisor", "localhost:443", "loopback");
+    expect_egress_refused(g_policy_iso, "open", "localhost:80", "egress_private_cidrs");
+    /* "private" lists 127.0.0.0/8 and ::1/128: allowed (test_egress_policy) */
+}
+
+/* Namespaced RBAC (issue 16, item 8): eaid's rights on pods, secrets and
+ * policies come from a RoleBinding it creates in each tenant namespace; the
+ * stand-in (--namespaced-rbac) refuses everything else, as the chart's
+ * roles and admission policy would. */
+static void test_namespaced_rbac(void)
+{
+    json_t *rb = post_body("/rolebindings", "eai-sandbox");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(rb);
+    CHECK_FIELD(rb, "metadata.namespace", NS);
+    CHECK_FIELD(rb, "metadata.labels.app~kubernetes~io/managed-by", "eai-sandbox");
+    CHECK_FIELD(rb, "roleRef.kind", "ClusterRole");
+    CHECK_FIELD(rb, "roleRef.name", TENANT_ROLE);
+    CHECK_FIELD(rb, "subjects.0.kind", "ServiceAccount");
+    CHECK_FIELD(rb, "subjects.0.name", "eai-sandbox");
+    CHECK_FIELD(rb, "subjects.0.namespace", "eai-system");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(rb, "subjects")), 1);
+    json_decref(rb);
+    /* the RoleBinding came right after the namespace, before any pod */
+    json_t *all = requests_matching("POST", NULL);
+    int i_ns = -1, i_rb = -1, i_pod = -1;
+    size_t i;
+    json_t *q;
+    json_array_foreach(all, i, q)
+    {
+        const char *path = json_string_value(json_object_get(q, "path"));
+        if (i_ns < 0 && !strcmp(path, "/api/v1/namespaces"))
+            i_ns = (int)i;
+        if (i_rb < 0 && strstr(path, "/rolebindings"))
+            i_rb = (int)i;
+        if (i_pod < 0 && strstr(path, "/pods"))
+            i_pod = (int)i;
+    }
+    json_decref(all);
+    CU_ASSERT(i_ns >= 0 && i_rb > i_ns && i_pod > i_rb);
+    /* without the RoleBinding (no tenant_role), a new tenant's namespace
+     * gives eaid nothing: the stand-in answers 403, the run fails clearly */
+    json_t *cfg = base_config();
+    json_object_del(cfg, "tenant_role");
+    json_object_del(cfg, "service_account");
+    void *bare = make_instance(cfg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bare);
+    const char *argv[] = {"true", NULL};
+    struct run *r = run_new(argv);
+    r->job.tenant_id = "5d2c4f7e-0000-4000-8000-00000000abcd";
+    void *saved = g_iso;
+    g_iso = bare;
+    CU_ASSERT_EQUAL_FATAL(run_job(r, 10), 0);
+    g_iso = saved;
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->errmsg, "403"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->errmsg, "forbidden"));
+    free(r);
+    g_desc->destroy(bare);
+    spin(0.1);
 }
 
 static void test_image_missing(void)
@@ -910,6 +1120,20 @@ static void test_sweep(void)
     spin(0.5);
     CU_ASSERT(deleted("Pod", "leftover-done", "api"));
     CU_ASSERT(!deleted("Pod", "leftover-running", NULL));
+    /* through the namespaces we made, never a cluster-wide pod list */
+    json_t *cw = requests_matching("GET", "/api/v1/pods");
+    size_t ci;
+    json_t *cq;
+    json_array_foreach(cw, ci, cq)
+        CU_ASSERT_STRING_NOT_EQUAL(json_string_value(json_object_get(cq, "path")), "/api/v1/pods");
+    json_decref(cw);
+    json_t *nl = requests_matching("GET", "/api/v1/namespaces");
+    int listed = 0;
+    json_array_foreach(nl, ci, cq)
+        if (!strcmp(json_string_value(json_object_get(cq, "path")), "/api/v1/namespaces"))
+            listed = 1;
+    json_decref(nl);
+    CU_ASSERT(listed);
     json_decref(standin("DELETE", "/api/v1/namespaces/" NS "/pods/leftover-running", NULL));
 }
 
@@ -1087,6 +1311,9 @@ int main(void)
     CU_add_test(s, "no service token, read-only root", test_no_token_readonly_root);
     CU_add_test(s, "egress NetworkPolicy", test_egress_policy);
     CU_add_test(s, "image that cannot be pulled", test_image_missing);
+    CU_add_test(s, "image registry allow list, digest pinning, pull Always", test_image_policy);
+    CU_add_test(s, "egress names resolving to refused ranges", test_egress_refusals);
+    CU_add_test(s, "namespaced RBAC: a RoleBinding per tenant namespace", test_namespaced_rbac);
     CU_add_test(s, "API errors become clear execution errors", test_api_errors);
     CU_add_test(s, "token rotation", test_token_rotation);
     CU_add_test(s, "recover by label after a restart", test_recover);

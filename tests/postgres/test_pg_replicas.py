@@ -73,7 +73,7 @@ class Replica:
         self.name = name
         self.port = free_port()
         self.data = os.path.join(workdir, data_name or name)
-        os.makedirs(self.data, exist_ok=True)
+        os.makedirs(self.data, mode=0o700, exist_ok=True)
         self.logpath = os.path.join(workdir, name + ".log")
         self.log = open(self.logpath, "w")
         e = dict(env)
@@ -242,7 +242,7 @@ def main():
     try:
         # The image, once (shared with the gVisor tests when EAI_IMAGE_DIR is set).
         env = dict(base_env, EAI_DATA_DIR=os.path.join(workdir, "cli"))
-        os.makedirs(env["EAI_DATA_DIR"], exist_ok=True)
+        os.makedirs(env["EAI_DATA_DIR"], mode=0o700, exist_ok=True)
         if not os.path.isdir(os.path.join(image_dir, "python", "3.11-slim", "rootfs")):
             print("building image %s into %s (once)" % (IMAGE, image_dir), flush=True)
             r = run_cli(eaid, env, "images", "build", IMAGE, "--packages", IMAGE_PACKAGES)

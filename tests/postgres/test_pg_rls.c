@@ -12,9 +12,15 @@
  * storage_unavailable at once, and service resumes without a restart with
  * every acknowledged write present.  That part uses its own database
  * (eai_outage, needs EAI_TEST_PG_SUPER_URL) so it never disturbs others.
+ * Suite "roles" (issue 16, item 10): the plugin refuses to serve as a
+ * superuser, a BYPASSRLS role or (a member of) the table owner, while
+ * `migrate` as the owner still works; `eaid serve` on such a URL exits.
  */
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "pg_test_common.h"
@@ -643,6 +649,163 @@ static void test_claim_excluding(void)
     pgt_desc->destroy(st);
 }
 
+/* ------------------------------------------------------------ serving role */
+
+/* app_url with another user name (the part before '@'). */
+static int url_with_user(const char *user, char *out, size_t n)
+{
+    const char *at = strchr(pgt_app_url, '@');
+    const char *scheme = strstr(pgt_app_url, "://");
+    if (!at || !scheme)
+        return -1;
+    int w = snprintf(out, n, "%.*s%s%s", (int)(scheme + 3 - pgt_app_url), pgt_app_url, user, at);
+    return w > 0 && (size_t)w < n ? 0 : -1;
+}
+
+/* ping on url: its return code and error (code, message). */
+static int ping_as(const char *url, enum eai_code *code, char *msg, size_t n)
+{
+    void *st = pgt_open(url, 1);
+    if (!st)
+        return -2;
+    struct eai_error *e = NULL;
+    int rc = pgt_ops->ping(st, &e);
+    *code = e ? e->code : EAI_E_INTERNAL;
+    snprintf(msg, n, "%s", e && e->message ? e->message : "");
+    eai_error_free(e);
+    pgt_desc->destroy(st);
+    return rc;
+}
+
+static void test_role_app_serves(void)
+{
+    enum eai_code code;
+    char msg[1024];
+    CU_ASSERT_EQUAL(ping_as(pgt_app_url, &code, msg, sizeof msg), 0);
+    if (msg[0])
+        fprintf(stderr, "  app ping: %s\n", msg);
+}
+
+static void test_role_owner_refused(void)
+{
+    enum eai_code code;
+    char msg[1024];
+    CU_ASSERT_EQUAL(ping_as(pgt_owner_url, &code, msg, sizeof msg), -1);
+    CU_ASSERT_EQUAL(code, EAI_E_FORBIDDEN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "refusing to serve as role 'eai_owner'"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "owns table eai."));
+    /* every op refuses with 503's code; migrate as the owner still works */
+    void *st = pgt_open(pgt_owner_url, 1);
+    CU_ASSERT_FATAL(st != NULL);
+    struct eai_error *e = NULL;
+    json_t *o = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->tenant_create(st, "as-owner", &o, &e), -1);
+    CU_ASSERT(e && e->code == EAI_E_STORAGE_UNAVAILABLE && e->message &&
+              strstr(e->message, "refusing to serve"));
+    eai_error_free(e);
+    e = NULL;
+    json_decref(o);
+    CU_ASSERT_EQUAL(pgt_ops->migrate(st, NULL, &e), 0);
+    pgt_report("migrate as owner", e);
+    pgt_desc->destroy(st);
+    /* a fresh owner instance: migrate first, then an op is still refused */
+    st = pgt_open(pgt_owner_url, 1);
+    CU_ASSERT_FATAL(st != NULL);
+    e = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->migrate(st, NULL, &e), 0);
+    pgt_report("migrate as owner", e);
+    e = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->ping(st, &e), -1);
+    eai_error_free(e);
+    pgt_desc->destroy(st);
+}
+
+static void test_role_super_bypass_member_refused(void)
+{
+    if (!pgt_super_url || !*pgt_super_url) {
+        printf("\n  SKIP: needs EAI_TEST_PG_SUPER_URL\n");
+        return;
+    }
+    enum eai_code code;
+    char url[512], msg[1024];
+    /* the superuser, on the eai database */
+    CU_ASSERT_EQUAL_FATAL(url_with_db(pgt_super_url, "eai", url, sizeof url), 0);
+    CU_ASSERT_EQUAL(ping_as(url, &code, msg, sizeof msg), -1);
+    CU_ASSERT_EQUAL(code, EAI_E_FORBIDDEN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "is a superuser"));
+    /* a BYPASSRLS role, and a member of the owner role */
+    CU_ASSERT_EQUAL_FATAL(super_sql("DROP ROLE IF EXISTS eai_t_bypass"), 0);
+    CU_ASSERT_EQUAL_FATAL(super_sql("DROP ROLE IF EXISTS eai_t_member"), 0);
+    CU_ASSERT_EQUAL_FATAL(super_sql("CREATE ROLE eai_t_bypass LOGIN NOSUPERUSER BYPASSRLS"), 0);
+    CU_ASSERT_EQUAL_FATAL(super_sql("CREATE ROLE eai_t_member LOGIN NOSUPERUSER NOBYPASSRLS IN ROLE eai_owner"), 0);
+    CU_ASSERT_EQUAL_FATAL(super_sql("GRANT CONNECT ON DATABASE eai TO eai_t_bypass, eai_t_member"), 0);
+    CU_ASSERT_EQUAL_FATAL(url_with_user("eai_t_bypass", url, sizeof url), 0);
+    CU_ASSERT_EQUAL(ping_as(url, &code, msg, sizeof msg), -1);
+    CU_ASSERT_EQUAL(code, EAI_E_FORBIDDEN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "has BYPASSRLS"));
+    CU_ASSERT_EQUAL_FATAL(url_with_user("eai_t_member", url, sizeof url), 0);
+    CU_ASSERT_EQUAL(ping_as(url, &code, msg, sizeof msg), -1);
+    CU_ASSERT_EQUAL(code, EAI_E_FORBIDDEN);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "owns table eai."));
+    super_sql("REVOKE CONNECT ON DATABASE eai FROM eai_t_bypass, eai_t_member");
+    super_sql("DROP ROLE IF EXISTS eai_t_bypass");
+    super_sql("DROP ROLE IF EXISTS eai_t_member");
+}
+
+/* `eaid serve` with the owner's URL exits non-zero, saying why. */
+static void test_role_serve_refuses(void)
+{
+    const char *bd = getenv("EAI_BUILD_DIR");
+    char eaid[512], dir[] = "/tmp/eai-pgrole-XXXXXX", log[128], data[128], listen[64];
+    snprintf(eaid, sizeof eaid, "%s/eaid", bd ? bd : ".");
+    CU_ASSERT_FATAL(mkdtemp(dir) != NULL);
+    snprintf(log, sizeof log, "%s/eaid.log", dir);
+    snprintf(data, sizeof data, "%s/data", dir);
+    srand((unsigned)getpid());
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", 20000 + rand() % 30000);
+    pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        setenv("EAI_DATABASE_URL", pgt_owner_url, 1);
+        setenv("EAI_DATA_DIR", data, 1);
+        setenv("EAI_LISTEN", listen, 1);
+        setenv("EAI_SANDBOX_RUNSC", "/nonexistent", 1);
+        unsetenv("EAI_AUTH_PEPPER_FILE");
+        execl(eaid, eaid, "serve", (char *)NULL);
+        _exit(127);
+    }
+    int st = 0, done = 0;
+    for (int i = 0; i < 300 && !done; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            done = 1;
+        else
+            usleep(50 * 1000);
+    }
+    if (!done) {
+        kill(pid, SIGTERM);
+        waitpid(pid, &st, 0);
+    }
+    CU_ASSERT(done && WIFEXITED(st) && WEXITSTATUS(st) != 0 && WEXITSTATUS(st) != 127);
+    char out[8192] = "";
+    int fd = open(log, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        ssize_t n = read(fd, out, sizeof out - 1);
+        out[n > 0 ? n : 0] = '\0';
+        close(fd);
+    }
+    if (!strstr(out, "refusing to serve as role 'eai_owner'"))
+        fprintf(stderr, "  eaid output: %s\n", out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "refusing to serve as role 'eai_owner'"));
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CU_ASSERT_EQUAL(system(cmd), 0);
+}
+
 int main(void)
 {
     if (pgt_env() < 0)
@@ -661,6 +824,11 @@ int main(void)
     CU_add_test(r, "unreachable database: storage_unavailable at once", test_unreachable_is_503);
     CU_add_test(r, "claim excluding tenants (own database)", test_claim_excluding);
     CU_add_test(r, "outage and recovery: no restart, nothing acknowledged lost", test_outage_and_recovery);
+    CU_pSuite o = CU_add_suite("postgres_roles", NULL, NULL);
+    CU_add_test(o, "the app role serves", test_role_app_serves);
+    CU_add_test(o, "the owner is refused, migrate as owner works", test_role_owner_refused);
+    CU_add_test(o, "superuser, BYPASSRLS, owner member refused", test_role_super_bypass_member_refused);
+    CU_add_test(o, "eaid serve as the owner exits with the reason", test_role_serve_refuses);
     int rc = pgt_run_suite(s);
     pgt_unload();
     return rc;

@@ -807,9 +807,19 @@ static void test_renew_cancel_stale(void)
     json_t *ev = audit_event("sandbox.cancel", e[0]);
     json_t *patch = json_pack("{s:s}", "status", "cancelled");
     json_t *out = NULL;
-    OK(g_ops->exec_cancel(g_st, t, e[0], patch, ev, &out, err));
+    int crc = 0;
+    OK(crc = g_ops->exec_cancel(g_st, t, e[0], patch, ev, &out, err));
+    CU_ASSERT_EQUAL(crc, EAI_STORE_UPDATED); /* this call changed the row */
     CU_ASSERT_FATAL(out != NULL);
     CU_ASSERT_STRING_EQUAL(js(out, "status"), "running");
+    CU_ASSERT(json_is_true(json_object_get(out, "cancel_requested")));
+    json_decref(out);
+    CU_ASSERT_EQUAL(audit_count(t), audits + 1);
+    /* the same cancel again changes nothing: NOOP, no second audit row */
+    out = NULL;
+    OK(crc = g_ops->exec_cancel(g_st, t, e[0], patch, reid(ev), &out, err));
+    CU_ASSERT_EQUAL(crc, EAI_STORE_NOOP);
+    CU_ASSERT_FATAL(out != NULL);
     CU_ASSERT(json_is_true(json_object_get(out, "cancel_requested")));
     json_decref(out);
     CU_ASSERT_EQUAL(audit_count(t), audits + 1);
@@ -855,7 +865,8 @@ static void test_renew_cancel_stale(void)
 
     /* Cancel a queued one: terminal at once, inputs scrubbed. */
     create_exec(t, q, NULL);
-    OK(g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
+    OK(crc = g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
+    CU_ASSERT_EQUAL(crc, EAI_STORE_UPDATED);
     CU_ASSERT_FATAL(out != NULL);
     CU_ASSERT_STRING_EQUAL(js(out, "status"), "cancelled");
     CU_ASSERT_PTR_NOT_NULL(js(out, "finished_at"));
@@ -871,7 +882,8 @@ static void test_renew_cancel_stale(void)
 
     /* Cancel a terminal one: unchanged, no audit; finish: NOOP. */
     audits = audit_count(t);
-    OK(g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
+    OK(crc = g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
+    CU_ASSERT_EQUAL(crc, EAI_STORE_NOOP); /* a replay: nothing changed */
     CU_ASSERT_FATAL(out != NULL);
     CU_ASSERT_STRING_EQUAL(js(out, "status"), "cancelled");
     json_decref(out);

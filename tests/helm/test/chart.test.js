@@ -159,6 +159,10 @@ test("values.schema.json rejects bad values", () => {
     ["postgresql.url", "mysql://x"],
     ["sandbox.defaults.timeoutSeconds", 0],
     ["sandbox.defaults.memory", "12 MB"],
+    ["sandbox.images", { registries: ["not a registry"] }],
+    ["sandbox.images", { registries: ["python"] }],
+    ["sandbox.images", { requireDigest: "yes" }],
+    ["sandbox.admissionPolicy", "on"],
   ];
   for (const [k, v] of bad) {
     const vals = structuredClone(base);
@@ -201,16 +205,45 @@ test("minimal deployment: control plane, bundled PostgreSQL, sandbox pods", () =
   assert.equal(pod.serviceAccountName, sa.metadata.name);
   assert.equal(sa.automountServiceAccountToken, false);
 
-  // RBAC: exactly the calls the plugin makes (plugins/k8s/api-calls.json)
-  const role = one(r, "ClusterRole");
-  const got = role.rules.flatMap((rule) => rule.apiGroups.flatMap((g) => rule.resources.map((res) => `${g}|${res}|${[...rule.verbs].sort().join(",")}`))).sort();
-  const want = CALLS.rules.map((c2) => `${c2.group}|${c2.resource}|${[...c2.verbs].sort().join(",")}`).sort();
-  assert.deepEqual(got, want);
-  for (const rule of role.rules) assert.ok(!rule.verbs.includes("*") && !rule.resources.includes("*"), "no wildcards");
-  assert.ok(!role.rules.some((x) => x.resources.includes("secrets") && x.verbs.some((v) => ["get", "list", "watch"].includes(v))), "secrets are never read");
+  // RBAC: exactly the calls the plugin makes (plugins/k8s/api-calls.json),
+  // split by scope: the tenant role is bound only inside tenant namespaces
+  // (by eaid's RoleBindings), never cluster-wide (issue 16, item 8)
+  const roles = byKind(r, "ClusterRole");
+  assert.equal(roles.length, 2);
+  const tenantRole = roles.find((x) => x.metadata.name === `${d.metadata.name}-sandbox-tenant`);
+  const clusterRole = roles.find((x) => x.metadata.name === `${d.metadata.name}-sandbox`);
+  assert.ok(tenantRole && clusterRole, "a tenant role and a cluster role");
+  const flat = (role) => role.rules.filter((x) => !x.verbs.includes("bind"))
+    .flatMap((rule) => rule.apiGroups.flatMap((g) => rule.resources.map((res) => `${g}|${res}|${[...rule.verbs].sort().join(",")}`))).sort();
+  const wantScope = (scope) => CALLS.rules.filter((c2) => c2.scope === scope)
+    .map((c2) => `${c2.group}|${c2.resource}|${[...c2.verbs].sort().join(",")}`).sort();
+  assert.deepEqual(flat(tenantRole), wantScope("tenant"));
+  assert.deepEqual(flat(clusterRole), wantScope("cluster"));
+  const bind = clusterRole.rules.filter((x) => x.verbs.includes("bind"));
+  assert.deepEqual(bind, [{ apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["bind"],
+    resourceNames: [tenantRole.metadata.name] }], "bind on the tenant role only");
+  for (const role of roles) {
+    for (const rule of role.rules) assert.ok(!rule.verbs.includes("*") && !rule.resources.includes("*"), "no wildcards");
+    assert.ok(!role.rules.some((x) => x.resources.includes("secrets") && x.verbs.some((v) => ["get", "list", "watch"].includes(v))), "secrets are never read");
+  }
+  assert.ok(!clusterRole.rules.some((x) => ["pods", "secrets", "networkpolicies", "pods/log"].some((res) => x.resources.includes(res))),
+    "no pod, secret or policy rights cluster-wide");
   const binding = one(r, "ClusterRoleBinding");
-  assert.equal(binding.roleRef.name, role.metadata.name);
+  assert.equal(binding.roleRef.name, clusterRole.metadata.name);
   assert.deepEqual(binding.subjects, [{ kind: "ServiceAccount", name: sa.metadata.name, namespace: "eai-system" }]);
+  assert.equal(byKind(r, "RoleBinding").length, 0, "RoleBindings are eaid's, per tenant namespace");
+  // the admission policy confining eaid's namespaces and RoleBindings
+  const vap = one(r, "ValidatingAdmissionPolicy");
+  assert.equal(vap.spec.failurePolicy, "Fail");
+  assert.deepEqual(vap.spec.matchConditions.map((m) => m.expression),
+    [`request.userInfo.username == "system:serviceaccount:eai-system:${sa.metadata.name}"`]);
+  const exprs = vap.spec.validations.map((v) => v.expression).join("\n");
+  assert.match(exprs, /object\.metadata\.name\.startsWith\("eai-sbx-"\)/);
+  assert.match(exprs, /namespaceObject\.metadata\.labels\["app\.kubernetes\.io\/managed-by"\] == "eai-sandbox"/);
+  assert.ok(exprs.includes(`object.roleRef.name == "${tenantRole.metadata.name}"`));
+  const vapb = one(r, "ValidatingAdmissionPolicyBinding");
+  assert.equal(vapb.spec.policyName, vap.metadata.name);
+  assert.deepEqual(vapb.spec.validationActions, ["Deny"]);
 
   // the control plane's NetworkPolicy selects eaid, both directions
   const nps = byKind(r, "NetworkPolicy");
@@ -240,6 +273,9 @@ test("minimal deployment: control plane, bundled PostgreSQL, sandbox pods", () =
   assert.equal(cfg.isolation.k8s.namespace_prefix, "eai-sbx-");
   assert.equal(cfg.isolation.k8s.in_cluster, true);
   assert.equal(cfg.isolation.k8s.runtime_class, "gvisor");
+  assert.equal(cfg.isolation.k8s.tenant_role, tenantRole.metadata.name);
+  assert.equal(cfg.isolation.k8s.service_account, `eai-system/${sa.metadata.name}`);
+  assert.equal(cfg.isolation.k8s.images, undefined, "no image policy unless asked");
   assert.equal(cfg.profiles.gvisor.backend, "k8s");
   assert.equal(cfg.profiles.gvisor.runtime_class, "gvisor");
   assert.equal(cfg.profiles.kata.runtime_class, "kata");
@@ -257,6 +293,19 @@ test("sandbox values reach the config: runtime class, egress allow list, prefix"
   assert.equal(cfg.isolation.k8s.namespace_prefix, "tenants-");
   assert.deepEqual(cfg.profiles.gvisor.egress_allow, ["pypi.org:443", "10.1.2.3:5432"]);
   assert.ok(d.spec.template.spec.containers[0].env.some((e) => e.name === "EAI_SANDBOX_NAMESPACE_PREFIX" && e.value === "tenants-"));
+});
+
+test("image policy reaches the config; admission policy can be turned off", () => {
+  let r = render(["--set-json", 'sandbox.images={"registries":["registry.example.com/eai"],"requireDigest":true}']);
+  checkAll(r);
+  const d = one(r, "Deployment");
+  const cfg = r.embedded[`${d.metadata.name}-config/eaid.yaml`];
+  assert.deepEqual(cfg.isolation.k8s.images, { registries: ["registry.example.com/eai"], require_digest: true });
+  r = render(["--set", "sandbox.admissionPolicy=false"]);
+  checkAll(r);
+  assert.equal(byKind(r, "ValidatingAdmissionPolicy").length, 0);
+  assert.equal(byKind(r, "ValidatingAdmissionPolicyBinding").length, 0);
+  assert.equal(byKind(r, "ClusterRole").length, 2);
 });
 
 test("optional RuntimeClass objects", () => {
@@ -287,6 +336,7 @@ test("sandbox disabled: no RBAC, no API token, no API server egress", () => {
   checkAll(r);
   assert.equal(byKind(r, "ClusterRole").length, 0);
   assert.equal(byKind(r, "ClusterRoleBinding").length, 0);
+  assert.equal(byKind(r, "ValidatingAdmissionPolicy").length, 0);
   const d = one(r, "Deployment");
   assert.equal(d.spec.template.spec.automountServiceAccountToken, false);
   const np = byKind(r, "NetworkPolicy").find((n) => matches(n.spec.podSelector.matchLabels, d.spec.template.metadata.labels));

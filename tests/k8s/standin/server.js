@@ -27,6 +27,7 @@ const RESOURCES = {
   secrets: { kind: "Secret", prefix: "/api/v1", namespaced: true, list: "SecretList" },
   configmaps: { kind: "ConfigMap", prefix: "/api/v1", namespaced: true, list: "ConfigMapList" },
   networkpolicies: { kind: "NetworkPolicy", prefix: "/apis/networking.k8s.io/v1", namespaced: true, list: "NetworkPolicyList", apiVersion: "networking.k8s.io/v1" },
+  rolebindings: { kind: "RoleBinding", prefix: "/apis/rbac.authorization.k8s.io/v1", namespaced: true, list: "RoleBindingList", apiVersion: "rbac.authorization.k8s.io/v1" },
 };
 
 function parseRoute(pathname) {
@@ -37,6 +38,8 @@ function parseRoute(pathname) {
     return { res: m[2], ns: m[1], name: m[3], sub: m[4] };
   if ((m = /^\/apis\/networking\.k8s\.io\/v1\/namespaces\/([^/]+)\/networkpolicies(?:\/([^/]+))?$/.exec(pathname)))
     return { res: "networkpolicies", ns: m[1], name: m[2] };
+  if ((m = /^\/apis\/rbac\.authorization\.k8s\.io\/v1\/namespaces\/([^/]+)\/rolebindings(?:\/([^/]+))?$/.exec(pathname)))
+    return { res: "rolebindings", ns: m[1], name: m[2] };
   if ((m = /^\/api\/v1\/(pods|secrets|configmaps)$/.exec(pathname))) return { res: m[1], all: true };
   if ((m = /^\/apis\/networking\.k8s\.io\/v1\/networkpolicies$/.exec(pathname))) return { res: "networkpolicies", all: true };
   if ((m = /^\/apis\/node\.k8s\.io\/v1\/runtimeclasses(?:\/([^/]+))?$/.exec(pathname))) return { res: "runtimeclasses", name: m[1] };
@@ -158,6 +161,7 @@ class StandIn {
         throw new ApiError(fault.status, fault.reason || "InternalError", fault.message || "injected fault");
       }
       this.authenticate(req);
+      this.authorize(req, url, raw);
       const r = await this.route(req, url, raw, rec, res);
       if (r === undefined) return; // streamed
       send(r.code, r.body, r.headers);
@@ -189,6 +193,60 @@ class StandIn {
     try { want = fs.readFileSync(this.opts.tokenFile, "utf8").trim(); } catch { want = null; }
     const got = req.headers.authorization || "";
     if (!want || got !== "Bearer " + want) throw new ApiError(401, "Unauthorized", "Unauthorized");
+  }
+
+  // --namespaced-rbac NS/SA:ROLE: the client is service account NS/SA, bound
+  // cluster-wide only to what the chart's "-sandbox" ClusterRole grants
+  // (namespaces create/list, runtimeclasses get, rolebindings create with
+  // bind on ROLE only), plus ROLE in each namespace holding a RoleBinding of
+  // ROLE to it.  The chart's ValidatingAdmissionPolicy is applied too: its
+  // namespaces must carry our label, its RoleBindings land only in them.
+  authorize(req, url, raw) {
+    const spec = this.opts.namespacedRbac;
+    if (!spec) return;
+    // the test harness acts as a cluster admin; only the plugin is confined
+    if (!(req.headers["user-agent"] || "").startsWith("eai-sandbox-k8s/")) return;
+    const [sa, role] = spec.split(":");
+    const [saNs, saName] = sa.split("/");
+    const user = `system:serviceaccount:${saNs}:${saName}`;
+    const r = parseRoute(url.pathname);
+    if (!r || r.res === "runtimeclasses") return;
+    const verb = req.method === "POST" ? "create" : req.method === "DELETE" ? "delete" : r.name ? "get" : "list";
+    const R = RESOURCES[r.res];
+    const group = R.apiVersion ? R.apiVersion.split("/")[0] : "";
+    const res = r.res + (r.sub ? "/" + r.sub : "");
+    const deny = (where) => {
+      throw new ApiError(403, "Forbidden", `${res}${group ? "." + group : ""} is forbidden: User "${user}" cannot ${verb} resource "${res}" in API group "${group}" ${where}`,
+        { kind: r.res, group: group || undefined, name: r.name });
+    };
+    if (r.res === "namespaces") {
+      if (verb === "list" || verb === "get") return;
+      if (verb !== "create") deny("at the cluster scope");
+      let body = {};
+      try { body = JSON.parse(raw.toString()); } catch { /* decoding answers it */ }
+      const labels = (body.metadata || {}).labels || {};
+      if (labels["app.kubernetes.io/managed-by"] !== "eai-sandbox")
+        throw new ApiError(403, "Forbidden", `namespaces is forbidden: ValidatingAdmissionPolicy 'eai-sandbox' denied request: eaid creates only namespaces labelled app.kubernetes.io/managed-by=eai-sandbox`);
+      return;
+    }
+    if (r.all) deny("at the cluster scope");
+    const ns = this.get("Namespace", "", r.ns);
+    const ours = ns && (ns.metadata.labels || {})["app.kubernetes.io/managed-by"] === "eai-sandbox";
+    if (r.res === "rolebindings") {
+      if (verb !== "create") deny(`in the namespace "${r.ns}"`);
+      if (!ours)
+        throw new ApiError(403, "Forbidden", `rolebindings.rbac.authorization.k8s.io is forbidden: ValidatingAdmissionPolicy 'eai-sandbox' denied request: namespace "${r.ns}" is not managed by eai-sandbox`);
+      let body = {};
+      try { body = JSON.parse(raw.toString()); } catch { /* decoding answers it */ }
+      const ref = body.roleRef || {};
+      if (ref.kind !== "ClusterRole" || ref.name !== role)
+        throw new ApiError(403, "Forbidden", `rolebindings.rbac.authorization.k8s.io "${(body.metadata || {}).name}" is forbidden: user "${user}" is attempting to grant RBAC permissions not currently held (no bind on ${ref.kind} ${ref.name})`);
+      return;
+    }
+    const bound = [...this.objects.values()].some((o) => o.kind === "RoleBinding" && o.metadata.namespace === r.ns
+      && o.roleRef && o.roleRef.kind === "ClusterRole" && o.roleRef.name === role
+      && (o.subjects || []).some((s) => s.kind === "ServiceAccount" && s.name === saName && s.namespace === saNs));
+    if (!bound || !ours) deny(`in the namespace "${r.ns}"`);
   }
 
   control(req, url, raw, send) {
@@ -495,6 +553,7 @@ function parseArgs(argv) {
     else if (a === "--tls-cert") o.tlsCert = v();
     else if (a === "--tls-key") o.tlsKey = v();
     else if (a === "--url-file") o.urlFile = v();
+    else if (a === "--namespaced-rbac") o.namespacedRbac = v();
     else { console.error(`unknown option ${a}`); process.exit(2); }
   }
   if (o.host !== "127.0.0.1" && o.host !== "::1" && o.host !== "localhost") {

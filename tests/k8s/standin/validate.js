@@ -14,6 +14,7 @@
 
 const { Namespace, Pod, Secret, ConfigMap } = require("kubernetes-models/v1");
 const { NetworkPolicy } = require("kubernetes-models/networking.k8s.io/v1");
+const { RoleBinding } = require("kubernetes-models/rbac.authorization.k8s.io/v1");
 const { DeleteOptions } = require("@kubernetes-models/apimachinery/apis/meta/v1/DeleteOptions");
 
 const MODELS = {
@@ -22,6 +23,7 @@ const MODELS = {
   Secret: { model: Secret, apiVersion: "v1" },
   ConfigMap: { model: ConfigMap, apiVersion: "v1" },
   NetworkPolicy: { model: NetworkPolicy, apiVersion: "networking.k8s.io/v1" },
+  RoleBinding: { model: RoleBinding, apiVersion: "rbac.authorization.k8s.io/v1" },
   DeleteOptions: { model: DeleteOptions, apiVersion: "v1" },
 };
 
