@@ -28,7 +28,8 @@ apt_install() {
 
 # Build dependencies (every library comes from Debian).
 EAI_BUILD_PACKAGES=(build-essential cmake pkg-config libevent-dev libjansson-dev libyaml-dev libssl-dev
-                    libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libcunit1-dev libpq-dev)
+                    libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libcunit1-dev libpq-dev
+                    libarchive-dev)
 # What the service needs to run sandboxes and build images.
 EAI_RUN_PACKAGES=(runsc mmdebstrap ca-certificates curl jq)
 
