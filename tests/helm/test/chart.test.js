@@ -471,3 +471,18 @@ test("runtime classes: one per class the profiles use, with its handler", () => 
   const fail = render(["--set", "sandbox.createRuntimeClasses=true", "--set", "sandbox.runtimeClass=nohandler"], { expectFail: true });
   assert.match(fail.error, /sandbox.runtimeClasses.nohandler.handler is needed/);
 });
+
+test("the chart's default image is what scripts/image.sh builds", () => {
+  const r = render();
+  const script = fs.readFileSync(path.join(ROOT, "scripts/image.sh"), "utf8");
+  const repo = script.match(/^repo=\$\{EAI_IMAGE_REPOSITORY:-([^}]+)\}/m)[1];
+  const version = fs.readFileSync(path.join(ROOT, "CMakeLists.txt"), "utf8").match(/project\([^)]*VERSION ([0-9.]+)/)[1];
+  const chart = fs.readFileSync(path.join(CHART, "Chart.yaml"), "utf8");
+  assert.equal(chart.match(/^appVersion: "([^"]+)"/m)[1], version, "Chart appVersion = project version");
+  const image = one(r, "Deployment").spec.template.spec.containers[0].image;
+  assert.equal(image, `${repo}:${version}`);
+  assert.equal(one(r, "Job").spec.template.spec.containers[0].image, image);
+  // the image's user is the pods' user
+  assert.match(script, /"User": "10001:10001"/);
+  assert.equal(one(r, "Deployment").spec.template.spec.securityContext.runAsUser, 10001);
+});
