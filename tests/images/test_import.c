@@ -34,10 +34,15 @@ struct ent {
     size_t size;      /* 0: strlen(data) */
 };
 
+static int g_gnu; /* write GNU tar (long names as ././@LongLink) instead of pax */
+
 static int write_tar(const char *path, int gzip, const struct ent *e, size_t n)
 {
     struct archive *a = archive_write_new();
-    archive_write_set_format_pax_restricted(a);
+    if (g_gnu)
+        archive_write_set_format_gnutar(a);
+    else
+        archive_write_set_format_pax_restricted(a);
     if (gzip)
         archive_write_add_filter_gzip(a);
     if (archive_write_open_filename(a, path) != ARCHIVE_OK)
@@ -535,6 +540,38 @@ static void test_hostile_outer(void)
     CU_ASSERT_FALSE(exists("outer"));
 }
 
+/* Names past ustar's 100 characters: pax headers and GNU long names. */
+static void test_long_names(void)
+{
+    static char dir[400], file[480], target[480];
+    memset(dir, 0, sizeof(dir));
+    for (int i = 0; i < 6; i++)
+        strcat(dir, i ? "/a-rather-long-directory-name-for-tests" : "a-rather-long-directory-name-for-tests");
+    snprintf(file, sizeof(file), "%s/file-with-a-long-name.txt", dir);
+    snprintf(target, sizeof(target), "/%s", file);
+    const struct ent e[] = {{D, dir, 0755, NULL, 0}, {F, file, 0644, "long", 0}, {L, "short-link", 0, target, 0}};
+    for (g_gnu = 0; g_gnu < 2; g_gnu++) {
+        char l[PATH_MAX], lay[PATH_MAX], dg[80], ref[32], rel[600];
+        snprintf(l, sizeof(l), "%s", layer_path());
+        CU_ASSERT_EQUAL_FATAL(write_tar(l, 1, e, 3), 0);
+        const char *ls[] = {l};
+        make_oci(lay, sizeof(lay), ls, 1, dg);
+        snprintf(ref, sizeof(ref), "long:%s", g_gnu ? "gnu" : "pax");
+        CU_ASSERT_EQUAL(import(ref, lay, NULL), 0);
+        snprintf(rel, sizeof(rel), "long/%s/rootfs/%s", g_gnu ? "gnu" : "pax", file);
+        char *got = read_rel(rel);
+        CU_ASSERT_PTR_NOT_NULL(got);
+        if (got)
+            CU_ASSERT_STRING_EQUAL(got, "long");
+        free(got);
+        char lp[PATH_MAX * 2], t[PATH_MAX];
+        snprintf(lp, sizeof(lp), "%s/long/%s/rootfs/short-link", g_store, g_gnu ? "gnu" : "pax");
+        ssize_t k = readlink(lp, t, sizeof(t) - 1);
+        CU_ASSERT_TRUE(k > 0 && (size_t)k == strlen(target) && !memcmp(t, target, (size_t)k));
+    }
+    g_gnu = 0;
+}
+
 static void test_usage(void)
 {
     char *a1[] = {"import", "Bad/Name", "x", NULL};
@@ -564,6 +601,7 @@ int main(void)
     CU_add_test(s, "hostile layers leave nothing", test_hostile_layers);
     CU_add_test(s, "bad digests", test_bad_digests);
     CU_add_test(s, "hostile outer archive", test_hostile_outer);
+    CU_add_test(s, "long names (pax, GNU)", test_long_names);
     CU_add_test(s, "usage", test_usage);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
