@@ -29,7 +29,8 @@ apt_install() {
 # Build dependencies (every library comes from Debian).
 # python3: tools/gen_errcodes.py generates the error code table at build time.
 EAI_BUILD_PACKAGES=(build-essential cmake pkg-config python3 libevent-dev libjansson-dev libyaml-dev libssl-dev
-                    libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libcunit1-dev libpq-dev)
+                    libcurl4-openssl-dev libsqlite3-dev libpcre2-dev libcunit1-dev libpq-dev
+                    libarchive-dev)
 # What the service needs to run sandboxes and build images.
 # bubblewrap: the example vendor backend (examples/isolation-example, tests/vendor).
 EAI_RUN_PACKAGES=(runsc mmdebstrap ca-certificates curl jq bubblewrap)

@@ -27,14 +27,15 @@
 #include <openssl/evp.h>
 
 #include "images/images.h"
+#include "images/images_int.h"
 #include "base/util.h"
 
 extern char **environ;
 
 #define EAI_IMAGE_SUITE "bookworm"
-#define EAI_IMAGE_SHIM_NAME "eai-statx-shim.so"
-#define EAI_IMAGE_SHIM_PATH "/usr/lib/eai-statx-shim.so"
-#define EAI_IMAGE_PART_MAX 128
+/* What every built image says about where it runs: nothing. */
+#define EAI_IMAGE_HOSTNAME "sandbox"
+#define EAI_IMAGE_RESOLV "# eai-sandbox: sandboxes have no network and no resolver\n"
 
 /* ------------------------------------------------------------ references */
 
@@ -52,8 +53,7 @@ static int part_valid(const char *s, size_t n)
     return 1;
 }
 
-/* NAME[:TAG] -> name, tag ("latest" when absent).  0 or -1 (malformed). */
-static int ref_split(const char *ref, char name[EAI_IMAGE_PART_MAX + 1], char tag[EAI_IMAGE_PART_MAX + 1])
+int eai_images_ref_split(const char *ref, char name[EAI_IMAGE_PART_MAX + 1], char tag[EAI_IMAGE_PART_MAX + 1])
 {
     if (!ref)
         return -1;
@@ -73,7 +73,7 @@ static int ref_split(const char *ref, char name[EAI_IMAGE_PART_MAX + 1], char ta
 int eai_images_resolve(const char *image_dir, const char *ref, char *rootfs, size_t len)
 {
     char name[EAI_IMAGE_PART_MAX + 1], tag[EAI_IMAGE_PART_MAX + 1], path[PATH_MAX];
-    if (!image_dir || !*image_dir || ref_split(ref, name, tag) < 0)
+    if (!image_dir || !*image_dir || eai_images_ref_split(ref, name, tag) < 0)
         return -1;
     int n = snprintf(path, sizeof(path), "%s/%s/%s/rootfs", image_dir, name, tag);
     if (n < 0 || (size_t)n >= sizeof(path) || (size_t)n >= len)
@@ -95,8 +95,7 @@ static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
     return (r < 0 && errno != ENOENT) ? -1 : 0;
 }
 
-/* rm -rf that never follows symlinks nor crosses mount points. */
-static int rm_tree(const char *path)
+int eai_images_rm_tree(const char *path)
 {
     struct stat st;
     if (lstat(path, &st) < 0)
@@ -128,7 +127,7 @@ static int run_wait(char *const argv[])
     return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
-static int copy_file(const char *src, const char *dst, mode_t mode)
+int eai_images_copy_file(const char *src, const char *dst, mode_t mode)
 {
     int in = open(src, O_RDONLY | O_CLOEXEC);
     if (in < 0)
@@ -169,7 +168,7 @@ static int copy_file(const char *src, const char *dst, mode_t mode)
     return rc;
 }
 
-static int write_text(const char *path, const char *text, mode_t mode)
+int eai_images_write_text(const char *path, const char *text, mode_t mode)
 {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
     if (fd < 0)
@@ -189,7 +188,7 @@ static int file_exists(const char *p)
 }
 
 /* The statx shim built next to eaid (see tools/images/). */
-static int find_shim(char *out, size_t len)
+int eai_images_find_shim(char *out, size_t len)
 {
     const char *env = getenv("EAI_STATX_SHIM");
     if (env && *env) {
@@ -320,26 +319,41 @@ out:
     return rc;
 }
 
+int eai_images_place(const char *tmp, const char *final)
+{
+    struct stat st;
+    if (lstat(final, &st) == 0) /* --force: swap atomically; the caller drops the old tree */
+        return renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE);
+    return rename(tmp, final);
+}
+
 /* ------------------------------------------------------------ build */
 
+/* Debian package names: [a-z0-9][a-z0-9.+-]*, comma-separated.  A name
+ * starting with '-' would reach mmdebstrap's --include as an option. */
 static int packages_valid(const char *list)
 {
     if (!list || !*list)
         return 0;
     for (const char *p = list; *p; p++) {
         char c = *p;
+        int first = (p == list || p[-1] == ',');
+        if (first && !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+            return 0;
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '+' || c == '-' || c == ','))
             return 0;
-        if (c == ',' && (p == list || p[1] == ',' || p[1] == '\0'))
+        if (c == ',' && p[1] == '\0')
             return 0;
     }
     return 1;
 }
 
-static void usage(void)
+void eai_images_usage(void)
 {
     fprintf(stderr,
             "usage: eaid images build NAME[:TAG] --packages P1,P2,... [--mirror URL] [--force] [--no-shim]\n"
+            "       eaid images import NAME[:TAG] ARCHIVE [--force] [--max-size BYTES] [--no-shim]\n"
+            "         ARCHIVE: an OCI image layout (directory or tar) or a `docker save` tar\n"
             "       eaid images list\n"
             "       eaid images remove NAME[:TAG]\n"
             "NAME and TAG: lowercase [a-z0-9._-]+; TAG defaults to latest.\n");
@@ -363,14 +377,14 @@ static int images_build(const char *image_dir, int argc, char **argv)
         else if (!ref && argv[i][0] != '-')
             ref = argv[i];
         else {
-            usage();
+            eai_images_usage();
             return 2;
         }
     }
     char name[EAI_IMAGE_PART_MAX + 1], tag[EAI_IMAGE_PART_MAX + 1];
-    if (!ref || ref_split(ref, name, tag) < 0) {
+    if (!ref || eai_images_ref_split(ref, name, tag) < 0) {
         fprintf(stderr, "images build: invalid image reference '%s'\n", ref ? ref : "");
-        usage();
+        eai_images_usage();
         return 2;
     }
     /* The reference image needs no package list: `eaid images build
@@ -386,7 +400,7 @@ static int images_build(const char *image_dir, int argc, char **argv)
         return 2;
     }
     char shim_src[PATH_MAX] = "";
-    if (shim && find_shim(shim_src, sizeof(shim_src)) < 0) {
+    if (shim && eai_images_find_shim(shim_src, sizeof(shim_src)) < 0) {
         fprintf(stderr, "images build: statx shim %s not found (set EAI_STATX_SHIM or pass --no-shim)\n",
                 EAI_IMAGE_SHIM_NAME);
         return 1;
@@ -428,14 +442,28 @@ static int images_build(const char *image_dir, int argc, char **argv)
             goto out;
         }
     }
+    /* mmdebstrap copies the build host's /etc/hostname and /etc/resolv.conf:
+     * an image must not tell its sandboxes where it was made. */
+    snprintf(p, sizeof(p), "%s/etc/hostname", rootfs);
+    unlink(p);
+    if (eai_images_write_text(p, EAI_IMAGE_HOSTNAME "\n", 0644) < 0) {
+        fprintf(stderr, "images build: cannot write /etc/hostname: %s\n", strerror(errno));
+        goto out;
+    }
+    snprintf(p, sizeof(p), "%s/etc/resolv.conf", rootfs);
+    unlink(p);
+    if (eai_images_write_text(p, EAI_IMAGE_RESOLV, 0644) < 0) {
+        fprintf(stderr, "images build: cannot write /etc/resolv.conf: %s\n", strerror(errno));
+        goto out;
+    }
     if (shim) {
         snprintf(p, sizeof(p), "%s" EAI_IMAGE_SHIM_PATH, rootfs);
-        if (copy_file(shim_src, p, 0755) < 0) {
+        if (eai_images_copy_file(shim_src, p, 0755) < 0) {
             fprintf(stderr, "images build: cannot install shim: %s\n", strerror(errno));
             goto out;
         }
         snprintf(p, sizeof(p), "%s/etc/ld.so.preload", rootfs);
-        if (write_text(p, EAI_IMAGE_SHIM_PATH "\n", 0644) < 0) {
+        if (eai_images_write_text(p, EAI_IMAGE_SHIM_PATH "\n", 0644) < 0) {
             fprintf(stderr, "images build: cannot write ld.so.preload: %s\n", strerror(errno));
             goto out;
         }
@@ -473,20 +501,14 @@ static int images_build(const char *image_dir, int argc, char **argv)
         fprintf(stderr, "images build: cannot write meta.json\n");
         goto out;
     }
-    if (lstat(final, &st) == 0) {
-        /* --force: swap atomically, then drop the old tree. */
-        if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_EXCHANGE) < 0) {
-            fprintf(stderr, "images build: cannot replace %s: %s\n", final, strerror(errno));
-            goto out;
-        }
-    } else if (rename(tmp, final) < 0) {
-        fprintf(stderr, "images build: cannot move into place: %s\n", strerror(errno));
+    if (eai_images_place(tmp, final) < 0) {
+        fprintf(stderr, "images build: cannot move %s into place: %s\n", final, strerror(errno));
         goto out;
     }
     printf("{\"image\":\"%s:%s\",\"digest\":\"%s\",\"path\":\"%s\"}\n", name, tag, digest, final);
     rc = 0;
 out:
-    rm_tree(tmp); /* after an exchange this holds the old image */
+    eai_images_rm_tree(tmp); /* after an exchange this holds the old image */
     return rc;
 }
 
@@ -533,8 +555,8 @@ static int images_list(const char *image_dir)
 static int images_remove(const char *image_dir, int argc, char **argv)
 {
     char name[EAI_IMAGE_PART_MAX + 1], tag[EAI_IMAGE_PART_MAX + 1], p[PATH_MAX], rnd[17];
-    if (argc != 2 || ref_split(argv[1], name, tag) < 0) {
-        usage();
+    if (argc != 2 || eai_images_ref_split(argv[1], name, tag) < 0) {
+        eai_images_usage();
         return 2;
     }
     char dead[PATH_MAX + 64];
@@ -546,21 +568,23 @@ static int images_remove(const char *image_dir, int argc, char **argv)
         fprintf(stderr, "images remove: %s:%s: %s\n", name, tag, strerror(errno));
         return 1;
     }
-    return rm_tree(dead) < 0 ? 1 : 0;
+    return eai_images_rm_tree(dead) < 0 ? 1 : 0;
 }
 
 int eai_images_cli(const char *image_dir, int argc, char **argv)
 {
     if (argc < 1 || !image_dir) {
-        usage();
+        eai_images_usage();
         return 2;
     }
     if (!strcmp(argv[0], "build"))
         return images_build(image_dir, argc, argv);
+    if (!strcmp(argv[0], "import"))
+        return eai_images_import(image_dir, argc, argv);
     if (!strcmp(argv[0], "list") && argc == 1)
         return images_list(image_dir);
     if (!strcmp(argv[0], "remove") || !strcmp(argv[0], "rm"))
         return images_remove(image_dir, argc, argv);
-    usage();
+    eai_images_usage();
     return 2;
 }

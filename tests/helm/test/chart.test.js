@@ -265,8 +265,13 @@ test("minimal deployment: control plane, bundled PostgreSQL, sandbox pods", () =
   assert.ok(hs && hs.spec.clusterIP === "None");
   const db = byKind(r, "Secret").find((s) => s.data && s.data.url);
   const url = Buffer.from(db.data.url, "base64").toString();
-  assert.match(url, new RegExp(`^postgres://eai:[A-Za-z0-9]{32}@${sts.metadata.name}:5432/eai`));
-  assert.equal(Buffer.from(db.data.password, "base64").toString(), url.split(":")[2].split("@")[0]);
+  // eaid serves as the application role (RLS applies), the owner only migrates
+  assert.match(url, new RegExp(`^postgres://eai_app:[A-Za-z0-9]{32}@${sts.metadata.name}:5432/eai`));
+  assert.equal(Buffer.from(db.data.appPassword, "base64").toString(), url.split(":")[2].split("@")[0]);
+  const murl = Buffer.from(db.data.migrateUrl, "base64").toString();
+  assert.match(murl, new RegExp(`^postgres://eai:[A-Za-z0-9]{32}@${sts.metadata.name}:5432/eai`));
+  assert.equal(Buffer.from(db.data.password, "base64").toString(), murl.split(":")[2].split("@")[0]);
+  assert.notEqual(db.data.password, db.data.appPassword);
 
   // the eaid config: k8s backend, namespace prefix, same profile names as on one host
   const cfg = r.embedded[`${d.metadata.name}-config/eaid.yaml`];
@@ -352,4 +357,182 @@ test("controlPlane disabled renders no control plane", () => {
 test("the renderer refuses what Helm refuses", () => {
   const r = render(["--kube-version", "v1.20.0"], { expectFail: true });
   assert.match(r.error, /incompatible with Kubernetes/);
+});
+
+// ---------------------------------------------------------------- issue 14
+const HOOK = "helm.sh/hook";
+const WEIGHT = "helm.sh/hook-weight";
+function hooks(o) { return ((o.metadata.annotations || {})[HOOK] || "").split(",").filter(Boolean).sort(); }
+function weight(o) { return Number((o.metadata.annotations || {})[WEIGHT] || 0); }
+function secretValue(r, ref) {
+  const s = byKind(r, "Secret").find((x) => x.metadata.name === ref.name);
+  assert.ok(s, `secret ${ref.name} rendered`);
+  assert.ok(s.data[ref.key], `secret ${ref.name} has key ${ref.key}`);
+  return Buffer.from(s.data[ref.key], "base64").toString();
+}
+function envRef(c, name) { const e = c.env.find((x) => x.name === name); return e && e.valueFrom && e.valueFrom.secretKeyRef; }
+const CI_DIRS = fs.readdirSync(path.join(ROOT, "deploy/helm")).map((d) => path.join(ROOT, "deploy/helm", d, "ci")).filter((d) => fs.existsSync(d));
+
+test("every values file in deploy/helm/*/ci renders and validates against the Kubernetes schemas", () => {
+  const files = CI_DIRS.flatMap((d) => fs.readdirSync(d).filter((f) => /\.ya?ml$/.test(f)).map((f) => path.join(d, f)));
+  assert.ok(files.length >= 3, `ci values files: ${files}`);
+  for (const f of files) {
+    const r = render(["-f", f]);
+    checkAll(r);
+    if (r.values.controlPlane.enabled && r.values.migration.enabled) one(r, "Job");
+  }
+});
+
+test("seed minimal deployment: the migration Job runs before everything that needs the schema", () => {
+  const r = render(["-f", path.join(CHART, "ci/minimal-values.yaml")]);
+  checkAll(r);
+  const job = one(r, "Job");
+  const d = one(r, "Deployment");
+  assert.deepEqual(hooks(job), ["pre-install", "pre-upgrade"]);
+  assert.deepEqual(job.metadata.annotations["helm.sh/hook-delete-policy"].split(",").sort(), ["before-hook-creation", "hook-succeeded"]);
+  const pod = job.spec.template.spec;
+  const c = pod.containers[0];
+  assert.deepEqual(c.args, ["migrate", "--app-role", "eai_app"]);
+  assert.equal(c.image, d.spec.template.spec.containers[0].image, "the same eaid image as the server");
+  restrictedContainer(c, "migrate");
+  assert.equal(pod.restartPolicy, "Never");
+  assert.equal(pod.automountServiceAccountToken, false);
+  assert.equal(pod.serviceAccountName, undefined, "the release's ServiceAccount does not exist at pre-install");
+  assert.ok(job.spec.backoffLimit >= 3, "retries while PostgreSQL starts");
+  assert.ok(job.spec.activeDeadlineSeconds > 0);
+  assert.ok(c.volumeMounts.some((m) => m.mountPath === "/tmp"));
+  // the Job connects as the owner; the server as the application role
+  const jref = envRef(c, "EAI_DATABASE_URL");
+  const sref = envRef(d.spec.template.spec.containers[0], "EAI_DATABASE_URL");
+  assert.match(secretValue(r, jref), /^postgres:\/\/eai:/);
+  assert.match(secretValue(r, sref), /^postgres:\/\/eai_app:/);
+  // what the Job needs exists before it: hooks of lower weight, on install and upgrade
+  const sec = byKind(r, "Secret").find((x) => x.metadata.name === jref.name);
+  const sts = one(r, "StatefulSet");
+  const pgsvc = byKind(r, "Service").find((x) => x.metadata.name === sts.spec.serviceName);
+  const init = byKind(r, "ConfigMap").find((x) => x.metadata.name.endsWith("-init"));
+  for (const o of [sec, sts, pgsvc, init]) {
+    assert.deepEqual(hooks(o), ["pre-install", "pre-upgrade"], `${o.kind} ${o.metadata.name} is a hook`);
+    assert.ok(weight(o) < weight(job), `${o.kind} before the Job`);
+  }
+  assert.ok(weight(sec) < weight(sts), "the Secret before the StatefulSet that reads it");
+  // the Deployment is not a hook: it starts after the Job succeeded
+  assert.deepEqual(hooks(d), []);
+  // the bundled instance creates the application role, least privilege
+  const script = Object.values(init.data)[0];
+  assert.match(script, /CREATE ROLE :"app" LOGIN NOSUPERUSER NOBYPASSRLS/);
+  const pgc = sts.spec.template.spec.containers[0];
+  assert.equal(pgc.env.find((e) => e.name === "EAI_APP_ROLE").value, "eai_app");
+  assert.deepEqual(envRef(pgc, "EAI_APP_PASSWORD"), { name: sec.metadata.name, key: "appPassword" });
+  assert.ok(pgc.volumeMounts.some((m) => m.mountPath === "/docker-entrypoint-initdb.d"));
+  // network: the migration pod reaches PostgreSQL and PostgreSQL admits it
+  const nps = byKind(r, "NetworkPolicy");
+  const jobLabels = pod.metadata ? pod.metadata.labels : job.spec.template.metadata.labels;
+  const mnp = nps.find((n) => matches(n.spec.podSelector.matchLabels, job.spec.template.metadata.labels));
+  assert.ok(mnp, "a NetworkPolicy selects the migration pod");
+  assert.deepEqual(hooks(mnp), ["pre-install", "pre-upgrade"]);
+  assert.equal(mnp.spec.ingress, undefined, "no ingress to the migration pod");
+  assert.ok(mnp.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 5432)));
+  const pgnp = nps.find((n) => matches(n.spec.podSelector.matchLabels, sts.spec.template.metadata.labels));
+  assert.ok(pgnp.spec.ingress[0].from.some((f) => matches(f.podSelector.matchLabels, job.spec.template.metadata.labels)));
+  assert.ok(jobLabels);
+  // in-process fallbacks: no FinOps / audit / OTLP URL in the config
+  const cfg = r.embedded[`${d.metadata.name}-config/eaid.yaml`];
+  assert.equal(cfg.finops, undefined);
+  assert.equal(cfg.audit, undefined);
+  assert.equal(cfg.telemetry, undefined);
+  // NOTES tell the truth about all of this
+  assert.match(r.notes, /eai-eai-sandbox-migrate ran `eaid migrate --app-role eai_app`/);
+  assert.match(r.notes, /eaid --config \/etc\/eai\/config\/eaid.yaml tenants create/);
+  assert.match(r.notes, /gvisor-small: runtimeClassName gvisor/);
+  assert.match(r.notes, /RuntimeClasses gvisor,kata must exist/);
+  assert.match(r.notes, /helm uninstall` leaves it/);
+});
+
+test("external database: the Job uses the owner's URL, the server the application role's", () => {
+  let r = render(["-f", path.join(CHART, "ci/external-db-values.yaml")]);
+  checkAll(r);
+  const job = one(r, "Job");
+  assert.equal(byKind(r, "StatefulSet").length, 0);
+  assert.match(secretValue(r, envRef(job.spec.template.spec.containers[0], "EAI_DATABASE_URL")), /^postgres:\/\/eai_owner:/);
+  assert.match(secretValue(r, envRef(one(r, "Deployment").spec.template.spec.containers[0], "EAI_DATABASE_URL")), /^postgres:\/\/eai_app:/);
+  const sec = byKind(r, "Secret").find((x) => x.data && x.data.migrateUrl);
+  assert.deepEqual(hooks(sec), ["pre-install", "pre-upgrade"], "the Secret exists when the pre-install Job runs");
+  // without migrateUrl the Job falls back to the same URL
+  r = render(["--set", "postgresql.enabled=false", "--set", "postgresql.url=postgres://u:p@db:5432/eai"]);
+  assert.deepEqual(envRef(one(r, "Job").spec.template.spec.containers[0], "EAI_DATABASE_URL").key, "url");
+  // an existing Secret: its migrate key
+  r = render(["-f", path.join(CHART, "ci/custom-runtimeclass-values.yaml")]);
+  assert.deepEqual(envRef(one(r, "Job").spec.template.spec.containers[0], "EAI_DATABASE_URL"), { name: "eai-database", key: "ownerUrl" });
+  // migration disabled: no Job, and NOTES say to run it by hand
+  r = render(["--set", "migration.enabled=false"]);
+  checkAll(r);
+  assert.equal(byKind(r, "Job").length, 0);
+  assert.match(r.notes, /migration.enabled=false: run `eaid migrate --app-role eai_app`/);
+});
+
+test("profiles take sandbox.runtimeClass; gvisor-small exists and admits the seed's request", () => {
+  let r = render();
+  const cfgOf = (x) => x.embedded[`${one(x, "Deployment").metadata.name}-config/eaid.yaml`];
+  let cfg = cfgOf(r);
+  assert.deepEqual(Object.keys(cfg.profiles).sort(), ["gvisor", "gvisor-small", "kata"]);
+  assert.equal(cfg.profiles["gvisor-small"].backend, "k8s");
+  assert.equal(cfg.profiles["gvisor-small"].runtime_class, "gvisor");
+  const small = cfg.profiles["gvisor-small"];
+  assert.deepEqual(small.defaults, { cpu: "500m", memory: "256Mi", timeout_s: 30, disk: "64Mi" });
+  assert.deepEqual(small.max, { cpu: "1", memory: "512Mi", timeout_s: 60, disk: "256Mi" });
+  // the seed's request: cpu 500m, memory 256Mi, timeout_s 30 fits gvisor-small
+  assert.ok(500 <= 1000 && 256 <= 512 && 30 <= small.max.timeout_s);
+  // sandbox.runtimeClass changes every profile that names no class of its own
+  r = render(["--set", "sandbox.runtimeClass=gvisor-gke"]);
+  checkAll(r);
+  cfg = cfgOf(r);
+  assert.equal(cfg.isolation.k8s.runtime_class, "gvisor-gke");
+  assert.equal(cfg.profiles.gvisor.runtime_class, "gvisor-gke");
+  assert.equal(cfg.profiles["gvisor-small"].runtime_class, "gvisor-gke");
+  assert.equal(cfg.profiles.kata.runtime_class, "kata", "kata names its own class");
+  assert.match(r.notes, /gvisor-small: runtimeClassName gvisor-gke/);
+  // a profile's own class, its own limits, removal
+  r = render(["--set", "sandbox.profiles.gvisor-small.runtimeClass=kata", "--set", "sandbox.profiles.kata=null",
+    "--set-json", 'sandbox.profiles.big={"maxima":{"cpu":"4","memory":"4Gi","timeoutSeconds":600,"disk":"2Gi"}}']);
+  checkAll(r);
+  cfg = cfgOf(r);
+  assert.deepEqual(Object.keys(cfg.profiles).sort(), ["big", "gvisor", "gvisor-small"]);
+  assert.equal(cfg.profiles["gvisor-small"].runtime_class, "kata");
+  assert.equal(cfg.profiles.big.runtime_class, "gvisor");
+  assert.equal(cfg.profiles.big.max.cpu, "4");
+  assert.deepEqual(cfg.profiles.big.defaults, { cpu: "500m", memory: "256Mi", timeout_s: 30, disk: "64Mi" }, "sandbox.defaults");
+  // the schema refuses a bad class name on a profile
+  const vals = structuredClone(render().values);
+  vals.sandbox.profiles["gvisor-small"].runtimeClass = "Not_A_Class";
+  assert.equal(validateValues(vals), false);
+});
+
+test("runtime classes: one per class the profiles use, with its handler", () => {
+  let r = render(["-f", path.join(CHART, "ci/custom-runtimeclass-values.yaml")]);
+  checkAll(r);
+  assert.deepEqual(byKind(r, "RuntimeClass").map((x) => [x.metadata.name, x.handler]), [["gvisor-runsc", "runsc"]]);
+  const cfg = r.embedded[`${one(r, "Deployment").metadata.name}-config/eaid.yaml`];
+  assert.deepEqual(Object.keys(cfg.profiles).sort(), ["gvisor", "gvisor-small"]);
+  for (const p of Object.values(cfg.profiles)) assert.equal(p.runtime_class, "gvisor-runsc");
+  r = render(["-f", path.join(CHART, "ci/external-db-values.yaml")]);
+  assert.deepEqual(byKind(r, "RuntimeClass").map((x) => [x.metadata.name, x.handler]).sort(), [["gvisor", "runsc"], ["kata", "kata"]]);
+  assert.match(r.notes, /created the RuntimeClass objects gvisor,kata/);
+  const fail = render(["--set", "sandbox.createRuntimeClasses=true", "--set", "sandbox.runtimeClass=nohandler"], { expectFail: true });
+  assert.match(fail.error, /sandbox.runtimeClasses.nohandler.handler is needed/);
+});
+
+test("the chart's default image is what scripts/image.sh builds", () => {
+  const r = render();
+  const script = fs.readFileSync(path.join(ROOT, "scripts/image.sh"), "utf8");
+  const repo = script.match(/^repo=\$\{EAI_IMAGE_REPOSITORY:-([^}]+)\}/m)[1];
+  const version = fs.readFileSync(path.join(ROOT, "CMakeLists.txt"), "utf8").match(/project\([^)]*VERSION ([0-9.]+)/)[1];
+  const chart = fs.readFileSync(path.join(CHART, "Chart.yaml"), "utf8");
+  assert.equal(chart.match(/^appVersion: "([^"]+)"/m)[1], version, "Chart appVersion = project version");
+  const image = one(r, "Deployment").spec.template.spec.containers[0].image;
+  assert.equal(image, `${repo}:${version}`);
+  assert.equal(one(r, "Job").spec.template.spec.containers[0].image, image);
+  // the image's user is the pods' user
+  assert.match(script, /"User": "10001:10001"/);
+  assert.equal(one(r, "Deployment").spec.template.spec.securityContext.runAsUser, 10001);
 });

@@ -78,3 +78,43 @@ url
 {{- define "eai.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
+
+{{/* RuntimeClass of a profile: its own, else sandbox.runtimeClass. */}}
+{{- define "eai.profileRuntimeClass" -}}
+{{- default .sb.runtimeClass .p.runtimeClass -}}
+{{- end -}}
+
+{{/* Every RuntimeClass the profiles use, sorted, comma-separated. */}}
+{{- define "eai.usedRuntimeClasses" -}}
+{{- $sb := .Values.sandbox -}}
+{{- $used := list -}}
+{{- range $name, $p := $sb.profiles -}}
+{{- $used = append $used (include "eai.profileRuntimeClass" (dict "p" $p "sb" $sb)) -}}
+{{- end -}}
+{{- $used | uniq | sortAlpha | join "," -}}
+{{- end -}}
+
+{{/* Labels of the migration Job's pod. */}}
+{{- define "eai.migrateSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "eai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: migrate
+{{- end -}}
+
+{{/* Key of the schema owner's URL in the database Secret. */}}
+{{- define "eai.dbMigrateKey" -}}
+{{- if and (not .Values.postgresql.enabled) .Values.postgresql.existingSecret -}}
+{{- .Values.postgresql.existingSecretMigrateKey -}}
+{{- else if or .Values.postgresql.enabled .Values.postgresql.migrateUrl -}}
+migrateUrl
+{{- else -}}
+url
+{{- end -}}
+{{- end -}}
+
+{{/* Hook annotations of what the migration Job needs before install. */}}
+{{- define "eai.preInstallHook" -}}
+helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook-weight: {{ .weight | quote }}
+helm.sh/hook-delete-policy: before-hook-creation
+{{- end -}}

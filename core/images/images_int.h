@@ -1,0 +1,28 @@
+/* Shared between the image store's commands (images.c: build, list,
+ * remove; import.c: import).  Not an API: CLI code, blocking. */
+#ifndef EAI_CORE_IMAGES_INT_H
+#define EAI_CORE_IMAGES_INT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define EAI_IMAGE_PART_MAX 128
+#define EAI_IMAGE_SHIM_NAME "eai-statx-shim.so"
+#define EAI_IMAGE_SHIM_PATH "/usr/lib/eai-statx-shim.so"
+
+/* NAME[:TAG] -> name, tag ("latest" when absent).  0 or -1 (malformed). */
+int eai_images_ref_split(const char *ref, char name[EAI_IMAGE_PART_MAX + 1], char tag[EAI_IMAGE_PART_MAX + 1]);
+/* rm -rf that never follows symlinks nor crosses mount points. */
+int eai_images_rm_tree(const char *path);
+/* The statx shim built next to eaid; 0 when found. */
+int eai_images_find_shim(char *out, size_t len);
+int eai_images_copy_file(const char *src, const char *dst, mode_t mode);
+int eai_images_write_text(const char *path, const char *text, mode_t mode);
+/* Move the complete tag directory tmp to final (swap when it exists);
+ * after a swap tmp holds the old image, for the caller to remove. */
+int eai_images_place(const char *tmp, const char *final);
+/* `eaid images import NAME[:TAG] ARCHIVE ...` (import.c); exit code. */
+int eai_images_import(const char *image_dir, int argc, char **argv);
+void eai_images_usage(void);
+
+#endif
