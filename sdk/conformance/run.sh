@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SDK conformance: start a real `eaid serve` on a free loopback port with a
+# temporary data dir, make two tenants and keys, and run every SDK's runner
+# over sdk/conformance/scenarios.json (format: sdk/conformance/README.md).
+#
+#   sdk/conformance/run.sh [python] [typescript] [java] [go]   (default: all)
+#
+# Needs root (gVisor).  Environment: EAI_BUILD_DIR (default <src>/build),
+# EAI_IMAGE_DIR (default <build>/images), EAI_CONFORMANCE_ONLY (scenario names).
+# A runner whose toolchain is missing is skipped with one "SKIP" line; any
+# failing runner makes the script exit 1.
+set -uo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+BUILD=${EAI_BUILD_DIR:-$SRC/build}
+EAID=$BUILD/eaid
+IMAGES=${EAI_IMAGE_DIR:-$BUILD/images}
+IMAGE=python:3.11-slim
+
+langs=("$@")
+((${#langs[@]})) || langs=(python typescript java go)
+
+if [[ $(id -u) -ne 0 ]]; then
+    echo "run.sh: needs root (eaid runs sandboxes in gVisor)" >&2
+    exit 1
+fi
+
+if [[ ! -x $EAID ]]; then
+    echo "== building eaid in $BUILD"
+    cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+        cmake --build "$BUILD" -j2 --target eaid >/dev/null || { echo "run.sh: build failed" >&2; exit 1; }
+    # the plugins eaid loads (gVisor backend, storage, ...) are separate targets
+    cmake --build "$BUILD" -j2 >/dev/null || { echo "run.sh: build failed" >&2; exit 1; }
+fi
+
+if [[ ! -d $IMAGES/python/3.11-slim/rootfs ]]; then
+    echo "== building image $IMAGE into $IMAGES (once)"
+    mkdir -p "$IMAGES"
+    EAI_IMAGE_DIR=$IMAGES "$EAID" images build "$IMAGE" --packages python3-minimal,libpython3.11-stdlib ||
+        { echo "run.sh: image build failed" >&2; exit 1; }
+fi
+
+tmp=$(mktemp -d /tmp/eai-sdk-conf.XXXXXX)
+chmod 0755 "$tmp"
+mkdir -m 0700 "$tmp/data"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+eaid_pid=
+
+eaid_env() {
+    env -u EAI_FINOPS_URL -u EAI_AUDIT_URL -u OTEL_EXPORTER_OTLP_ENDPOINT -u EAI_DATABASE_URL \
+        -u EAI_PLUGIN_DIR -u EAI_SANDBOX_RUNSC -u EAI_AUTH_PEPPER_FILE -u EAI_LOG_LEVEL \
+        EAI_DATA_DIR="$tmp/data" EAI_LISTEN="127.0.0.1:$port" EAI_IMAGE_DIR="$IMAGES" "$@"
+}
+
+failed=0
+cleanup() {
+    if [[ -n $eaid_pid ]] && kill -0 "$eaid_pid" 2>/dev/null; then
+        kill -TERM "$eaid_pid" 2>/dev/null
+        for _ in $(seq 1 300); do kill -0 "$eaid_pid" 2>/dev/null || break; sleep 0.1; done
+        if kill -0 "$eaid_pid" 2>/dev/null; then
+            echo "run.sh: eaid did not stop within 30 s of SIGTERM, killing it" >&2
+            kill -KILL "$eaid_pid" 2>/dev/null
+        fi
+        wait "$eaid_pid" 2>/dev/null
+    fi
+    if ((failed)) && [[ -f $tmp/eaid.log ]]; then
+        echo "--- eaid log tail"
+        tail -n 40 "$tmp/eaid.log"
+    fi
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+echo "== eaid serve on 127.0.0.1:$port (data dir $tmp/data)"
+eaid_env "$EAID" serve </dev/null >"$tmp/eaid.log" 2>&1 &
+eaid_pid=$!
+ready=0
+for _ in $(seq 1 300); do
+    if ! kill -0 "$eaid_pid" 2>/dev/null; then break; fi
+    if curl -fsS -o /dev/null --max-time 5 "http://127.0.0.1:$port/readyz" 2>/dev/null; then ready=1; break; fi
+    sleep 0.2
+done
+if ((!ready)); then
+    echo "run.sh: eaid not ready" >&2
+    failed=1
+    exit 1
+fi
+
+tenant_id() { python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])'; }
+ta=$(eaid_env "$EAID" tenants create conf-a | tenant_id) &&
+    tb=$(eaid_env "$EAID" tenants create conf-b | tenant_id) &&
+    key_a=$(eaid_env "$EAID" keys create --tenant "$ta" --name conf-a 2>/dev/null) &&
+    key_b=$(eaid_env "$EAID" keys create --tenant "$tb" --name conf-b 2>/dev/null) ||
+    { echo "run.sh: could not create tenants and keys" >&2; failed=1; exit 1; }
+
+export EAI_URL="http://127.0.0.1:$port"
+export EAI_API_KEY=$key_a
+export EAI_API_KEY_B=$key_b
+export EAI_CONFORMANCE_SCENARIOS=$HERE/scenarios.json
+export EAI_CONFORMANCE_IMAGE=${EAI_CONFORMANCE_IMAGE:-$IMAGE}
+export EAI_CONFORMANCE_PROFILE=${EAI_CONFORMANCE_PROFILE:-gvisor-small}
+export EAI_CONFORMANCE_ONLY=${EAI_CONFORMANCE_ONLY:-}
+
+have() { command -v "$1" >/dev/null 2>&1; }
+summary=()
+
+run_lang() {
+    local lang=$1 rc
+    case $lang in
+    python)
+        if ! have python3; then summary+=("SKIP python: python3 not installed"); return; fi
+        echo "== conformance: python"
+        python3 "$SRC/sdk/python/tests/conformance.py"; rc=$?
+        ;;
+    typescript)
+        if ! have node || ! have npm; then summary+=("SKIP typescript: node/npm not installed"); return; fi
+        echo "== conformance: typescript"
+        (cd "$SRC/sdk/typescript" &&
+            { [[ -x node_modules/.bin/tsc ]] || npm ci --no-audit --no-fund --loglevel=error; } &&
+            npm run --silent build &&
+            node test/conformance.mjs); rc=$?
+        ;;
+    java)
+        if ! have mvn || ! have java; then summary+=("SKIP java: mvn/java not installed"); return; fi
+        if [[ ! -x $SRC/sdk/java/run-conformance.sh ]]; then summary+=("SKIP java: no sdk/java/run-conformance.sh"); return; fi
+        echo "== conformance: java"
+        "$SRC/sdk/java/run-conformance.sh"; rc=$?
+        ;;
+    go)
+        if ! have go; then summary+=("SKIP go: go not installed"); return; fi
+        if [[ ! -x $SRC/sdk/go/run-conformance.sh ]]; then summary+=("SKIP go: no sdk/go/run-conformance.sh"); return; fi
+        echo "== conformance: go"
+        "$SRC/sdk/go/run-conformance.sh"; rc=$?
+        ;;
+    *)
+        echo "run.sh: unknown runner '$lang' (python typescript java go)" >&2
+        rc=2
+        ;;
+    esac
+    if ((rc == 0)); then summary+=("OK   $lang"); else summary+=("FAIL $lang (exit $rc)"); failed=1; fi
+}
+
+for l in "${langs[@]}"; do
+    run_lang "$l"
+done
+
+echo "--- conformance summary"
+for s in "${summary[@]}"; do echo "$s"; done
+exit $failed
