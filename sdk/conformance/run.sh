@@ -47,11 +47,11 @@ mkdir -m 0700 "$tmp/data"
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 eaid_pid=
 
-eaid_env() {
-    env -u EAI_FINOPS_URL -u EAI_AUDIT_URL -u OTEL_EXPORTER_OTLP_ENDPOINT -u EAI_DATABASE_URL \
-        -u EAI_PLUGIN_DIR -u EAI_SANDBOX_RUNSC -u EAI_AUTH_PEPPER_FILE -u EAI_LOG_LEVEL \
-        EAI_DATA_DIR="$tmp/data" EAI_LISTEN="127.0.0.1:$port" EAI_IMAGE_DIR="$IMAGES" "$@"
-}
+# the server's environment: no outside FinOps/audit/OTLP/PostgreSQL, our data dir and port
+envargs=(-u EAI_FINOPS_URL -u EAI_AUDIT_URL -u OTEL_EXPORTER_OTLP_ENDPOINT -u EAI_DATABASE_URL
+         -u EAI_PLUGIN_DIR -u EAI_SANDBOX_RUNSC -u EAI_AUTH_PEPPER_FILE -u EAI_LOG_LEVEL
+         EAI_DATA_DIR="$tmp/data" EAI_LISTEN="127.0.0.1:$port" EAI_IMAGE_DIR="$IMAGES")
+eaid_env() { env "${envargs[@]}" "$@"; }
 
 failed=0
 cleanup() {
@@ -74,7 +74,8 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 echo "== eaid serve on 127.0.0.1:$port (data dir $tmp/data)"
-eaid_env "$EAID" serve </dev/null >"$tmp/eaid.log" 2>&1 &
+# env execs eaid, so $! is eaid's own pid (SIGTERM reaches the server itself)
+env "${envargs[@]}" "$EAID" serve </dev/null >"$tmp/eaid.log" 2>&1 &
 eaid_pid=$!
 ready=0
 for _ in $(seq 1 300); do
@@ -105,17 +106,18 @@ export EAI_CONFORMANCE_ONLY=${EAI_CONFORMANCE_ONLY:-}
 
 have() { command -v "$1" >/dev/null 2>&1; }
 summary=()
+skip() { echo "SKIP $1"; summary+=("SKIP $1"); }
 
 run_lang() {
     local lang=$1 rc
     case $lang in
     python)
-        if ! have python3; then summary+=("SKIP python: python3 not installed"); return; fi
+        if ! have python3; then skip "python: python3 not installed"; return; fi
         echo "== conformance: python"
         python3 "$SRC/sdk/python/tests/conformance.py"; rc=$?
         ;;
     typescript)
-        if ! have node || ! have npm; then summary+=("SKIP typescript: node/npm not installed"); return; fi
+        if ! have node || ! have npm; then skip "typescript: node/npm not installed"; return; fi
         echo "== conformance: typescript"
         (cd "$SRC/sdk/typescript" &&
             { [[ -x node_modules/.bin/tsc ]] || npm ci --no-audit --no-fund --loglevel=error; } &&
@@ -123,14 +125,14 @@ run_lang() {
             node test/conformance.mjs); rc=$?
         ;;
     java)
-        if ! have mvn || ! have java; then summary+=("SKIP java: mvn/java not installed"); return; fi
-        if [[ ! -x $SRC/sdk/java/run-conformance.sh ]]; then summary+=("SKIP java: no sdk/java/run-conformance.sh"); return; fi
+        if ! have mvn || ! have java; then skip "java: mvn/java not installed"; return; fi
+        if [[ ! -x $SRC/sdk/java/run-conformance.sh ]]; then skip "java: no sdk/java/run-conformance.sh"; return; fi
         echo "== conformance: java"
         "$SRC/sdk/java/run-conformance.sh"; rc=$?
         ;;
     go)
-        if ! have go; then summary+=("SKIP go: go not installed"); return; fi
-        if [[ ! -x $SRC/sdk/go/run-conformance.sh ]]; then summary+=("SKIP go: no sdk/go/run-conformance.sh"); return; fi
+        if ! have go; then skip "go: go not installed"; return; fi
+        if [[ ! -x $SRC/sdk/go/run-conformance.sh ]]; then skip "go: no sdk/go/run-conformance.sh"; return; fi
         echo "== conformance: go"
         "$SRC/sdk/go/run-conformance.sh"; rc=$?
         ;;
