@@ -107,11 +107,22 @@ func (s *ManifestsService) Get(ctx context.Context, kind, name string) (map[stri
 	return out, nil
 }
 
+// DeleteResult is the answer of Manifests.Delete.
+type DeleteResult struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Result string `json:"result"` // "deleted"
+}
+
 // Delete removes a manifest (*NotFoundError when absent).
-func (s *ManifestsService) Delete(ctx context.Context, kind, name string) error {
+func (s *ManifestsService) Delete(ctx context.Context, kind, name string) (*DeleteResult, error) {
 	p, err := manifestPath(kind, name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return s.c.getJSON(ctx, &request{method: "DELETE", path: p}, nil)
+	var out DeleteResult
+	if err := s.c.getJSON(ctx, &request{method: "DELETE", path: p}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
