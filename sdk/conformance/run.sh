@@ -114,7 +114,7 @@ run_lang() {
     python)
         if ! have python3; then skip "python: python3 not installed"; return; fi
         echo "== conformance: python"
-        python3 "$SRC/sdk/python/tests/conformance.py"; rc=$?
+        python3 "$SRC/sdk/python/tests/conformance.py" && python3 "$SRC/sdk/python/tests/seed_snippet.py"; rc=$?
         ;;
     typescript)
         if ! have node || ! have npm; then skip "typescript: node/npm not installed"; return; fi
