@@ -122,7 +122,7 @@ run_lang() {
         (cd "$SRC/sdk/typescript" &&
             { [[ -x node_modules/.bin/tsc ]] || npm ci --no-audit --no-fund --loglevel=error; } &&
             npm run --silent build &&
-            node test/conformance.mjs); rc=$?
+            node conformance/runner.mjs && node conformance/seed.mjs); rc=$?
         ;;
     java)
         if ! have mvn || ! have java; then skip "java: mvn/java not installed"; return; fi
