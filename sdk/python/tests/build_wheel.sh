@@ -10,7 +10,8 @@ cp -r "$here/enterprise_ai" "$here/pyproject.toml" "$here/README.md" "$out/src/"
 (cd "$out/src" && /usr/bin/python3 -m build --no-isolation --wheel --outdir "$out/dist" >"$out/build.log" 2>&1) ||
     { tail -20 "$out/build.log"; exit 1; }
 whl=$(ls "$out"/dist/enterprise_ai-*-py3-none-any.whl)
-unzip -l "$whl" | grep -q 'enterprise_ai/py.typed' || { echo "no py.typed in $whl"; exit 1; }
+listing=$(unzip -l "$whl")   # (not piped into grep -q: with pipefail, unzip's SIGPIPE failed the check)
+[[ $listing == *enterprise_ai/py.typed* ]] || { echo "no py.typed in $whl"; exit 1; }
 cd "$out" && PYTHONPATH="$whl" /usr/bin/python3 -c '
 import enterprise_ai, sys
 assert enterprise_ai.__file__.startswith(sys.argv[1]), enterprise_ai.__file__
