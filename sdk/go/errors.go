@@ -109,13 +109,12 @@ func (e *ConnectionError) Error() string {
 func (e *ConnectionError) Unwrap() error { return e.Err }
 
 // TimeoutError: Execute (or Wait) passed its overall timeout before the
-// execution reached a terminal status.  ExecutionID names it; Execute has
-// asked the server to cancel it (Cancelled says whether that was accepted).
+// execution reached a terminal status.  ExecutionID names it (empty when the
+// create itself did not finish in time); it was not cancelled.
 type TimeoutError struct {
 	ExecutionID string
 	After       time.Duration
 	LastStatus  string
-	Cancelled   bool
 }
 
 func (e *TimeoutError) Error() string {

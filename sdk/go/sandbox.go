@@ -188,10 +188,11 @@ func (s *SandboxService) wait(ctx context.Context, id string, waitS int) (*Execu
 // Execute creates the execution and waits for its end: the seed's call.
 // req is a map[string]any, an ExecuteRequest or *ExecuteRequest.  The whole
 // call is bounded by WithTimeout (default the client's execute timeout, 10
-// min) and ctx; when either ends first, Execute asks the server to cancel the
-// execution (best effort) and returns *TimeoutError or the context's error.
-// A finished execution is returned whatever its status (failed, timeout,
-// oom_killed...): check Status and ExitCode.
+// min) and ctx.  When the timeout passes first, Execute returns *TimeoutError
+// carrying the execution id; the execution is not cancelled (the caller
+// decides: Cancel, or Wait again).  When ctx ends first, its error is
+// returned, wrapped with the id.  A finished execution is returned whatever
+// its status (failed, timeout, oom_killed...): check Status and ExitCode.
 func (s *SandboxService) Execute(ctx context.Context, req any, opts ...CallOption) (*Execution, error) {
 	o := collect(opts)
 	timeout := o.timeout
@@ -207,27 +208,20 @@ func (s *SandboxService) Execute(ctx context.Context, req any, opts ...CallOptio
 		}
 		return nil, err
 	}
-	if created.Terminal() {
-		return s.Get(ctx, created.ID)
-	}
 	ex, last, err := s.wait(tctx, created.ID, o.waitS)
 	if err == nil {
 		return ex, nil
 	}
-	if tctx.Err() == nil {
-		return nil, err // an API or connection error while waiting
-	}
-	// Timed out or abandoned: nobody will read the result, stop the code.
-	cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer ccancel()
-	_, cerr := s.Cancel(cctx, created.ID)
 	if ctx.Err() != nil {
-		return nil, fmt.Errorf("eai: execution %s abandoned: %w", created.ID, ctx.Err())
+		return nil, fmt.Errorf("eai: execution %s: %w", created.ID, ctx.Err())
 	}
-	if last == "" {
-		last = created.Status
+	if tctx.Err() != nil {
+		if last == "" {
+			last = created.Status
+		}
+		return nil, &TimeoutError{ExecutionID: created.ID, After: timeout, LastStatus: last}
 	}
-	return nil, &TimeoutError{ExecutionID: created.ID, After: timeout, LastStatus: last, Cancelled: cerr == nil}
+	return nil, err // an API or connection error while waiting
 }
 
 // Cancel asks the server to stop an execution: queued ones become cancelled

@@ -4,22 +4,20 @@ import java.time.Duration;
 
 /**
  * {@code execute} or {@code wait} passed its overall timeout before the
- * execution ended.  {@code execute} has then asked the server to cancel it
- * ({@link #cancelled()} says whether that was accepted).
+ * execution ended.  {@link #executionId()} names it (null when the create itself
+ * did not finish in time); it is not cancelled: the caller decides.
  */
 public class ExecutionTimeoutException extends EaiException {
     private static final long serialVersionUID = 1L;
     private final String executionId;
     private final Duration timeout;
     private final String lastStatus;
-    private final boolean cancelled;
 
-    public ExecutionTimeoutException(String executionId, Duration timeout, String lastStatus, boolean cancelled) {
+    public ExecutionTimeoutException(String executionId, Duration timeout, String lastStatus) {
         super("execution " + executionId + " not finished after " + timeout + " (last status " + lastStatus + ")");
         this.executionId = executionId;
         this.timeout = timeout;
         this.lastStatus = lastStatus;
-        this.cancelled = cancelled;
     }
 
     public String executionId() {
@@ -32,9 +30,5 @@ public class ExecutionTimeoutException extends EaiException {
 
     public String lastStatus() {
         return lastStatus;
-    }
-
-    public boolean cancelled() {
-        return cancelled;
     }
 }

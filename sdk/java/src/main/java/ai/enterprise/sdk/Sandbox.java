@@ -40,7 +40,8 @@ public final class Sandbox {
      * {@code exit_code}); {@code stdout}/{@code stderr} that came as base64 are
      * {@link BinaryNode}s ({@code binaryValue()} gives the bytes; {@link Execution#of} decodes both kinds).
      *
-     * @throws ExecutionTimeoutException the timeout passed (the execution was asked to cancel)
+     * @throws ExecutionTimeoutException the timeout passed; it carries the execution id and the
+     *     execution is not cancelled (the caller decides: {@link #cancel}, or {@link #wait} again)
      * @throws ApiException the server refused (e.g. {@link ValidationException})
      */
     public JsonNode execute(Map<String, ?> request) {
@@ -70,7 +71,7 @@ public final class Sandbox {
         try {
             created = createRaw(body, key, deadline);
         } catch (Transport.DeadlineException e) {
-            throw new ExecutionTimeoutException(null, timeout, null, false);
+            throw new ExecutionTimeoutException(null, timeout, null);
         }
         String id = created.path("id").asText();
         String[] last = {created.path("status").asText()};
@@ -78,14 +79,7 @@ public final class Sandbox {
         if (done != null) {
             return done;
         }
-        boolean cancelled;
-        try {
-            cancel(id);
-            cancelled = true;
-        } catch (EaiException e) {
-            cancelled = false;
-        }
-        throw new ExecutionTimeoutException(id, timeout, last[0], cancelled);
+        throw new ExecutionTimeoutException(id, timeout, last[0]);
     }
 
     // ---- create / get / wait
@@ -143,7 +137,7 @@ public final class Sandbox {
         String[] last = new String[1];
         JsonNode n = waitUntil(id, System.nanoTime() + timeout.toNanos(), last);
         if (n == null) {
-            throw new ExecutionTimeoutException(id, timeout, last[0], false);
+            throw new ExecutionTimeoutException(id, timeout, last[0]);
         }
         return Execution.of(n);
     }
