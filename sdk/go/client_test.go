@@ -634,3 +634,30 @@ func TestClientOptionsValidated(t *testing.T) {
 		t.Fatal("non-object request accepted")
 	}
 }
+
+func TestStreamStopsWithTheContext(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "event: status\ndata: {\"status\":\"running\"}\n\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	}))
+	defer srv.Close()
+	c, _ := newTest(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := c.Sandbox.Stream(ctx, "sbx_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Next() || st.Event().Status != "running" {
+		t.Fatal("first event missing")
+	}
+	time.AfterFunc(200*time.Millisecond, cancel)
+	t0 := time.Now()
+	if st.Next() || !errors.Is(st.Err(), context.Canceled) || time.Since(t0) > 3*time.Second {
+		t.Fatalf("err %v after %v", st.Err(), time.Since(t0))
+	}
+}

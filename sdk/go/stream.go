@@ -26,6 +26,7 @@ const maxEventBytes = 16 << 20
 // an error; a stream that ends before the terminal status is an error
 // (*ConnectionError).  It is not resumed: the server would replay the output.
 type EventStream struct {
+	ctx    context.Context
 	rc     io.ReadCloser
 	cancel context.CancelFunc
 	sc     *bufio.Scanner
@@ -48,7 +49,7 @@ func (s *SandboxService) Stream(ctx context.Context, id string) (*EventStream, e
 	}
 	sc := bufio.NewScanner(resp.rc)
 	sc.Buffer(make([]byte, 0, 64<<10), maxEventBytes)
-	return &EventStream{rc: resp.rc, cancel: resp.cancel, sc: sc, path: p}, nil
+	return &EventStream{ctx: ctx, rc: resp.rc, cancel: resp.cancel, sc: sc, path: p}, nil
 }
 
 // Next reads the next event.
@@ -100,6 +101,10 @@ func (st *EventStream) Next() bool {
 		}
 	}
 	err := st.sc.Err()
+	if st.ctx.Err() != nil {
+		st.fail(st.ctx.Err())
+		return false
+	}
 	if err == nil {
 		err = io.ErrUnexpectedEOF
 	}

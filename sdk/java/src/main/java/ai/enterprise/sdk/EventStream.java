@@ -29,7 +29,7 @@ public final class EventStream implements Iterator<Event>, Iterable<Event>, Auto
     private boolean done;
 
     EventStream(InputStream in, String path) {
-        this.in = in;
+        this.in = new java.io.BufferedInputStream(in, 65536);
         this.path = path;
     }
 
