@@ -11,5 +11,5 @@ go vet ./...
 rc=0
 go run ./conformance || rc=1
 echo "== go: seed snippet against $EAI_URL"
-EAI_SDK_LIVE=1 go test -count=1 -run 'TestSeed' ./... || rc=1
+EAI_SDK_LIVE=1 go test -count=1 -v -run 'TestSeed' . || rc=1
 exit $rc

@@ -29,13 +29,13 @@ func liveEnv(t *testing.T) (string, string) {
 }
 
 func TestSeedSnippetVerbatim(t *testing.T) {
-	image, profile := liveEnv(t)
+	image, _ := liveEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	// --- the seed, verbatim but for the URL and the image that exists here
 	c, _ := eai.NewClient(eai.WithBaseURL(os.Getenv("EAI_URL")), eai.WithAPIKey(os.Getenv("EAI_API_KEY")))
-	ex, err := c.Sandbox.Execute(ctx, map[string]any{"image": image, "profile": profile})
+	ex, err := c.Sandbox.Execute(ctx, map[string]any{"image": image, "profile": "gvisor-small"})
 	// ---
 
 	// The snippet sends no command, which the API requires (API.md): the
@@ -52,7 +52,7 @@ func TestSeedSnippetWithCommand(t *testing.T) {
 	ctx := context.Background()
 	c, _ := eai.NewClient(eai.WithBaseURL(os.Getenv("EAI_URL")), eai.WithAPIKey(os.Getenv("EAI_API_KEY")))
 	ex, err := c.Sandbox.Execute(ctx, map[string]any{"image": image, "profile": profile,
-		"command": []string{"python3", "-c", "print(1)"}})
+		"command": []string{"python", "-c", "print(1)"}})
 	if err != nil || ex.Status != eai.StatusSucceeded || ex.StdoutText() != "1\n" || *ex.ExitCode != 0 {
 		t.Fatalf("%v %+v", err, ex)
 	}

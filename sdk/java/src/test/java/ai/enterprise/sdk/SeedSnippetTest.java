@@ -11,9 +11,9 @@ import org.junit.jupiter.api.condition.EnabledIfEnvironmentVariable;
 
 /**
  * The seed's Java snippet (section 7) against the live eaid of
- * sdk/conformance/run.sh (EAI_SDK_LIVE=1): verbatim but for the URL, and the
- * image and profile that exist there (python:3.11-slim has python3, the
- * "python" of the snippet, and profile "gvisor-small").
+ * sdk/conformance/run.sh (EAI_SDK_LIVE=1): verbatim but for the URL and the
+ * image (python:3.12-slim is not built here; EAI_CONFORMANCE_IMAGE, default
+ * python:3.11-slim, is).
  */
 @EnabledIfEnvironmentVariable(named = "EAI_SDK_LIVE", matches = "1")
 class SeedSnippetTest {
@@ -26,17 +26,19 @@ class SeedSnippetTest {
     void seedSnippet() throws Exception {
         String image = env("EAI_CONFORMANCE_IMAGE", "python:3.11-slim");
         String profile = env("EAI_CONFORMANCE_PROFILE", "gvisor-small");
+        String baseUrl = System.getenv("EAI_URL");
 
         // --- the seed
         EnterpriseAIClient client = EnterpriseAIClient.builder()
-            .baseUrl(System.getenv("EAI_URL"))
+            .baseUrl(baseUrl)
             .apiKey(System.getenv("EAI_API_KEY"))
             .build();
-        JsonNode ex = client.sandbox().execute(Map.of("image", image, "command", List.of("python3", "-c", "print(1)"), "profile", profile));
+        JsonNode ex = client.sandbox().execute(Map.of("image", image, "command", List.of("python", "-c", "print(1)"), "profile", "gvisor"));
         // ---
 
         assertEquals("succeeded", ex.path("status").asText(), ex.toString());
         assertEquals(0, ex.path("exit_code").asInt());
+        assertEquals("gvisor", ex.path("profile").asText());
         assertEquals("1\n", ex.path("stdout").asText());
 
         // the typed form, with output that is not UTF-8
