@@ -424,8 +424,11 @@ func (c *Client) once(ctx context.Context, r *request) (*response, error) {
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		timer.Stop()
+		expired := !timer.Stop() && ctx.Err() == nil
 		cancel()
+		if expired {
+			return nil, fmt.Errorf("no answer within %s", c.requestTimeout+r.extra)
+		}
 		return nil, scrub(err)
 	}
 	if r.stream && resp.StatusCode >= 200 && resp.StatusCode < 300 {
@@ -436,6 +439,9 @@ func (c *Client) once(ctx context.Context, r *request) (*response, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, c.maxResponse+1))
 	if err != nil {
+		if actx.Err() != nil && ctx.Err() == nil {
+			return nil, fmt.Errorf("answer not complete within %s", c.requestTimeout+r.extra)
+		}
 		return nil, scrub(err)
 	}
 	if int64(len(b)) > c.maxResponse {

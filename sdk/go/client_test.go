@@ -661,3 +661,30 @@ func TestStreamStopsWithTheContext(t *testing.T) {
 		t.Fatalf("err %v after %v", st.Err(), time.Since(t0))
 	}
 }
+
+func TestAttemptTimeoutIsAConnectionErrorAndRetried(t *testing.T) {
+	var n int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if atomic.AddInt32(&n, 1) == 1 {
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		writeJSON(w, 200, map[string]any{"id": "sbx_1", "status": "running"})
+	}))
+	defer srv.Close()
+	c, slept := newTest(t, srv, WithRequestTimeout(300*time.Millisecond))
+	ex, err := c.Sandbox.Get(context.Background(), "sbx_1")
+	if err != nil || ex.Status != "running" || n != 2 || len(*slept) != 1 {
+		t.Fatalf("%v after %d attempts", err, n)
+	}
+	c2, _ := newTest(t, srv, WithRequestTimeout(300*time.Millisecond), WithRetry(0, 0))
+	atomic.StoreInt32(&n, 0)
+	_, err = c2.Sandbox.Get(context.Background(), "sbx_1")
+	var ce *ConnectionError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "no answer within 300ms") || errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v", err)
+	}
+}
