@@ -243,6 +243,11 @@ func TestGivenIdempotencyKeyIsSent(t *testing.T) {
 	if a, b := <-got, <-got; a != "k-struct" || b != "k-opt" {
 		t.Fatalf("keys %q %q", a, b)
 	}
+	c.Sandbox.Create(context.Background(), map[string]any{"image": "i"})
+	c.Sandbox.Create(context.Background(), map[string]any{"image": "i"})
+	if a, b := <-got, <-got; a == "" || a == b {
+		t.Fatalf("generated keys %q %q: two creates must not share one", a, b)
+	}
 }
 
 func TestFrenchErrorEnvelope(t *testing.T) {

@@ -53,6 +53,11 @@ public final class Sandbox {
         return withBinary(run(body(request), null, timeout));
     }
 
+    /** {@link #execute(Map, Duration)} with a given {@code Idempotency-Key} for its create. */
+    public JsonNode execute(Map<String, ?> request, Duration timeout, String idempotencyKey) {
+        return withBinary(run(body(request), idempotencyKey, timeout));
+    }
+
     /** Typed form of {@link #execute(Map)}. */
     public Execution execute(ExecuteRequest request) {
         return execute(request, t.executeTimeout);

@@ -149,6 +149,12 @@ class ClientTest {
             c.sandbox().create(ExecuteRequest.builder("i", "x").idempotencyKey("k-typed").build());
             assertEquals("k-map", s.requests.get(0).header("Idempotency-Key"));
             assertEquals("k-typed", s.requests.get(1).header("Idempotency-Key"));
+            c.sandbox().create(Map.of("image", "i"));
+            c.sandbox().create(Map.of("image", "i"));
+            String k1 = s.requests.get(2).header("Idempotency-Key");
+            String k2 = s.requests.get(3).header("Idempotency-Key");
+            assertNotNull(k1);
+            assertFalse(k1.equals(k2), "two creates shared a generated key");
         }
     }
 
