@@ -304,6 +304,10 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		if err == nil && resp.status >= 200 && resp.status < 300 {
 			return resp, nil
 		}
+		var tl *TooLargeError
+		if errors.As(err, &tl) {
+			return nil, err // the same answer again would not be smaller
+		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -445,7 +449,7 @@ func (c *Client) once(ctx context.Context, r *request) (*response, error) {
 		return nil, scrub(err)
 	}
 	if int64(len(b)) > c.maxResponse {
-		return nil, fmt.Errorf("answer larger than %d bytes", c.maxResponse)
+		return nil, &TooLargeError{Limit: c.maxResponse}
 	}
 	return &response{status: resp.StatusCode, header: resp.Header, body: b}, nil
 }

@@ -693,3 +693,18 @@ func TestAttemptTimeoutIsAConnectionErrorAndRetried(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestOversizedAnswerIsNotRetried(t *testing.T) {
+	var n int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		atomic.AddInt32(&n, 1)
+		writeJSON(w, 200, map[string]any{"id": "sbx_1", "status": "running", "pad": strings.Repeat("x", 4096)})
+	}))
+	defer srv.Close()
+	c, _ := newTest(t, srv, WithMaxResponseBytes(1024))
+	_, err := c.Sandbox.Get(context.Background(), "sbx_1")
+	var tl *TooLargeError
+	if !errors.As(err, &tl) || n != 1 {
+		t.Fatalf("%v after %d attempts", err, n)
+	}
+}

@@ -123,3 +123,10 @@ func (e *TimeoutError) Error() string {
 
 // Timeout reports true, as net.Error does.
 func (e *TimeoutError) Timeout() bool { return true }
+
+// TooLargeError: an answer passed WithMaxResponseBytes; not retried.
+type TooLargeError struct{ Limit int64 }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("eai: answer larger than %d bytes (WithMaxResponseBytes)", e.Limit)
+}

@@ -250,8 +250,8 @@ final class Transport {
         int n;
         while ((n = in.read(buf)) > 0) {
             total += n;
-            if (total > cap) {
-                throw new IOException("answer larger than " + cap + " bytes");
+            if (total > cap) { // not an IOException: the same answer again would not be smaller
+                throw new EaiException("answer larger than " + cap + " bytes (maxResponseBytes)");
             }
             out.write(buf, 0, n);
         }

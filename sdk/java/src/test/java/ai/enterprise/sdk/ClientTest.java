@@ -416,6 +416,16 @@ class ClientTest {
     }
 
     @Test
+    void oversizedAnswerIsNotRetried() throws Exception {
+        try (MockServer s = new MockServer(r -> json(200, "{\"id\":\"sbx_1\",\"pad\":\"" + "x".repeat(4096) + "\"}"))) {
+            EnterpriseAIClient c = builder(s).maxResponseBytes(1024).build();
+            EaiException e = assertThrows(EaiException.class, () -> c.sandbox().get("sbx_1"));
+            assertTrue(e.getMessage().contains("larger than 1024"), e.getMessage());
+            assertEquals(1, s.requests.size());
+        }
+    }
+
+    @Test
     void builderValidates() {
         assertThrows(IllegalArgumentException.class,
                 () -> EnterpriseAIClient.builder().baseUrl("http://x").apiKey("").build());
