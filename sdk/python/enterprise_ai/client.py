@@ -208,7 +208,7 @@ class _Transport:
             data: List[str] = []
             while True:
                 try:
-                    line_b = r.fp.readline(1 << 20)
+                    line_b = r.readline(1 << 20)  # decodes chunked transfer coding (eaid streams chunked)
                 except (OSError, http.client.HTTPException) as e:
                     raise errors.APIConnectionError("event stream of %s broke: %s" % (path, e)) from None
                 if not line_b:

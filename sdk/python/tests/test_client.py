@@ -367,15 +367,19 @@ class TestExecutions(Base):
         def stream(h: Handler) -> None:
             h.send_response(200)
             h.send_header("Content-Type", "text/event-stream")
-            h.send_header("Connection", "close")
+            h.send_header("Transfer-Encoding", "chunked")  # as eaid sends it
             h.end_headers()
-            for i in range(0, len(sse), 7):  # in small pieces
-                h.wfile.write(sse[i:i + 7])
+            for i in range(0, len(sse), 7):  # chunks of 7 bytes: lines split across chunks
+                piece = sse[i:i + 7]
+                h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 h.wfile.flush()
-            time.sleep(0.2)
+            time.sleep(3)  # the SDK stops at the terminal status, not at the end of the body
+            h.wfile.write(b"0\r\n\r\n")
             h.close_connection = True
         self.m.script = [(503, envelope("storage_unavailable", "x", "y")), stream]
+        t0 = time.monotonic()
         evs = list(self.c.sandbox.stream(EID))
+        self.assertLess(time.monotonic() - t0, 2.5)
         self.assertEqual([e.type for e in evs], ["status", "stdout", "stdout", "stderr", "status"])
         self.assertEqual(b"".join(e.bytes for e in evs if e.type == "stdout"), b"one\n\xff")
         self.assertEqual(evs[-1].status, "succeeded")
