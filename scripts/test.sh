@@ -6,6 +6,10 @@
 source "$(dirname "$0")/lib.sh"
 need_root
 cd "$EAI_ROOT"
+# The SDK suites (sdk/, docs/sdk.md, label sdk): Python's wheel build and type
+# check from Debian; the TypeScript compiler comes from npm (package-lock.json).
+EAI_SDK_PACKAGES=(python3-build python3-setuptools python3-wheel mypy unzip)
+EAI_SDK_PACKAGES+=(maven default-jdk-headless libjackson2-databind-java junit5 libmaven-compiler-plugin-java libsurefire-java libmaven-resources-plugin-java) # Java SDK (Maven offline); Go's golang-go is below
 # Node and npm from Debian unless a node with its own npm is there already
 # (NodeSource's nodejs ships npm and conflicts with Debian's package).
 node_pkgs=()
@@ -15,10 +19,11 @@ apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
     postgresql-15 \
     containerd runc busybox-static python3 openssl sqlite3 json-schema-test-suite nftables iproute2 \
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev \
+    "${EAI_SDK_PACKAGES[@]}" \
     "${node_pkgs[@]}"
 build_all
 
-for d in tests/k8s tests/helm; do
+for d in tests/k8s tests/helm sdk/typescript; do
     if [[ -f $d/package-lock.json ]]; then
         echo "== npm ci in $d"
         (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)

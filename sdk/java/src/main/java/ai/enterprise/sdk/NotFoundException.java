@@ -1,0 +1,15 @@
+package ai.enterprise.sdk;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/** 404 (also another tenant's resource). */
+public class NotFoundException extends ApiException {
+    private static final long serialVersionUID = 1L;
+
+    public NotFoundException(int status, String code, String message, Map<String, String> messageI18n,
+            String requestId, List<ErrorDetail> details, Duration retryAfter) {
+        super(status, code, message, messageI18n, requestId, details, retryAfter);
+    }
+}

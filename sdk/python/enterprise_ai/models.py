@@ -1,0 +1,165 @@
+"""Typed results (dataclasses); each keeps the server's JSON in ``raw``."""
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+TERMINAL_STATUSES = ("succeeded", "failed", "timeout", "oom_killed", "cancelled", "error")
+
+
+def _decode_stream(raw: Dict[str, Any], name: str) -> bytes:
+    v = raw.get(name)
+    if not isinstance(v, str):
+        return b""
+    if raw.get(name + "_encoding") == "base64":
+        try:
+            return base64.b64decode(v, validate=True)
+        except (binascii.Error, ValueError):
+            return v.encode("utf-8")
+    return v.encode("utf-8")
+
+
+@dataclass
+class FileInfo:
+    path: str
+    size: Optional[int] = None
+    sha256: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "FileInfo":
+        return cls(path=str(d.get("path", "")), size=d.get("size"), sha256=d.get("sha256"))
+
+
+@dataclass
+class Usage:
+    cpu_seconds: Optional[float] = None
+    memory_mb_seconds: Optional[float] = None
+    duration_s: Optional[float] = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Usage":
+        return cls(d.get("cpu_seconds"), d.get("memory_mb_seconds"), d.get("duration_s"))
+
+
+@dataclass
+class Execution:
+    """One execution as the server describes it.
+
+    ``stdout``/``stderr`` are text: when the server sent base64 (output that is
+    not UTF-8) they are decoded, and ``stdout_bytes``/``stderr_bytes`` hold the
+    exact bytes (the text then replaces invalid sequences).  ``ex["field"]``
+    reads the raw JSON.
+    """
+    id: str
+    status: str
+    raw: Dict[str, Any] = field(repr=False)
+    profile: Optional[str] = None
+    backend: Optional[str] = None
+    image: Optional[str] = None
+    command: Optional[List[str]] = None
+    tool: Optional[str] = None
+    limits: Dict[str, Any] = field(default_factory=dict)
+    exit_code: Optional[int] = None
+    signal: Optional[int] = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: bytes = field(default=b"", repr=False)
+    stderr_bytes: bytes = field(default=b"", repr=False)
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    files: List[FileInfo] = field(default_factory=list)
+    usage: Optional[Usage] = None
+    error: Optional[Dict[str, Any]] = None
+    project_id: Optional[str] = None
+    agent_id: Optional[str] = None
+    run_id: Optional[str] = None
+    trace_id: Optional[str] = None
+    created_at: Optional[str] = None
+    started_at: Optional[str] = None
+    finished_at: Optional[str] = None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+    def __getitem__(self, key: str) -> Any:
+        return self.raw[key]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.raw.get(key, default)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Execution":
+        so, se = _decode_stream(d, "stdout"), _decode_stream(d, "stderr")
+        files = d.get("files")
+        usage = d.get("usage")
+        err = d.get("error")
+        lim = d.get("limits")
+        cmd = d.get("command")
+        return cls(
+            id=str(d.get("id", "")), status=str(d.get("status", "")), raw=d,
+            profile=d.get("profile"), backend=d.get("backend"), image=d.get("image"),
+            command=list(cmd) if isinstance(cmd, list) else None, tool=d.get("tool"),
+            limits=dict(lim) if isinstance(lim, dict) else {},
+            exit_code=d.get("exit_code"), signal=d.get("signal"),
+            stdout=so.decode("utf-8", "replace"), stderr=se.decode("utf-8", "replace"),
+            stdout_bytes=so, stderr_bytes=se,
+            stdout_truncated=bool(d.get("stdout_truncated", False)),
+            stderr_truncated=bool(d.get("stderr_truncated", False)),
+            files=[FileInfo.from_dict(f) for f in files if isinstance(f, dict)] if isinstance(files, list) else [],
+            usage=Usage.from_dict(usage) if isinstance(usage, dict) else None,
+            error=err if isinstance(err, dict) else None,
+            project_id=d.get("project_id"), agent_id=d.get("agent_id"), run_id=d.get("run_id"),
+            trace_id=d.get("trace_id"), created_at=d.get("created_at"),
+            started_at=d.get("started_at"), finished_at=d.get("finished_at"))
+
+
+@dataclass
+class Event:
+    """One Server-Sent Event of an execution: ``type`` is ``stdout``, ``stderr`` or ``status``.
+
+    For output chunks ``bytes`` is the decoded chunk and ``text`` its text; for
+    status events ``status`` is set (the last one is terminal).
+    """
+    type: str
+    data: Dict[str, Any]
+    bytes: bytes = b""
+    text: str = ""
+    status: Optional[str] = None
+
+    @classmethod
+    def from_sse(cls, event: str, data: Dict[str, Any]) -> "Event":
+        if event in ("stdout", "stderr"):
+            b = _decode_stream({"data": data.get("data"), "data_encoding": data.get("encoding")}, "data")
+            return cls(type=event, data=data, bytes=b, text=b.decode("utf-8", "replace"))
+        st = data.get("status")
+        return cls(type=event, data=data, status=st if isinstance(st, str) else None)
+
+
+@dataclass
+class ValidationResult:
+    valid: bool
+    errors: List[Dict[str, Any]]
+    raw: Dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ValidationResult":
+        errs = d.get("errors")
+        return cls(bool(d.get("valid")), list(errs) if isinstance(errs, list) else [], d)
+
+
+@dataclass
+class ManifestResult:
+    kind: str
+    name: str
+    result: str
+    manifest: Optional[Dict[str, Any]]
+    raw: Dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ManifestResult":
+        m = d.get("manifest")
+        return cls(str(d.get("kind", "")), str(d.get("name", "")), str(d.get("result", "")),
+                   m if isinstance(m, dict) else None, d)

@@ -1,0 +1,349 @@
+// Unit tests of the TypeScript SDK against a scripted local node:http server:
+// retries, 429/503 with Retry-After, dropped connections and idempotency,
+// errors, language, base64 output, long-poll, SSE, paging, key never shown.
+import { test, describe, beforeEach, afterEach } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { inspect } from "node:util";
+import { createRequire } from "node:module";
+import * as sdk from "../dist/esm/index.js";
+
+const KEY = "eai_0123456789abcdef_" + "5ec7e7".repeat(10) + "abcd";
+const SECRET = KEY.split("_")[2];
+const EID = "sbx_11111111-2222-3333-4444-555555555555";
+const RUNNING = { id: EID, status: "running" };
+const DONE = { id: EID, status: "succeeded", exit_code: 0, signal: null, stdout: "4\n", stderr: "", stdout_encoding: "utf-8",
+  files: [{ path: "/tmp/outputs/r.json", size: 2, sha256: "x" }], limits: { timeout_s: 30 } };
+
+const envelope = (code, en, fr, lang = "en", details = []) =>
+  ({ error: { code, message: lang === "fr" ? fr : en, message_i18n: { en, fr }, request_id: "req-1", details } });
+
+class Mock {
+  constructor() {
+    this.requests = [];
+    this.script = [];
+    this.default = [500, envelope("internal", "Internal error", "Erreur interne")];
+    this.server = http.createServer((req, res) => {
+      const chunks = [];
+      req.on("data", (c) => chunks.push(c));
+      req.on("end", () => {
+        const r = { method: req.method, path: req.url, headers: req.headers, body: Buffer.concat(chunks) };
+        this.requests.push(r);
+        const act = this.script.length ? this.script.shift() : this.default;
+        if (typeof act === "function") return act(req, res, r);
+        if (act === "drop") return req.socket.destroy();
+        Mock.reply(res, act[0], act[1], act[2]);
+      });
+    });
+  }
+  static reply(res, status, payload, headers = {}) {
+    const data = Buffer.isBuffer(payload) ? payload : Buffer.from(JSON.stringify(payload));
+    res.writeHead(status, { "Content-Type": "application/json", "Content-Length": data.length, "X-Request-Id": "req-1", ...headers });
+    res.end(data);
+  }
+  async start() {
+    await new Promise((r) => this.server.listen(0, "127.0.0.1", r));
+    this.url = `http://127.0.0.1:${this.server.address().port}`;
+  }
+  async close() {
+    this.server.closeAllConnections?.();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+let m, sleeps;
+const client = (o = {}) => new sdk.EnterpriseAI({ baseUrl: m.url, apiKey: KEY, maxRetries: 4, sleep: async (ms) => { sleeps.push(ms); }, ...o });
+
+beforeEach(async () => {
+  m = new Mock();
+  sleeps = [];
+  await m.start();
+});
+afterEach(async () => {
+  await m.close();
+});
+
+describe("retries", () => {
+  test("503 with Retry-After is honoured, then success; one Idempotency-Key for all attempts", async () => {
+    const busy = [503, envelope("sandbox_unavailable", "No sandbox", "Aucun"), { "Retry-After": "2" }];
+    m.script = [busy, busy, [202, { id: EID, status: "queued" }]];
+    const ex = await client().sandbox.create({ image: "i", profile: "p", command: ["true"] });
+    assert.equal(ex.id, EID);
+    assert.equal(m.requests.length, 3);
+    assert.deepEqual(sleeps, [2000, 2000]);
+    assert.equal(new Set(m.requests.map((r) => r.headers["idempotency-key"])).size, 1);
+  });
+
+  test("429 retried with jittered exponential backoff", async () => {
+    const rl = [429, envelope("rate_limited", "Too many", "Trop")];
+    m.script = [rl, rl, rl, [200, DONE]];
+    const ex = await client({ backoffBaseMs: 500, backoffMaxMs: 100000 }).sandbox.get(EID);
+    assert.equal(ex.status, "succeeded");
+    assert.equal(sleeps.length, 3);
+    sleeps.forEach((s, i) => {
+      const cap = 500 * 2 ** i;
+      assert.ok(s >= cap / 2 && s <= cap, `sleep ${i} = ${s}`);
+    });
+  });
+
+  test("retries are bounded in count", async () => {
+    m.default = [503, envelope("storage_unavailable", "Storage down", "Stockage indisponible")];
+    await assert.rejects(client({ maxRetries: 3 }).sandbox.get(EID), (e) => {
+      assert.ok(e instanceof sdk.UnavailableError);
+      assert.equal(e.status, 503);
+      assert.equal(e.code, "storage_unavailable");
+      assert.equal(e.requestId, "req-1");
+      return true;
+    });
+    assert.equal(m.requests.length, 4);
+  });
+
+  test("retries are bounded in time: a Retry-After beyond the budget is not waited for", async () => {
+    m.default = [503, envelope("sandbox_unavailable", "x", "y"), { "Retry-After": "30" }];
+    await assert.rejects(client({ retryMaxElapsedMs: 5000 }).sandbox.get(EID), (e) => e instanceof sdk.UnavailableError && e.retryAfter === 30);
+    assert.equal(m.requests.length, 1);
+    assert.deepEqual(sleeps, []);
+  });
+
+  test("no retry on 4xx and 500", async () => {
+    m.script = [[500, envelope("internal", "Internal error", "Erreur interne")],
+      [422, envelope("validation_failed", "bad", "mauvais", "en", [{ path: "/limits/memory", message: "bad quantity" }])]];
+    await assert.rejects(client().sandbox.get(EID), sdk.ServerError);
+    await assert.rejects(client().sandbox.create({ image: "i", profile: "p", command: ["x"], limits: { memory: "12Qi" } }), (e) => {
+      assert.ok(e instanceof sdk.ValidationError);
+      assert.equal(e.details[0].path, "/limits/memory");
+      assert.match(e.message, /\/limits\/memory/);
+      return true;
+    });
+    assert.equal(m.requests.length, 2);
+  });
+
+  test("a dropped connection after the create is retried with the same key: the code runs once", async () => {
+    const created = new Map();
+    m.default = (req, res) => {
+      const k = req.headers["idempotency-key"];
+      const first = !created.has(k);
+      if (first) created.set(k, `sbx_${String(created.size).padStart(8, "0")}-0000-0000-0000-000000000000`);
+      if (first) return req.socket.destroy(); // stored, answer lost
+      Mock.reply(res, 200, { id: created.get(k), status: "queued" });
+    };
+    const ex = await client().sandbox.create({ image: "i", profile: "p", command: ["python3", "-c", "print(1)"] });
+    assert.equal(created.size, 1, "the code would have run twice");
+    assert.equal(ex.id, [...created.values()][0]);
+    assert.equal(m.requests.length, 2);
+    assert.equal(sleeps.length, 1);
+  });
+
+  test("given Idempotency-Key is sent; a new create gets a new one", async () => {
+    m.script = [[202, { id: EID, status: "queued" }], [202, { id: EID, status: "queued" }], [202, { id: EID, status: "queued" }]];
+    const c = client();
+    await c.sandbox.create({ image: "i", command: ["x"] }, { idempotencyKey: "my-key-1" });
+    await c.sandbox.create({ image: "i", command: ["x"] });
+    await c.sandbox.create({ image: "i", command: ["x"] });
+    assert.equal(m.requests[0].headers["idempotency-key"], "my-key-1");
+    const [k1, k2] = m.requests.slice(1).map((r) => r.headers["idempotency-key"]);
+    assert.notEqual(k1, k2);
+    assert.match(k1, /^[0-9a-f-]{36}$/);
+  });
+
+  test("connection refused becomes APIConnectionError after the retries", async () => {
+    const port = m.server.address().port;
+    await m.close();
+    const c = new sdk.EnterpriseAI({ baseUrl: `http://127.0.0.1:${port}`, apiKey: KEY, maxRetries: 2, sleep: async (ms) => { sleeps.push(ms); } });
+    await assert.rejects(c.sandbox.get(EID), (e) => {
+      assert.ok(e instanceof sdk.APIConnectionError);
+      assert.ok(!String(e).includes(SECRET) && !inspect(e).includes(SECRET));
+      return true;
+    });
+    assert.equal(sleeps.length, 2);
+    m = new Mock();
+    await m.start();
+  });
+});
+
+describe("errors and language", () => {
+  test("one error class per status family", async () => {
+    const cases = [[401, sdk.AuthenticationError], [403, sdk.AuthenticationError], [404, sdk.NotFoundError],
+      [400, sdk.ValidationError], [413, sdk.ValidationError], [415, sdk.ValidationError], [409, sdk.ConflictError],
+      [500, sdk.ServerError], [502, sdk.ServerError]];
+    for (const [st, Cls] of cases) {
+      m.script = [[st, envelope(`c${st}`, "m", "n")]];
+      await assert.rejects(client().sandbox.get(EID), (e) => e instanceof Cls && e instanceof sdk.APIError && e.status === st);
+    }
+  });
+
+  test("language is sent as Accept-Language; the French message comes back in message", async () => {
+    m.default = (req, res) => Mock.reply(res, 404, envelope("not_found", "Execution not found", "Exécution introuvable",
+      (req.headers["accept-language"] ?? "").startsWith("fr") ? "fr" : "en"));
+    await assert.rejects(client({ language: "fr" }).sandbox.get(EID), (e) => {
+      assert.ok(e instanceof sdk.NotFoundError);
+      assert.equal(e.errorMessage, "Exécution introuvable");
+      assert.deepEqual(e.messageI18n, { en: "Execution not found", fr: "Exécution introuvable" });
+      assert.equal(e.code, "not_found");
+      assert.equal(e.requestId, "req-1");
+      return true;
+    });
+    assert.equal(m.requests[0].headers["accept-language"], "fr");
+    await assert.rejects(client().sandbox.get(EID), (e) => e.errorMessage === "Execution not found");
+    assert.ok([undefined, "*"].includes(m.requests[1].headers["accept-language"]), "no language asked: English (undici sends *)");
+    await assert.rejects(client().withLanguage("fr").sandbox.get(EID), (e) => e.errorMessage === "Exécution introuvable");
+  });
+
+  test("a non-JSON error body still gives a typed error", async () => {
+    m.script = [[502, Buffer.from("<html>bad gateway</html>")]];
+    await assert.rejects(client().sandbox.get(EID), (e) => e instanceof sdk.ServerError && e.code === "http_502");
+  });
+
+  test("the key never appears in inspect, JSON, String or errors", async () => {
+    const c = client();
+    for (const t of [inspect(c, { showHidden: true, depth: 5 }), JSON.stringify(c), String(c), inspect(c.sandbox, { showHidden: true, depth: 5 })]) {
+      assert.ok(!t.includes(SECRET), t);
+    }
+    m.script = [[401, envelope("unauthenticated", "Missing or invalid API key", "Clé d'API absente ou invalide")]];
+    await assert.rejects(c.sandbox.get(EID), (e) => {
+      assert.ok(e instanceof sdk.AuthenticationError);
+      assert.ok(!String(e).includes(SECRET) && !inspect(e, { showHidden: true, depth: 5 }).includes(SECRET) && !JSON.stringify(e).includes(SECRET));
+      return true;
+    });
+    assert.equal(m.requests[0].headers.authorization, "Bearer " + KEY);
+    assert.throws(() => new sdk.EnterpriseAI({ baseUrl: m.url, apiKey: KEY + "\r\nX: y" }), (e) => !String(e).includes(SECRET));
+  });
+
+  test("baseUrl and apiKey default from EAI_URL and EAI_API_KEY", async () => {
+    const saved = { ...process.env };
+    try {
+      process.env.EAI_URL = m.url;
+      process.env.EAI_API_KEY = KEY;
+      m.script = [[200, DONE]];
+      const c = new sdk.EnterpriseAI();
+      assert.equal(c.baseUrl, m.url);
+      await c.sandbox.get(EID);
+      assert.equal(m.requests[0].headers.authorization, "Bearer " + KEY);
+      delete process.env.EAI_API_KEY;
+      assert.throws(() => new sdk.EnterpriseAI({ baseUrl: m.url }), sdk.EnterpriseAIError);
+    } finally {
+      process.env = saved;
+    }
+  });
+});
+
+describe("executions", () => {
+  test("base64 output is decoded to the exact bytes", async () => {
+    const raw = Buffer.from([0x6f, 0x6b, 0xff, 0xfe, 0x80, 0x0a]);
+    m.script = [[200, { ...DONE, stdout: raw.toString("base64"), stdout_encoding: "base64" }]];
+    const ex = await client().sandbox.get(EID);
+    assert.deepEqual(Buffer.from(ex.stdoutBytes), raw);
+    assert.equal(ex.stdout, new TextDecoder().decode(raw));
+    assert.equal(ex.raw.stdout_encoding, "base64");
+    assert.equal(ex.files[0].path, "/tmp/outputs/r.json");
+  });
+
+  test("wait uses the long-poll, never a tight loop", async () => {
+    m.script = [[200, RUNNING], [200, RUNNING], [200, DONE]];
+    const c = client();
+    assert.equal((await c.sandbox.wait(EID)).status, "succeeded");
+    assert.equal(m.requests.length, 3);
+    for (const r of m.requests) assert.ok(r.path.endsWith("?wait_s=60"), r.path);
+    m.requests.length = 0;
+    m.script = [[200, RUNNING], [200, DONE]];
+    await c.sandbox.wait(EID, { timeoutMs: 7200 });
+    assert.ok(m.requests[0].path.endsWith("?wait_s=8"), m.requests[0].path);
+  });
+
+  test("wait timeout throws WaitTimeoutError", async () => {
+    m.default = (req, res) => setTimeout(() => Mock.reply(res, 200, RUNNING), 300);
+    const t0 = Date.now();
+    await assert.rejects(client().sandbox.wait(EID, { timeoutMs: 500 }), (e) => e instanceof sdk.WaitTimeoutError && e.executionId === EID);
+    assert.ok(Date.now() - t0 < 3000);
+    assert.ok(m.requests.length <= 3, "no tight loop");
+  });
+
+  test("execute creates then waits, sends the API body", async () => {
+    m.script = [[202, { id: EID, status: "queued" }], [200, DONE]];
+    const ex = await client().sandbox.execute({ image: "python:3.11-slim", profile: "gvisor-small", command: ["python3", "-c", "print(2+2)"],
+      limits: { timeout_s: 30 }, env: { A: "b" }, stdin: "in", files: { "/tmp/in/a.txt": "text", "/tmp/in/b.bin": new Uint8Array([0, 1]) },
+      collect: ["/tmp/outputs"], network: { egress: ["example.org:443"] }, run_id: "r1" });
+    assert.equal(ex.status, "succeeded");
+    assert.equal(ex.stdout, "4\n");
+    assert.deepEqual(JSON.parse(m.requests[0].body), { image: "python:3.11-slim", profile: "gvisor-small", command: ["python3", "-c", "print(2+2)"],
+      limits: { timeout_s: 30 }, env: { A: "b" }, stdin: "in",
+      files: [{ path: "/tmp/in/a.txt", content: "text" }, { path: "/tmp/in/b.bin", content_b64: "AAE=" }],
+      collect: ["/tmp/outputs"], network: { egress: ["example.org:443"] }, run_id: "r1" });
+    assert.equal(m.requests[0].headers["content-type"], "application/json");
+    assert.match(m.requests[1].path, /wait_s=/);
+  });
+
+  test("list follows the cursor through every page", async () => {
+    m.script = [[200, { items: [{ id: "a", status: "succeeded" }, { id: "b", status: "failed" }], next: "CUR1" }],
+      [200, { items: [{ id: "c", status: "succeeded" }], next: null }]];
+    const ids = [];
+    for await (const e of client().sandbox.list({ run_id: "r 1", limit: 2 })) ids.push(e.id);
+    assert.deepEqual(ids, ["a", "b", "c"]);
+    assert.equal(m.requests[0].path, "/v1/sandbox/executions?run_id=r+1&limit=2");
+    assert.equal(m.requests[1].path, "/v1/sandbox/executions?run_id=r+1&limit=2&after=CUR1");
+  });
+
+  test("downloadFile returns bytes; cancel; a finished cancel is a ConflictError", async () => {
+    m.script = [[200, Buffer.from([0, 0xff, 0x64])], [202, { id: EID, status: "running" }], [409, envelope("already_finished", "done", "fini")]];
+    const c = client();
+    assert.deepEqual(Buffer.from(await c.sandbox.downloadFile(EID, "/tmp/outputs/a b.bin")), Buffer.from([0, 0xff, 0x64]));
+    assert.equal(m.requests[0].path, `/v1/sandbox/executions/${EID}/files/tmp/outputs/a%20b.bin`);
+    assert.equal((await c.sandbox.cancel(EID)).status, "running");
+    await assert.rejects(c.sandbox.cancel(EID), sdk.ConflictError);
+  });
+
+  test("stream yields the events until the terminal status", async () => {
+    const sse = Buffer.from(": hello\n\nevent: status\ndata: {\"status\": \"running\"}\n\n" +
+      "event: stdout\ndata: {\"data\": \"one\\n\"}\n\n" +
+      "event: stdout\r\ndata: {\"data\": \"/w==\", \"encoding\": \"base64\"}\r\n\r\n" +
+      "event: stderr\ndata: {\"data\": \"e\"}\n\n" +
+      "event: status\ndata: {\"status\": \"succeeded\", \"exit_code\": 0}\n\n");
+    m.script = [[503, envelope("storage_unavailable", "x", "y")], async (req, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      for (let i = 0; i < sse.length; i += 7) {
+        res.write(sse.subarray(i, i + 7));
+        await new Promise((r) => setImmediate(r));
+      }
+      setTimeout(() => res.end(), 5000); // the SDK must stop at the terminal status, not at the end of the body
+    }];
+    const evs = [];
+    const t0 = Date.now();
+    for await (const e of client().sandbox.stream(EID)) evs.push(e);
+    assert.ok(Date.now() - t0 < 3000, "the stream ends at the terminal status");
+    assert.deepEqual(evs.map((e) => e.type), ["status", "stdout", "stdout", "stderr", "status"]);
+    assert.deepEqual(Buffer.concat(evs.filter((e) => e.type === "stdout").map((e) => Buffer.from(e.bytes))), Buffer.from([0x6f, 0x6e, 0x65, 0x0a, 0xff]));
+    assert.equal(evs.at(-1).status, "succeeded");
+    assert.equal(evs.at(-1).data.exit_code, 0);
+    assert.equal(m.requests[1].headers.accept, "text/event-stream");
+  });
+
+  test("contracts and manifests", async () => {
+    m.script = [[200, { valid: false, errors: [{ path: "/spec/x", message: "m" }] }],
+      [201, { kind: "tool", name: "t", result: "created", manifest: { a: 1 } }],
+      [200, { kind: "tool", name: "t", result: "updated", manifest: { a: 1 } }],
+      [200, { apiVersion: "eai.dev/v1" }], [200, { kind: "tool", name: "t", result: "deleted" }]];
+    const c = client();
+    const v = await c.contracts.validate("tool-manifest", { kind: "Tool" });
+    assert.equal(v.valid, false);
+    assert.equal(v.errors[0].path, "/spec/x");
+    assert.equal((await c.manifests.apply({ kind: "Tool" })).result, "created");
+    assert.equal((await c.manifests.apply("kind: Tool\n")).result, "updated");
+    assert.equal(m.requests[2].headers["content-type"], "application/yaml");
+    assert.equal(m.requests[2].body.toString(), "kind: Tool\n");
+    assert.deepEqual(await c.manifests.get("tool", "t"), { apiVersion: "eai.dev/v1" });
+    assert.equal((await c.manifests.delete("tool", "t")).result, "deleted");
+    assert.equal(m.requests[4].method, "DELETE");
+  });
+});
+
+test("the CommonJS build exposes the same API with type declarations", async () => {
+  const require = createRequire(import.meta.url);
+  const cjs = require("../dist/cjs/index.js");
+  assert.equal(typeof cjs.EnterpriseAI, "function");
+  assert.equal(typeof cjs.NotFoundError, "function");
+  const { readFileSync } = await import("node:fs");
+  const dts = readFileSync(new URL("../dist/types/index.d.ts", import.meta.url), "utf8");
+  assert.match(dts, /EnterpriseAI/);
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  assert.deepEqual(pkg.dependencies ?? {}, {}, "no run-time dependency");
+});
