@@ -184,7 +184,7 @@ def main():
                 "EAI_AUTH_PEPPER_FILE": os.path.join(work, "pepper"), "EAI_SANDBOX_RUNSC": runsc,
                 "EAI_LOG_LEVEL": "info"})
     env.pop("EAI_DATABASE_URL", None)
-    os.makedirs(env["EAI_DATA_DIR"])
+    os.makedirs(env["EAI_DATA_DIR"], mode=0o700)  # eaid refuses a data dir open to others
     with open(env["EAI_AUTH_PEPPER_FILE"], "w") as f:
         f.write(os.urandom(32).hex() + "\n")
     os.chmod(env["EAI_AUTH_PEPPER_FILE"], 0o600)
