@@ -1,0 +1,229 @@
+/*
+ * The sections of the configuration file (docs/configuration.md), each
+ * mapped onto struct eai_config by its own function.  Profiles live in
+ * profiles.c; a feature with a section of its own keeps its function
+ * next to the feature's other configuration code and adds a line to
+ * eai_cfg_sections below.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/cfg_read.h"
+#include "config/config.h"
+#include "base/errors.h"
+#include "base/log.h"
+
+static int sect_data_dir(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                         struct eai_error **err)
+{
+    (void)path;
+    json_t *root = json_pack("{s:O}", "data_dir", v);
+    int rc = root ? eai_cfg_get_string(file, "", root, "data_dir", &c->data_dir, err)
+                  : eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    json_decref(root);
+    return rc;
+}
+
+static int sect_server(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                       struct eai_error **err)
+{
+    static const char *const k[] = {"listen", "max_body_bytes", "max_header_bytes", "max_connections",
+                                    "request_timeout_s", NULL};
+    int64_t body = (int64_t)c->max_body_bytes, hdr = (int64_t)c->max_header_bytes;
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "listen", &c->listen, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_body_bytes", 1024, 1LL << 31, &body, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_header_bytes", 1024, 1LL << 24, &hdr, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_connections", 1, 1000000, &c->max_connections, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "request_timeout_s", 1, 3600, &c->request_timeout_s, err) < 0)
+        return -1;
+    if (c->listen && eai_cfg_check_listen(file, path, "listen", c->listen, err) < 0)
+        return -1;
+    c->max_body_bytes = (size_t)body;
+    c->max_header_bytes = (size_t)hdr;
+    return 0;
+}
+
+/* A section holding one string key. */
+static int one_string(const char *file, const char *path, const json_t *v, const char *key, char **dst,
+                      struct eai_error **err)
+{
+    const char *k[] = {key, NULL};
+    return eai_cfg_check_keys(file, path, v, k, err) < 0 ? -1 : eai_cfg_get_string(file, path, v, key, dst, err);
+}
+
+static int sect_images(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                       struct eai_error **err)
+{
+    return one_string(file, path, v, "dir", &c->image_dir, err);
+}
+
+static int sect_plugins(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                        struct eai_error **err)
+{
+    return one_string(file, path, v, "dir", &c->plugin_dir, err);
+}
+
+static int sect_log(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                    struct eai_error **err)
+{
+    if (one_string(file, path, v, "level", &c->log_level, err) < 0)
+        return -1;
+    if (c->log_level && eai_log_level_parse(c->log_level) < 0)
+        return eai_cfg_fail(err, file, path, "level", "expected debug, info, warn or error");
+    return 0;
+}
+
+static int sect_auth(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                     struct eai_error **err)
+{
+    return one_string(file, path, v, "pepper_file", &c->pepper_file, err);
+}
+
+/* Delivery and telemetry: backend by name, the URL, and whatever else the
+ * chosen plugin declares (checked against it at start). */
+static int backend_section(const char *file, const char *path, const json_t *v, const char *url_key,
+                           char **url, char **backend, json_t **conf, struct eai_error **err)
+{
+    if (eai_cfg_get_string(file, path, v, url_key, url, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "backend", backend, err) < 0)
+        return -1;
+    json_t *rest = json_deep_copy(v);
+    if (!rest)
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    json_object_del(rest, url_key);
+    json_object_del(rest, "backend");
+    json_decref(*conf);
+    *conf = rest;
+    return 0;
+}
+
+static int sect_finops(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                       struct eai_error **err)
+{
+    return backend_section(file, path, v, "url", &c->finops_url, &c->finops_backend, &c->finops_conf, err);
+}
+
+static int sect_audit(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                      struct eai_error **err)
+{
+    return backend_section(file, path, v, "url", &c->audit_url, &c->audit_backend, &c->audit_conf, err);
+}
+
+static int sect_telemetry(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                          struct eai_error **err)
+{
+    return backend_section(file, path, v, "otlp_endpoint", &c->otlp_endpoint, &c->telemetry_backend,
+                           &c->telemetry_conf, err);
+}
+
+static int sect_storage(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                        struct eai_error **err)
+{
+    static const char *const k[] = {"url", "workers", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "url", &c->database_url, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "workers", 1, 256, &c->workers, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int sect_scheduler(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                          struct eai_error **err)
+{
+    static const char *const k[] = {"max_concurrent", "max_per_tenant", "max_queued_per_tenant", "lease_ms",
+                                    NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_concurrent", 1, 100000, &c->max_concurrent, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_per_tenant", 1, 100000, &c->max_per_tenant, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_queued_per_tenant", 1, 10000000, &c->max_queued_per_tenant,
+                          err) < 0 ||
+        eai_cfg_get_int(file, path, v, "lease_ms", 1000, 3600000, &c->lease_ms, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int sect_sandbox(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                        struct eai_error **err)
+{
+    return one_string(file, path, v, "namespace_prefix", &c->namespace_prefix, err);
+}
+
+static int sect_collect(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                        struct eai_error **err)
+{
+    static const char *const k[] = {"max_files", "max_file_bytes", "max_total_bytes", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_files", 0, 100000, &c->collect_max_files, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_file_bytes", 0, 1LL << 34, &c->collect_max_file_bytes, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_total_bytes", 0, 1LL << 36, &c->collect_max_total_bytes, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int sect_files(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                      struct eai_error **err)
+{
+    static const char *const k[] = {"max_total_bytes", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_total_bytes", 0, 1LL << 31, &c->files_max_total_bytes, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* isolation.<plugin>: a mapping each (null for "gvisor:" with nothing
+ * under it), checked against the plugin's key table at start. */
+static int sect_isolation(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                          struct eai_error **err)
+{
+    const char *name;
+    json_t *sub;
+    json_object_foreach((json_t *)v, name, sub) {
+        if (!json_is_null(sub) && eai_cfg_need_object(file, path, name, sub, err) < 0)
+            return -1;
+    }
+    json_t *copy = json_object();
+    if (!copy)
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    json_object_foreach((json_t *)v, name, sub)
+        json_object_set_new(copy, name, json_is_null(sub) ? json_object() : json_deep_copy(sub));
+    json_decref(c->isolation);
+    c->isolation = copy;
+    return 0;
+}
+
+static int sect_profiles(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                         struct eai_error **err)
+{
+    (void)path;
+    return eai_cfg_apply_profiles(file, c, v, err);
+}
+
+const struct eai_cfg_section eai_cfg_sections[] = {
+    {"data_dir", 0, sect_data_dir},
+    {"server", 1, sect_server},
+    {"images", 1, sect_images},
+    {"plugins", 1, sect_plugins},
+    {"log", 1, sect_log},
+    {"auth", 1, sect_auth},
+    {"finops", 1, sect_finops},
+    {"audit", 1, sect_audit},
+    {"telemetry", 1, sect_telemetry},
+    {"storage", 1, sect_storage},
+    {"scheduler", 1, sect_scheduler},
+    {"sandbox", 1, sect_sandbox},
+    {"collect", 1, sect_collect},
+    {"files", 1, sect_files},
+    {"isolation", 1, sect_isolation},
+    {"profiles", 0, sect_profiles}, /* its own "expected a mapping" */
+    {NULL, 0, NULL},
+};
+
+const struct eai_cfg_section *eai_cfg_section(const char *name)
+{
+    for (const struct eai_cfg_section *s = eai_cfg_sections; s->name; s++)
+        if (strcmp(s->name, name) == 0)
+            return s;
+    return NULL;
+}
