@@ -63,6 +63,17 @@ int eai_error_set(struct eai_error **err, enum eai_code code, const char *fmt, .
     return -1;
 }
 
+int eai_error_set_sys(struct eai_error **err, enum eai_code code, int errno_cause, const char *fmt, ...)
+{
+    if (!err || *err)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    *err = eai_error_newv(code, errno_cause, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void eai_error_free(struct eai_error *e)
 {
     if (!e)

@@ -41,6 +41,9 @@ void eai_error_free(struct eai_error *e);
  * eai_host_error_set() from <eai/plugin.h>. */
 int eai_error_set(struct eai_error **err, enum eai_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with the errno that caused it (kept in e->errno_cause). */
+int eai_error_set_sys(struct eai_error **err, enum eai_code code, int errno_cause, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 /* Prepend context: "loading plugin 'x': <old message>". */
 void eai_error_prefix(struct eai_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Move *src into *dst when dst is not NULL, else free it. */

@@ -210,15 +210,11 @@ void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r)
 int eai_exec_start(struct eai_app *app, struct eai_error **err)
 {
     if (!app || !app->store || !app->base || !app->host) {
-        if (err)
-            *err = eai_error_new(EAI_E_INTERNAL, 0, "executions: storage, loop and host are needed");
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "executions: storage, loop and host are needed");
     }
     struct eai_exec *st = calloc(1, sizeof *st);
     if (!st) {
-        if (err)
-            *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     st->app = app;
     st->refs = 1;
@@ -227,9 +223,7 @@ int eai_exec_start(struct eai_app *app, struct eai_error **err)
     if (!st->parks || !st->hub) {
         eai_watch_close(st->hub);
         exec_unref(st);
-        if (err)
-            *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory");
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     app->exec = st;
     st->sched = eai_sched_start(app, st->hub, err);

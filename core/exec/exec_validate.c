@@ -577,7 +577,5 @@ oom:
     json_decref(collect);
     json_decref(egress);
     json_decref(d);
-    if (err)
-        *err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory validating an execution");
-    return -1;
+    return eai_error_set(err, EAI_E_INTERNAL, "out of memory validating an execution");
 }

@@ -54,23 +54,20 @@ int eai_auth_pepper_load(const char *path, int create, char out[65], struct eai_
         return -1;
     if (errno != ENOENT || !create) {
         int e = errno;
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "pepper %s: %s", path, strerror(e)));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, e, "pepper %s: %s", path, strerror(e));
     }
     /* Create atomically: write a temporary file, then link() it into
      * place (fails with EEXIST when another process won the race). */
     char hex[65];
     if (eai_random_hex(hex, 32) < 0) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, errno, "pepper: no randomness"));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, errno, "pepper: no randomness");
     }
     char tmp[4096];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd < 0) {
         int e = errno;
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "pepper %s: %s", tmp, strerror(e)));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, e, "pepper %s: %s", tmp, strerror(e));
     }
     char line[66];
     snprintf(line, sizeof(line), "%s\n", hex);
@@ -79,14 +76,12 @@ int eai_auth_pepper_load(const char *path, int create, char out[65], struct eai_
     close(fd);
     if (!ok) {
         unlink(tmp);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "pepper %s: write: %s", tmp, strerror(e)));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, e, "pepper %s: write: %s", tmp, strerror(e));
     }
     if (link(tmp, path) < 0 && errno != EEXIST) {
         e = errno;
         unlink(tmp);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "pepper %s: %s", path, strerror(e)));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, e, "pepper %s: %s", path, strerror(e));
     }
     unlink(tmp);
     rc = pepper_read(path, out, err);

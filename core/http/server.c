@@ -231,13 +231,11 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     char host[256];
     int port;
     if (eai_cfg_parse_listen(cfg->listen, host, sizeof(host), &port) < 0) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "listen address '%s' malformed", cfg->listen));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "listen address '%s' malformed", cfg->listen);
     }
     struct eai_server *s = calloc(1, sizeof(*s));
     if (!s) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, ENOMEM, "out of memory");
     }
     s->app = app;
     s->g.base = app->base;
@@ -250,8 +248,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     s->http = evhttp_new(app->base);
     if (!s->http) {
         free(s);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, 0, "evhttp_new failed"));
-        return -1;
+        return eai_error_set(err, EAI_E_INTERNAL, "evhttp_new failed");
     }
     evhttp_set_bevcb(s->http, eai_conn_bev_cb, &s->g);
     evhttp_set_gencb(s->http, gen_cb, s);
@@ -267,9 +264,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         int e = errno;
         evhttp_free(s->http);
         free(s);
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, e, "cannot listen on %s: %s", cfg->listen,
-                                               e ? strerror(e) : "bind failed"));
-        return -1;
+        return eai_error_set_sys(err, EAI_E_INTERNAL, e, "cannot listen on %s: %s", cfg->listen, e ? strerror(e) : "bind failed");
     }
     s->g.listener = evhttp_bound_socket_get_listener(s->sock);
     s->sweep = event_new(app->base, -1, EV_PERSIST, eai_conn_sweep_cb, &s->g);

@@ -169,6 +169,10 @@ void eai_pc_result_init(struct eai_iso_result *r, int64_t t_start_ns, int64_t t_
                         double peak_mb, const struct eai_pc_collect_result *col);
 /* outcome EXITED with code; signal = code - 128 for 129..192. */
 void eai_pc_result_exited(struct eai_iso_result *r, int code);
+/* A failure return in one statement for the helpers that report into a
+ * caller's message buffer: formats into msg and returns -1.
+ *     return eai_pc_fail(msg, msglen, "mkdir %s: %s", p, strerror(errno)); */
+int eai_pc_fail(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* outcome ERROR, EAI_E_SANDBOX_FAILED, error_message msg (formatted). */
 void eai_pc_result_failed(struct eai_iso_result *r, char *msg, size_t msglen, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -81,21 +81,18 @@ int eai_pc_bundle_tmpfs(const char *dir, int64_t disk_bytes, int *mounted, char 
 {
     char p[PATH_MAX + 32];
     if (mkdir(dir, 0700) < 0) {
-        snprintf(msg, msglen, "mkdir %s: %s", dir, strerror(errno));
-        return -1;
+        return eai_pc_fail(msg, msglen, "mkdir %s: %s", dir, strerror(errno));
     }
     snprintf(p, sizeof(p), "%s/tmp", dir);
     if (mkdir(p, 0755) < 0) {
-        snprintf(msg, msglen, "mkdir %s: %s", p, strerror(errno));
-        return -1;
+        return eai_pc_fail(msg, msglen, "mkdir %s: %s", p, strerror(errno));
     }
     int64_t disk = disk_bytes > 0 ? disk_bytes : EAI_PC_DEFAULT_DISK;
     char opts[128];
     snprintf(opts, sizeof(opts), "size=%lld,mode=1777,nr_inodes=%lld", (long long)disk,
              (long long)(disk / 4096 > 1024 ? disk / 4096 : 1024));
     if (mount("eai-tmp", p, "tmpfs", MS_NOSUID | MS_NODEV, opts) < 0) {
-        snprintf(msg, msglen, "mount tmpfs on %s: %s", p, strerror(errno));
-        return -1;
+        return eai_pc_fail(msg, msglen, "mount tmpfs on %s: %s", p, strerror(errno));
     }
     *mounted = 1;
     return 0;
@@ -150,8 +147,7 @@ int eai_pc_write_inputs(const char *dir, unsigned uid, const struct eai_iso_job 
     snprintf(p, sizeof(p), "%s/tmp", dir);
     int rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (rootfd < 0) {
-        snprintf(msg, msglen, "open %s: %s", p, strerror(errno));
-        return -1;
+        return eai_pc_fail(msg, msglen, "open %s: %s", p, strerror(errno));
     }
     for (size_t i = 0; i < job->nfiles; i++) {
         const struct eai_iso_file *f = &job->files[i];
@@ -205,8 +201,7 @@ int eai_pc_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen)
         snprintf(p, sizeof(p), "%s%s", dir, sub[i]);
         /* chmod: the sandbox user must traverse it whatever eaid's umask (077) */
         if ((mkdir(p, 0755) < 0 && errno != EEXIST) || chmod(p, 0755) < 0) {
-            snprintf(msg, msglen, "mkdir %s: %s", p, strerror(errno));
-            return -1;
+            return eai_pc_fail(msg, msglen, "mkdir %s: %s", p, strerror(errno));
         }
     }
     snprintf(p, sizeof(p), "%s/rootfs/true", dir);
@@ -229,15 +224,13 @@ int eai_pc_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen)
         "type", "proc", "source", "proc", "linux", "namespaces", "type", "pid", "type", "network", "type", "ipc",
         "type", "uts", "type", "mount");
     if (!spec) {
-        snprintf(msg, msglen, "cannot build probe config.json");
-        return -1;
+        return eai_pc_fail(msg, msglen, "cannot build probe config.json");
     }
     snprintf(p, sizeof(p), "%s/config.json", dir);
     int jrc = json_dump_file(spec, p, JSON_COMPACT);
     json_decref(spec);
     if (jrc != 0) {
-        snprintf(msg, msglen, "write %s failed", p);
-        return -1;
+        return eai_pc_fail(msg, msglen, "write %s failed", p);
     }
     return 0;
 }

@@ -125,6 +125,15 @@ void eai_pc_result_exited(struct eai_iso_result *r, int code)
         r->signal = code - 128;
 }
 
+int eai_pc_fail(char *msg, size_t msglen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
 void eai_pc_result_failed(struct eai_iso_result *r, char *msg, size_t msglen, const char *fmt, ...)
 {
     va_list ap;

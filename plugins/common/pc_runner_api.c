@@ -67,21 +67,15 @@ int eai_pc_runner_start(struct eai_pc_runner *R, const struct eai_iso_job *job, 
     why[0] = '\0';
     int gate = R->ops->gate(R->drv, why, sizeof(why));
     if (gate < 0) {
-        if (err)
-            *err = h->error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "%s", why[0] ? why : "not ready");
-        return -1;
+        return eai_host_error_set(h, err, EAI_E_SANDBOX_UNAVAILABLE, "%s", why[0] ? why : "not ready");
     }
     if (!job || !job->argv || !job->argv[0] || !cb || !cb->on_exit) {
-        if (err)
-            *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "%s: job without a command or callbacks", name);
-        return -1;
+        return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "%s: job without a command or callbacks", name);
     }
     for (size_t i = 0; i < job->nfiles; i++) {
         if (!eai_pc_tmp_path_valid(job->files[i].path)) {
-            if (err)
-                *err = h->error_new(EAI_E_VALIDATION_FAILED, 0, "%s: file path %s is not under /tmp", name,
+            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "%s: file path %s is not under /tmp", name,
                                     job->files[i].path ? job->files[i].path : "(null)");
-            return -1;
         }
     }
     struct eai_pc_run *e = calloc(1, sizeof(*e) + R->ops->priv_size);

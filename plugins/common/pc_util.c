@@ -69,14 +69,12 @@ const char *eai_pc_cfg_str(const json_t *cfg, const char *key)
 int eai_pc_write_json(const char *path, json_t *doc, const char *what, char *msg, size_t msglen)
 {
     if (!doc) {
-        snprintf(msg, msglen, "cannot build %s", what);
-        return -1;
+        return eai_pc_fail(msg, msglen, "cannot build %s", what);
     }
     int rc = json_dump_file(doc, path, JSON_COMPACT);
     json_decref(doc);
     if (rc != 0) {
-        snprintf(msg, msglen, "write %s failed", path);
-        return -1;
+        return eai_pc_fail(msg, msglen, "write %s failed", path);
     }
     return 0;
 }

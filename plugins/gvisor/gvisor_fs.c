@@ -130,8 +130,7 @@ static int cg_create(const struct eai_pc_bundle *b, int64_t memory, char *msg, s
         goto fail;
     return 0;
 fail:
-    snprintf(msg, msglen, "cgroup %s: %s", b->cgpath, strerror(errno));
-    return -1;
+    return eai_pc_fail(msg, msglen, "cgroup %s: %s", b->cgpath, strerror(errno));
 }
 
 void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)

@@ -39,8 +39,7 @@ int kt_cgroup_create(const struct eai_pc_bundle *b, char *msg, size_t msglen)
     }
     return 0;
 fail:
-    snprintf(msg, msglen, "cgroup %s: %s", b->cgpath, strerror(errno));
-    return -1;
+    return eai_pc_fail(msg, msglen, "cgroup %s: %s", b->cgpath, strerror(errno));
 }
 
 void kt_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
