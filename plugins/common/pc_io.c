@@ -115,6 +115,9 @@ void eai_pc_result_init(struct eai_iso_result *r, int64_t t_start_ns, int64_t t_
     r->files = col->files;
     r->nfiles = col->nfiles;
     r->files_truncated = col->truncated;
+    /* the host may take the bytes (isolation.h): the runner frees with
+     * free() what is left after on_exit, and free(NULL) is a no-op */
+    r->files_movable = 1;
 }
 
 void eai_pc_result_exited(struct eai_iso_result *r, int code)

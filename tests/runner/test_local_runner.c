@@ -14,12 +14,14 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <ftw.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -71,7 +73,10 @@ static int mock_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msg
         snprintf(msg, msglen, "mock prepare failed");
         return -1;
     }
-    return mkdir(run->b.dir, 0700);
+    if (mkdir(run->b.dir, 0700) < 0)
+        return -1;
+    run->b.mounted = 1; /* no tmpfs: collect reads <dir>/tmp as it is */
+    return 0;
 }
 
 static int mock_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t max)
@@ -81,7 +86,9 @@ static int mock_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_
     argv[0] = m->fail_spawn ? "/nonexistent/mock-runtime" : "/bin/sh";
     argv[1] = "-c";
     argv[2] = (char *)run->job->argv[0];
-    argv[3] = NULL;
+    argv[3] = "mock";           /* $0 */
+    argv[4] = run->b.dir;       /* $1: the bundle, whose tmp/ is collected */
+    argv[5] = NULL;
     return 0;
 }
 
@@ -128,12 +135,20 @@ static void mock_end_work(void *drv, struct eai_pc_run *run)
     run->stats.peak_mb = 8;
 }
 
+static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(p);
+}
+
 static void mock_teardown_work(void *drv, struct eai_pc_run *run)
 {
     struct mock *m = drv;
     __atomic_add_fetch(&m->teardowns, 1, __ATOMIC_SEQ_CST);
     if (run->b.dir[0])
-        rmdir(run->b.dir);
+        nftw(run->b.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void mock_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result *r, char *msg, size_t msglen)
@@ -621,6 +636,69 @@ static void test_parallel(void)
     assert_idle();
 }
 
+/* on_exit that takes the collected bytes as core does (core/exec/sched_run.c
+ * take_files): the runner must not touch or free them afterwards (ASan in
+ * the sanitizer build turns a double free or a late read into a failure). */
+struct taken {
+    int done, movable, nfiles;
+    unsigned char *data[4];
+    size_t len[4];
+    char path[4][64];
+};
+
+static void taken_exit(void *arg, const struct eai_iso_result *res)
+{
+    struct taken *t = arg;
+    t->done++;
+    t->movable = res->size >= offsetof(struct eai_iso_result, files_movable) + sizeof res->files_movable &&
+                 res->files_movable;
+    t->nfiles = (int)res->nfiles;
+    for (size_t i = 0; i < res->nfiles && i < 4; i++) {
+        snprintf(t->path[i], sizeof(t->path[i]), "%s", res->files[i].path);
+        t->len[i] = res->files[i].len;
+        if (t->movable) {
+            t->data[i] = res->files[i].data;
+            ((struct eai_iso_collected *)&res->files[i])->data = NULL;
+        }
+    }
+}
+
+static void taken_output(void *arg, enum eai_iso_stream s, const char *data, size_t len)
+{
+    (void)arg;
+    (void)s;
+    (void)data;
+    (void)len;
+}
+
+static void test_files_handed_over(void)
+{
+    reset_mock();
+    struct iso_run *r = run_new("mkdir -p \"$1/tmp/out\" && printf 'collected bytes' > \"$1/tmp/out/a.txt\"");
+    r->collect[0] = "/tmp/out";
+    r->job.collect = r->collect;
+    struct taken t = {0};
+    struct eai_iso_callbacks cb = {.size = sizeof(cb), .on_output = taken_output, .on_exit = taken_exit};
+    struct eai_error *err = NULL;
+    void *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(eai_pc_runner_start(g_runner, &r->job, &cb, &t, &h, &err), 0);
+    double t0 = iso_now_s();
+    while (!t.done && iso_now_s() - t0 < 10)
+        loop_for(0.02, NULL);
+    loop_for(0.2, NULL);
+    CU_ASSERT_EQUAL(t.done, 1);
+    CU_ASSERT_EQUAL(t.movable, 1);
+    CU_ASSERT_EQUAL_FATAL(t.nfiles, 1);
+    CU_ASSERT_STRING_EQUAL(t.path[0], "/tmp/out/a.txt");
+    CU_ASSERT_EQUAL_FATAL(t.len[0], 15);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(t.data[0]);
+    /* still ours and intact after the runner freed its result */
+    CU_ASSERT_EQUAL(memcmp(t.data[0], "collected bytes", 15), 0);
+    free(t.data[0]);
+    free(r);
+    assert_idle();
+}
+
 static int register_tests(void)
 {
     CU_pSuite s = CU_add_suite("local runner with a mock driver", suite_init, suite_clean);
@@ -638,6 +716,7 @@ static int register_tests(void)
     CU_add_test(s, "output cap", test_output_cap);
     CU_add_test(s, "settle: poked or timed out", test_settle);
     CU_add_test(s, "8 parallel runs", test_parallel);
+    CU_add_test(s, "collected files handed over to on_exit (files_movable)", test_files_handed_over);
     CU_add_test(s, "shutdown: no callback, nothing left", test_shutdown);
     return 0;
 }
