@@ -141,7 +141,7 @@ static int sect_scheduler(struct eai_config *c, const char *file, const char *pa
         eai_cfg_get_int32(file, path, v, "max_per_tenant", 1, 100000, &c->max_per_tenant, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_queued_per_tenant", 1, 10000000, &c->max_queued_per_tenant,
                           err) < 0 ||
-        eai_cfg_get_int(file, path, v, "lease_ms", 1000, 3600000, &c->lease_ms, err) < 0)
+        eai_cfg_get_int(file, path, v, "lease_ms", 3000, 3600000, &c->lease_ms, err) < 0)
         return -1;
     return 0;
 }
