@@ -232,6 +232,8 @@ static int take_probes(struct create_job *j)
         ps->lim.max_name_bytes = pr.max_name_bytes;
         ps->lim.max_input_bytes = pr.max_input_bytes;
         ps->lim.max_files = pr.max_files;
+        ps->lim.max_env_name_bytes = pr.max_env_name_bytes;
+        ps->lim.flags = pr.limit_flags;
         snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason[0] ? pr.reason : "starting");
         starting += !pr.ready && eai_iso_probe_pending(&pr);
     }

@@ -7,6 +7,8 @@
 #include <strings.h>
 
 #include "base/errors.h"
+#include <eai/isolation.h>
+
 #include "exec/exec_validate.h"
 #include "base/util.h"
 
@@ -92,6 +94,18 @@ size_t eai_exec_path_max_segment(const char *p)
 static int64_t stricter(int64_t a, int64_t b)
 {
     return a <= 0 ? b : b <= 0 ? a : a < b ? a : b;
+}
+
+/* [-._a-zA-Z][-._a-zA-Z0-9]* (EAI_ISO_LIMIT_ENV_NAMES_PORTABLE). */
+static int env_name_portable(const char *s)
+{
+    if (!*s || (*s >= '0' && *s <= '9'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '.'))
+            return 0;
+    return 1;
 }
 
 /* One path (a file's or a collect entry) against the limits. */
@@ -551,6 +565,19 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
             path_limits(d, path, c, max_path, max_name);
         }
     }
+    {
+        const char *name;
+        const json_t *v;
+        json_object_foreach(env, name, v) {
+            snprintf(path, sizeof path, "/env/%.40s", name);
+            size_t n = strlen(name);
+            if (bl.max_env_name_bytes > 0 && (int64_t)n > bl.max_env_name_bytes)
+                add_detail(d, path, "name is %zu bytes long; the backend of this profile accepts at most %lld", n,
+                           (long long)bl.max_env_name_bytes);
+            else if ((bl.flags & EAI_ISO_LIMIT_ENV_NAMES_PORTABLE) && !env_name_portable(name))
+                add_detail(d, path, "name must match [-._a-zA-Z][-._a-zA-Z0-9]* for the backend of this profile");
+        }
+    }
     code = EAI_E_VALIDATION_FAILED;
     if (json_array_size(d) > 0)
         goto refused;
@@ -562,7 +589,7 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
         json_object_foreach(env, name, v)
             in += (int64_t)json_string_length(v);
         if (in > bl.max_input_bytes)
-            add_detail(d, "/files", "stdin, files and env values total %lld bytes; the backend of this profile "
+            add_detail(d, "", "stdin, files and env values total %lld bytes; the backend of this profile "
                        "accepts at most %lld", (long long)in, (long long)bl.max_input_bytes);
     }
     code = EAI_E_LIMIT_EXCEEDED;

@@ -24,7 +24,7 @@
 /* Limits a backend enforces on what a request carries (its probe's
  * max_* fields, ABI 1.1); 0 = none of its own. */
 struct eai_exec_blimits {
-    int64_t max_path_bytes, max_name_bytes, max_input_bytes, max_files;
+    int64_t max_path_bytes, max_name_bytes, max_input_bytes, max_files, max_env_name_bytes, flags;
 };
 
 /* Core's own bounds, applied whatever the backend says. */

@@ -38,9 +38,14 @@ struct eai_iso_probe {
     int64_t max_name_bytes;    /* one path segment, e.g. 255 (NAME_MAX) */
     int64_t max_input_bytes;   /* stdin + files + env values together */
     int64_t max_files;         /* number of input files */
+    int64_t max_env_name_bytes;/* one environment variable name */
+    int64_t limit_flags;       /* EAI_ISO_LIMIT_* below */
 };
+/* limit_flags: environment variable names must match
+ * [-._a-zA-Z][-._a-zA-Z0-9]* (Kubernetes' rule). */
+#define EAI_ISO_LIMIT_ENV_NAMES_PORTABLE (1 << 0)
 #define EAI_ISO_PROBE_SIZE_1_0 offsetof(struct eai_iso_probe, pending)
-#define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, max_files) + sizeof(int64_t))
+#define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, limit_flags) + sizeof(int64_t))
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */

@@ -112,15 +112,112 @@ def case_second_file_pointer():
     refused(b, "/files/1/path")
 
 
+# ---- every kind of published limit, with the eai-isolation-limits.so double
+# (max_path_bytes 100, max_name_bytes 20, max_input_bytes 1000, max_files 3,
+# max_env_name_bytes 16, portable env names: what k8s publishes, smaller)
+LIM = None
+
+
+def lim_body(**kw):
+    b = {"profile": "lim", "image": "any:1", "command": ["true"]}
+    b.update(kw)
+    return b
+
+
+def lim_post(b):
+    return LIM.api("POST", "/v1/sandbox/executions", b)
+
+
+def lim_ok(b):
+    st, r = lim_post(b)
+    check(st == 202, "within the limits: want 202, got %s %s" % (st, r))
+
+
+def lim_refused(b, pointer, code="validation_failed"):
+    st, r = lim_post(b)
+    check(st == 422, "past the limit: want 422, got %s %s" % (st, r))
+    e = r["error"]
+    check(e["code"] == code, "code %s, want %s" % (e["code"], code))
+    check(pointer in [d["path"] for d in e.get("details") or []], "pointer %s not in %s" % (pointer, e.get("details")))
+
+
+def lim_path_of(total):
+    p = path_of(total, seg=20)
+    assert max(len(x) for x in p.split("/")) <= 20
+    return p
+
+
+def lcase_path_edge():
+    lim_ok(lim_body(files=[{"path": lim_path_of(100), "content": "x"}]))
+    lim_refused(lim_body(files=[{"path": lim_path_of(101), "content": "x"}]), "/files/0/path")
+    lim_ok(lim_body(collect=[lim_path_of(100)]))
+    lim_refused(lim_body(collect=[lim_path_of(101)]), "/collect/0")
+
+
+def lcase_name_edge():
+    lim_ok(lim_body(files=[{"path": "/tmp/" + "n" * 20, "content": "x"}]))
+    lim_refused(lim_body(files=[{"path": "/tmp/" + "n" * 21, "content": "x"}]), "/files/0/path")
+    lim_refused(lim_body(files=[{"path": "/tmp/" + "\u00e9" * 11, "content": "x"}]), "/files/0/path")  # 22 bytes
+    lim_ok(lim_body(files=[{"path": "/tmp/" + "\u00e9" * 10, "content": "x"}]))  # 20 bytes
+    lim_refused(lim_body(collect=["/tmp/" + "c" * 21]), "/collect/0")
+
+
+def lcase_input_bytes_edge():
+    lim_ok(lim_body(stdin="s" * 1000))
+    lim_refused(lim_body(stdin="s" * 1001), "", code="limit_exceeded")
+    mixed = dict(files=[{"path": "/tmp/a", "content": "f" * 400}], stdin="s" * 300, env={"E": "v" * 300})
+    lim_ok(lim_body(**mixed))
+    mixed["env"] = {"E": "v" * 301}
+    lim_refused(lim_body(**mixed), "", code="limit_exceeded")
+    b64 = __import__("base64").b64encode(b"\0" * 1001).decode()  # decoded bytes count
+    lim_refused(lim_body(files=[{"path": "/tmp/b", "content_b64": b64}]), "", code="limit_exceeded")
+
+
+def lcase_files_count_edge():
+    f = [{"path": "/tmp/f%d" % i, "content": "x"} for i in range(4)]
+    lim_ok(lim_body(files=f[:3]))
+    lim_refused(lim_body(files=f), "/files")
+
+
+def lcase_env_name_edges():
+    lim_ok(lim_body(env={"A" * 16: "v"}))
+    lim_refused(lim_body(env={"A" * 17: "v"}), "/env/" + "A" * 17)
+    lim_ok(lim_body(env={"a_b_C9": "v"}))
+    # (the request schema already allows only [A-Za-z_][A-Za-z0-9_]*, stricter
+    # than Kubernetes' rule; the published flag also covers tool manifests)
+    for bad in ("1ABC", "A B", "A:B", "\u00c9T\u00c9"):
+        lim_refused(lim_body(env={bad: "v"}), "/env/" + bad)
+
+
 def main():
-    global ENV
+    global ENV, LIM
     ENV = Env()
+    cases = [(n, f) for n, f in sorted(globals().items()) if n.startswith("case_")]
+    pdir = os.environ.get("EAI_HOSTILE_PLUGIN_DIR") or os.path.join(
+        os.environ.get("EAI_BUILD_DIR") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../build"),
+        "tests", "hostile-plugins")
+    cfg_dir = __import__("tempfile").mkdtemp(prefix="eai-lim-cfg-")
+    cfg = os.path.join(cfg_dir, "eaid.yaml")
+    with open(cfg, "w") as f:
+        f.write("plugins:\n  dir: %s\n"
+                "isolation:\n  limits:\n    max_path_bytes: 100\n    max_name_bytes: 20\n"
+                "    max_input_bytes: 1000\n    max_files: 3\n    max_env_name_bytes: 16\n"
+                "    env_names_portable: true\n"
+                "profiles:\n  lim:\n    backend: limits\n    runtime_class: none\n"
+                "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+                "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n" % pdir)
+    LIM = Env(config=cfg)
     try:
         ENV.make_key()
         ENV.start(ready_path="/readyz", timeout=120)
-        run_cases([(n, f) for n, f in sorted(globals().items()) if n.startswith("case_")])
+        LIM.make_key()
+        LIM.start(ready_path="/readyz", timeout=60)
+        cases += [(n, f) for n, f in sorted(globals().items()) if n.startswith("lcase_")]
+        run_cases(cases)
     finally:
         ENV.stop()
+        LIM.stop()
+        __import__("shutil").rmtree(cfg_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":
