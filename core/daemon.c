@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "daemon.h"
+#include "base/dirlock.h"
 #include "http/auth.h"
 #include "config/config.h"
 #include "config/config_check.h"
@@ -383,6 +384,7 @@ fail:
 /* ------------------------------------------------------------ start / stop */
 
 static int started_exec, started_delivery, started_telemetry, started_server, started_workers;
+static int data_dir_lock = -1; /* flock on <data_dir>/eaid.lock (base/dirlock.c) */
 
 int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_config *cfg, struct eai_error **err)
 {
@@ -391,6 +393,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     eai_log_set_level((enum eai_log_level)eai_log_level_parse(cfg->log_level));
     eai_obs_describe_metrics();
     if (eai_app_prepare_data_dir(cfg, app->pepper, err) < 0)
+        goto fail;
+    if (eai_dir_lock(cfg->data_dir, &data_dir_lock, err) < 0)
         goto fail;
     if (eai_workers_start(base, cfg->workers) < 0) {
         eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, errno, "cannot start %d workers", cfg->workers));
@@ -448,8 +452,16 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (eai_server_start(app, err) < 0)
         goto fail;
     started_server = 1;
-    eai_log(APP_COMPONENT, EAI_LOG_INFO, "eaid %s started: data dir %s, storage %s, config %s", EAI_VERSION,
-            cfg->data_dir, cfg->storage_backend, cfg->source);
+    /* what tells replicas apart in their logs, and whether they share the
+     * pepper (a fingerprint: the first 12 hex of sha256(pepper), never the
+     * pepper itself) */
+    char fp[65];
+    eai_sha256_hex(app->pepper, strlen(app->pepper), fp);
+    fp[12] = '\0';
+    eai_log(APP_COMPONENT, EAI_LOG_INFO,
+            "eaid %s started: node id %s, data dir %s, storage %s, pepper %s (fingerprint %s), config %s",
+            EAI_VERSION, app->host->node_id, cfg->data_dir, cfg->storage_backend, cfg->pepper_file, fp,
+            cfg->source);
     return 0;
 fail:
     eai_app_stop(app);
@@ -497,6 +509,8 @@ void eai_app_stop(struct eai_app *app)
     eai_host_free(app->host);
     app->host = NULL;
     explicit_bzero(app->pepper, sizeof(app->pepper));
+    eai_dir_unlock(data_dir_lock);
+    data_dir_lock = -1;
 }
 
 /* ------------------------------------------------------------ serve */

@@ -46,6 +46,10 @@ int eai_cfg_apply_profiles(const char *file, struct eai_config *c, const json_t 
 /* Every profile: defaults <= maxima. */
 int eai_cfg_check_profile_bounds(const struct eai_config *c, struct eai_error **err);
 
+/* tls_cfg.c: server.tls (cert, key, client_ca); v may be NULL. */
+int eai_cfg_server_tls(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                       struct eai_error **err);
+
 /* config.c: "HOST:PORT" in key of path. */
 int eai_cfg_check_listen(const char *file, const char *path, const char *key, const char *v,
                          struct eai_error **err);

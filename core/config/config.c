@@ -33,6 +33,7 @@ static struct eai_config *eai_config_defaults(void)
     c->max_header_bytes = 16u * 1024;
     c->max_connections = 1024;
     c->request_timeout_s = 75;
+    c->read_timeout_s = 60;
     c->workers = 8;
     c->max_concurrent = 8;
     c->max_per_tenant = 4;
@@ -60,6 +61,9 @@ void eai_config_free(struct eai_config *c)
     if (!c)
         return;
     free(c->listen);
+    free(c->tls_cert);
+    free(c->tls_key);
+    free(c->tls_client_ca);
     free(c->data_dir);
     free(c->image_dir);
     free(c->plugin_dir);

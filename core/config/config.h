@@ -28,6 +28,10 @@ struct eai_config {
     size_t max_header_bytes;   /* 16 KiB                      (server.max_header_bytes) */
     int max_connections;       /* 1024                        (server.max_connections) */
     int request_timeout_s;     /* 75 (> 60 s long-poll)       (server.request_timeout_s) */
+    int read_timeout_s;        /* 60: a whole request in      (server.read_timeout_s) */
+    char *tls_cert;            /* NULL: plain HTTP            (server.tls.cert) */
+    char *tls_key;             /*                             (server.tls.key) */
+    char *tls_client_ca;       /* NULL: no client certificate (server.tls.client_ca) */
 
     /* storage */
     char *storage_backend;     /* "sqlite" | "postgres"      (derived from storage.url) */

@@ -29,14 +29,16 @@ static int sect_server(struct eai_config *c, const char *file, const char *path,
                        struct eai_error **err)
 {
     static const char *const k[] = {"listen", "max_body_bytes", "max_header_bytes", "max_connections",
-                                    "request_timeout_s", NULL};
+                                    "request_timeout_s", "read_timeout_s", "tls", NULL};
     int64_t body = (int64_t)c->max_body_bytes, hdr = (int64_t)c->max_header_bytes;
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_string(file, path, v, "listen", &c->listen, err) < 0 ||
         eai_cfg_get_size(file, path, v, "max_body_bytes", 1024, 1LL << 31, &body, err) < 0 ||
         eai_cfg_get_size(file, path, v, "max_header_bytes", 1024, 1LL << 24, &hdr, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_connections", 1, 1000000, &c->max_connections, err) < 0 ||
-        eai_cfg_get_int32(file, path, v, "request_timeout_s", 1, 3600, &c->request_timeout_s, err) < 0)
+        eai_cfg_get_int32(file, path, v, "request_timeout_s", 1, 3600, &c->request_timeout_s, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "read_timeout_s", 1, 3600, &c->read_timeout_s, err) < 0 ||
+        eai_cfg_server_tls(c, file, path, json_object_get(v, "tls"), err) < 0)
         return -1;
     if (c->listen && eai_cfg_check_listen(file, path, "listen", c->listen, err) < 0)
         return -1;
@@ -139,7 +141,7 @@ static int sect_scheduler(struct eai_config *c, const char *file, const char *pa
         eai_cfg_get_int32(file, path, v, "max_per_tenant", 1, 100000, &c->max_per_tenant, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_queued_per_tenant", 1, 10000000, &c->max_queued_per_tenant,
                           err) < 0 ||
-        eai_cfg_get_int(file, path, v, "lease_ms", 1000, 3600000, &c->lease_ms, err) < 0)
+        eai_cfg_get_int(file, path, v, "lease_ms", 3000, 3600000, &c->lease_ms, err) < 0)
         return -1;
     return 0;
 }

@@ -26,6 +26,7 @@ struct probe_snap {
     const struct eai_plugin_inst *iso;
     int ready;
     unsigned caps;
+    struct eai_exec_blimits lim;   /* published by the probe (ABI 1.1) */
     char reason[256];
 };
 
@@ -73,6 +74,13 @@ static int image_known_cb(void *arg, const struct eai_profile *p, const char *im
     return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
 }
 
+static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out)
+{
+    const struct probe_snap *ps = snap_for(arg, p);
+    if (ps)
+        *out = ps->lim;
+}
+
 static void create_work(void *arg)
 {
     struct create_job *j = arg;
@@ -89,6 +97,7 @@ static void create_work(void *arg)
         .files_max_total_bytes = app->cfg ? app->cfg->files_max_total_bytes : 8 << 20,
         .image_known = image_known_cb,
         .image_arg = j,
+        .backend_limits = backend_limits_cb,
     };
     json_t *rec = NULL;
     int rc = eai_exec_validate(j->body, tool_doc, app->profiles, app->nprofiles, &o, &rec, &j->prof, &j->err);
@@ -219,6 +228,12 @@ static int take_probes(struct create_job *j)
         ops->probe(iso->self, &pr);
         ps->ready = pr.ready;
         ps->caps = pr.caps;
+        ps->lim.max_path_bytes = pr.max_path_bytes;
+        ps->lim.max_name_bytes = pr.max_name_bytes;
+        ps->lim.max_input_bytes = pr.max_input_bytes;
+        ps->lim.max_files = pr.max_files;
+        ps->lim.max_env_name_bytes = pr.max_env_name_bytes;
+        ps->lim.flags = pr.limit_flags;
         snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason[0] ? pr.reason : "starting");
         starting += !pr.ready && eai_iso_probe_pending(&pr);
     }

@@ -7,6 +7,8 @@
 #include <strings.h>
 
 #include "base/errors.h"
+#include <eai/isolation.h>
+
 #include "exec/exec_validate.h"
 #include "base/util.h"
 
@@ -47,7 +49,7 @@ static int refuse(struct eai_error **err, enum eai_code code, json_t *details)
 
 int eai_exec_tmp_path_ok(const char *p, size_t len, int allow_root)
 {
-    if (!p || len == 0 || len > 4096 || strlen(p) != len)
+    if (!p || len == 0 || len > EAI_EXEC_MAX_PATH_BYTES || strlen(p) != len)
         return 0;
     if (strncmp(p, "/tmp", 4) != 0)
         return 0;
@@ -71,6 +73,51 @@ int eai_exec_tmp_path_ok(const char *p, size_t len, int allow_root)
         s = e + 1;
     }
     return 1;
+}
+
+size_t eai_exec_path_max_segment(const char *p)
+{
+    size_t best = 0;
+    while (p && *p) {
+        const char *e = strchr(p, '/');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n > best)
+            best = n;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return best;
+}
+
+/* The stricter of two limits where 0 means none. */
+static int64_t stricter(int64_t a, int64_t b)
+{
+    return a <= 0 ? b : b <= 0 ? a : a < b ? a : b;
+}
+
+/* [-._a-zA-Z][-._a-zA-Z0-9]* (EAI_ISO_LIMIT_ENV_NAMES_PORTABLE). */
+static int env_name_portable(const char *s)
+{
+    if (!*s || (*s >= '0' && *s <= '9'))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              *s == '-' || *s == '.'))
+            return 0;
+    return 1;
+}
+
+/* One path (a file's or a collect entry) against the limits. */
+static void path_limits(json_t *d, const char *ptr, const json_t *v, int64_t max_path, int64_t max_name)
+{
+    size_t len = json_string_length(v), seg = eai_exec_path_max_segment(json_string_value(v));
+    if (max_path > 0 && (int64_t)len > max_path)
+        add_detail(d, ptr, "is %zu bytes long; the backend of this profile accepts at most %lld", len,
+                   (long long)max_path);
+    else if (max_name > 0 && (int64_t)seg > max_name)
+        add_detail(d, ptr, "has a %zu-byte segment; the backend of this profile accepts at most %lld bytes a segment",
+                   seg, (long long)max_name);
 }
 
 void eai_exec_schema_filter(const json_t *body, json_t *errors)
@@ -488,6 +535,63 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     if (opts && opts->files_max_total_bytes > 0 && files_total > opts->files_max_total_bytes)
         add_detail(d, "/files", "total size %lld bytes exceeds the cap of %lld bytes",
                    (long long)files_total, (long long)opts->files_max_total_bytes);
+    code = EAI_E_LIMIT_EXCEEDED;
+    if (json_array_size(d) > 0)
+        goto refused;
+
+    /* --- the backend's own limits: refuse here what start() would refuse */
+    struct eai_exec_blimits bl;
+    memset(&bl, 0, sizeof bl);
+    if (opts && opts->backend_limits)
+        opts->backend_limits(opts->image_arg, prof, &bl);
+    int64_t max_path = stricter(EAI_EXEC_MAX_PATH_BYTES, bl.max_path_bytes);
+    int64_t max_name = stricter(EAI_EXEC_MAX_NAME_BYTES, bl.max_name_bytes);
+    if (files) {
+        size_t i;
+        const json_t *f;
+        json_array_foreach(files, i, f) {
+            snprintf(path, sizeof path, "/files/%zu/path", i);
+            path_limits(d, path, json_object_get(f, "path"), max_path, max_name);
+        }
+        if (bl.max_files > 0 && (int64_t)json_array_size(files) > bl.max_files)
+            add_detail(d, "/files", "has %zu files; the backend of this profile accepts at most %lld",
+                       json_array_size(files), (long long)bl.max_files);
+    }
+    if (col) {
+        size_t i;
+        const json_t *c;
+        json_array_foreach(col, i, c) {
+            snprintf(path, sizeof path, "/collect/%zu", i);
+            path_limits(d, path, c, max_path, max_name);
+        }
+    }
+    {
+        const char *name;
+        const json_t *v;
+        json_object_foreach(env, name, v) {
+            snprintf(path, sizeof path, "/env/%.40s", name);
+            size_t n = strlen(name);
+            if (bl.max_env_name_bytes > 0 && (int64_t)n > bl.max_env_name_bytes)
+                add_detail(d, path, "name is %zu bytes long; the backend of this profile accepts at most %lld", n,
+                           (long long)bl.max_env_name_bytes);
+            else if ((bl.flags & EAI_ISO_LIMIT_ENV_NAMES_PORTABLE) && !env_name_portable(name))
+                add_detail(d, path, "name must match [-._a-zA-Z][-._a-zA-Z0-9]* for the backend of this profile");
+        }
+    }
+    code = EAI_E_VALIDATION_FAILED;
+    if (json_array_size(d) > 0)
+        goto refused;
+    if (bl.max_input_bytes > 0) {
+        /* what the backend carries in one object: stdin, files, env values */
+        int64_t in = files_total + (json_is_string(stdin_v) ? (int64_t)json_string_length(stdin_v) : 0);
+        const char *name;
+        const json_t *v;
+        json_object_foreach(env, name, v)
+            in += (int64_t)json_string_length(v);
+        if (in > bl.max_input_bytes)
+            add_detail(d, "", "stdin, files and env values total %lld bytes; the backend of this profile "
+                       "accepts at most %lld", (long long)in, (long long)bl.max_input_bytes);
+    }
     code = EAI_E_LIMIT_EXCEEDED;
     if (json_array_size(d) > 0)
         goto refused;

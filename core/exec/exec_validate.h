@@ -21,12 +21,25 @@
 #define EAI_EXEC_MAX_ENV_BYTES    (1 << 20)  /* total env bytes */
 #define EAI_EXEC_IDEMPOTENCY_MAX  255
 
+/* Limits a backend enforces on what a request carries (its probe's
+ * max_* fields, ABI 1.1); 0 = none of its own. */
+struct eai_exec_blimits {
+    int64_t max_path_bytes, max_name_bytes, max_input_bytes, max_files, max_env_name_bytes, flags;
+};
+
+/* Core's own bounds, applied whatever the backend says. */
+#define EAI_EXEC_MAX_PATH_BYTES   4096
+#define EAI_EXEC_MAX_NAME_BYTES   255
+
 struct eai_exec_vopts {
     int64_t files_max_total_bytes;   /* decoded input files, all together */
     /* Image check for backends with EAI_ISO_CAP_LOCAL_IMAGES: 1 known,
      * 0 unknown.  NULL: images are not checked. */
     int (*image_known)(void *arg, const struct eai_profile *p, const char *image);
     void *image_arg;
+    /* The limits of the profile's backend (arg = image_arg).  NULL: core's
+     * own bounds only.  The strictest of both applies at admission. */
+    void (*backend_limits)(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out);
 };
 
 /* A schema error list filtered for a body that names a tool: "is required"
@@ -60,5 +73,8 @@ int eai_exec_request_hash(const json_t *body, char out[65]);
 /* A path under /tmp: absolute, "/tmp" or "/tmp/...", no empty, "." or
  * ".." segment, no NUL, at most 4096 bytes.  allow_root: "/tmp" itself. */
 int eai_exec_tmp_path_ok(const char *p, size_t len, int allow_root);
+
+/* The longest segment of p, in bytes. */
+size_t eai_exec_path_max_segment(const char *p);
 
 #endif

@@ -374,7 +374,8 @@ struct eai_sched *eai_sched_start(struct eai_app *app, struct eai_watch *hub, st
     s->hub = hub;
     s->app = app;
     s->refs = 1;
-    s->lease_ms = app->cfg && app->cfg->lease_ms >= 3000 ? app->cfg->lease_ms : 30000;
+    /* scheduler.lease_ms is at least 3000 (refused at start below it) */
+    s->lease_ms = app->cfg && app->cfg->lease_ms > 0 ? app->cfg->lease_ms : 30000;
     s->claim_ev = evtimer_new(app->base, claim_timer_cb, s);
     s->renew_ev = evtimer_new(app->base, renew_timer_cb, s);
     s->stale_ev = evtimer_new(app->base, stale_timer_cb, s);
@@ -409,6 +410,8 @@ struct eai_sched *eai_sched_start(struct eai_app *app, struct eai_watch *hub, st
     }
     sched_timer_in(s->renew_ev, s->lease_ms / 3);
     sched_timer_in(s->stale_ev, s->lease_ms / 2);
+    if (sched_gauge_start(s) < 0)
+        eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "cannot create the queue gauge timer");
     eai_sched_kick(s);
     return s;
 }
@@ -421,6 +424,7 @@ void eai_sched_stop(struct eai_sched *s)
     event_del(s->claim_ev);
     event_del(s->renew_ev);
     event_del(s->stale_ev);
+    sched_gauge_stop(s);
     /* Live runs: ask the backend to stop them and record them as
      * interrupted now; their callbacks are ignored from here on. */
     struct eai_run *r = s->runs, *next;
@@ -471,6 +475,7 @@ static void sched_free(struct eai_sched *s)
         event_free(s->renew_ev);
     if (s->stale_ev)
         event_free(s->stale_ev);
+    sched_gauge_free(s);
     free(s);
 }
 

@@ -62,6 +62,8 @@ struct eai_sched {
     int64_t lease_ms;
     int stopping;
     int64_t last_claim_error_ms;
+    struct event *gauge_ev;        /* sched_gauge.c: queue gauges every second */
+    int gauge_inflight;
 };
 
 /* A collected file taken out of a backend's result for the worker. */
@@ -79,6 +81,11 @@ void sched_unref(struct eai_sched *s);
 /* Work on a worker holding a reference on s; 0 or -1. */
 int sched_submit(struct eai_sched *s, void (*fn)(void *), void (*done)(void *), void *arg);
 void sched_gauges(struct eai_sched *s);
+
+/* sched_gauge.c: eai_sandbox_queued from storage every second */
+int sched_gauge_start(struct eai_sched *s);
+void sched_gauge_stop(struct eai_sched *s);
+void sched_gauge_free(struct eai_sched *s);
 
 /* sched_run.c */
 const struct eai_isolation_ops *sched_iso_ops(const struct eai_plugin_inst *iso);

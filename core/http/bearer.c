@@ -10,6 +10,7 @@
 #include "http/request_int.h"
 #include "base/errors.h"
 #include "base/log.h"
+#include "config/config.h"
 #include "base/util.h"
 #include "obs/trace.h"
 
@@ -45,6 +46,25 @@ static void auth_work(void *arg)
     explicit_bzero(j->secret, sizeof(j->secret));
 }
 
+/* A key that exists, live, whose secret fails the HMAC: a wrong secret,
+ * or a pepper that differs from the one that made the key (a replica or
+ * the CLI with another EAI_AUTH_PEPPER_FILE).  Say so in the log, at most
+ * once a minute (a client guessing secrets must not flood it). */
+static void pepper_hint(const struct eai_req *r)
+{
+    static int64_t last_ms;
+    int64_t now = eai_now_ms();
+    if (last_ms && now - last_ms < 60000)
+        return;
+    last_ms = now;
+    eai_log_req("auth", EAI_LOG_WARN, r->request_id,
+                "key %s exists but its secret fails the HMAC check: a wrong secret, or this process's pepper "
+                "(auth.pepper_file / EAI_AUTH_PEPPER_FILE: %s) differs from the one that made the key; every "
+                "replica and the CLI must share one pepper file (docs/postgres.md; compare the pepper "
+                "fingerprints logged at start)",
+                r->key_id, r->app->cfg && r->app->cfg->pepper_file ? r->app->cfg->pepper_file : "?");
+}
+
 static void auth_answer(struct eai_req *r, void *arg)
 {
     struct auth_job *j = arg;
@@ -56,6 +76,8 @@ static void auth_answer(struct eai_req *r, void *arg)
         const char *why = !j->rec ? "unknown key" :
                           json_is_true(json_object_get(j->rec, "revoked")) ? "revoked key" :
                           eai_auth_expired(j->rec, eai_now_ms()) ? "expired key" : "wrong secret";
+        if (strcmp(why, "wrong secret") == 0)
+            pepper_hint(r);
         auth_refuse(r, why);
     } else {
         snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));

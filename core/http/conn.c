@@ -30,6 +30,8 @@
 #include <event2/listener.h>
 
 #include "http/conn.h"
+#include "http/http_head.h"
+#include "http/tls.h"
 #include "http/request_int.h"
 #include "base/errors.h"
 #include "base/log.h"
@@ -56,6 +58,7 @@ struct eai_conn {
     struct event *linger;
     struct event *release_ev;
     struct event *watch;              /* EOF watch while a request is handled */
+    struct event *read_deadline;      /* 408 when a request is not all in by then */
     struct eai_conn *prev, *next;
 };
 
@@ -95,6 +98,8 @@ void eai_conn_release_cb(evutil_socket_t fd, short what, void *arg)
         event_free(c->release_ev);
     if (c->watch)
         event_free(c->watch);
+    if (c->read_deadline)
+        event_free(c->read_deadline);
     bufferevent_decref(c->bev); /* the last reference: closes the socket */
     free(c->acc);
     free(c);
@@ -111,6 +116,8 @@ static void conn_schedule_release(struct eai_conn *c)
         event_del(c->linger);
     if (c->watch)
         event_del(c->watch);
+    if (c->read_deadline)
+        event_del(c->read_deadline);
     struct timeval zero = {0, 0};
     if (evtimer_add(c->release_ev, &zero) < 0)
         eai_log(SRV_COMPONENT, EAI_LOG_ERROR, "cannot schedule a connection release (leak)");
@@ -227,6 +234,8 @@ static void conn_reject(struct eai_conn *c, enum eai_code code)
     struct eai_conn_guard *s = c->g;
     c->state = CONN_REJECTED;
     c->closing = 1;
+    if (c->read_deadline)
+        event_del(c->read_deadline);
     char rid[130] = "", al[256] = "";
     size_t n;
     const char *v;
@@ -249,12 +258,14 @@ static void conn_reject(struct eai_conn *c, enum eai_code code)
     int hl = snprintf(head, sizeof(head),
                       "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
                       "Connection: close\r\nX-Request-Id: %s\r\nContent-Language: %s\r\n"
-                      "Vary: Accept-Language\r\n\r\n",
-                      status, eai_http_reason(status), body ? strlen(body) : 0, rid, lang);
+                      "Vary: Accept-Language\r\n%s\r\n",
+                      status, eai_http_reason(status), body ? strlen(body) : 0, rid, lang,
+                      code == EAI_E_METHOD_NOT_ALLOWED ? "Allow: " EAI_HTTP_ALLOWED_METHODS "\r\n" : "");
     char labels[96];
-    snprintf(labels, sizeof(labels), "route=\"body_cap\",code=\"%d\"", status);
+    snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"",
+             code == EAI_E_PAYLOAD_TOO_LARGE ? "body_cap" : "head_check", status);
     eai_metrics_add("eai_http_requests_total", labels, 1);
-    eai_log_req(SRV_COMPONENT, EAI_LOG_INFO, rid, "request refused before its body: %s", eai_code_name(code));
+    eai_log_req(SRV_COMPONENT, EAI_LOG_INFO, rid, "request refused before evhttp: %s", eai_code_name(code));
     bufferevent_setcb(c->bev, linger_read_cb, linger_write_cb, linger_event_cb, c);
     struct evbuffer *in = bufferevent_get_input(c->bev);
     evbuffer_drain(in, evbuffer_get_length(in));
@@ -276,6 +287,15 @@ static void conn_reject(struct eai_conn *c, enum eai_code code)
 static void conn_header_done(struct eai_conn *c, size_t end)
 {
     struct eai_conn_guard *s = c->g;
+    enum eai_code hc = eai_http_head_check(c->acc, end, 1, s->max_header_bytes);
+    if (hc != EAI_OK) {
+        if (c->inflight == 0) {
+            conn_reject(c, hc);
+            return;
+        }
+        c->state = CONN_PASS; /* pipelined behind a request in flight: evhttp answers */
+        return;
+    }
     size_t n;
     const char *v = hdr_find(c->acc, end, "Content-Length", &n);
     c->state = CONN_BODY;
@@ -326,6 +346,10 @@ static void conn_scan(struct eai_conn *c, const char *data, size_t n)
     size_t old = c->acclen;
     memcpy(c->acc + c->acclen, data, take);
     c->acclen += take;
+    if (old == 0 && take > 0 && c->read_deadline && s->read_timeout_s > 0) {
+        struct timeval t = {s->read_timeout_s, 0};
+        event_add(c->read_deadline, &t); /* the whole request, from its first byte */
+    }
     /* search for the blank line from a little before the new bytes */
     size_t from = old > 3 ? old - 3 : 0;
     for (size_t i = from; i < c->acclen; i++) {
@@ -340,8 +364,27 @@ static void conn_scan(struct eai_conn *c, const char *data, size_t n)
             return;
         }
     }
+    /* the head so far: an oversized or malformed one is refused now */
+    enum eai_code hc = eai_http_head_check(c->acc, c->acclen, 0, s->max_header_bytes);
+    if (hc != EAI_OK) {
+        if (c->inflight == 0)
+            conn_reject(c, hc);
+        else
+            c->state = CONN_PASS;
+        return;
+    }
     if (c->acclen >= s->acc_cap)
         c->state = CONN_PASS; /* evhttp's header limit decides */
+}
+
+/* A request not all received by server.read_timeout_s after its first
+ * byte: 408 with the envelope (a slow client holds no slot for long). */
+static void read_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_conn *c = arg;
+    if (c->released || c->closing || c->state == CONN_REJECTED || c->inflight > 0)
+        return;
+    conn_reject(c, EAI_E_REQUEST_TIMEOUT);
 }
 
 static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info, void *arg)
@@ -384,7 +427,8 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
 struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
 {
     struct eai_conn_guard *s = arg;
-    struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = s->tls ? eai_tls_bev_new(s->tls, base)
+                                     : bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
     if (!bev)
         return NULL;
     struct eai_conn *c = calloc(1, sizeof(*c));
@@ -393,7 +437,12 @@ struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
     c->g = s;
     c->bev = bev;
     c->release_ev = evtimer_new(base, eai_conn_release_cb, c);
-    if (!c->release_ev) {
+    c->read_deadline = evtimer_new(base, read_deadline_cb, c);
+    if (!c->release_ev || !c->read_deadline) {
+        if (c->read_deadline)
+            event_free(c->read_deadline);
+        if (c->release_ev)
+            event_free(c->release_ev);
         free(c);
         return bev;
     }
@@ -401,6 +450,7 @@ struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
     if (!evbuffer_add_cb(bufferevent_get_input(bev), conn_input_cb, c)) {
         bufferevent_decref(bev);
         event_free(c->release_ev);
+        event_free(c->read_deadline);
         free(c);
         return bev;
     }
@@ -464,6 +514,8 @@ void eai_conn_watch_arm(struct eai_conn *c)
 void eai_conn_dispatched(struct eai_conn *c, struct eai_req *r)
 {
     conn_learn_evcon(c);
+    if (c->read_deadline)
+        event_del(c->read_deadline); /* the request is all in */
     c->cur = r;
     c->inflight++;
     c->state = CONN_HEAD;

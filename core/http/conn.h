@@ -18,6 +18,7 @@ struct eai_req;
 struct evconnlistener;
 struct bufferevent;
 struct eai_conn;
+struct eai_tls;
 
 /* What the guard keeps; embedded in the server. */
 struct eai_conn_guard {
@@ -30,6 +31,9 @@ struct eai_conn_guard {
     size_t cap;                       /* max body bytes */
     size_t acc_cap;                   /* header block bytes we look at */
     int64_t chunk_slack_cap;          /* raw chunked bytes before takeover */
+    size_t max_header_bytes;          /* 431 past it (http/http_head.c) */
+    int read_timeout_s;               /* 408 when a request is not all in by then */
+    struct eai_tls *tls;              /* NULL: plain HTTP (http/tls.c) */
     int stopping;
 };
 

@@ -29,6 +29,8 @@
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "http/conn.h"
+#include "http/http_head.h"
+#include "http/tls.h"
 #include "http/request_int.h"
 #include "http/routes.h"
 #include "http/server.h"
@@ -238,15 +240,22 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set_sys(err, EAI_E_INTERNAL, ENOMEM, "out of memory");
     }
     s->app = app;
+    if (eai_tls_server_new(cfg, &s->g.tls, err) < 0) {
+        free(s);
+        return -1;
+    }
     s->g.base = app->base;
     s->g.max_connections = cfg->max_connections;
     s->g.cap = cfg->max_body_bytes;
-    s->g.acc_cap = cfg->max_header_bytes + 8192;
+    s->g.acc_cap = cfg->max_header_bytes + EAI_HTTP_MAX_REQUEST_LINE + 1024;
+    s->g.max_header_bytes = cfg->max_header_bytes;
+    s->g.read_timeout_s = cfg->read_timeout_s;
     s->g.chunk_slack_cap = (int64_t)s->g.cap + (int64_t)s->g.cap / 4 + 65536;
     eai_metrics_describe("eai_http_connections", EAI_METRIC_GAUGE, "Open HTTP connections.");
     eai_metrics_set("eai_http_connections", NULL, 0);
     s->http = evhttp_new(app->base);
     if (!s->http) {
+        eai_tls_free(s->g.tls);
         free(s);
         return eai_error_set(err, EAI_E_INTERNAL, "evhttp_new failed");
     }
@@ -263,6 +272,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     if (!s->sock) {
         int e = errno;
         evhttp_free(s->http);
+        eai_tls_free(s->g.tls);
         free(s);
         return eai_error_set_sys(err, EAI_E_INTERNAL, e, "cannot listen on %s: %s", cfg->listen, e ? strerror(e) : "bind failed");
     }
@@ -285,8 +295,8 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         else if (ss.ss_family == AF_INET6)
             real_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
-    eai_log(SRV_COMPONENT, EAI_LOG_INFO, "listening on %s%s%s:%d (body cap %zu bytes, %d connections)",
-            strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", real_port, s->g.cap,
+    eai_log(SRV_COMPONENT, EAI_LOG_INFO, "listening on %s://%s%s%s:%d (body cap %zu bytes, %d connections)",
+            s->g.tls ? "https" : "http", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", real_port, s->g.cap,
             cfg->max_connections);
     return 0;
 }
@@ -348,6 +358,7 @@ void eai_server_stop(struct eai_app *app)
     app->http = NULL;
     while (s->g.conns)
         eai_conn_release_cb(-1, 0, s->g.conns);
+    eai_tls_free(s->g.tls);
     g_srv = NULL;
     free(s);
 }

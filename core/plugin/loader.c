@@ -37,6 +37,7 @@ _Static_assert(EAI_STORAGE_OPS_SIZE_1_0 == 232, "storage ops 1.0 layout changed"
 _Static_assert(EAI_STORAGE_OPS_SIZE_1_1 == 272, "storage ops 1.1 layout changed");
 _Static_assert(EAI_ISOLATION_OPS_SIZE_1_0 == 48, "isolation ops 1.0 layout changed");
 _Static_assert(EAI_ISO_PROBE_SIZE_1_0 == 400, "iso probe 1.0 layout changed");
+_Static_assert(EAI_ISO_PROBE_SIZE_1_1 == 456, "iso probe 1.1 layout changed (append only)");
 _Static_assert(EAI_HOST_SIZE_1_1 == 144 && EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 == 112, "1.1 layout changed");
 #endif
 

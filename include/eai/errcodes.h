@@ -30,7 +30,11 @@ enum eai_code {
     EAI_E_IMAGE_MISSING = 20, /* image_missing (500) */
     EAI_E_SANDBOX_FAILED = 21, /* sandbox_failed (500) */
     EAI_E_CONFLICT = 22, /* conflict (409) */
-    EAI_CODE_MAX = 23
+    EAI_E_BAD_REQUEST = 23, /* bad_request (400) */
+    EAI_E_URI_TOO_LONG = 24, /* uri_too_long (414) */
+    EAI_E_HEADERS_TOO_LARGE = 25, /* headers_too_large (431) */
+    EAI_E_REQUEST_TIMEOUT = 26, /* request_timeout (408) */
+    EAI_CODE_MAX = 27
 };
 
 #endif

@@ -30,9 +30,22 @@ struct eai_iso_probe {
      * and start() may hold jobs until it.  Core hands a zeroed struct of
      * today's size, so a 1.0 backend leaves it 0. */
     int pending;
+    /* ---- Added in 1.1 (appended): the limits this backend enforces on
+     * what a request carries, so admission refuses with 422 what start()
+     * would refuse later (the strictest of the profile's backend applies).
+     * 0 = no limit of the backend's own (core's limits still apply). */
+    int64_t max_path_bytes;    /* input file / collect path, e.g. 4095 */
+    int64_t max_name_bytes;    /* one path segment, e.g. 255 (NAME_MAX) */
+    int64_t max_input_bytes;   /* stdin + files + env values together */
+    int64_t max_files;         /* number of input files */
+    int64_t max_env_name_bytes;/* one environment variable name */
+    int64_t limit_flags;       /* EAI_ISO_LIMIT_* below */
 };
+/* limit_flags: environment variable names must match
+ * [-._a-zA-Z][-._a-zA-Z0-9]* (Kubernetes' rule). */
+#define EAI_ISO_LIMIT_ENV_NAMES_PORTABLE (1 << 0)
 #define EAI_ISO_PROBE_SIZE_1_0 offsetof(struct eai_iso_probe, pending)
-#define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, pending) + sizeof(int))
+#define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, limit_flags) + sizeof(int64_t))
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */

@@ -56,8 +56,14 @@ int eai_pc_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t ou
 
 /* --------------------------------------------------------------- files (pc_fs.c) */
 
+/* Limits of the local backends' file handling (published by their probe
+ * as max_path_bytes / max_name_bytes, so core refuses at admission). */
+#define EAI_PC_MAX_PATH_BYTES 4095   /* PATH_MAX - 1 */
+#define EAI_PC_MAX_NAME_BYTES 255    /* NAME_MAX */
+
 /* 1 when p is an absolute path strictly under /tmp with no "." / ".."
- * components, no empty components, at most 4095 bytes. */
+ * components, no empty components, at most EAI_PC_MAX_PATH_BYTES bytes
+ * and segments of at most EAI_PC_MAX_NAME_BYTES. */
 int eai_pc_tmp_path_valid(const char *p);
 /* write(2) all of d, retrying on EINTR.  0 or -1. */
 int eai_pc_write_all(int fd, const void *d, size_t n);

@@ -26,7 +26,7 @@
 
 int eai_pc_tmp_path_valid(const char *p)
 {
-    if (!p || strncmp(p, "/tmp/", 5) != 0 || strlen(p) > 4095)
+    if (!p || strncmp(p, "/tmp/", 5) != 0 || strlen(p) > EAI_PC_MAX_PATH_BYTES)
         return 0;
     const char *s = p + 5;
     if (!*s)
@@ -34,7 +34,7 @@ int eai_pc_tmp_path_valid(const char *p)
     for (;;) {
         const char *e = strchr(s, '/');
         size_t n = e ? (size_t)(e - s) : strlen(s);
-        if (n == 0 || n > 255 || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+        if (n == 0 || n > EAI_PC_MAX_NAME_BYTES || (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
             return 0;
         if (!e)
             return 1;

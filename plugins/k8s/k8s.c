@@ -1083,6 +1083,12 @@ static void k8s_probe(void *self, struct eai_iso_probe *out)
     struct k8s *k = self;
     out->ready = k->ready;
     out->caps = EAI_ISO_CAP_EGRESS | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES | EAI_ISO_CAP_RECOVER;
+    /* ABI 1.1: what k8s_objects.c refuses, checked at admission */
+    out->max_path_bytes = 4095; /* the container's PATH_MAX - 1 */
+    out->max_name_bytes = 255;  /* NAME_MAX */
+    out->max_input_bytes = K8S_SECRET_MAX - 4096; /* stdin, files and env in one Secret */
+    out->max_env_name_bytes = 255; /* k8s_objects.c copies a name into 256 bytes */
+    out->limit_flags = EAI_ISO_LIMIT_ENV_NAMES_PORTABLE; /* env_name_ok() */
     snprintf(out->version, sizeof out->version, "%s", k->version[0] ? k->version : "Kubernetes (not probed yet)");
     snprintf(out->reason, sizeof out->reason, "%s",
              k->ready ? "" : k->reason[0] ? k->reason : "probing the Kubernetes API");

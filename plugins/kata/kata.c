@@ -404,6 +404,8 @@ static void kt_probe(void *self, struct eai_iso_probe *out)
     out->ready = kt_ready(k);
     out->pending = k->probe_state == 0; /* ABI 1.1: first probe still running */
     out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
+    out->max_path_bytes = EAI_PC_MAX_PATH_BYTES; /* ABI 1.1: checked at admission */
+    out->max_name_bytes = EAI_PC_MAX_NAME_BYTES;
     snprintf(out->version, sizeof(out->version), "%s", k->version);
     if (!out->ready) {
         if (k->probe_state == 1 && k->sweeping)

@@ -1,0 +1,98 @@
+/* Request line and header block checks before evhttp (see http_head.h). */
+#include <string.h>
+
+#include "http/http_head.h"
+
+static int tchar(unsigned char ch)
+{
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+           (ch && strchr("!#$%&'*+-.^_`|~", ch) != NULL);
+}
+
+static const char *const served[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", NULL};
+
+/* One request line (without its line end). */
+static enum eai_code check_request_line(const char *l, size_t n)
+{
+    size_t m = 0;
+    while (m < n && tchar((unsigned char)l[m]))
+        m++;
+    if (m == 0 || m >= n || l[m] != ' ')
+        return EAI_E_BAD_REQUEST;
+    size_t t = m + 1, te = t;
+    while (te < n && (unsigned char)l[te] > ' ' && l[te] != 0x7f)
+        te++;
+    if (te == t || te >= n || l[te] != ' ')
+        return EAI_E_BAD_REQUEST;
+    const char *v = l + te + 1;
+    size_t vn = n - te - 1;
+    if (vn != 8 || memcmp(v, "HTTP/1.", 7) != 0 || (v[7] != '0' && v[7] != '1'))
+        return EAI_E_BAD_REQUEST;
+    if (l[t] != '/' && l[t] != '*' && !(te - t > 7 && (!memcmp(l + t, "http://", 7) || !memcmp(l + t, "https://", 8))))
+        return EAI_E_BAD_REQUEST;
+    for (const char *const *s = served; *s; s++)
+        if (strlen(*s) == m && memcmp(*s, l, m) == 0)
+            return EAI_OK;
+    return EAI_E_METHOD_NOT_ALLOWED;
+}
+
+/* One header field line (without its line end). */
+static enum eai_code check_field(const char *l, size_t n)
+{
+    if (n == 0)
+        return EAI_OK;
+    if (l[0] == ' ' || l[0] == '\t')
+        return EAI_E_BAD_REQUEST; /* obsolete line folding (RFC 9112 5.2) */
+    size_t c = 0;
+    while (c < n && tchar((unsigned char)l[c]))
+        c++;
+    if (c == 0 || c >= n || l[c] != ':')
+        return EAI_E_BAD_REQUEST;
+    for (size_t i = c + 1; i < n; i++) {
+        unsigned char ch = (unsigned char)l[i];
+        if ((ch < ' ' && ch != '\t') || ch == 0x7f)
+            return EAI_E_BAD_REQUEST;
+    }
+    return EAI_OK;
+}
+
+enum eai_code eai_http_head_check(const char *acc, size_t len, int done, size_t max_header_bytes)
+{
+    size_t p = 0;
+    /* RFC 9112 2.2: at least one empty line before the request line is ignored */
+    while (p < len && (acc[p] == '\r' || acc[p] == '\n'))
+        p++;
+    const char *nl = memchr(acc + p, '\n', len - p);
+    if (!nl)
+        return len - p > EAI_HTTP_MAX_REQUEST_LINE ? EAI_E_URI_TOO_LONG : EAI_OK;
+    size_t ll = (size_t)(nl - (acc + p));
+    size_t body = ll && acc[p + ll - 1] == '\r' ? ll - 1 : ll;
+    if (ll > EAI_HTTP_MAX_REQUEST_LINE)
+        return EAI_E_URI_TOO_LONG;
+    if (memchr(acc + p, '\0', body))
+        return EAI_E_BAD_REQUEST;
+    enum eai_code rc = check_request_line(acc + p, body);
+    if (rc != EAI_OK)
+        return rc;
+    /* header fields: complete lines only, the last one may still grow */
+    size_t q = (size_t)(nl - acc) + 1, fields = 0, bytes = 0;
+    while (q < len) {
+        const char *e = memchr(acc + q, '\n', len - q);
+        size_t n = e ? (size_t)(e - (acc + q)) : len - q;
+        bytes += n + 1;
+        if (bytes > max_header_bytes)
+            return EAI_E_HEADERS_TOO_LARGE;
+        if (!e)
+            break;
+        size_t fn = n && acc[q + n - 1] == '\r' ? n - 1 : n;
+        if (fn == 0)
+            break; /* the blank line: the head is complete */
+        if (++fields > EAI_HTTP_MAX_HEADERS)
+            return EAI_E_HEADERS_TOO_LARGE;
+        if ((rc = check_field(acc + q, fn)) != EAI_OK)
+            return rc;
+        q += n + 1;
+    }
+    (void)done;
+    return EAI_OK;
+}

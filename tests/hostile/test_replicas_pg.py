@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""Replicas told the truth on PostgreSQL (issue 19 item 6): two real `eaid
+serve` replicas on one database (its own: eai_hostile_replicas), one slot
+each, real runsc.
+
+- each logs its own node id at start, and the same pepper fingerprint;
+- with both slots taken (no claim can happen), eai_sandbox_queued on BOTH
+  replicas follows the queue as executions are submitted to either one
+  and cancelled: it equals the list API's count within a few seconds (it
+  read 1 and 7 while the list showed 18 when it was only set after a claim);
+- a third replica with another pepper answers 401 to the shared key and
+  logs the EAI_AUTH_PEPPER_FILE hint, with a different fingerprint.
+
+Needs EAI_TEST_PG_OWNER_URL, EAI_TEST_PG_APP_URL, EAI_TEST_PG_SUPER_URL
+(tests/support/pg_cluster.sh); exit 77 (skip) when unset."""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from eaid_env import Env, check, run_cases  # noqa: E402
+
+DB = "eai_hostile_replicas"
+IMAGE = "python:3.11-slim"
+NODE = re.compile(r"node id ([0-9a-f-]{36})")
+FP = re.compile(r"\(fingerprint ([0-9a-f]{12})\)")
+R = []
+KEY = None
+TMP = None
+APP_DB = None
+
+
+def with_db(url, db):
+    p = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((p.scheme, p.netloc, "/" + db, p.query, p.fragment))
+
+
+def psql(url, sql):
+    return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
+                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def metric(env, name):
+    with urllib.request.urlopen(env.url + "/metrics", timeout=5) as r:
+        text = r.read().decode()
+    m = re.search(r"^%s(?:\{\})? ([0-9.e+]+)$" % re.escape(name), text, re.M)
+    return float(m.group(1)) if m else None
+
+
+def count(env, status):
+    st, b = env.api("GET", "/v1/sandbox/executions?status=%s&limit=100" % status)
+    check(st == 200, "list: %s %s" % (st, b))
+    return len(b.get("items", b.get("data", [])))
+
+
+def gauges_equal(n, timeout=5.0):
+    deadline = time.time() + timeout
+    got = None
+    while time.time() < deadline:
+        got = [metric(r, "eai_sandbox_queued") for r in R]
+        if all(g == float(n) for g in got):
+            return got
+        time.sleep(0.2)
+    raise AssertionError("queued gauges %s on the two replicas, %d queued (list API %d)" % (got, n, count(R[0], "queued")))
+
+
+def case_node_ids_and_fingerprints():
+    ids = [NODE.search(r.log_text()).group(1) for r in R]
+    check(ids[0] != ids[1], "two replicas, one node id: %s" % ids)
+    fps = [FP.search(r.log_text()).group(1) for r in R]
+    check(fps[0] == fps[1], "one pepper, two fingerprints: %s" % fps)
+
+
+def case_queued_gauge_on_busy_replicas():
+    body = {"profile": "gvisor-small", "image": IMAGE, "command": ["sleep", "90"]}
+    ids = []
+    for r in R:
+        st, b = r.api("POST", "/v1/sandbox/executions", body)
+        check(st == 202, "submit: %s %s" % (st, b))
+        ids.append(b["id"])
+    deadline = time.time() + 90
+    while time.time() < deadline and count(R[0], "running") < 2:
+        time.sleep(0.5)
+    check(count(R[0], "running") == 2, "both slots taken")
+    n = 0
+    for target, more in ((R[0], 6), (R[1], 4), (R[0], 8)):
+        for _ in range(more):
+            st, b = target.api("POST", "/v1/sandbox/executions", body)
+            check(st == 202, "submit: %s %s" % (st, b))
+            ids.append(b["id"])
+        n += more
+        check(count(R[0], "queued") == n, "list API")
+        gauges_equal(n)
+    for eid in ids[-5:]:
+        R[1].api("POST", "/v1/sandbox/executions/%s/cancel" % eid)
+    gauges_equal(n - 5)
+    for eid in ids:
+        R[0].api("POST", "/v1/sandbox/executions/%s/cancel" % eid)
+    gauges_equal(0, timeout=10)
+
+
+def case_other_pepper_replica_hint():
+    other = os.path.join(TMP, "other-pepper")
+    with open(other, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(other, 0o600)
+    r3 = Env(env={"EAI_DATABASE_URL": APP_DB, "EAI_AUTH_PEPPER_FILE": other, "EAI_SANDBOX_RUNSC": "/nonexistent"})
+    try:
+        r3.key = KEY
+        r3.start()
+        st, b = r3.api("GET", "/v1/sandbox/executions")
+        check(st == 401, "other pepper: %s" % st)
+        time.sleep(0.3)
+        log = r3.log_text()
+        check("EAI_AUTH_PEPPER_FILE" in log and KEY.split("_")[1] in log, "no hint: %s" % r3.log_tail())
+        check(FP.search(log).group(1) != FP.search(R[0].log_text()).group(1), "fingerprints must differ")
+    finally:
+        r3.stop()
+
+
+def main():
+    global KEY, TMP, APP_DB
+    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
+    if not (owner and app and sup):
+        print("SKIP: no PostgreSQL (EAI_TEST_PG_*_URL unset)")
+        sys.exit(77)
+    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
+    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % DB)
+    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % DB)
+    APP_DB = with_db(app, DB)
+    TMP = tempfile.mkdtemp(prefix="eai-hostile-pg-")
+    pepper = os.path.join(TMP, "pepper")
+    with open(pepper, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(pepper, 0o600)
+    cfg = os.path.join(TMP, "eaid.yaml")
+    with open(cfg, "w") as f:
+        f.write("scheduler:\n  lease_ms: 3000\n  max_concurrent: 1\n  max_per_tenant: 1\n")
+    common = {"EAI_DATABASE_URL": APP_DB, "EAI_AUTH_PEPPER_FILE": pepper}
+    try:
+        cli = Env(config=cfg, env=dict(common, EAI_DATABASE_URL=with_db(owner, DB)))
+        r = cli.cmd("migrate", "--app-role", "eai_app")
+        check(r.returncode == 0, "migrate: %s" % r.stderr)
+        cli.extra_env["EAI_DATABASE_URL"] = APP_DB
+        KEY = cli.make_key("replicas")
+        cli.stop()
+        for _ in range(2):
+            e = Env(config=cfg, env=common)
+            e.key = KEY
+            R.append(e)
+            e.start(ready_path="/readyz", timeout=120)
+        run_cases([(n, f) for n, f in sorted(globals().items()) if n.startswith("case_")])
+    finally:
+        for e in R:
+            e.stop()
+        psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
+        __import__("shutil").rmtree(TMP, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
