@@ -52,24 +52,27 @@ struct eai_error *eai_error_new(enum eai_code code, int errno_cause, const char 
     return e;
 }
 
+static int error_setv(struct eai_error **err, enum eai_code code, int errno_cause, const char *fmt, va_list ap)
+{
+    if (err && !*err)
+        *err = eai_error_newv(code, errno_cause, fmt, ap);
+    return -1;
+}
+
 int eai_error_set(struct eai_error **err, enum eai_code code, const char *fmt, ...)
 {
-    if (!err || *err)
-        return -1;
     va_list ap;
     va_start(ap, fmt);
-    *err = eai_error_newv(code, 0, fmt, ap);
+    error_setv(err, code, 0, fmt, ap);
     va_end(ap);
     return -1;
 }
 
 int eai_error_set_sys(struct eai_error **err, enum eai_code code, int errno_cause, const char *fmt, ...)
 {
-    if (!err || *err)
-        return -1;
     va_list ap;
     va_start(ap, fmt);
-    *err = eai_error_newv(code, errno_cause, fmt, ap);
+    error_setv(err, code, errno_cause, fmt, ap);
     va_end(ap);
     return -1;
 }
