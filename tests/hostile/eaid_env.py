@@ -20,8 +20,26 @@ EAID = os.path.join(BUILD, "eaid")
 IMAGES = os.environ.get("EAI_IMAGE_DIR") or os.path.join(BUILD, "images")
 
 
+IMAGE = "python:3.11-slim"
+IMAGE_PACKAGES = "python3-minimal,libpython3.11-stdlib"
+
+
 class Fail(Exception):
     pass
+
+
+def ensure_image():
+    """Build python:3.11-slim into IMAGES once when it is not there (a fresh
+    clone's CI); the tests that need it run serially, so two never race."""
+    if os.path.isdir(os.path.join(IMAGES, "python", "3.11-slim", "rootfs")):
+        return
+    print("building image %s into %s (once)" % (IMAGE, IMAGES), flush=True)
+    os.makedirs(IMAGES, exist_ok=True)
+    e = dict(os.environ)
+    e["EAI_IMAGE_DIR"] = IMAGES
+    r = subprocess.run([EAID, "images", "build", IMAGE, "--packages", IMAGE_PACKAGES], env=e, timeout=900)
+    if r.returncode != 0:
+        raise Fail("eaid images build failed (%d)" % r.returncode)
 
 
 def check(cond, msg):

@@ -11,7 +11,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, check, run_cases  # noqa: E402
+from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
 
 IMAGE = "python:3.11-slim"
 PROFILE = "gvisor-small"
@@ -191,6 +191,7 @@ def lcase_env_name_edges():
 
 def main():
     global ENV, LIM
+    ensure_image()
     ENV = Env()
     cases = [(n, f) for n, f in sorted(globals().items()) if n.startswith("case_")]
     pdir = os.environ.get("EAI_HOSTILE_PLUGIN_DIR") or os.path.join(

@@ -22,7 +22,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, check, run_cases  # noqa: E402
+from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
 
 IMAGE = "python:3.11-slim"
 NODE = re.compile(r"node id ([0-9a-f-]{36})")
@@ -203,6 +203,7 @@ def case_one_eaid_per_data_dir():
 
 
 def main():
+    ensure_image()
     run_cases([(n, f) for n, f in sorted(globals().items()) if n.startswith("case_")])
 
 

@@ -23,7 +23,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, check, run_cases  # noqa: E402
+from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
 
 DB = "eai_hostile_replicas"
 IMAGE = "python:3.11-slim"
@@ -129,6 +129,7 @@ def main():
     if not (owner and app and sup):
         print("SKIP: no PostgreSQL (EAI_TEST_PG_*_URL unset)")
         sys.exit(77)
+    ensure_image()
     psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
     psql(sup, "CREATE DATABASE %s OWNER eai_owner" % DB)
     psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % DB)
