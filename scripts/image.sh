@@ -36,7 +36,7 @@ version=$(sed -n 's/^project([^)]*VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt | h
 tag=${EAI_IMAGE_TAG:-$version}
 mirror=${EAI_IMAGE_MIRROR:-http://deb.debian.org/debian}
 # The runtime libraries of eaid and its plugins (checked with ldd below).
-runtime_pkgs=libevent-2.1-7,libevent-pthreads-2.1-7,libjansson4,libyaml-0-2,libcurl4,libsqlite3-0,libssl3,libpcre2-8-0,libarchive13,libpq5,ca-certificates
+runtime_pkgs=libevent-2.1-7,libevent-pthreads-2.1-7,libevent-openssl-2.1-7,libjansson4,libyaml-0-2,libcurl4,libsqlite3-0,libssl3,libpcre2-8-0,libarchive13,libpq5,ca-certificates
 
 apt_install "${EAI_BUILD_PACKAGES[@]}" mmdebstrap python3 gzip
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}
