@@ -636,14 +636,17 @@ int eai_app_serve(const char *config_file)
 /* One plugin-backed section: load the plugin named, check conf against its
  * keys, create nothing.  Prints one line per section to out. */
 static int check_one(FILE *out, const struct eai_config *cfg, enum eai_plugin_kind kind, const char *name,
-                     json_t *conf, const char *path, struct eai_error **err)
+                     json_t *conf, const char *path, const char *what, struct eai_error **err)
 {
     const char *dir = cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir();
     const struct eai_plugin_descriptor *d =
         eai_plugin_check_conf(dir, kind, name, conf, cfg->source, path, "backend", err);
     json_decref(conf);
-    if (!d)
+    if (!d) {
+        if (what && err && *err) /* as start-up says it */
+            eai_error_prefix(*err, "%s", what);
         return -1;
+    }
     fprintf(out, "%s: %s backend '%s' (ABI %u.%u): keys ok\n", path, eai_kind_name(kind), name,
             (unsigned)d->abi_major, (unsigned)d->abi_minor);
     return 0;
@@ -662,7 +665,7 @@ int eai_app_check_config(const struct eai_config *cfg, FILE *out, struct eai_err
         return -1;
     }
     json_t *conf = storage_conf(cfg, sname, d, err);
-    if (!conf || check_one(out, cfg, EAI_KIND_STORAGE, sname, conf, "/storage", err) < 0)
+    if (!conf || check_one(out, cfg, EAI_KIND_STORAGE, sname, conf, "/storage", NULL, err) < 0)
         return -1;
     /* isolation: an unknown name or key is the operator's mistake */
     const char *name;
@@ -687,25 +690,25 @@ int eai_app_check_config(const struct eai_config *cfg, FILE *out, struct eai_err
         conf = isolation_conf(cfg, d, sub);
         if (!conf)
             return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
-        if (check_one(out, cfg, EAI_KIND_ISOLATION, name, conf, path, err) < 0)
+        if (check_one(out, cfg, EAI_KIND_ISOLATION, name, conf, path, NULL, err) < 0)
             return -1;
     }
     /* audit, FinOps, telemetry: only a plugin-backed choice has keys to check */
-    static const struct { enum eai_plugin_kind kind; const char *path; } sinks[] = {
-        {EAI_KIND_AUDIT, "/audit"}, {EAI_KIND_FINOPS, "/finops"}};
+    static const struct { enum eai_plugin_kind kind; const char *path, *what; } sinks[] = {
+        {EAI_KIND_FINOPS, "/finops", EAI_DELIVERY_FINOPS_WHAT}, {EAI_KIND_AUDIT, "/audit", EAI_DELIVERY_AUDIT_WHAT}};
     for (size_t i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++) {
         if (eai_delivery_sink_conf(cfg, sinks[i].kind, &name, &conf, err) < 0)
             return -1;
         if (!conf)
             fprintf(out, "%s: in-process fallback\n", sinks[i].path);
-        else if (check_one(out, cfg, sinks[i].kind, name, conf, sinks[i].path, err) < 0)
+        else if (check_one(out, cfg, sinks[i].kind, name, conf, sinks[i].path, sinks[i].what, err) < 0)
             return -1;
     }
     if (eai_telemetry_conf(cfg, &name, &conf, err) < 0)
         return -1;
     if (!conf)
         fprintf(out, "/telemetry: in-process fallback (spans to the debug log)\n");
-    else if (check_one(out, cfg, EAI_KIND_TELEMETRY, name, conf, "/telemetry", err) < 0)
+    else if (check_one(out, cfg, EAI_KIND_TELEMETRY, name, conf, "/telemetry", EAI_TELEMETRY_WHAT, err) < 0)
         return -1;
     return 0;
 }

@@ -698,7 +698,7 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
     if (!app->finops.desc) {
         if (load_sink(app, EAI_KIND_FINOPS, &d->own_finops, err) < 0) {
             if (err && *err)
-                eai_error_prefix(*err, "FinOps delivery (finops.backend, EAI_FINOPS_URL)");
+                eai_error_prefix(*err, "%s", EAI_DELIVERY_FINOPS_WHAT);
             dlv_free(d);
             return -1;
         }
@@ -708,7 +708,7 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
     if (!app->audit_sink.desc) {
         if (load_sink(app, EAI_KIND_AUDIT, &d->own_audit, err) < 0) {
             if (err && *err)
-                eai_error_prefix(*err, "audit sink (audit.backend, EAI_AUDIT_URL)");
+                eai_error_prefix(*err, "%s", EAI_DELIVERY_AUDIT_WHAT);
             if (d->own_finops.desc)
                 app->finops.desc = NULL, app->finops.self = NULL, app->finops.host = NULL;
             dlv_free(d);

@@ -365,7 +365,7 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
                                  &app->telemetry, &e);
         json_decref(conf);
         if (rc < 0) {
-            eai_error_prefix(e, "telemetry exporter");
+            eai_error_prefix(e, "%s", EAI_TELEMETRY_WHAT);
             eai_error_propagate(err, e);
             return -1;
         }

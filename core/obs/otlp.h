@@ -51,6 +51,7 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err);
 /* Name and config of the telemetry backend chosen in cfg (endpoint added):
  * 0 with *conf NULL for the "log" fallback, else *conf is a new reference
  * (the built-in "otlp" registered).  -1 on out of memory. */
+#define EAI_TELEMETRY_WHAT "telemetry exporter" /* start-up's name in errors */
 struct eai_config;
 int eai_telemetry_conf(const struct eai_config *cfg, const char **name, json_t **conf, struct eai_error **err);
 /* Flush, stop the timer and destroy the exporter instance. */
