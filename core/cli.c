@@ -31,6 +31,8 @@ void eai_cli_usage(void)
             "  migrate [--app-role ROLE]           apply the storage schema\n"
             "  images build|import|list|remove ... manage the local image store\n"
             "  audit verify [--tenant ID]          check the audit hash chains\n"
+            "  config check                        check the configuration as start-up would (plugin keys\n"
+            "                                      included), start nothing\n"
             "  errors [--markdown]                 print the error code table\n"
             "  version                             print the version\n");
 }
@@ -335,6 +337,28 @@ static int cmd_images(const char *config_file, int argc, char **argv)
     return rc;
 }
 
+/* `eaid config check`: exit 0 and one line per section, or 2 and the
+ * one-line error start-up would stop with. */
+static int cmd_config(const char *config_file, int argc, char **argv)
+{
+    if (argc != 2 || strcmp(argv[1], "check") != 0) {
+        eai_cli_usage();
+        return 2;
+    }
+    struct eai_error *err = NULL;
+    struct eai_config *cfg = eai_config_load(config_file, &err);
+    int rc = 2;
+    if (cfg && eai_app_check_config(cfg, stdout, &err) == 0) {
+        printf("config %s: ok\n", cfg->source ? cfg->source : "(defaults)");
+        rc = 0;
+    } else {
+        fprintf(stderr, "eaid: %s\n", err && err->message ? err->message : "bad configuration");
+    }
+    eai_error_free(err);
+    eai_config_free(cfg);
+    return rc;
+}
+
 int eai_cli_run(const char *config_file, int argc, char **argv)
 {
     const char *cmd = argv[0];
@@ -348,6 +372,8 @@ int eai_cli_run(const char *config_file, int argc, char **argv)
         return cmd_audit(config_file, argc, argv);
     if (strcmp(cmd, "images") == 0)
         return cmd_images(config_file, argc, argv);
+    if (strcmp(cmd, "config") == 0)
+        return cmd_config(config_file, argc, argv);
     if (strcmp(cmd, "errors") == 0) {
         eai_cli_print_errors(argc > 1 && strcmp(argv[1], "--markdown") == 0);
         return 0;

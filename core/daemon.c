@@ -148,18 +148,11 @@ int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], stru
 
 /* ------------------------------------------------------------ storage */
 
-int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *host,
-                         struct eai_plugin_inst *out, struct eai_error **err)
+/* The storage plugin's config: what core derives (url or path, pool
+ * size), then the operator's own storage.* keys. */
+static json_t *storage_conf(const struct eai_config *cfg, const char *name,
+                            const struct eai_plugin_descriptor *d, struct eai_error **err)
 {
-    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
-    const char *name = cfg->storage_backend ? cfg->storage_backend : "sqlite";
-    struct eai_error *e = NULL;
-    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, name, &e);
-    if (!d) {
-        eai_error_prefix(e, "storage backend '%s'", name);
-        eai_error_propagate(err, e);
-        return -1;
-    }
     json_t *conf;
     if (strcmp(name, "postgres") == 0) {
         conf = json_pack("{s:s, s:i}", "url", cfg->database_url, "pool_size", cfg->workers);
@@ -172,12 +165,37 @@ int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *ho
         conf = json_pack("{s:s, s:i}", "path", path, "pool_size", cfg->workers + 1);
     }
     if (!conf) {
-        eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
-        return -1;
+        eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        return NULL;
     }
     /* keep only keys the backend declares (pool_size is optional) */
     if (d->config_keys && !eai_cfg_plugin_has_key(d->config_keys, "pool_size"))
         json_object_del(conf, "pool_size");
+    /* the operator's own storage.* keys win over the derived ones; an
+     * unknown one stops start-up below, naming it */
+    if (cfg->storage_conf && json_object_update(conf, cfg->storage_conf) < 0) {
+        json_decref(conf);
+        eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    return conf;
+}
+
+int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *host,
+                         struct eai_plugin_inst *out, struct eai_error **err)
+{
+    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
+    const char *name = cfg->storage_backend ? cfg->storage_backend : "sqlite";
+    struct eai_error *e = NULL;
+    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, name, &e);
+    if (!d) {
+        eai_error_prefix(e, "storage backend '%s'", name);
+        eai_error_propagate(err, e);
+        return -1;
+    }
+    json_t *conf = storage_conf(cfg, name, d, err);
+    if (!conf)
+        return -1;
     if (eai_cfg_check_plugin(d->config_keys, conf, cfg->source, "/storage", err) < 0) {
         json_decref(conf);
         return -1;
@@ -203,6 +221,22 @@ void eai_app_storage_close(struct eai_plugin_inst *inst)
 }
 
 /* ------------------------------------------------------------ isolation */
+
+/* An isolation plugin's config: its subtree plus the environment
+ * overrides documented in docs/configuration.md.  NULL: out of memory. */
+static json_t *isolation_conf(const struct eai_config *cfg, const struct eai_plugin_descriptor *d,
+                              const json_t *sub)
+{
+    json_t *conf = json_deep_copy(sub);
+    if (!conf)
+        return NULL;
+    if (cfg->runsc && eai_cfg_plugin_has_key(d->config_keys, "runsc")) /* EAI_SANDBOX_RUNSC */
+        json_object_set_new(conf, "runsc", json_string(cfg->runsc));
+    if (cfg->namespace_prefix && eai_cfg_plugin_has_key(d->config_keys, "namespace_prefix") &&
+        (secure_getenv("EAI_SANDBOX_NAMESPACE_PREFIX") || !json_object_get(conf, "namespace_prefix")))
+        json_object_set_new(conf, "namespace_prefix", json_string(cfg->namespace_prefix));
+    return conf;
+}
 
 /* An unknown name (no built-in, no eai-isolation-<name>.so) stops start-up
  * naming file, path and key; a backend that exists but cannot be loaded or
@@ -235,25 +269,19 @@ static int isolation_load(struct eai_app *app, struct eai_error **err)
             eai_error_free(e);
             continue;
         }
-        json_t *conf = json_deep_copy(sub);
+        json_t *conf = isolation_conf(cfg, d, sub);
         if (!conf) {
             iso_fail(app, name, "out of memory");
             continue;
         }
-        /* environment overrides documented in docs/configuration.md */
-        if (cfg->runsc && eai_cfg_plugin_has_key(d->config_keys, "runsc")) /* EAI_SANDBOX_RUNSC */
-            json_object_set_new(conf, "runsc", json_string(cfg->runsc));
-        if (cfg->namespace_prefix && eai_cfg_plugin_has_key(d->config_keys, "namespace_prefix") &&
-            (secure_getenv("EAI_SANDBOX_NAMESPACE_PREFIX") || !json_object_get(conf, "namespace_prefix")))
-            json_object_set_new(conf, "namespace_prefix", json_string(cfg->namespace_prefix));
         char path[128];
         snprintf(path, sizeof(path), "/isolation/%s", name);
         if (eai_cfg_check_plugin(d->config_keys, conf, cfg->source, path, &e) < 0) {
-            /* a config mistake is the operator's: refuse to start */
-            iso_fail(app, name, e && e->message ? e->message : "bad config");
-            eai_error_free(e);
+            /* a config mistake is the operator's: refuse to start (a backend
+             * that cannot be loaded or created fails closed instead) */
             json_decref(conf);
-            continue;
+            eai_error_propagate(err, e);
+            return -1;
         }
         void *self = NULL;
         struct eai_host *handle = NULL;
@@ -600,5 +628,87 @@ int eai_app_serve(const char *config_file)
     event_base_free(base);
     eai_config_free(cfg);
     eai_log(APP_COMPONENT, EAI_LOG_INFO, "stopped");
+    return 0;
+}
+
+/* ------------------------------------------------------------ config check */
+
+/* One plugin-backed section: load the plugin named, check conf against its
+ * keys, create nothing.  Prints one line per section to out. */
+static int check_one(FILE *out, const struct eai_config *cfg, enum eai_plugin_kind kind, const char *name,
+                     json_t *conf, const char *path, const char *what, struct eai_error **err)
+{
+    const char *dir = cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir();
+    const struct eai_plugin_descriptor *d =
+        eai_plugin_check_conf(dir, kind, name, conf, cfg->source, path, "backend", err);
+    json_decref(conf);
+    if (!d) {
+        if (what && err && *err) /* as start-up says it */
+            eai_error_prefix(*err, "%s", what);
+        return -1;
+    }
+    fprintf(out, "%s: %s backend '%s' (ABI %u.%u): keys ok\n", path, eai_kind_name(kind), name,
+            (unsigned)d->abi_major, (unsigned)d->abi_minor);
+    return 0;
+}
+
+int eai_app_check_config(const struct eai_config *cfg, FILE *out, struct eai_error **err)
+{
+    /* storage */
+    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
+    const char *sname = cfg->storage_backend ? cfg->storage_backend : "sqlite";
+    struct eai_error *e = NULL;
+    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, sname, &e);
+    if (!d) {
+        eai_error_prefix(e, "storage backend '%s'", sname);
+        eai_error_propagate(err, e);
+        return -1;
+    }
+    json_t *conf = storage_conf(cfg, sname, d, err);
+    if (!conf || check_one(out, cfg, EAI_KIND_STORAGE, sname, conf, "/storage", NULL, err) < 0)
+        return -1;
+    /* isolation: an unknown name or key is the operator's mistake */
+    const char *name;
+    json_t *sub;
+    json_object_foreach(cfg->isolation, name, sub) {
+        char path[128];
+        snprintf(path, sizeof(path), "/isolation/%s", name);
+        if (!eai_plugin_exists(cfg->plugin_dir, EAI_KIND_ISOLATION, name))
+            return eai_error_set(err, EAI_E_VALIDATION_FAILED,
+                                 "config %s: /isolation: key '%s': unknown isolation backend (no built-in of that "
+                                 "name and no %s/eai-isolation-%s.so)", cfg->source ? cfg->source : "(defaults)",
+                                 name, cfg->plugin_dir, name);
+        d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_ISOLATION, name, &e);
+        if (!d) {
+            /* at start this backend fails closed; say so, do not stop */
+            fprintf(out, "%s: isolation backend '%s' cannot be loaded (its profiles would answer 503): %s\n",
+                    path, name, e && e->message ? e->message : "?");
+            eai_error_free(e);
+            e = NULL;
+            continue;
+        }
+        conf = isolation_conf(cfg, d, sub);
+        if (!conf)
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        if (check_one(out, cfg, EAI_KIND_ISOLATION, name, conf, path, NULL, err) < 0)
+            return -1;
+    }
+    /* audit, FinOps, telemetry: only a plugin-backed choice has keys to check */
+    static const struct { enum eai_plugin_kind kind; const char *path, *what; } sinks[] = {
+        {EAI_KIND_FINOPS, "/finops", EAI_DELIVERY_FINOPS_WHAT}, {EAI_KIND_AUDIT, "/audit", EAI_DELIVERY_AUDIT_WHAT}};
+    for (size_t i = 0; i < sizeof(sinks) / sizeof(sinks[0]); i++) {
+        if (eai_delivery_sink_conf(cfg, sinks[i].kind, &name, &conf, err) < 0)
+            return -1;
+        if (!conf)
+            fprintf(out, "%s: in-process fallback\n", sinks[i].path);
+        else if (check_one(out, cfg, sinks[i].kind, name, conf, sinks[i].path, sinks[i].what, err) < 0)
+            return -1;
+    }
+    if (eai_telemetry_conf(cfg, &name, &conf, err) < 0)
+        return -1;
+    if (!conf)
+        fprintf(out, "/telemetry: in-process fallback (spans to the debug log)\n");
+    else if (check_one(out, cfg, EAI_KIND_TELEMETRY, name, conf, "/telemetry", EAI_TELEMETRY_WHAT, err) < 0)
+        return -1;
     return 0;
 }

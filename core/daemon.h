@@ -4,6 +4,8 @@
 #ifndef EAI_CORE_DAEMON_H
 #define EAI_CORE_DAEMON_H
 
+#include <stdio.h>
+
 #include "app.h"
 
 struct eai_host;
@@ -41,5 +43,11 @@ int eai_app_check_private(const char *what, const char *path, int is_dir, struct
 /* Make the data dir (0700), check it is private, read/create the pepper
  * into out and check it is private (eai_app_check_private). */
 int eai_app_prepare_data_dir(const struct eai_config *cfg, char pepper[65], struct eai_error **err);
+
+/* `eaid config check`: what start-up checks of cfg without starting or
+ * creating anything: every plugin-backed section's plugin loaded and its
+ * keys checked (storage, isolation.*, audit, finops, telemetry).  One line
+ * per section to out; 0, or -1 + *err naming file, path and key. */
+int eai_app_check_config(const struct eai_config *cfg, FILE *out, struct eai_error **err);
 
 #endif

@@ -79,6 +79,7 @@ void eai_config_free(struct eai_config *c)
     free(c->telemetry_backend);
     json_decref(c->audit_conf);
     json_decref(c->finops_conf);
+    json_decref(c->storage_conf);
     json_decref(c->telemetry_conf);
     json_decref(c->isolation);
     free(c->namespace_prefix);

@@ -37,6 +37,7 @@ struct eai_config {
     char *storage_backend;     /* "sqlite" | "postgres"      (derived from storage.url) */
     char *database_url;        /* NULL: <data_dir>/eai.db    (storage.url, EAI_DATABASE_URL) */
     int workers;               /* 8                           (storage.workers) */
+    json_t *storage_conf;      /* other storage.* keys, for the plugin (NULL: none) */
 
     /* scheduler */
     int max_concurrent;        /* 8                           (scheduler.max_concurrent) */

@@ -123,11 +123,19 @@ static int sect_telemetry(struct eai_config *c, const char *file, const char *pa
 static int sect_storage(struct eai_config *c, const char *file, const char *path, const json_t *v,
                         struct eai_error **err)
 {
-    static const char *const k[] = {"url", "workers", NULL};
-    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
-        eai_cfg_get_string(file, path, v, "url", &c->database_url, err) < 0 ||
+    /* url and workers are core's; every other key goes to the storage
+     * plugin (postgres: pool_size, statement_timeout_ms, connect_timeout_s)
+     * and is checked against the key table it declares when it is opened */
+    if (eai_cfg_get_string(file, path, v, "url", &c->database_url, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "workers", 1, 256, &c->workers, err) < 0)
         return -1;
+    json_t *rest = json_deep_copy(v);
+    if (!rest)
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    json_object_del(rest, "url");
+    json_object_del(rest, "workers");
+    json_decref(c->storage_conf);
+    c->storage_conf = rest;
     return 0;
 }
 

@@ -129,7 +129,7 @@ void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
     int wait_s = parse_wait(eai_req_query(r, "wait_s"));
     if (wait_s < 0) {
         eai_reply_error(r, EAI_E_VALIDATION_FAILED,
-                        exec_detail1("/wait_s", "must be an integer from 0 to 60"));
+                        exec_detail1("/query/wait_s", "must be an integer from 0 to 60"));
         return;
     }
     const char *id = eai_req_param(r, "id");
@@ -347,7 +347,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
         if (ok)
             json_object_set_new(filter, "status", json_string(status));
         else
-            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/status",
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/status",
                                                      "message", "is not a status value"));
     }
     const char *run_id = eai_req_query(r, "run_id");
@@ -366,7 +366,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
             ok = isdigit((unsigned char)*p);
         limit = ok ? atoi(ls) : 0;
         if (limit < 1 || limit > 100)
-            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/limit",
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/limit",
                                                      "message", "must be an integer from 1 to 100"));
     }
     json_object_set_new(filter, "limit", json_integer(limit));
@@ -374,7 +374,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
     if (after && *after) {
         int64_t seq;
         if (cursor_decode(after, &seq) < 0)
-            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/after",
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/after",
                                                      "message", "is not a cursor from a previous page"));
         else
             json_object_set_new(filter, "after", json_integer(seq));

@@ -638,33 +638,49 @@ static void dlv_unref(struct eai_dlv *d)
         dlv_free(d);
 }
 
+int eai_delivery_sink_conf(const struct eai_config *cfg, enum eai_plugin_kind kind, const char **name,
+                           json_t **conf, struct eai_error **err)
+{
+    *name = NULL;
+    *conf = NULL;
+    if (!cfg)
+        return 0;
+    int audit = kind == EAI_KIND_AUDIT;
+    const char *url = audit ? cfg->audit_url : cfg->finops_url;
+    const char *n = audit ? cfg->audit_backend : cfg->finops_backend;
+    const char *fallback = audit ? EAI_CFG_AUDIT_FALLBACK : EAI_CFG_FINOPS_FALLBACK;
+    if (url && !*url)
+        url = NULL;
+    if (!n)
+        n = url ? "http" : fallback;
+    if (strcmp(n, fallback) == 0)
+        return 0;
+    const json_t *extra = audit ? cfg->audit_conf : cfg->finops_conf;
+    json_t *c = extra ? json_deep_copy(extra) : json_object();
+    if (!c || (url && json_object_set_new(c, "url", json_string(url)) < 0)) {
+        json_decref(c);
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    }
+    *name = n;
+    *conf = c;
+    return 0;
+}
+
 /* The backend of kind chosen by name in the config (audit.backend,
  * finops.backend): 0 with inst empty for the in-process fallback. */
 static int load_sink(struct eai_app *app, enum eai_plugin_kind kind, struct eai_plugin_inst *inst,
                      struct eai_error **err)
 {
     const struct eai_config *cfg = app->cfg;
-    if (!cfg)
+    const char *name;
+    json_t *conf;
+    if (eai_delivery_sink_conf(cfg, kind, &name, &conf, err) < 0)
+        return -1;
+    if (!conf)
         return 0;
-    int audit = kind == EAI_KIND_AUDIT;
-    const char *url = audit ? cfg->audit_url : cfg->finops_url;
-    const char *name = audit ? cfg->audit_backend : cfg->finops_backend;
-    const char *fallback = audit ? EAI_CFG_AUDIT_FALLBACK : EAI_CFG_FINOPS_FALLBACK;
-    if (url && !*url)
-        url = NULL;
-    if (!name)
-        name = url ? "http" : fallback;
-    if (strcmp(name, fallback) == 0)
-        return 0;
-    const json_t *extra = audit ? cfg->audit_conf : cfg->finops_conf;
-    json_t *conf = extra ? json_deep_copy(extra) : json_object();
-    if (!conf || (url && json_object_set_new(conf, "url", json_string(url)) < 0)) {
-        json_decref(conf);
-        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
-    }
     const char *dir = cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir();
-    int rc = eai_plugin_open(dir, app->host, kind, name, conf, cfg->source, audit ? "/audit" : "/finops",
-                             "backend", inst, err);
+    int rc = eai_plugin_open(dir, app->host, kind, name, conf, cfg->source,
+                             kind == EAI_KIND_AUDIT ? "/audit" : "/finops", "backend", inst, err);
     json_decref(conf);
     return rc;
 }
@@ -682,7 +698,7 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
     if (!app->finops.desc) {
         if (load_sink(app, EAI_KIND_FINOPS, &d->own_finops, err) < 0) {
             if (err && *err)
-                eai_error_prefix(*err, "FinOps delivery (finops.backend, EAI_FINOPS_URL)");
+                eai_error_prefix(*err, "%s", EAI_DELIVERY_FINOPS_WHAT);
             dlv_free(d);
             return -1;
         }
@@ -692,7 +708,7 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
     if (!app->audit_sink.desc) {
         if (load_sink(app, EAI_KIND_AUDIT, &d->own_audit, err) < 0) {
             if (err && *err)
-                eai_error_prefix(*err, "audit sink (audit.backend, EAI_AUDIT_URL)");
+                eai_error_prefix(*err, "%s", EAI_DELIVERY_AUDIT_WHAT);
             if (d->own_finops.desc)
                 app->finops.desc = NULL, app->finops.self = NULL, app->finops.host = NULL;
             dlv_free(d);

@@ -20,6 +20,14 @@
  * when app->finops / app->audit_sink are not set yet, and start the
  * timers.  0 or -1 (+ *err). */
 int eai_delivery_start(struct eai_app *app, struct eai_error **err);
+/* How start-up names the two sinks in its errors (and `eaid config check`). */
+#define EAI_DELIVERY_FINOPS_WHAT "FinOps delivery (finops.backend, EAI_FINOPS_URL)"
+#define EAI_DELIVERY_AUDIT_WHAT "audit sink (audit.backend, EAI_AUDIT_URL)"
+/* Name and config of the audit or FinOps backend chosen in cfg (its URL
+ * added): 0 with *conf NULL for the in-process fallback, else *conf is a
+ * new reference.  -1 on out of memory. */
+int eai_delivery_sink_conf(const struct eai_config *cfg, enum eai_plugin_kind kind, const char **name,
+                           json_t **conf, struct eai_error **err);
 /* Stop the timers; in-flight work finishes in the background and frees
  * itself.  Destroys the plugins this module created. */
 void eai_delivery_stop(struct eai_app *app);

@@ -326,26 +326,38 @@ static void metrics_export_stop(void)
 
 /* ------------------------------------------------------------ app wiring */
 
-int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
+int eai_telemetry_conf(const struct eai_config *cfg, const char **name, json_t **conf, struct eai_error **err)
 {
-    const struct eai_config *cfg = app->cfg;
     const char *ep = cfg ? cfg->otlp_endpoint : NULL;
     if (ep && !*ep)
         ep = NULL;
-    const char *name = cfg && cfg->telemetry_backend ? cfg->telemetry_backend
-                       : ep ? "otlp" : EAI_CFG_TELEMETRY_FALLBACK;
+    *name = cfg && cfg->telemetry_backend ? cfg->telemetry_backend : ep ? "otlp" : EAI_CFG_TELEMETRY_FALLBACK;
+    *conf = NULL;
+    if (strcmp(*name, EAI_CFG_TELEMETRY_FALLBACK) == 0)
+        return 0;
+    /* by name: the built-in "otlp" or eai-telemetry-<name>.so */
+    eai_plugin_register_builtin(eai_builtin_telemetry_otlp);
+    json_t *c = cfg && cfg->telemetry_conf ? json_deep_copy(cfg->telemetry_conf) : json_object();
+    if (!c || (ep && json_object_set_new(c, "endpoint", json_string(ep)) < 0)) {
+        json_decref(c);
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    }
+    *conf = c;
+    return 0;
+}
+
+int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
+{
+    const struct eai_config *cfg = app->cfg;
     if (!app->telemetry.desc) {
-        if (strcmp(name, EAI_CFG_TELEMETRY_FALLBACK) == 0) {
+        const char *name;
+        json_t *conf;
+        if (eai_telemetry_conf(cfg, &name, &conf, err) < 0)
+            return -1;
+        if (!conf) {
             eai_log("trace", EAI_LOG_INFO,
                     "telemetry backend 'log': finished spans go to the log at debug level");
             return 0;
-        }
-        /* by name: the built-in "otlp" or eai-telemetry-<name>.so */
-        eai_plugin_register_builtin(eai_builtin_telemetry_otlp);
-        json_t *conf = cfg && cfg->telemetry_conf ? json_deep_copy(cfg->telemetry_conf) : json_object();
-        if (!conf || (ep && json_object_set_new(conf, "endpoint", json_string(ep)) < 0)) {
-            json_decref(conf);
-            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
         }
         struct eai_error *e = NULL;
         int rc = eai_plugin_open(cfg && cfg->plugin_dir ? cfg->plugin_dir : eai_plugin_dir(), app->host,
@@ -353,7 +365,7 @@ int eai_telemetry_start(struct eai_app *app, struct eai_error **err)
                                  &app->telemetry, &e);
         json_decref(conf);
         if (rc < 0) {
-            eai_error_prefix(e, "telemetry exporter");
+            eai_error_prefix(e, "%s", EAI_TELEMETRY_WHAT);
             eai_error_propagate(err, e);
             return -1;
         }

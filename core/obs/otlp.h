@@ -48,6 +48,12 @@ json_t *eai_otlp_encode(const json_t *spans, const char *service_name);
  * app->telemetry (unless one is loaded already) and start the export
  * timer; otherwise say once that spans go to the debug log.  0 or -1. */
 int eai_telemetry_start(struct eai_app *app, struct eai_error **err);
+/* Name and config of the telemetry backend chosen in cfg (endpoint added):
+ * 0 with *conf NULL for the "log" fallback, else *conf is a new reference
+ * (the built-in "otlp" registered).  -1 on out of memory. */
+#define EAI_TELEMETRY_WHAT "telemetry exporter" /* start-up's name in errors */
+struct eai_config;
+int eai_telemetry_conf(const struct eai_config *cfg, const char **name, json_t **conf, struct eai_error **err);
 /* Flush, stop the timer and destroy the exporter instance. */
 void eai_telemetry_stop(struct eai_app *app);
 

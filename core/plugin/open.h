@@ -16,6 +16,12 @@ struct eai_plugin_inst;
 int eai_plugin_open(const char *plugin_dir, const struct eai_host *host, enum eai_plugin_kind kind,
                     const char *name, const json_t *conf, const char *file, const char *path,
                     const char *key, struct eai_plugin_inst *out, struct eai_error **err);
+/* The first half of eai_plugin_open: load and check conf, create nothing
+ * (`eaid config check`).  The descriptor, or NULL + *err as above. */
+const struct eai_plugin_descriptor *eai_plugin_check_conf(const char *plugin_dir, enum eai_plugin_kind kind,
+                                                           const char *name, const json_t *conf,
+                                                           const char *file, const char *path,
+                                                           const char *key, struct eai_error **err);
 /* destroy() and free the handle; resets out.  Safe on an empty inst. */
 void eai_plugin_close(struct eai_plugin_inst *inst);
 

@@ -739,7 +739,7 @@ def t_longpoll():
     check(d["status"] == "succeeded", "after wait_s=10: " + short(d))
     check(el < 5.0, "long-poll took %.2f s" % el)
     C.notes.append("long-poll answered after %.2f s" % el)
-    expect_err(C.a.req("GET", "/v1/sandbox/executions/%s?wait_s=61" % eid), 422, "validation_failed", "/wait_s")
+    expect_err(C.a.req("GET", "/v1/sandbox/executions/%s?wait_s=61" % eid), 422, "validation_failed", "/query/wait_s")
     t0 = time.time()
     C.a.get(eid, wait=30)
     check(time.time() - t0 < 1.0, "wait_s on a terminal execution waited")
@@ -810,8 +810,8 @@ def t_list():
     check("stdout" not in item and "stderr" not in item, "list item carries output %r" % item)
     check(item.get("exit_code") == 0 and item.get("stdout_truncated") is False, "list item %r" % item)
     check(C.a.req("GET", "/v1/sandbox/executions/" + ids[2]).json.get("stdout") == "3\n", "GET lost stdout")
-    expect_err(C.a.req("GET", "/v1/sandbox/executions?status=bogus"), 422, "validation_failed", "/status")
-    expect_err(C.a.req("GET", "/v1/sandbox/executions?limit=0"), 422, "validation_failed", "/limit")
+    expect_err(C.a.req("GET", "/v1/sandbox/executions?status=bogus"), 422, "validation_failed", "/query/status")
+    expect_err(C.a.req("GET", "/v1/sandbox/executions?limit=0"), 422, "validation_failed", "/query/limit")
 
 
 def read_sse(client, eid, timeout=40, on_event=None):
@@ -1223,11 +1223,11 @@ def t_validation_more():
     expect_err(C.a.req("POST", P, ""), 400, "invalid_json")
     expect_err(C.a.req("POST", P, '{"image": "a", "image": "b", "command": ["x"], "profile": "gvisor"}'), 400,
                "invalid_json")
-    expect_err(C.a.req("GET", "/v1/sandbox/executions?limit=101"), 422, "validation_failed", "/limit")
+    expect_err(C.a.req("GET", "/v1/sandbox/executions?limit=101"), 422, "validation_failed", "/query/limit")
     expect_err(C.a.req("GET", "/v1/sandbox/executions?after=%%%%"), 422, "validation_failed")
     expect_err(C.a.req("GET", "/v1/sandbox/executions/not-an-id"), 404, "not_found")
     expect_err(C.a.req("GET", "/v1/sandbox/executions/%s?wait_s=abc" % C.basic_id), 422, "validation_failed",
-               "/wait_s")
+               "/query/wait_s")
     # numbers and plain bytes are accepted
     for lim in ({"cpu": 0.5, "memory": 268435456}, {"cpu": "500m", "memory": "256M"}, {"memory": "0.25Gi"},
                 {"timeout_s": 30.0, "pids": 64.0}):

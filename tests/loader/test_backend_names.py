@@ -51,14 +51,14 @@ def env():
     return e
 
 
-def serve(tmp, body, extra_env=None):
+def serve(tmp, body, extra_env=None, plugins=None):
     """Start eaid with body appended to a base config; returns (proc or None, port, log text, config path)."""
     port = free_port()
     data = tempfile.mkdtemp(dir=tmp)
     cfg = os.path.join(data, "eaid.yaml")
     with open(cfg, "w") as f:
         f.write('server:\n  listen: "127.0.0.1:%d"\ndata_dir: "%s"\nplugins:\n  dir: "%s"\n%s%s'
-                % (port, data, BACKENDS, "" if "isolation:" in body else "isolation: {}\n", body))
+                % (port, data, plugins or BACKENDS, "" if "isolation:" in body else "isolation: {}\n", body))
     log_path = os.path.join(data, "eaid.log")
     log = open(log_path, "wb")
     e = env()
@@ -94,12 +94,24 @@ def stop(p):
             p.wait()
 
 
-def refused(tmp, what, body, needles, extra_env=None):
-    p, _, log, cfg, rc = serve(tmp, body, extra_env)
+def config_check(cfg, extra_env=None):
+    e = env()
+    e.update(extra_env or {})
+    r = subprocess.run([EAID, "--config", cfg, "config", "check"], env=e, capture_output=True, text=True,
+                       timeout=30)
+    return r.returncode, r.stdout + r.stderr
+
+
+def refused(tmp, what, body, needles, extra_env=None, plugins=None):
+    p, _, log, cfg, rc = serve(tmp, body, extra_env, plugins)
     stop(p)
     needles = [n.replace("{cfg}", cfg) for n in needles]
     check(p is None and rc not in (None, 0) and all(n in log for n in needles),
           what, "rc=%s, wanted %s in:\n%s" % (rc, needles, log))
+    # `eaid config check` says the same without starting anything
+    crc, out = config_check(cfg, extra_env)
+    check(crc == 2 and all(n in out for n in needles), "config check: " + what,
+          "rc=%s, wanted %s in:\n%s" % (crc, needles, out))
 
 
 def main():
@@ -113,6 +125,16 @@ def main():
         refused(tmp, "unknown isolation backend stops start-up naming file, path and key",
                 "isolation:\n  gvsior: {}\n",
                 ["config {cfg}: /isolation: key 'gvsior': unknown isolation backend", "eai-isolation-gvsior.so"])
+        refused(tmp, "a key the isolation plugin does not declare stops start-up (docs/configuration.md)",
+                "isolation:\n  gvisor: {platfrom: ptrace}\n",
+                ["config {cfg}: /isolation/gvisor: key 'platfrom': unknown key"],
+                plugins=os.path.join(BUILD, "plugins"))
+        refused(tmp, "a storage key the storage plugin does not declare stops start-up",
+                "storage:\n  colour: red\n",
+                ["config {cfg}: /storage: key 'colour': unknown key"])
+        refused(tmp, "a storage key of the wrong type stops start-up",
+                "storage:\n  pool_size: many\n",
+                ["config {cfg}: /storage: key 'pool_size'"])
         refused(tmp, "unknown name from the environment (EAI_FINOPS_BACKEND) stops start-up", "",
                 ["/finops: key 'backend': finops backend 'vendor-x' cannot be loaded"],
                 {"EAI_FINOPS_BACKEND": "vendor-x"})
@@ -147,6 +169,11 @@ def main():
             check('"component":"fixture"' in log.replace(" ", ""), "the plugins' log lines carry their name", log)
         finally:
             stop(p)
+        p, port, log, cfg, rc = serve(tmp, "storage:\n  pool_size: 3\n")
+        stop(p)
+        crc, out = config_check(cfg)
+        check(p is not None and crc == 0 and "/storage: storage backend 'sqlite'" in out and out.endswith(": ok\n"),
+              "a storage key the plugin declares is taken, and config check says ok", log + out)
         p, port, log, cfg, rc = serve(tmp, "")
         try:
             check(p is not None and "usage events: in-process ledger" in log and "kept in storage only" in log
