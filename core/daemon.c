@@ -181,20 +181,32 @@ static json_t *storage_conf(const struct eai_config *cfg, const char *name,
     return conf;
 }
 
+/* The storage plugin cfg names (the built-in SQLite by default) and its
+ * config; NULL + *err when it cannot be loaded. */
+static const struct eai_plugin_descriptor *storage_load(const struct eai_config *cfg, const char **name,
+                                                         json_t **conf, struct eai_error **err)
+{
+    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
+    *name = cfg->storage_backend ? cfg->storage_backend : "sqlite";
+    struct eai_error *e = NULL;
+    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, *name, &e);
+    if (!d) {
+        eai_error_prefix(e, "storage backend '%s'", *name);
+        eai_error_propagate(err, e);
+        return NULL;
+    }
+    *conf = storage_conf(cfg, *name, d, err);
+    return *conf ? d : NULL;
+}
+
 int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *host,
                          struct eai_plugin_inst *out, struct eai_error **err)
 {
-    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
-    const char *name = cfg->storage_backend ? cfg->storage_backend : "sqlite";
+    const char *name;
+    json_t *conf;
     struct eai_error *e = NULL;
-    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, name, &e);
-    if (!d) {
-        eai_error_prefix(e, "storage backend '%s'", name);
-        eai_error_propagate(err, e);
-        return -1;
-    }
-    json_t *conf = storage_conf(cfg, name, d, err);
-    if (!conf)
+    const struct eai_plugin_descriptor *d = storage_load(cfg, &name, &conf, err);
+    if (!d)
         return -1;
     if (eai_cfg_check_plugin(d->config_keys, conf, cfg->source, "/storage", err) < 0) {
         json_decref(conf);
@@ -654,18 +666,11 @@ static int check_one(FILE *out, const struct eai_config *cfg, enum eai_plugin_ki
 
 int eai_app_check_config(const struct eai_config *cfg, FILE *out, struct eai_error **err)
 {
-    /* storage */
-    eai_plugin_register_builtin(eai_builtin_storage_sqlite);
-    const char *sname = cfg->storage_backend ? cfg->storage_backend : "sqlite";
+    const char *sname;
+    json_t *conf;
     struct eai_error *e = NULL;
-    const struct eai_plugin_descriptor *d = eai_plugin_load(cfg->plugin_dir, EAI_KIND_STORAGE, sname, &e);
-    if (!d) {
-        eai_error_prefix(e, "storage backend '%s'", sname);
-        eai_error_propagate(err, e);
-        return -1;
-    }
-    json_t *conf = storage_conf(cfg, sname, d, err);
-    if (!conf || check_one(out, cfg, EAI_KIND_STORAGE, sname, conf, "/storage", NULL, err) < 0)
+    const struct eai_plugin_descriptor *d = storage_load(cfg, &sname, &conf, err);
+    if (!d || check_one(out, cfg, EAI_KIND_STORAGE, sname, conf, "/storage", NULL, err) < 0)
         return -1;
     /* isolation: an unknown name or key is the operator's mistake */
     const char *name;
