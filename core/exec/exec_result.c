@@ -96,6 +96,26 @@ int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int
     return json_object_set_new(rec, enc_key, enc);
 }
 
+char *eai_name_percent_encode(const char *name)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(name);
+    char *out = malloc(n * 3 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (*p > 0x20 && *p < 0x7f && *p != '%') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 const char *eai_exec_outcome_status(const struct eai_iso_result *res)
 {
     switch (res->outcome) {
@@ -119,6 +139,18 @@ json_t *eai_exec_error_patch(enum eai_code code, const char *message)
     return json_pack("{s:s, s:{s:s, s:s}}", "status", "error", "error",
                      "code", eai_code_name(code),
                      "message", message && *message ? message : eai_code_message(code, "en"));
+}
+
+int eai_exec_patch_fail(json_t *patch, enum eai_code code, const char *message)
+{
+    json_t *e = eai_exec_error_patch(code, message);
+    if (!patch || !e) {
+        json_decref(e);
+        return -1;
+    }
+    int rc = json_object_update(patch, e);
+    json_decref(e);
+    return rc;
 }
 
 json_t *eai_exec_result_patch(const struct eai_iso_result *res)
@@ -185,10 +217,13 @@ json_t *eai_exec_view(const json_t *rec)
     json_t *files = json_array();
     size_t i;
     const json_t *f;
-    json_array_foreach(json_object_get(rec, "files"), i, f)
-        json_array_append_new(files, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
-                                               "size", json_object_get(f, "size"),
-                                               "sha256", json_object_get(f, "sha256")));
+    json_array_foreach(json_object_get(rec, "files"), i, f) {
+        json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
+                              "size", json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
+        if (e && json_is_string(json_object_get(f, "name_encoding")))
+            json_object_set(e, "name_encoding", json_object_get(f, "name_encoding"));
+        json_array_append_new(files, e);
+    }
     json_object_set_new(v, "files", files);
     /* a collect cap (count, size, total) left files out */
     json_object_set_new(v, "files_truncated",

@@ -246,10 +246,17 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     struct raw_file *raw = NULL;
     size_t nraw = 0;
     int encode = 1;
-    if (!patch || take_files(res, &raw, &nraw) < 0) {
-        json_decref(patch);
+    if (!patch) {
         patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
+        if (patch) /* measured usage is billed whatever else fails */
+            json_object_set_new(patch, "usage",
+                                json_pack("{s:f, s:f, s:f}", "cpu_seconds", res->cpu_seconds < 0 ? 0 : res->cpu_seconds,
+                                          "memory_mb_seconds", res->memory_mb_seconds < 0 ? 0 : res->memory_mb_seconds,
+                                          "duration_s", res->duration_s < 0 ? 0 : res->duration_s));
         encode = 0;
+    } else if (take_files(res, &raw, &nraw) < 0) {
+        /* the files are lost, not the run: usage and output are kept */
+        eai_exec_patch_fail(patch, EAI_E_SANDBOX_FAILED, "out of memory recording the collected files");
     }
     if (r->span) {
         const char *st = patch ? sched_jstr(patch, "status") : "error";
