@@ -29,7 +29,12 @@ ENV = {}
 def env():
     if "e" not in ENV:
         ensure_image()
-        e = Env()
+        tmp = tempfile.mkdtemp(prefix="eai-results-")
+        cfg = os.path.join(tmp, "eaid.yaml")
+        with open(cfg, "w") as f:
+            f.write("collect:\n  max_files: 100\n  max_total_bytes: 100Mi\n")
+        e = Env(config=cfg, tmp=tmp)
+        e.own_tmp = True
         e.make_key()
         e.start(ready_path="/readyz", timeout=120)
         ENV["e"] = e
@@ -119,19 +124,29 @@ def case_missing_command_still_127():
     no_runtime_text(b["stderr"], "stderr")
 
 
-WRITER = ("import os, time\nos.makedirs('/tmp/outputs', exist_ok=True)\n"
-          "if os.fork() == 0:\n    os.setsid()\n    time.sleep(0.3)\n"
-          "    for i in range(200):\n        open('/tmp/outputs/late-%d' % i, 'w').write('x')\n"
-          "        time.sleep(0.01)\n    os._exit(0)\n"
-          "open('/tmp/outputs/early', 'w').write('e')\n")
+# The program makes /tmp/outputs/z (walked last: tmpfs lists newest first),
+# then /tmp/outputs/a with 40 MiB of files (a slow walk), and forks a
+# detached writer that waits for the program's end (EOF on a pipe), lets
+# 10 ms pass, and then writes z/late-N files for 3 s.  Before the fix the
+# collection walked `a` while the writer filled `z`, and late files came
+# back; now the sandbox is killed before the walk.
+WRITER = ("import os, time\nos.makedirs('/tmp/outputs/z')\nos.makedirs('/tmp/outputs/a')\n"
+          "for i in range(40):\n    open('/tmp/outputs/a/big-%d' % i, 'wb').write(os.urandom(1 << 20))\n"
+          "r, w = os.pipe()\n"
+          "if os.fork() == 0:\n    os.close(w)\n    os.setsid()\n    os.read(r, 1)\n    time.sleep(0.01)\n"
+          "    t = time.time()\n    i = 0\n"
+          "    while time.time() - t < 3:\n        open('/tmp/outputs/z/late-%d' % i, 'w').write('x')\n"
+          "        i += 1\n    os._exit(0)\n"
+          "os.close(r)\nopen('/tmp/outputs/z/early', 'w').write('e')\n")
 
 
 def case_detached_writer_cannot_add_files():
-    for _ in range(2):
-        b = run(WRITER)
+    for _ in range(3):
+        b = run(WRITER, limits={"disk": "128Mi", "memory": "256Mi"})
         check(b["status"] == "succeeded", "status %s %s" % (b["status"], b.get("error")))
-        names = sorted(f["path"] for f in b["files"])
-        check(names == ["/tmp/outputs/early"], "files written after exit were collected: %r" % names[:5])
+        late = sorted(f["path"] for f in b["files"] if "/late-" in f["path"])
+        check(any(f["path"] == "/tmp/outputs/z/early" for f in b["files"]), "early file missing")
+        check(not late, "%d files written after the program's exit were collected: %r" % (len(late), late[:3]))
         time.sleep(1.0)  # the next run comes from a refilled pool
 
 
