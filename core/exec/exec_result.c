@@ -67,6 +67,23 @@ static size_t partial_tail(const char *d, size_t n)
     return 0;
 }
 
+/* Bytes of d as a JSON string body: control bytes become \u00XX (6) or a
+ * two-byte escape, '"' and '\\' two; everything else as is. */
+static size_t json_escaped_len(const char *d, size_t n)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)d[i];
+        if (c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f')
+            out += 2;
+        else if (c < 0x20)
+            out += 6;
+        else
+            out += 1;
+    }
+    return out;
+}
+
 int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int cut_partial)
 {
     char enc_key[64];
@@ -80,7 +97,11 @@ int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int
             use = n - tail;
     }
     json_t *v, *enc;
-    if (eai_utf8_valid(d, use)) {
+    /* text that JSON escaping would more than double (control bytes: 6x
+     * each) is stored and served as base64 (4/3): a stream of control
+     * bytes must not inflate every read of it (issue 16.3); quotes and
+     * newlines (2x) alone never get there */
+    if (eai_utf8_valid(d, use) && json_escaped_len(d, use) <= 2 * use) {
         v = json_stringn_nocheck(d, use);
         enc = json_string("utf-8");
     } else {

@@ -28,7 +28,8 @@ int eai_outbuf_append(struct eai_outbuf *b, const char *d, size_t n, size_t *kep
 void eai_outbuf_free(struct eai_outbuf *b);
 
 /* Set rec[key] to the bytes as a JSON string and rec[key "_encoding"] to
- * "utf-8" when they are valid UTF-8 without NUL, else base64 text and
+ * "utf-8" when they are valid UTF-8 without NUL and their JSON escaping is
+ * at most twice their size, else base64 text and
  * "base64".  cut_partial: when the bytes were truncated, an incomplete
  * UTF-8 sequence at the very end (a character split by the cap) is dropped
  * rather than forcing base64.  0 or -1 (out of memory). */
