@@ -70,6 +70,7 @@ struct eai_app {
     struct eai_exec *exec;                    /* core/exec/exec.c: scheduler, watch hub, parked requests */
     struct eai_dlv *delivery;                 /* core/obs/delivery.c: outbox, audit sink */
     char pepper[65];                          /* hex HMAC key for API keys */
+    char ops_token[256];                      /* http/ops_access.c: "" when none */
     int shutting_down;
 };
 

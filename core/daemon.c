@@ -22,6 +22,7 @@
 #include <event2/event.h>
 
 #include "daemon.h"
+#include "http/ops_access.h"
 #include "base/dirlock.h"
 #include "http/auth.h"
 #include "config/config.h"
@@ -435,6 +436,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (eai_app_prepare_data_dir(cfg, app->pepper, err) < 0)
         goto fail;
     if (eai_dir_lock(cfg->data_dir, &data_dir_lock, err) < 0)
+        goto fail;
+    if (eai_ops_token_load(app, cfg, err) < 0)
         goto fail;
     if (eai_workers_start(base, cfg->workers) < 0) {
         eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, errno, "cannot start %d workers", cfg->workers));

@@ -64,6 +64,7 @@ void eai_config_free(struct eai_config *c)
     free(c->tls_cert);
     free(c->tls_key);
     free(c->tls_client_ca);
+    free(c->ops_token_file);
     free(c->data_dir);
     free(c->image_dir);
     free(c->plugin_dir);
@@ -176,6 +177,7 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
         {"EAI_LOG_LEVEL", &c->log_level},
         {"EAI_DATABASE_URL", &c->database_url},
         {"EAI_AUTH_PEPPER_FILE", &c->pepper_file},
+        {"EAI_OPS_TOKEN_FILE", &c->ops_token_file},
         {"EAI_FINOPS_URL", &c->finops_url},
         {"EAI_AUDIT_URL", &c->audit_url},
         {"OTEL_EXPORTER_OTLP_ENDPOINT", &c->otlp_endpoint},

@@ -33,6 +33,10 @@ struct eai_config {
     char *tls_key;             /*                             (server.tls.key) */
     char *tls_client_ca;       /* NULL: no client certificate (server.tls.client_ca) */
 
+    /* operator endpoints (/metrics, /readyz details): http/ops_access.h */
+    int ops_access;            /* EAI_OPS_LOOPBACK            (ops.access) */
+    char *ops_token_file;      /* NULL                        (ops.token_file, EAI_OPS_TOKEN_FILE) */
+
     /* storage */
     char *storage_backend;     /* "sqlite" | "postgres"      (derived from storage.url) */
     char *database_url;        /* NULL: <data_dir>/eai.db    (storage.url, EAI_DATABASE_URL) */

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "base/errors.h"
 #include "base/log.h"
+#include "http/ops_access.h"
 
 static int sect_data_dir(struct eai_config *c, const char *file, const char *path, const json_t *v,
                          struct eai_error **err)
@@ -44,6 +45,26 @@ static int sect_server(struct eai_config *c, const char *file, const char *path,
         return -1;
     c->max_body_bytes = (size_t)body;
     c->max_header_bytes = (size_t)hdr;
+    return 0;
+}
+
+/* ops: who may read /metrics and the details of /readyz (http/ops_access.h) */
+static int sect_ops(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                    struct eai_error **err)
+{
+    static const char *const k[] = {"access", "token_file", NULL};
+    char *access = NULL;
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "access", &access, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "token_file", &c->ops_token_file, err) < 0) {
+        free(access);
+        return -1;
+    }
+    int mode = eai_ops_access_parse(access);
+    free(access);
+    if (mode < 0)
+        return eai_cfg_fail(err, file, path, "access", "expected loopback, token or open");
+    c->ops_access = mode;
     return 0;
 }
 
@@ -213,6 +234,7 @@ static int sect_profiles(struct eai_config *c, const char *file, const char *pat
 const struct eai_cfg_section eai_cfg_sections[] = {
     {"data_dir", 0, sect_data_dir},
     {"server", 1, sect_server},
+    {"ops", 1, sect_ops},
     {"images", 1, sect_images},
     {"plugins", 1, sect_plugins},
     {"log", 1, sect_log},

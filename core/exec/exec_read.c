@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "exec/exec_int.h"
+#include "exec/cursor.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -203,65 +204,6 @@ void eai_exec_route_events(struct eai_app *app, struct eai_req *r)
 
 /* ------------------------------------------------------------ list */
 
-/* Cursor: base64url (no padding) of "s<seq>". */
-static void cursor_encode(int64_t seq, char *out, size_t len)
-{
-    char raw[32];
-    snprintf(raw, sizeof raw, "s%lld", (long long)seq);
-    char *b = eai_b64_encode(raw, strlen(raw));
-    if (!b) {
-        out[0] = '\0';
-        return;
-    }
-    size_t k = 0;
-    for (char *p = b; *p && k + 1 < len; p++) {
-        if (*p == '=')
-            break;
-        out[k++] = *p == '+' ? '-' : *p == '/' ? '_' : *p;
-    }
-    out[k] = '\0';
-    free(b);
-}
-
-static int cursor_decode(const char *c, int64_t *seq)
-{
-    size_t n = strlen(c);
-    if (n == 0 || n > 40)
-        return -1;
-    char buf[48];
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = c[i];
-        if (ch == '-')
-            ch = '+';
-        else if (ch == '_')
-            ch = '/';
-        else if (!isalnum((unsigned char)ch))
-            return -1;
-        buf[k++] = ch;
-    }
-    while (k % 4)
-        buf[k++] = '=';
-    buf[k] = '\0';
-    size_t len = 0;
-    unsigned char *raw = eai_b64_decode(buf, &len);
-    if (!raw)
-        return -1;
-    int ok = len >= 2 && len < 24 && raw[0] == 's';
-    int64_t v = 0;
-    for (size_t i = 1; ok && i < len; i++) {
-        if (!isdigit(raw[i]))
-            ok = 0;
-        else
-            v = v * 10 + (raw[i] - '0');
-    }
-    free(raw);
-    if (!ok)
-        return -1;
-    *seq = v;
-    return 0;
-}
-
 struct list_job {
     struct eai_app *app;
     char tenant[64];
@@ -300,9 +242,9 @@ static void list_answer(struct eai_req *r, void *arg)
         json_int_t limit = json_integer_value(json_object_get(j->filter, "limit"));
         json_t *next = json_null();
         if (last > 0 && (json_int_t)json_array_size(j->out) >= limit) {
-            char cur[64];
-            cursor_encode(last, cur, sizeof cur);
-            next = json_string(cur);
+            char cur[EAI_CURSOR_LEN + 1];
+            if (eai_cursor_encode(j->app->pepper, j->tenant, last, cur) == 0)
+                next = json_string(cur);
         }
         eai_reply_json(r, 200, json_pack("{s:o, s:o}", "items", items, "next", next));
     }
@@ -373,7 +315,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
     const char *after = eai_req_query(r, "after");
     if (after && *after) {
         int64_t seq;
-        if (cursor_decode(after, &seq) < 0)
+        if (eai_cursor_decode(app->pepper, eai_req_tenant(r), after, &seq) < 0)
             json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/after",
                                                      "message", "is not a cursor from a previous page"));
         else

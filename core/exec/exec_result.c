@@ -67,6 +67,23 @@ static size_t partial_tail(const char *d, size_t n)
     return 0;
 }
 
+/* Bytes of d as a JSON string body: control bytes become \u00XX (6) or a
+ * two-byte escape, '"' and '\\' two; everything else as is. */
+static size_t json_escaped_len(const char *d, size_t n)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)d[i];
+        if (c == '"' || c == '\\' || c == '\n' || c == '\t' || c == '\r' || c == '\b' || c == '\f')
+            out += 2;
+        else if (c < 0x20)
+            out += 6;
+        else
+            out += 1;
+    }
+    return out;
+}
+
 int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int cut_partial)
 {
     char enc_key[64];
@@ -80,7 +97,11 @@ int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int
             use = n - tail;
     }
     json_t *v, *enc;
-    if (eai_utf8_valid(d, use)) {
+    /* text that JSON escaping would more than double (control bytes: 6x
+     * each) is stored and served as base64 (4/3): a stream of control
+     * bytes must not inflate every read of it (issue 16.3); quotes and
+     * newlines (2x) alone never get there */
+    if (eai_utf8_valid(d, use) && json_escaped_len(d, use) <= 2 * use) {
         v = json_stringn_nocheck(d, use);
         enc = json_string("utf-8");
     } else {
@@ -94,6 +115,26 @@ int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int
         return -1;
     }
     return json_object_set_new(rec, enc_key, enc);
+}
+
+char *eai_name_percent_encode(const char *name)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(name);
+    char *out = malloc(n * 3 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) {
+        if (*p > 0x20 && *p < 0x7f && *p != '%') {
+            *o++ = (char)*p;
+        } else {
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        }
+    }
+    *o = '\0';
+    return out;
 }
 
 const char *eai_exec_outcome_status(const struct eai_iso_result *res)
@@ -119,6 +160,18 @@ json_t *eai_exec_error_patch(enum eai_code code, const char *message)
     return json_pack("{s:s, s:{s:s, s:s}}", "status", "error", "error",
                      "code", eai_code_name(code),
                      "message", message && *message ? message : eai_code_message(code, "en"));
+}
+
+int eai_exec_patch_fail(json_t *patch, enum eai_code code, const char *message)
+{
+    json_t *e = eai_exec_error_patch(code, message);
+    if (!patch || !e) {
+        json_decref(e);
+        return -1;
+    }
+    int rc = json_object_update(patch, e);
+    json_decref(e);
+    return rc;
 }
 
 json_t *eai_exec_result_patch(const struct eai_iso_result *res)
@@ -185,10 +238,13 @@ json_t *eai_exec_view(const json_t *rec)
     json_t *files = json_array();
     size_t i;
     const json_t *f;
-    json_array_foreach(json_object_get(rec, "files"), i, f)
-        json_array_append_new(files, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
-                                               "size", json_object_get(f, "size"),
-                                               "sha256", json_object_get(f, "sha256")));
+    json_array_foreach(json_object_get(rec, "files"), i, f) {
+        json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
+                              "size", json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
+        if (e && json_is_string(json_object_get(f, "name_encoding")))
+            json_object_set(e, "name_encoding", json_object_get(f, "name_encoding"));
+        json_array_append_new(files, e);
+    }
     json_object_set_new(v, "files", files);
     /* a collect cap (count, size, total) left files out */
     json_object_set_new(v, "files_truncated",

@@ -28,11 +28,19 @@ int eai_outbuf_append(struct eai_outbuf *b, const char *d, size_t n, size_t *kep
 void eai_outbuf_free(struct eai_outbuf *b);
 
 /* Set rec[key] to the bytes as a JSON string and rec[key "_encoding"] to
- * "utf-8" when they are valid UTF-8 without NUL, else base64 text and
+ * "utf-8" when they are valid UTF-8 without NUL and their JSON escaping is
+ * at most twice their size, else base64 text and
  * "base64".  cut_partial: when the bytes were truncated, an incomplete
  * UTF-8 sequence at the very end (a character split by the cap) is dropped
  * rather than forcing base64.  0 or -1 (out of memory). */
 int eai_output_encode(json_t *rec, const char *key, const char *d, size_t n, int cut_partial);
+
+/* A collected file's name that is not valid UTF-8 cannot be a JSON string:
+ * it is kept percent-encoded (every byte outside 0x21..0x7e, and '%'
+ * itself, as %XX in upper-case hex; '/' kept), and the file entry carries
+ * name_encoding "percent" (docs/executions.md "Collected files").  New
+ * string, or NULL (out of memory). */
+char *eai_name_percent_encode(const char *name);
 
 /* The API status of a result: succeeded, failed, timeout, oom_killed,
  * cancelled or error. */
@@ -46,6 +54,11 @@ json_t *eai_exec_result_patch(const struct eai_iso_result *res);
 /* New patch for an execution that ended without running (or whose run is
  * lost): status "error", error {code, message}. */
 json_t *eai_exec_error_patch(enum eai_code code, const char *message);
+
+/* Turn a result patch into an error (status "error", error {code,
+ * message}) keeping what was measured and written: usage, stdout/stderr,
+ * exit code.  The usage of a run is billed whatever else fails.  0 or -1. */
+int eai_exec_patch_fail(json_t *patch, enum eai_code code, const char *message);
 
 /* 1 for succeeded, failed, timeout, oom_killed, cancelled, error. */
 int eai_exec_status_terminal(const char *status);

@@ -97,9 +97,15 @@ struct finish_job {
     json_t *rec_own;                /* rec when the job owns it */
     json_t *terminal;               /* the record as stored, built on the worker */
     int rc;
+    int attempts;                   /* failed exec_finish calls so far */
     struct eai_error *err;
     struct event *retry_ev;
 };
+
+/* After this many failed attempts with collected files, the end is
+ * recorded without them: the run's usage and output are never held
+ * hostage by its files. */
+#define SCHED_FINISH_FILES_TRIES 3
 
 static void finish_submit(struct finish_job *j);
 
@@ -123,9 +129,17 @@ static json_t *encode_files(const struct raw_file *raw, size_t n)
         char sha[65];
         eai_sha256_hex(f->data ? (const void *)f->data : "", f->len, sha);
         char *b64 = eai_b64_encode(f->data ? (const void *)f->data : "", f->len);
-        json_t *o = b64 ? json_pack("{s:s, s:I, s:s, s:s}", "path", f->path ? f->path : "",
-                                    "size", (json_int_t)f->len, "sha256", sha, "content_b64", b64)
+        const char *path = f->path ? f->path : "";
+        /* a name that is not UTF-8 cannot be a JSON string: percent-encoded */
+        int raw_name = !eai_utf8_valid(path, strlen(path));
+        char *enc = raw_name ? eai_name_percent_encode(path) : NULL;
+        json_t *o = b64 && (!raw_name || enc)
+                        ? json_pack("{s:s, s:I, s:s, s:s}", "path", enc ? enc : path, "size", (json_int_t)f->len,
+                                    "sha256", sha, "content_b64", b64)
                         : NULL;
+        if (o && enc)
+            json_object_set_new(o, "name_encoding", json_string("percent"));
+        free(enc);
         free(b64);
         if (!o || json_array_append_new(a, o) < 0) {
             json_decref(a);
@@ -160,10 +174,13 @@ static json_t *terminal_record(const json_t *rec, const json_t *patch, const jso
     json_t *pub = json_array();
     size_t i;
     const json_t *f;
-    json_array_foreach(files, i, f)
-        json_array_append_new(pub, json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
-                                             "size", json_object_get(f, "size"),
-                                             "sha256", json_object_get(f, "sha256")));
+    json_array_foreach(files, i, f) {
+        json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
+                              "size", json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
+        if (e && json_object_get(f, "name_encoding"))
+            json_object_set(e, "name_encoding", json_object_get(f, "name_encoding"));
+        json_array_append_new(pub, e);
+    }
     json_object_set_new(t, "files", pub);
     return t;
 }
@@ -189,10 +206,8 @@ static void finish_work(void *arg)
     if (j->raw) {
         j->files = encode_files(j->raw, j->nraw);
         raw_free(j);
-        if (!j->files) {
-            json_decref(j->patch);
-            j->patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
-        }
+        if (!j->files)
+            eai_exec_patch_fail(j->patch, EAI_E_SANDBOX_FAILED, "out of memory recording the collected files");
     }
     if (j->files_truncated && j->patch)
         json_object_set_new(j->patch, "files_truncated", json_true());
@@ -256,6 +271,15 @@ static void finish_done(void *arg)
                 j->id, j->err && j->err->message ? j->err->message : "?");
         eai_error_free(j->err);
         j->err = NULL;
+        if (++j->attempts >= SCHED_FINISH_FILES_TRIES && json_array_size(j->files) > 0) {
+            eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "execution %s: recording it without its collected files",
+                    j->id);
+            json_decref(j->files);
+            j->files = NULL;
+            eai_exec_patch_fail(j->patch, EAI_E_SANDBOX_FAILED, "the collected files could not be stored");
+            json_decref(j->audit);
+            j->audit = sched_audit_event(j->rec, "sandbox.finish", "allow", "error");
+        }
         if (finish_later(j, SCHED_FINISH_RETRY_MS) == 0)
             return;
     }

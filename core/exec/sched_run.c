@@ -242,14 +242,24 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     r->live = 0;
     s->nlive--;
     sched_gauges(s);
+    /* runsc's own failure line on the program's stderr: not the program's */
+    if (res->size >= offsetof(struct eai_iso_result, stderr_runtime_bytes) + sizeof res->stderr_runtime_bytes)
+        eai_watch_output_drop_tail(r->live_state, EAI_STREAM_STDERR, res->stderr_runtime_bytes);
     json_t *patch = eai_exec_result_patch(res);
     struct raw_file *raw = NULL;
     size_t nraw = 0;
     int encode = 1;
-    if (!patch || take_files(res, &raw, &nraw) < 0) {
-        json_decref(patch);
+    if (!patch) {
         patch = eai_exec_error_patch(EAI_E_SANDBOX_FAILED, "out of memory recording the result");
+        if (patch) /* measured usage is billed whatever else fails */
+            json_object_set_new(patch, "usage",
+                                json_pack("{s:f, s:f, s:f}", "cpu_seconds", res->cpu_seconds < 0 ? 0 : res->cpu_seconds,
+                                          "memory_mb_seconds", res->memory_mb_seconds < 0 ? 0 : res->memory_mb_seconds,
+                                          "duration_s", res->duration_s < 0 ? 0 : res->duration_s));
         encode = 0;
+    } else if (take_files(res, &raw, &nraw) < 0) {
+        /* the files are lost, not the run: usage and output are kept */
+        eai_exec_patch_fail(patch, EAI_E_SANDBOX_FAILED, "out of memory recording the collected files");
     }
     if (r->span) {
         const char *st = patch ? sched_jstr(patch, "status") : "error";

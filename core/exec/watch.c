@@ -418,6 +418,16 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char 
         }
 }
 
+void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream which, size_t n)
+{
+    if (!l || n == 0)
+        return;
+    struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &l->err : &l->out;
+    if (b->truncated || n > b->len)
+        return;
+    b->len -= n;
+}
+
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream which, const char **data,
                           size_t *len, int *truncated)
 {

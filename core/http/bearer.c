@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "http/bearer.h"
+#include "http/auth_refusals.h"
+#include "base/worker.h"
 #include "http/auth.h"
 #include "http/park.h"
 #include "http/req_audit.h"
@@ -27,12 +29,18 @@ struct auth_job {
     int ok;
 };
 
+/* Key lookups on workers at once: a flood of well-formed bad keys keeps
+ * most of the worker queue for real work (past it: 429 + Retry-After,
+ * the queue-full answer, without touching the queue). */
+#define AUTH_LOOKUPS_MAX (EAI_WORK_QUEUE_MAX / 8)
+static int lookups_in_flight;
+
 static void auth_refuse(struct eai_req *r, const char *reason)
 {
-    json_t *ev = eai_req_audit_event(r, "auth.refused", r->path, "deny", reason);
-    json_object_set_new(ev, "actor", json_string(r->key_id[0] ? r->key_id : "anonymous"));
     r->tenant[0] = '\0';
-    eai_req_audit_async(r->app, EAI_SYSTEM_TENANT, ev);
+    /* counted, audited once per source, reason and window: no audit row
+     * and no worker job per refused request (http/auth_refusals.h) */
+    eai_auth_refusal(r->app, r, reason);
     eai_reply_error(r, EAI_E_UNAUTHENTICATED, NULL);
 }
 
@@ -68,6 +76,7 @@ static void pepper_hint(const struct eai_req *r)
 static void auth_answer(struct eai_req *r, void *arg)
 {
     struct auth_job *j = arg;
+    lookups_in_flight--;
     if (!r)
         return;
     if (j->rc < 0) {
@@ -123,5 +132,12 @@ void eai_auth_start(struct eai_req *r)
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
     }
-    eai_park(NULL, r, &auth_park_ops, j);
+    if (lookups_in_flight >= AUTH_LOOKUPS_MAX) {
+        auth_free(j);
+        eai_reply_error(r, EAI_E_RATE_LIMITED, NULL);
+        return;
+    }
+    lookups_in_flight++;
+    if (eai_park(NULL, r, &auth_park_ops, j) < 0)
+        lookups_in_flight--; /* answered and freed by eai_park */
 }

@@ -21,6 +21,7 @@
 #include "http/routes.h"
 #include "http/routes_job.h"
 #include "http/request.h"
+#include "http/ops_access.h"
 #include "base/util.h"
 
 
@@ -73,6 +74,11 @@ static void ready_done(struct misc_job *j)
                 json_object_set_new(iso, name, json_pack("{s:b, s:s}", "ready", 0, "reason", why));
         }
     json_object_set_new(checks, "isolation", iso);
+    if (!eai_ops_allowed(app, j->r)) {
+        /* no versions, reasons or backends for who may not read them */
+        json_decref(checks);
+        checks = json_pack("{s:b}", "restricted", 1);
+    }
     if (storage_ok && any_ready && !app->shutting_down) {
         eai_reply_json(j->r, 200, json_pack("{s:s, s:o}", "status", "ready", "checks", checks));
         return;
@@ -107,6 +113,12 @@ void eai_misc_readyz(struct eai_app *app, struct eai_req *r)
 
 void eai_misc_metrics(struct eai_app *app, struct eai_req *r)
 {
+    if (!eai_ops_allowed(app, r)) {
+        eai_reply_error(r, EAI_E_FORBIDDEN,
+                        json_pack("[{s:s, s:s}]", "path", "", "message",
+                                  "metrics are served to loopback clients or with the ops token (ops.access)"));
+        return;
+    }
     char *text = eai_metrics_render();
     if (!text) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);

@@ -21,6 +21,7 @@
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 
+#include "http/auth_refusals.h"
 #include "http/bearer.h"
 #include "config/config.h"
 #include "config/config_check.h"
@@ -350,6 +351,7 @@ void eai_server_stop(struct eai_app *app)
     if (!s)
         return;
     eai_server_stop_accepting(app);
+    eai_auth_refusals_flush(app, 1); /* the last window's counts, while workers run */
     if (s->sweep)
         event_free(s->sweep);
     /* evhttp_free frees every connection (our close callback schedules the

@@ -7,6 +7,8 @@ void eai_obs_describe_metrics(void)
     static const double duration_bounds[] = {0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
     static const double http_bounds[] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 60};
 
+    eai_metrics_describe("eai_auth_refused_total", EAI_METRIC_COUNTER,
+                         "Requests refused for a missing or bad API key (audited per source and window).");
     eai_metrics_describe("eai_sandbox_executions_total", EAI_METRIC_COUNTER,
                          "Executions that reached a terminal status, by profile and status.");
     eai_metrics_describe("eai_sandbox_cpu_seconds_total", EAI_METRIC_COUNTER,

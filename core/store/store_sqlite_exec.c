@@ -616,6 +616,9 @@ static json_t *eai_sq_files_insert(struct eai_sq *s, sqlite3 *db, const char *te
             goto fail;
         json_t *o = json_pack("{s:s, s:I, s:s}", "path", path, "size", (json_int_t)len,
                               "sha256", sha);
+        /* a name that was not UTF-8, percent-encoded by core (docs/executions.md) */
+        if (o && eai_sq_jstr(f, "name_encoding"))
+            json_object_set_new(o, "name_encoding", json_string(eai_sq_jstr(f, "name_encoding")));
         if (!o || json_array_append_new(pub, o) < 0) {
             eai_sq_oom(s, err);
             goto fail;

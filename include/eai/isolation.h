@@ -121,6 +121,12 @@ struct eai_iso_result {
      * left as usual.  Lets the host hash and encode large collected files
      * on a worker without copying them on the loop first. */
     int files_movable;
+    /* Appended (size-checked by the host): how many bytes at the very end
+     * of the stderr the backend delivered through on_output were written
+     * by the runtime itself (runsc's own failure line shares the program's
+     * stderr descriptor), not by the program.  The host drops them from the
+     * stored stderr: the program's streams hold only what it wrote. */
+    size_t stderr_runtime_bytes;
 };
 #define EAI_ISO_RESULT_SIZE_1_0 (offsetof(struct eai_iso_result, files_truncated) + sizeof(int))
 #define EAI_ISO_RESULT_SIZE_1_1 EAI_ISO_RESULT_SIZE_1_0

@@ -106,6 +106,10 @@ int eai_pc_cg_write(const char *dir, const char *file, const char *val);
 int eai_pc_cg_read(const char *dir, const char *file, char *buf, size_t len);
 /* The number after "<key> " on a line of text (cpu.stat...), or -1. */
 long long eai_pc_cg_key(const char *text, const char *key);
+/* SIGKILL every process of a cgroup (v2: cgroup.kill when the kernel has
+ * it) until cgroup.procs is empty, at most wait_ms.  0 when empty (or the
+ * cgroup is absent), -1 when something is still there. */
+int eai_pc_cg_kill(const char *dir, int wait_ms);
 /* SIGKILL whatever is still in a cgroup, then rmdir it (a few tries).
  * 0 (removed or absent) or -1. */
 int eai_pc_cg_kill_rmdir(const char *dir);
@@ -144,7 +148,7 @@ int eai_pc_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job
 /* --------------------------------------------------------------- run I/O (pc_io.c) */
 
 #define EAI_PC_DEFAULT_OUTPUT (1LL << 20)     /* per stream when job->output_bytes is 0 */
-#define EAI_PC_ERR_TAIL 1024                  /* stderr tail kept for the runtime's own errors */
+#define EAI_PC_ERR_TAIL 4096                  /* stderr tail kept for the runtime's own errors */
 
 int64_t eai_pc_mono_ns(void);
 
@@ -153,6 +157,7 @@ struct eai_pc_stream {
     int fd;
     struct event *ev;
     int64_t delivered;
+    int64_t total;               /* every byte read */
     enum eai_iso_stream which;
 };
 /* Free the event, close the fd (both may be unset). */
@@ -173,6 +178,10 @@ int eai_pc_stdin_pump(int fd, const unsigned char *data, size_t len, size_t *off
  * collected files (still owned by col). */
 void eai_pc_result_init(struct eai_iso_result *r, int64_t t_start_ns, int64_t t_end_ns, double cpu_seconds,
                         double peak_mb, const struct eai_pc_collect_result *col);
+/* How many of the stderr bytes delivered to core are the runtime's own
+ * text at the end of the stream, when that text was rt_len bytes: the
+ * part of the last rt_len bytes that lies below the delivery cap. */
+size_t eai_pc_runtime_delivered(const struct eai_pc_stream *err, size_t rt_len);
 /* outcome EXITED with code; signal = code - 128 for 129..192. */
 void eai_pc_result_exited(struct eai_iso_result *r, int code);
 /* A failure return in one statement for the helpers that report into a
@@ -293,6 +302,9 @@ struct eai_pc_run {
     int run_spawned, run_exited, wait_status, hard_killed;
     char err_tail[EAI_PC_ERR_TAIL + 1];
     size_t err_tail_len;
+    /* set by ops->classify: the last n bytes of stderr were the runtime's
+     * own words, not the program's (eai_pc_runtime_tail) */
+    size_t err_runtime_len;
     char msg[256];
 
     /* the runner's */

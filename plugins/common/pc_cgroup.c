@@ -54,6 +54,42 @@ long long eai_pc_cg_key(const char *text, const char *key)
     return -1;
 }
 
+/* SIGKILL each pid listed in <dir>/cgroup.procs; 1 when it listed any,
+ * 0 when empty, -1 when unreadable. */
+static int kill_listed(const char *dir)
+{
+    char buf[4096];
+    if (eai_pc_cg_read(dir, "cgroup.procs", buf, sizeof(buf)) < 0)
+        return -1;
+    int any = 0;
+    for (char *p = buf; *p;) {
+        pid_t pid = (pid_t)atoi(p);
+        if (pid > 1) {
+            kill(pid, SIGKILL);
+            any = 1;
+        }
+        p = strchr(p, '\n');
+        if (!p)
+            break;
+        p++;
+    }
+    return any;
+}
+
+int eai_pc_cg_kill(const char *dir, int wait_ms)
+{
+    eai_pc_cg_write(dir, "cgroup.kill", "1"); /* v2, 5.14+: the whole subtree at once */
+    for (int waited = 0;; waited += 10) {
+        int rc = kill_listed(dir);
+        if (rc <= 0)
+            return rc < 0 && errno != ENOENT ? -1 : 0;
+        if (waited >= wait_ms)
+            return -1;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int eai_pc_cg_kill_rmdir(const char *dir)
 {
     /* up to ~5 s: under load the sandbox's last processes can take a while

@@ -48,6 +48,7 @@ void eai_pc_stream_read(struct eai_pc_stream *s, int max_reads, int64_t cap, cha
             eai_pc_stream_close(s);
             return;
         }
+        s->total += r;
         if (s->which == EAI_STREAM_STDERR) {
             /* Keep the tail for the runtime's own start-up errors. */
             size_t n = (size_t)r > EAI_PC_ERR_TAIL ? EAI_PC_ERR_TAIL : (size_t)r;
@@ -118,6 +119,17 @@ void eai_pc_result_init(struct eai_iso_result *r, int64_t t_start_ns, int64_t t_
     /* the host may take the bytes (isolation.h): the runner frees with
      * free() what is left after on_exit, and free(NULL) is a no-op */
     r->files_movable = 1;
+}
+
+size_t eai_pc_runtime_delivered(const struct eai_pc_stream *err, size_t rt_len)
+{
+    int64_t delivered = err->delivered;
+    if (delivered > err->total)
+        delivered = err->total; /* delivered = cap + 1 marks "more than the cap" */
+    int64_t program = err->total - (int64_t)rt_len;
+    if (program < 0 || delivered <= program)
+        return 0;
+    return (size_t)(delivered - program);
 }
 
 void eai_pc_result_exited(struct eai_iso_result *r, int code)

@@ -89,6 +89,7 @@ static void deliver(struct eai_pc_run *e)
     if (res.outcome == EAI_OUT_ERROR && !destroying(R))
         R->host->log(R->host, R->ops->component, EAI_LOG_ERROR, "%s: %s%s%.300s", e->b.cid,
                      res.error_message ? res.error_message : "", e->err_tail_len ? ": " : "", e->err_tail);
+    res.stderr_runtime_bytes = eai_pc_runtime_delivered(&e->err, e->err_runtime_len);
     eai_pc_run_unlink(e);
     if (!destroying(R) && e->cb.on_exit)
         e->cb.on_exit(e->cb_arg, &res);

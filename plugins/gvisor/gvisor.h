@@ -19,6 +19,7 @@ struct event;
 #define GV_PROBE_TIMEOUT_MS 30000     /* one trivial sandbox */
 #define GV_KILL_GRACE_MS 2000         /* runsc kill -> SIGKILL + delete --force */
 #define GV_REPROBE_MS 30000           /* retry a failed probe */
+#define GV_RUNTIME_LOG_MAX 8192       /* the tail of a run's runsc --log read at its end */
 
 /* --------------------------------------------------------------- children */
 
@@ -100,6 +101,10 @@ int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
 void gv_cgroup_reset_peak(const struct eai_pc_bundle *b);
 
 void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st);
+/* Worker: SIGKILL every process of the bundle's cgroup leaf (the sandbox
+ * and whatever the program left running) and wait up to ~1 s for them to
+ * go, so nothing writes into the sandbox's /tmp while it is collected. */
+void gv_cgroup_kill(const struct eai_pc_bundle *b);
 /* Kill what is left in the leaves, remove them.  0 or -1. */
 int gv_cgroup_remove(const char *cgpath, int cg_v2);
 

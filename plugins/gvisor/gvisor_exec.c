@@ -11,15 +11,23 @@
  *             the warm sandbox
  *   stop      `runsc kill <cid> KILL`; GV_KILL_GRACE_MS later SIGKILL to
  *             runsc and `runsc delete --force <cid>`
- *   end       cgroup OOM / cpu / peak; runsc's exit status and stderr
+ *   end       cgroup OOM / cpu / peak; the sandbox killed before its files
+ *             are collected; runsc's exit status and its own log
+ *             (--log=<bundle>/runsc-*.log: runsc's failures are read there,
+ *             never from the program's stderr, and their copy at the end of
+ *             stderr is dropped from the result)
  *   teardown  bundle and cgroup leaves (a warm sandbox goes back to the pool,
  *             which tears it down)
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
 
 #include "gvisor.h"
 
@@ -30,6 +38,9 @@ struct gv_run {
     char root[PATH_MAX + 16];
     char plat[64];
     char procf[PATH_MAX + 32];
+    char logf[PATH_MAX + 32];   /* runsc --log of this run */
+    char logarg[PATH_MAX + 40];
+    char log[GV_RUNTIME_LOG_MAX + 1]; /* its text, read by end_work */
 };
 
 static struct gv_run *priv(struct eai_pc_run *run)
@@ -66,6 +77,9 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
 {
     struct gv_run *p = priv(run);
     snprintf(p->procf, sizeof(p->procf), "%s/process.json", run->b.dir);
+    /* runsc's own errors: a file per run, out of the sandbox's reach */
+    snprintf(p->logf, sizeof(p->logf), "%s/runsc-%s.log", run->b.dir, p->pooled ? "exec" : "run");
+    snprintf(p->logarg, sizeof(p->logarg), "--log=%s", p->logf);
     if (!p->pooled)
         return gv_bundle_prepare(&run->b, run->job, msg, msglen);
     /* Warm sandbox: files into its tmpfs, the program as a process file. */
@@ -85,9 +99,9 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     struct gv_run *p = priv(run);
     snprintf(p->root, sizeof(p->root), "--root=%s", g->state_dir);
     snprintf(p->plat, sizeof(p->plat), "--platform=%s", g->platform);
-    char *run_argv[] = {g->runsc, p->root, "--network=none", p->plat, "run", "--bundle", run->b.dir, run->b.cid,
-                        NULL};
-    char *exec_argv[] = {g->runsc, p->root, "exec", "--process", p->procf, run->b.cid, NULL};
+    char *run_argv[] = {g->runsc, p->root, p->logarg, "--network=none", p->plat, "run", "--bundle", run->b.dir,
+                        run->b.cid, NULL};
+    char *exec_argv[] = {g->runsc, p->root, p->logarg, "exec", "--process", p->procf, run->b.cid, NULL};
     char **src = p->pooled ? exec_argv : run_argv;
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
@@ -119,6 +133,20 @@ static int gv_stop_step(void *drv, struct eai_pc_run *run, int step, struct eai_
     return 0;
 }
 
+/* Worker: the last GV_RUNTIME_LOG_MAX bytes of the run's runsc log. */
+static void read_runtime_log(struct gv_run *p)
+{
+    p->log[0] = '\0';
+    int fd = open(p->logf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return;
+    off_t end = lseek(fd, 0, SEEK_END);
+    off_t from = end > GV_RUNTIME_LOG_MAX ? end - GV_RUNTIME_LOG_MAX : 0;
+    ssize_t n = end > 0 ? pread(fd, p->log, GV_RUNTIME_LOG_MAX, from) : 0;
+    p->log[n > 0 ? n : 0] = '\0';
+    close(fd);
+}
+
 static void gv_end_work(void *drv, struct eai_pc_run *run)
 {
     gv_cgroup_stats(&run->b, &run->stats);
@@ -127,6 +155,45 @@ static void gv_end_work(void *drv, struct eai_pc_run *run)
         if (run->stats.cpu_seconds < 0)
             run->stats.cpu_seconds = 0;
     }
+    /* nothing of the sandbox (a detached process of the program) writes
+     * into its /tmp once the program has ended: killed before collect */
+    gv_cgroup_kill(&run->b);
+    read_runtime_log(priv(run));
+}
+
+/* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first:
+ * up to max messages (borrowed from the returned array, or NULL). */
+static json_t *runtime_errors(const char *log)
+{
+    json_t *msgs = json_array();
+    for (const char *line = log; msgs && line && *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        json_t *o = json_loadb(line, len, 0, NULL);
+        const char *lvl = json_string_value(json_object_get(o, "level"));
+        json_t *m = json_object_get(o, "msg");
+        if (lvl && !strcmp(lvl, "error") && json_is_string(m))
+            json_array_append(msgs, m);
+        json_decref(o);
+        line = nl ? nl + 1 : NULL;
+    }
+    return msgs;
+}
+
+/* runsc writes each of its error lines to its stderr too (msg + "\n"),
+ * which is the program's: how many bytes at the end of the stderr tail are
+ * those copies (matched from the last message backwards). */
+static size_t runtime_tail_len(const struct eai_pc_run *run, const json_t *msgs)
+{
+    size_t end = run->err_tail_len;
+    for (size_t i = json_array_size(msgs); i-- > 0;) {
+        const char *m = json_string_value(json_array_get(msgs, i));
+        size_t ml = strlen(m);
+        if (ml + 1 > end || run->err_tail[end - 1] != '\n' || memcmp(run->err_tail + end - 1 - ml, m, ml) != 0)
+            break;
+        end -= ml + 1;
+    }
+    return run->err_tail_len - end;
 }
 
 static void gv_teardown_work(void *drv, struct eai_pc_run *run)
@@ -139,24 +206,40 @@ static void gv_teardown_work(void *drv, struct eai_pc_run *run)
         gv_cgroup_remove(run->b.cgpath, run->b.cg_v2);
 }
 
+/* The outcome from runsc's exit status and its own log, never from text
+ * the program could have written: a program that prints runsc's words and
+ * exits 128 has exited 128. */
 static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result *r, char *msg, size_t msglen)
 {
+    struct gv *g = drv;
     int ws = run->wait_status;
+    json_t *errs = runtime_errors(priv(run)->log);
+    size_t nerr = json_array_size(errs);
+    const char *last = nerr ? json_string_value(json_array_get(errs, nerr - 1)) : NULL;
+    run->err_runtime_len = runtime_tail_len(run, errs);
+    if (last)
+        g->host->log(g->host, GV_COMPONENT, r->outcome == EAI_OUT_OOM || run->stats.oom ? EAI_LOG_INFO : EAI_LOG_WARN,
+                     "%s: runsc: %.1500s", run->b.cid, last);
     if (run->stats.oom) {
         r->outcome = EAI_OUT_OOM;
     } else if (WIFSIGNALED(ws)) {
         /* runsc itself died of a signal we did not send. */
         eai_pc_result_failed(r, msg, msglen, "runsc killed by signal %d", WTERMSIG(ws));
-    } else if (WEXITSTATUS(ws) == 128 && strstr(run->err_tail, "error finding executable")) {
+    } else if (WEXITSTATUS(ws) == 128 && last &&
+               (strstr(last, "error finding executable") ||
+                (strstr(last, "failed to load") && strstr(last, "no such file or directory")))) {
         r->outcome = EAI_OUT_EXITED; /* like a shell: command not found */
         r->exit_code = 127;
-    } else if (WEXITSTATUS(ws) == 128 && (strstr(run->err_tail, "running container:") ||
-                                          strstr(run->err_tail, "creating container:") ||
-                                          strstr(run->err_tail, "executing processes for container:"))) {
-        eai_pc_result_failed(r, msg, msglen, "the sandbox runtime failed to start the program");
+    } else if (WEXITSTATUS(ws) == 128 && last) {
+        int start = strstr(last, "creating container") || strstr(last, "starting container") ||
+                    strstr(last, "executing processes") || strstr(last, "running container: creating");
+        eai_pc_result_failed(r, msg, msglen, "%s",
+                             start ? "the sandbox runtime failed to start the program"
+                                   : "the sandbox runtime failed while the program ran (details in the server log)");
     } else {
         eai_pc_result_exited(r, WEXITSTATUS(ws));
     }
+    json_decref(errs);
 }
 
 static void gv_retire(void *drv, struct eai_pc_run *run)

@@ -532,6 +532,9 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         json_array_foreach(files, i, f) {
             json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"), "size",
                                   json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
+            /* a name that was not UTF-8, percent-encoded by core */
+            if (e && json_is_string(json_object_get(f, "name_encoding")))
+                json_object_set(e, "name_encoding", json_object_get(f, "name_encoding"));
             bad |= !e || !list || json_array_append_new(list, e) < 0;
         }
         bad |= json_object_set_new(doc, "files", list);

@@ -522,6 +522,15 @@ static void test_encoding(void)
     CU_ASSERT_EQUAL(eai_output_encode(rec, "stderr", "\xff\xfe", 2, 0), 0);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(rec, "stderr")), "//4=");
     CU_ASSERT_STRING_EQUAL(enc_of(rec, "stderr"), "base64");
+    /* control bytes (6x as \u00XX): base64, 4/3 (issue 16.3); quotes and
+     * newlines (2x) stay text */
+    CU_ASSERT_EQUAL(eai_output_encode(rec, "stdout", "\x01\x02\x03\x01\x02\x03", 6, 0), 0);
+    CU_ASSERT_STRING_EQUAL(enc_of(rec, "stdout"), "base64");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(rec, "stdout")), "AQIDAQID");
+    CU_ASSERT_EQUAL(eai_output_encode(rec, "stdout", "{\"a\":\"b\\\"\"}\n\n\n", 14, 0), 0);
+    CU_ASSERT_STRING_EQUAL(enc_of(rec, "stdout"), "utf-8");
+    CU_ASSERT_EQUAL(eai_output_encode(rec, "stdout", "ok\x1b[0m\n", 7, 0), 0); /* one escape in a line */
+    CU_ASSERT_STRING_EQUAL(enc_of(rec, "stdout"), "utf-8");
     /* NUL bytes: base64 */
     CU_ASSERT_EQUAL(eai_output_encode(rec, "stdout", "a\0b", 3, 0), 0);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(rec, "stdout")), "YQBi");

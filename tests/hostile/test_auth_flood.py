@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Unauthenticated writes (issue 16 item 4), a real eaid without runsc:
+
+a flood of refused requests (no key, malformed keys, well-formed unknown
+keys, 8 KiB paths) from 16 keep-alive connections while a client with a
+valid key keeps listing its executions:
+
+- every valid request answers 200 during the flood (real work admitted);
+- the audit chain holds one auth.refused row per (source, reason) and
+  10 s window, not one per request (before: one row each, ~3000 rows, with
+  the raw 8 KiB path as target), and their counts add up to the refusals;
+- targets are truncated (<= 131 bytes);
+- eai_auth_refused_total counts every refusal."""
+import http.client
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from eaid_env import Env, check, run_cases  # noqa: E402
+
+FLOOD_PER_CONN = 200
+CONNS = 16
+DEADLINE_S = 60
+
+
+def flood(env, idx, counts, stop):
+    c = http.client.HTTPConnection("127.0.0.1", env.port, timeout=10)
+    keys = [None, "Bearer nope", "Bearer eai_%016x_%s" % (idx, "a" * 64), "Basic abc"]
+    t0 = time.time()
+    for i in range(FLOOD_PER_CONN):
+        if stop.is_set() or time.time() - t0 > DEADLINE_S:
+            break
+        h = {}
+        k = keys[i % len(keys)]
+        if k:
+            h["Authorization"] = k
+        path = "/v1/sandbox/executions" if i % 5 else "/v1/sandbox/executions/" + "x" * 8000
+        try:
+            c.request("GET" if i % 2 else "POST", path, body=None if i % 2 else b"{}", headers=h)
+            r = c.getresponse()
+            r.read()
+            counts[r.status] = counts.get(r.status, 0) + 1
+        except (OSError, http.client.HTTPException):
+            c.close()
+            c = http.client.HTTPConnection("127.0.0.1", env.port, timeout=10)
+    c.close()
+
+
+def case_flood_of_bad_keys():
+    tmp = tempfile.mkdtemp(prefix="eai-flood-")
+    e = Env(tmp=tmp, env={"EAI_SANDBOX_RUNSC": "/nonexistent"})
+    e.own_tmp = True
+    try:
+        e.make_key()
+        e.start()
+        counts = {}
+        stop = threading.Event()
+        th = [threading.Thread(target=flood, args=(e, i, counts, stop)) for i in range(CONNS)]
+        for t in th:
+            t.start()
+        good, worst = [], 0.0
+        while any(t.is_alive() for t in th):
+            t0 = time.time()
+            st, b = e.api("GET", "/v1/sandbox/executions?limit=5", timeout=10)
+            worst = max(worst, time.time() - t0)
+            good.append(st)
+            time.sleep(0.05)
+        for t in th:
+            t.join()
+        refused = counts.get(401, 0)
+        print("refused %d (statuses %r), valid requests %d, slowest %.3f s" % (refused, counts, len(good), worst))
+        check(refused >= CONNS * FLOOD_PER_CONN * 0.9, "flood too small: %r" % counts)
+        check(good and all(s == 200 for s in good), "valid requests refused during the flood: %r" %
+              sorted(set(good)))
+        with urllib.request.urlopen(e.url + "/metrics", timeout=5) as r:
+            text = r.read().decode()
+        line = [x for x in text.splitlines() if x.startswith("eai_auth_refused_total")]
+        check(line and float(line[0].split()[-1]) >= refused, "metric: %r" % line)
+        e.stop(clean=False)  # the last window is written at stop
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(e.data, "eai.db"), uri=True)
+        rows = db.execute("SELECT target, doc FROM audit_events WHERE action = 'auth.refused'").fetchall()
+        db.close()
+        total = sum(json.loads(d)["details"]["count"] for _, d in rows)
+        print("auth.refused rows: %d, counted refusals: %d" % (len(rows), total))
+        check(len(rows) <= 40, "%d audit rows for %d refusals" % (len(rows), refused))
+        check(total == refused, "counts in the audit %d != refusals %d" % (total, refused))
+        check(all(len(t.encode()) <= 131 for t, _ in rows), "untruncated target: %d bytes" %
+              max(len(t.encode()) for t, _ in rows))
+    finally:
+        e.stop()
+
+
+if __name__ == "__main__":
+    run_cases([("flood_of_bad_keys", case_flood_of_bad_keys)])
