@@ -87,7 +87,7 @@ class Stream:
         """The next event, or None at the end of the stream."""
         ev = {}
         while True:
-            line = self.resp.fp.readline()
+            line = self.resp.readline()
             if not line:
                 return None
             line = line.decode().rstrip("\n")
@@ -134,6 +134,101 @@ def case_collect_tmp_itself():
             check(b.get("files_truncated") is False, "files_truncated: %s" % b.get("files_truncated"))
             st, raw = raw_get(e, "/v1/sandbox/executions/%s/files/tmp/sub/deep/b.txt" % eid)
             check(st == 200 and raw == b"beta", "file GET: %s %r" % (st, raw))
+    finally:
+        e.stop()
+
+
+INTERLEAVED = ("import sys, time\n"
+               "for i in range(8):\n"
+               "    sys.stdout.write('out%d\\n' % i); sys.stdout.flush(); time.sleep(0.1)\n"
+               "    sys.stderr.write('err%d\\n' % i); sys.stderr.flush(); time.sleep(0.4)\n")
+WANT_OUT = "".join("out%d\n" % i for i in range(8))
+WANT_ERR = "".join("err%d\n" % i for i in range(8))
+WANT_ORDER = [x for i in range(8) for x in ("out%d\n" % i, "err%d\n" % i)]
+
+
+def read_all(st):
+    evs = []
+    while True:
+        ev = st.next()
+        if ev is None:
+            return evs
+        evs.append(ev)
+
+
+def case_live_get_and_resumed_stream():
+    e = started()
+    try:
+        eid = submit(e, INTERLEAVED)
+        wait_status(e, eid, "running")
+        # 17.2: GET of a running execution shows the output so far
+        deadline = time.time() + 20
+        b = None
+        while time.time() < deadline:
+            st, b = e.api("GET", "/v1/sandbox/executions/" + eid)
+            if b["status"] == "running" and b["stdout"].startswith("out0\nout1\n") and "err0\n" in b["stderr"]:
+                break
+            time.sleep(0.1)
+        check(b["status"] == "running" and b["stdout"].startswith("out0\nout1\n"),
+              "GET while running: %s" % b)
+        # 17.3: a stream cut in the middle and resumed with Last-Event-ID
+        s1 = Stream(e, eid)
+        check(s1.resp.status == 200, "events: %s" % s1.resp.status)
+        first = []
+        while sum(1 for x in first if x.get("event") in ("stdout", "stderr")) < 5:
+            ev = s1.next()
+            check(ev is not None, "stream ended early: %s" % first)
+            first.append(ev)
+        s1.close()
+        check(all("id" in x for x in first), "an event without id: %s" % first)
+        last = int(first[-1]["id"])
+        s2 = Stream(e, eid, last_id=last)
+        rest = read_all(s2)
+        s2.close()
+        live = first + rest
+        ids = [int(x["id"]) for x in live]
+        check(ids == sorted(set(ids)), "ids not increasing: %s" % ids)
+        check(int(rest[0]["id"]) == last + 1, "resumed at %s after %d" % (rest[0]["id"], last))
+        out = b"".join(out_bytes(x) for x in live if x["event"] == "stdout").decode()
+        err = b"".join(out_bytes(x) for x in live if x["event"] == "stderr").decode()
+        check(out == WANT_OUT, "stdout over the reconnect: %r" % out)
+        check(err == WANT_ERR, "stderr over the reconnect: %r" % err)
+        # coalesced: one write, one event; interleaving kept live
+        order = [out_bytes(x).decode() for x in live if x["event"] in ("stdout", "stderr")]
+        check(order == WANT_ORDER, "live order: %s" % order)
+        end = live[-1]
+        check(end["event"] == "status" and end["data"]["status"] == "succeeded", "end: %s" % end)
+        # after the end: the same events, same ids, same order
+        replay = read_all(Stream(e, eid))
+        outs = [x for x in live if x["event"] != "status" or x is end]
+        check([(x["id"], x["event"], x["data"]) for x in replay] ==
+              [(x["id"], x["event"], x["data"]) for x in outs],
+              "replay differs:\n%s\n%s" % (replay, outs))
+        mid = int(outs[6]["id"])
+        tail = read_all(Stream(e, eid, last_id=mid))
+        check([x["id"] for x in tail] == [x["id"] for x in outs[7:]], "resume after the end: %s" % tail)
+        st, body = raw_get(e, "/v1/sandbox/executions/%s/events" % eid, {"Last-Event-ID": end["id"]})
+        check(st == 204 and body == b"", "all seen: %s %r" % (st, body))
+        # the stored record: same output as streamed
+        st, b = e.api("GET", "/v1/sandbox/executions/" + eid)
+        check(b["stdout"] == WANT_OUT and b["stderr"] == WANT_ERR, "record: %s" % b)
+        check("output_events" not in b, "internal field in the view")
+    finally:
+        e.stop()
+
+
+def case_quiet_stream_heartbeat_outlives_request_timeout():
+    e = started("server:\n  request_timeout_s: 5\n")
+    try:
+        eid = submit(e, "import time\ntime.sleep(17)\nprint('done')\n")
+        st = Stream(e, eid, timeout=60)
+        t0 = time.time()
+        evs = read_all(st)
+        st.close()
+        check(st.comments >= 1, "no heartbeat in %.1f s" % (time.time() - t0))
+        check(evs and evs[-1]["event"] == "status" and evs[-1]["data"]["status"] == "succeeded",
+              "stream cut before the end: %s" % evs)
+        check(any(x["event"] == "stdout" and x["data"]["data"] == "done\n" for x in evs), "output: %s" % evs)
     finally:
         e.stop()
 
