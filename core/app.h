@@ -71,6 +71,7 @@ struct eai_app {
     struct eai_dlv *delivery;                 /* core/obs/delivery.c: outbox, audit sink */
     char pepper[65];                          /* hex HMAC key for API keys */
     int shutting_down;
+    int draining;                             /* SIGTERM: running executions end, no new ones (server.drain_s) */
 };
 
 /* The profile called name, or NULL. */

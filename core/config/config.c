@@ -34,6 +34,7 @@ static struct eai_config *eai_config_defaults(void)
     c->max_connections = 1024;
     c->request_timeout_s = 75;
     c->read_timeout_s = 60;
+    c->drain_s = 30;
     c->workers = 8;
     c->max_concurrent = 8;
     c->max_per_tenant = 4;

@@ -170,7 +170,7 @@ void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details)
     eai_reply_json_headers(r, ci->http_status, env,
                            code == EAI_E_UNAUTHENTICATED ? bearer :
                            (code == EAI_E_RATE_LIMITED || code == EAI_E_SANDBOX_UNAVAILABLE ||
-                            code == EAI_E_STORAGE_UNAVAILABLE) ? retry : NULL);
+                            code == EAI_E_STORAGE_UNAVAILABLE || code == EAI_E_SHUTTING_DOWN) ? retry : NULL);
 }
 
 /* --- SSE */

@@ -233,6 +233,74 @@ def case_quiet_stream_heartbeat_outlives_request_timeout():
         e.stop()
 
 
+
+def post_raw(e, body):
+    c = http.client.HTTPConnection("127.0.0.1", e.port, timeout=30)
+    c.request("POST", "/v1/sandbox/executions", body=json.dumps(body),
+              headers={"Authorization": "Bearer " + e.key, "Content-Type": "application/json",
+                       "Accept-Language": "fr"})
+    r = c.getresponse()
+    raw = r.read()
+    c.close()
+    return r.status, dict((k.lower(), v) for k, v in r.getheaders()), json.loads(raw or b"null")
+
+
+def restart_and_get(e, eid):
+    e.start(ready_path="/healthz", timeout=60)
+    st, b = e.api("GET", "/v1/sandbox/executions/" + eid)
+    check(st == 200, "GET after restart: %s %s" % (st, b))
+    return b
+
+
+def case_drain_lets_running_execution_end():
+    e = started()
+    try:
+        eid = submit(e, "import time\nprint('start')\ntime.sleep(3)\nprint('end')\n")
+        wait_status(e, eid, "running")
+        stream = Stream(e, eid, timeout=60)
+        first = stream.next()
+        check(first and first["event"] == "status", "stream start: %s" % first)
+        t0 = time.time()
+        os.kill(e.proc.pid, signal.SIGTERM)
+        time.sleep(0.3)
+        check(e.proc.poll() is None, "eaid exited at once: %s" % e.log_tail())
+        st, hdr, b = post_raw(e, {"profile": "gvisor-small", "image": IMAGE, "command": ["true"]})
+        check(st == 503 and b["error"]["code"] == "shutting_down", "POST during drain: %s %s" % (st, b))
+        check("retry-after" in hdr, "no Retry-After: %s" % hdr)
+        check(hdr.get("content-language") == "fr" and b["error"]["message"] == b["error"]["message_i18n"]["fr"],
+              "French message: %s" % b)
+        st, raw = raw_get(e, "/readyz")
+        ready = json.loads(raw)
+        check(st == 503 and ready.get("status") == "draining", "readyz during drain: %s %s" % (st, ready))
+        evs = read_all(stream)
+        check(evs and evs[-1]["event"] == "status" and evs[-1]["data"]["status"] == "succeeded",
+              "stream during drain: %s" % evs)
+        e.proc.wait(timeout=30)
+        took = time.time() - t0
+        check(took < 20, "eaid took %.1f s to stop after the run ended" % took)
+        check("drain: no execution running here any more" in e.log_text(), "log: %s" % e.log_tail())
+        b = restart_and_get(e, eid)
+        check(b["status"] == "succeeded" and b["stdout"] == "start\nend\n", "after the drain: %s" % b)
+    finally:
+        e.stop()
+
+
+def case_drain_deadline_ends_the_rest():
+    e = started("server:\n  drain_s: 2\n")
+    try:
+        eid = submit(e, "import time\nprint('start')\ntime.sleep(60)\n")
+        wait_status(e, eid, "running")
+        t0 = time.time()
+        os.kill(e.proc.pid, signal.SIGTERM)
+        e.proc.wait(timeout=30)
+        took = time.time() - t0
+        check(1.5 < took < 15, "stopped after %.1f s (drain_s 2)" % took)
+        b = restart_and_get(e, eid)
+        check(b["status"] == "error" and b["error"]["code"] == "interrupted", "after the deadline: %s" % b)
+    finally:
+        e.stop()
+
+
 def main():
     ensure_image()
     run_cases([(n, f) for n, f in sorted(globals().items()) if n.startswith("case_")])
