@@ -72,6 +72,7 @@ struct eai_app {
     char pepper[65];                          /* hex HMAC key for API keys */
     char ops_token[256];                      /* http/ops_access.c: "" when none */
     int shutting_down;
+    int draining;                             /* SIGTERM: running executions end, no new ones (server.drain_s) */
 };
 
 /* The profile called name, or NULL. */

@@ -563,6 +563,8 @@ struct serve_state {
     struct event *drain;
     int64_t deadline_ms;
     int signals;
+    struct event *exec_drain;       /* server.drain_s: waits for the running executions */
+    int64_t exec_deadline_ms;
 };
 
 static void drain_cb(evutil_socket_t fd, short what, void *arg)
@@ -579,15 +581,10 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
     event_add(st->drain, &t);
 }
 
-static void signal_cb(evutil_socket_t sig, short what, void *arg)
+/* Stop: no new connections, executions still running are ended and
+ * recorded as interrupted, open requests get APP_DRAIN_MS. */
+static void stop_serving(struct serve_state *st)
 {
-    struct serve_state *st = arg;
-    if (++st->signals > 1) {
-        eai_log(APP_COMPONENT, EAI_LOG_WARN, "second signal: stopping now");
-        event_base_loopbreak(st->app->base);
-        return;
-    }
-    eai_log(APP_COMPONENT, EAI_LOG_INFO, "signal %d: stopping (no new connections, draining)", (int)sig);
     st->app->shutting_down = 1;
     eai_server_stop_accepting(st->app);
     if (started_exec) {
@@ -596,6 +593,53 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     }
     st->deadline_ms = eai_now_ms() + APP_DRAIN_MS;
     drain_cb(-1, 0, st);
+}
+
+/* The drain of executions: every 100 ms, until none runs here or
+ * server.drain_s passed. */
+static void exec_drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct serve_state *st = arg;
+    int busy = eai_exec_busy(st->app);
+    if (busy && eai_now_ms() < st->exec_deadline_ms) {
+        struct timeval t = {0, 100 * 1000};
+        event_add(st->exec_drain, &t);
+        return;
+    }
+    if (busy)
+        eai_log(APP_COMPONENT, EAI_LOG_WARN, "drain: %d execution(s) still running after %d s: ending them",
+                eai_exec_running(st->app), st->app->cfg->drain_s);
+    else
+        eai_log(APP_COMPONENT, EAI_LOG_INFO, "drain: no execution running here any more");
+    stop_serving(st);
+}
+
+static void signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+    struct serve_state *st = arg;
+    (void)what;
+    if (++st->signals > 1) {
+        eai_log(APP_COMPONENT, EAI_LOG_WARN, "second signal: stopping now");
+        event_base_loopbreak(st->app->base);
+        return;
+    }
+    int drain_s = st->app->cfg ? st->app->cfg->drain_s : 0;
+    if (drain_s > 0 && started_exec && st->exec_drain) {
+        /* stop taking work (POST 503 shutting_down, /readyz draining, no
+         * claims); running executions end on their own for up to drain_s */
+        eai_log(APP_COMPONENT, EAI_LOG_INFO,
+                "signal %d: draining (%d execution(s) running here, up to %d s; a second signal stops now)",
+                (int)sig, eai_exec_running(st->app), drain_s);
+        st->app->draining = 1;
+        eai_exec_drain(st->app);
+        st->exec_deadline_ms = eai_now_ms() + (int64_t)drain_s * 1000;
+        exec_drain_cb(-1, 0, st);
+        return;
+    }
+    eai_log(APP_COMPONENT, EAI_LOG_INFO, "signal %d: stopping (no new connections, draining)", (int)sig);
+    stop_serving(st);
 }
 
 int eai_app_serve(const char *config_file)
@@ -626,6 +670,7 @@ int eai_app_serve(const char *config_file)
     }
     struct serve_state st = {.app = &app};
     st.drain = evtimer_new(base, drain_cb, &st);
+    st.exec_drain = evtimer_new(base, exec_drain_cb, &st);
     struct event *sterm = evsignal_new(base, SIGTERM, signal_cb, &st);
     struct event *sint = evsignal_new(base, SIGINT, signal_cb, &st);
     if (!st.drain || !sterm || !sint || event_add(sterm, NULL) < 0 || event_add(sint, NULL) < 0) {
@@ -636,6 +681,8 @@ int eai_app_serve(const char *config_file)
     eai_app_stop(&app);
     if (st.drain)
         event_free(st.drain);
+    if (st.exec_drain)
+        event_free(st.exec_drain);
     if (sterm)
         event_free(sterm);
     if (sint)

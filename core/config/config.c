@@ -4,6 +4,7 @@
  * key: an unknown key, a wrong type or a missing required key stops the
  * load with a message naming the file, the JSON-pointer path and the key.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@ static struct eai_config *eai_config_defaults(void)
     c->max_connections = 1024;
     c->request_timeout_s = 75;
     c->read_timeout_s = 60;
+    c->drain_s = 30;
     c->workers = 8;
     c->max_concurrent = 8;
     c->max_per_tenant = 4;
@@ -192,6 +194,15 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
         if (v && eai_cfg_set_str(map[i].dst, v) < 0) {
             return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
         }
+    }
+    const char *ds = env("EAI_DRAIN_S");
+    if (ds) {
+        char *end = NULL;
+        long v = strtol(ds, &end, 10);
+        if (!isdigit((unsigned char)ds[0]) || *end || v < 0 || v > 3600)
+            return eai_cfg_fail(err, "(environment)", "EAI_DRAIN_S", "EAI_DRAIN_S",
+                                "expected a whole number of seconds from 0 to 3600");
+        c->drain_s = (int)v;
     }
     if (eai_cfg_check_listen("(environment)", "EAI_LISTEN", "EAI_LISTEN", c->listen, err) < 0)
         return -1;

@@ -29,6 +29,7 @@ struct eai_config {
     int max_connections;       /* 1024                        (server.max_connections) */
     int request_timeout_s;     /* 75 (> 60 s long-poll)       (server.request_timeout_s) */
     int read_timeout_s;        /* 60: a whole request in      (server.read_timeout_s) */
+    int drain_s;               /* 30: SIGTERM lets running executions end (server.drain_s) */
     char *tls_cert;            /* NULL: plain HTTP            (server.tls.cert) */
     char *tls_key;             /*                             (server.tls.key) */
     char *tls_client_ca;       /* NULL: no client certificate (server.tls.client_ca) */

@@ -258,6 +258,17 @@ int eai_exec_running(const struct eai_app *app)
     return app && app->exec ? eai_sched_running(app->exec->sched) : 0;
 }
 
+void eai_exec_drain(struct eai_app *app)
+{
+    if (app && app->exec)
+        eai_sched_drain(app->exec->sched);
+}
+
+int eai_exec_busy(const struct eai_app *app)
+{
+    return app && app->exec ? eai_sched_busy(app->exec->sched) : 0;
+}
+
 void eai_exec_kick(struct eai_app *app)
 {
     if (app && app->exec)

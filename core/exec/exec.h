@@ -32,6 +32,10 @@ void eai_exec_stop(struct eai_app *app);
 
 /* Executions running on this node (for /metrics and /readyz). */
 int eai_exec_running(const struct eai_app *app);
+/* Drain (SIGTERM, server.drain_s): no new claims; running executions go
+ * on to their end.  eai_exec_busy: 1 until every local run is recorded. */
+void eai_exec_drain(struct eai_app *app);
+int eai_exec_busy(const struct eai_app *app);
 
 /* Claim soon (tests, and after a change that may free a slot). */
 void eai_exec_kick(struct eai_app *app);

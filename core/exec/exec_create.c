@@ -277,6 +277,11 @@ static int idem_ok(const char *k)
 void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
 {
     struct eai_exec *st = exec_state_of(app);
+    if (app->draining || app->shutting_down) {
+        /* SIGTERM: the runs here end, no new work (another replica takes it) */
+        eai_reply_error(r, EAI_E_SHUTTING_DOWN, NULL);
+        return;
+    }
     if (!st) {
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
         return;

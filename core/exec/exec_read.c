@@ -101,7 +101,8 @@ static void get_then(struct read_job *j)
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
     } else if (c->wait_s == 0 || eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st ||
                eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
-        eai_reply_json(r, 200, eai_exec_view(j->out));
+        /* running here: with its output so far */
+        eai_reply_json(r, 200, eai_watch_view(st ? st->hub : NULL, j->out));
     }
     free(c);
 }
@@ -169,14 +170,22 @@ static void events_then(struct read_job *j)
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
         return;
     }
-    eai_stream_start(r, "text/event-stream");
+    int64_t last = eai_sse_last_id(r);
     if (eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st) {
-        eai_sse_replay_end(r, j->out, 1);
+        if (last >= eai_sse_status_id(j->out)) {
+            /* the client has every event: 204 tells an EventSource to stop reconnecting */
+            eai_reply_raw(r, 204, "text/event-stream", "", 0);
+            return;
+        }
+        eai_stream_start(r, "text/event-stream");
+        eai_sse_replay_end(r, j->out, last);
         return;
     }
-    eai_sse_event(r, "status", eai_sse_status_data(j->out));
-    if (eai_watch_stream(st->hub, r, j->out) < 0)
+    eai_stream_start(r, "text/event-stream");
+    if (eai_watch_stream(st->hub, r, j->out, last) < 0) {
+        eai_sse_event(r, "status", eai_sse_status_id(j->out), eai_sse_status_data(j->out));
         eai_stream_end(r);
+    }
 }
 
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r)

@@ -201,6 +201,10 @@ static void finish_work(void *arg)
             eai_output_encode(j->patch, key, d, n, trunc);
             json_object_set_new(j->patch, k ? "stderr_truncated" : "stdout_truncated", json_boolean(trunc));
         }
+        /* the order of the events of the stream, for a replay after the end (sse.h) */
+        json_t *order = eai_watch_output_events(j->run->live_state);
+        if (order)
+            json_object_set_new(j->patch, "output_events", order);
         j->encode_output = 0;
     }
     if (j->raw) {

@@ -160,7 +160,7 @@ static void claim_done(void *arg)
 
 void eai_sched_kick(struct eai_sched *s)
 {
-    if (!s || s->stopping)
+    if (!s || s->stopping || s->draining)
         return;
     if (s->claim_inflight) {
         s->claim_again = 1;
@@ -450,6 +450,9 @@ void eai_sched_stop(struct eai_sched *s)
                     eai_output_encode(patch, k ? "stderr" : "stdout", d, n, trunc);
                     json_object_set_new(patch, k ? "stderr_truncated" : "stdout_truncated", json_boolean(trunc));
                 }
+                json_t *order = r->live_state ? eai_watch_output_events(r->live_state) : NULL;
+                if (order)
+                    json_object_set_new(patch, "output_events", order);
                 sched_finish_record(s, NULL, r->rec, patch, NULL, 0, 0, 0);
             }
             r->s = NULL; /* orphan: cb_exit frees it */
@@ -508,5 +511,18 @@ int eai_sched_cancel_local(struct eai_sched *s, const char *id)
 int eai_sched_running(const struct eai_sched *s)
 {
     return s && !s->stopping ? s->nlive : 0;
+}
+
+void eai_sched_drain(struct eai_sched *s)
+{
+    if (!s || s->stopping || s->draining)
+        return;
+    s->draining = 1;
+    event_del(s->claim_ev); /* a claim in flight still starts what it took */
+}
+
+int eai_sched_busy(const struct eai_sched *s)
+{
+    return s && !s->stopping && (s->runs || s->claim_inflight);
 }
 

@@ -33,6 +33,12 @@ void eai_sched_kick(struct eai_sched *s);
 int eai_sched_cancel_local(struct eai_sched *s, const char *id);
 /* Runs of this node (slots in use). */
 int eai_sched_running(const struct eai_sched *s);
+/* Drain: claim nothing new; runs (and a claim in flight) go on, leases are
+ * renewed. */
+void eai_sched_drain(struct eai_sched *s);
+/* 1 while a run is live or its end is being recorded, or a claim is in
+ * flight. */
+int eai_sched_busy(const struct eai_sched *s);
 
 /* 1 when a not-ready probe result means "first probe still running". */
 int eai_iso_probe_pending(const struct eai_iso_probe *pr);

@@ -61,6 +61,7 @@ struct eai_sched {
     struct event *claim_ev, *renew_ev, *stale_ev;
     int64_t lease_ms;
     int stopping;
+    int draining;                  /* eai_sched_drain: no new claims */
     int64_t last_claim_error_ms;
     struct event *gauge_ev;        /* sched_gauge.c: queue gauges every second */
     int gauge_inflight;

@@ -26,6 +26,14 @@ struct eai_sub {
     int64_t deadline_ms;            /* SUB_POLL */
     struct event *timer;            /* SUB_POLL */
     int attached;                   /* SUB_SSE: receives the local run's output live */
+    int64_t last_id;                /* SUB_SSE: id of the last event the client has (-1 none) */
+    int64_t ping_ms;                /* SUB_SSE: next heartbeat */
+};
+
+/* One output event of a local run: len bytes of one stream from off. */
+struct out_ev {
+    size_t off, len;
+    int stream;                     /* 0 stdout, 1 stderr */
 };
 
 struct eai_live {
@@ -39,6 +47,13 @@ struct eai_live {
     int reading;                    /* a storage re-read is in flight */
     int64_t cancel_ms;              /* pending cancel (0: none) */
     struct eai_outbuf out, err;
+    /* output events in the order written (sse.h); the ones from nsent on
+     * are still gathering (EAI_SSE_COALESCE_MS) */
+    struct out_ev *evs;
+    size_t nev, evcap, nsent;
+    size_t logged[2];               /* bytes of each stream in evs */
+    int unlogged[2];                /* a stream's later bytes come at the end (EAI_SSE_MAX_EVENTS) */
+    struct event *flush_ev;
     struct eai_sub *subs;
 };
 
@@ -130,6 +145,9 @@ static void maybe_free(struct eai_live *l)
     queued_drop(l);
     eai_outbuf_free(&l->out);
     eai_outbuf_free(&l->err);
+    free(l->evs);
+    if (l->flush_ev)
+        event_free(l->flush_ev);
     free(l);
     hub_unref(w);
 }
@@ -157,9 +175,9 @@ static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
     struct eai_req *r = s->r;
     s->r = NULL;
     if (s->kind == SUB_POLL)
-        eai_reply_json(r, 200, eai_exec_view(rec));
+        eai_reply_json(r, 200, eai_watch_view(s->l->w, rec));
     else
-        eai_sse_replay_end(r, rec, !s->attached);
+        eai_sse_replay_end(r, rec, s->last_id);
     sub_done(s);
 }
 
@@ -217,6 +235,8 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
     s->l = l;
     s->r = r;
     s->kind = kind;
+    s->last_id = -1;
+    s->ping_ms = eai_now_ms() + EAI_SSE_PING_MS;
     if (kind == SUB_POLL) {
         s->deadline_ms = eai_now_ms() + (int64_t)wait_s * 1000;
         s->timer = evtimer_new(w->app->base, sub_deadline_cb, s);
@@ -247,19 +267,43 @@ int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, in
     return w && sub_add(w, r, SUB_POLL, rec, wait_s) ? 0 : -1;
 }
 
-int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec)
+/* Send s the output events sent so far that it does not have. */
+static void sub_catch_up(struct eai_sub *s)
+{
+    struct eai_live *l = s->l;
+    for (size_t i = 0; i < l->nsent && s->r; i++) {
+        int64_t id = EAI_SSE_ID_FIRST_OUTPUT + (int64_t)i;
+        if (id <= s->last_id)
+            continue;
+        const struct out_ev *e = &l->evs[i];
+        const struct eai_outbuf *b = e->stream ? &l->err : &l->out;
+        eai_sse_chunk(s->r, e->stream ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT, id, b->data + e->off, e->len);
+        s->last_id = id;
+    }
+}
+
+/* A status event (non-terminal) to s when it does not have it. */
+static void sub_status(struct eai_sub *s, const char *status)
+{
+    int64_t id = strcmp(status, "queued") == 0 ? EAI_SSE_ID_QUEUED : EAI_SSE_ID_RUNNING;
+    if (!s->r || id <= s->last_id)
+        return;
+    eai_sse_event(s->r, "status", id, json_pack("{s:s}", "status", status));
+    s->last_id = id;
+}
+
+int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec, int64_t last_id)
 {
     struct eai_sub *s = w ? sub_add(w, r, SUB_SSE, rec, 0) : NULL;
     if (!s)
         return -1;
+    s->last_id = last_id;
     struct eai_live *l = s->l;
+    sub_status(s, l->local ? "running" : jstr(rec, "status") ? jstr(rec, "status") : "queued");
     if (l->local) {
-        /* output so far, then live chunks */
+        /* output so far, then live events */
         s->attached = 1;
-        if (l->out.len)
-            eai_sse_chunk(r, EAI_STREAM_STDOUT, l->out.data, l->out.len);
-        if (l->err.len)
-            eai_sse_chunk(r, EAI_STREAM_STDERR, l->err.data, l->err.len);
+        sub_catch_up(s);
     }
     return 0;
 }
@@ -312,7 +356,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
         } else if (terminal) {
             sub_answer_rec(s, j->out);
         } else if (changed) {
-            eai_sse_event(s->r, "status", eai_sse_status_data(j->out));
+            sub_status(s, status);
         }
     }
     if (terminal)
@@ -374,8 +418,13 @@ static void poll_cb(evutil_socket_t fd, short what, void *arg)
                 continue;
             again = 1;
             int attached = 0;
-            for (struct eai_sub *s = l->subs; s; s = s->next)
+            for (struct eai_sub *s = l->subs; s; s = s->next) {
                 attached |= s->attached;
+                if (s->kind == SUB_SSE && s->r && now >= s->ping_ms) {
+                    eai_sse_ping(s->r); /* keeps a quiet stream (and its proxies) alive */
+                    s->ping_ms = now + EAI_SSE_PING_MS;
+                }
+            }
             if (!l->local && !attached)
                 reread(l);
         }
@@ -398,8 +447,63 @@ struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *
     eai_outbuf_free(&l->err);
     eai_outbuf_init(&l->out, output_limit);
     eai_outbuf_init(&l->err, output_limit);
+    l->nev = l->nsent = 0;
+    l->logged[0] = l->logged[1] = 0;
+    l->unlogged[0] = l->unlogged[1] = 0;
     eai_watch_status(w, id, tenant, "running", NULL);
     return l;
+}
+
+/* The gathered output events go to the attached streams. */
+static void flush_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_live *l = arg;
+    if (l->nsent == l->nev)
+        return;
+    l->nsent = l->nev;
+    if (l->w->closed)
+        return;
+    for (struct eai_sub *s = l->subs; s; s = s->next)
+        if (s->kind == SUB_SSE && s->r) {
+            s->attached = 1;
+            sub_catch_up(s);
+        }
+}
+
+/* Record kept bytes of a stream as output events: the last event grows
+ * while it gathers, a new one starts when the stream changes. */
+static void log_output(struct eai_live *l, int k, size_t kept)
+{
+    if (l->unlogged[k])
+        return;
+    if (l->nev > l->nsent && l->evs[l->nev - 1].stream == k) {
+        l->evs[l->nev - 1].len += kept;
+    } else {
+        if (l->nev >= EAI_SSE_MAX_EVENTS) {
+            l->unlogged[k] = 1;
+            return;
+        }
+        if (l->nev == l->evcap) {
+            size_t nc = l->evcap ? l->evcap * 2 : 16;
+            struct out_ev *ne = realloc(l->evs, nc * sizeof *ne);
+            if (!ne) {
+                l->unlogged[k] = 1;
+                return;
+            }
+            l->evs = ne;
+            l->evcap = nc;
+        }
+        l->evs[l->nev++] = (struct out_ev){.off = l->logged[k], .len = kept, .stream = k};
+    }
+    l->logged[k] += kept;
+    if (!l->flush_ev)
+        l->flush_ev = evtimer_new(l->w->app->base, flush_cb, l);
+    if (l->flush_ev && !event_pending(l->flush_ev, EV_TIMEOUT, NULL)) {
+        struct timeval tv = {0, EAI_SSE_COALESCE_MS * 1000};
+        event_add(l->flush_ev, &tv);
+    }
 }
 
 void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char *data, size_t len)
@@ -411,11 +515,39 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char 
     eai_outbuf_append(b, data, len, &kept);
     if (!kept || l->w->closed)
         return;
-    for (struct eai_sub *s = l->subs; s; s = s->next)
-        if (s->kind == SUB_SSE && s->r) {
-            s->attached = 1;
-            eai_sse_chunk(s->r, which, data, kept);
-        }
+    log_output(l, which == EAI_STREAM_STDERR, kept);
+}
+
+json_t *eai_watch_output_events(const struct eai_live *l)
+{
+    json_t *a = json_array();
+    if (!a)
+        return NULL;
+    for (size_t i = 0; i < l->nev; i++)
+        json_array_append_new(a, json_integer(l->evs[i].stream ? -(json_int_t)l->evs[i].len
+                                                               : (json_int_t)l->evs[i].len));
+    /* bytes past EAI_SSE_MAX_EVENTS: at the end, stdout then stderr */
+    if (l->out.len > l->logged[0])
+        json_array_append_new(a, json_integer((json_int_t)(l->out.len - l->logged[0])));
+    if (l->err.len > l->logged[1])
+        json_array_append_new(a, json_integer(-(json_int_t)(l->err.len - l->logged[1])));
+    return a;
+}
+
+json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec)
+{
+    json_t *v = eai_exec_view(rec);
+    const struct eai_live *l = w ? find(w, jstr(rec, "id")) : NULL;
+    if (!v || !l || !l->local || eai_exec_status_terminal(jstr(rec, "status")))
+        return v;
+    /* running here: the output so far (the same cap as the final record) */
+    for (int k = 0; k < 2; k++) {
+        const struct eai_outbuf *b = k ? &l->err : &l->out;
+        const char *key = k ? "stderr" : "stdout";
+        eai_output_encode(v, key, b->data ? b->data : "", b->len, 1);
+        json_object_set_new(v, k ? "stderr_truncated" : "stdout_truncated", json_boolean(b->truncated));
+    }
+    return v;
 }
 
 void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream which, size_t n)
@@ -457,7 +589,7 @@ void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, c
             if (s->kind == SUB_SSE && s->r) {
                 /* a local run starts: its output will come live */
                 s->attached = 1;
-                eai_sse_event(s->r, "status", json_pack("{s:s}", "status", status));
+                sub_status(s, status);
             }
         return;
     }

@@ -47,10 +47,14 @@ void eai_watch_cancel_pending(struct eai_watch *w, const char *id);
 /* Park r until id is terminal or wait_s seconds passed, then answer the
  * public view.  -1 when it cannot (r is still the caller's). */
 int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, int wait_s);
-/* r streams (already started): the status was sent; output so far and
- * live chunks of a local run follow, then the terminal status.  -1 when it
+/* r streams (already started): the events with an id above last_id (-1:
+ * all; sse.h) follow: the current status, the output so far and the live
+ * output events of a local run, then the terminal status.  -1 when it
  * cannot (the caller ends the stream). */
-int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec);
+int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec, int64_t last_id);
+/* The public view of rec; for an execution running here, with its output
+ * so far (capped as the final record is). */
+json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec);
 
 /* --- publishers (scheduler) */
 /* A run of this node starts (or is reattached): status running, output
@@ -69,6 +73,10 @@ void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream s, size_
  * read it then). */
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream s, const char **data,
                           size_t *len, int *truncated);
+/* The order of the run's output events for the terminal record
+ * ("output_events", sse.h).  Like eai_watch_output_get: once the run
+ * exited, on any thread.  New array or NULL. */
+json_t *eai_watch_output_events(const struct eai_live *l);
 /* id changed status.  Terminal: rec is the terminal record as stored (it is
  * handed to the subscribers) or NULL (they re-read it). */
 void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, const char *status,

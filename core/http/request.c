@@ -7,6 +7,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 
 #include "http/request_int.h"
@@ -169,7 +170,7 @@ void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details)
     eai_reply_json_headers(r, ci->http_status, env,
                            code == EAI_E_UNAUTHENTICATED ? bearer :
                            (code == EAI_E_RATE_LIMITED || code == EAI_E_SANDBOX_UNAVAILABLE ||
-                            code == EAI_E_STORAGE_UNAVAILABLE) ? retry : NULL);
+                            code == EAI_E_STORAGE_UNAVAILABLE || code == EAI_E_SHUTTING_DOWN) ? retry : NULL);
 }
 
 /* --- SSE */
@@ -183,8 +184,21 @@ void eai_stream_start(struct eai_req *r, const char *content_type)
     struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
     evhttp_add_header(h, "Content-Type", content_type ? content_type : "text/event-stream");
     evhttp_add_header(h, "Cache-Control", "no-cache");
+    /* the connection ends with the stream: the timeouts changed below are
+     * never those of a next request */
+    evhttp_add_header(h, "Connection", "close");
     add_common_headers(r, h);
     evhttp_send_reply_start(r->evreq, 200, "OK");
+    /* evhttp keeps reading for close detection with request_timeout_s as
+     * the read timeout, which would cut a live stream whose client (rightly)
+     * sends nothing: no read timeout; a client that stops reading is still
+     * dropped once a write has waited EAI_STREAM_WRITE_TIMEOUT_S. */
+    struct evhttp_connection *evcon = evhttp_request_get_connection(r->evreq);
+    struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+    if (bev) {
+        struct timeval wt = {EAI_STREAM_WRITE_TIMEOUT_S, 0};
+        bufferevent_set_timeouts(bev, NULL, &wt);
+    }
 }
 
 void eai_stream_send(struct eai_req *r, const char *data, size_t len)

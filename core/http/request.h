@@ -66,6 +66,9 @@ void eai_reply_raw(struct eai_req *r, int status, const char *content_type,
                    const void *data, size_t len);
 
 /* --- Server-Sent Events */
+/* Streams end their connection (Connection: close); no read timeout while
+ * they last, writes waiting more than this drop the client. */
+#define EAI_STREAM_WRITE_TIMEOUT_S 60
 void eai_stream_start(struct eai_req *r, const char *content_type);
 void eai_stream_send(struct eai_req *r, const char *data, size_t len);
 void eai_stream_end(struct eai_req *r);

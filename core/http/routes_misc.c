@@ -79,11 +79,13 @@ static void ready_done(struct misc_job *j)
         json_decref(checks);
         checks = json_pack("{s:b}", "restricted", 1);
     }
-    if (storage_ok && any_ready && !app->shutting_down) {
+    if (storage_ok && any_ready && !app->shutting_down && !app->draining) {
         eai_reply_json(j->r, 200, json_pack("{s:s, s:o}", "status", "ready", "checks", checks));
         return;
     }
-    enum eai_code code = !storage_ok ? EAI_E_STORAGE_UNAVAILABLE : EAI_E_SANDBOX_UNAVAILABLE;
+    int stopping = app->shutting_down || app->draining;
+    enum eai_code code = !storage_ok ? EAI_E_STORAGE_UNAVAILABLE
+                         : !any_ready ? EAI_E_SANDBOX_UNAVAILABLE : EAI_E_SHUTTING_DOWN;
     json_t *details = json_array();
     if (!storage_ok)
         json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/checks/storage", "message",
@@ -91,13 +93,16 @@ static void ready_done(struct misc_job *j)
     if (!any_ready)
         json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/checks/isolation", "message",
                                                  "no isolation backend is ready"));
-    if (app->shutting_down)
-        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "", "message", "shutting down"));
+    if (stopping)
+        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "", "message",
+                                                 app->shutting_down ? "shutting down"
+                                                 : "draining: running executions end, no new ones are taken"));
     json_t *env = json_pack("{s:{s:s, s:s, s:{s:s, s:s}, s:s, s:o}, s:s, s:o}", "error",
                             "code", eai_code_name(code), "message", eai_code_message(code, eai_req_lang(j->r)),
                             "message_i18n", "en", eai_code_message(code, "en"), "fr", eai_code_message(code, "fr"),
                             "request_id", eai_req_id(j->r), "details", details,
-                            "status", "not_ready", "checks", checks);
+                            "status", app->draining && !app->shutting_down ? "draining" : "not_ready",
+                            "checks", checks);
     eai_reply_json(j->r, 503, env);
 }
 

@@ -193,9 +193,17 @@ void eai_pc_collect(const char *dir, int mounted, const struct eai_iso_job *job,
     int rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (rootfd < 0)
         return;
-    for (size_t i = 0; job->collect[i]; i++)
-        if (eai_pc_tmp_path_valid(job->collect[i]))
-            collect_one(&cs, rootfd, job->collect[i]);
+    for (size_t i = 0; job->collect[i]; i++) {
+        const char *c = job->collect[i];
+        if (!strcmp(c, "/tmp") || !strcmp(c, "/tmp/")) { /* /tmp itself, as documented */
+            /* a fresh open file description: its own directory offset */
+            int sub = openat(rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (sub >= 0)
+                walk_dir(&cs, sub, "/tmp", 0);
+        } else if (eai_pc_tmp_path_valid(c)) {
+            collect_one(&cs, rootfd, c);
+        }
+    }
     close(rootfd);
 }
 
