@@ -17,6 +17,7 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "exec/exec_validate.h"
+#include "obs/callback.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -99,8 +100,13 @@ static void create_work(void *arg)
         .image_arg = j,
         .backend_limits = backend_limits_cb,
     };
+    struct eai_cb_policy cbp;
+    if (eai_cb_policy_init(&cbp, app->cfg ? app->cfg->callbacks_allow : NULL, NULL) == 0)
+        o.callbacks = &cbp;  /* checked at start: fails only out of memory (then any public address) */
     json_t *rec = NULL;
     int rc = eai_exec_validate(j->body, tool_doc, app->profiles, app->nprofiles, &o, &rec, &j->prof, &j->err);
+    if (o.callbacks)
+        eai_cb_policy_free(&cbp);
     json_decref(tool_doc);
     if (rc < 0) {
         j->refused = 1;

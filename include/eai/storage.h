@@ -117,7 +117,9 @@ struct eai_storage_ops {
     /* Make an execution terminal, in one transaction: merge patch (status,
      * exit_code, stdout, usage, error, finished_at, ...), scrub env/stdin/
      * files_in, insert files ([{path, size, sha256, content_b64}]), insert
-     * usage_event into the outbox (may be NULL) and append audit (may be
+     * usage_event into the outbox (may be NULL; an array: one row per
+     * element, e.g. the usage event and a completion callback whose event
+     * has "target": "callback") and append audit (may be
      * NULL).  Only when the row is queued or running; else EAI_STORE_NOOP.
      * Returns EAI_STORE_UPDATED, EAI_STORE_NOOP or -1. */
     int (*exec_finish)(void *self, const char *tenant, const char *id,

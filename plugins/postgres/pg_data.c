@@ -553,6 +553,14 @@ int eai_pg_manifest_get(void *self, const char *tenant, const char *kind, const 
 int eai_pg_outbox_insert_tx(struct eai_pg_tx *tx, const char *tenant, const char *exec_uuid,
                             const json_t *event, struct eai_error **err)
 {
+    if (json_is_array(event)) {  /* several rows (usage event, completion callback) */
+        size_t i;
+        const json_t *one;
+        json_array_foreach(event, i, one)
+            if (eai_pg_outbox_insert_tx(tx, tenant, exec_uuid, one, err) < 0)
+                return -1;
+        return 0;
+    }
     char *text = eai_pg_dump(event);
     if (!text) {
         return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
