@@ -204,6 +204,12 @@ struct eai_storage_ops {
     int (*key_create_expiring)(void *self, const char *tenant, const char *key_id,
                                const char *secret_hash_hex, const char *name,
                                int64_t expires_ms, struct eai_error **err);
+
+    /* --- manifest listing (GET /v1/manifests); may be NULL. */
+    /* At most limit (1..1000) manifests of one tenant and kind whose name
+     * is > after (NULL: from the start), ordered by name: [doc, ...]. */
+    int (*manifest_list)(void *self, const char *tenant, const char *kind, const char *after, int limit,
+                         json_t **out, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)

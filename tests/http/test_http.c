@@ -576,6 +576,51 @@ static void test_manifests(void)
     CU_ASSERT(has_detail_path(&r, "/metadata/name"));
     CU_ASSERT(has_detail_path(&r, "/spec/extra"));
     th_resp_free(&r);
+    /* checked at apply as its execution would be: limits, egress, callback (17.6) */
+    const char *too_big = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"big\"},"
+                          "\"spec\":{\"sandbox_profile\":\"fake\",\"limits\":{\"cpu\":\"2\"}}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, too_big, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "limit_exceeded");
+    CU_ASSERT(has_detail_path(&r, "/spec/limits/cpu"));
+    th_resp_free(&r);
+    const char *far = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"far\"},"
+                      "\"spec\":{\"sandbox_profile\":\"fake\",\"egress\":[\"evil.example:443\"]}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, far, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "egress_not_allowed");
+    CU_ASSERT(has_detail_path(&r, "/spec/egress/0"));
+    th_resp_free(&r);
+    const char *cb_private = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"cbp\"},"
+                             "\"spec\":{\"sandbox_profile\":\"fake\",\"callback\":{\"url\":\"http://10.0.0.1/x\","
+                             "\"secret\":\"0123456789abcdef\"}}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, cb_private, &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/spec/callback/url"));
+    th_resp_free(&r);
+    /* a callback secret is stored, never echoed */
+    const char *cb_ok = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"my-tool2\"},"
+                        "\"spec\":{\"sandbox_profile\":\"fake\",\"callback\":{\"url\":\"https://hooks.example.com/x\","
+                        "\"secret\":\"0123456789abcdef\"}}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, cb_ok, &r), 201);
+    CU_ASSERT(r.body && !strstr(r.body, "0123456789abcdef"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/my-tool2", ga, NULL, &r), 200);
+    CU_ASSERT(r.body && !strstr(r.body, "0123456789abcdef"));
+    th_resp_free(&r);
+    /* the list: pages by name, per tenant */
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=1", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "next")), "my-tool");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=1&after=my-tool", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    CU_ASSERT(json_is_null(json_object_get(r.json, "next")));
+    CU_ASSERT(r.body && strstr(r.body, "my-tool2") && !strstr(r.body, "0123456789abcdef"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool", gb, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 0);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=0", ga, NULL, &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/limit"));
+    th_resp_free(&r);
     /* delete, then it is gone */
     CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", gb, NULL, &r), 404);
     th_resp_free(&r);
