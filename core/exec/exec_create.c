@@ -18,6 +18,7 @@
 #include "http/req_audit.h"
 #include "exec/exec_validate.h"
 #include "obs/callback.h"
+#include "images/images.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -82,6 +83,30 @@ static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai
         *out = ps->lim;
 }
 
+/* unknown_image: say which images exist, or how to make one (worker: lists
+ * the image store). */
+static void unknown_image_hint(struct eai_app *app, struct eai_error *e)
+{
+    if (!e || e->code != EAI_E_UNKNOWN_IMAGE || !app->cfg || !app->cfg->image_dir)
+        return;
+    char names[1024], msg[1400];
+    int n = eai_images_names(app->cfg->image_dir, names, sizeof names);
+    size_t i;
+    json_t *x;
+    json_array_foreach(e->details, i, x) {
+        const char *m = exec_jstr(x, "message");
+        if (!m || strncmp(m, "unknown image", 13) != 0)
+            continue;
+        if (n > 0)
+            snprintf(msg, sizeof msg, "%s; the images here are: %s (eaid images list)", m, names);
+        else
+            snprintf(msg, sizeof msg, "%s; the image store is empty: build one with "
+                     "`eaid images build python:3.11-slim --packages python3-minimal` or import one with "
+                     "`eaid images import NAME:TAG ARCHIVE` (docs/images.md)", m);
+        json_object_set_new(x, "message", json_string(msg));
+    }
+}
+
 static void create_work(void *arg)
 {
     struct create_job *j = arg;
@@ -109,6 +134,7 @@ static void create_work(void *arg)
         eai_cb_policy_free(&cbp);
     json_decref(tool_doc);
     if (rc < 0) {
+        unknown_image_hint(app, j->err);
         j->refused = 1;
         j->rc = -1;
         return;
@@ -318,6 +344,7 @@ int eai_exec_tool_check_run(struct eai_tool_check *c, const json_t *doc, struct 
     json_decref(rec);
     if (rc == 0)
         return 0;
+    unknown_image_hint(app, e);
     json_t *d = e ? e->details : NULL;
     /* the execution's paths, as the manifest's */
     for (size_t i = 0; i < json_array_size(d); i++) {

@@ -452,7 +452,7 @@ static void file_answer(struct eai_req *r, void *arg)
         exec_reply_storage_error(r, "file_get", j->err);
     } else if (!j->data) {
         exec_audit_deny(j->app, r, "sandbox.file", j->id, "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_FILE);
     } else {
         eai_reply_raw(r, 200, "application/octet-stream", j->data, j->len);
     }
@@ -482,7 +482,7 @@ void eai_exec_route_file(struct eai_app *app, struct eai_req *r)
     const char *p = eai_req_param(r, "path");
     if (!exec_id_ok(id) || !p || !*p || strlen(p) > 4096) {
         exec_audit_deny(app, r, "sandbox.file", id ? id : "", "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_FILE);
         return;
     }
     struct file_job *j = calloc(1, sizeof *j);

@@ -163,7 +163,7 @@ static void mget_done(struct misc_job *j)
         return;
     }
     if (!j->out) {
-        eai_reply_error(j->r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(j->r, EAI_MISSING_MANIFEST);
         return;
     }
     eai_reply_json(j->r, 200, manifest_public(j->out));
@@ -178,7 +178,7 @@ void eai_misc_manifest_get(struct eai_app *app, struct eai_req *r)
     }
     if (manifest_params(r, j) < 0) {
         free(j);
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_MANIFEST);
         return;
     }
     eai_misc_job_submit(j);
@@ -193,7 +193,7 @@ static void mdel_done(struct misc_job *j)
 {
     if (j->rc < 0) {
         if (j->err && j->err->code == EAI_E_NOT_FOUND) {
-            eai_reply_error(j->r, EAI_E_NOT_FOUND, NULL);
+            eai_reply_not_found(j->r, EAI_MISSING_MANIFEST);
             return;
         }
         eai_misc_reply_storage_error(j);
@@ -211,7 +211,7 @@ void eai_misc_manifest_delete(struct eai_app *app, struct eai_req *r)
     }
     if (manifest_params(r, j) < 0) {
         free(j);
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_MANIFEST);
         return;
     }
     char target[256];

@@ -60,6 +60,9 @@ def case_example():
             check(st == 422 and b["error"]["code"] == code and
                   any(d["path"] == path for d in b["error"].get("details", [])),
                   "%s: %s %s" % (new, st, b))
+            if code == "unknown_image":
+                msg = [d["message"] for d in b["error"]["details"] if d["path"] == path][0]
+                check("python:3.11-slim" in msg and "eaid images list" in msg, "unknown_image lists none: %s" % msg)
         st, b = e.api("GET", "/v1/manifests/tool/bad")
         check(st == 404, "a refused manifest was stored: %s" % st)
     finally:

@@ -315,9 +315,29 @@ static void test_404_french(void)
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")),
                            "Execution not found");
     th_resp_free(&r);
-    /* unknown routes answer the envelope too */
+    /* unknown routes answer the envelope too, with their own message (17.7) */
     CU_ASSERT_EQUAL(req("GET", "/nowhere", NULL, NULL, &r), 404);
     CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    CU_ASSERT(strstr(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")), "route") != NULL);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/none", h, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")),
+                           "Manifeste introuvable");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_00000000-0000-4000-8000-000000000000/files/tmp/x", h2,
+                        NULL, &r), 404);
+    CU_ASSERT(strstr(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")), "File not found") != NULL);
+    th_resp_free(&r);
+    /* details[].message in the negotiated language, quantities explained in words */
+    const char *hf[] = {auth_a, "Accept-Language: fr", "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", hf,
+                        "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                        "\"limits\":{\"memory\":\"256MB\"}}", &r), 422);
+    json_t *d0 = json_array_get(json_object_get(json_object_get(r.json, "error"), "details"), 0);
+    const char *m = json_string_value(json_object_get(d0, "message"));
+    CU_ASSERT(m && strstr(m, "quantité d'octets") && !strstr(m, "^"));
+    m = json_string_value(json_object_get(json_object_get(d0, "message_i18n"), "en"));
+    CU_ASSERT(m && strstr(m, "byte quantity") && !strstr(m, "pattern"));
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("PUT", "/healthz", NULL, NULL, &r), 405);
     CU_ASSERT_STRING_EQUAL(th_code(&r), "method_not_allowed");
