@@ -41,6 +41,9 @@ static struct eai_config *eai_config_defaults(void)
     c->max_per_tenant = 4;
     c->max_queued_per_tenant = 1000;
     c->lease_ms = 30000;
+    c->callbacks_timeout_ms = 10000;
+    c->callbacks_backoff_cap_ms = 300000;
+    c->callbacks_max_attempts = 30;
     c->collect_max_files = 64;
     c->collect_max_file_bytes = 10LL * 1024 * 1024;
     c->collect_max_total_bytes = 32LL * 1024 * 1024;
@@ -88,6 +91,7 @@ void eai_config_free(struct eai_config *c)
     free(c->namespace_prefix);
     free(c->runsc);
     json_decref(c->profiles);
+    json_decref(c->callbacks_allow);
     free(c->source);
     free(c);
 }

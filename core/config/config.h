@@ -82,6 +82,12 @@ struct eai_config {
     int64_t collect_max_total_bytes; /* 32 MiB */
     int64_t files_max_total_bytes;   /* 8 MiB of input files */
 
+    /* completion callbacks (docs/configuration.md, callbacks) */
+    json_t *callbacks_allow;         /* NULL or [] : any public address */
+    int64_t callbacks_timeout_ms;    /* 10000: one POST */
+    int64_t callbacks_backoff_cap_ms;/* 300000: longest wait between attempts */
+    int64_t callbacks_max_attempts;  /* 30: then the event is dropped (state gave_up) */
+
     char *source;              /* file the config came from, or "(defaults)" */
 };
 

@@ -14,6 +14,7 @@
 #include "base/errors.h"
 #include "base/log.h"
 #include "http/ops_access.h"
+#include "net/egress_policy.h"
 
 static int sect_data_dir(struct eai_config *c, const char *file, const char *path, const json_t *v,
                          struct eai_error **err)
@@ -204,6 +205,39 @@ static int sect_files(struct eai_config *c, const char *file, const char *path, 
     return 0;
 }
 
+/* callbacks: the allow list of completion callback URLs (same grammar as a
+ * profile's egress_allow) and the delivery pace (core/obs/callback.h). */
+static int sect_callbacks(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                          struct eai_error **err)
+{
+    static const char *const k[] = {"allow", "timeout_ms", "backoff_cap_s", "max_attempts", NULL};
+    int64_t cap_s = c->callbacks_backoff_cap_ms / 1000;
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "timeout_ms", 100, 600000, &c->callbacks_timeout_ms, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "backoff_cap_s", 1, 86400, &cap_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_attempts", 1, 1000000, &c->callbacks_max_attempts, err) < 0)
+        return -1;
+    c->callbacks_backoff_cap_ms = cap_s * 1000;
+    const json_t *allow = json_object_get(v, "allow");
+    if (!allow || json_is_null(allow))
+        return 0;
+    if (!json_is_array(allow))
+        return eai_cfg_fail(err, file, path, "allow", "expected a list of \"host:port\", \"*.suffix:port\", "
+                                                      "\"a.b.c.d:port\" or \"a.b.c.d/n:port\" entries");
+    size_t i;
+    const json_t *e;
+    json_array_foreach(allow, i, e) {
+        struct eai_egress_rule r;
+        if (!json_is_string(e) || eai_egress_rule_parse(json_string_value(e), &r) < 0)
+            return eai_cfg_fail(err, file, path, "allow",
+                                "entry %zu: expected \"host:port\", \"*.suffix:port\", \"a.b.c.d:port\" or "
+                                "\"a.b.c.d/n:port\" (port 1 to 65535)", i);
+    }
+    json_decref(c->callbacks_allow);
+    c->callbacks_allow = json_deep_copy(allow);
+    return c->callbacks_allow ? 0 : eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+}
+
 /* isolation.<plugin>: a mapping each (null for "gvisor:" with nothing
  * under it), checked against the plugin's key table at start. */
 static int sect_isolation(struct eai_config *c, const char *file, const char *path, const json_t *v,
@@ -249,6 +283,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"collect", 1, sect_collect},
     {"files", 1, sect_files},
     {"isolation", 1, sect_isolation},
+    {"callbacks", 1, sect_callbacks},
     {"profiles", 0, sect_profiles}, /* its own "expected a mapping" */
     {NULL, 0, NULL},
 };

@@ -25,6 +25,17 @@ void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r);   /* POST /v
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions/{id}/files/{*path} */
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r);   /* GET  /v1/sandbox/executions/{id}/events (SSE) */
 
+/* A tool manifest checked at apply as an execution naming it would be
+ * (profile, limits against the profile's maxima and its backend's, image,
+ * egress, callback; an execution may still bring image and command): new
+ * takes the backends' probes on the loop, run (worker) answers 0, or -1
+ * with *err carrying the execution's code and details at the manifest's
+ * paths (/spec/...). */
+struct eai_tool_check;
+struct eai_tool_check *eai_exec_tool_check_new(struct eai_app *app);
+int eai_exec_tool_check_run(struct eai_tool_check *c, const json_t *doc, struct eai_error **err);
+void eai_exec_tool_check_free(struct eai_tool_check *c);
+
 /* After storage and isolation are up: recovery of executions a dead
  * process left running, then the scheduler.  0 or -1 (+ *err). */
 int eai_exec_start(struct eai_app *app, struct eai_error **err);

@@ -17,6 +17,8 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "exec/exec_validate.h"
+#include "obs/callback.h"
+#include "images/images.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -81,6 +83,30 @@ static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai
         *out = ps->lim;
 }
 
+/* unknown_image: say which images exist, or how to make one (worker: lists
+ * the image store). */
+static void unknown_image_hint(struct eai_app *app, struct eai_error *e)
+{
+    if (!e || e->code != EAI_E_UNKNOWN_IMAGE || !app->cfg || !app->cfg->image_dir)
+        return;
+    char names[1024], msg[1400];
+    int n = eai_images_names(app->cfg->image_dir, names, sizeof names);
+    size_t i;
+    json_t *x;
+    json_array_foreach(e->details, i, x) {
+        const char *m = exec_jstr(x, "message");
+        if (!m || strncmp(m, "unknown image", 13) != 0)
+            continue;
+        if (n > 0)
+            snprintf(msg, sizeof msg, "%s; the images here are: %s (eaid images list)", m, names);
+        else
+            snprintf(msg, sizeof msg, "%s; the image store is empty: build one with "
+                     "`eaid images build python:3.11-slim --packages python3-minimal` or import one with "
+                     "`eaid images import NAME:TAG ARCHIVE` (docs/images.md)", m);
+        json_object_set_new(x, "message", json_string(msg));
+    }
+}
+
 static void create_work(void *arg)
 {
     struct create_job *j = arg;
@@ -99,10 +125,16 @@ static void create_work(void *arg)
         .image_arg = j,
         .backend_limits = backend_limits_cb,
     };
+    struct eai_cb_policy cbp;
+    if (eai_cb_policy_init(&cbp, app->cfg ? app->cfg->callbacks_allow : NULL, NULL) == 0)
+        o.callbacks = &cbp;  /* checked at start: fails only out of memory (then any public address) */
     json_t *rec = NULL;
     int rc = eai_exec_validate(j->body, tool_doc, app->profiles, app->nprofiles, &o, &rec, &j->prof, &j->err);
+    if (o.callbacks)
+        eai_cb_policy_free(&cbp);
     json_decref(tool_doc);
     if (rc < 0) {
+        unknown_image_hint(app, j->err);
         j->refused = 1;
         j->rc = -1;
         return;
@@ -260,6 +292,85 @@ static void create_park_cb(evutil_socket_t fd, short what, void *arg)
         eai_park(st->parks, r, &create_ops, j);
     }
     exec_unref(st);
+}
+
+/* ------------------------------------------------------------ tool manifests at apply */
+
+struct eai_tool_check {
+    struct create_job j;   /* app and probes: the callbacks of create_work */
+};
+
+struct eai_tool_check *eai_exec_tool_check_new(struct eai_app *app)
+{
+    struct eai_tool_check *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->j.app = app;
+    take_probes(&c->j);
+    return c;
+}
+
+int eai_exec_tool_check_run(struct eai_tool_check *c, const json_t *doc, struct eai_error **err)
+{
+    struct eai_app *app = c->j.app;
+    const char *name = exec_jstr(json_object_get(doc, "metadata"), "name");
+    const json_t *spec = json_object_get(doc, "spec");
+    json_t *body = json_pack("{s:s}", "tool", name ? name : "");
+    if (!body)
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    /* an execution may bring the image or the command itself: stand-ins, so
+     * that every other check runs */
+    int has_image = json_object_get(spec, "image") != NULL;
+    if (!has_image)
+        json_object_set_new(body, "image", json_string("(given by the execution)"));
+    if (!json_object_get(spec, "command"))
+        json_object_set_new(body, "command", json_pack("[s]", "true"));
+    struct eai_exec_vopts o = {
+        .files_max_total_bytes = app->cfg ? app->cfg->files_max_total_bytes : 8 << 20,
+        .image_known = has_image ? image_known_cb : NULL,
+        .image_arg = &c->j,
+        .backend_limits = backend_limits_cb,
+    };
+    struct eai_cb_policy cbp;
+    if (eai_cb_policy_init(&cbp, app->cfg ? app->cfg->callbacks_allow : NULL, NULL) == 0)
+        o.callbacks = &cbp;
+    json_t *rec = NULL;
+    const struct eai_profile *prof = NULL;
+    struct eai_error *e = NULL;
+    int rc = eai_exec_validate(body, doc, app->profiles, app->nprofiles, &o, &rec, &prof, &e);
+    if (o.callbacks)
+        eai_cb_policy_free(&cbp);
+    json_decref(body);
+    json_decref(rec);
+    if (rc == 0)
+        return 0;
+    unknown_image_hint(app, e);
+    json_t *d = e ? e->details : NULL;
+    /* the execution's paths, as the manifest's */
+    for (size_t i = 0; i < json_array_size(d); i++) {
+        json_t *x = json_array_get(d, i);
+        const char *p = exec_jstr(x, "path");
+        char np[160];
+        if (!p)
+            continue;
+        if (!strcmp(p, "/profile"))
+            snprintf(np, sizeof np, "/spec/sandbox_profile");
+        else if (!strncmp(p, "/network/egress", 15))
+            snprintf(np, sizeof np, "/spec/egress%s", p + 15);
+        else
+            snprintf(np, sizeof np, "/spec%s", p);
+        json_object_set_new(x, "path", json_string(np));
+    }
+    *err = e;
+    return -1;
+}
+
+void eai_exec_tool_check_free(struct eai_tool_check *c)
+{
+    if (!c)
+        return;
+    free(c->j.probes);
+    free(c);
 }
 
 /* Idempotency-Key: 1..255 printable ASCII characters. */

@@ -19,6 +19,7 @@
 #include "exec/sse.h"
 #include "http/park.h"
 #include "http/req_audit.h"
+#include "obs/callback.h"
 
 /* ------------------------------------------------------------ reads */
 
@@ -33,10 +34,32 @@ struct read_job {
     struct eai_req *r;              /* the parked request (GET, events); NULL for a waiter or once answered */
 };
 
+/* The delivery state of a record's completion callback (kv written by
+ * core/obs/callback_send.c) as rec.callback_state, for eai_exec_view.
+ * Worker thread. */
+static void attach_callback_state(struct eai_app *app, json_t *rec)
+{
+    const char *id = exec_jstr(rec, "id");
+    if (!id || !json_object_get(rec, "callback") || !app->store->kv_get)
+        return;
+    char key[200], *val = NULL;
+    struct eai_error *e = NULL;
+    snprintf(key, sizeof key, "%s%s", EAI_CALLBACK_KV_PREFIX, id);
+    if (app->store->kv_get(app->storage.self, key, &val, &e) < 0) {
+        eai_error_free(e);
+        return;
+    }
+    if (val)
+        json_object_set_new(rec, "callback_state", json_string(val));
+    free(val);
+}
+
 static void read_work(void *arg)
 {
     struct read_job *j = arg;
     j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+    if (j->rc >= 0 && j->out)
+        attach_callback_state(j->app, j->out);
 }
 
 static void read_answer(struct eai_req *r, void *arg)
@@ -226,6 +249,10 @@ static void list_work(void *arg)
 {
     struct list_job *j = arg;
     j->rc = j->app->store->exec_list(j->app->storage.self, j->tenant, j->filter, &j->out, &j->err);
+    size_t i;
+    json_t *e;
+    json_array_foreach(j->rc >= 0 ? j->out : NULL, i, e)
+        attach_callback_state(j->app, e);
 }
 
 static void list_answer(struct eai_req *r, void *arg)
@@ -376,7 +403,7 @@ static void file_answer(struct eai_req *r, void *arg)
         exec_reply_storage_error(r, "file_get", j->err);
     } else if (!j->data) {
         exec_audit_deny(j->app, r, "sandbox.file", j->id, "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_FILE);
     } else {
         eai_reply_raw(r, 200, "application/octet-stream", j->data, j->len);
     }
@@ -406,7 +433,7 @@ void eai_exec_route_file(struct eai_app *app, struct eai_req *r)
     const char *p = eai_req_param(r, "path");
     if (!exec_id_ok(id) || !p || !*p || strlen(p) > 4096) {
         exec_audit_deny(app, r, "sandbox.file", id ? id : "", "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_FILE);
         return;
     }
     struct file_job *j = calloc(1, sizeof *j);

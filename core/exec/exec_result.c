@@ -5,6 +5,7 @@
 
 #include "base/errors.h"
 #include "exec/exec_result.h"
+#include "obs/callback.h"
 #include "base/util.h"
 
 void eai_outbuf_init(struct eai_outbuf *b, size_t limit)
@@ -252,5 +253,9 @@ json_t *eai_exec_view(const json_t *rec)
     const json_t *eg = json_object_get(rec, "egress");
     if (json_array_size(eg) > 0)
         json_object_set_new(v, "network", json_pack("{s:O}", "egress", eg));
+    /* completion callback: url and delivery state, never the secret */
+    json_t *cb = eai_cb_view(rec, json_string_value(json_object_get(rec, "callback_state")));
+    if (cb)
+        json_object_set_new(v, "callback", cb);
     return v;
 }

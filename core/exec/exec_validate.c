@@ -10,6 +10,7 @@
 #include <eai/isolation.h>
 
 #include "exec/exec_validate.h"
+#include "obs/callback.h"
 #include "base/util.h"
 
 static const char *jstr(const json_t *o, const char *k)
@@ -502,6 +503,22 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
         if (v && !clean_string(v))
             add_detail(d, path, "must be a string");
     }
+
+    /* --- completion callback (the body's, else the tool's) */
+    const json_t *cb = json_object_get(body, "callback");
+    const char *cb_who = "";
+    if (!cb && spec && (cb = json_object_get(spec, "callback")))
+        cb_who = "the tool manifest's ";
+    if (cb) {
+        const json_t *u = json_object_get(cb, "url"), *sec = json_object_get(cb, "secret");
+        char why[256];
+        if (!json_is_object(cb) || !clean_string(u) || !clean_string(sec))
+            add_detail(d, "/callback", "%smust be an object with a url and a secret (strings)", cb_who);
+        else if (json_string_length(sec) < 16)
+            add_detail(d, "/callback/secret", "%smust be at least 16 characters long", cb_who);
+        else if (eai_cb_url_check(opts ? opts->callbacks : NULL, json_string_value(u), why, sizeof why) < 0)
+            add_detail(d, "/callback/url", "%s%s", cb_who, why);
+    }
     enum eai_code code = EAI_E_VALIDATION_FAILED;
     if (json_array_size(d) > 0)
         goto refused;
@@ -663,6 +680,9 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     for (const char *const *k = (const char *const[]){"tool", "project_id", "agent_id", "run_id", NULL}; *k; k++)
         if (!json_object_get(rec, *k))
             json_object_set_new(rec, *k, json_null());
+    if (cb)
+        json_object_set_new(rec, "callback", json_pack("{s:O, s:O}", "url", json_object_get(cb, "url"),
+                                                       "secret", json_object_get(cb, "secret")));
     json_decref(d);
     *out = rec;
     if (profile_out)

@@ -31,6 +31,8 @@ struct eai_exec_blimits {
 #define EAI_EXEC_MAX_PATH_BYTES   4096
 #define EAI_EXEC_MAX_NAME_BYTES   255
 
+struct eai_cb_policy;
+
 struct eai_exec_vopts {
     int64_t files_max_total_bytes;   /* decoded input files, all together */
     /* Image check for backends with EAI_ISO_CAP_LOCAL_IMAGES: 1 known,
@@ -40,6 +42,8 @@ struct eai_exec_vopts {
     /* The limits of the profile's backend (arg = image_arg).  NULL: core's
      * own bounds only.  The strictest of both applies at admission. */
     void (*backend_limits)(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out);
+    /* callbacks.allow (NULL: none, any public address) */
+    const struct eai_cb_policy *callbacks;
 };
 
 /* A schema error list filtered for a body that names a tool: "is required"

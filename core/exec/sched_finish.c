@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "exec/exec_result.h"
+#include "obs/callback.h"
 #include "obs/delivery.h"
 #include "obs/metrics.h"
 
@@ -88,6 +89,7 @@ struct finish_job {
     struct eai_run *run;            /* NULL for an execution without a local run */
     char id[64], tenant[64];
     json_t *patch, *files, *usage, *audit;
+    json_t *callback;               /* its callback's outbox event (built once: a stable id) */
     /* encoded on the worker (first attempt only): output of run->live and raw files */
     int encode_output;
     struct raw_file *raw;
@@ -215,8 +217,16 @@ static void finish_work(void *arg)
     }
     if (j->files_truncated && j->patch)
         json_object_set_new(j->patch, "files_truncated", json_true());
+    if (!j->callback && j->rec && json_object_get(j->rec, "callback") && j->patch) {
+        json_t *t = terminal_record(j->rec, j->patch, j->files);
+        j->callback = t ? eai_cb_event(j->rec, t) : NULL;
+        json_decref(t);
+    }
+    /* the usage event and the callback event: rows of one outbox, one transaction */
+    json_t *events = j->callback && j->usage ? json_pack("[O, O]", j->usage, j->callback) : NULL;
     j->rc = app->store->exec_finish(sched_store_self(app), j->tenant, j->id, j->patch, j->files,
-                                    j->usage, j->audit, &j->err);
+                                    events ? events : j->usage, j->audit, &j->err);
+    json_decref(events);
     if (j->rc == EAI_STORE_UPDATED && j->rec)
         j->terminal = terminal_record(j->rec, j->patch, j->files);
     if (j->rc >= 0) {
@@ -232,6 +242,7 @@ static void finish_job_free(struct finish_job *j)
     json_decref(j->patch);
     json_decref(j->files);
     json_decref(j->usage);
+    json_decref(j->callback);
     json_decref(j->audit);
     json_decref(j->terminal);
     json_decref(j->rec_own);

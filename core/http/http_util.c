@@ -5,6 +5,7 @@
 
 #include "base/errors.h"
 #include "http/http_util.h"
+#include "http/details_i18n.h"
 
 /* One language range: returns its q (0..1000) and sets *lang to "en",
  * "fr", "*" or NULL (other languages). */
@@ -223,6 +224,7 @@ json_t *eai_http_error_envelope(enum eai_code code, const char *lang, const char
     const struct eai_code_info *ci = eai_code_info(code);
     if (!details)
         details = json_array();
+    eai_details_localize(details, lang);
     json_t *e = json_pack("{s:{s:s, s:s, s:{s:s, s:s}, s:s, s:o}}", "error",
                           "code", ci->name,
                           "message", (lang && strcmp(lang, "fr") == 0) ? ci->fr : ci->en,

@@ -173,6 +173,24 @@ void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details)
                             code == EAI_E_STORAGE_UNAVAILABLE || code == EAI_E_SHUTTING_DOWN) ? retry : NULL);
 }
 
+void eai_reply_not_found(struct eai_req *r, enum eai_missing what)
+{
+    static const char *const en[] = {
+        "Execution not found", "File not found: this execution has no such collected file",
+        "Manifest not found", "No such route: docs/api.md lists the routes", "Contract not found",
+    };
+    static const char *const fr[] = {
+        "Exécution introuvable", "Fichier introuvable : cette exécution n'a pas recueilli ce fichier",
+        "Manifeste introuvable", "Route inconnue : docs/api.md donne la liste des routes", "Contrat introuvable",
+    };
+    size_t k = (size_t)what < sizeof en / sizeof en[0] ? (size_t)what : 0;
+    json_t *env = eai_http_error_envelope(EAI_E_NOT_FOUND, r->lang, r->request_id, NULL);
+    json_t *e = json_object_get(env, "error");
+    json_object_set_new(e, "message", json_string(r->lang && strcmp(r->lang, "fr") == 0 ? fr[k] : en[k]));
+    json_object_set_new(e, "message_i18n", json_pack("{s:s, s:s}", "en", en[k], "fr", fr[k]));
+    eai_reply_json_headers(r, 404, env, NULL);
+}
+
 /* --- SSE */
 
 void eai_stream_start(struct eai_req *r, const char *content_type)

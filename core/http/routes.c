@@ -17,6 +17,7 @@ const struct eai_route eai_routes[] = {
 
     {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},
     {"POST", "/v1/manifests/apply", EAI_AUTH_TENANT, eai_misc_manifest_apply, "manifests.apply"},
+    {"GET", "/v1/manifests", EAI_AUTH_TENANT, eai_misc_manifest_list, "manifests.list"},
     {"GET", "/v1/manifests/{kind}/{name}", EAI_AUTH_TENANT, eai_misc_manifest_get, "manifests.get"},
     {"DELETE", "/v1/manifests/{kind}/{name}", EAI_AUTH_TENANT, eai_misc_manifest_delete, "manifests.delete"},
 

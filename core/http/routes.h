@@ -16,6 +16,7 @@ void eai_misc_profiles(struct eai_app *app, struct eai_req *r);
 void eai_misc_contract_validate(struct eai_app *app, struct eai_req *r);
 void eai_misc_manifest_apply(struct eai_app *app, struct eai_req *r);
 void eai_misc_manifest_get(struct eai_app *app, struct eai_req *r);
+void eai_misc_manifest_list(struct eai_app *app, struct eai_req *r);   /* GET /v1/manifests?kind=Tool */
 void eai_misc_manifest_delete(struct eai_app *app, struct eai_req *r);
 void eai_misc_usage_get(struct eai_app *app, struct eai_req *r);
 void eai_misc_usage_post(struct eai_app *app, struct eai_req *r);

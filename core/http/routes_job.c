@@ -27,6 +27,8 @@ static void job_free(void *arg)
     json_decref(j->audit);
     json_decref(j->out);
     eai_error_free(j->err);
+    if (j->ctx_free)
+        j->ctx_free(j->ctx);
     free(j);
 }
 

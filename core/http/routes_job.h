@@ -31,6 +31,8 @@ struct misc_job {
     json_t *out;       /* owned */
     struct eai_error *err;
     int rc;
+    void *ctx;                 /* the route's own, freed with ctx_free */
+    void (*ctx_free)(void *ctx);
 };
 
 /* A job for r (tenant copied), NULL when out of memory. */

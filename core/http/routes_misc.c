@@ -219,7 +219,7 @@ void eai_misc_contract_validate(struct eai_app *app, struct eai_req *r)
     const char *name = eai_req_param(r, "name");
     const struct eai_schema *s = eai_contract_schema(app, name);
     if (!s) {
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_CONTRACT);
         return;
     }
     json_t *doc = eai_req_body_json(r, 1);

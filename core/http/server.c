@@ -191,9 +191,11 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
             const char *hs[] = {ah, NULL};
             json_t *env = eai_http_error_envelope(EAI_E_METHOD_NOT_ALLOWED, r->lang, r->request_id, NULL);
             eai_reply_json_headers(r, 405, env, hs);
+        } else if (bad_escape) {
+            eai_reply_error(r, EAI_E_VALIDATION_FAILED,
+                            json_pack("[{s:s, s:s}]", "path", "", "message", "malformed percent-escape in the path"));
         } else {
-            eai_reply_error(r, bad_escape ? EAI_E_VALIDATION_FAILED : EAI_E_NOT_FOUND,
-                            bad_escape ? json_pack("[{s:s, s:s}]", "path", "", "message", "malformed percent-escape in the path") : NULL);
+            eai_reply_not_found(r, EAI_MISSING_ROUTE);
         }
         return;
     }

@@ -552,6 +552,55 @@ static int images_list(const char *image_dir)
     return 0;
 }
 
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+int eai_images_names(const char *image_dir, char *out, size_t len)
+{
+    char *refs[256];
+    int n = 0;
+    if (len)
+        out[0] = 0;
+    DIR *d = opendir(image_dir);
+    if (!d)
+        return 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 256) {
+        if (!part_valid(e->d_name, strlen(e->d_name)))
+            continue;
+        char nd[PATH_MAX];
+        snprintf(nd, sizeof(nd), "%s/%s", image_dir, e->d_name);
+        DIR *td = opendir(nd);
+        if (!td)
+            continue;
+        struct dirent *t;
+        while ((t = readdir(td)) && n < 256) {
+            char rp[PATH_MAX + 300];
+            struct stat sb;
+            snprintf(rp, sizeof(rp), "%s/%s/rootfs", nd, t->d_name);
+            if (!part_valid(t->d_name, strlen(t->d_name)) || stat(rp, &sb) != 0 || !S_ISDIR(sb.st_mode))
+                continue;
+            char ref[2 * EAI_IMAGE_PART_MAX + 2];
+            snprintf(ref, sizeof(ref), "%s:%s", e->d_name, t->d_name);
+            if ((refs[n] = strdup(ref)))
+                n++;
+        }
+        closedir(td);
+    }
+    closedir(d);
+    qsort(refs, (size_t)n, sizeof refs[0], cmp_str);
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        size_t need = strlen(refs[i]) + (i ? 2 : 0);
+        if (len > 6 && o + need + 6 < len) {
+            o += (size_t)snprintf(out + o, len - o, "%s%s", i ? ", " : "", refs[i]);
+        } else if (len > 6 && o + 6 <= len && (i == 0 || strcmp(out + o - 3, "...") != 0)) {
+            o += (size_t)snprintf(out + o, len - o, "%s...", i ? ", " : "");
+        }
+        free(refs[i]);
+    }
+    return n;
+}
+
 static int images_remove(const char *image_dir, int argc, char **argv)
 {
     char name[EAI_IMAGE_PART_MAX + 1], tag[EAI_IMAGE_PART_MAX + 1], p[PATH_MAX], rnd[17];

@@ -9,6 +9,9 @@
 /* rootfs path of NAME[:TAG] (default tag "latest") into rootfs; 0 when
  * found, -1 when unknown or the reference is malformed. */
 int eai_images_resolve(const char *image_dir, const char *ref, char *rootfs, size_t len);
+/* The references NAME:TAG of the store, sorted, joined by ", " into out
+ * (truncated with ", ..." past len).  Returns how many there are. */
+int eai_images_names(const char *image_dir, char *out, size_t len);
 /* `eaid images build|list ...`: argv[0] is the subcommand; exit code. */
 int eai_images_cli(const char *image_dir, int argc, char **argv);
 

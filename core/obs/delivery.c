@@ -14,6 +14,7 @@
 #include <event2/event.h>
 
 #include "obs/audit_verify.h"
+#include "obs/callback_send.h"
 #include "config/config.h"
 #include "obs/delivery.h"
 #include "base/errors.h"
@@ -44,6 +45,7 @@ struct eai_dlv {
     int refs;                          /* callbacks still to come */
     struct eai_plugin_inst own_finops; /* created here: destroyed here */
     struct eai_plugin_inst own_audit;
+    struct eai_cb_sender *cbs;         /* completion callbacks: rows of the same outbox */
 
     /* outbox */
     int ob_busy, ob_failures, ob_logged;
@@ -121,6 +123,8 @@ static void ob_fetch_work(void *arg)
     json_array_foreach(j->rows, i, row) {
         const char *id = jstr(row, "id"), *tenant = jstr(row, "tenant_id");
         json_t *ev = json_object_get(row, "event");
+        if (eai_cb_is_callback(ev))
+            continue;  /* the callback sender's (callback_send.c) */
         if (!id || !tenant || !json_is_object(ev)) {
             j->failed++;
             continue;
@@ -264,6 +268,10 @@ static void ob_send_more(struct eai_dlv *d)
         size_t i = d->ob_sent++;
         json_t *row = json_array_get(d->ob_rows, i);
         json_t *ev = json_object_get(row, "event");
+        if (eai_cb_is_callback(ev)) {
+            d->ob_state[i] = ROW_UNSENT;  /* the callback sender's */
+            continue;
+        }
         struct ob_send *s = calloc(1, sizeof(*s));
         if (!json_is_object(ev) || !s) {
             free(s);
@@ -305,6 +313,8 @@ static void ob_fetch_done(void *arg)
         dlv_unref(d);
         return;
     }
+    if (j->rows)
+        eai_cb_sender_offer(d->cbs, j->rows);
     if (!j->rows) {
         log_err("outbox fetch", j->err);
         j->err = NULL;
@@ -629,6 +639,7 @@ static void dlv_free(struct eai_dlv *d)
     json_decref(d->ob_rows);
     free(d->ob_state);
     json_decref(d->au_cursors);
+    eai_cb_sender_stop(d->cbs);
     free(d);
 }
 
@@ -695,6 +706,10 @@ int eai_delivery_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
     }
     d->app = app;
+    if (!(d->cbs = eai_cb_sender_new(app, err))) {
+        dlv_free(d);
+        return -1;
+    }
     if (!app->finops.desc) {
         if (load_sink(app, EAI_KIND_FINOPS, &d->own_finops, err) < 0) {
             if (err && *err)
@@ -755,6 +770,8 @@ void eai_delivery_stop(struct eai_app *app)
         return;
     app->delivery = NULL;
     d->stopping = 1;
+    eai_cb_sender_stop(d->cbs);
+    d->cbs = NULL;
     if (d->timer)
         event_free(d->timer);
     d->timer = NULL;

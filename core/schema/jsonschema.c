@@ -497,6 +497,16 @@ static int compile_keyword(struct sch_compiler *c, struct eai_sch_node *n, const
         return get_count(c, k, v, &n->min_len);
     if (IS("maxLength"))
         return get_count(c, k, v, &n->max_len);
+    if (IS("x-message")) {
+        /* our annotation: the expected form in words, said instead of the
+         * regular expression when "pattern" fails */
+        if (!json_is_string(v)) {
+            cfail(c, "'x-message' must be a string");
+            return -1;
+        }
+        n->x_message = json_string_value(v);
+        return 0;
+    }
     if (IS("pattern")) {
         n->pattern = compile_regex(c, k, v);
         n->pattern_src = n->pattern ? json_string_value(v) : NULL;

@@ -62,6 +62,7 @@ struct eai_sch_node {
     long long min_len, max_len;
     pcre2_code *pattern;
     const char *pattern_src;
+    const char *x_message;     /* "x-message": the words said when pattern fails */
     /* arrays */
     struct eai_sch_list prefix;
     struct eai_sch_node *items;

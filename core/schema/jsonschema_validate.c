@@ -376,7 +376,10 @@ static int validate_string(struct sch_validator *v, const struct eai_sch_node *n
         }
         int rc = pcre2_match(n->pattern, (PCRE2_SPTR)str, len, 0, 0, v->md, v->s->mctx);
         if (rc == PCRE2_ERROR_NOMATCH) {
-            verr(v, "does not match pattern '%s'", n->pattern_src);
+            if (n->x_message)
+                verr(v, "%s", n->x_message);
+            else
+                verr(v, "does not match pattern '%s'", n->pattern_src);
             ok = 0;
         } else if (rc < 0) {
             verr(v, "could not be matched against pattern '%s' (regex limit)", n->pattern_src);

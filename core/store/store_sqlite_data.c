@@ -266,6 +266,48 @@ int eai_sq_manifest_get(void *self, const char *tenant, const char *kind, const 
     return ret;
 }
 
+int eai_sq_manifest_list(void *self, const char *tenant, const char *kind, const char *after, int limit,
+                         json_t **out, struct eai_error **err)
+{
+    struct eai_sq *s = self;
+    *out = NULL;
+    if (!tenant || !kind)
+        return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "manifest_list without tenant or kind");
+    if (limit < 1 || limit > 1000)
+        return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "manifest_list: limit %d outside 1..1000", limit);
+    SQ_WITH_CONN(s, err, c);
+    int ret = -1;
+    json_t *arr = json_array();
+    sqlite3_stmt *st = arr ? eai_sq_prep(s, c->db,
+        "SELECT doc FROM manifests WHERE tenant_id = ?1 AND kind = ?2 AND name > ?3 ORDER BY name LIMIT ?4", err)
+                           : NULL;
+    if (!arr)
+        eai_sq_oom(s, err);
+    if (st) {
+        sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
+        eai_sq_bind_str(st, 2, kind);
+        sqlite3_bind_text(st, 3, after ? after : "", -1, SQLITE_STATIC);
+        sqlite3_bind_int(st, 4, limit);
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            json_t *d = eai_sq_col_json(st, 0);
+            if (d)
+                json_array_append_new(arr, d);
+        }
+        if (rc == SQLITE_DONE) {
+            *out = arr;
+            arr = NULL;
+            ret = 0;
+        } else {
+            eai_sq_db_fail(s, err, c->db, "manifest list");
+        }
+        sqlite3_finalize(st);
+    }
+    json_decref(arr);
+    eai_sq_release(s, c);
+    return ret;
+}
+
 int eai_sq_manifest_delete(void *self, const char *tenant, const char *kind, const char *name,
                            const json_t *audit, struct eai_error **err)
 {

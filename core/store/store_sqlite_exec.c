@@ -532,6 +532,14 @@ out:
 static int eai_sq_outbox_insert(struct eai_sq *s, sqlite3 *db, const char *tenant,
                                 const json_t *event, const char *now_s, struct eai_error **err)
 {
+    if (json_is_array(event)) {  /* several rows (usage event, completion callback) */
+        size_t i;
+        const json_t *one;
+        json_array_foreach(event, i, one)
+            if (eai_sq_outbox_insert(s, db, tenant, one, now_s, err) < 0)
+                return -1;
+        return 0;
+    }
     if (!json_is_object(event))
         return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "usage event is not an object");
     json_t *ev = json_deep_copy(event);

@@ -105,6 +105,8 @@ int eai_sq_key_get(void *self, const char *key_id, json_t **out, struct eai_erro
 int eai_sq_key_revoke(void *self, const char *key_id, struct eai_error **err);
 int eai_sq_manifest_put(void *self, const char *tenant, const char *kind, const char *name,
                         const json_t *doc, const json_t *audit, struct eai_error **err);
+int eai_sq_manifest_list(void *self, const char *tenant, const char *kind, const char *after, int limit,
+                         json_t **out, struct eai_error **err);
 int eai_sq_manifest_get(void *self, const char *tenant, const char *kind, const char *name,
                         json_t **out, struct eai_error **err);
 int eai_sq_manifest_delete(void *self, const char *tenant, const char *kind, const char *name,

@@ -117,7 +117,9 @@ struct eai_storage_ops {
     /* Make an execution terminal, in one transaction: merge patch (status,
      * exit_code, stdout, usage, error, finished_at, ...), scrub env/stdin/
      * files_in, insert files ([{path, size, sha256, content_b64}]), insert
-     * usage_event into the outbox (may be NULL) and append audit (may be
+     * usage_event into the outbox (may be NULL; an array: one row per
+     * element, e.g. the usage event and a completion callback whose event
+     * has "target": "callback") and append audit (may be
      * NULL).  Only when the row is queued or running; else EAI_STORE_NOOP.
      * Returns EAI_STORE_UPDATED, EAI_STORE_NOOP or -1. */
     int (*exec_finish)(void *self, const char *tenant, const char *id,
@@ -202,6 +204,12 @@ struct eai_storage_ops {
     int (*key_create_expiring)(void *self, const char *tenant, const char *key_id,
                                const char *secret_hash_hex, const char *name,
                                int64_t expires_ms, struct eai_error **err);
+
+    /* --- manifest listing (GET /v1/manifests); may be NULL. */
+    /* At most limit (1..1000) manifests of one tenant and kind whose name
+     * is > after (NULL: from the start), ordered by name: [doc, ...]. */
+    int (*manifest_list)(void *self, const char *tenant, const char *kind, const char *after, int limit,
+                         json_t **out, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)

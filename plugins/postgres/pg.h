@@ -162,6 +162,8 @@ int eai_pg_file_get(void *self, const char *tenant, const char *exec_id, const c
                     unsigned char **data, size_t *len, struct eai_error **err);
 int eai_pg_manifest_put(void *self, const char *tenant, const char *kind, const char *name,
                         const json_t *doc, const json_t *audit, struct eai_error **err);
+int eai_pg_manifest_list(void *self, const char *tenant, const char *kind, const char *after, int limit,
+                         json_t **out, struct eai_error **err);
 int eai_pg_manifest_get(void *self, const char *tenant, const char *kind, const char *name,
                         json_t **out, struct eai_error **err);
 int eai_pg_manifest_delete(void *self, const char *tenant, const char *kind, const char *name,

@@ -532,6 +532,45 @@ static int eai_pg_build_first_json(struct eai_pg_tx *tx, struct eai_pg_simple_ct
     return 0;
 }
 
+static int eai_pg_build_json_rows(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
+                                  struct eai_error **err)
+{
+    c->out = json_array();
+    for (int i = 0; c->out && i < PQntuples(r); i++) {
+        json_t *d = eai_pg_cell_json(r, i, 0);
+        if (!d || json_array_append_new(c->out, d) < 0) {
+            json_decref(c->out);
+            c->out = NULL;
+        }
+    }
+    if (!c->out)
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "bad stored JSON or out of memory");
+    return 0;
+}
+
+int eai_pg_manifest_list(void *self, const char *tenant, const char *kind, const char *after, int limit,
+                         json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    *out = NULL;
+    if (limit < 1 || limit > 1000)
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "manifest_list: limit outside 1..1000");
+    if (!eai_pg_uuid_valid(tenant) || !kind) {
+        *out = json_array();
+        return *out ? 0 : eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
+    }
+    char lim[24];
+    eai_pg_i64(limit, lim);
+    struct eai_pg_simple_ctx c = {
+        .sql = "SELECT doc FROM eai.manifests WHERE tenant_id = $1 AND kind = $2 AND name COLLATE \"C\" > $3"
+               " ORDER BY name COLLATE \"C\" LIMIT $4::int",
+        .n = 4, .params = {tenant, kind, after ? after : "", lim}, .build = eai_pg_build_json_rows};
+    if (eai_pg_simple(pg, tenant, &c, err) < 0)
+        return -1;
+    *out = c.out;
+    return 0;
+}
+
 int eai_pg_manifest_get(void *self, const char *tenant, const char *kind, const char *name,
                         json_t **out, struct eai_error **err)
 {
@@ -553,6 +592,14 @@ int eai_pg_manifest_get(void *self, const char *tenant, const char *kind, const 
 int eai_pg_outbox_insert_tx(struct eai_pg_tx *tx, const char *tenant, const char *exec_uuid,
                             const json_t *event, struct eai_error **err)
 {
+    if (json_is_array(event)) {  /* several rows (usage event, completion callback) */
+        size_t i;
+        const json_t *one;
+        json_array_foreach(event, i, one)
+            if (eai_pg_outbox_insert_tx(tx, tenant, exec_uuid, one, err) < 0)
+                return -1;
+        return 0;
+    }
     char *text = eai_pg_dump(event);
     if (!text) {
         return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");

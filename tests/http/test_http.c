@@ -315,9 +315,29 @@ static void test_404_french(void)
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")),
                            "Execution not found");
     th_resp_free(&r);
-    /* unknown routes answer the envelope too */
+    /* unknown routes answer the envelope too, with their own message (17.7) */
     CU_ASSERT_EQUAL(req("GET", "/nowhere", NULL, NULL, &r), 404);
     CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    CU_ASSERT(strstr(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")), "route") != NULL);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/none", h, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")),
+                           "Manifeste introuvable");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_00000000-0000-4000-8000-000000000000/files/tmp/x", h2,
+                        NULL, &r), 404);
+    CU_ASSERT(strstr(json_string_value(json_object_get(json_object_get(r.json, "error"), "message")), "File not found") != NULL);
+    th_resp_free(&r);
+    /* details[].message in the negotiated language, quantities explained in words */
+    const char *hf[] = {auth_a, "Accept-Language: fr", "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", hf,
+                        "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                        "\"limits\":{\"memory\":\"256MB\"}}", &r), 422);
+    json_t *d0 = json_array_get(json_object_get(json_object_get(r.json, "error"), "details"), 0);
+    const char *m = json_string_value(json_object_get(d0, "message"));
+    CU_ASSERT(m && strstr(m, "quantité d'octets") && !strstr(m, "^"));
+    m = json_string_value(json_object_get(json_object_get(d0, "message_i18n"), "en"));
+    CU_ASSERT(m && strstr(m, "byte quantity") && !strstr(m, "pattern"));
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("PUT", "/healthz", NULL, NULL, &r), 405);
     CU_ASSERT_STRING_EQUAL(th_code(&r), "method_not_allowed");
@@ -575,6 +595,51 @@ static void test_manifests(void)
     CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
     CU_ASSERT(has_detail_path(&r, "/metadata/name"));
     CU_ASSERT(has_detail_path(&r, "/spec/extra"));
+    th_resp_free(&r);
+    /* checked at apply as its execution would be: limits, egress, callback (17.6) */
+    const char *too_big = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"big\"},"
+                          "\"spec\":{\"sandbox_profile\":\"fake\",\"limits\":{\"cpu\":\"2\"}}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, too_big, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "limit_exceeded");
+    CU_ASSERT(has_detail_path(&r, "/spec/limits/cpu"));
+    th_resp_free(&r);
+    const char *far = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"far\"},"
+                      "\"spec\":{\"sandbox_profile\":\"fake\",\"egress\":[\"evil.example:443\"]}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, far, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "egress_not_allowed");
+    CU_ASSERT(has_detail_path(&r, "/spec/egress/0"));
+    th_resp_free(&r);
+    const char *cb_private = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"cbp\"},"
+                             "\"spec\":{\"sandbox_profile\":\"fake\",\"callback\":{\"url\":\"http://10.0.0.1/x\","
+                             "\"secret\":\"0123456789abcdef\"}}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, cb_private, &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/spec/callback/url"));
+    th_resp_free(&r);
+    /* a callback secret is stored, never echoed */
+    const char *cb_ok = "{\"apiVersion\":\"eai.dev/v1\",\"kind\":\"Tool\",\"metadata\":{\"name\":\"my-tool2\"},"
+                        "\"spec\":{\"sandbox_profile\":\"fake\",\"callback\":{\"url\":\"https://hooks.example.com/x\","
+                        "\"secret\":\"0123456789abcdef\"}}}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/manifests/apply", hj, cb_ok, &r), 201);
+    CU_ASSERT(r.body && !strstr(r.body, "0123456789abcdef"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests/tool/my-tool2", ga, NULL, &r), 200);
+    CU_ASSERT(r.body && !strstr(r.body, "0123456789abcdef"));
+    th_resp_free(&r);
+    /* the list: pages by name, per tenant */
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=1", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "next")), "my-tool");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=1&after=my-tool", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    CU_ASSERT(json_is_null(json_object_get(r.json, "next")));
+    CU_ASSERT(r.body && strstr(r.body, "my-tool2") && !strstr(r.body, "0123456789abcdef"));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool", gb, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 0);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=0", ga, NULL, &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/limit"));
     th_resp_free(&r);
     /* delete, then it is gone */
     CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", gb, NULL, &r), 404);

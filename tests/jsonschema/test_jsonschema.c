@@ -301,7 +301,7 @@ static void test_exec_basic(void)
              " \"tool\": \"my-tool\", \"project_id\": \"p1\", \"agent_id\": \"a1\", \"run_id\": \"r1\"}");
     INVALID(s, "{" MIN_EXEC ", \"foo\": 1}", "/foo", "not allowed");
     INVALID(s, "{" MIN_EXEC ", \"profile\": 42}", "/profile", "type string");
-    INVALID(s, "{" MIN_EXEC ", \"profile\": \"Bad Profile\"}", "/profile", "pattern");
+    INVALID(s, "{" MIN_EXEC ", \"profile\": \"Bad Profile\"}", "/profile", "lower-case letters");
     INVALID(s, "{\"image\": \"x\"}", "/command", "is required");
     INVALID(s, "{\"command\": [\"true\"]}", "/image", "is required");
     INVALID(s, "{\"image\": \"x\", \"command\": []}", "/command", "at least 1");
@@ -374,20 +374,20 @@ static void test_exec_limits(void)
         VALID(s, doc);
     }
     struct { const char *limits, *path, *needle; } bad[] = {
-        {"{\"cpu\": \"500mm\"}", "/limits/cpu", "pattern"},
-        {"{\"cpu\": \"1.2345\"}", "/limits/cpu", "pattern"},
-        {"{\"cpu\": \"abc\"}", "/limits/cpu", "pattern"},
-        {"{\"cpu\": \"-1\"}", "/limits/cpu", "pattern"},
+        {"{\"cpu\": \"500mm\"}", "/limits/cpu", "CPU quantity"},
+        {"{\"cpu\": \"1.2345\"}", "/limits/cpu", "CPU quantity"},
+        {"{\"cpu\": \"abc\"}", "/limits/cpu", "CPU quantity"},
+        {"{\"cpu\": \"-1\"}", "/limits/cpu", "CPU quantity"},
         {"{\"cpu\": -1}", "/limits/cpu", "> 0"},
         {"{\"cpu\": 0}", "/limits/cpu", "> 0"},
         {"{\"cpu\": true}", "/limits/cpu", "must be of type number or string, not boolean"},
-        {"{\"memory\": \"256MB\"}", "/limits/memory", "pattern"},
-        {"{\"memory\": \"1 Gi\"}", "/limits/memory", "pattern"},
-        {"{\"memory\": \"-1\"}", "/limits/memory", "pattern"},
+        {"{\"memory\": \"256MB\"}", "/limits/memory", "byte quantity"},
+        {"{\"memory\": \"1 Gi\"}", "/limits/memory", "byte quantity"},
+        {"{\"memory\": \"-1\"}", "/limits/memory", "byte quantity"},
         {"{\"memory\": 1.5}", "/limits/memory", "type string or integer"},
         {"{\"memory\": 0}", "/limits/memory", ">= 1"},
         {"{\"memory\": null}", "/limits/memory", NULL},
-        {"{\"disk\": \"lots\"}", "/limits/disk", "pattern"},
+        {"{\"disk\": \"lots\"}", "/limits/disk", "byte quantity"},
         {"{\"timeout_s\": 0}", "/limits/timeout_s", ">= 1"},
         {"{\"timeout_s\": 1.5}", "/limits/timeout_s", "type integer"},
         {"{\"timeout_s\": \"30\"}", "/limits/timeout_s", "type integer"},
@@ -407,8 +407,8 @@ static void test_exec_env_files_collect_network(void)
     struct eai_schema *s = exec_schema;
     CU_ASSERT_PTR_NOT_NULL_FATAL(s);
     VALID(s, "{" MIN_EXEC ", \"env\": {\"K\": \"V\", \"_x1\": \"\", \"PATH\": \"/bin\"}}");
-    INVALID(s, "{" MIN_EXEC ", \"env\": {\"1BAD\": \"x\"}}", "/env/1BAD", "pattern");
-    INVALID(s, "{" MIN_EXEC ", \"env\": {\"A-B\": \"x\"}}", "/env/A-B", "pattern");
+    INVALID(s, "{" MIN_EXEC ", \"env\": {\"1BAD\": \"x\"}}", "/env/1BAD", "start with a letter");
+    INVALID(s, "{" MIN_EXEC ", \"env\": {\"A-B\": \"x\"}}", "/env/A-B", "start with a letter");
     INVALID(s, "{" MIN_EXEC ", \"env\": {\"K\": 1}}", "/env/K", "type string");
     INVALID(s, "{" MIN_EXEC ", \"env\": [\"K=V\"]}", "/env", "type object");
     /* 128 variables pass, 129 do not. */
@@ -438,23 +438,23 @@ static void test_exec_env_files_collect_network(void)
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/a\"}]}", "/files/0", "oneOf");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"content\": \"x\"}]}", "/files/0/path", "is required");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/etc/passwd\", \"content\": \"x\"}]}",
-            "/files/0/path", "pattern");
+            "/files/0/path", "file path under /tmp/");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/../etc/passwd\", \"content\": \"x\"}]}",
-            "/files/0/path", "pattern");
+            "/files/0/path", "file path under /tmp/");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/a/..\", \"content\": \"x\"}]}",
-            "/files/0/path", "pattern");
+            "/files/0/path", "file path under /tmp/");
     VALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/a..b/..c\", \"content\": \"x\"}]}");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/\", \"content\": \"x\"}]}",
-            "/files/0/path", "pattern");
+            "/files/0/path", "file path under /tmp/");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/a\", \"content_b64\": \"!!\"}]}",
-            "/files/0/content_b64", "pattern");
+            "/files/0/content_b64", "base64");
     INVALID(s, "{" MIN_EXEC ", \"files\": [{\"path\": \"/tmp/a\", \"content\": \"x\", \"mode\": 420}]}",
             "/files/0/mode", "not allowed");
 
     VALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmp/outputs\", \"/tmp\", \"/tmp/\"]}");
-    INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmpx\"]}", "/collect/0", "pattern");
-    INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmp/ok\", \"/var/log\"]}", "/collect/1", "pattern");
-    INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmp/../root\"]}", "/collect/0", "pattern");
+    INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmpx\"]}", "/collect/0", "path under /tmp/");
+    INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmp/ok\", \"/var/log\"]}", "/collect/1", "path under /tmp/");
+    INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmp/../root\"]}", "/collect/0", "path under /tmp/");
     INVALID(s, "{" MIN_EXEC ", \"collect\": [\"/tmp/1\",\"/tmp/2\",\"/tmp/3\",\"/tmp/4\",\"/tmp/5\","
                "\"/tmp/6\",\"/tmp/7\",\"/tmp/8\",\"/tmp/9\",\"/tmp/10\",\"/tmp/11\",\"/tmp/12\","
                "\"/tmp/13\",\"/tmp/14\",\"/tmp/15\",\"/tmp/16\",\"/tmp/17\"]}", "/collect", "at most 16");
@@ -462,10 +462,10 @@ static void test_exec_env_files_collect_network(void)
     VALID(s, "{" MIN_EXEC ", \"network\": {}}");
     VALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org:443\", \"10.0.0.1:5432\","
              " \"[::1]:8080\", \"a-b.c.example:1\"]}}");
-    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org\"]}}", "/network/egress/0", "pattern");
-    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org:70000\"]}}", "/network/egress/0", "pattern");
-    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org:0\"]}}", "/network/egress/0", "pattern");
-    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"http://example.org:80\"]}}", "/network/egress/0", "pattern");
+    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org\"]}}", "/network/egress/0", "host:port");
+    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org:70000\"]}}", "/network/egress/0", "host:port");
+    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"example.org:0\"]}}", "/network/egress/0", "host:port");
+    INVALID(s, "{" MIN_EXEC ", \"network\": {\"egress\": [\"http://example.org:80\"]}}", "/network/egress/0", "host:port");
     INVALID(s, "{" MIN_EXEC ", \"network\": {\"ingress\": []}}", "/network/ingress", "not allowed");
     INVALID(s, "{" MIN_EXEC ", \"network\": true}", "/network", "type object");
 }
@@ -516,21 +516,21 @@ static void test_tool_manifest(void)
     INVALID(s, "{" TOOL_HEAD ", \"spec\": {}}", "/spec/sandbox_profile", "is required");
     INVALID(s, "{" TOOL_HEAD ", \"spec\": {\"sandbox_profile\": \"p\", \"sandboxProfile\": \"p\"}}",
             "/spec/sandboxProfile", "not allowed");
-    INVALID(s, "{" TOOL_HEAD ", \"spec\": {\"sandbox_profile\": \"Gvisor_Small\"}}", "/spec/sandbox_profile", "pattern");
+    INVALID(s, "{" TOOL_HEAD ", \"spec\": {\"sandbox_profile\": \"Gvisor_Small\"}}", "/spec/sandbox_profile", "lower-case letters");
     INVALID(s, "{" TOOL_HEAD ", \"spec\": {\"sandbox_profile\": \"p\", \"command\": []}}", "/spec/command", "at least 1");
     INVALID(s, "{" TOOL_HEAD ", \"spec\": {\"sandbox_profile\": \"p\", \"limits\": {\"memory\": \"2GB\"}}}",
-            "/spec/limits/memory", "pattern");
+            "/spec/limits/memory", "byte quantity");
     INVALID(s, "{" TOOL_HEAD ", \"spec\": {\"sandbox_profile\": \"p\", \"egress\": [\"host\"]}}",
-            "/spec/egress/0", "pattern");
+            "/spec/egress/0", "host:port");
     INVALID(s, "{" TOOL_HEAD "}", "/spec", "is required");
     INVALID(s, "{\"apiVersion\": \"v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"t\"}, \"spec\": {\"sandbox_profile\": \"p\"}}",
             "/apiVersion", "\"eai.dev/v1\"");
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Pod\", \"metadata\": {\"name\": \"t\"}, \"spec\": {\"sandbox_profile\": \"p\"}}",
             "/kind", "\"Tool\"");
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"Bad_Name\"}, \"spec\": {\"sandbox_profile\": \"p\"}}",
-            "/metadata/name", "pattern");
+            "/metadata/name", "lower-case letters");
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"-a\"}, \"spec\": {\"sandbox_profile\": \"p\"}}",
-            "/metadata/name", "pattern");
+            "/metadata/name", "lower-case letters");
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": "
                "\"a234567890123456789012345678901234567890123456789012345678901234\"}, \"spec\": {\"sandbox_profile\": \"p\"}}",
             "/metadata/name", NULL);
@@ -539,7 +539,7 @@ static void test_tool_manifest(void)
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"t\", \"namespace\": \"x\"}, \"spec\": {\"sandbox_profile\": \"p\"}}",
             "/metadata/namespace", "not allowed");
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"t\", \"labels\": {\"bad key!\": \"x\"}}, \"spec\": {\"sandbox_profile\": \"p\"}}",
-            "/metadata/labels/bad key!", "pattern");
+            "/metadata/labels/bad key!", "label key");
     INVALID(s, "{\"apiVersion\": \"eai.dev/v1\", \"kind\": \"Tool\", \"metadata\": {\"name\": \"t\", \"labels\": {\"k\": 1}}, \"spec\": {\"sandbox_profile\": \"p\"}}",
             "/metadata/labels/k", "type string");
 }

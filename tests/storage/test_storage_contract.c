@@ -1139,6 +1139,76 @@ static void test_manifests(void)
     json_decref(ev);
 }
 
+/* exec_finish with an array of outbox events (usage + completion callback):
+ * one row each, in the same transaction */
+static void test_outbox_events_array(void)
+{
+    char t[37], id[41];
+    new_tenant(t);
+    create_exec(t, id, NULL);
+    char e1[37], e2[37];
+    eai_uuid_v4(e1);
+    eai_uuid_v4(e2);
+    json_t *evs = json_pack("[{s:s, s:s}, {s:s, s:s, s:s}]", "id", e1, "execution_id", id, "id", e2,
+                            "execution_id", id, "target", "callback");
+    json_t *patch = json_pack("{s:s, s:i}", "status", "succeeded", "exit_code", 0);
+    int rc = 0;
+    OK(rc = g_ops->exec_finish(g_st, t, id, patch, NULL, evs, NULL, err));
+    CU_ASSERT_EQUAL(rc, EAI_STORE_UPDATED);
+    json_t *ob = NULL;
+    OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
+    int n = 0, callbacks = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(ob, i, f) {
+        const json_t *ev = json_object_get(f, "event");
+        if (js(ev, "execution_id") && strcmp(js(ev, "execution_id"), id) == 0) {
+            n++;
+            callbacks += js(ev, "target") != NULL;
+            OK(g_ops->outbox_ack(g_st, js(f, "id"), 1, err));
+        }
+    }
+    CU_ASSERT_EQUAL(n, 2);
+    CU_ASSERT_EQUAL(callbacks, 1);
+    json_decref(ob);
+    json_decref(evs);
+    json_decref(patch);
+}
+
+/* manifest_list: pages by name after a cursor, one tenant and one kind */
+static void test_manifest_list(void)
+{
+    CU_ASSERT_FATAL(g_ops->manifest_list != NULL);
+    char a[37], b[37];
+    new_tenant(a);
+    new_tenant(b);
+    const char *names[] = {"zeta", "alpha", "mid", NULL};
+    for (const char *const *n = names; *n; n++) {
+        json_t *doc = json_pack("{s:s, s:s, s:{s:s}}", "apiVersion", "eai.dev/v1", "kind", "Tool", "metadata",
+                                "name", *n);
+        OK(g_ops->manifest_put(g_st, a, "tool", *n, doc, NULL, err));
+        json_decref(doc);
+    }
+    json_t *other = json_pack("{s:{s:s}}", "metadata", "name", "b-only");
+    OK(g_ops->manifest_put(g_st, b, "tool", "b-only", other, NULL, err));
+    OK(g_ops->manifest_put(g_st, a, "other-kind", "aaa", other, NULL, err));
+    json_decref(other);
+    json_t *page = NULL;
+    OK(g_ops->manifest_list(g_st, a, "tool", NULL, 2, &page, err));
+    CU_ASSERT_EQUAL_FATAL(json_array_size(page), 2);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(json_array_get(page, 0), "metadata"), "name")), "alpha");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(json_array_get(page, 1), "metadata"), "name")), "mid");
+    json_decref(page);
+    OK(g_ops->manifest_list(g_st, a, "tool", "mid", 2, &page, err));
+    CU_ASSERT_EQUAL_FATAL(json_array_size(page), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(json_array_get(page, 0), "metadata"), "name")), "zeta");
+    json_decref(page);
+    OK(g_ops->manifest_list(g_st, b, "tool", NULL, 10, &page, err));
+    CU_ASSERT_EQUAL(json_array_size(page), 1);
+    json_decref(page);
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->manifest_list(g_st, a, "tool", NULL, 0, &page, err));
+}
+
 /* ------------------------------------------------------------ audit chain */
 
 #define AUDIT_THREADS 4
@@ -1562,6 +1632,8 @@ int main(void)
     CU_add_test(s, "queue: renew, cancel, stale", test_renew_cancel_stale);
     CU_add_test(s, "finish: once, scrub, files, outbox", test_finish_scrub_files_outbox);
     CU_add_test(s, "manifests", test_manifests);
+    CU_add_test(s, "manifest list", test_manifest_list);
+    CU_add_test(s, "outbox: several events of one finish", test_outbox_events_array);
     CU_add_test(s, "audit chain, concurrent appends", test_audit_chain);
     CU_add_test(s, "audit chain, two processes", test_audit_two_processes);
     CU_add_test(s, "ledger", test_ledger);

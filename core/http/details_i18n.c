@@ -1,0 +1,240 @@
+/*
+ * details[].message in the negotiated language (http/details_i18n.h).
+ *
+ * Every detail message is made in English by its checker (schema
+ * validator, exec_validate, the routes); this table gives its French form
+ * by template: "{}" in the English text matches any non-empty text, "{1}",
+ * "{2}" in the French text put the matched texts back (in any order).  A
+ * message with no template keeps its English text in both languages
+ * (tests/unit/test_details_i18n.c checks the table's shape and a sample).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http/details_i18n.h"
+
+struct tmpl {
+    const char *en, *fr;
+};
+
+static const struct tmpl T[] = {
+    /* JSON Schema validator (core/schema/jsonschema_validate.c) */
+    {"is required", "est obligatoire"},
+    {"is not allowed (unknown property)", "n'est pas permis (propriété inconnue)"},
+    {"must be of type {}, not {}", "doit être de type {1}, pas {2}"},
+    {"does not match any of the allowed alternatives ({})", "ne correspond à aucune des formes permises ({1})"},
+    {"matches more than one of the exclusive alternatives (oneOf)",
+     "correspond à plus d'une des formes exclusives (oneOf)"},
+    {"must be >= {}", "doit être >= {1}"},
+    {"must be <= {}", "doit être <= {1}"},
+    {"must be > {}", "doit être > {1}"},
+    {"must be < {}", "doit être < {1}"},
+    {"must be a multiple of {}", "doit être un multiple de {1}"},
+    {"must be at least {} characters long", "doit compter au moins {1} caractères"},
+    {"must be at most {} characters long", "doit compter au plus {1} caractères"},
+    {"does not match pattern '{}'", "ne correspond pas au motif '{1}'"},
+    {"must have at least {} items", "doit avoir au moins {1} éléments"},
+    {"must have at least {} item", "doit avoir au moins {1} élément"},
+    {"must have at most {} items", "doit avoir au plus {1} éléments"},
+    {"must have at most {} item", "doit avoir au plus {1} élément"},
+    {"items must be unique", "les éléments doivent être uniques"},
+    {"is required when '{}' is present", "est obligatoire quand '{1}' est présent"},
+    {"must have at least {} properties", "doit avoir au moins {1} propriétés"},
+    {"must have at least {} property", "doit avoir au moins {1} propriété"},
+    {"must have at most {} properties", "doit avoir au plus {1} propriétés"},
+    {"must have at most {} property", "doit avoir au plus {1} propriété"},
+    {"property name is not allowed", "ce nom de propriété n'est pas permis"},
+    {"no value is allowed here", "aucune valeur n'est permise ici"},
+    {"must be one of {}", "doit être l'une des valeurs {1}"},
+    {"must not match the schema in 'not'", "ne doit pas correspondre au schéma de 'not'"},
+    /* x-message of the contracts (contracts/v1/, x-message) */
+    {"must be a CPU quantity: millicores such as \"500m\", or cores such as \"1\" or \"1.5\" (at most 3 decimals)",
+     "doit être une quantité de CPU : des millicœurs comme \"500m\", ou des cœurs comme \"1\" ou \"1.5\" "
+     "(3 décimales au plus)"},
+    {"must be a byte quantity: a number with an optional unit Ki, Mi, Gi, Ti (powers of 1024) or k, M, G, T "
+     "(powers of 1000), such as \"256Mi\" or \"1Gi\"",
+     "doit être une quantité d'octets : un nombre suivi ou non d'une unité Ki, Mi, Gi, Ti (puissances de 1024) "
+     "ou k, M, G, T (puissances de 1000), comme \"256Mi\" ou \"1Gi\""},
+    {"must be /tmp or a path under /tmp/ without '..' segments",
+     "doit être /tmp ou un chemin sous /tmp/ sans segment '..'"},
+    {"must be a file path under /tmp/ without '..' segments",
+     "doit être un chemin de fichier sous /tmp/ sans segment '..'"},
+    {"must be 1 to 63 lower-case letters, digits or '-', starting and ending with a letter or a digit",
+     "doit compter 1 à 63 lettres minuscules, chiffres ou '-', et commencer et finir par une lettre ou un chiffre"},
+    {"must be an image reference NAME[:TAG] or NAME@sha256:DIGEST (letters, digits and . _ / : @ -)",
+     "doit être une référence d'image NOM[:TAG] ou NOM@sha256:EMPREINTE (lettres, chiffres et . _ / : @ -)"},
+    {"must start with a letter or '_' and hold only letters, digits and '_'",
+     "doit commencer par une lettre ou '_' et ne contenir que des lettres, des chiffres et '_'"},
+    {"must start with http:// or https://", "doit commencer par http:// ou https://"},
+    {"must be base64: letters, digits, '+' and '/', padded with '='",
+     "doit être du base64 : lettres, chiffres, '+' et '/', complété par '='"},
+    {"must be host:port: a DNS name or an IPv6 address in brackets, then ':' and a port from 1 to 65535",
+     "doit être hôte:port : un nom DNS ou une adresse IPv6 entre crochets, puis ':' et un port de 1 à 65535"},
+    {"must be a label key: an optional DNS prefix and '/', then 1 to 63 letters, digits, '-', '_' or '.', "
+     "starting and ending with a letter or a digit",
+     "doit être une clé d'étiquette : un préfixe DNS et '/' facultatifs, puis 1 à 63 lettres, chiffres, '-', "
+     "'_' ou '.', en commençant et finissant par une lettre ou un chiffre"},
+    {"must be a label value: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or "
+     "a digit",
+     "doit être une valeur d'étiquette : 63 lettres, chiffres, '-', '_' ou '.' au plus, en commençant et "
+     "finissant par une lettre ou un chiffre"},
+    /* admission (core/exec/exec_validate.c, exec_create.c) */
+    {"unknown tool '{}'", "outil inconnu '{1}'"},
+    {"unknown profile '{}'", "profil inconnu '{1}'"},
+    {"unknown image '{}'; the images here are: {} (eaid images list)",
+     "image inconnue '{1}' ; les images présentes sont : {2} (eaid images list)"},
+    {"unknown image '{}'; the image store is empty: build one with {}",
+     "image inconnue '{1}' ; le magasin d'images est vide : construisez-en une avec {2}"},
+    {"unknown image '{}'", "image inconnue '{1}'"},
+    {"tool '{}' runs with profile '{}'", "l'outil '{1}' s'exécute avec le profil '{2}'"},
+    {"{} exceeds the maximum {} of profile '{}'", "{1} dépasse le maximum {2} du profil '{3}'"},
+    {"'{}' is not in the allow list of profile '{}'", "'{1}' n'est pas dans la liste autorisée du profil '{2}'"},
+    {"total size {} bytes exceeds the cap of {} bytes", "la taille totale de {1} octets dépasse la limite de {2} octets"},
+    {"is not a CPU quantity (e.g. \"500m\", \"1\", \"1.5\")",
+     "n'est pas une quantité de CPU (par exemple \"500m\", \"1\", \"1.5\")"},
+    {"is not a byte quantity (e.g. \"256Mi\", \"1Gi\", 1048576)",
+     "n'est pas une quantité d'octets (par exemple \"256Mi\", \"1Gi\", 1048576)"},
+    {"must be a positive integer", "doit être un entier positif"},
+    {"must be greater than zero", "doit être supérieur à zéro"},
+    {"must be a string", "doit être une chaîne"},
+    {"must be a non-empty string", "doit être une chaîne non vide"},
+    {"must be a string without NUL characters", "doit être une chaîne sans caractère NUL"},
+    {"must be an object", "doit être un objet"},
+    {"must be an array", "doit être un tableau"},
+    {"must be an object of strings", "doit être un objet de chaînes"},
+    {"must be an array of 1 to 256 strings", "doit être un tableau de 1 à 256 chaînes"},
+    {"must not be empty", "ne doit pas être vide"},
+    {"is larger than {} bytes", "dépasse {1} octets"},
+    {"must be a path under /tmp without '.' or '..' segments",
+     "doit être un chemin sous /tmp sans segment '.' ou '..'"},
+    {"must be a file path under /tmp/ without '.' or '..' segments",
+     "doit être un chemin de fichier sous /tmp/ sans segment '.' ou '..'"},
+    {"must have exactly one of content and content_b64", "doit avoir exactement un de content et content_b64"},
+    {"content must be a string", "content doit être une chaîne"},
+    {"is not valid base64", "n'est pas du base64 valide"},
+    {"duplicates {}", "répète {1}"},
+    {"is {} bytes long; the backend of this profile accepts at most {}",
+     "fait {1} octets ; le backend de ce profil en accepte {2} au plus"},
+    {"has {} files; the backend of this profile accepts at most {}",
+     "contient {1} fichiers ; le backend de ce profil en accepte {2} au plus"},
+    {"secret must be at least 16 characters long", "secret doit compter au moins 16 caractères"},
+    {"must be at least 16 characters long", "doit compter au moins 16 caractères"},
+    {"must be an object with a url and a secret (strings)", "doit être un objet avec une url et un secret (chaînes)"},
+    {"must be an http:// or https:// URL with a host, an optional port and no user name or password",
+     "doit être une URL http:// ou https:// avec un hôte, un port facultatif et ni nom d'utilisateur ni mot "
+     "de passe"},
+    {"'{}' is not in callbacks.allow", "'{1}' n'est pas dans callbacks.allow"},
+    {"'{}' is a {} address: add '{}' (or its range) to callbacks.allow to call it",
+     "'{1}' est une adresse de classe {2} : ajoutez '{3}' (ou sa plage) à callbacks.allow pour l'appeler"},
+    {"'{}' is a loopback name: use the address (e.g. {}) and add it to callbacks.allow",
+     "'{1}' est un nom de bouclage : utilisez l'adresse (par exemple {2}) et ajoutez-la à callbacks.allow"},
+    {"the tool manifest's {}", "(manifeste de l'outil) {T1}"},
+    /* routes */
+    {"must be 1 to 255 printable ASCII characters", "doit compter 1 à 255 caractères ASCII imprimables"},
+    {"was used with a different request body", "a servi avec un autre corps de requête"},
+    {"too many queued executions for this tenant", "trop d'exécutions en attente pour ce locataire"},
+    {"is not a status value", "n'est pas une valeur de statut"},
+    {"is longer than 128 characters", "dépasse 128 caractères"},
+    {"must be an integer from {} to {}", "doit être un entier de {1} à {2}"},
+    {"is not a cursor from a previous page", "n'est pas un curseur d'une page précédente"},
+    {"must be a manifest kind such as Tool", "doit être un type de manifeste, comme Tool"},
+    {"malformed percent-escape in the path", "échappement %xx mal formé dans le chemin"},
+    {"malformed query string", "chaîne de requête mal formée"},
+    {"this route takes application/json", "cette route prend application/json"},
+    {"shutting down", "arrêt en cours"},
+    {"expected an object", "un objet est attendu"},
+    {"unknown field", "champ inconnu"},
+    {"required", "obligatoire"},
+    {"execution not found", "exécution introuvable"},
+    {"no such file in this execution", "pas de tel fichier dans cette exécution"},
+    {"no such manifest", "pas de tel manifeste"},
+    {"no such route", "pas de telle route"},
+};
+
+#define MAXCAP 4
+
+/* Match s against template t ("{}" holes, each at least one character),
+ * backtracking; the holes' [start, end) into cs/ce. */
+static int match(const char *t, const char *s, const char *cs[MAXCAP], const char *ce[MAXCAP], int *ncap)
+{
+    while (*t && !(t[0] == '{' && t[1] == '}')) {
+        if (*t != *s)
+            return 0;
+        t++, s++;
+    }
+    if (!*t)
+        return *s == 0;
+    if (*ncap >= MAXCAP)
+        return 0;
+    int k = (*ncap)++;
+    for (const char *e = s + 1; e <= s + strlen(s); e++) {
+        cs[k] = s;
+        ce[k] = e;
+        if (match(t + 2, e, cs, ce, ncap))
+            return 1;
+        *ncap = k + 1;
+    }
+    *ncap = k;
+    return 0;
+}
+
+char *eai_detail_fr(const char *en)
+{
+    if (!en)
+        return NULL;
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        const char *cs[MAXCAP], *ce[MAXCAP];
+        int n = 0;
+        if (!match(T[i].en, en, cs, ce, &n))
+            continue;
+        size_t cap = strlen(T[i].fr) + strlen(en) * 2 + 64;
+        char *out = malloc(cap);
+        if (!out)
+            return NULL;
+        size_t o = 0;
+        for (const char *f = T[i].fr; *f && o + 1 < cap;) {
+            int k = -1, tr = 0;
+            if (f[0] == '{' && f[1] >= '1' && f[1] <= '9' && f[2] == '}')
+                k = f[1] - '1';
+            else if (f[0] == '{' && f[1] == 'T' && f[2] >= '1' && f[2] <= '9' && f[3] == '}')
+                k = f[2] - '1', tr = 1;
+            if (k >= 0 && k < n) {
+                size_t len = (size_t)(ce[k] - cs[k]);
+                char *piece = strndup(cs[k], len), *fr = NULL;
+                if (tr && piece)
+                    fr = eai_detail_fr(piece);  /* a nested message */
+                const char *put = fr ? fr : piece ? piece : "";
+                o += (size_t)snprintf(out + o, cap - o, "%s", put);
+                free(fr);
+                free(piece);
+                f += tr ? 4 : 3;
+                if (o >= cap)
+                    o = cap - 1;
+                continue;
+            }
+            out[o++] = *f++;
+        }
+        out[o] = 0;
+        return out;
+    }
+    return NULL;
+}
+
+void eai_details_localize(json_t *details, const char *lang)
+{
+    size_t i;
+    json_t *d;
+    json_array_foreach(details, i, d) {
+        const char *en = json_string_value(json_object_get(d, "message"));
+        if (!en || json_object_get(d, "message_i18n"))
+            continue;
+        char *fr = eai_detail_fr(en);
+        json_t *i18n = json_pack("{s:s, s:s}", "en", en, "fr", fr ? fr : en);
+        if (lang && strcmp(lang, "fr") == 0 && fr)
+            json_object_set_new(d, "message", json_string(fr));
+        if (i18n)
+            json_object_set_new(d, "message_i18n", i18n);
+        free(fr);
+    }
+}

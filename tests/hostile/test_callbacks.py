@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Completion callbacks (issue 17 item 4), real eaid and real runsc:
+
+- a receiver on loopback (127.0.0.1:<port> allowed explicitly in
+  callbacks.allow) verifies Eai-Signature (HMAC-SHA-256 of "<t>.<body>")
+  on every POST and accepts an Eai-Event-Id once; it is down (503) for the
+  first attempts, then up: exactly one accepted delivery per event id, the
+  body is the execution summary, the attempts show on the execution
+  (attempts >= 2, last_status 200, delivered_at) and the secret never does;
+- admission: a loopback URL not in callbacks.allow, a private address, a
+  name not in the allow list, a URL with user info, a short secret are
+  refused with a detail at /callback...; a tool manifest's callback is
+  checked too."""
+import hashlib
+import hmac
+import http.server
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from eaid_env import Env, check, ensure_image, free_port, run_cases  # noqa: E402
+
+IMAGE = "python:3.11-slim"
+SECRET = "s3cret-s3cret-s3cret"
+
+
+class Receiver:
+    """POST /hook: 503 while down, else verifies the signature and counts
+    each event id once (a duplicate answers 200 too, as a receiver should)."""
+
+    def __init__(self, down_for):
+        self.port = free_port()
+        self.down_until = time.time() + down_for
+        self.posts = []        # (event id, signature ok, accepted)
+        self.accepted = {}     # event id -> body
+        self.bad_sig = 0
+        rx = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                eid = self.headers.get("Eai-Event-Id", "")
+                sig = self.headers.get("Eai-Signature", "")
+                parts = dict(p.split("=", 1) for p in sig.split(",") if "=" in p)
+                want = hmac.new(SECRET.encode(), parts.get("t", "").encode() + b"." + body,
+                                hashlib.sha256).hexdigest()
+                ok = hmac.compare_digest(want, parts.get("v1", "")) and \
+                    abs(time.time() - int(parts.get("t", "0"))) < 300
+                if not ok:
+                    rx.bad_sig += 1
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                if time.time() < rx.down_until:
+                    rx.posts.append((eid, True, False, False))
+                    self.send_response(503)
+                    self.end_headers()
+                    return
+                rx.posts.append((eid, True, eid not in rx.accepted, True))
+                rx.accepted.setdefault(eid, json.loads(body))
+                self.send_response(200)
+                self.end_headers()
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+def with_env(allow, fn, backoff_cap_s=2):
+    tmp = tempfile.mkdtemp(prefix="eai-cb-")
+    lines = "callbacks:\n  backoff_cap_s: %d\n  timeout_ms: 3000\n" % backoff_cap_s
+    if allow:
+        lines += "  allow:\n" + "".join("    - \"%s\"\n" % a for a in allow)
+    cfg = write(os.path.join(tmp, "eaid.yaml"), lines)
+    e = Env(config=cfg, tmp=tmp)
+    try:
+        e.make_key()
+        e.start()
+        fn(e)
+    finally:
+        e.stop(clean=False)
+
+
+def case_delivery():
+    ensure_image()
+    rx = Receiver(down_for=4.0)
+    try:
+        def body(e):
+            url = "http://127.0.0.1:%d/hook" % rx.port
+            ids = []
+            for i in range(2):
+                st, b = e.api("POST", "/v1/sandbox/executions", {
+                    "profile": "gvisor-small", "image": IMAGE,
+                    "command": ["python3", "-c", "print(%d)" % i],
+                    "callback": {"url": url, "secret": SECRET}})
+                check(st == 202, "create: %s %s" % (st, b))
+                ids.append(b["id"])
+            for eid in ids:
+                e.wait_terminal(eid)
+            deadline = time.time() + 60
+            while time.time() < deadline and len(rx.accepted) < 2:
+                time.sleep(0.3)
+            time.sleep(3)  # a duplicate would come now
+            check(rx.bad_sig == 0, "%d POSTs with a bad signature" % rx.bad_sig)
+            check(len(rx.accepted) == 2, "accepted %d events: %s" % (len(rx.accepted), rx.posts))
+            acc = [p for p in rx.posts if p[2]]
+            check(len(acc) == 2, "accepted deliveries %s" % acc)
+            up = [p for p in rx.posts if p[3]]
+            check(len(up) == 2, "POSTs once the receiver was up (a duplicate?): %s" % up)
+            down = [p for p in rx.posts if not p[2] and p[0] in rx.accepted]
+            check(len(down) >= 2, "the receiver was down at first: retried posts %s" % rx.posts)
+            by_exec = {v["execution"]["id"]: v for v in rx.accepted.values()}
+            check(set(by_exec) == set(ids), "summaries of %s, want %s" % (list(by_exec), ids))
+            for eid in ids:
+                s = by_exec[eid]
+                check(s["type"] == "execution.finished" and s["execution"]["status"] == "succeeded",
+                      "summary %s" % s)
+                check("stdout" not in s["execution"], "summary carries the output")
+                # attempts visible on the execution, secret never
+                deadline = time.time() + 10
+                while True:
+                    st, v = e.api("GET", "/v1/sandbox/executions/" + eid)
+                    cb = v.get("callback") or {}
+                    if cb.get("delivered_at") or time.time() > deadline:
+                        break
+                    time.sleep(0.3)
+                check(cb.get("url") == url, "callback view %s" % cb)
+                check(cb.get("attempts", 0) >= 2 and cb.get("last_status") == 200 and cb.get("delivered_at"),
+                      "callback view %s" % cb)
+                check(SECRET not in json.dumps(v), "the secret is echoed by GET")
+                st, lst = e.api("GET", "/v1/sandbox/executions?limit=10")
+                check(SECRET not in json.dumps(lst), "the secret is echoed by the list")
+        with_env(["127.0.0.1:%d" % rx.port], body)
+    finally:
+        rx.stop()
+
+
+def case_refusals():
+    def body(e):
+        def refused(cb, path, words):
+            st, b = e.api("POST", "/v1/sandbox/executions", {
+                "profile": "gvisor-small", "image": IMAGE, "command": ["true"], "callback": cb})
+            check(st == 422, "%s: %s %s" % (cb, st, b))
+            d = [x for x in b["error"].get("details", []) if x["path"].startswith(path)]
+            check(d and words in d[0]["message"], "%s: details %s" % (cb, b["error"].get("details")))
+        refused({"url": "http://127.0.0.1:9/x", "secret": SECRET}, "/callback/url", "loopback")
+        refused({"url": "http://10.1.2.3/x", "secret": SECRET}, "/callback/url", "private")
+        refused({"url": "http://169.254.169.254/latest", "secret": SECRET}, "/callback/url", "link")
+        refused({"url": "http://localhost:8080/x", "secret": SECRET}, "/callback/url", "loopback")
+        refused({"url": "https://hooks.example.com/x", "secret": SECRET}, "/callback/url", "callbacks.allow")
+        refused({"url": "http://u:p@198.18.0.1/x", "secret": SECRET}, "/callback/url", "user name")
+        refused({"url": "http://198.18.0.1/x", "secret": "short"}, "/callback", "")
+        # the allowed name passes admission
+        st, b = e.api("POST", "/v1/sandbox/executions", {
+            "profile": "gvisor-small", "image": IMAGE, "command": ["true"],
+            "callback": {"url": "https://ok.example.net/hook", "secret": SECRET}})
+        check(st in (202, 503), "allowed name: %s %s" % (st, b))
+        # a tool manifest's callback is checked at run
+        man = {"apiVersion": "eai.dev/v1", "kind": "Tool", "metadata": {"name": "cbtool"},
+               "spec": {"sandbox_profile": "gvisor-small", "image": IMAGE, "command": ["true"],
+                        "callback": {"url": "http://192.168.1.1/x", "secret": SECRET}}}
+        st, b = e.api("POST", "/v1/manifests/apply", man)
+        if st in (200, 201):
+            st, b = e.api("POST", "/v1/sandbox/executions", {"tool": "cbtool"})
+            check(st == 422 and "private" in json.dumps(b), "tool callback: %s %s" % (st, b))
+        else:
+            check(st in (400, 422) and "callback" in json.dumps(b), "manifest apply: %s %s" % (st, b))
+    with_env(["ok.example.net:443"], body)
+
+
+if __name__ == "__main__":
+    run_cases([("delivery", case_delivery), ("refusals", case_refusals)])
