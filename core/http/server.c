@@ -54,8 +54,14 @@ static struct eai_server *g_srv;
 
 static void owner_replied(void *arg, struct eai_req *r)
 {
-    (void)arg;
-    eai_conn_replied(r->conn, r);
+    struct eai_server *s = arg;
+    struct eai_conn *c = r->conn;
+    /* the EOF watch marked r gone (r->conn = NULL) while its connection
+     * lives on: the connection must still forget r, or it keeps a
+     * dangling pointer that its close callback reads (a crash under wrk) */
+    if (!c && r->gone && r->evreq)
+        c = eai_conn_of(&s->g, r->evreq);
+    eai_conn_replied(c, r);
 }
 
 static void owner_freed(void *arg, struct eai_req *r)
