@@ -290,6 +290,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     }
     app->http = s->http;
     g_srv = s;
+    eai_bearer_init(app);
     /* report the real port (listen "...:0" picks a free one) */
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -365,6 +366,7 @@ void eai_server_stop(struct eai_app *app)
     while (s->g.conns)
         eai_conn_release_cb(-1, 0, s->g.conns);
     eai_tls_free(s->g.tls);
+    eai_bearer_shutdown();
     g_srv = NULL;
     free(s);
 }
