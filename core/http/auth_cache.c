@@ -25,6 +25,8 @@ struct slot {
     char tenant[64];
     int64_t expires_ms;              /* INT64_MAX: never */
     int64_t until_ms;                /* cached until */
+    int64_t refresh_ms;              /* a hit from then on asks storage again in the background */
+    int refreshing;                  /* that background lookup is under way */
 };
 
 struct eai_auth_cache {
@@ -148,6 +150,10 @@ int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const cha
     if (!same)
         return 0; /* storage decides and says why */
     snprintf(tenant, tenant_sz, "%s", s->tenant);
+    if (now_ms >= s->refresh_ms && !s->refreshing) {
+        s->refreshing = 1;
+        return 2;
+    }
     return 1;
 }
 
@@ -172,6 +178,21 @@ void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
     s->expires_ms = exp;
     s->until_ms = now_ms + c->ttl_ms;
+    s->refresh_ms = now_ms + c->ttl_ms / 2;
+    s->refreshing = 0;
+}
+
+void eai_auth_cache_drop(struct eai_auth_cache *c, const char *key_id, int only_flag)
+{
+    if (!c)
+        return;
+    struct slot *s = &c->slot[slot_of(key_id)];
+    if (strcmp(s->key_id, key_id) != 0)
+        return;
+    if (only_flag)
+        s->refreshing = 0;
+    else
+        memset(s, 0, sizeof *s);
 }
 
 int eai_auth_cache_notify(const char *data_dir)

@@ -27,7 +27,9 @@ struct eai_auth_cache *eai_auth_cache_new(int ttl_ms, const char *data_dir);
 void eai_auth_cache_free(struct eai_auth_cache *c);
 
 /* 1: key_id is cached, live, and secret matches (tenant written, up to
- * tenant_sz); 0: ask storage. */
+ * tenant_sz); 2: the same, and the entry is past half its TTL: the caller
+ * refreshes it with a background lookup (a steady client never waits for
+ * storage, and 256 connections never all miss at once); 0: ask storage. */
 int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const char *secret, int64_t now_ms,
                          char *tenant, size_t tenant_sz);
 
@@ -42,6 +44,10 @@ uint64_t eai_auth_cache_gen(struct eai_auth_cache *c);
  * eai_auth_cache_gen() taken before the lookup. */
 void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_id,
                         const unsigned char digest[32], const json_t *rec, int64_t now_ms);
+
+/* After a background refresh: only_flag 1 (storage failed: the entry
+ * stays until its TTL) or 0 (the key is no longer good: forget it). */
+void eai_auth_cache_drop(struct eai_auth_cache *c, const char *key_id, int only_flag);
 
 /* Forget everything (a revocation was seen). */
 void eai_auth_cache_clear(struct eai_auth_cache *c);

@@ -35,6 +35,8 @@ void eai_bearer_shutdown(void)
 
 struct auth_job {
     struct eai_req *r;
+    struct eai_app *app;
+    int refresh;        /* a background refresh of the cache: no request */
     uint64_t gen;       /* the cache's generation when storage was asked */
     unsigned char digest[32]; /* SHA-256 of the secret, for the cache */
     int digest_ok;
@@ -58,7 +60,7 @@ static void auth_refuse(struct eai_req *r, const char *reason)
 static void auth_work(void *arg)
 {
     struct auth_job *j = arg;
-    struct eai_app *app = j->r->app;
+    struct eai_app *app = j->app;
     j->rc = app->store->key_get(app->storage.self, j->key_id, &j->rec, &j->err);
     if (j->rc == 0)
         j->ok = eai_auth_check(j->rec, app->pepper, j->secret);
@@ -89,6 +91,13 @@ static void pepper_hint(const struct eai_req *r)
 static void auth_answer(struct eai_req *r, void *arg)
 {
     struct auth_job *j = arg;
+    if (j->refresh) {
+        if (j->rc == 0 && j->ok && j->digest_ok)
+            eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
+        else
+            eai_auth_cache_drop(g_cache, j->key_id, j->rc < 0);
+        return;
+    }
     if (!r)
         return;
     if (j->rc < 0) {
@@ -142,9 +151,19 @@ void eai_auth_start(struct eai_req *r)
         return;
     }
     snprintf(r->key_id, sizeof(r->key_id), "%s", j->key_id);
-    if (eai_auth_cache_check(g_cache, j->key_id, j->secret, eai_now_ms(), r->tenant, sizeof(r->tenant))) {
+    j->app = r->app;
+    int hit = eai_auth_cache_check(g_cache, j->key_id, j->secret, eai_now_ms(), r->tenant, sizeof(r->tenant));
+    if (hit) {
         /* verified on the loop: no worker hop, no storage read */
-        auth_free(j);
+        if (hit == 2 && r->app->store) { /* past half its TTL: refresh in the background */
+            j->r = NULL;
+            j->refresh = 1;
+            j->gen = eai_auth_cache_gen(g_cache);
+            if (eai_park(NULL, NULL, &auth_park_ops, j) < 0)
+                eai_auth_cache_drop(g_cache, r->key_id, 1);
+        } else {
+            auth_free(j);
+        }
         if (r->span)
             eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
         r->route->fn(r->app, r);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -45,6 +46,7 @@ struct eai_server {
     struct eai_conn_guard g;          /* http/conn.c */
     struct event *sweep;
     int64_t reqs_live;                /* eai_req objects alive */
+    int conn_peak;                    /* connections at most since the last heap trim */
     int stopping;
 };
 
@@ -233,6 +235,22 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
 
 /* ------------------------------------------------------------ start / stop */
 
+/* Every second: the connection guard's sweep; and once a load has gone
+ * (connections down to a quarter of a peak of 64 or more), the heap pages
+ * its connections left free go back to the system (malloc_trim: RSS after
+ * a load stays near idle instead of keeping the peak). */
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_server *s = arg;
+    eai_conn_sweep_cb(fd, what, &s->g);
+    if (s->g.nconn > s->conn_peak)
+        s->conn_peak = s->g.nconn;
+    if (s->conn_peak >= 64 && s->g.nconn <= s->conn_peak / 4) {
+        malloc_trim(0);
+        s->conn_peak = s->g.nconn;
+    }
+}
+
 int eai_server_start(struct eai_app *app, struct eai_error **err)
 {
     struct eai_config *cfg = app->cfg;
@@ -283,7 +301,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set_sys(err, EAI_E_INTERNAL, e, "cannot listen on %s: %s", cfg->listen, e ? strerror(e) : "bind failed");
     }
     s->g.listener = evhttp_bound_socket_get_listener(s->sock);
-    s->sweep = event_new(app->base, -1, EV_PERSIST, eai_conn_sweep_cb, &s->g);
+    s->sweep = event_new(app->base, -1, EV_PERSIST, sweep_cb, s);
     if (s->sweep) {
         struct timeval one = {1, 0};
         event_add(s->sweep, &one);
