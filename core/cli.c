@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "obs/audit_verify.h"
 #include "http/auth.h"
+#include "http/auth_cache.h"
 #include "cli.h"
 #include "config/config.h"
 #include "base/errors.h"
@@ -247,6 +248,10 @@ static int cmd_keys(const char *config_file, int argc, char **argv)
                     err && err->code == EAI_E_NOT_FOUND ? "unknown key id" : err && err->message ? err->message : "failed");
             rc = 1;
         } else {
+            /* a running eaid of this data dir drops its cache of verified keys */
+            if (eai_auth_cache_notify(c.cfg->data_dir) < 0)
+                fprintf(stderr, "eaid: warning: cannot touch %s/%s (%s): a running eaid refuses the key "
+                        "within auth.cache_ttl_ms\n", c.cfg->data_dir, EAI_AUTH_MARKER, strerror(errno));
             fprintf(stderr, "eaid: key %s revoked\n", argv[2]);
         }
         eai_error_free(err);

@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -15,7 +16,9 @@
 
 #include "base/util.h"
 
-int eai_random_bytes(void *buf, size_t n)
+static void eai_hex(const unsigned char *b, size_t n, char *out);
+
+static int random_direct(void *buf, size_t n)
 {
     unsigned char *p = buf;
     while (n > 0) {
@@ -31,14 +34,42 @@ int eai_random_bytes(void *buf, size_t n)
     return 0;
 }
 
+/* Small requests (ids on every HTTP request: request id, trace and span
+ * ids) come from a per-thread pool refilled by one getrandom() of 256
+ * bytes: one syscall per ~10 requests instead of 3 per request.  Bytes
+ * handed out are wiped from the pool; a forked child starts empty. */
+#define RAND_POOL 256
+static __thread unsigned char rand_pool[RAND_POOL];
+static __thread size_t rand_avail;
+static pthread_once_t rand_once = PTHREAD_ONCE_INIT;
+
+static void rand_child(void) { rand_avail = 0; }
+static void rand_init(void) { pthread_atfork(NULL, NULL, rand_child); }
+
+int eai_random_bytes(void *buf, size_t n)
+{
+    if (n > 64)
+        return random_direct(buf, n);
+    pthread_once(&rand_once, rand_init);
+    if (rand_avail < n) {
+        if (random_direct(rand_pool, RAND_POOL) < 0)
+            return -1;
+        rand_avail = RAND_POOL;
+    }
+    unsigned char *src = rand_pool + (RAND_POOL - rand_avail);
+    memcpy(buf, src, n);
+    explicit_bzero(src, n);
+    rand_avail -= n;
+    return 0;
+}
+
 int eai_random_hex(char *out, size_t nbytes)
 {
     unsigned char b[64];
     if (nbytes > sizeof(b) || eai_random_bytes(b, nbytes) < 0)
         return -1;
-    for (size_t i = 0; i < nbytes; i++)
-        sprintf(out + 2 * i, "%02x", b[i]);
-    out[2 * nbytes] = '\0';
+    eai_hex(b, nbytes, out);
+    explicit_bzero(b, nbytes);
     return 0;
 }
 
@@ -49,9 +80,15 @@ void eai_uuid_v4(char out[37])
         abort(); /* no entropy: nothing safe to do */
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-             b[13], b[14], b[15]);
+    static const char hx[] = "0123456789abcdef";
+    char *o = out;
+    for (int i = 0; i < 16; i++) {
+        if (i == 4 || i == 6 || i == 8 || i == 10)
+            *o++ = '-';
+        *o++ = hx[b[i] >> 4];
+        *o++ = hx[b[i] & 15];
+    }
+    *o = '\0';
 }
 
 int64_t eai_now_ms(void)

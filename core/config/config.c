@@ -36,6 +36,7 @@ static struct eai_config *eai_config_defaults(void)
     c->request_timeout_s = 75;
     c->read_timeout_s = 60;
     c->drain_s = 30;
+    c->auth_cache_ttl_ms = 2000;
     c->workers = 8;
     c->max_concurrent = 8;
     c->max_per_tenant = 4;

@@ -52,6 +52,7 @@ struct eai_config {
 
     /* auth */
     char *pepper_file;         /* <data_dir>/pepper           (auth.pepper_file, EAI_AUTH_PEPPER_FILE) */
+    int auth_cache_ttl_ms;     /* 2000, 0 = off               (auth.cache_ttl_ms) */
 
     /* integrations: NULL or "" selects the in-process fallback */
     char *finops_url;          /* (finops.url, EAI_FINOPS_URL) */

@@ -103,7 +103,11 @@ static int sect_log(struct eai_config *c, const char *file, const char *path, co
 static int sect_auth(struct eai_config *c, const char *file, const char *path, const json_t *v,
                      struct eai_error **err)
 {
-    return one_string(file, path, v, "pepper_file", &c->pepper_file, err);
+    const char *k[] = {"pepper_file", "cache_ttl_ms", NULL};
+    return eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+                   eai_cfg_get_string(file, path, v, "pepper_file", &c->pepper_file, err) < 0 ||
+                   eai_cfg_get_int32(file, path, v, "cache_ttl_ms", 0, 60000, &c->auth_cache_ttl_ms, err) < 0
+               ? -1 : 0;
 }
 
 /* Delivery and telemetry: backend by name, the URL, and whatever else the

@@ -41,6 +41,7 @@ void exec_unref(struct eai_exec *st)
     if (--st->refs > 0)
         return;
     eai_park_set_close(st->parks);
+    eai_doc_cache_free(st->docs);
     free(st);
 }
 
@@ -220,7 +221,8 @@ int eai_exec_start(struct eai_app *app, struct eai_error **err)
     st->refs = 1;
     st->parks = eai_park_set_new();
     st->hub = eai_watch_new(app);
-    if (!st->parks || !st->hub) {
+    st->docs = eai_doc_cache_new(EXEC_DOC_CACHE_BYTES);
+    if (!st->parks || !st->hub || !st->docs) {
         eai_watch_close(st->hub);
         exec_unref(st);
         return eai_error_set(err, EAI_E_INTERNAL, "out of memory");

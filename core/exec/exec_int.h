@@ -12,6 +12,7 @@
 
 #include "app.h"
 #include "exec/exec.h"
+#include "exec/doc_cache.h"
 #include "http/request.h"
 
 #define EXEC_COMPONENT "exec"
@@ -25,9 +26,13 @@ struct eai_exec {
     struct eai_sched *sched;          /* exec/scheduler.h */
     struct eai_watch *hub;            /* exec/watch.h */
     struct eai_park_set *parks;       /* requests parked on a worker job (http/park.h) */
+    struct eai_doc_cache *docs;       /* finished executions' GET bodies (exec/doc_cache.h) */
     int stopping;
     int refs;                         /* eai_exec_start's + one per probe-wait timer */
 };
+
+/* Bytes of finished executions' GET documents kept in memory (docs/executions.md). */
+#define EXEC_DOC_CACHE_BYTES (1024 * 1024)
 
 const char *exec_jstr(const json_t *o, const char *k);
 /* app's state, NULL when stopping or stopped. */

@@ -105,6 +105,30 @@ static int exec_read_submit(struct eai_exec *st, struct eai_req *r, const char *
 
 /* ------------------------------------------------------------ GET */
 
+/* 200 with the view of a terminal record, serialised once and kept
+ * (exec/doc_cache.h: a terminal record is never written again). */
+static void reply_terminal(struct eai_exec *st, struct eai_req *r, const char *tenant, const json_t *rec)
+{
+    json_t *v = eai_exec_view(rec);
+    char *text = v ? json_dumps(v, JSON_COMPACT) : NULL;
+    json_decref(v);
+    if (!text) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    size_t n = strlen(text);
+    char *withnl = realloc(text, n + 2);
+    if (withnl) {
+        text = withnl;
+        text[n++] = '\n';
+        text[n] = '\0';
+    }
+    if (st)
+        eai_doc_cache_put(st->docs, tenant, exec_jstr(rec, "id"), text, n);
+    eai_reply_raw(r, 200, "application/json", text, n);
+    free(text);
+}
+
 struct get_ctx {
     struct eai_app *app;
     int wait_s;
@@ -122,8 +146,9 @@ static void get_then(struct read_job *j)
     } else if (!j->out) {
         exec_audit_deny(c->app, r, "sandbox.read", j->id, "not_found");
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
-    } else if (c->wait_s == 0 || eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st ||
-               eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
+    } else if (eai_exec_status_terminal(exec_jstr(j->out, "status"))) {
+        reply_terminal(st, r, j->tenant, j->out);
+    } else if (c->wait_s == 0 || !st || eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
         /* running here: with its output so far */
         eai_reply_json(r, 200, eai_watch_view(st ? st->hub : NULL, j->out));
     }
@@ -161,6 +186,12 @@ void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
     if (!exec_id_ok(id)) {
         exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    size_t len;
+    const char *doc = eai_doc_cache_get(st->docs, eai_req_tenant(r), id, &len);
+    if (doc) { /* finished: answered on the loop */
+        eai_reply_raw(r, 200, "application/json", doc, len);
         return;
     }
     struct get_ctx *c = calloc(1, sizeof *c);

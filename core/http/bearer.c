@@ -7,6 +7,7 @@
 #include "http/auth_refusals.h"
 #include "base/worker.h"
 #include "http/auth.h"
+#include "http/auth_cache.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/request_int.h"
@@ -19,8 +20,28 @@
 #define SRV_COMPONENT "http"
 
 
+static struct eai_auth_cache *g_cache; /* loop thread only */
+
+void eai_bearer_init(const struct eai_app *app)
+{
+    eai_auth_cache_free(g_cache);
+    g_cache = eai_auth_cache_new(app->cfg ? app->cfg->auth_cache_ttl_ms : 0,
+                                 app->cfg ? app->cfg->data_dir : NULL);
+}
+
+void eai_bearer_shutdown(void)
+{
+    eai_auth_cache_free(g_cache);
+    g_cache = NULL;
+}
+
 struct auth_job {
     struct eai_req *r;
+    struct eai_app *app;
+    int refresh;        /* a background refresh of the cache: no request */
+    uint64_t gen;       /* the cache's generation when storage was asked */
+    unsigned char digest[32]; /* SHA-256 of the secret, for the cache */
+    int digest_ok;
     char key_id[EAI_KEY_ID_LEN + 1];
     char secret[EAI_KEY_SECRET_LEN + 1];
     json_t *rec;
@@ -47,10 +68,12 @@ static void auth_refuse(struct eai_req *r, const char *reason)
 static void auth_work(void *arg)
 {
     struct auth_job *j = arg;
-    struct eai_app *app = j->r->app;
+    struct eai_app *app = j->app;
     j->rc = app->store->key_get(app->storage.self, j->key_id, &j->rec, &j->err);
     if (j->rc == 0)
         j->ok = eai_auth_check(j->rec, app->pepper, j->secret);
+    if (j->ok)
+        j->digest_ok = eai_auth_cache_digest(j->secret, j->digest) == 0;
     explicit_bzero(j->secret, sizeof(j->secret));
 }
 
@@ -76,6 +99,13 @@ static void pepper_hint(const struct eai_req *r)
 static void auth_answer(struct eai_req *r, void *arg)
 {
     struct auth_job *j = arg;
+    if (j->refresh) {
+        if (j->rc == 0 && j->ok && j->digest_ok)
+            eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
+        else
+            eai_auth_cache_drop(g_cache, j->key_id, j->rc < 0);
+        return;
+    }
     lookups_in_flight--;
     if (!r)
         return;
@@ -89,6 +119,8 @@ static void auth_answer(struct eai_req *r, void *arg)
             pepper_hint(r);
         auth_refuse(r, why);
     } else {
+        if (j->digest_ok)
+            eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
         snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
         if (r->span)
             eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
@@ -103,6 +135,7 @@ static void auth_free(void *arg)
 {
     struct auth_job *j = arg;
     explicit_bzero(j->secret, sizeof(j->secret));
+    explicit_bzero(j->digest, sizeof(j->digest));
     json_decref(j->rec);
     eai_error_free(j->err);
     free(j);
@@ -127,6 +160,24 @@ void eai_auth_start(struct eai_req *r)
         return;
     }
     snprintf(r->key_id, sizeof(r->key_id), "%s", j->key_id);
+    j->app = r->app;
+    int hit = eai_auth_cache_check(g_cache, j->key_id, j->secret, eai_now_ms(), r->tenant, sizeof(r->tenant));
+    if (hit) {
+        /* verified on the loop: no worker hop, no storage read */
+        if (hit == 2 && r->app->store) { /* past half its TTL: refresh in the background */
+            j->r = NULL;
+            j->refresh = 1;
+            j->gen = eai_auth_cache_gen(g_cache);
+            if (eai_park(NULL, NULL, &auth_park_ops, j) < 0)
+                eai_auth_cache_drop(g_cache, r->key_id, 1);
+        } else {
+            auth_free(j);
+        }
+        if (r->span)
+            eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
+        r->route->fn(r->app, r);
+        return;
+    }
     if (!r->app->store) {
         auth_free(j);
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
@@ -138,6 +189,7 @@ void eai_auth_start(struct eai_req *r)
         return;
     }
     lookups_in_flight++;
+    j->gen = eai_auth_cache_gen(g_cache);
     if (eai_park(NULL, r, &auth_park_ops, j) < 0)
         lookups_in_flight--; /* answered and freed by eai_park */
 }

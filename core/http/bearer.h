@@ -9,4 +9,9 @@
 
 void eai_auth_start(struct eai_req *r);
 
+/* The cache of verified keys (http/auth_cache.h): made at server start
+ * (auth.cache_ttl_ms, the data dir's revocation marker), freed at stop. */
+void eai_bearer_init(const struct eai_app *app);
+void eai_bearer_shutdown(void);
+
 #endif

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -46,6 +47,7 @@ struct eai_server {
     struct eai_conn_guard g;          /* http/conn.c */
     struct event *sweep;
     int64_t reqs_live;                /* eai_req objects alive */
+    int conn_peak;                    /* connections at most since the last heap trim */
     int stopping;
 };
 
@@ -55,8 +57,14 @@ static struct eai_server *g_srv;
 
 static void owner_replied(void *arg, struct eai_req *r)
 {
-    (void)arg;
-    eai_conn_replied(r->conn, r);
+    struct eai_server *s = arg;
+    struct eai_conn *c = r->conn;
+    /* the EOF watch marked r gone (r->conn = NULL) while its connection
+     * lives on: the connection must still forget r, or it keeps a
+     * dangling pointer that its close callback reads (a crash under wrk) */
+    if (!c && r->gone && r->evreq)
+        c = eai_conn_of(&s->g, r->evreq);
+    eai_conn_replied(c, r);
 }
 
 static void owner_freed(void *arg, struct eai_req *r)
@@ -230,6 +238,22 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
 
 /* ------------------------------------------------------------ start / stop */
 
+/* Every second: the connection guard's sweep; and once a load has gone
+ * (connections down to a quarter of a peak of 64 or more), the heap pages
+ * its connections left free go back to the system (malloc_trim: RSS after
+ * a load stays near idle instead of keeping the peak). */
+static void sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_server *s = arg;
+    eai_conn_sweep_cb(fd, what, &s->g);
+    if (s->g.nconn > s->conn_peak)
+        s->conn_peak = s->g.nconn;
+    if (s->conn_peak >= 64 && s->g.nconn <= s->conn_peak / 4) {
+        malloc_trim(0);
+        s->conn_peak = s->g.nconn;
+    }
+}
+
 int eai_server_start(struct eai_app *app, struct eai_error **err)
 {
     struct eai_config *cfg = app->cfg;
@@ -280,13 +304,14 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set_sys(err, EAI_E_INTERNAL, e, "cannot listen on %s: %s", cfg->listen, e ? strerror(e) : "bind failed");
     }
     s->g.listener = evhttp_bound_socket_get_listener(s->sock);
-    s->sweep = event_new(app->base, -1, EV_PERSIST, eai_conn_sweep_cb, &s->g);
+    s->sweep = event_new(app->base, -1, EV_PERSIST, sweep_cb, s);
     if (s->sweep) {
         struct timeval one = {1, 0};
         event_add(s->sweep, &one);
     }
     app->http = s->http;
     g_srv = s;
+    eai_bearer_init(app);
     /* report the real port (listen "...:0" picks a free one) */
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -363,6 +388,7 @@ void eai_server_stop(struct eai_app *app)
     while (s->g.conns)
         eai_conn_release_cb(-1, 0, s->g.conns);
     eai_tls_free(s->g.tls);
+    eai_bearer_shutdown();
     g_srv = NULL;
     free(s);
 }

@@ -234,6 +234,13 @@ void eai_span_end(struct eai_span *s, int error)
 {
     if (!s)
         return;
+    pthread_mutex_lock(&eai_tr.mu);
+    int sink = eai_tr.ops != NULL;
+    pthread_mutex_unlock(&eai_tr.mu);
+    if (!sink && !eai_log_enabled(EAI_LOG_DEBUG)) { /* nobody reads it: no document */
+        span_free(s);
+        return;
+    }
     json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:s, s:O}",
                           "trace_id", s->trace_id, "span_id", s->span_id,
                           "parent_span_id", s->parent_span_id, "name", s->name,

@@ -285,6 +285,10 @@ static void test_revoke_while_running(void)
     struct th_resp r;
     CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h, NULL, &r), 200);
     th_resp_free(&r);
+    /* the second is answered from the cache of verified keys (http/auth_cache.c):
+     * the revocation below must still be seen by the very next request */
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h, NULL, &r), 200);
+    th_resp_free(&r);
     char key_id[17];
     memcpy(key_id, key + 4, 16);
     key_id[16] = '\0';
@@ -549,6 +553,21 @@ static void test_idempotency_and_tenants(void)
         th_resp_free(&r);
     }
     CU_ASSERT(terminal);
+    /* finished: the document is served from memory from now on
+     * (exec/doc_cache.c): byte for byte what storage gave, and still
+     * never to another tenant */
+    struct th_resp a1, a2, b1;
+    CU_ASSERT_EQUAL(req("GET", loc, ga, NULL, &a1), 200);
+    CU_ASSERT_EQUAL(req("GET", loc, ga, NULL, &a2), 200);
+    CU_ASSERT_EQUAL(req("GET", loc, gb, NULL, &b1), 404);
+    CU_ASSERT_STRING_EQUAL(th_code(&b1), "not_found");
+    CU_ASSERT(a1.body && a2.body && a1.len == a2.len && memcmp(a1.body, a2.body, a1.len) == 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(a2.json, "status")) ?
+                           json_string_value(json_object_get(a2.json, "status")) : "", "error");
+    CU_ASSERT_STRING_EQUAL(th_header(&a2, "Content-Type") ? th_header(&a2, "Content-Type") : "", "application/json");
+    th_resp_free(&a1);
+    th_resp_free(&a2);
+    th_resp_free(&b1);
 }
 
 static const char *manifest_yaml =

@@ -1,0 +1,341 @@
+#!/usr/bin/env bash
+# Performance benchmark of issue 15 (not a CI test; run as root on an idle
+# machine, ratios in one run are what count):
+#
+#   EAI_BUILD_DIR=build EAI_IMAGE_DIR=/path/to/images bench/perf.sh
+#
+# Prints, in one run, for `python3 -c 'print(2+2)'` in python:3.11-slim:
+#   raw_cold   `runsc run` of an identical bundle (the cold floor)
+#   raw_exec   `runsc exec` into an already booted sandbox (today's warm floor)
+#   eaid_cold  POST + long-poll GET until terminal, eaid with `pool: 0`
+#   eaid_warm  the same with the warm pool (`pool: 2`, the default)
+# interleaved, PERF_SAMPLES (30) each; throughput at concurrency 4 (warm);
+# `GET /v1/sandbox/executions/{id}` of one finished execution with wrk at 256
+# connections beside bench/evhttp_min.c (a bare libevent evhttp server
+# answering a fixed 1 KB JSON body); eaid's RSS idle and after that load; a
+# burst of PERF_BURST (1000) submissions from 32 clients (every accepted one
+# must end terminal; queue wait p99, peak RSS); the last line is exactly
+#   warm_vs_exec_floor=<warm p50 / raw exec p50> cold_vs_raw=<cold p50 / raw run p50>
+#   overhead_ms_p50=<warm p50 - raw exec p50> get_vs_evhttp=<req/s ratio>
+#   rss_after_load_mib=<VmRSS after wrk>
+# Every loop is bounded in count and time.  PERF_ONLY=get runs only the API
+# part (one execution, pool off).  Needs `wrk` (Debian: apt-get install wrk; installed
+# here when missing and apt-get exists) and a C compiler with libevent headers.
+set -euo pipefail
+
+BUILD=${EAI_BUILD_DIR:-build}
+BUILD=$(cd "$BUILD" && pwd)
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+SAMPLES=${PERF_SAMPLES:-30}
+BURST=${PERF_BURST:-1000}
+WRK_S=${PERF_WRK_S:-10}
+ONLY=${PERF_ONLY:-all}
+RUNSC=${EAI_SANDBOX_RUNSC:-$(command -v runsc || true)}
+IMAGE=python:3.11-slim
+IMAGES=${EAI_IMAGE_DIR:-$BUILD/images}
+EAID=$BUILD/eaid
+[ -x "$EAID" ] || { echo "bench: $EAID not built" >&2; exit 1; }
+if ! command -v wrk >/dev/null; then
+  command -v apt-get >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk >&2
+  command -v wrk >/dev/null || { echo "bench: wrk missing (apt-get install wrk)" >&2; exit 1; }
+fi
+if [ "$ONLY" != get ]; then
+  [ -x "$RUNSC" ] || { echo "bench: runsc not found" >&2; exit 1; }
+  ls "$IMAGES/python/3.11-slim/rootfs" >/dev/null 2>&1 ||
+    { echo "bench: image $IMAGE missing in $IMAGES (eaid images build $IMAGE)" >&2; exit 1; }
+fi
+
+work=$(mktemp -d /tmp/eai-perf-XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  if [ -n "$RUNSC" ] && [ -d "$work/raw-state" ]; then
+    "$RUNSC" --root="$work/raw-state" list -quiet 2>/dev/null | while read -r id; do
+      "$RUNSC" --root="$work/raw-state" delete --force "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  if [ -n "${PERF_KEEP:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+cc -O2 -o "$work/evhttp_min" "$SRC/bench/evhttp_min.c" -levent
+free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+
+# start_eaid NAME POOL -> sets port_NAME, key_NAME, pid_NAME
+start_eaid() {
+  local name=$1 pool=$2 port
+  port=$(free_port)
+  mkdir -p "$work/$name" && chmod 700 "$work/$name"
+  printf 'isolation:\n  gvisor:\n    pool: %s\n' "$pool" >"$work/$name.yaml"
+  local env=(EAI_DATA_DIR="$work/$name" EAI_IMAGE_DIR="$IMAGES" EAI_PLUGIN_DIR="$BUILD/plugins"
+             EAI_SANDBOX_RUNSC="${RUNSC:-runsc}" EAI_LISTEN="127.0.0.1:$port")
+  env "${env[@]}" "$EAID" --config "$work/$name.yaml" migrate >/dev/null 2>&1 || true
+  local tenant key
+  tenant=$(env "${env[@]}" "$EAID" --config "$work/$name.yaml" tenants create bench |
+           python3 -c 'import json,sys;print(json.load(sys.stdin)["id"])')
+  key=$(env "${env[@]}" "$EAID" --config "$work/$name.yaml" keys create --tenant "$tenant" --name bench |
+        tail -n1 | grep -o 'eai_[A-Za-z0-9_]*' | head -n1)
+  env "${env[@]}" "$EAID" serve --config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
+  pids+=($!)
+  eval "port_$name=$port key_$name=$key pid_$name=$!"
+}
+
+if [ "$ONLY" = get ]; then
+  start_eaid warm 0
+  start_eaid cold 0
+else
+  start_eaid warm 2
+  start_eaid cold 0
+fi
+evport=$(free_port)
+"$work/evhttp_min" "$evport" &
+pids+=($!)
+
+python3 - "$RUNSC" "$IMAGES/python/3.11-slim/rootfs" "$work" "$SAMPLES" "$BURST" "$WRK_S" "$ONLY" \
+  "$port_warm" "$key_warm" "$pid_warm" "$port_cold" "$key_cold" "$evport" <<'PY'
+import http.client, json, os, re, statistics, subprocess, sys, threading, time
+(runsc, rootfs, work, samples, burst, wrk_s, only, port_w, key_w, pid_w, port_c, key_c, evport) = sys.argv[1:]
+samples, burst, wrk_s = int(samples), int(burst), int(wrk_s)
+port_w, port_c, pid_w, evport = int(port_w), int(port_c), int(pid_w), int(evport)
+CMD = ["python3", "-c", "print(2+2)"]
+state = os.path.join(work, "raw-state")
+os.makedirs(state, exist_ok=True)
+DEADLINE = time.monotonic() + 1800  # the whole bench: 30 min at most
+
+def pct(v, p):
+    v = sorted(v); k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1)); return v[k]
+
+def rss_mib(pid):
+    for line in open("/proc/%d/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024.0
+    return 0.0
+
+def bundle(i, args):
+    d = os.path.join(work, "raw-%d" % i)
+    os.makedirs(d, exist_ok=True)
+    spec = {
+        "ociVersion": "1.0.2",
+        "process": {"terminal": False, "user": {"uid": 65534, "gid": 65534}, "args": args,
+                    "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8"],
+                    "cwd": "/tmp", "capabilities": {k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")},
+                    "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}, {"type": "RLIMIT_NPROC", "hard": 128, "soft": 128}],
+                    "noNewPrivileges": True},
+        "root": {"path": rootfs, "readonly": True}, "hostname": "sandbox",
+        "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+                   {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=65536k", "mode=1777"]},
+                   {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=32768k"]},
+                   {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro", "nosuid", "nodev", "noexec"]}],
+        "linux": {"namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+                  "resources": {"memory": {"limit": 268435456}, "cpu": {"quota": 100000, "period": 100000}}},
+    }
+    json.dump(spec, open(os.path.join(d, "config.json"), "w"))
+    return d
+
+RS = [runsc, "--root=" + state, "--network=none", "--platform=ptrace"]
+seq = [0]
+lock = threading.Lock()
+def raw_run(b):
+    with lock:
+        seq[0] += 1
+        cid = "perf-%d-%d" % (os.getpid(), seq[0])
+    t = time.monotonic()
+    out = subprocess.run(RS + ["run", "--bundle", b, cid], stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    dt = time.monotonic() - t
+    assert out.returncode == 0 and out.stdout == b"4\n", out
+    return dt
+
+def raw_exec(cid):
+    t = time.monotonic()
+    out = subprocess.run(RS + ["exec", "--user", "65534:65534", "--cwd", "/tmp", cid] + CMD,
+                         stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
+    dt = time.monotonic() - t
+    assert out.returncode == 0 and out.stdout == b"4\n", out
+    return dt
+
+BODY = json.dumps({"profile": "gvisor", "image": "python:3.11-slim", "command": CMD,
+                   "limits": {"cpu": "1", "memory": "256Mi", "timeout_s": 30}})
+def hdr(key):
+    return {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
+
+def connect(port):
+    for _ in range(100):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("GET", "/healthz"); c.getresponse().read()
+            return c
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("eaid on %d did not come up" % port)
+
+def wait_ready(port):
+    c = connect(port)
+    for _ in range(150):
+        c.request("GET", "/readyz"); r = c.getresponse(); r.read()
+        if r.status == 200:
+            return
+        time.sleep(0.2)
+    raise SystemExit("eaid on %d not ready" % port)
+
+def submit(conn, key, body=BODY):
+    for _ in range(200):  # bounded retry of 429/503 (admission back-pressure)
+        conn.request("POST", "/v1/sandbox/executions", body, hdr(key))
+        r = conn.getresponse(); b = json.loads(r.read())
+        if r.status in (429, 503):
+            time.sleep(float(r.getheader("Retry-After") or 0.2) or 0.2)
+            continue
+        assert r.status in (200, 201, 202), (r.status, b)
+        return b["id"]
+    raise SystemExit("submission refused 200 times")
+
+def wait_terminal(conn, key, eid):
+    for _ in range(20):
+        conn.request("GET", "/v1/sandbox/executions/%s?wait_s=30" % eid, headers=hdr(key))
+        r = conn.getresponse(); b = json.loads(r.read())
+        if b.get("status") not in ("queued", "running"):
+            return b
+    raise SystemExit("execution %s not terminal after 10 min" % eid)
+
+def eaid_once(conn, key):
+    t = time.monotonic()
+    b = wait_terminal(conn, key, submit(conn, key))
+    dt = time.monotonic() - t
+    assert b["status"] == "succeeded" and b.get("stdout") == "4\n", b
+    return dt, b
+
+out = {}
+rss_idle = rss_mib(pid_w)
+if only != "get":
+    wait_ready(port_w); wait_ready(port_c)
+    cw, cc = connect(port_w), connect(port_c)
+    b0 = bundle(0, CMD)
+    boot = bundle(99, ["sleep", "3600"])
+    bootcid = "perf-boot-%d" % os.getpid()
+    subprocess.run(RS + ["run", "--detach", "--bundle", boot, bootcid], stdin=subprocess.DEVNULL,
+                   capture_output=True, timeout=60, check=True)
+    raw_run(b0); raw_exec(bootcid); eaid_once(cc, key_c); eaid_once(cw, key_w)  # warm caches
+    raw, rex, ecold, ewarm = [], [], [], []
+    for i in range(samples):  # interleaved
+        if time.monotonic() > DEADLINE: raise SystemExit("bench: deadline")
+        raw.append(raw_run(b0))
+        rex.append(raw_exec(bootcid))
+        ecold.append(eaid_once(cc, key_c)[0])
+        time.sleep(0.3)  # the pool refills (what a steady warm client sees)
+        ewarm.append(eaid_once(cw, key_w)[0])
+    subprocess.run(RS + ["delete", "--force", bootcid], capture_output=True, timeout=60)
+    for name, v in (("raw_cold(runsc run)", raw), ("raw_exec(runsc exec)", rex),
+                    ("eaid_cold(pool 0)", ecold), ("eaid_warm(pool 2)", ewarm)):
+        print("%-22s p50=%6.1fms p90=%6.1fms p99=%6.1fms n=%d" % (name, 1000 * pct(v, 50), 1000 * pct(v, 90),
+                                                                1000 * pct(v, 99), len(v)))
+    out.update(raw=raw, rex=rex, ecold=ecold, ewarm=ewarm)
+
+    # steady throughput at concurrency 4 (warm eaid)
+    def tput(conc, n):
+        done = [0]; errs = []
+        def worker():
+            c = connect(port_w)
+            while True:
+                with lock:
+                    if done[0] >= n: return
+                    done[0] += 1
+                try: eaid_once(c, key_w)
+                except BaseException as e: errs.append(e)
+        t = time.monotonic()
+        th = [threading.Thread(target=worker) for _ in range(conc)]
+        [x.start() for x in th]; [x.join() for x in th]
+        if errs: raise SystemExit("errors: %r" % errs[:3])
+        return n / (time.monotonic() - t)
+    out["c4"] = tput(4, 32)
+    print("throughput c4 (eaid warm): %.2f executions/s" % out["c4"])
+
+# ---- API: GET of one finished execution, wrk at 256 connections, beside evhttp
+c = connect(port_w)
+if only == "get":
+    wait_ready(port_w)
+eid = submit(c, key_w); wait_terminal(c, key_w, eid)
+url = "http://127.0.0.1:%d/v1/sandbox/executions/%s" % (port_w, eid)
+
+def wrk(url, headers):
+    argv = ["wrk", "-t2", "-c256", "-d%ds" % wrk_s, "--latency", "--timeout", "5s"]
+    for h in headers: argv += ["-H", h]
+    res = subprocess.run(argv + [url], capture_output=True, text=True, timeout=wrk_s + 60)
+    txt = res.stdout
+    rps = float(re.search(r"Requests/sec:\s*([\d.]+)", txt).group(1))
+    def lat(p):
+        m = re.search(r"^\s*%s%%\s+([\d.]+)(us|ms|s)" % p, txt, re.M)
+        v = float(m.group(1)); return v / 1000 if m.group(2) == "us" else v * 1000 if m.group(2) == "s" else v
+    non2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", txt)
+    errs = re.search(r"Socket errors:.*", txt)
+    return rps, lat(50), lat(99), int(non2xx.group(1)) if non2xx else 0, errs.group(0) if errs else ""
+
+# the body sizes, for the record
+c.request("GET", "/v1/sandbox/executions/" + eid, headers=hdr(key_w)); r = c.getresponse(); gb = r.read()
+assert r.status == 200, (r.status, gb)
+# evhttp first, then eaid, then evhttp again (the mean of the two is the baseline)
+ev1 = wrk("http://127.0.0.1:%d/" % evport, [])
+eg = wrk(url, ["Authorization: Bearer " + key_w])
+ev2 = wrk("http://127.0.0.1:%d/" % evport, [])
+ev_rps = (ev1[0] + ev2[0]) / 2
+rss_load = rss_mib(pid_w)
+print("GET wrk c256 %ds: evhttp %.0f/%.0f req/s p99=%.1f/%.1fms (1024 B body); eaid %.0f req/s p50=%.1fms p99=%.1fms "
+      "(%d B body, non-2xx=%d %s)" % (wrk_s, ev1[0], ev2[0], ev1[2], ev2[2], eg[0], eg[1], eg[2], len(gb), eg[3], eg[4]))
+print("RSS eaid: idle %.1f MiB, after GET load %.1f MiB" % (rss_idle, rss_load))
+if eg[3]:
+    raise SystemExit("bench: %d non-2xx answers to GET" % eg[3])
+
+# ---- burst: BURST submissions from 32 clients, every accepted one terminal
+if only != "get" and burst > 0:
+    ids, errs, peak = [], [], [rss_load]
+    nxt = [0]
+    stop = threading.Event()
+    def sampler():
+        while not stop.wait(0.2):
+            peak[0] = max(peak[0], rss_mib(pid_w))
+    def client():
+        c = connect(port_w)
+        while True:
+            with lock:
+                if nxt[0] >= burst: return
+                nxt[0] += 1
+            try:
+                eid = submit(c, key_w)
+                with lock: ids.append(eid)
+            except BaseException as e:
+                errs.append(e)
+    sth = threading.Thread(target=sampler); sth.start()
+    t0 = time.monotonic()
+    th = [threading.Thread(target=client) for _ in range(32)]
+    [x.start() for x in th]; [x.join() for x in th]
+    t_sub = time.monotonic() - t0
+    rss_queued = rss_mib(pid_w)
+    # every accepted one terminal
+    recs = [None] * len(ids)
+    def waiter(k):
+        c = connect(port_w)
+        for i in range(k, len(ids), 8):
+            try: recs[i] = wait_terminal(c, key_w, ids[i])
+            except BaseException as e: errs.append(e)
+    th = [threading.Thread(target=waiter, args=(k,)) for k in range(8)]
+    [x.start() for x in th]; [x.join() for x in th]
+    t_all = time.monotonic() - t0
+    stop.set(); sth.join()
+    ok = sum(1 for b in recs if b and b.get("status") == "succeeded")
+    term = sum(1 for b in recs if b and b.get("status") not in ("queued", "running"))
+    def ms(s):
+        import datetime
+        return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1000
+    qw = [ms(b["started_at"]) - ms(b["created_at"]) for b in recs if b and b.get("started_at") and b.get("created_at")]
+    print("burst %d from 32 clients: accepted=%d terminal=%d succeeded=%d lost=%d errors=%d; submit %.1fs, "
+          "all terminal %.1fs -> %.2f executions/s (steady c4 %.2f/s); queue wait p50=%.0fms p99=%.0fms; "
+          "RSS after submissions %.1f MiB, peak %.1f MiB" % (
+          burst, len(ids), term, ok, len(ids) - term, len(errs), t_sub, t_all, len(ids) / t_all, out["c4"],
+          pct(qw, 50) if qw else -1, pct(qw, 99) if qw else -1, rss_queued, peak[0]))
+
+if only == "get":
+    print("warm_vs_exec_floor=NA cold_vs_raw=NA overhead_ms_p50=NA get_vs_evhttp=%.3f rss_after_load_mib=%.1f" % (
+          eg[0] / ev_rps, rss_load))
+else:
+    print("warm_vs_exec_floor=%.3f cold_vs_raw=%.3f overhead_ms_p50=%.1f get_vs_evhttp=%.3f rss_after_load_mib=%.1f" % (
+          pct(out["ewarm"], 50) / pct(out["rex"], 50), pct(out["ecold"], 50) / pct(out["raw"], 50),
+          1000 * (pct(out["ewarm"], 50) - pct(out["rex"], 50)), eg[0] / ev_rps, rss_load))
+PY

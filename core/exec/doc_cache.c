@@ -1,0 +1,128 @@
+/* Cache of finished executions' GET documents (exec/doc_cache.h). */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exec/doc_cache.h"
+
+#define BUCKETS 1024
+
+struct doc {
+    struct doc *hnext;          /* bucket chain */
+    struct doc *older, *newer;  /* age list */
+    unsigned hash;
+    size_t len;
+    char *key;                  /* "tenant\nid" */
+    char body[];                /* len bytes */
+};
+
+struct eai_doc_cache {
+    size_t budget, used;
+    struct doc *bucket[BUCKETS];
+    struct doc *oldest, *newest;
+};
+
+static unsigned key_hash(const char *tenant, const char *id)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = tenant; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    h = (h ^ '\n') * 16777619u;
+    for (const char *p = id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h;
+}
+
+static int key_is(const struct doc *d, const char *tenant, const char *id)
+{
+    size_t tl = strlen(tenant);
+    return strncmp(d->key, tenant, tl) == 0 && d->key[tl] == '\n' && strcmp(d->key + tl + 1, id) == 0;
+}
+
+struct eai_doc_cache *eai_doc_cache_new(size_t budget)
+{
+    struct eai_doc_cache *c = calloc(1, sizeof *c);
+    if (c)
+        c->budget = budget;
+    return c;
+}
+
+static void doc_drop(struct eai_doc_cache *c, struct doc *d)
+{
+    struct doc **pp = &c->bucket[d->hash % BUCKETS];
+    while (*pp && *pp != d)
+        pp = &(*pp)->hnext;
+    if (*pp)
+        *pp = d->hnext;
+    if (d->older)
+        d->older->newer = d->newer;
+    else
+        c->oldest = d->newer;
+    if (d->newer)
+        d->newer->older = d->older;
+    else
+        c->newest = d->older;
+    c->used -= d->len + strlen(d->key) + sizeof *d;
+    free(d->key);
+    free(d);
+}
+
+void eai_doc_cache_free(struct eai_doc_cache *c)
+{
+    if (!c)
+        return;
+    while (c->oldest)
+        doc_drop(c, c->oldest);
+    free(c);
+}
+
+const char *eai_doc_cache_get(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len)
+{
+    if (!c || !c->budget || !tenant || !id)
+        return NULL;
+    unsigned h = key_hash(tenant, id);
+    for (struct doc *d = c->bucket[h % BUCKETS]; d; d = d->hnext)
+        if (d->hash == h && key_is(d, tenant, id)) {
+            *len = d->len;
+            return d->body;
+        }
+    return NULL;
+}
+
+void eai_doc_cache_put(struct eai_doc_cache *c, const char *tenant, const char *id, const char *doc, size_t len)
+{
+    size_t dummy;
+    if (!c || !c->budget || !tenant || !id || len > EAI_DOC_CACHE_MAX_DOC ||
+        eai_doc_cache_get(c, tenant, id, &dummy))
+        return;
+    size_t kl = strlen(tenant) + 1 + strlen(id);
+    size_t cost = len + kl + sizeof(struct doc);
+    if (cost > c->budget)
+        return;
+    struct doc *d = malloc(sizeof *d + len);
+    char *key = malloc(kl + 1);
+    if (!d || !key) {
+        free(d);
+        free(key);
+        return;
+    }
+    while (c->oldest && c->used + cost > c->budget)
+        doc_drop(c, c->oldest);
+    strcpy(key, tenant);
+    strcat(key, "\n");
+    strcat(key, id);
+    d->key = key;
+    d->len = len;
+    memcpy(d->body, doc, len);
+    d->hash = key_hash(tenant, id);
+    d->hnext = c->bucket[d->hash % BUCKETS];
+    c->bucket[d->hash % BUCKETS] = d;
+    d->older = c->newest;
+    d->newer = NULL;
+    if (c->newest)
+        c->newest->newer = d;
+    else
+        c->oldest = d;
+    c->newest = d;
+    c->used += cost;
+}

@@ -1,0 +1,207 @@
+/* Cache of verified API keys on the loop thread (http/auth_cache.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "http/auth_cache.h"
+#include "http/auth.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#define SLOTS 256 /* direct-mapped by key id (random hex): a collision only costs a miss */
+
+struct slot {
+    char key_id[EAI_KEY_ID_LEN + 1]; /* "" when empty */
+    unsigned char digest[32];        /* SHA-256 of the secret that passed the HMAC check */
+    char tenant[64];
+    int64_t expires_ms;              /* INT64_MAX: never */
+    int64_t until_ms;                /* cached until */
+    int64_t refresh_ms;              /* a hit from then on asks storage again in the background */
+    int refreshing;                  /* that background lookup is under way */
+};
+
+struct eai_auth_cache {
+    int ttl_ms;
+    int ifd;                         /* inotify on the data dir, -1 without */
+    uint64_t gen;                    /* bumped by every clear */
+    struct slot slot[SLOTS];
+};
+
+static EVP_MD *g_sha256;
+static pthread_once_t g_sha256_once = PTHREAD_ONCE_INIT;
+static void sha256_fetch(void) { g_sha256 = EVP_MD_fetch(NULL, "SHA256", NULL); }
+
+int eai_auth_cache_digest(const char *secret, unsigned char out[32])
+{
+    pthread_once(&g_sha256_once, sha256_fetch);
+    unsigned int len = 0;
+    return g_sha256 && EVP_Digest(secret, strlen(secret), out, &len, g_sha256, NULL) == 1 && len == 32 ? 0 : -1;
+}
+
+static unsigned slot_of(const char *key_id)
+{
+    unsigned h = 2166136261u;
+    for (const char *p = key_id; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % SLOTS;
+}
+
+static void watch_drain(struct eai_auth_cache *c);
+
+struct eai_auth_cache *eai_auth_cache_new(int ttl_ms, const char *data_dir)
+{
+    struct eai_auth_cache *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->ttl_ms = ttl_ms;
+    c->ifd = -1;
+    if (ttl_ms > 0 && data_dir) {
+        c->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+        if (c->ifd >= 0 &&
+            inotify_add_watch(c->ifd, data_dir, IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVED_TO | IN_CREATE) < 0) {
+            close(c->ifd);
+            c->ifd = -1;
+        }
+        if (c->ifd < 0) {
+            /* without the watch a CLI revocation would wait for the TTL: no cache then */
+            eai_log("http", EAI_LOG_WARN, "auth cache off: cannot watch %s for revocations: %s", data_dir,
+                    strerror(errno));
+            c->ttl_ms = 0;
+        }
+    }
+    return c;
+}
+
+void eai_auth_cache_free(struct eai_auth_cache *c)
+{
+    if (!c)
+        return;
+    if (c->ifd >= 0)
+        close(c->ifd);
+    explicit_bzero(c, sizeof *c);
+    free(c);
+}
+
+void eai_auth_cache_clear(struct eai_auth_cache *c)
+{
+    if (!c)
+        return;
+    memset(c->slot, 0, sizeof c->slot);
+    c->gen++;
+}
+
+uint64_t eai_auth_cache_gen(struct eai_auth_cache *c)
+{
+    if (!c)
+        return 0;
+    watch_drain(c);
+    return c->gen;
+}
+
+/* Drain the inotify queue (non-blocking); a marker event empties the cache. */
+static void watch_drain(struct eai_auth_cache *c)
+{
+    if (c->ifd < 0)
+        return;
+    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+    for (;;) {
+        ssize_t n = read(c->ifd, buf, sizeof buf);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno != EAGAIN) /* overflow or worse: be safe */
+                eai_auth_cache_clear(c);
+            return;
+        }
+        for (char *p = buf; p < buf + n;) {
+            const struct inotify_event *ev = (const struct inotify_event *)p;
+            if ((ev->mask & IN_Q_OVERFLOW) || (ev->len && strcmp(ev->name, EAI_AUTH_MARKER) == 0))
+                eai_auth_cache_clear(c);
+            p += sizeof *ev + ev->len;
+        }
+    }
+}
+
+int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const char *secret, int64_t now_ms,
+                         char *tenant, size_t tenant_sz)
+{
+    if (!c || c->ttl_ms <= 0)
+        return 0;
+    struct slot *s = &c->slot[slot_of(key_id)];
+    if (!s->key_id[0] || strcmp(s->key_id, key_id) != 0)
+        return 0;
+    watch_drain(c); /* a revocation queued before this request was sent is seen now */
+    if (!s->key_id[0] || now_ms >= s->until_ms || now_ms >= s->expires_ms) {
+        s->key_id[0] = '\0';
+        return 0;
+    }
+    unsigned char got[32];
+    int same = eai_auth_cache_digest(secret, got) == 0 && CRYPTO_memcmp(got, s->digest, 32) == 0;
+    explicit_bzero(got, sizeof got);
+    if (!same)
+        return 0; /* storage decides and says why */
+    snprintf(tenant, tenant_sz, "%s", s->tenant);
+    if (now_ms >= s->refresh_ms && !s->refreshing) {
+        s->refreshing = 1;
+        return 2;
+    }
+    return 1;
+}
+
+void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_id,
+                        const unsigned char digest[32], const json_t *rec, int64_t now_ms)
+{
+    if (!c || c->ttl_ms <= 0 || !rec || strlen(key_id) != EAI_KEY_ID_LEN)
+        return;
+    watch_drain(c);
+    if (gen != c->gen)
+        return; /* a revocation was seen while storage was asked: the record may predate it */
+    const char *tenant = json_string_value(json_object_get(rec, "tenant_id"));
+    if (!tenant || strlen(tenant) >= sizeof c->slot[0].tenant)
+        return;
+    int64_t exp = INT64_MAX;
+    const json_t *e = json_object_get(rec, "expires_at");
+    if (e && !json_is_null(e) && (!json_is_string(e) || eai_time_parse_rfc3339(json_string_value(e), &exp) < 0))
+        return;
+    struct slot *s = &c->slot[slot_of(key_id)];
+    snprintf(s->key_id, sizeof s->key_id, "%s", key_id);
+    memcpy(s->digest, digest, 32);
+    snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+    s->expires_ms = exp;
+    s->until_ms = now_ms + c->ttl_ms;
+    s->refresh_ms = now_ms + c->ttl_ms / 2;
+    s->refreshing = 0;
+}
+
+void eai_auth_cache_drop(struct eai_auth_cache *c, const char *key_id, int only_flag)
+{
+    if (!c)
+        return;
+    struct slot *s = &c->slot[slot_of(key_id)];
+    if (strcmp(s->key_id, key_id) != 0)
+        return;
+    if (only_flag)
+        s->refreshing = 0;
+    else
+        memset(s, 0, sizeof *s);
+}
+
+int eai_auth_cache_notify(const char *data_dir)
+{
+    char path[PATH_MAX];
+    if (!data_dir || snprintf(path, sizeof path, "%s/%s", data_dir, EAI_AUTH_MARKER) >= (int)sizeof path)
+        return -1;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    return close(fd);
+}

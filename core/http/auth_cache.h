@@ -1,0 +1,58 @@
+/* Cache of verified API keys on the loop thread (http/auth_cache.c).
+ *
+ * A key that passed the storage lookup and the HMAC check is remembered for
+ * auth.cache_ttl_ms: the next requests with it are answered on the loop
+ * (HMAC of the presented secret against the stored hash, expiry) without a
+ * worker hop or a storage read: the presented secret's SHA-256 must equal
+ * that of the secret which passed the HMAC check (secrets are 128 random
+ * bits: a plain digest is enough, and cheaper than the HMAC).  Revocation: `eaid keys revoke` touches
+ * <data_dir>/keys.changed; an inotify watch on the data dir, drained before
+ * every cache hit, empties the cache, so a key revoked by the CLI of this
+ * host is refused on the next request.  A revocation this process cannot see
+ * (the CLI of another host on a shared PostgreSQL) takes effect within the
+ * TTL.  Failures are never cached. */
+#ifndef EAI_HTTP_AUTH_CACHE_H
+#define EAI_HTTP_AUTH_CACHE_H
+
+#include <stdint.h>
+#include <jansson.h>
+
+#define EAI_AUTH_MARKER "keys.changed"
+
+struct eai_auth_cache;
+
+/* ttl_ms 0: no cache (every lookup misses).  data_dir: where the marker
+ * lives (NULL: no watch, TTL only). */
+struct eai_auth_cache *eai_auth_cache_new(int ttl_ms, const char *data_dir);
+void eai_auth_cache_free(struct eai_auth_cache *c);
+
+/* 1: key_id is cached, live, and secret matches (tenant written, up to
+ * tenant_sz); 2: the same, and the entry is past half its TTL: the caller
+ * refreshes it with a background lookup (a steady client never waits for
+ * storage, and 256 connections never all miss at once); 0: ask storage. */
+int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const char *secret, int64_t now_ms,
+                         char *tenant, size_t tenant_sz);
+
+/* SHA-256 of a secret (any thread).  0 or -1. */
+int eai_auth_cache_digest(const char *secret, unsigned char out[32]);
+
+/* The generation before asking storage: a put with an older one (a
+ * revocation was seen meanwhile) is dropped. */
+uint64_t eai_auth_cache_gen(struct eai_auth_cache *c);
+
+/* Remember a key record that just passed eai_auth_check(); gen from
+ * eai_auth_cache_gen() taken before the lookup. */
+void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_id,
+                        const unsigned char digest[32], const json_t *rec, int64_t now_ms);
+
+/* After a background refresh: only_flag 1 (storage failed: the entry
+ * stays until its TTL) or 0 (the key is no longer good: forget it). */
+void eai_auth_cache_drop(struct eai_auth_cache *c, const char *key_id, int only_flag);
+
+/* Forget everything (a revocation was seen). */
+void eai_auth_cache_clear(struct eai_auth_cache *c);
+
+/* The CLI after a revocation: touch <data_dir>/keys.changed.  0 or -1. */
+int eai_auth_cache_notify(const char *data_dir);
+
+#endif
