@@ -94,6 +94,20 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     return 0;
 }
 
+/* A cold sandbox dies with eaid (plugins/common/pc_watchdog.c); a warm one
+ * has the pool's watchdog. */
+static int gv_watchdog(void *drv, struct eai_pc_run *run, struct eai_pc_wd *wd)
+{
+    struct gv *g = drv;
+    struct gv_run *p = priv(run);
+    if (p->pooled)
+        return -1;
+    snprintf(p->root, sizeof(p->root), "--root=%s", g->state_dir);
+    *wd = (struct eai_pc_wd){.runtime = g->runsc, .root_arg = p->root, .cid = run->b.cid, .cgpath = run->b.cgpath,
+                             .dir = run->b.dir};
+    return 0;
+}
+
 static int gv_stop_step(void *drv, struct eai_pc_run *run, int step, struct eai_pc_stop *st)
 {
     struct gv *g = drv;
@@ -190,7 +204,7 @@ static const struct eai_pc_driver_ops gv_driver = {
     .priv_size = sizeof(struct gv_run),
     .gate = gv_gate, .admit = gv_admit, .prepare = gv_prepare, /* the warm pool hands over in admit */
     .started_on_spawn = 1, .spawn_argv = gv_spawn_argv,
-    .stop_step = gv_stop_step,
+    .stop_step = gv_stop_step, .watchdog = gv_watchdog,
     .drain_reads = 64, /* a sandbox process alive after a hard kill must not pin the loop */
     .end_work = gv_end_work, .classify = gv_classify, .teardown_work = gv_teardown_work, .retire = gv_retire,
     .shutdown = gv_shutdown, .release = gv_release,
