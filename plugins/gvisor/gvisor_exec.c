@@ -30,6 +30,8 @@ struct gv_run {
     char root[PATH_MAX + 16];
     char plat[64];
     char procf[PATH_MAX + 32];
+    char dlog[PATH_MAX + 48];   /* --debug-log=<bundle>/runsc-%COMMAND%.log */
+    const char *died;           /* end_work: the sandbox's runtime processes died under it */
 };
 
 static struct gv_run *priv(struct eai_pc_run *run)
@@ -85,9 +87,10 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     struct gv_run *p = priv(run);
     snprintf(p->root, sizeof(p->root), "--root=%s", g->state_dir);
     snprintf(p->plat, sizeof(p->plat), "--platform=%s", g->platform);
-    char *run_argv[] = {g->runsc, p->root, "--network=none", p->plat, "run", "--bundle", run->b.dir, run->b.cid,
-                        NULL};
-    char *exec_argv[] = {g->runsc, p->root, "exec", "--process", p->procf, run->b.cid, NULL};
+    gv_debug_log_arg(p->dlog, sizeof(p->dlog), run->b.dir);
+    char *run_argv[] = {g->runsc, p->root, p->dlog, "--network=none", p->plat, "run", "--bundle", run->b.dir,
+                        run->b.cid, NULL};
+    char *exec_argv[] = {g->runsc, p->root, p->dlog, "exec", "--process", p->procf, run->b.cid, NULL};
     char **src = p->pooled ? exec_argv : run_argv;
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
@@ -136,6 +139,7 @@ static int gv_stop_step(void *drv, struct eai_pc_run *run, int step, struct eai_
 static void gv_end_work(void *drv, struct eai_pc_run *run)
 {
     gv_cgroup_stats(&run->b, &run->stats);
+    priv(run)->died = gv_runtime_died(run->b.dir, priv(run)->pooled ? "exec" : "run");
     if (priv(run)->pooled) {
         run->stats.cpu_seconds -= priv(run)->cpu0;
         if (run->stats.cpu_seconds < 0)
@@ -158,6 +162,12 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
     int ws = run->wait_status;
     if (run->stats.oom) {
         r->outcome = EAI_OUT_OOM;
+    } else if (priv(run)->died && !run->hard_killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 128 + SIGKILL) {
+        /* runsc reports the program killed by SIGKILL, and its logs say the
+         * sandbox or gofer process died first: the platform failed, not the
+         * program (a wait RPC also fails, harmlessly, when the sandbox
+         * ends normally under load: then the status is the program's) */
+        eai_pc_result_failed(r, msg, msglen, "the sandbox runtime failed: %s", priv(run)->died);
     } else if (WIFSIGNALED(ws)) {
         /* runsc itself died of a signal we did not send. */
         eai_pc_result_failed(r, msg, msglen, "runsc killed by signal %d", WTERMSIG(ws));

@@ -291,10 +291,11 @@ static void prepare_done(void *arg)
         return;
     }
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
-    char root[PATH_MAX + 16], plat[64];
+    char root[PATH_MAX + 16], plat[64], dlog[PATH_MAX + 48];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
-    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    gv_debug_log_arg(dlog, sizeof(dlog), p->b.dir);
+    char *argv[] = {g->runsc, root, dlog, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
     /* An idle (or taken) warm sandbox must not outlive eaid either. */
     struct eai_pc_wd wd = {.runtime = g->runsc, .root_arg = root, .cid = p->b.cid, .cgpath = p->b.cgpath,
                            .dir = p->b.dir};

@@ -77,9 +77,11 @@ def leftovers(e):
 
 def wait_none(e, deadline, what):
     last = None
+    t0 = time.time()
     while time.time() < deadline:
         last = leftovers(e)
         if not last:
+            print("  %s: everything gone %.2f s after kill -9" % (what, time.time() - t0), flush=True)
             return
         time.sleep(0.25)
     raise Fail("%s: still there %.1f s after the deadline: %s" % (what, time.time() - deadline + GRACE_S,
