@@ -25,6 +25,7 @@ static struct {
     struct eai_work *head, *tail;     /* to run */
     struct eai_work *done_head, *done_tail;
     int queued, running, stopping, nthreads;
+    int queue_max;                    /* EAI_WORK_QUEUE_MAX, or the test hook's */
     pthread_t threads[EAI_WORKERS_MAX];
     int efd;
     struct event *ev;
@@ -101,6 +102,15 @@ int eai_workers_start(struct event_base *base, int nthreads)
     if (!eai_pool.ev || event_add(eai_pool.ev, NULL) < 0)
         return -1;
     eai_pool.stopping = 0;
+    /* Test-only hook (docs/api.md, "Overload"): a smaller queue bound, so a
+     * test can fill it with a few dozen requests. */
+    eai_pool.queue_max = EAI_WORK_QUEUE_MAX;
+    const char *qm = getenv("EAI_TEST_WORK_QUEUE_MAX");
+    if (qm && atoi(qm) >= 1 && atoi(qm) < EAI_WORK_QUEUE_MAX) {
+        eai_pool.queue_max = atoi(qm);
+        eai_log("worker", EAI_LOG_WARN, "test hook EAI_TEST_WORK_QUEUE_MAX: worker queue bound %d",
+                eai_pool.queue_max);
+    }
     for (int i = 0; i < nthreads; i++) {
         if (pthread_create(&eai_pool.threads[i], NULL, eai_worker_main, NULL) != 0)
             return -1;
@@ -118,7 +128,7 @@ int eai_work_submit(eai_work_fn fn, eai_work_done_fn done, void *arg)
     w->done = done;
     w->arg = arg;
     pthread_mutex_lock(&eai_pool.mu);
-    if (eai_pool.stopping || eai_pool.nthreads == 0 || eai_pool.queued >= EAI_WORK_QUEUE_MAX) {
+    if (eai_pool.stopping || eai_pool.nthreads == 0 || eai_pool.queued >= eai_pool.queue_max) {
         int full = !eai_pool.stopping && eai_pool.nthreads > 0;
         pthread_mutex_unlock(&eai_pool.mu);
         free(w);

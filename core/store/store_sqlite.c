@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ------------------------------------------------------------ small helpers */
 
@@ -203,6 +204,10 @@ static sqlite3 *eai_sq_open(struct eai_sq *s, struct eai_error **err)
 /* Take a connection (opening one while under pool_max, else waiting). */
 struct eai_sq_conn *eai_sq_acquire(struct eai_sq *s, struct eai_error **err)
 {
+    if (s->test_delay_ms > 0) { /* test hook: every storage call this much slower (workers only) */
+        struct timespec ts = {s->test_delay_ms / 1000, (long)(s->test_delay_ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
     pthread_mutex_lock(&s->mu);
     for (;;) {
         if (s->idle) {
@@ -527,6 +532,13 @@ static void *eai_sq_create(const struct eai_host *host, const json_t *config, st
         s->busy_ms = 0;
     if (s->pool_max < 1)
         s->pool_max = 1;
+    /* Test-only hook (docs/api.md, "Overload"): slow storage. */
+    const char *delay = getenv("EAI_TEST_STORAGE_DELAY_MS");
+    if (delay && atoi(delay) > 0 && atoi(delay) <= 10000) {
+        s->test_delay_ms = atoi(delay);
+        host->log(host, "sqlite", EAI_LOG_WARN, "test hook EAI_TEST_STORAGE_DELAY_MS: every storage call %d ms slower",
+                  s->test_delay_ms);
+    }
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     s->path = strdup(path);

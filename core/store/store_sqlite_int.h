@@ -28,6 +28,7 @@ struct eai_sq {
     const struct eai_host *host;
     char *path;
     int busy_ms;
+    int test_delay_ms;           /* EAI_TEST_STORAGE_DELAY_MS: slow storage, tests only */
     int pool_max;
     pthread_mutex_t mu;
     pthread_cond_t cv;

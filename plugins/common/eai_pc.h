@@ -54,6 +54,31 @@ void eai_pc_child_reap_all(const void *owner);
  * (may be NULL/0): captured stdout+stderr, NUL-terminated. */
 int eai_pc_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen);
 
+/* --------------------------------------------------------------- watchdog (pc_watchdog.c) */
+
+/* What a watchdog kills when eaid dies: an OCI runtime CLI (runsc, runc:
+ * `<runtime> <root_arg> kill <cid> KILL`, `... delete --force <cid>`), the
+ * cgroup leaf cgpath (below /sys/fs/cgroup, v2 or every v1 controller) and
+ * the bundle dir.  The strings are copied into the watchdog's argv. */
+struct eai_pc_wd {
+    const char *runtime;
+    const char *root_arg;        /* "--root=<state dir>" */
+    const char *cid;
+    const char *cgpath;
+    const char *dir;
+};
+/* Loop: start the watchdog of one sandbox (a /bin/sh in its own process
+ * group, reaped on the loop): the returned fd (close-on-exec) is eaid's end;
+ * while eaid lives nothing happens; when eaid dies (the kernel closes the
+ * fd) the watchdog kills and removes the sandbox at once.  -1 with errno. */
+int eai_pc_watchdog_arm(struct event_base *base, const struct eai_pc_wd *wd);
+/* Loop: the sandbox is gone (or handed on): tell the watchdog to exit,
+ * close *fd, set it to -1.  No-op on -1. */
+void eai_pc_watchdog_disarm(int *fd);
+/* Shutdown: SIGKILL and reap the watchdogs still running (after every
+ * sandbox was stopped and disarmed), before the plugin is unloaded. */
+void eai_pc_watchdog_reap_all(void);
+
 /* --------------------------------------------------------------- files (pc_fs.c) */
 
 /* Limits of the local backends' file handling (published by their probe
@@ -283,6 +308,9 @@ struct eai_pc_driver_ops {
     void (*classify)(void *drv, struct eai_pc_run *run, struct eai_iso_result *r, char *msg, size_t msglen);
     /* Loop, optional: after on_exit, before the run is freed. */
     void (*retire)(void *drv, struct eai_pc_run *run);
+    /* Loop, optional: fill wd so the sandbox about to be spawned dies with
+     * eaid (pc_watchdog.c).  0, or -1 for none (a warm sandbox has its own). */
+    int (*watchdog)(void *drv, struct eai_pc_run *run, struct eai_pc_wd *wd);
     /* Shutdown (blocking allowed), for a run whose child is alive: pass 0
      * kills, pass 1 deletes (everything is killed by then). */
     void (*shutdown)(void *drv, struct eai_pc_run *run, int pass);
@@ -317,6 +345,7 @@ struct eai_pc_run {
     int helpers;                 /* stop helpers still running */
     struct eai_pc_stream out, err;
     int in_fd;
+    int wd_fd;                   /* the watchdog's socket (pc_watchdog.c), or -1 */
     struct event *ev_in;
     size_t in_off;
     struct event *ev_timeout, *ev_stop, *ev_settle, *ev_soon;

@@ -54,6 +54,7 @@ static void ev_free(struct event **ev)
 
 void eai_pc_run_free(struct eai_pc_run *e)
 {
+    eai_pc_watchdog_disarm(&e->wd_fd); /* bundle and cgroup are gone by now */
     eai_pc_stream_close(&e->out);
     eai_pc_stream_close(&e->err);
     ev_free(&e->ev_in);
@@ -391,6 +392,13 @@ static int run_spawn(struct eai_pc_run *e)
         snprintf(e->msg, sizeof(e->msg), "cannot start %s: no command line", R->ops->runtime);
         goto fail;
     }
+    struct eai_pc_wd wd;
+    memset(&wd, 0, sizeof(wd));
+    /* Armed before the sandbox exists: eaid may die at any instant after. */
+    if (R->ops->watchdog && R->ops->watchdog(R->drv, e, &wd) == 0 &&
+        (e->wd_fd = eai_pc_watchdog_arm(R->host->base, &wd)) < 0)
+        R->host->log(R->host, R->ops->component, EAI_LOG_WARN, "%s: no watchdog (%s): the sandbox would outlive a crash of eaid",
+                     e->b.cid, strerror(errno));
     e->run_spawned = 1;
     e->child = eai_pc_child_spawn(R->host->base, R->drv, argv, in[0], out[1], err[1], 0, 0, child_done, e);
     if (!e->child) {

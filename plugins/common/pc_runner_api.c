@@ -92,6 +92,7 @@ int eai_pc_runner_start(struct eai_pc_runner *R, const struct eai_iso_job *job, 
     e->out = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDOUT};
     e->err = (struct eai_pc_stream){.fd = -1, .which = EAI_STREAM_STDERR};
     e->in_fd = -1;
+    e->wd_fd = -1;
     e->b.uid = R->uid;
     e->b.cg_v2 = R->cg_v2;
     make_cid(R, job->id, e->b.cid, sizeof(e->b.cid));

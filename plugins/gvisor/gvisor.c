@@ -470,6 +470,7 @@ static void gv_destroy(void *self)
     eai_pc_runner_shutdown(g->runner, 1);
     gv_pool_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
+    eai_pc_watchdog_reap_all(); /* all disarmed by now: none outlives the .so */
     /* Our cgroup subtree's parents, when empty. */
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
                                         "freezer", "systemd"};

@@ -108,6 +108,14 @@ void gv_cgroup_kill(const struct eai_pc_bundle *b);
 /* Kill what is left in the leaves, remove them.  0 or -1. */
 int gv_cgroup_remove(const char *cgpath, int cg_v2);
 
+/* runsc's own log of each of its commands goes to <bundle>/runsc-<command>.log
+ * (run, exec, boot, gofer): "--debug-log=..." into out. */
+void gv_debug_log_arg(char *out, size_t len, const char *bundle_dir);
+/* Worker, after the run: what runsc's logs say killed the sandbox from
+ * outside (the sandbox or gofer process died: runsc then reports the program
+ * as killed by SIGKILL), or NULL.  cmd: "run" or "exec". */
+const char *gv_runtime_died(const char *bundle_dir, const char *cmd);
+
 /* eai_pc_bundle_remove(dir), only when dir is one of our bundles. */
 int gv_bundle_remove(const char *dir);
 

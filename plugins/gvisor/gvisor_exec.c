@@ -41,6 +41,8 @@ struct gv_run {
     char logf[PATH_MAX + 32];   /* runsc --log of this run */
     char logarg[PATH_MAX + 40];
     char log[GV_RUNTIME_LOG_MAX + 1]; /* its text, read by end_work */
+    char dlog[PATH_MAX + 48];   /* --debug-log=<bundle>/runsc-%COMMAND%.log */
+    const char *died;           /* end_work: the sandbox's runtime processes died under it */
 };
 
 static struct gv_run *priv(struct eai_pc_run *run)
@@ -78,7 +80,8 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
     struct gv_run *p = priv(run);
     snprintf(p->procf, sizeof(p->procf), "%s/process.json", run->b.dir);
     /* runsc's own errors: a file per run, out of the sandbox's reach */
-    snprintf(p->logf, sizeof(p->logf), "%s/runsc-%s.log", run->b.dir, p->pooled ? "exec" : "run");
+    /* runsc's own log (--log); its debug log (--debug-log) is runsc-<command>.log */
+    snprintf(p->logf, sizeof(p->logf), "%s/runsc-%s.main.log", run->b.dir, p->pooled ? "exec" : "run");
     snprintf(p->logarg, sizeof(p->logarg), "--log=%s", p->logf);
     if (!p->pooled)
         return gv_bundle_prepare(&run->b, run->job, msg, msglen);
@@ -99,12 +102,27 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     struct gv_run *p = priv(run);
     snprintf(p->root, sizeof(p->root), "--root=%s", g->state_dir);
     snprintf(p->plat, sizeof(p->plat), "--platform=%s", g->platform);
-    char *run_argv[] = {g->runsc, p->root, p->logarg, "--network=none", p->plat, "run", "--bundle", run->b.dir,
-                        run->b.cid, NULL};
-    char *exec_argv[] = {g->runsc, p->root, p->logarg, "exec", "--process", p->procf, run->b.cid, NULL};
+    gv_debug_log_arg(p->dlog, sizeof(p->dlog), run->b.dir);
+    char *run_argv[] = {g->runsc, p->root, p->logarg, p->dlog, "--network=none", p->plat, "run", "--bundle",
+                        run->b.dir, run->b.cid, NULL};
+    char *exec_argv[] = {g->runsc, p->root, p->logarg, p->dlog, "exec", "--process", p->procf, run->b.cid, NULL};
     char **src = p->pooled ? exec_argv : run_argv;
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
+    return 0;
+}
+
+/* A cold sandbox dies with eaid (plugins/common/pc_watchdog.c); a warm one
+ * has the pool's watchdog. */
+static int gv_watchdog(void *drv, struct eai_pc_run *run, struct eai_pc_wd *wd)
+{
+    struct gv *g = drv;
+    struct gv_run *p = priv(run);
+    if (p->pooled)
+        return -1;
+    snprintf(p->root, sizeof(p->root), "--root=%s", g->state_dir);
+    *wd = (struct eai_pc_wd){.runtime = g->runsc, .root_arg = p->root, .cid = run->b.cid, .cgpath = run->b.cgpath,
+                             .dir = run->b.dir};
     return 0;
 }
 
@@ -150,6 +168,7 @@ static void read_runtime_log(struct gv_run *p)
 static void gv_end_work(void *drv, struct eai_pc_run *run)
 {
     gv_cgroup_stats(&run->b, &run->stats);
+    priv(run)->died = gv_runtime_died(run->b.dir, priv(run)->pooled ? "exec" : "run");
     if (priv(run)->pooled) {
         run->stats.cpu_seconds -= priv(run)->cpu0;
         if (run->stats.cpu_seconds < 0)
@@ -222,6 +241,12 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
                      "%s: runsc: %.1500s", run->b.cid, last);
     if (run->stats.oom) {
         r->outcome = EAI_OUT_OOM;
+    } else if (priv(run)->died && !run->hard_killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 128 + SIGKILL) {
+        /* runsc reports the program killed by SIGKILL, and its logs say the
+         * sandbox or gofer process died first: the platform failed, not the
+         * program (a wait RPC also fails, harmlessly, when the sandbox
+         * ends normally under load: then the status is the program's) */
+        eai_pc_result_failed(r, msg, msglen, "the sandbox runtime failed: %s", priv(run)->died);
     } else if (WIFSIGNALED(ws)) {
         /* runsc itself died of a signal we did not send. */
         eai_pc_result_failed(r, msg, msglen, "runsc killed by signal %d", WTERMSIG(ws));
@@ -273,7 +298,7 @@ static const struct eai_pc_driver_ops gv_driver = {
     .priv_size = sizeof(struct gv_run),
     .gate = gv_gate, .admit = gv_admit, .prepare = gv_prepare, /* the warm pool hands over in admit */
     .started_on_spawn = 1, .spawn_argv = gv_spawn_argv,
-    .stop_step = gv_stop_step,
+    .stop_step = gv_stop_step, .watchdog = gv_watchdog,
     .drain_reads = 64, /* a sandbox process alive after a hard kill must not pin the loop */
     .end_work = gv_end_work, .classify = gv_classify, .teardown_work = gv_teardown_work, .retire = gv_retire,
     .shutdown = gv_shutdown, .release = gv_release,

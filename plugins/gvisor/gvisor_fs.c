@@ -215,6 +215,61 @@ void gv_cgroup_reset_peak(const struct eai_pc_bundle *b)
     eai_pc_cg_write(leaf, "memory.max_usage_in_bytes", "0");
 }
 
+/* ------------------------------------------------------------ runsc's logs */
+
+void gv_debug_log_arg(char *out, size_t len, const char *bundle_dir)
+{
+    snprintf(out, len, "--debug-log=%s/runsc-%%COMMAND%%.log", bundle_dir);
+}
+
+/* 1 when the last 64 KiB of <dir>/runsc-<cmd>.log hold needle and, when
+ * then is set, then on a later line. */
+static int log_has(const char *dir, const char *cmd, const char *needle, const char *then)
+{
+    char p[PATH_MAX + 32];
+    snprintf(p, sizeof(p), "%s/runsc-%s.log", dir, cmd);
+    int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return 0;
+    static const size_t cap = 64 * 1024;
+    char *buf = malloc(cap + 1);
+    off_t end = lseek(fd, 0, SEEK_END);
+    ssize_t n = -1;
+    if (buf && end >= 0)
+        n = pread(fd, buf, cap, end > (off_t)cap ? end - (off_t)cap : 0);
+    close(fd);
+    int state = 0; /* 1: needle seen */
+    for (ssize_t i = 0; n > 0 && i < n; i++)
+        if (buf[i] == '\0')
+            buf[i] = ' '; /* a NUL must not hide the rest */
+    if (n > 0) {
+        buf[n] = '\0';
+        char *save = NULL;
+        for (char *line = strtok_r(buf, "\n", &save); line && state < 2; line = strtok_r(NULL, "\n", &save)) {
+            if (state == 0 && strstr(line, needle))
+                state = then ? 1 : 2;
+            else if (state == 1 && strstr(line, then))
+                state = 2;
+        }
+    }
+    free(buf);
+    return state == 2;
+}
+
+const char *gv_runtime_died(const char *bundle_dir, const char *cmd)
+{
+    /* Written by runsc itself on the host, out of the program's reach
+     * (unlike its stderr, which the program shares).  A sandbox process
+     * killed: runsc's wait RPC fails.  A gofer killed: the sentry kills the
+     * container, whose init then dies of SIGKILL (at a normal end the
+     * gofer also disconnects, but after init is gone). */
+    if (log_has(bundle_dir, cmd, "Will try waiting on the sandbox process instead", NULL))
+        return "the sandbox process died";
+    if (log_has(bundle_dir, "boot", "Gofer socket disconnected", "Uncaught signal: \"killed\" (9), PID: 1,"))
+        return "the gofer process died";
+    return NULL;
+}
+
 /* ------------------------------------------------------------ removal */
 
 int gv_bundle_remove(const char *dir)

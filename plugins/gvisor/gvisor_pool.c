@@ -40,6 +40,7 @@ struct gv_pooled {
     int run_spawned, run_exited;
     int helpers;
     int rd_fd;
+    int wd_fd;                  /* its watchdog: dies with eaid (pc_watchdog.c) */
     struct event *rd_ev;
     char rd[16];
     size_t rdlen;
@@ -79,6 +80,7 @@ static void pooled_unlink(struct gv_pooled *p)
 
 static void pooled_free(struct gv_pooled *p)
 {
+    eai_pc_watchdog_disarm(&p->wd_fd); /* removed by cleanup_work */
     if (p->rd_ev)
         event_free(p->rd_ev);
     if (p->rd_fd >= 0)
@@ -289,10 +291,18 @@ static void prepare_done(void *arg)
         return;
     }
     fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
-    char root[PATH_MAX + 16], plat[64];
+    char root[PATH_MAX + 16], plat[64], dlog[PATH_MAX + 48];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
-    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    gv_debug_log_arg(dlog, sizeof(dlog), p->b.dir);
+    char *argv[] = {g->runsc, root, dlog, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    /* An idle (or taken) warm sandbox must not outlive eaid either. */
+    struct eai_pc_wd wd = {.runtime = g->runsc, .root_arg = root, .cid = p->b.cid, .cgpath = p->b.cgpath,
+                           .dir = p->b.dir};
+    p->wd_fd = eai_pc_watchdog_arm(g->host->base, &wd);
+    if (p->wd_fd < 0)
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no watchdog (%s)", p->b.cid,
+                     strerror(errno));
     p->run = eai_pc_child_spawn(g->host->base, g, argv, -1, out[1], -1, 0, 0, run_done, p);
     close(out[1]);
     p->rd_fd = out[0];
@@ -318,6 +328,7 @@ static void pool_boot(struct gv *g, const struct gv_shape *s)
     p->g = g;
     p->shape = *s;
     p->rd_fd = -1;
+    p->wd_fd = -1;
     p->state = GVP_BOOTING;
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
