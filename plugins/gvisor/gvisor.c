@@ -465,10 +465,12 @@ static void gv_destroy(void *self)
      * delete them (fast once dead) */
     eai_pc_runner_shutdown(g->runner, 0);
     gv_pool_destroy_all(g, 1);
+    gv_session_destroy_all(g, 1);
     struct timespec settle = {0, 150 * 1000000L};
     nanosleep(&settle, NULL); /* shutdown only: the loop no longer serves */
     eai_pc_runner_shutdown(g->runner, 1);
     gv_pool_destroy_all(g, 0);
+    gv_session_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
     /* Our cgroup subtree's parents, when empty. */
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
@@ -491,6 +493,10 @@ static const struct eai_isolation_ops gv_ops = {
     .cancel = gv_cancel,
     .recover = NULL,
     .sweep = gv_sweep,
+    .session_create = gv_session_create,
+    .session_destroy = gv_session_destroy,
+    .session_busy = gv_session_busy,
+    .session_file = gv_session_file,
 };
 
 static const struct eai_plugin_descriptor gv_descriptor = {
