@@ -29,6 +29,7 @@
 #include "obs/delivery.h"
 #include "base/errors.h"
 #include "exec/exec.h"
+#include "session/session.h"
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
 #include "plugin/loader.h"
@@ -443,6 +444,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (eai_exec_start(app, err) < 0)
         goto fail;
     started_exec = 1;
+    if (eai_sessions_start(app, err) < 0)
+        goto fail;
     if (eai_delivery_start(app, err) < 0)
         goto fail;
     started_delivery = 1;
@@ -473,6 +476,7 @@ void eai_app_stop(struct eai_app *app)
     app->shutting_down = 1;
     if (started_server)
         eai_server_stop_accepting(app);
+    eai_sessions_stop(app);
     if (started_exec) {
         eai_exec_stop(app);
         started_exec = 0;
@@ -547,6 +551,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     eai_log(APP_COMPONENT, EAI_LOG_INFO, "signal %d: stopping (no new connections, draining)", (int)sig);
     st->app->shutting_down = 1;
     eai_server_stop_accepting(st->app);
+    eai_sessions_stop(st->app);
     if (started_exec) {
         eai_exec_stop(st->app);
         started_exec = 0;

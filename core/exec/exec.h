@@ -25,6 +25,12 @@ void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r);   /* POST /v
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions/{id}/files/{*path} */
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r);   /* GET  /v1/sandbox/executions/{id}/events (SSE) */
 
+/* POST /v1/sandbox/sessions/{id}/executions (core/session): body (stolen)
+ * is an execution body the session routes built (the session's profile,
+ * image and limits); it is admitted, recorded and answered exactly as a
+ * POST /v1/sandbox/executions, its record carrying session_id. */
+void eai_exec_create_in_session(struct eai_app *app, struct eai_req *r, json_t *body, const char *session_id);
+
 /* After storage and isolation are up: recovery of executions a dead
  * process left running, then the scheduler.  0 or -1 (+ *err). */
 int eai_exec_start(struct eai_app *app, struct eai_error **err);

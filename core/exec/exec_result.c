@@ -196,5 +196,8 @@ json_t *eai_exec_view(const json_t *rec)
     const json_t *eg = json_object_get(rec, "egress");
     if (json_array_size(eg) > 0)
         json_object_set_new(v, "network", json_pack("{s:O}", "egress", eg));
+    /* an execution inside a session (docs/sessions.md) */
+    if (json_is_string(json_object_get(rec, "session_id")))
+        json_object_set(v, "session_id", json_object_get(rec, "session_id"));
     return v;
 }

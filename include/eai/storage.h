@@ -202,6 +202,13 @@ struct eai_storage_ops {
     int (*key_create_expiring)(void *self, const char *tenant, const char *key_id,
                                const char *secret_hash_hex, const char *name,
                                int64_t expires_ms, struct eai_error **err);
+
+    /* ---- Appended (sessions, docs/sessions.md); may be NULL: check size
+     * and pointer.  Insert one usage event into the outbox (delivered like
+     * an execution's) and append audit (may be NULL), in one transaction:
+     * a session's lifetime usage at its end.  0 or -1. */
+    int (*outbox_append)(void *self, const char *tenant, const json_t *usage_event,
+                         const json_t *audit, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
