@@ -270,9 +270,11 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     }
     /* the limits, image, profile and env are those of an execution: one
      * validation (schema, then profile maxima, image, env) for both */
-    json_t *pseudo = json_pack("{s:O?, s:O?, s:[s], s:O?, s:O?}", "profile", json_object_get(body, "profile"),
-                               "image", json_object_get(body, "image"), "command", "sh", "limits", lim, "env",
-                               json_object_get(body, "env"));
+    json_t *pseudo = json_pack("{s:[s]}", "command", "sh");
+    static const char *const copy[] = {"profile", "image", "limits", "env", NULL};
+    for (const char *const *c = copy; pseudo && *c; c++)
+        if (json_object_get(body, *c))
+            json_object_set(pseudo, *c, json_object_get(body, *c));
     json_decref(body);
     if (!pseudo) {
         free(j);

@@ -77,8 +77,10 @@ static void probe_finish(struct gv *g, int ok, const char *reason)
         if (g->reprobe_ev)
             evtimer_add(g->reprobe_ev, &tv);
     }
-    if (gv_ready_gate(g) || g->probe_state < 0)
+    if (gv_ready_gate(g) || g->probe_state < 0) {
         eai_pc_runner_unpark_all(g->runner);
+        gv_sessions_unpark(g);
+    }
 }
 
 struct probe_ctx {
@@ -320,8 +322,10 @@ static void sweep_done(void *arg)
                          "sweep removed %d containers, %d bundles, %d cgroup leaves", s->containers, s->bundles,
                          s->cgroups);
         g->sweeping = 0;
-        if (gv_ready_gate(g))
+        if (gv_ready_gate(g)) {
             eai_pc_runner_unpark_all(g->runner);
+            gv_sessions_unpark(g);
+        }
     }
     free(s);
     gv_release(g);

@@ -106,6 +106,8 @@ const struct eai_pc_bundle *gv_session_bundle(struct gv *g, const char *id);
 /* An execution that ran in it ended: the next waiting one may go. */
 void gv_session_exec_done(struct gv *g, const char *id);
 void gv_session_destroy_all(struct gv *g, int kill_only);
+/* The probe or the sweep ended: boot (or fail) the sessions waiting for them. */
+void gv_sessions_unpark(struct gv *g);
 
 /* --------------------------------------------------------------- files */
 

@@ -46,6 +46,7 @@ struct gv_session {
     int ready_reported;               /* on_ready(NULL) was called: on_end owed */
     int destroyed;                    /* session_destroy asked for it */
     int prep_failed;
+    int parked;                       /* waiting for the probe and the start-up sweep */
     char msg[256];
     struct eai_pc_child *run;
     int run_spawned, run_exited;
@@ -332,6 +333,17 @@ static void prepare_done(void *arg)
     gv_release(g);
 }
 
+static void ses_prepare(struct gv_session *s)
+{
+    const struct eai_host *h = s->g->host;
+    s->g->inflight++; /* held by the prepare step */
+    if (h->work_submit(h, prepare_work, prepare_done, s) < 0) {
+        s->prep_failed = 1;
+        snprintf(s->msg, sizeof(s->msg), "worker queue full");
+        prepare_done(s);
+    }
+}
+
 int gv_session_create(void *self, const struct eai_iso_session *spec, const struct eai_iso_session_callbacks *cb,
                       void *cb_arg, struct eai_error **err)
 {
@@ -340,9 +352,8 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     char cid[96];
     if (!spec || !cb || ses_cid(spec->id, cid, sizeof(cid)) < 0)
         return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "gvisor: bad session id");
-    if (!gv_ready_gate(g)) /* never during the start-up sweep: it would take the sandbox for a leftover */
-        return eai_host_error_set(h, err, EAI_E_SANDBOX_UNAVAILABLE, "gvisor not ready: %s",
-                                  g->probe_state < 0 ? g->reason : "starting");
+    if (g->probe_state < 0)
+        return eai_host_error_set(h, err, EAI_E_SANDBOX_UNAVAILABLE, "gvisor not ready: %s", g->reason);
     if (g->destroying || ses_find(g, spec->id))
         return eai_host_error_set(h, err, EAI_E_CONFLICT, "gvisor: session %s exists", spec->id);
     struct gv_session *s = calloc(1, sizeof(*s));
@@ -371,13 +382,28 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     s->next = g->sessions;
     g->sessions = s;
     g->inflight++; /* held by the session until cleanup_done */
-    g->inflight++; /* held by the prepare step */
-    if (h->work_submit(h, prepare_work, prepare_done, s) < 0) {
-        s->prep_failed = 1;
-        snprintf(s->msg, sizeof(s->msg), "worker queue full");
-        prepare_done(s);
-    }
+    /* never during the first probe or the start-up sweep (it would take
+     * the sandbox for a leftover): booted by gv_sessions_unpark then */
+    s->parked = !gv_ready_gate(g);
+    if (!s->parked)
+        ses_prepare(s);
     return 0;
+}
+
+void gv_sessions_unpark(struct gv *g)
+{
+    for (struct gv_session *s = g->sessions, *n; s; s = n) {
+        n = s->next;
+        if (!s->parked || s->state != GVS_BOOTING)
+            continue;
+        if (g->probe_state < 0) {
+            s->parked = 0;
+            ses_kill(s, g->reason);
+        } else if (gv_ready_gate(g)) {
+            s->parked = 0;
+            ses_prepare(s);
+        }
+    }
 }
 
 void gv_session_destroy(void *self, const char *id)
