@@ -222,6 +222,31 @@ def case_limits_across_executions():
     delete(e, sid)
 
 
+def case_memory_across_executions_oom():
+    """The session's memory holds for all its executions together: 70 MiB
+    kept by a background process of one execution plus 90 MiB of the next
+    exceed 128 MiB: that execution ends oom_killed and the session ends
+    oom_killed (its sandbox was killed), its sandbox freed."""
+    e = env()
+    sid = create(e, limits={"memory": "128Mi"})
+    hold = ("import os,time\nif os.fork(): os._exit(0)\nos.setsid(); b=bytearray(70<<20)\n"
+            "for i in range(0,len(b),4096): b[i]=1\nopen('/tmp/held','w').write('1')\ntime.sleep(3600)\n")
+    r = run(e, sid, ["sh", "-c", "python3 -c \"$0\" </dev/null >/dev/null 2>&1; "
+                                 "for i in 1 2 3 4 5 6 7 8 9 10; do test -e /tmp/held && break; sleep 0.5; done;"
+                                 " cat /tmp/held", hold])
+    check(r["stdout"] == "1", "70 MiB held in the background: %s" % r)
+    r = py(e, sid, "b=bytearray(90<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('allocated')")
+    check(r["status"] == "oom_killed" and "allocated" not in r["stdout"], "second execution over the session's memory: %s" % r)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        st, b = get(e, sid)
+        if b["status"] == "ended":
+            break
+        time.sleep(0.25)
+    check(b["status"] == "ended" and b["end_reason"] == "oom_killed", "session ended by its OOM: %s" % b)
+    check(b["usage"] and b["usage"]["cpu_seconds"] > 0, "ended session has its usage: %s" % b)
+
+
 def case_timeout_kills_only_the_program():
     """A timed-out execution ends `timeout`, the session and what earlier
     executions left running stay, and the next execution runs."""
@@ -400,6 +425,7 @@ CASES = [
     ("state_persists", case_state_persists),
     ("files_api", case_files_api),
     ("limits_across_executions", case_limits_across_executions),
+    ("memory_across_executions_oom", case_memory_across_executions_oom),
     ("timeout_kills_only_the_program", case_timeout_kills_only_the_program),
     ("one_at_a_time", case_one_at_a_time),
     ("idle_and_ttl", case_idle_and_ttl),
