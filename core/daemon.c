@@ -30,6 +30,7 @@
 #include "obs/delivery.h"
 #include "base/errors.h"
 #include "exec/exec.h"
+#include "session/session.h"
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
 #include "plugin/loader.h"
@@ -486,6 +487,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (eai_exec_start(app, err) < 0)
         goto fail;
     started_exec = 1;
+    if (eai_sessions_start(app, err) < 0)
+        goto fail;
     if (eai_delivery_start(app, err) < 0)
         goto fail;
     started_delivery = 1;
@@ -516,6 +519,7 @@ void eai_app_stop(struct eai_app *app)
     app->shutting_down = 1;
     if (started_server)
         eai_server_stop_accepting(app);
+    eai_sessions_stop(app);
     if (started_exec) {
         eai_exec_stop(app);
         started_exec = 0;
@@ -587,6 +591,7 @@ static void stop_serving(struct serve_state *st)
 {
     st->app->shutting_down = 1;
     eai_server_stop_accepting(st->app);
+    eai_sessions_stop(st->app);
     if (started_exec) {
         eai_exec_stop(st->app);
         started_exec = 0;

@@ -49,6 +49,12 @@ static struct eai_config *eai_config_defaults(void)
     c->collect_max_file_bytes = 10LL * 1024 * 1024;
     c->collect_max_total_bytes = 32LL * 1024 * 1024;
     c->files_max_total_bytes = 8LL * 1024 * 1024;
+    c->sessions_max_per_tenant = 10;
+    c->sessions_max_concurrent = 4;
+    c->sessions_idle_timeout_s = 300;
+    c->sessions_max_idle_timeout_s = 3600;
+    c->sessions_ttl_s = 3600;
+    c->sessions_max_ttl_s = 86400;
     json_error_t je;
     c->profiles = json_loads(eai_cfg_default_profiles_json, 0, &je);
     c->isolation = json_pack("{s:{}}", "gvisor");

@@ -88,6 +88,13 @@ struct eai_config {
     int64_t callbacks_timeout_ms;    /* 10000: one POST */
     int64_t callbacks_backoff_cap_ms;/* 300000: longest wait between attempts */
     int64_t callbacks_max_attempts;  /* 30: then the event is dropped (state gave_up) */
+    /* sessions (docs/sessions.md) */
+    int sessions_max_per_tenant;        /* 10    live sessions of one tenant (sessions.max_per_tenant) */
+    int sessions_max_concurrent;        /* 4     most executions at once a session may ask for */
+    int64_t sessions_idle_timeout_s;    /* 300   default idle timeout (sessions.idle_timeout_s) */
+    int64_t sessions_max_idle_timeout_s;/* 3600 */
+    int64_t sessions_ttl_s;             /* 3600  default hard TTL (sessions.ttl_s) */
+    int64_t sessions_max_ttl_s;         /* 86400 */
 
     char *source;              /* file the config came from, or "(defaults)" */
 };

@@ -270,6 +270,23 @@ static int sect_profiles(struct eai_config *c, const char *file, const char *pat
     return eai_cfg_apply_profiles(file, c, v, err);
 }
 
+static int sect_sessions(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                         struct eai_error **err)
+{
+    static const char *const k[] = {"max_per_tenant", "max_concurrent_executions", "idle_timeout_s",
+                                    "max_idle_timeout_s", "ttl_s", "max_ttl_s", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_per_tenant", 0, 100000, &c->sessions_max_per_tenant, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_concurrent_executions", 1, 1000, &c->sessions_max_concurrent,
+                          err) < 0 ||
+        eai_cfg_get_int(file, path, v, "idle_timeout_s", 1, 7 * 86400, &c->sessions_idle_timeout_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_idle_timeout_s", 1, 7 * 86400, &c->sessions_max_idle_timeout_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "ttl_s", 1, 30 * 86400, &c->sessions_ttl_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_ttl_s", 1, 30 * 86400, &c->sessions_max_ttl_s, err) < 0)
+        return -1;
+    return 0;
+}
+
 const struct eai_cfg_section eai_cfg_sections[] = {
     {"data_dir", 0, sect_data_dir},
     {"server", 1, sect_server},
@@ -286,6 +303,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"sandbox", 1, sect_sandbox},
     {"collect", 1, sect_collect},
     {"files", 1, sect_files},
+    {"sessions", 1, sect_sessions},
     {"isolation", 1, sect_isolation},
     {"callbacks", 1, sect_callbacks},
     {"profiles", 0, sect_profiles}, /* its own "expected a mapping" */

@@ -35,6 +35,11 @@ struct eai_tool_check;
 struct eai_tool_check *eai_exec_tool_check_new(struct eai_app *app);
 int eai_exec_tool_check_run(struct eai_tool_check *c, const json_t *doc, struct eai_error **err);
 void eai_exec_tool_check_free(struct eai_tool_check *c);
+/* POST /v1/sandbox/sessions/{id}/executions (core/session): body (stolen)
+ * is an execution body the session routes built (the session's profile,
+ * image and limits); it is admitted, recorded and answered exactly as a
+ * POST /v1/sandbox/executions, its record carrying session_id. */
+void eai_exec_create_in_session(struct eai_app *app, struct eai_req *r, json_t *body, const char *session_id);
 
 /* After storage and isolation are up: recovery of executions a dead
  * process left running, then the scheduler.  0 or -1 (+ *err). */

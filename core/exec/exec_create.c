@@ -37,6 +37,7 @@ struct create_job {
     struct eai_parked *hold;       /* parked while a backend's first probe runs */
     char tenant[64];
     char id[64];
+    char session_id[64];           /* inside a session's sandbox, or "" */
     json_t *body;
     char *idem;
     char request_id[128];
@@ -174,6 +175,8 @@ static void create_work(void *arg)
     json_object_set_new(rec, "idempotency_key", j->idem ? json_string(j->idem) : json_null());
     json_object_set_new(rec, "request_hash", json_string(hash));
     json_object_set_new(rec, "cancel_requested", json_false());
+    if (j->session_id[0])
+        json_object_set_new(rec, "session_id", json_string(j->session_id));
     j->rc = app->store->exec_create(app->storage.self, j->tenant, rec, j->audit, &j->existing, &j->err);
     json_decref(rec);
 }
@@ -385,6 +388,8 @@ static int idem_ok(const char *k)
     return 1;
 }
 
+static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *body, const char *session_id);
+
 void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
 {
     struct eai_exec *st = exec_state_of(app);
@@ -397,14 +402,32 @@ void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
         return;
     }
-    const char *tenant = eai_req_tenant(r);
-    if (!tenant) {
+    if (!eai_req_tenant(r)) {
         eai_reply_error(r, EAI_E_UNAUTHENTICATED, NULL);
         return;
     }
     json_t *body = eai_req_body_json(r, 0);
     if (!body)
         return; /* replied 400 / 415 */
+    create_with_body(app, r, body, NULL);
+}
+
+void eai_exec_create_in_session(struct eai_app *app, struct eai_req *r, json_t *body, const char *session_id)
+{
+    if (!exec_state_of(app)) {
+        json_decref(body);
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    create_with_body(app, r, body, session_id);
+}
+
+/* The body of an execution (stolen): everything of POST after the JSON
+ * parse; session_id: it runs inside that session's sandbox. */
+static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *body, const char *session_id)
+{
+    struct eai_exec *st = exec_state_of(app);
+    const char *tenant = eai_req_tenant(r);
     const char *idem = eai_req_header(r, "Idempotency-Key");
     if (idem && !idem_ok(idem)) {
         json_decref(body);
@@ -451,6 +474,7 @@ void eai_exec_route_create(struct eai_app *app, struct eai_req *r)
     j->app = app;
     j->body = body;
     snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    snprintf(j->session_id, sizeof j->session_id, "%s", session_id ? session_id : "");
     eai_uuid_v4(uuid);
     snprintf(j->id, sizeof j->id, "sbx_%s", uuid);
     snprintf(j->request_id, sizeof j->request_id, "%s", eai_req_id(r) ? eai_req_id(r) : "");

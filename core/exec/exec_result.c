@@ -257,5 +257,8 @@ json_t *eai_exec_view(const json_t *rec)
     json_t *cb = eai_cb_view(rec, json_string_value(json_object_get(rec, "callback_state")));
     if (cb)
         json_object_set_new(v, "callback", cb);
+    /* an execution inside a session (docs/sessions.md) */
+    if (json_is_string(json_object_get(rec, "session_id")))
+        json_object_set(v, "session_id", json_object_get(rec, "session_id"));
     return v;
 }

@@ -51,7 +51,7 @@ static json_t *sched_usage_event(const json_t *rec, const json_t *patch)
     double mem = json_number_value(json_object_get(u, "memory_mb_seconds"));
     double dur = json_number_value(json_object_get(u, "duration_s"));
     const char *fin = sched_jstr(patch, "finished_at");
-    return json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:f, s:s?, s:s?, s:s?, s:s?, s:s}",
+    json_t *ev = json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:f, s:s?, s:s?, s:s?, s:s?, s:s}",
                      "id", id, "tenant_id", sched_jstr(rec, "tenant_id"),
                      "project_id", sched_jstr(rec, "project_id"), "agent_id", sched_jstr(rec, "agent_id"),
                      "run_id", sched_jstr(rec, "run_id"), "profile", sched_jstr(rec, "profile"),
@@ -60,6 +60,9 @@ static json_t *sched_usage_event(const json_t *rec, const json_t *patch)
                      "execution_id", sched_jstr(rec, "id"), "trace_id", sched_jstr(rec, "trace_id"),
                      "started_at", sched_jstr(patch, "started_at") ? sched_jstr(patch, "started_at") : sched_jstr(rec, "started_at"),
                      "finished_at", fin ? fin : now, "created_at", now);
+    if (ev && sched_jstr(rec, "session_id"))
+        json_object_set_new(ev, "session_id", json_string(sched_jstr(rec, "session_id")));
+    return ev;
 }
 
 static void sched_metrics_finish(const json_t *rec, const json_t *patch)

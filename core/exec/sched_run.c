@@ -165,6 +165,9 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     jb->collect_max_files = cfg ? cfg->collect_max_files : 64;
     jb->collect_max_file_bytes = cfg ? cfg->collect_max_file_bytes : 10 << 20;
     jb->collect_max_total_bytes = cfg ? cfg->collect_max_total_bytes : 32 << 20;
+    /* inside a session's sandbox (docs/sessions.md); only a backend with
+     * session ops ever sees one: core refused the session otherwise */
+    jb->session_id = sched_jstr(rec, "session_id");
     if (!jb->image)
         return -1;
     r->output_limit = (size_t)lim.output_bytes;

@@ -1,5 +1,6 @@
 /* Every route of API.md; the first match wins (method and pattern). */
 #include "exec/exec.h"
+#include "session/session.h"
 #include "http/routes.h"
 
 const struct eai_route eai_routes[] = {
@@ -13,6 +14,15 @@ const struct eai_route eai_routes[] = {
     {"POST", "/v1/sandbox/executions/{id}/cancel", EAI_AUTH_TENANT, eai_exec_route_cancel, "executions.cancel"},
     {"GET", "/v1/sandbox/executions/{id}/events", EAI_AUTH_TENANT, eai_exec_route_events, "executions.events"},
     {"GET", "/v1/sandbox/executions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_exec_route_file, "executions.file"},
+    {"POST", "/v1/sandbox/sessions", EAI_AUTH_TENANT, eai_session_route_create, "sessions.create"},
+    {"GET", "/v1/sandbox/sessions", EAI_AUTH_TENANT, eai_session_route_list, "sessions.list"},
+    {"GET", "/v1/sandbox/sessions/{id}", EAI_AUTH_TENANT, eai_session_route_get, "sessions.get"},
+    {"DELETE", "/v1/sandbox/sessions/{id}", EAI_AUTH_TENANT, eai_session_route_delete, "sessions.delete"},
+    {"POST", "/v1/sandbox/sessions/{id}/executions", EAI_AUTH_TENANT, eai_session_route_exec, "sessions.execute"},
+    {"GET", "/v1/sandbox/sessions/{id}/files", EAI_AUTH_TENANT, eai_session_route_file_list, "sessions.files.list"},
+    {"PUT", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_put, "sessions.files.put"},
+    {"GET", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_get, "sessions.files.get"},
+    {"DELETE", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_delete, "sessions.files.delete"},
     {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
 
     {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},

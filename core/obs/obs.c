@@ -20,6 +20,9 @@ void eai_obs_describe_metrics(void)
                          "Memory MB-seconds used by finished executions, by profile.");
     eai_metrics_describe("eai_sandbox_queued", EAI_METRIC_GAUGE, "Executions waiting in the queue.");
     eai_metrics_describe("eai_sandbox_running", EAI_METRIC_GAUGE, "Executions running on this node.");
+    eai_metrics_describe("eai_sessions_live", EAI_METRIC_GAUGE, "Sessions starting, running or ending on this node.");
+    eai_metrics_describe("eai_sessions_created_total", EAI_METRIC_COUNTER, "Sessions created on this node.");
+    eai_metrics_describe("eai_sessions_ended_total", EAI_METRIC_COUNTER, "Sessions ended on this node.");
     eai_metrics_describe("eai_http_requests_total", EAI_METRIC_COUNTER,
                          "HTTP requests answered, by route and status code.");
     eai_metrics_describe_histogram("eai_http_request_duration_seconds",

@@ -617,6 +617,7 @@ static const struct eai_storage_ops eai_sq_ops = {
     .key_list = eai_sq_key_list,
     .key_create_expiring = eai_sq_key_create_expiring,
     .manifest_list = eai_sq_manifest_list,
+    .outbox_append = eai_sq_outbox_append,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

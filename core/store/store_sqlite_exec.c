@@ -695,6 +695,31 @@ out:
     return ret;
 }
 
+int eai_sq_outbox_append(void *self, const char *tenant, const json_t *usage_event, const json_t *audit,
+                         struct eai_error **err)
+{
+    struct eai_sq *s = self;
+    char now_s[32];
+    eai_time_rfc3339(eai_now_ms(), now_s);
+    int ret = -1;
+    struct eai_sq_conn *c = eai_sq_acquire(s, err);
+    if (!c)
+        return -1;
+    if (eai_sq_begin(s, c->db, err) < 0)
+        goto out;
+    if (usage_event && eai_sq_outbox_insert(s, c->db, tenant, usage_event, now_s, err) < 0)
+        goto out;
+    if (audit && eai_sq_audit_insert(s, c->db, tenant, audit, err) < 0)
+        goto out;
+    if (eai_sq_commit(s, c->db, err) < 0)
+        goto out;
+    ret = 0;
+out:
+    eai_sq_rollback(c->db);
+    eai_sq_release(s, c);
+    return ret;
+}
+
 int eai_sq_exec_stale(void *self, int64_t now_ms, json_t **out, struct eai_error **err)
 {
     struct eai_sq *s = self;

@@ -93,6 +93,8 @@ int eai_sq_exec_finish(void *self, const char *tenant, const char *id, const jso
                        const json_t *files, const json_t *usage_event, const json_t *audit,
                           struct eai_error **err);
 int eai_sq_exec_stale(void *self, int64_t now_ms, json_t **out, struct eai_error **err);
+int eai_sq_outbox_append(void *self, const char *tenant, const json_t *usage_event, const json_t *audit,
+                         struct eai_error **err);
 int eai_sq_exec_counts(void *self, int64_t *queued, int64_t *running, struct eai_error **err);
 int eai_sq_file_get(void *self, const char *tenant, const char *exec_id, const char *path,
                     unsigned char **data, size_t *len, struct eai_error **err);

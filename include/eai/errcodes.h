@@ -35,7 +35,10 @@ enum eai_code {
     EAI_E_HEADERS_TOO_LARGE = 25, /* headers_too_large (431) */
     EAI_E_REQUEST_TIMEOUT = 26, /* request_timeout (408) */
     EAI_E_SHUTTING_DOWN = 27, /* shutting_down (503) */
-    EAI_CODE_MAX = 28
+    EAI_E_SESSIONS_UNSUPPORTED = 28, /* sessions_unsupported (422) */
+    EAI_E_SESSION_ENDED = 29, /* session_ended (409) */
+    EAI_E_SESSION_LIMIT = 30, /* session_limit (429) */
+    EAI_CODE_MAX = 31
 };
 
 #endif

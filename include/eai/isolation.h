@@ -80,9 +80,16 @@ struct eai_iso_job {
     int64_t collect_max_files;
     int64_t collect_max_file_bytes;
     int64_t collect_max_total_bytes;
+    /* ---- Appended (sessions): when set, the job runs inside that live
+     * session's sandbox (session_create below) instead of a sandbox of its
+     * own; its limits are the session's, timeout_ms and output_bytes stay
+     * per job.  Core sets it only for a backend with session_create. */
+    const char *session_id;
 };
 #define EAI_ISO_JOB_SIZE_1_0 (offsetof(struct eai_iso_job, collect_max_total_bytes) + sizeof(int64_t))
 #define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
+/* 1 when job carries the session field (a job of an older core does not). */
+#define EAI_ISO_JOB_HAS_SESSION(j) ((j)->size >= offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
 
 enum eai_iso_stream { EAI_STREAM_STDOUT = 1, EAI_STREAM_STDERR = 2 };
 
@@ -145,6 +152,48 @@ struct eai_iso_callbacks {
 #define EAI_ISO_CALLBACKS_SIZE_1_0 (offsetof(struct eai_iso_callbacks, on_exit) + sizeof(void (*)(void)))
 #define EAI_ISO_CALLBACKS_SIZE_1_1 EAI_ISO_CALLBACKS_SIZE_1_0
 
+/* ---- Sessions: one sandbox kept alive across executions (docs/sessions.md). */
+struct eai_iso_session {
+    size_t size;
+    const char *id;            /* "ses_<uuid>" */
+    const char *tenant_id;
+    const char *profile;
+    const char *runtime_class;
+    const char *image;         /* NAME[:TAG] */
+    /* limits of the whole session: every execution in it shares them */
+    int64_t cpu_millis;
+    int64_t memory_bytes;
+    int64_t pids;
+    int64_t disk_bytes;        /* size of /tmp */
+    int max_concurrent;        /* executions at once inside it (>= 1); later ones wait */
+};
+
+struct eai_iso_session_end {
+    size_t size;
+    int oom;                   /* the sandbox was killed for memory */
+    int crashed;               /* it ended without session_destroy */
+    double cpu_seconds;        /* the whole session, from its cgroup */
+    double peak_memory_mb;
+    const char *message;       /* English, may be NULL */
+};
+
+/* Callbacks of one session, on the loop thread. */
+struct eai_iso_session_callbacks {
+    size_t size;
+    /* The sandbox booted (err NULL) or could not (err set: nothing follows). */
+    void (*on_ready)(void *arg, const struct eai_error *err);
+    /* Exactly once after on_ready(arg, NULL): the sandbox is gone
+     * (session_destroy, or it died: OOM, crash) and everything of it freed. */
+    void (*on_end)(void *arg, const struct eai_iso_session_end *end);
+};
+
+enum eai_iso_file_op {
+    EAI_ISO_FILE_PUT = 1,      /* data/len: create or replace path (parents made) */
+    EAI_ISO_FILE_GET,          /* *out (malloc'd, caller frees) and *outlen */
+    EAI_ISO_FILE_DELETE,       /* a file or an empty directory */
+    EAI_ISO_FILE_LIST,         /* *list: [{path, size, type: "file"|"dir"}] under path, recursive */
+};
+
 struct eai_isolation_ops {
     size_t size;
     /* Readiness, filled synchronously from state computed at create()
@@ -167,6 +216,26 @@ struct eai_isolation_ops {
     /* Remove leftovers of earlier processes under our naming prefix.
      * May be NULL.  Called once at start-up, before any start(). */
     void (*sweep)(void *self);
+
+    /* ---- Appended (sessions, docs/sessions.md).  Each may be NULL: core
+     * then refuses sessions on the backend (422 sessions_unsupported). */
+    /* Boot the session's sandbox.  0: cb->on_ready follows once (then
+     * on_end once if it was ready); -1 and *err: nothing follows. */
+    int (*session_create)(void *self, const struct eai_iso_session *s,
+                          const struct eai_iso_session_callbacks *cb, void *cb_arg,
+                          struct eai_error **err);
+    /* Stop the session's sandbox (its running jobs end as their sandbox
+     * died) and free everything of it; on_end follows.  Unknown: no-op. */
+    void (*session_destroy)(void *self, const char *session_id);
+    /* Jobs running or waiting inside the session now (idle detection). */
+    int (*session_busy)(void *self, const char *session_id);
+    /* WORKER THREAD (may block, must be thread-safe): a file operation in
+     * the session's /tmp.  path: absolute, under /tmp (LIST: /tmp itself
+     * too).  max: the largest file GET may return.  0, or -1 and *err
+     * (not_found, validation_failed, payload_too_large, ...). */
+    int (*session_file)(void *self, const char *session_id, enum eai_iso_file_op op, const char *path,
+                        const unsigned char *data, size_t len, int64_t max, unsigned char **out,
+                        size_t *outlen, json_t **list, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))

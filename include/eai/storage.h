@@ -210,6 +210,12 @@ struct eai_storage_ops {
      * is > after (NULL: from the start), ordered by name: [doc, ...]. */
     int (*manifest_list)(void *self, const char *tenant, const char *kind, const char *after, int limit,
                          json_t **out, struct eai_error **err);
+    /* ---- Appended (sessions, docs/sessions.md); may be NULL: check size
+     * and pointer.  Insert one usage event into the outbox (delivered like
+     * an execution's) and append audit (may be NULL), in one transaction:
+     * a session's lifetime usage at its end.  0 or -1. */
+    int (*outbox_append)(void *self, const char *tenant, const json_t *usage_event,
+                         const json_t *audit, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)

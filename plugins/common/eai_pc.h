@@ -111,6 +111,19 @@ int eai_pc_rm_tree(const char *path);
 /* Unmount <dir>/tmp (lazily) and remove dir. */
 int eai_pc_bundle_remove(const char *dir);
 
+/* --------------------------------------------------------------- live /tmp (pc_files.c) */
+
+/* Worker: file operations on the host tmpfs <dir>/tmp of a live sandbox
+ * (sessions), never following a symlink.  path: absolute under /tmp.
+ * 0, or -1 with errno (ENOENT, EINVAL: bad path, EFBIG: over max, ...). */
+int eai_pc_tmp_put(const char *dir, unsigned uid, const char *path, const unsigned char *data, size_t len,
+                   char *msg, size_t msglen);
+int eai_pc_tmp_get(const char *dir, const char *path, int64_t max, unsigned char **out, size_t *outlen);
+/* A file, a symlink or an empty directory. */
+int eai_pc_tmp_delete(const char *dir, const char *path);
+/* *out: [{path, size, type}] below path ("/tmp" itself allowed), depth-first, at most max entries. */
+int eai_pc_tmp_list(const char *dir, const char *path, size_t max, json_t **out);
+
 /* --------------------------------------------------------------- collect (pc_collect.c) */
 
 struct eai_pc_collect_result {
@@ -233,7 +246,7 @@ struct eai_pc_bundle {
 
 /* What the cgroup told us when the run ended. */
 struct eai_pc_stats {
-    int oom;
+    int oom;                     /* OOM kills counted by the cgroup (0: none) */
     double cpu_seconds;
     double peak_mb;
 };
@@ -288,6 +301,11 @@ struct eai_pc_driver_ops {
     /* Loop, optional: start() is about to prepare the run now (the warm
      * pool may hand it a pre-booted sandbox). */
     void (*admit)(void *drv, struct eai_pc_run *run);
+    /* Loop, optional, before admit: 0 the run may start now, 1 it waits
+     * (held: the driver calls eai_pc_runner_retry_held() when it may go),
+     * -1 it ends at once with why (sandbox_failed).  Sessions use it for
+     * their bound on executions at once. */
+    int (*hold)(void *drv, struct eai_pc_run *run, char *why, size_t whylen);
     /* Worker: lay out the run.  0 or -1 with msg. */
     int (*prepare)(void *drv, struct eai_pc_run *run, char *msg, size_t msglen);
     /* Loop: the run's child argv (strings kept in run->priv or the driver).
@@ -341,6 +359,7 @@ struct eai_pc_run {
     void *cb_arg;
     int early_code;              /* != 0: ended before running: EAI_E_* */
     int cancelled, timed_out, stopping, stop_next, started, started_reported;
+    int held;                    /* parked by ops->hold, not by the gate */
     struct eai_pc_child *child;
     int helpers;                 /* stop helpers still running */
     struct eai_pc_stream out, err;
@@ -367,6 +386,8 @@ void eai_pc_runner_free(struct eai_pc_runner *r);
 int eai_pc_runner_start(struct eai_pc_runner *r, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
                         void *cb_arg, void **handle, struct eai_error **err);
 void eai_pc_runner_cancel(struct eai_pc_runner *r, void *handle);
+/* Ask ops->hold again for every held run, oldest first (a slot freed). */
+void eai_pc_runner_retry_held(struct eai_pc_runner *r);
 /* The gate opened or failed: launch (or refuse) the parked runs. */
 void eai_pc_runner_unpark_all(struct eai_pc_runner *r);
 /* Runs holding a sandbox or about to (not parked). */

@@ -58,6 +58,8 @@ void eai_pc_runner_free(struct eai_pc_runner *r)
     free(r);
 }
 
+static void go_or_hold(struct eai_pc_runner *R, struct eai_pc_run *e);
+
 int eai_pc_runner_start(struct eai_pc_runner *R, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
                         void *cb_arg, void **handle, struct eai_error **err)
 {
@@ -108,13 +110,48 @@ int eai_pc_runner_start(struct eai_pc_runner *R, const struct eai_iso_job *job, 
     snprintf(e->b.dir, sizeof(e->b.dir), "%s/%s", R->work_dir, e->b.cid);
     snprintf(e->b.cgpath, sizeof(e->b.cgpath), "%s/%s", R->cg_parent, e->b.cid);
     if (gate == 0) {
-        if (R->ops->admit)
-            R->ops->admit(R->drv, e);
-        eai_pc_run_launch(e);
+        go_or_hold(R, e);
     } else {
         e->state = PC_PARKED;
     }
     return 0;
+}
+
+/* The gate is open: ops->hold decides whether the run starts, waits or ends. */
+static void go_or_hold(struct eai_pc_runner *R, struct eai_pc_run *e)
+{
+    char why[256] = "";
+    int h = R->ops->hold ? R->ops->hold(R->drv, e, why, sizeof(why)) : 0;
+    e->held = h > 0;
+    if (h > 0) {
+        e->state = PC_PARKED;
+    } else if (h < 0) {
+        eai_pc_run_end_soon(e, EAI_E_SANDBOX_FAILED, why[0] ? why : "the run cannot start");
+    } else {
+        if (R->ops->admit)
+            R->ops->admit(R->drv, e);
+        eai_pc_run_launch(e);
+    }
+}
+
+void eai_pc_runner_retry_held(struct eai_pc_runner *R)
+{
+    size_t n = 0;
+    for (struct eai_pc_run *e = R->runs; e; e = e->next)
+        n += e->state == PC_PARKED && e->held && !e->ev_soon;
+    if (!n)
+        return;
+    struct eai_pc_run **v = calloc(n, sizeof(*v));
+    if (!v)
+        return;
+    size_t i = 0;
+    for (struct eai_pc_run *e = R->runs; e && i < n; e = e->next)
+        if (e->state == PC_PARKED && e->held && !e->ev_soon)
+            v[i++] = e;
+    /* runs are prepended: the oldest is last */
+    while (i-- > 0)
+        go_or_hold(R, v[i]);
+    free(v);
 }
 
 void eai_pc_runner_cancel(struct eai_pc_runner *R, void *handle)
@@ -136,7 +173,7 @@ void eai_pc_runner_cancel(struct eai_pc_runner *R, void *handle)
 void eai_pc_runner_unpark_all(struct eai_pc_runner *R)
 {
     for (struct eai_pc_run *e = R->runs; e; e = e->next) {
-        if (e->state != PC_PARKED || e->ev_soon)
+        if (e->state != PC_PARKED || e->ev_soon || e->held)
             continue;
         char why[PATH_MAX + 384];
         why[0] = '\0';
@@ -144,7 +181,7 @@ void eai_pc_runner_unpark_all(struct eai_pc_runner *R)
         if (gate < 0)
             eai_pc_run_end_soon(e, EAI_E_SANDBOX_UNAVAILABLE, why);
         else if (gate == 0)
-            eai_pc_run_launch(e);
+            go_or_hold(R, e);
     }
 }
 

@@ -77,8 +77,10 @@ static void probe_finish(struct gv *g, int ok, const char *reason)
         if (g->reprobe_ev)
             evtimer_add(g->reprobe_ev, &tv);
     }
-    if (gv_ready_gate(g) || g->probe_state < 0)
+    if (gv_ready_gate(g) || g->probe_state < 0) {
         eai_pc_runner_unpark_all(g->runner);
+        gv_sessions_unpark(g);
+    }
 }
 
 struct probe_ctx {
@@ -320,8 +322,10 @@ static void sweep_done(void *arg)
                          "sweep removed %d containers, %d bundles, %d cgroup leaves", s->containers, s->bundles,
                          s->cgroups);
         g->sweeping = 0;
-        if (gv_ready_gate(g))
+        if (gv_ready_gate(g)) {
             eai_pc_runner_unpark_all(g->runner);
+            gv_sessions_unpark(g);
+        }
     }
     free(s);
     gv_release(g);
@@ -465,10 +469,12 @@ static void gv_destroy(void *self)
      * delete them (fast once dead) */
     eai_pc_runner_shutdown(g->runner, 0);
     gv_pool_destroy_all(g, 1);
+    gv_session_destroy_all(g, 1);
     struct timespec settle = {0, 150 * 1000000L};
     nanosleep(&settle, NULL); /* shutdown only: the loop no longer serves */
     eai_pc_runner_shutdown(g->runner, 1);
     gv_pool_destroy_all(g, 0);
+    gv_session_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
     eai_pc_watchdog_reap_all(); /* all disarmed by now: none outlives the .so */
     /* Our cgroup subtree's parents, when empty. */
@@ -492,6 +498,10 @@ static const struct eai_isolation_ops gv_ops = {
     .cancel = gv_cancel,
     .recover = NULL,
     .sweep = gv_sweep,
+    .session_create = gv_session_create,
+    .session_destroy = gv_session_destroy,
+    .session_busy = gv_session_busy,
+    .session_file = gv_session_file,
 };
 
 static const struct eai_plugin_descriptor gv_descriptor = {

@@ -67,6 +67,7 @@ struct gv {
     int64_t pool_backoff_until;  /* monotonic ms: no boots before */
 
     struct eai_pc_runner *runner; /* every live execution (plugins/common) */
+    struct gv_session *sessions;  /* live sessions (gvisor_session.c) */
     unsigned long seq;
     int inflight;                /* work items and children referencing us */
     int destroying;
@@ -86,6 +87,28 @@ const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p);
 /* The execution is done with it: tear the sandbox down in the background. */
 void gv_pool_release(struct gv_pooled *p);
 void gv_pool_destroy_all(struct gv *g, int kill_only);
+
+/* gvisor_session.c: the isolation ops of sessions, and what the driver
+ * asks of them for an execution inside one (job->session_id). */
+struct gv_session;
+int gv_session_create(void *self, const struct eai_iso_session *spec, const struct eai_iso_session_callbacks *cb,
+                      void *cb_arg, struct eai_error **err);
+void gv_session_destroy(void *self, const char *id);
+int gv_session_busy(void *self, const char *id);
+int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const char *path,
+                    const unsigned char *data, size_t len, int64_t max, unsigned char **out, size_t *outlen,
+                    json_t **list, struct eai_error **err);
+/* 0: the execution may run now (counted as running), 1: it waits (counted
+ * as waiting, *waiting set), -1: the session is gone (why). */
+int gv_session_hold(struct gv *g, const char *id, int *waiting, char *why, size_t whylen);
+void gv_session_unwait(struct gv *g, const char *id, int *waiting);
+/* The session's bundle while it is ready, else NULL. */
+const struct eai_pc_bundle *gv_session_bundle(struct gv *g, const char *id);
+/* An execution that ran in it ended: the next waiting one may go. */
+void gv_session_exec_done(struct gv *g, const char *id);
+void gv_session_destroy_all(struct gv *g, int kill_only);
+/* The probe or the sweep ended: boot (or fail) the sessions waiting for them. */
+void gv_sessions_unpark(struct gv *g);
 
 /* --------------------------------------------------------------- files */
 

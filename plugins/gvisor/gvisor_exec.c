@@ -18,6 +18,12 @@
  *             stderr is dropped from the result)
  *   teardown  bundle and cgroup leaves (a warm sandbox goes back to the pool,
  *             which tears it down)
+ *
+ * An execution inside a session (job->session_id, gvisor_session.c) is run
+ * like a warm one in the session's sandbox, except: it may wait for a slot
+ * (hold), its stop kills only its program (`runsc kill --pid`, the pid from
+ * --internal-pid-file), its OOM is the cgroup's OOM count growing during
+ * it, and nothing is torn down at its end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +40,11 @@
 /* Per-run driver state (run->priv). */
 struct gv_run {
     struct gv_pooled *pooled;   /* warm sandbox in use (runsc exec), or NULL */
+    const char *session;        /* the session it runs in (job->session_id), or NULL */
+    int ses_waiting, ses_running;
+    int oom0;                   /* the session cgroup's OOM count before our program */
+    char own_cid[96];           /* the run's own name (its files in the session bundle) */
+    char pidf[PATH_MAX + 32];   /* --internal-pid-file */
     double cpu0;                /* its cpu usage before our program */
     char root[PATH_MAX + 16];
     char plat[64];
@@ -60,9 +71,32 @@ static int gv_gate(void *drv, char *why, size_t whylen)
     return gv_ready_gate(g) ? 0 : 1;
 }
 
+static const char *job_session(const struct eai_iso_job *job)
+{
+    return EAI_ISO_JOB_HAS_SESSION(job) && job->session_id && job->session_id[0] ? job->session_id : NULL;
+}
+
+static int gv_hold(void *drv, struct eai_pc_run *run, char *why, size_t whylen)
+{
+    struct gv_run *p = priv(run);
+    p->session = job_session(run->job);
+    if (!p->session)
+        return 0;
+    int h = gv_session_hold(drv, p->session, &p->ses_waiting, why, whylen);
+    p->ses_running = h == 0;
+    return h;
+}
+
 static void gv_admit(void *drv, struct eai_pc_run *run)
 {
     struct gv *g = drv;
+    if (priv(run)->session) {
+        const struct eai_pc_bundle *sb = gv_session_bundle(g, priv(run)->session);
+        snprintf(priv(run)->own_cid, sizeof(priv(run)->own_cid), "%s", run->b.cid);
+        if (sb) /* always, right after a hold of 0 */
+            run->b = *sb;
+        return;
+    }
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));
     snprintf(sh.rootfs, sizeof(sh.rootfs), "%s", run->b.rootfs);
@@ -79,10 +113,25 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
 {
     struct gv_run *p = priv(run);
     snprintf(p->procf, sizeof(p->procf), "%s/process.json", run->b.dir);
-    /* runsc's own errors: a file per run, out of the sandbox's reach */
-    /* runsc's own log (--log); its debug log (--debug-log) is runsc-<command>.log */
-    snprintf(p->logf, sizeof(p->logf), "%s/runsc-%s.main.log", run->b.dir, p->pooled ? "exec" : "run");
+    /* runsc's own log (--log, its errors); its debug log (--debug-log) is runsc-<command>.log */
+    if (p->session) /* one per execution: the session's directory outlives it */
+        snprintf(p->logf, sizeof(p->logf), "%s/%s.runsc.main.log", run->b.dir, p->own_cid);
+    else
+        snprintf(p->logf, sizeof(p->logf), "%s/runsc-%s.main.log", run->b.dir, p->pooled ? "exec" : "run");
     snprintf(p->logarg, sizeof(p->logarg), "--log=%s", p->logf);
+    if (p->session) {
+        /* beside the session's config.json: one process file per run */
+        snprintf(p->procf, sizeof(p->procf), "%s/%s.process.json", run->b.dir, p->own_cid);
+        snprintf(p->pidf, sizeof(p->pidf), "%s/%s.pid", run->b.dir, p->own_cid);
+        if (eai_pc_write_inputs(run->b.dir, run->b.uid, run->job, msg, msglen) < 0 ||
+            gv_write_process(&run->b, run->job, p->procf, msg, msglen) < 0)
+            return -1;
+        struct eai_pc_stats st;
+        gv_cgroup_stats(&run->b, &st);
+        p->cpu0 = st.cpu_seconds;
+        p->oom0 = st.oom;
+        return 0;
+    }
     if (!p->pooled)
         return gv_bundle_prepare(&run->b, run->job, msg, msglen);
     /* Warm sandbox: files into its tmpfs, the program as a process file. */
@@ -106,7 +155,9 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     char *run_argv[] = {g->runsc, p->root, p->logarg, p->dlog, "--network=none", p->plat, "run", "--bundle",
                         run->b.dir, run->b.cid, NULL};
     char *exec_argv[] = {g->runsc, p->root, p->logarg, p->dlog, "exec", "--process", p->procf, run->b.cid, NULL};
-    char **src = p->pooled ? exec_argv : run_argv;
+    char *ses_argv[] = {g->runsc, p->root, p->logarg, "exec", "--internal-pid-file", p->pidf, "--process", p->procf,
+                        run->b.cid, NULL};
+    char **src = p->session ? ses_argv : p->pooled ? exec_argv : run_argv;
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
     return 0;
@@ -133,6 +184,27 @@ static int gv_stop_step(void *drv, struct eai_pc_run *run, int step, struct eai_
     snprintf(p->root, sizeof(p->root), "--root=%s", g->state_dir);
     char *kill_argv[] = {g->runsc, p->root, "kill", run->b.cid, "KILL", NULL};
     char *del_argv[] = {g->runsc, p->root, "delete", "--force", run->b.cid, NULL};
+    if (p->session) {
+        /* Only the program: its pid inside the sandbox, then the runsc exec
+         * attached to it.  What it left in the background stays (the
+         * session's state), as do the sandbox and the other executions. */
+        if (step == 0) {
+            char *sh_argv[] = {"/bin/sh", "-c", "exec \"$0\" \"$1\" kill --pid=\"$(cat \"$2\")\" \"$3\" KILL",
+                               g->runsc, p->root, p->pidf, run->b.cid, NULL};
+            memcpy(st->argv, sh_argv, sizeof(sh_argv));
+            st->what = "runsc kill --pid";
+            st->helper_timeout_ms = GV_RUNSC_TIMEOUT_MS;
+            st->next_ms = GV_KILL_GRACE_MS;
+            return 0;
+        }
+        if (step > 1)
+            return -1;
+        snprintf(st->warn, sizeof(st->warn), "%s: the program in session %s did not stop: SIGKILL to runsc exec",
+                 p->own_cid, p->session);
+        st->kill_child = 1;
+        st->next_ms = -1;
+        return 0;
+    }
     if (step == 0) {
         memcpy(st->argv, kill_argv, sizeof(kill_argv));
         st->what = "runsc kill";
@@ -168,16 +240,27 @@ static void read_runtime_log(struct gv_run *p)
 static void gv_end_work(void *drv, struct eai_pc_run *run)
 {
     gv_cgroup_stats(&run->b, &run->stats);
-    priv(run)->died = gv_runtime_died(run->b.dir, priv(run)->pooled ? "exec" : "run");
-    if (priv(run)->pooled) {
+    if (priv(run)->session) {
+        /* the session's OOM count grew during this program */
+        run->stats.oom = run->stats.oom > priv(run)->oom0;
+        /* its files are left beside the session's config.json */
+        unlink(priv(run)->procf);
+        unlink(priv(run)->pidf);
+    } else {
+        priv(run)->died = gv_runtime_died(run->b.dir, priv(run)->pooled ? "exec" : "run");
+    }
+    if (priv(run)->pooled || priv(run)->session) {
         run->stats.cpu_seconds -= priv(run)->cpu0;
         if (run->stats.cpu_seconds < 0)
             run->stats.cpu_seconds = 0;
     }
     /* nothing of the sandbox (a detached process of the program) writes
      * into its /tmp once the program has ended: killed before collect */
-    gv_cgroup_kill(&run->b);
+    if (!priv(run)->session) /* a session's sandbox and its other processes live on */
+        gv_cgroup_kill(&run->b);
     read_runtime_log(priv(run));
+    if (priv(run)->session)
+        unlink(priv(run)->logf);
 }
 
 /* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first:
@@ -217,6 +300,8 @@ static size_t runtime_tail_len(const struct eai_pc_run *run, const json_t *msgs)
 
 static void gv_teardown_work(void *drv, struct eai_pc_run *run)
 {
+    if (priv(run)->session)
+        return; /* the session's sandbox lives on */
     if (priv(run)->pooled)
         return; /* the pool tears its sandbox down (gv_pool_release) */
     if (run->b.mounted || run->b.dir[0])
@@ -269,6 +354,15 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
 
 static void gv_retire(void *drv, struct eai_pc_run *run)
 {
+    struct gv_run *p = priv(run);
+    if (p->session) {
+        gv_session_unwait(drv, p->session, &p->ses_waiting);
+        if (p->ses_running) {
+            p->ses_running = 0;
+            gv_session_exec_done(drv, p->session);
+        }
+        return;
+    }
     if (priv(run)->pooled)
         gv_pool_release(priv(run)->pooled);
 }
@@ -282,6 +376,12 @@ static void gv_shutdown(void *drv, struct eai_pc_run *run, int pass)
     struct gv *g = drv;
     char root[PATH_MAX + 16];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    if (priv(run)->session) {
+        /* the session's sandbox is stopped by gv_session_destroy_all */
+        if (pass == 0)
+            kill(eai_pc_run_pid(run), SIGKILL);
+        return;
+    }
     if (pass == 0) {
         char *kill_argv[] = {g->runsc, root, "kill", run->b.cid, "KILL", NULL};
         eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
@@ -296,7 +396,7 @@ static void gv_shutdown(void *drv, struct eai_pc_run *run, int pass)
 static const struct eai_pc_driver_ops gv_driver = {
     .name = "gvisor", .component = GV_COMPONENT, .runtime = "runsc", .cid_prefix = GV_CID_PREFIX,
     .priv_size = sizeof(struct gv_run),
-    .gate = gv_gate, .admit = gv_admit, .prepare = gv_prepare, /* the warm pool hands over in admit */
+    .gate = gv_gate, .hold = gv_hold, .admit = gv_admit, .prepare = gv_prepare, /* the warm pool hands over in admit */
     .started_on_spawn = 1, .spawn_argv = gv_spawn_argv,
     .stop_step = gv_stop_step, .watchdog = gv_watchdog,
     .drain_reads = 64, /* a sandbox process alive after a hard kill must not pin the loop */

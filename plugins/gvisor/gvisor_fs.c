@@ -140,7 +140,7 @@ void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
     if (b->cg_v2) {
         cg_leaf(leaf, sizeof(leaf), NULL, b->cgpath, 1);
         if (eai_pc_cg_read(leaf, "memory.events", buf, sizeof(buf)) == 0)
-            st->oom = eai_pc_cg_key(buf, "oom_kill") > 0;
+            st->oom = eai_pc_cg_key(buf, "oom_kill") > 0 ? (int)eai_pc_cg_key(buf, "oom_kill") : 0;
         if (eai_pc_cg_read(leaf, "cpu.stat", buf, sizeof(buf)) == 0) {
             long long us = eai_pc_cg_key(buf, "usage_usec");
             st->cpu_seconds = us > 0 ? (double)us / 1e6 : 0;
@@ -151,7 +151,7 @@ void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
     }
     cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0);
     if (eai_pc_cg_read(leaf, "memory.oom_control", buf, sizeof(buf)) == 0)
-        st->oom = eai_pc_cg_key(buf, "oom_kill") > 0;
+        st->oom = eai_pc_cg_key(buf, "oom_kill") > 0 ? (int)eai_pc_cg_key(buf, "oom_kill") : 0;
     if (eai_pc_cg_read(leaf, "memory.max_usage_in_bytes", buf, sizeof(buf)) == 0)
         st->peak_mb = (double)atoll(buf) / (1024.0 * 1024.0);
     cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0);

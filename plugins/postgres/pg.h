@@ -172,6 +172,8 @@ int eai_pg_audit_append(void *self, const char *tenant, const json_t *event, str
 int eai_pg_audit_list(void *self, const char *tenant, int64_t after_seq, int limit, json_t **out,
                       struct eai_error **err);
 int eai_pg_outbox_fetch(void *self, int limit, json_t **out, struct eai_error **err);
+int eai_pg_outbox_append(void *self, const char *tenant, const json_t *usage_event, const json_t *audit,
+                         struct eai_error **err);
 int eai_pg_outbox_ack(void *self, const char *id, int delivered, struct eai_error **err);
 int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, struct eai_error **err);
 int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, json_t **out,

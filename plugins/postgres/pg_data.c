@@ -611,6 +611,34 @@ int eai_pg_outbox_insert_tx(struct eai_pg_tx *tx, const char *tenant, const char
     return rc;
 }
 
+struct eai_pg_outbox_append_ctx {
+    const char *tenant;
+    const json_t *event, *audit;
+};
+
+static int eai_pg_outbox_append_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_outbox_append_ctx *c = arg;
+    if (c->event && eai_pg_outbox_insert_tx(tx, c->tenant, NULL, c->event, err) < 0)
+        return -1;
+    if (c->audit && eai_pg_audit_append_tx(tx, c->tenant, c->audit, err) < 0)
+        return -1;
+    return 0;
+}
+
+/* A session's lifetime usage and the audit event of its end, in one
+ * transaction (storage.h outbox_append): no execution row behind it. */
+int eai_pg_outbox_append(void *self, const char *tenant, const json_t *usage_event, const json_t *audit,
+                         struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    if (!eai_pg_uuid_valid(tenant)) {
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "outbox_append: bad tenant");
+    }
+    struct eai_pg_outbox_append_ctx c = {.tenant = tenant, .event = usage_event, .audit = audit};
+    return eai_pg_run(pg, tenant, eai_pg_outbox_append_body, &c, err) < 0 ? -1 : 0;
+}
+
 static int eai_pg_build_outbox(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
                                struct eai_error **err)
 {

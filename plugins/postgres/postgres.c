@@ -241,6 +241,7 @@ static const struct eai_storage_ops eai_pg_ops = {
     .key_list = eai_pg_key_list,
     .key_create_expiring = eai_pg_key_create_expiring,
     .manifest_list = eai_pg_manifest_list,
+    .outbox_append = eai_pg_outbox_append,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

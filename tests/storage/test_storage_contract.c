@@ -1087,6 +1087,50 @@ static void test_finish_scrub_files_outbox(void)
     json_decref(ev);
 }
 
+/* A session's end (sessions.md): one usage event without an execution row
+ * and its audit event, in one transaction; the outbox delivers it as any. */
+static void test_outbox_append(void)
+{
+    if (!g_ops->outbox_append) {
+        CU_FAIL("outbox_append missing: sessions would not be billed");
+        return;
+    }
+    char t[37], sid[64], eid[37];
+    new_tenant(t);
+    eai_uuid_v4(eid);
+    snprintf(sid, sizeof sid, "ses_%s", eid);
+    json_t *usage = json_pack("{s:s, s:s, s:s, s:f}", "id", eid, "kind", "session", "session_id", sid,
+                              "cpu_seconds", 1.5);
+    json_t *ev = audit_event("sandbox.session.end", sid);
+    size_t audits = audit_count(t);
+    OK(g_ops->outbox_append(g_st, t, usage, ev, err));
+    CU_ASSERT_EQUAL(audit_count(t), audits + 1);
+    json_t *last = audit_last(t);
+    CU_ASSERT_STRING_EQUAL(js(last, "action"), "sandbox.session.end");
+    json_decref(last);
+    json_t *ob = NULL;
+    size_t i;
+    const json_t *f;
+    int found = 0;
+    OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
+    json_array_foreach(ob, i, f) {
+        const json_t *event = json_object_get(f, "event");
+        if (js(event, "session_id") && strcmp(js(event, "session_id"), sid) == 0) {
+            found++;
+            CU_ASSERT_STRING_EQUAL(js(f, "tenant_id"), t);
+            CU_ASSERT_STRING_EQUAL(js(event, "kind"), "session");
+            OK(g_ops->outbox_ack(g_st, js(f, "id"), 1, err));
+        }
+    }
+    json_decref(ob);
+    CU_ASSERT_EQUAL(found, 1);
+    /* no audit: the usage row alone */
+    OK(g_ops->outbox_append(g_st, t, usage, NULL, err));
+    CU_ASSERT_EQUAL(audit_count(t), audits + 1);
+    json_decref(usage);
+    json_decref(ev);
+}
+
 /* ------------------------------------------------------------ manifests */
 
 static void test_manifests(void)
@@ -1631,6 +1675,7 @@ int main(void)
     CU_add_test(s, "queue: no double claim from racing threads", test_claim_race);
     CU_add_test(s, "queue: renew, cancel, stale", test_renew_cancel_stale);
     CU_add_test(s, "finish: once, scrub, files, outbox", test_finish_scrub_files_outbox);
+    CU_add_test(s, "outbox_append: a session's usage and audit", test_outbox_append);
     CU_add_test(s, "manifests", test_manifests);
     CU_add_test(s, "manifest list", test_manifest_list);
     CU_add_test(s, "outbox: several events of one finish", test_outbox_events_array);

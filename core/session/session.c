@@ -1,0 +1,433 @@
+/* Sessions: the registry of this node's sessions, their lifetimes, the
+ * backend's callbacks and their end (session_int.h, docs/sessions.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "session/session_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "config/config.h"
+#include "http/park.h"
+#include "http/req_audit.h"
+#include "obs/metrics.h"
+
+struct eai_sessions *ses_reg(struct eai_app *app)
+{
+    return app && !app->shutting_down ? app->sessions : NULL;
+}
+
+int ses_id_ok(const char *id)
+{
+    if (!id || strncmp(id, "ses_", 4) != 0 || strlen(id) != 40)
+        return 0;
+    for (const char *p = id + 4; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == '-'))
+            return 0;
+    return 1;
+}
+
+struct eai_session *ses_find(struct eai_sessions *reg, const char *tenant, const char *id)
+{
+    for (struct eai_session *s = reg ? reg->list : NULL; s; s = s->next)
+        if (id && tenant && !strcmp(s->id, id) && !strcmp(s->tenant, tenant))
+            return s;
+    return NULL;
+}
+
+int ses_live(const struct eai_session *s)
+{
+    return s->state == SES_STARTING || s->state == SES_RUNNING || s->state == SES_ENDING;
+}
+
+int ses_live_count(const struct eai_sessions *reg, const char *tenant)
+{
+    int n = 0;
+    for (const struct eai_session *s = reg ? reg->list : NULL; s; s = s->next)
+        n += ses_live(s) && (!tenant || !strcmp(s->tenant, tenant));
+    return n;
+}
+
+int eai_sessions_live(const struct eai_app *app)
+{
+    return app ? ses_live_count(app->sessions, NULL) : 0;
+}
+
+const struct eai_isolation_ops *ses_profile_ops(const struct eai_profile *p)
+{
+    const struct eai_isolation_ops *ops = p && p->iso && p->iso->desc ? p->iso->desc->ops : NULL;
+    return ops && ops->session_create && ops->session_destroy && ops->session_busy && ops->session_file ? ops
+                                                                                                         : NULL;
+}
+
+const struct eai_isolation_ops *ses_ops(const struct eai_session *s)
+{
+    return ses_profile_ops(s->prof);
+}
+
+static void ses_free(struct eai_session *s)
+{
+    json_decref(s->limits);
+    json_decref(s->env);
+    free(s);
+}
+
+/* ------------------------------------------------------------ views */
+
+static json_t *time_or_null(int64_t ms)
+{
+    char t[32];
+    if (!ms)
+        return json_null();
+    eai_time_rfc3339(ms, t);
+    return json_string(t);
+}
+
+static const char *state_name(enum ses_state st)
+{
+    static const char *const n[] = {"starting", "running", "ending", "ended", "failed"};
+    return n[st];
+}
+
+static double ses_duration_s(const struct eai_session *s)
+{
+    int64_t from = s->ready_ms ? s->ready_ms : s->created_ms;
+    int64_t to = s->ended_ms ? s->ended_ms : eai_now_ms();
+    return to > from ? (double)(to - from) / 1000.0 : 0;
+}
+
+json_t *ses_view(const struct eai_session *s)
+{
+    json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
+                          "id", s->id, "status", state_name(s->state), "profile", s->prof->name,
+                          "image", s->image, "limits", s->limits,
+                          "idle_timeout_s", (json_int_t)s->idle_timeout_s, "ttl_s", (json_int_t)s->ttl_s,
+                          "max_concurrent_executions", s->max_concurrent,
+                          "created_at", time_or_null(s->created_ms),
+                          "expires_at", time_or_null(s->created_ms + s->ttl_s * 1000),
+                          "last_used_at", time_or_null(s->last_used_ms),
+                          "ended_at", time_or_null(s->ended_ms),
+                          "end_reason", s->end_reason[0] ? json_string(s->end_reason) : json_null(),
+                          "executions", (json_int_t)s->executions);
+    if (!v)
+        return NULL;
+    if (s->state == SES_ENDED)
+        json_object_set_new(v, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds,
+                                                  "memory_mb_seconds", s->peak_mb * ses_duration_s(s),
+                                                  "duration_s", ses_duration_s(s)));
+    else
+        json_object_set_new(v, "usage", json_null());
+    if (s->message[0] && (s->state == SES_ENDED || s->state == SES_FAILED))
+        json_object_set_new(v, "message", json_string(s->message));
+    return v;
+}
+
+/* ------------------------------------------------------------ audit and usage */
+
+static json_t *audit_event(const struct eai_session *s, const char *action, const char *decision,
+                           const char *reason)
+{
+    char id[37], now[32];
+    eai_uuid_v4(id);
+    eai_time_rfc3339(eai_now_ms(), now);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "id", id, "time", now, "tenant_id",
+                     s->tenant, "actor", s->actor[0] ? s->actor : "system", "action", action, "target", s->id,
+                     "decision", decision ? decision : "allow", "reason", reason ? reason : "", "request_id",
+                     s->request_id, "trace_id", "");
+}
+
+void ses_audit(struct eai_app *app, const struct eai_session *s, const char *action, const char *decision,
+               const char *reason)
+{
+    json_t *ev = audit_event(s, action, decision, reason);
+    if (ev)
+        eai_req_audit_async(app, s->tenant, ev);
+}
+
+struct end_job {
+    struct eai_app *app;
+    char tenant[64], id[48];
+    json_t *usage, *audit;
+    int rc;
+    struct eai_error *err;
+};
+
+static void end_work(void *arg)
+{
+    struct end_job *j = arg;
+    const struct eai_storage_ops *st = j->app->store;
+    if (st->outbox_append)
+        j->rc = st->outbox_append(j->app->storage.self, j->tenant, j->usage, j->audit, &j->err);
+    else
+        j->rc = st->audit_append(j->app->storage.self, j->tenant, j->audit, &j->err);
+}
+
+static void end_answer(struct eai_req *r, void *arg)
+{
+    (void)r;
+    struct end_job *j = arg;
+    if (j->rc < 0)
+        eai_log(SES_COMPONENT, EAI_LOG_ERROR, "session %s: recording its end failed: %s", j->id,
+                j->err && j->err->message ? j->err->message : "?");
+    else if (!j->app->store->outbox_append)
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: the storage backend has no outbox_append: its"
+                " lifetime usage is not billed", j->id);
+}
+
+static void end_free(void *arg)
+{
+    struct end_job *j = arg;
+    json_decref(j->usage);
+    json_decref(j->audit);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops end_ops = {
+    .what = "session_end", .work = end_work, .answer = end_answer, .free = end_free,
+};
+
+/* The usage event (API.md "FinOps") of the session's whole lifetime and
+ * the audit event of its end, in one transaction on a worker. */
+static void record_end(struct eai_sessions *reg, struct eai_session *s)
+{
+    struct end_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return;
+    char id[37], now[32];
+    eai_uuid_v4(id);
+    eai_time_rfc3339(eai_now_ms(), now);
+    j->app = reg->app;
+    snprintf(j->tenant, sizeof j->tenant, "%s", s->tenant);
+    snprintf(j->id, sizeof j->id, "%s", s->id);
+    double dur = ses_duration_s(s);
+    json_t *started = time_or_null(s->ready_ms ? s->ready_ms : s->created_ms);
+    json_t *ended = time_or_null(s->ended_ms);
+    j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:O, s:O, s:s, s:s, s:I}", "id", id,
+                         "kind", "session", "tenant_id", s->tenant, "session_id", s->id, "profile",
+                         s->prof->name, "backend", s->prof->backend, "cpu_seconds", s->cpu_seconds,
+                         "memory_mb_seconds", s->peak_mb * dur, "duration_s", dur, "started_at", started,
+                         "finished_at", ended, "created_at", now, "end_reason", s->end_reason, "executions",
+                         (json_int_t)s->executions);
+    json_decref(started);
+    json_decref(ended);
+    j->audit = audit_event(s, "sandbox.session.end", "allow", s->end_reason);
+    if (!j->usage || !j->audit) {
+        end_free(j);
+        return;
+    }
+    eai_park(reg->parks, NULL, &end_ops, j);
+}
+
+/* ------------------------------------------------------------ backend callbacks */
+
+static void answer_hold(struct eai_session *s)
+{
+    if (!s->hold)
+        return;
+    struct eai_req *r = eai_park_release(s->hold);
+    s->hold = NULL;
+    if (!r)
+        return;
+    if (s->state == SES_FAILED) {
+        eai_reply_error(r, EAI_E_SANDBOX_FAILED,
+                        json_pack("[{s:s, s:s}]", "path", "", "message", s->message[0] ? s->message : "boot failed"));
+        return;
+    }
+    json_t *v = ses_view(s);
+    if (!v) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    if (s->hold_is_delete) {
+        eai_reply_json(r, 200, v);
+        return;
+    }
+    char loc[96];
+    snprintf(loc, sizeof loc, "Location: /v1/sandbox/sessions/%s", s->id);
+    const char *h[] = {loc, NULL};
+    eai_reply_json_headers(r, 201, v, h);
+}
+
+static void cb_ready(void *arg, const struct eai_error *err)
+{
+    struct eai_session *s = arg;
+    struct eai_sessions *reg = s->reg;
+    if (!reg) { /* the registry stopped meanwhile */
+        if (err)
+            ses_free(s);
+        return;
+    }
+    if (err) {
+        s->backend_live = 0;
+        s->state = SES_FAILED;
+        s->ended_ms = eai_now_ms();
+        snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
+        snprintf(s->message, sizeof s->message, "%s", err->message ? err->message : "boot failed");
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s did not boot: %s", s->id, s->message);
+        ses_audit(reg->app, s, "sandbox.session.end", "allow", "boot_failed");
+        answer_hold(s);
+        return;
+    }
+    s->ready_ms = s->last_used_ms = eai_now_ms();
+    if (s->state == SES_STARTING)
+        s->state = SES_RUNNING;
+    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ready in %lld ms (tenant %s, profile %s)", s->id,
+            (long long)(s->ready_ms - s->created_ms), s->tenant, s->prof->name);
+    answer_hold(s);
+    if (s->state == SES_ENDING) /* deleted while booting */
+        ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+}
+
+static void cb_end(void *arg, const struct eai_iso_session_end *end)
+{
+    struct eai_session *s = arg;
+    struct eai_sessions *reg = s->reg;
+    s->backend_live = 0;
+    if (!reg) {
+        ses_free(s);
+        return;
+    }
+    s->ended_ms = eai_now_ms();
+    s->cpu_seconds = end->cpu_seconds;
+    s->peak_mb = end->peak_memory_mb;
+    if (s->state != SES_ENDING || !s->end_reason[0]) {
+        /* it died on its own */
+        snprintf(s->end_reason, sizeof s->end_reason, "%s", end->oom ? "oom_killed" : "crashed");
+        if (end->message)
+            snprintf(s->message, sizeof s->message, "%s", end->message);
+    }
+    s->state = SES_ENDED;
+    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ended: %s (%lld executions, %.3f cpu s)", s->id,
+            s->end_reason, (long long)s->executions, s->cpu_seconds);
+    eai_metrics_add("eai_sessions_ended_total", NULL, 1);
+    record_end(reg, s);
+    answer_hold(s);
+}
+
+static const struct eai_iso_session_callbacks ses_callbacks = {
+    .size = sizeof(struct eai_iso_session_callbacks),
+    .on_ready = cb_ready,
+    .on_end = cb_end,
+};
+
+int ses_boot(struct eai_session *s, struct eai_error **err)
+{
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    struct eai_iso_session spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    spec.id = s->id;
+    spec.tenant_id = s->tenant;
+    spec.profile = s->prof->name;
+    spec.runtime_class = s->prof->runtime_class;
+    spec.image = s->image;
+    spec.cpu_millis = s->cpu_millis;
+    spec.memory_bytes = s->memory_bytes;
+    spec.pids = s->pids;
+    spec.disk_bytes = s->disk_bytes;
+    spec.max_concurrent = s->max_concurrent;
+    if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0)
+        return -1;
+    s->backend_live = 1;
+    return 0;
+}
+
+void ses_end(struct eai_session *s, const char *reason)
+{
+    if (s->state != SES_STARTING && s->state != SES_RUNNING)
+        return;
+    int starting = s->state == SES_STARTING;
+    s->state = SES_ENDING;
+    snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
+    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ending: %s", s->id, reason);
+    if (!starting) /* booting: cb_ready destroys it */
+        ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+}
+
+/* ------------------------------------------------------------ lifetimes */
+
+static void prune(struct eai_sessions *reg, int64_t now)
+{
+    int ended = 0;
+    for (struct eai_session **pp = &reg->list; *pp;) {
+        struct eai_session *s = *pp;
+        int done = (s->state == SES_ENDED || s->state == SES_FAILED) && !s->backend_live && !s->hold;
+        if (done && (now - s->ended_ms > SES_KEEP_ENDED_MS || ++ended > SES_KEEP_ENDED_MAX)) {
+            *pp = s->next;
+            ses_free(s);
+            continue;
+        }
+        pp = &s->next;
+    }
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_sessions *reg = arg;
+    int64_t now = eai_now_ms();
+    for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->state != SES_RUNNING)
+            continue;
+        /* an execution running or waiting inside keeps it from idling */
+        if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0)
+            s->last_used_ms = now;
+        if (now - s->created_ms >= s->ttl_s * 1000)
+            ses_end(s, "ttl");
+        else if (now - s->last_used_ms >= s->idle_timeout_s * 1000)
+            ses_end(s, "idle_timeout");
+    }
+    prune(reg, now);
+    eai_metrics_set("eai_sessions_live", NULL, ses_live_count(reg, NULL));
+}
+
+int eai_sessions_start(struct eai_app *app, struct eai_error **err)
+{
+    struct eai_sessions *reg = calloc(1, sizeof *reg);
+    if (!reg)
+        return eai_error_set(err, EAI_E_INTERNAL, "sessions: out of memory");
+    reg->app = app;
+    reg->parks = eai_park_set_new();
+    reg->tick = event_new(app->base, -1, EV_PERSIST, on_tick, reg);
+    struct timeval tv = {SES_TICK_MS / 1000, (SES_TICK_MS % 1000) * 1000};
+    if (!reg->parks || !reg->tick || event_add(reg->tick, &tv) < 0) {
+        if (reg->tick)
+            event_free(reg->tick);
+        eai_park_set_close(reg->parks);
+        free(reg);
+        return eai_error_set(err, EAI_E_INTERNAL, "sessions: out of memory");
+    }
+    app->sessions = reg;
+    return 0;
+}
+
+void eai_sessions_stop(struct eai_app *app)
+{
+    struct eai_sessions *reg = app ? app->sessions : NULL;
+    if (!reg)
+        return;
+    app->sessions = NULL;
+    event_free(reg->tick);
+    /* answers the parked create / delete requests (503) */
+    eai_park_set_close(reg->parks);
+    for (struct eai_session *s = reg->list, *n; s; s = n) {
+        n = s->next;
+        s->hold = NULL;
+        if (s->backend_live) {
+            /* the backend's destroy stops the sandbox; a callback that still
+             * comes finds reg NULL and frees the session */
+            if (ses_live(s))
+                eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
+            s->reg = NULL;
+            ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+        } else {
+            ses_free(s);
+        }
+    }
+    free(reg);
+}

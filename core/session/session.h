@@ -1,0 +1,36 @@
+/*
+ * Sessions (docs/sessions.md): a sandbox that lives across several
+ * executions, owned by one tenant.  The routes of /v1/sandbox/sessions, the
+ * registry of this node's sessions and their lifetimes (idle timeout, hard
+ * TTL, per-tenant cap), billing and audit at their end.  An execution in a
+ * session is an ordinary execution (exec/exec.h) whose record carries
+ * session_id; the backend runs it inside the session's sandbox.
+ *
+ * Order in the application: eai_sessions_start after eai_exec_start;
+ * eai_sessions_stop before eai_exec_stop (live sessions end as interrupted;
+ * the backends' destroy stops their sandboxes, the start-up sweep removes
+ * what a crash left).
+ */
+#ifndef EAI_CORE_SESSION_H
+#define EAI_CORE_SESSION_H
+
+#include "app.h"
+#include "http/request.h"
+
+void eai_session_route_create(struct eai_app *app, struct eai_req *r);  /* POST   /v1/sandbox/sessions */
+void eai_session_route_list(struct eai_app *app, struct eai_req *r);    /* GET    /v1/sandbox/sessions */
+void eai_session_route_get(struct eai_app *app, struct eai_req *r);     /* GET    /v1/sandbox/sessions/{id} */
+void eai_session_route_delete(struct eai_app *app, struct eai_req *r);  /* DELETE /v1/sandbox/sessions/{id} */
+void eai_session_route_exec(struct eai_app *app, struct eai_req *r);    /* POST   .../{id}/executions */
+void eai_session_route_file_put(struct eai_app *app, struct eai_req *r);    /* PUT    .../{id}/files/{*path} */
+void eai_session_route_file_get(struct eai_app *app, struct eai_req *r);    /* GET    .../{id}/files/{*path} */
+void eai_session_route_file_delete(struct eai_app *app, struct eai_req *r); /* DELETE .../{id}/files/{*path} */
+void eai_session_route_file_list(struct eai_app *app, struct eai_req *r);   /* GET    .../{id}/files */
+
+int eai_sessions_start(struct eai_app *app, struct eai_error **err);
+void eai_sessions_stop(struct eai_app *app);
+
+/* Live sessions on this node (metrics). */
+int eai_sessions_live(const struct eai_app *app);
+
+#endif

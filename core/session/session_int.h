@@ -1,0 +1,80 @@
+/*
+ * Inside the sessions module (session.h), shared by its files:
+ *   session.c         the registry, lifetimes (tick), the backend's
+ *                     callbacks, the end (usage + audit), views;
+ *   session_routes.c  create, get, list, delete, executions;
+ *   session_files.c   the file routes.
+ */
+#ifndef EAI_CORE_SESSION_INT_H
+#define EAI_CORE_SESSION_INT_H
+
+#include <stdint.h>
+#include <jansson.h>
+#include <eai/isolation.h>
+
+#include "app.h"
+#include "session/session.h"
+
+#define SES_COMPONENT "sessions"
+#define SES_TICK_MS 1000             /* idle and TTL checks */
+#define SES_KEEP_ENDED_MS (3600 * 1000) /* an ended session stays readable this long */
+#define SES_KEEP_ENDED_MAX 1000      /* and at most this many ended ones */
+#define SES_FILE_MAX (8LL << 20)     /* one file through the file API (files.max_total_bytes) */
+
+struct eai_parked;
+struct eai_park_set;
+struct event;
+
+enum ses_state { SES_STARTING = 0, SES_RUNNING, SES_ENDING, SES_ENDED, SES_FAILED };
+
+struct eai_session {
+    struct eai_session *next;
+    struct eai_sessions *reg;        /* NULL once the registry stopped (freed at on_end) */
+    char id[48];                     /* "ses_<uuid>" */
+    char tenant[64];
+    char actor[64];                  /* the key that created it (audit of its end) */
+    char request_id[128];
+    enum ses_state state;
+    char end_reason[24];             /* deleted, idle_timeout, ttl, oom_killed, crashed, interrupted, boot_failed */
+    char message[256];
+    const struct eai_profile *prof;
+    char image[256];
+    json_t *limits;                  /* canonical {cpu, memory, pids, disk} */
+    json_t *env;                     /* merged into every execution's env */
+    int64_t cpu_millis, memory_bytes, pids, disk_bytes;
+    int64_t idle_timeout_s, ttl_s;
+    int max_concurrent;
+    int64_t created_ms, ready_ms, ended_ms, last_used_ms;
+    int64_t executions;
+    double cpu_seconds, peak_mb;
+    int backend_live;                /* the backend owes on_end (or on_ready) */
+    struct eai_parked *hold;         /* the create or delete request waiting */
+    int hold_is_delete;
+};
+
+struct eai_sessions {
+    struct eai_app *app;
+    struct eai_session *list;        /* newest first */
+    struct eai_park_set *parks;
+    struct event *tick;
+};
+
+struct eai_sessions *ses_reg(struct eai_app *app);
+/* The session id of this tenant, or NULL (another tenant's: NULL too). */
+struct eai_session *ses_find(struct eai_sessions *reg, const char *tenant, const char *id);
+int ses_live(const struct eai_session *s);
+int ses_live_count(const struct eai_sessions *reg, const char *tenant);
+/* Boot the sandbox (backend session_create); 0 or -1 with *err. */
+int ses_boot(struct eai_session *s, struct eai_error **err);
+/* End a live session for reason (backend session_destroy; on_end follows). */
+void ses_end(struct eai_session *s, const char *reason);
+/* The public view of a session. */
+json_t *ses_view(const struct eai_session *s);
+const struct eai_isolation_ops *ses_ops(const struct eai_session *s);
+const struct eai_isolation_ops *ses_profile_ops(const struct eai_profile *p);
+void ses_audit(struct eai_app *app, const struct eai_session *s, const char *action, const char *decision,
+               const char *reason);
+/* "ses_" + 36 lowercase hex / dash characters */
+int ses_id_ok(const char *id);
+
+#endif

@@ -1,0 +1,456 @@
+/* The routes of /v1/sandbox/sessions: create, get, list, delete and the
+ * executions inside a session (session_int.h, docs/sessions.md). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "session/session_int.h"
+#include "base/errors.h"
+#include "base/log.h"
+#include "base/util.h"
+#include "config/config.h"
+#include "exec/exec.h"
+#include "exec/exec_validate.h"
+#include "http/http_util.h"
+#include "http/park.h"
+#include "http/req_audit.h"
+#include "obs/metrics.h"
+#include "schema/jsonschema.h"
+
+static json_t *detail1(const char *path, const char *msg)
+{
+    return json_pack("[{s:s, s:s}]", "path", path, "message", msg);
+}
+
+static void audit_deny(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
+                       const char *reason)
+{
+    if (!eai_req_tenant(r))
+        return;
+    json_t *ev = eai_req_audit_event(r, action, target, "deny", reason);
+    if (ev)
+        eai_req_audit_async(app, eai_req_tenant(r), ev);
+}
+
+static void refuse(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
+                   enum eai_code code, json_t *details)
+{
+    audit_deny(app, r, action, target, eai_code_name(code));
+    eai_reply_error(r, code, details);
+}
+
+/* An integer member in [lo, hi], or def when absent.  -1 when wrong. */
+static int int_member(const json_t *o, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out)
+{
+    const json_t *v = json_object_get(o, k);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (!json_is_integer(v) || json_integer_value(v) < lo || json_integer_value(v) > hi)
+        return -1;
+    *out = json_integer_value(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------ create */
+
+struct create_job {
+    struct eai_app *app;
+    char tenant[64], actor[64], request_id[128];
+    json_t *body;                  /* the pseudo execution body validated on the worker */
+    int64_t idle_s, ttl_s, maxc;
+    json_t *rec;                   /* eai_exec_validate's record */
+    const struct eai_profile *prof;
+    struct eai_error *err;
+};
+
+static int image_known(void *arg, const struct eai_profile *p, const char *image)
+{
+    const struct create_job *j = arg;
+    const struct eai_host *h = j->app->host;
+    char buf[4096];
+    (void)p;
+    return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
+}
+
+static void create_work(void *arg)
+{
+    struct create_job *j = arg;
+    struct eai_exec_vopts o = {
+        .files_max_total_bytes = j->app->cfg ? j->app->cfg->files_max_total_bytes : 8 << 20,
+        .image_known = image_known,
+        .image_arg = j,
+    };
+    if (eai_exec_validate(j->body, NULL, j->app->profiles, j->app->nprofiles, &o, &j->rec, &j->prof, &j->err) < 0)
+        j->rec = NULL;
+}
+
+static void create_answer(struct eai_req *r, void *arg)
+{
+    struct create_job *j = arg;
+    struct eai_app *app = j->app;
+    struct eai_sessions *reg = ses_reg(app);
+    if (!r)
+        return;
+    if (!reg) {
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    if (!j->rec) {
+        enum eai_code code = j->err ? j->err->code : EAI_E_INTERNAL;
+        refuse(app, r, "sandbox.session.create", "", code,
+               j->err && j->err->details ? json_incref(j->err->details) : NULL);
+        return;
+    }
+    if (!ses_profile_ops(j->prof)) {
+        char m[200];
+        snprintf(m, sizeof m, "the backend '%s' of profile '%s' does not support sessions", j->prof->backend,
+                 j->prof->name);
+        refuse(app, r, "sandbox.session.create", "", EAI_E_SESSIONS_UNSUPPORTED, detail1("/profile", m));
+        return;
+    }
+    int cap = app->cfg ? app->cfg->sessions_max_per_tenant : 10;
+    if (ses_live_count(reg, j->tenant) >= cap) {
+        char m[120];
+        snprintf(m, sizeof m, "at most %d live sessions per tenant (sessions.max_per_tenant)", cap);
+        audit_deny(app, r, "sandbox.session.create", "", "session_limit");
+        const char *h[] = {"Retry-After: 5", NULL};
+        json_t *env = eai_http_error_envelope(EAI_E_SESSION_LIMIT, eai_req_lang(r), eai_req_id(r), detail1("", m));
+        if (env)
+            eai_reply_json_headers(r, 429, env, h);
+        else
+            eai_reply_error(r, EAI_E_SESSION_LIMIT, NULL);
+        return;
+    }
+    struct eai_exec_limits lim;
+    json_t *limits = json_object_get(j->rec, "limits");
+    if (eai_exec_limits_parse(limits, &lim) < 0) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    struct eai_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    char uuid[37];
+    eai_uuid_v4(uuid);
+    snprintf(s->id, sizeof s->id, "ses_%s", uuid);
+    snprintf(s->tenant, sizeof s->tenant, "%s", j->tenant);
+    snprintf(s->actor, sizeof s->actor, "%s", j->actor);
+    snprintf(s->request_id, sizeof s->request_id, "%s", j->request_id);
+    snprintf(s->image, sizeof s->image, "%s", json_string_value(json_object_get(j->rec, "image")));
+    s->reg = reg;
+    s->prof = j->prof;
+    s->limits = json_pack("{s:O?, s:O?, s:O?, s:O?}", "cpu", json_object_get(limits, "cpu"), "memory",
+                          json_object_get(limits, "memory"), "pids", json_object_get(limits, "pids"), "disk",
+                          json_object_get(limits, "disk"));
+    s->env = json_incref(json_object_get(j->rec, "env"));
+    if (!s->env)
+        s->env = json_object();
+    s->cpu_millis = lim.cpu_millis;
+    s->memory_bytes = lim.memory_bytes;
+    s->pids = lim.pids;
+    s->disk_bytes = lim.disk_bytes;
+    s->idle_timeout_s = j->idle_s;
+    s->ttl_s = j->ttl_s;
+    s->max_concurrent = (int)j->maxc;
+    s->created_ms = s->last_used_ms = eai_now_ms();
+    s->state = SES_STARTING;
+    struct eai_error *err = NULL;
+    if (!s->limits || ses_boot(s, &err) < 0) {
+        enum eai_code code = err ? err->code : EAI_E_INTERNAL;
+        if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING && code != EAI_E_INTERNAL)
+            code = EAI_E_SANDBOX_FAILED;
+        eai_log_req(SES_COMPONENT, EAI_LOG_WARN, eai_req_id(r), "session not started: %s",
+                    err && err->message ? err->message : "?");
+        refuse(app, r, "sandbox.session.create", "", code,
+               err && err->message ? detail1("", err->message) : NULL);
+        eai_error_free(err);
+        json_decref(s->limits);
+        json_decref(s->env);
+        free(s);
+        return;
+    }
+    s->next = reg->list;
+    reg->list = s;
+    eai_metrics_add("eai_sessions_created_total", NULL, 1);
+    ses_audit(app, s, "sandbox.session.create", "allow", NULL);
+    /* answered when the sandbox is ready (or could not boot) */
+    s->hold = eai_park_hold(reg->parks, r);
+    if (!s->hold) {
+        json_t *v = ses_view(s);
+        eai_reply_json(r, 201, v);
+    }
+}
+
+static void create_free(void *arg)
+{
+    struct create_job *j = arg;
+    json_decref(j->body);
+    json_decref(j->rec);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops create_ops = {
+    .what = "session_create", .work = create_work, .answer = create_answer, .free = create_free,
+};
+
+void eai_session_route_create(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    const char *tenant = eai_req_tenant(r);
+    if (!reg) {
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    if (!tenant) {
+        eai_reply_error(r, EAI_E_UNAUTHENTICATED, NULL);
+        return;
+    }
+    json_t *body = eai_req_body_json(r, 0);
+    if (!body)
+        return; /* replied 400 / 415 */
+    if (!json_is_object(body)) {
+        json_decref(body);
+        refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, detail1("", "must be an object"));
+        return;
+    }
+    static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
+                                          "max_concurrent_executions", "network", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = !strcmp(*a, k);
+        if (!ok) {
+            char p[300];
+            snprintf(p, sizeof p, "/%s", k);
+            json_decref(body);
+            refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, detail1(p, "unknown field"));
+            return;
+        }
+    }
+    const struct eai_config *cfg = app->cfg;
+    struct create_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        json_decref(body);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    const char *bad = NULL;
+    const json_t *net = json_object_get(body, "network");
+    if (int_member(body, "idle_timeout_s", 1, cfg->sessions_max_idle_timeout_s, cfg->sessions_idle_timeout_s,
+                   &j->idle_s) < 0)
+        bad = "/idle_timeout_s";
+    else if (int_member(body, "ttl_s", 1, cfg->sessions_max_ttl_s, cfg->sessions_ttl_s, &j->ttl_s) < 0)
+        bad = "/ttl_s";
+    else if (int_member(body, "max_concurrent_executions", 1, cfg->sessions_max_concurrent, 1, &j->maxc) < 0)
+        bad = "/max_concurrent_executions";
+    else if (net && !(json_is_object(net) && json_array_size(json_object_get(net, "egress")) == 0))
+        bad = "/network";
+    const json_t *lim = json_object_get(body, "limits");
+    if (!bad && lim && (json_object_get(lim, "timeout_s") || json_object_get(lim, "output_bytes")))
+        bad = "/limits";
+    if (bad) {
+        char m[200];
+        if (!strcmp(bad, "/network"))
+            snprintf(m, sizeof m, "a session has no network egress");
+        else if (!strcmp(bad, "/limits"))
+            snprintf(m, sizeof m, "timeout_s and output_bytes are given per execution, not per session");
+        else
+            snprintf(m, sizeof m, "must be an integer within the configured bounds (docs/sessions.md)");
+        json_decref(body);
+        free(j);
+        refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, detail1(bad, m));
+        return;
+    }
+    /* the limits, image, profile and env are those of an execution: one
+     * validation (schema, then profile maxima, image, env) for both */
+    json_t *pseudo = json_pack("{s:[s]}", "command", "sh");
+    static const char *const copy[] = {"profile", "image", "limits", "env", NULL};
+    for (const char *const *c = copy; pseudo && *c; c++)
+        if (json_object_get(body, *c))
+            json_object_set(pseudo, *c, json_object_get(body, *c));
+    json_decref(body);
+    if (!pseudo) {
+        free(j);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    if (app->schema_execution) {
+        json_t *errors = NULL;
+        eai_schema_validate(app->schema_execution, pseudo, &errors);
+        if (json_array_size(errors) > 0) {
+            json_decref(pseudo);
+            free(j);
+            refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, errors);
+            return;
+        }
+        json_decref(errors);
+    }
+    j->app = app;
+    j->body = pseudo;
+    snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    snprintf(j->actor, sizeof j->actor, "%s", eai_req_key_id(r) ? eai_req_key_id(r) : "anonymous");
+    snprintf(j->request_id, sizeof j->request_id, "%s", eai_req_id(r) ? eai_req_id(r) : "");
+    eai_park(reg->parks, r, &create_ops, j);
+}
+
+/* ------------------------------------------------------------ get, list, delete */
+
+/* The session {id} of r's tenant, or NULL after answering 404 (with a deny
+ * audit event: another tenant's session is not found either). */
+static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, const char *action)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    const char *id = eai_req_param(r, "id");
+    if (!reg) {
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return NULL;
+    }
+    struct eai_session *s = ses_id_ok(id) ? ses_find(reg, eai_req_tenant(r), id) : NULL;
+    if (!s)
+        refuse(app, r, action, ses_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
+    return s;
+}
+
+void eai_session_route_get(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_session *s = session_of(app, r, "sandbox.session.get");
+    if (!s)
+        return;
+    json_t *v = ses_view(s);
+    if (v)
+        eai_reply_json(r, 200, v);
+    else
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+}
+
+void eai_session_route_list(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    if (!reg) {
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    const char *status = eai_req_query(r, "status");
+    json_t *items = json_array();
+    for (struct eai_session *s = reg->list; s && items; s = s->next) {
+        if (strcmp(s->tenant, eai_req_tenant(r)) != 0)
+            continue;
+        if (status && strcmp(status, "live") == 0 && !ses_live(s))
+            continue;
+        json_t *v = ses_view(s);
+        if (v && status && strcmp(status, "live") != 0 && strcmp(status, json_string_value(json_object_get(v, "status"))))
+            json_decref(v);
+        else if (v)
+            json_array_append_new(items, v);
+    }
+    if (!items) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    eai_reply_json(r, 200, json_pack("{s:o}", "items", items));
+}
+
+void eai_session_route_delete(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_session *s = session_of(app, r, "sandbox.session.delete");
+    if (!s)
+        return;
+    json_t *ev = eai_req_audit_event(r, "sandbox.session.delete", s->id, "allow", NULL);
+    if (ev)
+        eai_req_audit_async(app, s->tenant, ev);
+    if ((s->state == SES_STARTING || s->state == SES_RUNNING) && !s->hold) {
+        ses_end(s, "deleted");
+        /* answered with the final view once the sandbox is gone */
+        s->hold = eai_park_hold(s->reg->parks, r);
+        s->hold_is_delete = 1;
+        if (s->hold)
+            return;
+    } else if (s->state == SES_STARTING || s->state == SES_RUNNING) {
+        ses_end(s, "deleted");
+    }
+    json_t *v = ses_view(s);
+    if (v)
+        eai_reply_json(r, ses_live(s) ? 202 : 200, v);
+    else
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+}
+
+/* ------------------------------------------------------------ executions */
+
+void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_session *s = session_of(app, r, "sandbox.execute");
+    if (!s)
+        return;
+    json_t *body = eai_req_body_json(r, 0);
+    if (!body)
+        return;
+    if (!json_is_object(body)) {
+        json_decref(body);
+        refuse(app, r, "sandbox.execute", s->id, EAI_E_VALIDATION_FAILED, detail1("", "must be an object"));
+        return;
+    }
+    if (s->state != SES_RUNNING) {
+        json_decref(body);
+        refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_ENDED,
+               detail1("", s->state == SES_STARTING ? "the session is still starting" : "the session has ended"));
+        return;
+    }
+    static const char *const allowed[] = {"command", "stdin", "env", "timeout_s", "output_bytes", "files",
+                                          "collect", "project_id", "agent_id", "run_id", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = !strcmp(*a, k);
+        if (!ok) {
+            char p[300];
+            snprintf(p, sizeof p, "/%s", k);
+            json_decref(body);
+            refuse(app, r, "sandbox.execute", s->id, EAI_E_VALIDATION_FAILED, detail1(p, "unknown field"));
+            return;
+        }
+    }
+    /* the session's profile, image and limits; timeout and output cap per
+     * execution; the session's env under the execution's */
+    json_t *limits = json_deep_copy(s->limits);
+    json_t *env = json_deep_copy(s->env);
+    json_t *eb = json_object();
+    if (!limits || !env || !eb) {
+        json_decref(limits);
+        json_decref(env);
+        json_decref(eb);
+        json_decref(body);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    if (json_object_get(body, "timeout_s"))
+        json_object_set(limits, "timeout_s", json_object_get(body, "timeout_s"));
+    if (json_object_get(body, "output_bytes"))
+        json_object_set(limits, "output_bytes", json_object_get(body, "output_bytes"));
+    if (json_is_object(json_object_get(body, "env")))
+        json_object_update(env, json_object_get(body, "env"));
+    else if (json_object_get(body, "env"))
+        json_object_set(env, "", json_object_get(body, "env")); /* the schema refuses it below */
+    json_object_set_new(eb, "profile", json_string(s->prof->name));
+    json_object_set_new(eb, "image", json_string(s->image));
+    json_object_set_new(eb, "limits", limits);
+    json_object_set_new(eb, "env", env);
+    static const char *const copy[] = {"command", "stdin", "files", "collect", "project_id", "agent_id", "run_id",
+                                       NULL};
+    for (const char *const *c = copy; *c; c++)
+        if (json_object_get(body, *c))
+            json_object_set(eb, *c, json_object_get(body, *c));
+    json_decref(body);
+    s->last_used_ms = eai_now_ms();
+    s->executions++;
+    eai_exec_create_in_session(app, r, eb, s->id);
+}

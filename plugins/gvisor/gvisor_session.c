@@ -1,0 +1,545 @@
+/*
+ * Sessions on gVisor (docs/sessions.md): one sandbox kept alive across
+ * executions, owned by one session of one tenant, never shared.
+ *
+ * The sandbox is booted exactly like a warm pool sandbox (gvisor_pool.c):
+ * a bundle with the session's limits (memory cgroup leaf, cpu, pids, a
+ * size-capped host tmpfs at /tmp) whose init is
+ * `sh -c 'echo ready; exec sleep infinity'` under an attached `runsc run`,
+ * named eai-ses-<uuid> (the start-up sweep removes it after a crash).
+ * Each execution of the session is a `runsc exec --process` into it
+ * (gvisor_exec.c); its cancel or timeout kills only its program
+ * (`runsc kill --pid`, the pid from --internal-pid-file), never the
+ * sandbox.  The limits hold for everything the session runs together, as
+ * they belong to the sandbox.  At most max_concurrent executions run in it
+ * at once; the others wait (the runner's hold).  The sandbox dying (OOM,
+ * crash) ends the session: on_end with oom/crashed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "gvisor.h"
+
+#define GV_SES_BOOT_TIMEOUT_MS 30000
+#define GV_SES_LIST_MAX 1000
+
+enum gv_ses_state { GVS_BOOTING = 0, GVS_READY, GVS_DYING };
+
+struct gv_session {
+    struct gv *g;
+    struct gv_session *next;
+    char id[64];
+    struct eai_pc_bundle b;
+    struct eai_iso_session spec;      /* strings not kept */
+    struct eai_iso_session_callbacks cb;
+    void *cb_arg;
+    enum gv_ses_state state;
+    int ready_reported;               /* on_ready(NULL) was called: on_end owed */
+    int destroyed;                    /* session_destroy asked for it */
+    int prep_failed;
+    int parked;                       /* waiting for the probe and the start-up sweep */
+    char msg[256];
+    struct eai_pc_child *run;
+    int run_spawned, run_exited;
+    int helpers;
+    int rd_fd;
+    struct event *rd_ev;
+    char rd[16];
+    size_t rdlen;
+    struct event *ev_timer;           /* boot timeout, then kill grace */
+    int cleaning;
+    int running;                      /* executions in it now */
+    int waiting;                      /* executions held until one ends */
+    struct eai_pc_stats end_stats;    /* read before the cgroup goes */
+};
+
+/* "eai-ses-<uuid>" from "ses_<uuid>"; -1 when id is not one of ours. */
+static int ses_cid(const char *id, char *out, size_t len)
+{
+    if (!id || strncmp(id, "ses_", 4) != 0 || strlen(id) != 40)
+        return -1;
+    for (const char *p = id + 4; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f') || *p == '-'))
+            return -1;
+    snprintf(out, len, GV_CID_PREFIX "ses-%s", id + 4);
+    return 0;
+}
+
+static struct gv_session *ses_find(struct gv *g, const char *id)
+{
+    for (struct gv_session *s = g->sessions; s; s = s->next)
+        if (id && !strcmp(s->id, id))
+            return s;
+    return NULL;
+}
+
+/* ------------------------------------------------------------ teardown */
+
+static void ses_unlink(struct gv_session *s)
+{
+    for (struct gv_session **pp = &s->g->sessions; *pp; pp = &(*pp)->next) {
+        if (*pp == s) {
+            *pp = s->next;
+            return;
+        }
+    }
+}
+
+static void cleanup_work(void *arg)
+{
+    struct gv_session *s = arg;
+    if (s->b.cg_made)
+        gv_cgroup_stats(&s->b, &s->end_stats);
+    gv_bundle_remove(s->b.dir);
+    if (s->b.cg_made)
+        gv_cgroup_remove(s->b.cgpath, s->b.cg_v2);
+}
+
+static void cleanup_done(void *arg)
+{
+    struct gv_session *s = arg;
+    struct gv *g = s->g;
+    ses_unlink(s);
+    if (s->ready_reported && !g->destroying && s->cb.on_end) {
+        struct eai_iso_session_end end;
+        memset(&end, 0, sizeof(end));
+        end.size = sizeof(end);
+        end.oom = s->end_stats.oom > 0;
+        end.crashed = !s->destroyed;
+        end.cpu_seconds = s->end_stats.cpu_seconds;
+        end.peak_memory_mb = s->end_stats.peak_mb;
+        end.message = s->msg[0] ? s->msg : NULL;
+        s->cb.on_end(s->cb_arg, &end);
+    } else if (!s->ready_reported && !g->destroying && s->cb.on_ready) {
+        struct eai_error *e = g->host->error_new(EAI_E_SANDBOX_FAILED, 0, "%s",
+                                                 s->msg[0] ? s->msg : "the session's sandbox did not boot");
+        s->cb.on_ready(s->cb_arg, e);
+        g->host->error_free(e);
+    }
+    if (s->rd_ev)
+        event_free(s->rd_ev);
+    if (s->rd_fd >= 0)
+        close(s->rd_fd);
+    if (s->ev_timer)
+        event_free(s->ev_timer);
+    free(s);
+    /* executions waiting for it end now (their hold answers -1) */
+    if (!g->destroying)
+        eai_pc_runner_retry_held(g->runner);
+    gv_release(g);
+}
+
+static void maybe_cleanup(struct gv_session *s)
+{
+    if (s->state != GVS_DYING || s->cleaning || s->helpers > 0 || (s->run_spawned && !s->run_exited))
+        return;
+    s->cleaning = 1;
+    if (s->ev_timer)
+        event_del(s->ev_timer);
+    if (s->g->destroying || s->g->host->work_submit(s->g->host, cleanup_work, cleanup_done, s) < 0) {
+        cleanup_work(s);
+        cleanup_done(s);
+    }
+}
+
+static void helper_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_session *s = arg;
+    s->helpers--;
+    maybe_cleanup(s);
+}
+
+static void spawn_helper(struct gv_session *s, int del)
+{
+    struct gv *g = s->g;
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    char *kill_argv[] = {g->runsc, root, "kill", s->b.cid, "KILL", NULL};
+    char *del_argv[] = {g->runsc, root, "delete", "--force", s->b.cid, NULL};
+    if (eai_pc_child_spawn(g->host->base, g, del ? del_argv : kill_argv, -1, -1, -1, 1,
+                           del ? GV_DELETE_TIMEOUT_MS : GV_RUNSC_TIMEOUT_MS, helper_done, s))
+        s->helpers++;
+}
+
+static void on_grace(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_session *s = arg;
+    if (s->run_exited || !s->run)
+        return;
+    kill(eai_pc_child_pid(s->run), SIGKILL);
+    spawn_helper(s, 1);
+}
+
+static void ses_kill(struct gv_session *s, const char *why)
+{
+    if (s->state == GVS_DYING)
+        return;
+    s->state = GVS_DYING;
+    if (why && !s->msg[0])
+        snprintf(s->msg, sizeof(s->msg), "%s", why);
+    if (s->rd_ev) {
+        event_free(s->rd_ev);
+        s->rd_ev = NULL;
+    }
+    if (s->rd_fd >= 0) {
+        close(s->rd_fd);
+        s->rd_fd = -1;
+    }
+    if (s->run_spawned && !s->run_exited) {
+        spawn_helper(s, 0);
+        if (s->ev_timer) {
+            event_del(s->ev_timer);
+            event_free(s->ev_timer);
+        }
+        s->ev_timer = evtimer_new(s->g->host->base, on_grace, s);
+        struct timeval tv = {GV_KILL_GRACE_MS / 1000, (GV_KILL_GRACE_MS % 1000) * 1000};
+        if (!s->ev_timer || evtimer_add(s->ev_timer, &tv) < 0)
+            on_grace(-1, 0, s);
+    }
+    maybe_cleanup(s);
+}
+
+/* ------------------------------------------------------------ boot */
+
+static void run_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_session *s = arg;
+    s->run = NULL;
+    s->run_exited = 1;
+    if (s->state != GVS_DYING) {
+        s->g->host->log(s->g->host, GV_COMPONENT, EAI_LOG_WARN, "session %s: its sandbox ended (%s)", s->id,
+                        s->state == GVS_BOOTING ? "while booting" : "on its own");
+        ses_kill(s, s->state == GVS_BOOTING ? "the session's sandbox ended while booting"
+                                            : "the session's sandbox ended on its own");
+    } else {
+        maybe_cleanup(s);
+    }
+}
+
+static void on_ready(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_session *s = arg;
+    ssize_t r = read(s->rd_fd, s->rd + s->rdlen, sizeof(s->rd) - 1 - s->rdlen);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r <= 0) {
+        ses_kill(s, "the session's init closed its output before ready");
+        return;
+    }
+    s->rdlen += (size_t)r;
+    s->rd[s->rdlen] = '\0';
+    if (!strstr(s->rd, "ready")) {
+        if (s->rdlen >= sizeof(s->rd) - 1)
+            ses_kill(s, "unexpected output of the session's init");
+        return;
+    }
+    event_free(s->rd_ev);
+    s->rd_ev = NULL;
+    close(s->rd_fd);
+    s->rd_fd = -1;
+    if (s->ev_timer)
+        event_del(s->ev_timer);
+    if (s->state != GVS_BOOTING)
+        return;
+    s->state = GVS_READY;
+    s->ready_reported = 1;
+    if (s->cb.on_ready)
+        s->cb.on_ready(s->cb_arg, NULL);
+}
+
+static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_session *s = arg;
+    if (s->state == GVS_BOOTING)
+        ses_kill(s, "the session's sandbox did not boot in time");
+}
+
+static const char *const gv_ses_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
+
+static void prepare_work(void *arg)
+{
+    struct gv_session *s = arg;
+    char path[PATH_MAX + 32];
+    struct stat st;
+    snprintf(path, sizeof(path), "%s/bin/sh", s->b.rootfs);
+    int ok = stat(path, &st) == 0;
+    snprintf(path, sizeof(path), "%s/usr/bin/sleep", s->b.rootfs);
+    int ok2 = stat(path, &st) == 0;
+    snprintf(path, sizeof(path), "%s/bin/sleep", s->b.rootfs);
+    ok2 = ok2 || stat(path, &st) == 0;
+    if (!ok || !ok2) {
+        s->prep_failed = 1;
+        snprintf(s->msg, sizeof(s->msg), "the image has no sh and sleep: a session cannot idle in it");
+        return;
+    }
+    struct eai_iso_job job;
+    memset(&job, 0, sizeof(job));
+    job.size = sizeof(job);
+    job.argv = gv_ses_init_argv;
+    job.memory_bytes = s->spec.memory_bytes;
+    job.cpu_millis = s->spec.cpu_millis;
+    job.disk_bytes = s->spec.disk_bytes;
+    job.pids = s->spec.pids;
+    char msg[200];
+    if (gv_bundle_prepare(&s->b, &job, msg, sizeof(msg)) < 0) {
+        s->prep_failed = 1;
+        snprintf(s->msg, sizeof(s->msg), "preparing the session's sandbox: %s", msg);
+    }
+}
+
+static void prepare_done(void *arg)
+{
+    struct gv_session *s = arg;
+    struct gv *g = s->g;
+    if (s->prep_failed || g->destroying || s->state != GVS_BOOTING) {
+        ses_kill(s, NULL);
+        gv_release(g);
+        return;
+    }
+    int out[2];
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        ses_kill(s, "pipe");
+        gv_release(g);
+        return;
+    }
+    fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
+    char root[PATH_MAX + 16], plat[64];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
+    s->run = eai_pc_child_spawn(g->host->base, g, argv, -1, out[1], -1, 0, 0, run_done, s);
+    close(out[1]);
+    s->rd_fd = out[0];
+    if (!s->run) {
+        ses_kill(s, "cannot spawn runsc");
+        gv_release(g);
+        return;
+    }
+    s->run_spawned = 1;
+    s->rd_ev = event_new(g->host->base, s->rd_fd, EV_READ | EV_PERSIST, on_ready, s);
+    s->ev_timer = evtimer_new(g->host->base, on_boot_timeout, s);
+    struct timeval tv = {GV_SES_BOOT_TIMEOUT_MS / 1000, 0};
+    if (!s->rd_ev || !s->ev_timer || event_add(s->rd_ev, NULL) < 0 || evtimer_add(s->ev_timer, &tv) < 0)
+        ses_kill(s, "out of memory");
+    gv_release(g);
+}
+
+static void ses_prepare(struct gv_session *s)
+{
+    const struct eai_host *h = s->g->host;
+    s->g->inflight++; /* held by the prepare step */
+    if (h->work_submit(h, prepare_work, prepare_done, s) < 0) {
+        s->prep_failed = 1;
+        snprintf(s->msg, sizeof(s->msg), "worker queue full");
+        prepare_done(s);
+    }
+}
+
+int gv_session_create(void *self, const struct eai_iso_session *spec, const struct eai_iso_session_callbacks *cb,
+                      void *cb_arg, struct eai_error **err)
+{
+    struct gv *g = self;
+    const struct eai_host *h = g->host;
+    char cid[96];
+    if (!spec || !cb || ses_cid(spec->id, cid, sizeof(cid)) < 0)
+        return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "gvisor: bad session id");
+    if (g->probe_state < 0)
+        return eai_host_error_set(h, err, EAI_E_SANDBOX_UNAVAILABLE, "gvisor not ready: %s", g->reason);
+    if (g->destroying || ses_find(g, spec->id))
+        return eai_host_error_set(h, err, EAI_E_CONFLICT, "gvisor: session %s exists", spec->id);
+    struct gv_session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return eai_host_error_set(h, err, EAI_E_INTERNAL, "gvisor: out of memory");
+    if (!spec->image || h->image_rootfs(h, spec->image, s->b.rootfs, sizeof(s->b.rootfs)) < 0) {
+        free(s);
+        return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, "image %s is not in the local image store",
+                                  spec->image ? spec->image : "(none)");
+    }
+    s->g = g;
+    snprintf(s->id, sizeof(s->id), "%s", spec->id);
+    s->spec = *spec;
+    s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
+    if (s->spec.max_concurrent < 1)
+        s->spec.max_concurrent = 1;
+    memcpy(&s->cb, cb, cb->size < sizeof(s->cb) ? cb->size : sizeof(s->cb));
+    s->cb_arg = cb_arg;
+    s->rd_fd = -1;
+    s->state = GVS_BOOTING;
+    snprintf(s->b.cid, sizeof(s->b.cid), "%s", cid);
+    snprintf(s->b.dir, sizeof(s->b.dir), "%s/%s", g->work_dir, s->b.cid);
+    snprintf(s->b.cgpath, sizeof(s->b.cgpath), "%s/%s", g->cg_parent, s->b.cid);
+    s->b.uid = g->uid;
+    s->b.cg_v2 = g->cg_v2;
+    s->next = g->sessions;
+    g->sessions = s;
+    g->inflight++; /* held by the session until cleanup_done */
+    /* never during the first probe or the start-up sweep (it would take
+     * the sandbox for a leftover): booted by gv_sessions_unpark then */
+    s->parked = !gv_ready_gate(g);
+    if (!s->parked)
+        ses_prepare(s);
+    return 0;
+}
+
+void gv_sessions_unpark(struct gv *g)
+{
+    for (struct gv_session *s = g->sessions, *n; s; s = n) {
+        n = s->next;
+        if (!s->parked || s->state != GVS_BOOTING)
+            continue;
+        if (g->probe_state < 0) {
+            s->parked = 0;
+            ses_kill(s, g->reason);
+        } else if (gv_ready_gate(g)) {
+            s->parked = 0;
+            ses_prepare(s);
+        }
+    }
+}
+
+void gv_session_destroy(void *self, const char *id)
+{
+    struct gv *g = self;
+    struct gv_session *s = ses_find(g, id);
+    if (!s)
+        return;
+    s->destroyed = 1;
+    ses_kill(s, NULL);
+}
+
+int gv_session_busy(void *self, const char *id)
+{
+    struct gv *g = self;
+    struct gv_session *s = ses_find(g, id);
+    return s ? s->running + s->waiting : 0;
+}
+
+/* ------------------------------------------------------------ executions in it */
+
+int gv_session_hold(struct gv *g, const char *id, int *waiting, char *why, size_t whylen)
+{
+    struct gv_session *s = ses_find(g, id);
+    if (!s || s->state != GVS_READY) {
+        if (s && *waiting)
+            s->waiting--;
+        *waiting = 0;
+        snprintf(why, whylen, "the session %s has ended", id);
+        return -1;
+    }
+    if (s->running >= s->spec.max_concurrent) {
+        if (!*waiting)
+            s->waiting++;
+        *waiting = 1;
+        return 1;
+    }
+    if (*waiting)
+        s->waiting--;
+    *waiting = 0;
+    s->running++;
+    return 0;
+}
+
+void gv_session_unwait(struct gv *g, const char *id, int *waiting)
+{
+    struct gv_session *s = ses_find(g, id);
+    if (s && *waiting)
+        s->waiting--;
+    *waiting = 0;
+}
+
+const struct eai_pc_bundle *gv_session_bundle(struct gv *g, const char *id)
+{
+    struct gv_session *s = ses_find(g, id);
+    return s && s->state == GVS_READY ? &s->b : NULL;
+}
+
+void gv_session_exec_done(struct gv *g, const char *id)
+{
+    struct gv_session *s = ses_find(g, id);
+    if (s && s->running > 0)
+        s->running--;
+    if (!g->destroying)
+        eai_pc_runner_retry_held(g->runner);
+}
+
+/* Shutdown: stop every session's sandbox now (blocking), in the two
+ * passes of gv_pool_destroy_all. */
+void gv_session_destroy_all(struct gv *g, int kill_only)
+{
+    for (struct gv_session *s = g->sessions; s; s = s->next) {
+        if (!s->run || s->run_exited)
+            continue;
+        char root[PATH_MAX + 16];
+        snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+        if (kill_only) {
+            char *kill_argv[] = {g->runsc, root, "kill", s->b.cid, "KILL", NULL};
+            eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+            kill(eai_pc_child_pid(s->run), SIGKILL);
+        } else {
+            char *del_argv[] = {g->runsc, root, "delete", "--force", s->b.cid, NULL};
+            eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
+        }
+        s->state = GVS_DYING;
+    }
+}
+
+/* ------------------------------------------------------------ files (worker) */
+
+int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const char *path,
+                    const unsigned char *data, size_t len, int64_t max, unsigned char **out, size_t *outlen,
+                    json_t **list, struct eai_error **err)
+{
+    struct gv *g = self;
+    const struct eai_host *h = g->host;
+    char cid[96], dir[PATH_MAX + 100], msg[256] = "";
+    struct stat st;
+    /* The bundle is named after the session: no shared state is read here
+     * (a worker thread).  Core checks the session is live first; a session
+     * ending meanwhile makes the walk fail (not found). */
+    if (ses_cid(id, cid, sizeof(cid)) < 0)
+        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such session");
+    snprintf(dir, sizeof(dir), "%s/%s", g->work_dir, cid);
+    if (stat(dir, &st) < 0)
+        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such session");
+    int rc = -1;
+    switch (op) {
+    case EAI_ISO_FILE_PUT:
+        if (!eai_pc_tmp_path_valid(path))
+            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "path must be under /tmp");
+        rc = eai_pc_tmp_put(dir, g->uid, path, data, len, msg, sizeof(msg));
+        if (rc < 0)
+            return eai_host_error_set(h, err, errno == ENOSPC ? EAI_E_PAYLOAD_TOO_LARGE : EAI_E_VALIDATION_FAILED,
+                                      "%s", errno == ENOSPC ? "the session's /tmp is full" : msg);
+        return 0;
+    case EAI_ISO_FILE_GET:
+        rc = eai_pc_tmp_get(dir, path, max, out, outlen);
+        break;
+    case EAI_ISO_FILE_DELETE:
+        rc = eai_pc_tmp_delete(dir, path);
+        break;
+    case EAI_ISO_FILE_LIST:
+        rc = eai_pc_tmp_list(dir, path, GV_SES_LIST_MAX, list);
+        break;
+    default:
+        errno = EINVAL;
+    }
+    if (rc == 0)
+        return 0;
+    if (errno == EFBIG)
+        return eai_host_error_set(h, err, EAI_E_PAYLOAD_TOO_LARGE, "the file is larger than %lld bytes",
+                                  (long long)max);
+    if (errno == EINVAL)
+        return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "path must be under /tmp");
+    if (errno == ENOTEMPTY)
+        return eai_host_error_set(h, err, EAI_E_CONFLICT, "the directory is not empty");
+    return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such file");
+}

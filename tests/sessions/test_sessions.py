@@ -1,0 +1,448 @@
+"""Sessions (issue 18) with real runsc: a sandbox that lives across several
+executions.  Python 3 standard library only, against a real `eaid serve` on
+loopback with its own temp data dir (tests/hostile/eaid_env.py).
+
+Each case asserts something that breaks when the feature breaks: state that
+must persist between two executions, limits that must hold across them,
+lifetimes that must end sessions on time, a second tenant that must see 404,
+and nothing left on the host afterwards."""
+import concurrent.futures
+import glob
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "hostile"))
+import eaid_env  # noqa: E402
+from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
+
+PROFILE = "gvisor-small"
+IMAGE = eaid_env.IMAGE
+RUNSC = os.environ.get("EAI_SANDBOX_RUNSC") or "runsc"
+
+CONFIG = """sessions:
+  max_per_tenant: 24
+  max_concurrent_executions: 4
+scheduler:
+  max_concurrent: 16
+  max_per_tenant: 16
+"""
+
+
+def have_runsc():
+    try:
+        return subprocess.run([RUNSC, "--version"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+class S:
+    """One eaid for the cases that can share it."""
+    env = None
+    tmp = None
+
+
+def start_env(config=CONFIG, tenant="ses-a"):
+    tmp = tempfile.mkdtemp(prefix="eai-sessions-")
+    e = Env(config=write(os.path.join(tmp, "eaid.yaml"), config), tmp=tmp)
+    e.own_tmp = True
+    e.make_key(tenant)
+    e.start()
+    return e
+
+
+def env():
+    if not S.env:
+        S.env = start_env()
+    return S.env
+
+
+def create(e, **kw):
+    body = {"profile": PROFILE, "image": IMAGE}
+    body.update(kw)
+    st, b = e.api("POST", "/v1/sandbox/sessions", body, timeout=60)
+    check(st == 201, "create session: %s %s" % (st, b))
+    check(b["id"].startswith("ses_") and b["status"] == "running", "create answer: %s" % b)
+    return b["id"]
+
+
+def run(e, sid, command, **kw):
+    body = {"command": command}
+    body.update(kw)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, body)
+    check(st == 202, "session execution: %s %s" % (st, b))
+    r = e.wait_terminal(b["id"], timeout=120)
+    check(r.get("session_id") == sid, "execution record carries the session id: %s" % r)
+    return r
+
+
+def py(e, sid, prog, **kw):
+    return run(e, sid, ["python3", "-c", prog], **kw)
+
+
+def raw(e, method, path, data=None, key=None):
+    h = {"Authorization": "Bearer " + (key or e.key)}
+    req = urllib.request.Request(e.url + path, method=method, data=data, headers=h)
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as ex:
+        return ex.code, ex.read()
+
+
+def delete(e, sid):
+    st, b = e.api("DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
+    check(st == 200 and b["status"] == "ended" and b["end_reason"] == "deleted", "delete: %s %s" % (st, b))
+    return b
+
+
+def get(e, sid, key=None):
+    h = {"Authorization": "Bearer " + key} if key else None
+    return e.api("GET", "/v1/sandbox/sessions/" + sid, headers=h)
+
+
+def fnv1a64(s):
+    h = 0xcbf29ce484222325
+    for c in s.encode():
+        h = ((h ^ c) * 0x100000001b3) & 0xffffffffffffffff
+    return "%016x" % h
+
+
+def host_leftovers(e):
+    """Sandboxes, bundles and cgroup leaves of this eaid's sessions."""
+    state = os.path.join(e.data, "gvisor", "state")
+    cg = "eai/" + fnv1a64(state)
+    work = os.path.join(e.data, "gvisor", "work")
+    out = []
+    if os.path.isdir(state):
+        r = subprocess.run([RUNSC, "--root=" + state, "list", "-q"], capture_output=True, timeout=30)
+        out += [c for c in r.stdout.decode().split() if c.startswith("eai-ses-")]
+    out += [d for d in glob.glob(os.path.join(work, "eai-ses-*"))]
+    out += glob.glob("/sys/fs/cgroup/*/%s/eai-ses-*" % cg) + glob.glob("/sys/fs/cgroup/%s/eai-ses-*" % cg)
+    return out
+
+
+# ---------------------------------------------------------------- cases
+
+
+def case_state_persists():
+    """A file written by one execution is read by the next; a variable kept
+    in a background process survives between executions."""
+    e = env()
+    sid = create(e)
+    r = run(e, sid, ["sh", "-c", "echo first-run > /tmp/note.txt"])
+    check(r["status"] == "succeeded", "write: %s" % r)
+    r = run(e, sid, ["cat", "/tmp/note.txt"])
+    check(r["status"] == "succeeded" and r["stdout"] == "first-run\n", "read back: %s" % r)
+    # a background server holding a counter in memory, across executions
+    server = ("import os,socket\n"
+              "if os.fork(): os._exit(0)\n"
+              "os.setsid(); s=socket.socket(socket.AF_UNIX); s.bind('/tmp/ctr.sock'); s.listen(4)\n"
+              "n=0\n"
+              "while True:\n"
+              "  c,_=s.accept(); n+=1; c.sendall(str(n).encode()); c.close()\n")
+    r = run(e, sid, ["sh", "-c", "python3 -c \"$0\" </dev/null >/dev/null 2>&1", server])
+    check(r["status"] == "succeeded", "start background server: %s" % r)
+    client = ("import socket,time\n"
+              "for i in range(50):\n"
+              "  try:\n"
+              "    s=socket.socket(socket.AF_UNIX); s.connect('/tmp/ctr.sock'); break\n"
+              "  except OSError: time.sleep(0.1)\n"
+              "print(s.recv(16).decode())\n")
+    a = py(e, sid, client)
+    b = py(e, sid, client)
+    check(a["stdout"].strip() == "1" and b["stdout"].strip() == "2",
+          "background process kept its counter: %r %r" % (a["stdout"], b["stdout"]))
+    delete(e, sid)
+
+
+def case_files_api():
+    """PUT / GET / DELETE and the listing share the session's /tmp with its
+    executions; a symlink the sandbox made is never followed on the host."""
+    e = env()
+    sid = create(e)
+    base = "/v1/sandbox/sessions/%s/files" % sid
+    st, b = raw(e, "PUT", base + "/tmp/in/data.bin", data=b"\x00\x01binary\xff")
+    check(st == 200, "PUT: %s %s" % (st, b))
+    r = py(e, sid, "import sys;d=open('/tmp/in/data.bin','rb').read();print(len(d), d[2:8].decode());"
+                   "open('/tmp/out.txt','w').write('made inside')")
+    check(r["stdout"] == "9 binary\n", "execution reads the PUT file: %s" % r)
+    st, b = raw(e, "GET", base + "/tmp/out.txt")
+    check(st == 200 and b == b"made inside", "GET a file made inside: %s %r" % (st, b))
+    st, b = e.api("GET", base)
+    paths = sorted(i["path"] for i in b["items"])
+    check(st == 200 and "/tmp/out.txt" in paths and "/tmp/in/data.bin" in paths, "listing: %s %s" % (st, b))
+    st, b = e.api("GET", base + "?path=/tmp/in")
+    check(st == 200 and [i["path"] for i in b["items"]] == ["/tmp/in/data.bin"], "listing of a dir: %s" % b)
+    st, b = raw(e, "DELETE", base + "/tmp/out.txt")
+    check(st == 200, "DELETE: %s %s" % (st, b))
+    r = run(e, sid, ["sh", "-c", "test -e /tmp/out.txt && echo still || echo gone"])
+    check(r["stdout"] == "gone\n", "deleted file gone inside: %s" % r)
+    st, b = raw(e, "GET", base + "/tmp/out.txt")
+    check(st == 404, "GET of a deleted file: %s" % st)
+    # path rules of execution files
+    for bad in ("/etc/passwd", "/tmp/../etc/passwd", "/tmp//x"):
+        st, b = raw(e, "PUT", base + bad, data=b"x")
+        check(st in (400, 404, 422), "PUT %s refused: %s %s" % (bad, st, b))
+    # a symlink made inside to a host-looking path, and to a file outside /tmp
+    run(e, sid, ["sh", "-c", "ln -s /etc/passwd /tmp/link; ln -s / /tmp/rootlink"])
+    st, b = raw(e, "GET", base + "/tmp/link")
+    check(st == 404, "GET through a symlink: %s %r" % (st, b[:80]))
+    st, b = raw(e, "GET", base + "/tmp/rootlink/etc/hostname")
+    check(st == 404, "GET through a symlinked dir: %s %r" % (st, b[:80]))
+    st, b = raw(e, "PUT", base + "/tmp/rootlink/evil", data=b"x")
+    check(st != 200, "PUT through a symlinked dir refused: %s" % st)
+    delete(e, sid)
+    st, b = raw(e, "GET", base + "/tmp/in/data.bin")
+    check(st == 409, "file call on an ended session: %s %r" % (st, b))
+
+
+def case_limits_across_executions():
+    """The session's disk (its /tmp size) holds for all its executions
+    together: 40 MiB then another 40 MiB in a 64 MiB session fails."""
+    e = env()
+    sid = create(e, limits={"disk": "64Mi"})
+    w = "import sys\ntry:\n  open(sys.argv[1],'wb').write(b'x'*(40<<20)); print('ok')\nexcept OSError as ex:\n  print('ENOSPC' if ex.errno==28 else ex)\n"
+    a = run(e, sid, ["python3", "-c", w, "/tmp/a"])
+    b = run(e, sid, ["python3", "-c", w, "/tmp/b"])
+    check(a["stdout"] == "ok\n", "first 40 MiB fits: %s" % a)
+    check(b["stdout"] == "ENOSPC\n", "second 40 MiB must not fit in the same session: %s" % b)
+    delete(e, sid)
+
+
+def case_memory_across_executions_oom():
+    """The session's memory holds for all its executions together: 70 MiB
+    kept by a background process of one execution plus 90 MiB of the next
+    exceed 128 MiB: that execution ends oom_killed and the session ends
+    oom_killed (its sandbox was killed), its sandbox freed."""
+    e = env()
+    sid = create(e, limits={"memory": "128Mi"})
+    hold = ("import os,time\nif os.fork(): os._exit(0)\nos.setsid(); b=bytearray(70<<20)\n"
+            "for i in range(0,len(b),4096): b[i]=1\nopen('/tmp/held','w').write('1')\ntime.sleep(3600)\n")
+    r = run(e, sid, ["sh", "-c", "python3 -c \"$0\" </dev/null >/dev/null 2>&1; "
+                                 "for i in 1 2 3 4 5 6 7 8 9 10; do test -e /tmp/held && break; sleep 0.5; done;"
+                                 " cat /tmp/held", hold])
+    check(r["stdout"] == "1", "70 MiB held in the background: %s" % r)
+    r = py(e, sid, "b=bytearray(90<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('allocated')")
+    check(r["status"] == "oom_killed" and "allocated" not in r["stdout"], "second execution over the session's memory: %s" % r)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        st, b = get(e, sid)
+        if b["status"] == "ended":
+            break
+        time.sleep(0.25)
+    check(b["status"] == "ended" and b["end_reason"] == "oom_killed", "session ended by its OOM: %s" % b)
+    check(b["usage"] and b["usage"]["cpu_seconds"] > 0, "ended session has its usage: %s" % b)
+
+
+def case_timeout_kills_only_the_program():
+    """A timed-out execution ends `timeout`, the session and what earlier
+    executions left running stay, and the next execution runs."""
+    e = env()
+    sid = create(e)
+    run(e, sid, ["sh", "-c", "nohup sh -c 'while true; do date +%s%N > /tmp/b.n; mv /tmp/b.n /tmp/beat; sleep 0.2; done'"
+                             " >/dev/null 2>&1 &"])
+    r = run(e, sid, ["sleep", "60"], timeout_s=2)
+    check(r["status"] == "timeout", "timeout status: %s" % r)
+    st, b = get(e, sid)
+    check(st == 200 and b["status"] == "running", "session still running after a timeout: %s" % b)
+    r = run(e, sid, ["sh", "-c", "a=$(cat /tmp/beat); sleep 1; b=$(cat /tmp/beat); test $b -gt $a && echo alive"])
+    check(r["stdout"] == "alive\n", "background loop of an earlier execution still alive: %s" % r)
+    r = run(e, sid, ["sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"])
+    check("sleep 60" not in r["stdout"] and "sleep infinity" in r["stdout"],
+          "the timed-out program is gone, the session's init is not: %r" % r["stdout"])
+    delete(e, sid)
+
+
+def case_one_at_a_time():
+    """max_concurrent_executions 1 (the default): two executions posted
+    together never overlap inside the session."""
+    e = env()
+    sid = create(e)
+    prog = "import time;a=time.time();time.sleep(1.0);print('%.3f %.3f'%(a,time.time()))"
+    ids = []
+    for _ in range(2):
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["python3", "-c", prog]})
+        check(st == 202, "post: %s %s" % (st, b))
+        ids.append(b["id"])
+    spans = sorted(tuple(map(float, e.wait_terminal(i)["stdout"].split())) for i in ids)
+    check(spans[1][0] >= spans[0][1] - 0.05, "executions overlapped in a max-1 session: %s" % spans)
+    delete(e, sid)
+
+
+def case_idle_and_ttl():
+    """idle_timeout_s ends an unused session; ttl_s ends a busy one; both
+    free the sandbox."""
+    e = env()
+    idle = create(e, idle_timeout_s=2)
+    ttl = create(e, ttl_s=4, idle_timeout_s=60)
+    t0 = time.time()
+    # keep the TTL one busy: it must still end at its TTL
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % ttl, {"command": ["sleep", "30"]})
+    check(st == 202, "busy execution: %s" % st)
+    busy = b["id"]
+    ended = {}
+    while time.time() - t0 < 15 and len(ended) < 2:
+        for sid in (idle, ttl):
+            st, b = get(e, sid)
+            if sid not in ended and b["status"] == "ended":
+                ended[sid] = (time.time() - t0, b["end_reason"])
+        time.sleep(0.25)
+    check(idle in ended and ended[idle][1] == "idle_timeout" and 1.5 <= ended[idle][0] <= 5,
+          "idle session ended on time: %s" % ended)
+    check(ttl in ended and ended[ttl][1] == "ttl" and 3.5 <= ended[ttl][0] <= 7, "TTL session ended on time: %s" % ended)
+    r = e.wait_terminal(busy, timeout=30)
+    check(r["status"] in ("failed", "error"), "the execution running when its session ended: %s" % r)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % idle, {"command": ["true"]})
+    check(st == 409 and b["error"]["code"] == "session_ended", "execution in an ended session: %s %s" % (st, b))
+
+
+def case_cross_tenant():
+    """Another tenant's session, its files and its executions answer 404."""
+    e = env()
+    sid = create(e)
+    run(e, sid, ["sh", "-c", "echo secret > /tmp/s.txt"])
+    r = e.cmd("tenants", "create", "ses-b")
+    tb = json.loads(r.stdout)["id"]
+    kb = e.cmd("keys", "create", "--tenant", tb).stdout.decode().strip()
+    hb = {"Authorization": "Bearer " + kb}
+    st, _ = e.api("GET", "/v1/sandbox/sessions/" + sid, headers=hb)
+    check(st == 404, "GET other tenant's session: %s" % st)
+    st, b = e.api("GET", "/v1/sandbox/sessions", headers=hb)
+    check(st == 200 and all(i["id"] != sid for i in b["items"]), "list shows no other tenant's session: %s" % b)
+    st, _ = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["cat", "/tmp/s.txt"]}, headers=hb)
+    check(st == 404, "execute in other tenant's session: %s" % st)
+    for m in ("GET", "DELETE"):
+        st, _ = raw(e, m, "/v1/sandbox/sessions/%s/files/tmp/s.txt" % sid, key=kb)
+        check(st == 404, "%s other tenant's file: %s" % (m, st))
+    st, _ = raw(e, "PUT", "/v1/sandbox/sessions/%s/files/tmp/s.txt" % sid, data=b"x", key=kb)
+    check(st == 404, "PUT other tenant's file: %s" % st)
+    st, _ = e.api("DELETE", "/v1/sandbox/sessions/" + sid, headers=hb)
+    check(st == 404, "DELETE other tenant's session: %s" % st)
+    r = run(e, sid, ["cat", "/tmp/s.txt"])
+    check(r["stdout"] == "secret\n", "the owner's session untouched: %s" % r)
+    delete(e, sid)
+
+
+def case_many_sessions_no_crosstalk():
+    """12 sessions at once: each writes its own token and reads back only
+    its own, in parallel."""
+    e = env()
+    n = 12
+    with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+        sids = list(ex.map(lambda _: create(e), range(n)))
+
+    def work(i):
+        sid = sids[i]
+        run(e, sid, ["sh", "-c", "echo token-%d > /tmp/token" % i])
+        r = run(e, sid, ["sh", "-c", "cat /tmp/token; ls /tmp"])
+        return i, r["stdout"]
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+        for i, out in ex.map(work, range(n)):
+            check(out.splitlines()[0] == "token-%d" % i and out.count("token") == 2,
+                  "session %d sees only its own files: %r" % (i, out))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=n) as ex:
+        list(ex.map(lambda s: delete(e, s), sids))
+
+
+def case_tenant_cap_and_validation():
+    """sessions.max_per_tenant caps live sessions (429 session_limit);
+    bad bodies are refused before any sandbox boots."""
+    e = start_env(config="sessions:\n  max_per_tenant: 2\n", tenant="ses-cap")
+    try:
+        a, b = create(e), create(e)
+        st, body = e.api("POST", "/v1/sandbox/sessions", {"profile": PROFILE, "image": IMAGE})
+        check(st == 429 and body["error"]["code"] == "session_limit", "third session: %s %s" % (st, body))
+        delete(e, a)
+        c = create(e)
+        for bad in ({"profile": PROFILE, "image": IMAGE, "ttl_s": 0},
+                    {"profile": PROFILE, "image": IMAGE, "limits": {"timeout_s": 5}},
+                    {"profile": PROFILE, "image": IMAGE, "bogus": 1},
+                    {"profile": PROFILE, "image": IMAGE, "network": {"egress": ["x.test:443"]}},
+                    {"profile": PROFILE, "image": IMAGE, "limits": {"memory": "64Gi"}},
+                    {"profile": PROFILE, "image": "nope:1"}):
+            st, body = e.api("POST", "/v1/sandbox/sessions", bad)
+            check(st in (400, 422) and "error" in body, "refused %s: %s %s" % (bad, st, body))
+        delete(e, b)
+        delete(e, c)
+    finally:
+        e.stop()
+
+
+def case_restart_leaves_nothing():
+    """eaid stopping with live sessions: their sandboxes are gone (never
+    leaked); after a restart the old id answers 404."""
+    e = start_env(tenant="ses-restart")
+    try:
+        sid = create(e)
+        run(e, sid, ["true"])
+        check(host_leftovers(e), "a live session has a sandbox on the host")
+        e.stop(clean=False)
+        check(not host_leftovers(e), "sandbox left after a stop: %s" % host_leftovers(e))
+        e.start()
+        st, _ = get(e, sid)
+        check(st == 404, "session after a restart: %s" % st)
+    finally:
+        e.stop()
+
+
+def case_nothing_left():
+    """After every case of the shared eaid: no session sandbox, bundle or
+    cgroup leaf left, and each end billed with the session id."""
+    e = env()
+    deadline = time.time() + 30
+    while host_leftovers(e) and time.time() < deadline:
+        time.sleep(0.5)
+    check(not host_leftovers(e), "leftovers: %s" % host_leftovers(e))
+    # the in-process ledger receives the outbox a moment later
+    kinds = []
+    while time.time() < deadline + 10:
+        st, b = e.api("GET", "/v1/finops/usage")
+        check(st == 200, "usage: %s %s" % (st, b))
+        kinds = [u for u in b["usage"] if u.get("kind") == "session" and u.get("session_id", "").startswith("ses_")]
+        in_session = [u for u in b["usage"] if u.get("execution_id") and u.get("session_id")]
+        if kinds and in_session:
+            break
+        time.sleep(0.5)
+    check(kinds and in_session, "usage events of sessions and of their executions carry the session id: %s"
+          % json.dumps(b)[:600])
+
+
+CASES = [
+    ("state_persists", case_state_persists),
+    ("files_api", case_files_api),
+    ("limits_across_executions", case_limits_across_executions),
+    ("memory_across_executions_oom", case_memory_across_executions_oom),
+    ("timeout_kills_only_the_program", case_timeout_kills_only_the_program),
+    ("one_at_a_time", case_one_at_a_time),
+    ("idle_and_ttl", case_idle_and_ttl),
+    ("cross_tenant", case_cross_tenant),
+    ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
+    ("tenant_cap_and_validation", case_tenant_cap_and_validation),
+    ("restart_leaves_nothing", case_restart_leaves_nothing),
+    ("nothing_left", case_nothing_left),
+]
+
+if __name__ == "__main__":
+    if not have_runsc():
+        print("runsc not available: skipped")
+        sys.exit(77)
+    ensure_image()
+    try:
+        run_cases(CASES, only_env="EAI_SESSIONS_ONLY")
+    finally:
+        if S.env:
+            S.env.stop()
