@@ -20,6 +20,7 @@ struct eai_config;
 struct eai_schema;
 struct eai_exec;
 struct eai_dlv;
+struct eai_egress_host;
 
 /* A loaded plugin instance.  desc is the loader's normalised copy (ops
  * of today's size, NULL where the plugin lacks an op); host is the
@@ -69,6 +70,7 @@ struct eai_app {
 
     struct eai_exec *exec;                    /* core/exec/exec.c: scheduler, watch hub, parked requests */
     struct eai_dlv *delivery;                 /* core/obs/delivery.c: outbox, audit sink */
+    struct eai_egress_host *egress;           /* core/net/egress_host.c: NULL when egress is off */
     char pepper[65];                          /* hex HMAC key for API keys */
     int shutting_down;
 };

@@ -76,6 +76,15 @@ struct eai_config {
     int64_t collect_max_total_bytes; /* 32 MiB */
     int64_t files_max_total_bytes;   /* 8 MiB of input files */
 
+    /* network: egress of local sandboxes (docs/egress.md) */
+    char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */
+    char *net_pool;            /* per-execution /30 slots: "10.213.0.0/16" */
+    char *net_synthetic;       /* synthetic DNS answers: "198.51.100.0/24" */
+    char *net_prefix;          /* 4 letters naming namespaces, veths, nft table: "eaix" */
+    int64_t net_max_connections;       /* per execution, open at once: 32 */
+    int64_t net_max_bytes;             /* per execution, both directions: 1 GiB */
+    int64_t net_idle_timeout_s;        /* 60 */
+
     char *source;              /* file the config came from, or "(defaults)" */
 };
 

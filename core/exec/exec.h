@@ -24,6 +24,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r);     /* GET  /v
 void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions/{id}/cancel */
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions/{id}/files/{*path} */
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r);   /* GET  /v1/sandbox/executions/{id}/events (SSE) */
+void eai_exec_route_network(struct eai_app *app, struct eai_req *r);  /* GET  /v1/sandbox/executions/{id}/network */
 
 /* After storage and isolation are up: recovery of executions a dead
  * process left running, then the scheduler.  0 or -1 (+ *err). */

@@ -17,6 +17,7 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "exec/exec_validate.h"
+#include "net/egress_host.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -76,9 +77,13 @@ static int image_known_cb(void *arg, const struct eai_profile *p, const char *im
 
 static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out)
 {
-    const struct probe_snap *ps = snap_for(arg, p);
-    if (ps)
+    const struct create_job *j = arg;
+    const struct probe_snap *ps = snap_for(j, p);
+    if (ps) {
         *out = ps->lim;
+        /* a ready backend that cannot carry egress here: refuse, never run offline */
+        out->egress_unsupported = ps->ready && !eai_egress_carried(j->app, ps->caps);
+    }
 }
 
 static void create_work(void *arg)

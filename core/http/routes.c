@@ -12,6 +12,7 @@ const struct eai_route eai_routes[] = {
     {"GET", "/v1/sandbox/executions/{id}", EAI_AUTH_TENANT, eai_exec_route_get, "executions.get"},
     {"POST", "/v1/sandbox/executions/{id}/cancel", EAI_AUTH_TENANT, eai_exec_route_cancel, "executions.cancel"},
     {"GET", "/v1/sandbox/executions/{id}/events", EAI_AUTH_TENANT, eai_exec_route_events, "executions.events"},
+    {"GET", "/v1/sandbox/executions/{id}/network", EAI_AUTH_TENANT, eai_exec_route_network, "executions.network"},
     {"GET", "/v1/sandbox/executions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_exec_route_file, "executions.file"},
     {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
 

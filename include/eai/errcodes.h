@@ -34,7 +34,8 @@ enum eai_code {
     EAI_E_URI_TOO_LONG = 24, /* uri_too_long (414) */
     EAI_E_HEADERS_TOO_LARGE = 25, /* headers_too_large (431) */
     EAI_E_REQUEST_TIMEOUT = 26, /* request_timeout (408) */
-    EAI_CODE_MAX = 27
+    EAI_E_EGRESS_UNSUPPORTED = 27, /* egress_unsupported (422) */
+    EAI_CODE_MAX = 28
 };
 
 #endif

@@ -50,6 +50,8 @@ static int gv_gate(void *drv, char *why, size_t whylen)
 static void gv_admit(void *drv, struct eai_pc_run *run)
 {
     struct gv *g = drv;
+    if (gv_job_netns(run->job))
+        return; /* granted egress: its own namespace, so a cold sandbox (no warm pool) */
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));
     snprintf(sh.rootfs, sizeof(sh.rootfs), "%s", run->b.rootfs);
@@ -88,7 +90,18 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     char *run_argv[] = {g->runsc, p->root, "--network=none", p->plat, "run", "--bundle", run->b.dir, run->b.cid,
                         NULL};
     char *exec_argv[] = {g->runsc, p->root, "exec", "--process", p->procf, run->b.cid, NULL};
+    /* granted egress: gVisor's netstack in core's namespace (set in
+     * config.json); with the quirk, runsc run in a private mount namespace
+     * that hides /proc/sys/net (docs/gvisor.md) */
+    char *net_argv[] = {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                        GV_NET_WORKAROUND_SH, "sh", g->runsc, p->root, "--network=sandbox", p->plat, "run",
+                        "--bundle", run->b.dir, run->b.cid, NULL};
     char **src = p->pooled ? exec_argv : run_argv;
+    if (!p->pooled && gv_job_netns(run->job)) {
+        if (g->net_state <= 0)
+            return -1;
+        src = g->net_state == 2 ? net_argv : net_argv + 8; /* from g->runsc on */
+    }
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
     return 0;
