@@ -200,7 +200,8 @@ static int write_resolv(const struct eai_pc_bundle *b, const struct eai_iso_job 
     snprintf(path, sizeof(path), "%s/resolv.conf", b->dir);
     int n = snprintf(body, sizeof(body), "nameserver %s\noptions attempts:2 timeout:2\n", gv_job_dns(job));
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-    if (fd < 0 || write(fd, body, (size_t)n) != n) {
+    /* readable by the sandbox's user whatever eaid's umask (077) */
+    if (fd < 0 || fchmod(fd, 0644) < 0 || write(fd, body, (size_t)n) != n) {
         snprintf(msg, msglen, "resolv.conf: %s", strerror(errno));
         if (fd >= 0)
             close(fd);
