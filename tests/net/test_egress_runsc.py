@@ -225,6 +225,43 @@ def main():
         left = leftovers()
         check(not left["links"] and not left["netns"] and not left["runsc"],
               "after the executions: no namespace, veth or runsc left: %s" % left)
+
+        # every end removes the namespace: timeout, cancel, failure
+        def sleeper(timeout_s, argv=("python3", "-c", "import time; time.sleep(60)")):
+            st, b = env.api("POST", "/v1/sandbox/executions", {
+                "profile": "net", "image": "python:3.11-slim", "command": list(argv),
+                "limits": {"timeout_s": timeout_s}, "network": {"egress": ["allowed.test:80"]}})
+            check(st == 202, "egress execution accepted: %s" % st)
+            return b.get("id", "x")
+
+        def wait_netns(present, secs=20):
+            deadline = time.time() + secs
+            while time.time() < deadline and bool(leftovers()["netns"]) != present:
+                time.sleep(0.1)
+            return bool(leftovers()["netns"]) == present
+
+        rec5 = env.wait_terminal(sleeper(2))
+        check(rec5["status"] == "timeout" and wait_netns(False), "timeout: ended, namespace removed: %s %s" %
+              (rec5["status"], leftovers()))
+        eid = sleeper(60)
+        check(wait_netns(True), "a running egress execution has its namespace")
+        env.api("POST", "/v1/sandbox/executions/%s/cancel" % eid, {})
+        rec6 = env.wait_terminal(eid)
+        check(rec6["status"] == "cancelled" and wait_netns(False), "cancel: ended, namespace removed: %s %s" %
+              (rec6["status"], leftovers()))
+        rec7 = env.wait_terminal(sleeper(10, ("/nonexistent",)))
+        check(rec7["status"] in ("failed", "error") and wait_netns(False), "failure: namespace removed: %s %s" %
+              (rec7["status"], leftovers()))
+        # eaid killed with an egress execution running: the next start sweeps
+        eid = sleeper(60)
+        check(wait_netns(True), "running again before the kill")
+        os.kill(env.proc.pid, 9)
+        env.proc.wait()
+        check(bool(leftovers()["netns"]), "kill -9 leaves the namespace (the sweep's job): %s" % leftovers())
+        env.start(ready_path="/readyz", timeout=90)
+        check(wait_netns(False) and not leftovers()["links"], "restart: the start-up sweep removed it: %s" % leftovers())
+        rec8 = env.wait_terminal(eid, timeout=120)
+        check(rec8["status"] in ("error", "failed"), "the killed run is ended after the restart: %s" % rec8["status"])
     finally:
         if env:
             env.stop(clean=False)
