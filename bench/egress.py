@@ -104,6 +104,32 @@ def main():
         print("download %d MB: through the gateway from the sandbox %.0f MB/s; direct from the host %.0f MB/s;"
               " ratio %.2f" % (MB, gw, direct, gw / direct), flush=True)
         env.stop(clean=False)
+        # the gateway alone: the same client on the host kernel's stack in a
+        # sandbox namespace (tests/net/egress_harness: eaid's engine, netns, nft)
+        harness = subprocess.Popen([os.path.join(os.environ.get("EAI_BUILD_DIR", "build"), "tests", "egress_harness"),
+                                    "--resolver", "198.18.2.53:53", "--netns", "eaby", "--pool", "198.19.252.0/24",
+                                    "--grant", "sbx_bench", "allowed.test:80"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        ns = host_ip = None
+        for line in iter(harness.stdout.readline, ""):
+            w = line.split()
+            if w and w[0] == "grant":
+                ns, host_ip = w[2], w[4]
+            if line.strip() == "ready":
+                break
+        with open(os.path.join(work, "resolv.conf"), "w") as f:
+            f.write("nameserver %s\n" % host_ip)
+        d = subprocess.run(["nsenter", "--net=" + ns, "unshare", "-m", "--propagation", "private", "sh", "-c",
+                            'mount --bind "$0" /etc/resolv.conf && exec "$@"', os.path.join(work, "resolv.conf"),
+                            sys.executable, "-c", DL % ("allowed.test", MB << 20)],
+                           capture_output=True, text=True, timeout=300)
+        harness.terminate()
+        harness.wait(timeout=10)
+        n3, secs3 = d.stdout.split()
+        alone = int(n3) / float(secs3) / 1e6
+        print("download %d MB through the gateway from a host-kernel client in a sandbox namespace: %.0f MB/s;"
+              " ratio to direct %.2f (so the sandbox's own stack costs %.2fx)" % (MB, alone, alone / direct,
+                                                                                  gw / alone), flush=True)
         env = start(work, 2)
         envs.append(env)
         latency(env, "warm pool 2 (without egress warm, with egress cold)")

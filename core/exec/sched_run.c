@@ -334,7 +334,8 @@ static void run_launch(struct eai_sched *s, struct eai_run *r, int recover)
         enum eai_code code = err ? err->code : EAI_E_SANDBOX_FAILED;
         if (recover)
             code = EAI_E_INTERRUPTED;
-        else if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING)
+        else if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING &&
+                 code != EAI_E_EGRESS_UNSUPPORTED)
             code = EAI_E_SANDBOX_FAILED;
         char why[300];
         snprintf(why, sizeof why, "%s", err && err->message ? err->message : "start failed");
