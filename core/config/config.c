@@ -46,6 +46,7 @@ static struct eai_config *eai_config_defaults(void)
     c->net_max_connections = 32;
     c->net_max_bytes = 1LL << 30;
     c->net_idle_timeout_s = 60;
+    c->net_spare = 2;
     json_error_t je;
     c->profiles = json_loads(eai_cfg_default_profiles_json, 0, &je);
     c->isolation = json_pack("{s:{}}", "gvisor");

@@ -84,6 +84,7 @@ struct eai_config {
     int64_t net_max_connections;       /* per execution, open at once: 32 */
     int64_t net_max_bytes;             /* per execution, both directions: 1 GiB */
     int64_t net_idle_timeout_s;        /* 60 */
+    int64_t net_spare;                 /* namespaces made ahead: 2 */
 
     char *source;              /* file the config came from, or "(defaults)" */
 };

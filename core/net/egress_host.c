@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/event.h>
+
 #include "app.h"
 #include "base/errors.h"
 #include "base/log.h"
@@ -28,6 +30,10 @@ struct eai_egress_host {
     unsigned char *slot_used;      /* 1 while leased or its namespace is being removed */
     uint32_t next_slot;
     struct eai_egress_lease *leases;
+    /* namespaces made ahead (fresh, never used twice): a lease takes one
+     * at once instead of waiting for `ip` (~40 ms) */
+    struct eai_egress_lease *spares; /* ready or being made */
+    int spare_target;
 };
 
 struct eai_egress_lease {
@@ -46,6 +52,7 @@ struct eai_egress_lease {
     eai_egress_lease_fn cb;
     void *arg;
     int creating;                  /* create_work in flight */
+    int deferred;                  /* taken from the spares: its callback is queued on the loop */
     int orphan;                    /* host stopped meanwhile: create_done removes it */
     int rc;
     char msg[256];
@@ -84,6 +91,10 @@ static void on_decision(void *arg, const char *exec_id, const json_t *entry)
                 (long long)json_integer_value(json_object_get(entry, "port")),
                 json_string_value(json_object_get(entry, "reason")) ? json_string_value(json_object_get(entry, "reason")) : "?");
 }
+
+static void destroy_work(void *arg);
+static void lease_free(struct eai_egress_lease *l);
+static void refill(struct eai_egress_host *h);
 
 /* ------------------------------------------------------------ start / stop */
 
@@ -148,6 +159,8 @@ struct eai_egress_host *eai_egress_host_start(struct eai_app *app)
                          "Sandbox DNS queries answered by eaid, by profile and decision");
     eai_metrics_describe("eai_sandbox_egress_bytes_total", EAI_METRIC_COUNTER,
                          "Bytes through the egress gateway by profile and direction (out, in)");
+    h->spare_target = c ? (int)c->net_spare : 2;
+    refill(h);
     eai_log(EH_COMPONENT, EAI_LOG_INFO, "egress on: DNS port %u, gateway port %u, pool %s (%u slots), table inet %s",
             eai_egress_dns_port(h->eng), eai_egress_gateway_port(h->eng), h->pool, h->nslots, h->prefix);
     return h;
@@ -157,9 +170,20 @@ void eai_egress_host_stop(struct eai_egress_host *h)
 {
     if (!h)
         return;
+    while (h->spares) {
+        struct eai_egress_lease *l = h->spares;
+        h->spares = l->next;
+        if (l->creating) {
+            l->orphan = 1;
+            l->h = NULL;
+            continue;
+        }
+        destroy_work(l);
+        lease_free(l);
+    }
     while (h->leases) {
         struct eai_egress_lease *l = h->leases;
-        if (l->creating) {
+        if (l->creating || l->deferred) {
             h->leases = l->next;
             l->orphan = 1;
             l->h = NULL;
@@ -226,15 +250,9 @@ static void destroy_done(void *arg)
     lease_free(l);
 }
 
-static void create_done(void *arg)
+/* Register the grant of a lease whose namespace exists; its callback. */
+static void grant_and_ready(struct eai_egress_lease *l)
 {
-    struct eai_egress_lease *l = arg;
-    l->creating = 0;
-    if (l->orphan) {
-        destroy_work(l);
-        lease_free(l);
-        return;
-    }
     if (l->rc == 0) {
         struct eai_error *err = NULL;
         l->grant = eai_egress_grant_add(l->h->eng, l->exec_id, l->sandbox_ip, (const char *const *)l->entries,
@@ -259,11 +277,35 @@ static void create_done(void *arg)
     l->cb(l->arg, l, NULL);
 }
 
-int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *profile,
-                          const char *const *entries, eai_egress_lease_fn cb, void *arg)
+static void create_done(void *arg)
 {
-    if (!h || !exec_id || !entries || !cb)
-        return -1;
+    struct eai_egress_lease *l = arg;
+    l->creating = 0;
+    if (l->orphan) {
+        destroy_work(l);
+        lease_free(l);
+        return;
+    }
+    grant_and_ready(l);
+}
+
+static void deferred_ready(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_egress_lease *l = arg;
+    l->deferred = 0;
+    if (l->orphan) {
+        destroy_work(l);
+        lease_free(l);
+        return;
+    }
+    grant_and_ready(l);
+}
+
+/* A lease with a free slot of the pool (slot taken), or NULL. */
+static struct eai_egress_lease *slot_lease(struct eai_egress_host *h, const char *why)
+{
     uint32_t slot = h->nslots;
     for (uint32_t k = 0; k < h->nslots; k++) {
         uint32_t s = (h->next_slot + k) % h->nslots;
@@ -273,41 +315,135 @@ int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const 
         }
     }
     if (slot == h->nslots) {
-        eai_log(EH_COMPONENT, EAI_LOG_ERROR, "%s: network.pool %s has no free slot", exec_id, h->pool);
-        return -1;
+        eai_log(EH_COMPONENT, EAI_LOG_ERROR, "%s: network.pool %s has no free slot", why, h->pool);
+        return NULL;
     }
     struct eai_egress_lease *l = calloc(1, sizeof *l);
-    if (!l)
-        return -1;
-    size_t n = 0;
-    while (entries[n])
-        n++;
-    l->entries = calloc(n + 1, sizeof *l->entries);
-    for (size_t i = 0; l->entries && i < n; i++)
-        if ((l->entries[i] = strdup(entries[i])))
-            l->nentries++;
-    if (!l->entries || l->nentries != n ||
-        eai_netns_slot_addrs(h->pool, slot, l->host_ip, l->sandbox_ip) < 0) {
-        lease_free(l);
-        return -1;
+    if (!l || eai_netns_slot_addrs(h->pool, slot, l->host_ip, l->sandbox_ip) < 0) {
+        free(l);
+        return NULL;
     }
     l->h = h;
     l->slot = slot;
     snprintf(l->tag, sizeof l->tag, "%08x", slot);
     snprintf(l->prefix, sizeof l->prefix, "%s", h->prefix);
+    h->slot_used[slot] = 1;
+    h->next_slot = (slot + 1) % h->nslots;
+    return l;
+}
+
+static void spare_done(void *arg)
+{
+    struct eai_egress_lease *l = arg;
+    l->creating = 0;
+    if (l->orphan) {
+        destroy_work(l);
+        lease_free(l);
+        return;
+    }
+    if (l->rc < 0) {
+        /* no retry loop: executions make their own namespace from now on */
+        eai_log(EH_COMPONENT, EAI_LOG_WARN, "spare namespace: %s (no more spares)", l->msg);
+        struct eai_egress_host *h = l->h;
+        h->spare_target = 0;
+        for (struct eai_egress_lease **pp = &h->spares; *pp; pp = &(*pp)->next)
+            if (*pp == l) {
+                *pp = l->next;
+                break;
+            }
+        destroy_done(l); /* frees the slot; a failed create left nothing */
+    }
+}
+
+/* Make namespaces ahead up to spare_target (on workers). */
+static void refill(struct eai_egress_host *h)
+{
+    int n = 0;
+    for (struct eai_egress_lease *l = h->spares; l; l = l->next)
+        n++;
+    while (n < h->spare_target) {
+        struct eai_egress_lease *l = slot_lease(h, "spare namespace");
+        if (!l)
+            return;
+        l->creating = 1;
+        if (eai_work_submit(create_work, spare_done, l) < 0) {
+            h->slot_used[l->slot] = 0;
+            free(l);
+            return;
+        }
+        l->next = h->spares;
+        h->spares = l;
+        n++;
+    }
+}
+
+int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *profile,
+                          const char *const *entries, eai_egress_lease_fn cb, void *arg)
+{
+    if (!h || !exec_id || !entries || !cb)
+        return -1;
+    size_t n = 0;
+    while (entries[n])
+        n++;
+    char **copy = calloc(n + 1, sizeof *copy);
+    size_t ok = 0;
+    for (size_t i = 0; copy && i < n; i++)
+        if ((copy[i] = strdup(entries[i])))
+            ok++;
+    if (!copy || ok != n) {
+        for (size_t i = 0; copy && i < n; i++)
+            free(copy[i]);
+        free(copy);
+        return -1;
+    }
+    /* a ready spare, else a new one */
+    struct eai_egress_lease *l = NULL;
+    for (struct eai_egress_lease **pp = &h->spares; *pp; pp = &(*pp)->next)
+        if (!(*pp)->creating) {
+            l = *pp;
+            *pp = l->next;
+            l->next = NULL;
+            break;
+        }
+    int spare = l != NULL;
+    if (!l && !(l = slot_lease(h, exec_id))) {
+        for (size_t i = 0; i < n; i++)
+            free(copy[i]);
+        free(copy);
+        return -1;
+    }
+    l->entries = copy;
+    l->nentries = n;
     snprintf(l->exec_id, sizeof l->exec_id, "%s", exec_id);
     snprintf(l->profile, sizeof l->profile, "%s", profile ? profile : "");
     l->cb = cb;
     l->arg = arg;
-    l->creating = 1;
-    if (eai_work_submit(create_work, create_done, l) < 0) {
-        lease_free(l);
-        return -1;
+    struct timeval now = {0, 0};
+    if (spare) {
+        /* the callback on the next loop turn, never inside this call */
+        l->deferred = 1;
+        if (event_base_once(h->app->base, -1, EV_TIMEOUT, deferred_ready, l, &now) < 0) {
+            l->deferred = 0;
+            l->next = h->spares;
+            h->spares = l;
+            l->entries = NULL;
+            l->nentries = 0;
+            for (size_t i = 0; i < n; i++)
+                free(copy[i]);
+            free(copy);
+            return -1;
+        }
+    } else {
+        l->creating = 1;
+        if (eai_work_submit(create_work, create_done, l) < 0) {
+            h->slot_used[l->slot] = 0;
+            lease_free(l);
+            return -1;
+        }
     }
-    h->slot_used[slot] = 1;
-    h->next_slot = (slot + 1) % h->nslots;
     l->next = h->leases;
     h->leases = l;
+    refill(h);
     return 0;
 }
 

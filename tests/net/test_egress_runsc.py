@@ -73,6 +73,21 @@ def run_cases(env, work, cases, egress=GRANT, timeout_s=120):
     return rec, out
 
 
+SPARE = 2  # network.spare: namespaces eaid keeps made ahead while it runs
+
+
+def ns_ids():
+    """{(name, namespace inode)} of this test's prefix: a name made again is another namespace."""
+    out = set()
+    for n in leftovers()["netns"]:
+        name = n.split()[0]
+        try:
+            out.add((name, os.stat("/var/run/netns/" + name).st_ino))
+        except OSError:
+            pass
+    return out
+
+
 def leftovers():
     links = sh("ip", "-o", "link").stdout
     netns = sh("ip", "netns", "list").stdout
@@ -222,9 +237,10 @@ def main():
                                                              "command": ["true"],
                                                              "network": {"egress": ["other.test:80"]}})
         check(st == 422 and (b.get("error") or {}).get("code") == "egress_not_allowed", "grant outside the list: 422")
+        time.sleep(0.5)
         left = leftovers()
-        check(not left["links"] and not left["netns"] and not left["runsc"],
-              "after the executions: no namespace, veth or runsc left: %s" % left)
+        check(len(left["links"]) == SPARE and len(left["netns"]) == SPARE and not left["runsc"],
+              "after the executions: only the %d spare namespaces, no runsc left: %s" % (SPARE, left))
 
         # every end removes the namespace: timeout, cancel, failure
         def sleeper(timeout_s, argv=("python3", "-c", "import time; time.sleep(60)")):
@@ -234,32 +250,43 @@ def main():
             check(st == 202, "egress execution accepted: %s" % st)
             return b.get("id", "x")
 
-        def wait_netns(present, secs=20):
+        def wait_netns(present, before=frozenset(), secs=20):
+            # present: the spares and one running execution's namespace; else
+            # the spares only, and one of `before` (the spare the execution
+            # took; namespaces are never used twice) is gone
             deadline = time.time() + secs
-            while time.time() < deadline and bool(leftovers()["netns"]) != present:
+            while time.time() < deadline:
+                ids = ns_ids()
+                if len(ids) == SPARE + (1 if present else 0) and (present or not before or before - ids):
+                    return True
                 time.sleep(0.1)
-            return bool(leftovers()["netns"]) == present
+            return False
 
+        before = ns_ids()
         rec5 = env.wait_terminal(sleeper(2))
-        check(rec5["status"] == "timeout" and wait_netns(False), "timeout: ended, namespace removed: %s %s" %
+        check(rec5["status"] == "timeout" and wait_netns(False, before), "timeout: ended, namespace removed: %s %s" %
               (rec5["status"], leftovers()))
         eid = sleeper(60)
+        before = ns_ids()
         check(wait_netns(True), "a running egress execution has its namespace")
         env.api("POST", "/v1/sandbox/executions/%s/cancel" % eid, {})
         rec6 = env.wait_terminal(eid)
-        check(rec6["status"] == "cancelled" and wait_netns(False), "cancel: ended, namespace removed: %s %s" %
+        check(rec6["status"] == "cancelled" and wait_netns(False, before), "cancel: ended, namespace removed: %s %s" %
               (rec6["status"], leftovers()))
+        before = ns_ids()
         rec7 = env.wait_terminal(sleeper(10, ("/nonexistent",)))
-        check(rec7["status"] in ("failed", "error") and wait_netns(False), "failure: namespace removed: %s %s" %
+        check(rec7["status"] in ("failed", "error") and wait_netns(False, before), "failure: namespace removed: %s %s" %
               (rec7["status"], leftovers()))
         # eaid killed with an egress execution running: the next start sweeps
         eid = sleeper(60)
         check(wait_netns(True), "running again before the kill")
         os.kill(env.proc.pid, 9)
         env.proc.wait()
-        check(bool(leftovers()["netns"]), "kill -9 leaves the namespace (the sweep's job): %s" % leftovers())
+        before = ns_ids()
+        check(len(before) == SPARE + 1, "kill -9 leaves the namespaces (the sweep's job): %s" % leftovers())
         env.start(ready_path="/readyz", timeout=90)
-        check(wait_netns(False) and not leftovers()["links"], "restart: the start-up sweep removed it: %s" % leftovers())
+        check(wait_netns(False) and not (ns_ids() & before) and len(leftovers()["links"]) == SPARE,
+              "restart: the start-up sweep removed them all (fresh spares only): %s" % leftovers())
         rec8 = env.wait_terminal(eid, timeout=120)
         check(rec8["status"] in ("error", "failed"), "the killed run is ended after the restart: %s" % rec8["status"])
     finally:
