@@ -21,6 +21,7 @@ struct eai_schema;
 struct eai_exec;
 struct eai_dlv;
 struct eai_sessions;
+struct eai_egress_host;
 
 /* A loaded plugin instance.  desc is the loader's normalised copy (ops
  * of today's size, NULL where the plugin lacks an op); host is the
@@ -71,6 +72,7 @@ struct eai_app {
     struct eai_exec *exec;                    /* core/exec/exec.c: scheduler, watch hub, parked requests */
     struct eai_sessions *sessions;            /* core/session/session.c: live sessions of this node */
     struct eai_dlv *delivery;                 /* core/obs/delivery.c: outbox, audit sink */
+    struct eai_egress_host *egress;           /* core/net/egress_host.c: NULL when egress is off */
     char pepper[65];                          /* hex HMAC key for API keys */
     char ops_token[256];                      /* http/ops_access.c: "" when none */
     int shutting_down;

@@ -23,6 +23,7 @@
 
 #include "daemon.h"
 #include "http/ops_access.h"
+#include "net/egress_host.h"
 #include "base/dirlock.h"
 #include "http/auth.h"
 #include "config/config.h"
@@ -484,6 +485,7 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
         goto fail;
     if (profiles_build(app, err) < 0)
         goto fail;
+    app->egress = eai_egress_host_start(app); /* NULL: granted egress is refused on local backends */
     if (eai_exec_start(app, err) < 0)
         goto fail;
     started_exec = 1;
@@ -539,6 +541,9 @@ void eai_app_stop(struct eai_app *app)
     for (int i = app->nisolation - 1; i >= 0; i--)
         eai_plugin_close(&app->isolation[i]);
     app->nisolation = 0;
+    /* after the backends: their sandboxes are gone, so are the namespaces */
+    eai_egress_host_stop(app->egress);
+    app->egress = NULL;
     free(app->isolation);
     app->isolation = NULL;
     json_decref(app->iso_failures);

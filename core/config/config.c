@@ -55,6 +55,10 @@ static struct eai_config *eai_config_defaults(void)
     c->sessions_max_idle_timeout_s = 3600;
     c->sessions_ttl_s = 3600;
     c->sessions_max_ttl_s = 86400;
+    c->net_max_connections = 32;
+    c->net_max_bytes = 1LL << 30;
+    c->net_idle_timeout_s = 60;
+    c->net_spare = 2;
     json_error_t je;
     c->profiles = json_loads(eai_cfg_default_profiles_json, 0, &je);
     c->isolation = json_pack("{s:{}}", "gvisor");
@@ -73,6 +77,10 @@ void eai_config_free(struct eai_config *c)
     if (!c)
         return;
     free(c->listen);
+    free(c->net_resolver);
+    free(c->net_pool);
+    free(c->net_synthetic);
+    free(c->net_prefix);
     free(c->tls_cert);
     free(c->tls_key);
     free(c->tls_client_ca);

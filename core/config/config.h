@@ -95,6 +95,15 @@ struct eai_config {
     int64_t sessions_max_idle_timeout_s;/* 3600 */
     int64_t sessions_ttl_s;             /* 3600  default hard TTL (sessions.ttl_s) */
     int64_t sessions_max_ttl_s;         /* 86400 */
+    /* network: egress of local sandboxes (docs/egress.md) */
+    char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */
+    char *net_pool;            /* per-execution /30 slots: "10.213.0.0/16" */
+    char *net_synthetic;       /* synthetic DNS answers: "198.51.100.0/24" */
+    char *net_prefix;          /* 4 letters naming namespaces, veths, nft table: "eaix" */
+    int64_t net_max_connections;       /* per execution, open at once: 32 */
+    int64_t net_max_bytes;             /* per execution, both directions: 1 GiB */
+    int64_t net_idle_timeout_s;        /* 60 */
+    int64_t net_spare;                 /* namespaces made ahead: 2 */
 
     char *source;              /* file the config came from, or "(defaults)" */
 };

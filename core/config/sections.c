@@ -242,6 +242,27 @@ static int sect_callbacks(struct eai_config *c, const char *file, const char *pa
     return c->callbacks_allow ? 0 : eai_error_set(err, EAI_E_INTERNAL, "out of memory");
 }
 
+/* network: egress of local sandboxes (docs/egress.md, docs/configuration.md) */
+static int sect_network(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                        struct eai_error **err)
+{
+    static const char *const k[] = {"resolver", "pool", "synthetic", "prefix", "max_connections", "max_bytes",
+                                    "idle_timeout_s", "spare", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "resolver", &c->net_resolver, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "pool", &c->net_pool, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "synthetic", &c->net_synthetic, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "prefix", &c->net_prefix, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_connections", 1, 100000, &c->net_max_connections, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_bytes", 0, 1LL << 40, &c->net_max_bytes, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "idle_timeout_s", 1, 86400, &c->net_idle_timeout_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "spare", 0, 16, &c->net_spare, err) < 0)
+        return -1;
+    if (c->net_prefix && (strlen(c->net_prefix) != 4 || strspn(c->net_prefix, "abcdefghijklmnopqrstuvwxyz") != 4))
+        return eai_cfg_fail(err, file, path, "prefix", "expected 4 lower-case letters");
+    return 0;
+}
+
 /* isolation.<plugin>: a mapping each (null for "gvisor:" with nothing
  * under it), checked against the plugin's key table at start. */
 static int sect_isolation(struct eai_config *c, const char *file, const char *path, const json_t *v,
@@ -304,6 +325,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"collect", 1, sect_collect},
     {"files", 1, sect_files},
     {"sessions", 1, sect_sessions},
+    {"network", 1, sect_network},
     {"isolation", 1, sect_isolation},
     {"callbacks", 1, sect_callbacks},
     {"profiles", 0, sect_profiles}, /* its own "expected a mapping" */

@@ -24,6 +24,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r);     /* GET  /v
 void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions/{id}/cancel */
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions/{id}/files/{*path} */
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r);   /* GET  /v1/sandbox/executions/{id}/events (SSE) */
+void eai_exec_route_network(struct eai_app *app, struct eai_req *r);  /* GET  /v1/sandbox/executions/{id}/network */
 
 /* A tool manifest checked at apply as an execution naming it would be
  * (profile, limits against the profile's maxima and its backend's, image,

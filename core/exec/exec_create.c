@@ -19,6 +19,7 @@
 #include "exec/exec_validate.h"
 #include "obs/callback.h"
 #include "images/images.h"
+#include "net/egress_host.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -79,9 +80,13 @@ static int image_known_cb(void *arg, const struct eai_profile *p, const char *im
 
 static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out)
 {
-    const struct probe_snap *ps = snap_for(arg, p);
-    if (ps)
+    const struct create_job *j = arg;
+    const struct probe_snap *ps = snap_for(j, p);
+    if (ps) {
         *out = ps->lim;
+        /* a ready backend that cannot carry egress here: refuse, never run offline */
+        out->egress_unsupported = ps->ready && !eai_egress_carried(j->app, ps->caps);
+    }
 }
 
 /* unknown_image: say which images exist, or how to make one (worker: lists

@@ -10,6 +10,7 @@
 
 #include "exec/exec_int.h"
 #include "exec/cursor.h"
+#include "net/egress_host.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -203,6 +204,54 @@ void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
     c->wait_s = wait_s;
     if (exec_read_submit(st, r, eai_req_tenant(r), id, get_then, c) < 0)
         free(c);
+}
+
+/* ------------------------------------------------------------ network log */
+
+static void network_then(struct read_job *j)
+{
+    struct eai_req *r = j->r;
+    if (!r)
+        return;
+    if (j->rc < 0) {
+        exec_reply_storage_error(r, "exec_get", j->err);
+        return;
+    }
+    if (!j->out) {
+        exec_audit_deny(j->app, r, "sandbox.read", j->id, "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    /* the grant's log is stored with the record when the execution ends
+     * (docs/egress.md "The network log"); null before, and without egress */
+    const json_t *log = json_object_get(j->out, "network");
+    const json_t *eg = json_object_get(j->out, "egress");
+    json_t *body = json_pack("{s:s, s:s?, s:O, s:O, s:o}", "execution_id", j->id,
+                             "status", exec_jstr(j->out, "status"),
+                             "egress", eg ? (json_t *)eg : json_array(),
+                             "log", log ? (json_t *)log : json_null(),
+                             "summary", log ? eai_egress_log_summary(log) : json_null());
+    if (!body) {
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    eai_reply_json(r, 200, body);
+}
+
+void eai_exec_route_network(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st) {
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    const char *id = eai_req_param(r, "id");
+    if (!exec_id_ok(id)) {
+        exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    exec_read_submit(st, r, eai_req_tenant(r), id, network_then, NULL);
 }
 
 /* ------------------------------------------------------------ events (SSE) */

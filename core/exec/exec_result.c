@@ -6,6 +6,7 @@
 #include "base/errors.h"
 #include "exec/exec_result.h"
 #include "obs/callback.h"
+#include "net/egress_host.h"
 #include "base/util.h"
 
 void eai_outbuf_init(struct eai_outbuf *b, size_t limit)
@@ -251,8 +252,13 @@ json_t *eai_exec_view(const json_t *rec)
     json_object_set_new(v, "files_truncated",
                         json_boolean(json_is_true(json_object_get(rec, "files_truncated"))));
     const json_t *eg = json_object_get(rec, "egress");
-    if (json_array_size(eg) > 0)
-        json_object_set_new(v, "network", json_pack("{s:O}", "egress", eg));
+    if (json_array_size(eg) > 0) {
+        /* the summary of the network log once the execution ended; the
+         * log itself at GET .../network (docs/egress.md) */
+        const json_t *log = json_object_get(rec, "network");
+        json_object_set_new(v, "network", json_pack("{s:O, s:o}", "egress", eg, "summary",
+                                                    log ? eai_egress_log_summary(log) : json_null()));
+    }
     /* completion callback: url and delivery state, never the secret */
     json_t *cb = eai_cb_view(rec, json_string_value(json_object_get(rec, "callback_state")));
     if (cb)

@@ -634,6 +634,13 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     code = EAI_E_EGRESS_NOT_ALLOWED;
     if (json_array_size(d) > 0)
         goto refused;
+    /* granted, but never silently dropped: the backend must carry it */
+    if (json_array_size(egress) > 0 && bl.egress_unsupported) {
+        add_detail(d, "/network/egress", "the backend of profile '%.64s' cannot enforce network egress",
+                   prof->name);
+        code = EAI_E_EGRESS_UNSUPPORTED;
+        goto refused;
+    }
 
     /* --- image */
     if (opts && opts->image_known && !opts->image_known(opts->image_arg, prof, json_string_value(image))) {

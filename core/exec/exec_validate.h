@@ -25,6 +25,9 @@
  * max_* fields, ABI 1.1); 0 = none of its own. */
 struct eai_exec_blimits {
     int64_t max_path_bytes, max_name_bytes, max_input_bytes, max_files, max_env_name_bytes, flags;
+    /* set when the backend (with core's egress engine) cannot carry a
+     * granted egress: such executions are refused (egress_unsupported) */
+    int egress_unsupported;
 };
 
 /* Core's own bounds, applied whatever the backend says. */

@@ -16,6 +16,7 @@
 #include "base/util.h"
 #include "exec/exec_result.h"
 #include "obs/callback.h"
+#include "net/egress_host.h"
 #include "obs/delivery.h"
 #include "obs/metrics.h"
 
@@ -396,6 +397,12 @@ void sched_finish_record(struct eai_sched *s, struct eai_run *run, const json_t 
     j->patch = patch;
     j->usage = sched_usage_event(rec, patch);
     j->audit = sched_audit_event(rec, "sandbox.finish", "allow", sched_jstr(patch, "status"));
+    if (j->audit && json_object_get(patch, "network")) {
+        /* the egress policy decisions, aggregated (docs/egress.md) */
+        json_t *eg = eai_egress_log_audit(json_object_get(patch, "network"));
+        if (eg)
+            json_object_set_new(j->audit, "egress", eg);
+    }
     if (run)
         run->finishing = 1;
     finish_submit(j);

@@ -16,6 +16,7 @@
 #include "config/config.h"
 #include "exec/exec_result.h"
 #include "exec/exec_validate.h"
+#include "net/egress_host.h"
 #include "obs/trace.h"
 
 
@@ -35,6 +36,8 @@ void sched_run_free(struct eai_run *r)
 {
     if (!r)
         return;
+    if (r->egress_lease)
+        json_decref(eai_egress_lease_close(r->egress_lease));
     eai_watch_release(r->live_state);
     for (size_t i = 0; i < r->nenv; i++)
         free(r->env_strs[i]);
@@ -237,7 +240,11 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
 {
     struct eai_run *r = arg;
     struct eai_sched *s = r->s;
+    /* the sandbox is gone: its grant and namespace go now, whatever the end */
+    json_t *netlog = r->egress_lease ? eai_egress_lease_close(r->egress_lease) : NULL;
+    r->egress_lease = NULL;
     if (!s) {
+        json_decref(netlog);
         /* orphaned by eai_sched_stop: its end was already recorded */
         sched_run_free(r);
         return;
@@ -264,6 +271,9 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
         /* the files are lost, not the run: usage and output are kept */
         eai_exec_patch_fail(patch, EAI_E_SANDBOX_FAILED, "out of memory recording the collected files");
     }
+    if (patch && netlog)
+        json_object_set(patch, "network", netlog); /* the network log, stored with the record */
+    json_decref(netlog);
     if (r->span) {
         const char *st = patch ? sched_jstr(patch, "status") : "error";
         eai_span_set_str(r->span, "eai.status", st ? st : "error");
@@ -316,6 +326,73 @@ static void fail_run(struct eai_sched *s, struct eai_run *r, enum eai_code code,
     sched_finish_record(s, r, r->rec, patch, NULL, 0, 0, 0);
 }
 
+/* Start r on its backend (after its egress namespace, when it has one). */
+static void run_launch(struct eai_sched *s, struct eai_run *r, int recover)
+{
+    const struct eai_isolation_ops *ops = sched_iso_ops(r->iso);
+    const json_t *rec = r->rec;
+    r->recovered = recover;
+    r->live = 1;
+    r->live_state = eai_watch_run(s->hub, r->id, r->tenant, r->output_limit);
+    r->next = s->runs;
+    s->runs = r;
+    s->nlive++;
+    struct eai_error *err = NULL;
+    int rc = recover ? ops->recover(r->iso->self, rec, &run_callbacks, r, &r->handle, &err)
+                     : ops->start(r->iso->self, &r->job, &run_callbacks, r, &r->handle, &err);
+    if (rc < 0) {
+        r->live = 0;
+        s->nlive--;
+        sched_run_unlink(s, r);
+        enum eai_code code = err ? err->code : EAI_E_SANDBOX_FAILED;
+        if (recover)
+            code = EAI_E_INTERRUPTED;
+        else if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING &&
+                 code != EAI_E_EGRESS_UNSUPPORTED)
+            code = EAI_E_SANDBOX_FAILED;
+        char why[300];
+        snprintf(why, sizeof why, "%s", err && err->message ? err->message : "start failed");
+        eai_error_free(err);
+        fail_run(s, r, code, why);
+        return;
+    }
+    sched_gauges(s);
+    if (!recover)
+        eai_log(SCHED_COMPONENT, EAI_LOG_DEBUG, "execution %s started on %s", r->id, r->prof->backend);
+    /* cancelled while the claim was in flight: stop it now */
+    if (r->live && (json_is_true(json_object_get(rec, "cancel_requested")) ||
+                    eai_watch_take_cancel(s->hub, r->id)))
+        eai_sched_cancel_local(s, r->id);
+}
+
+/* The egress namespace of r is ready (or not): start it, or end it. */
+static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
+{
+    struct eai_run *r = arg;
+    struct eai_sched *s = r->s;
+    r->leasing = 0;
+    if (s->stopping) {
+        /* eaid stops: the claim's lease lapses and the next start ends it */
+        if (l)
+            json_decref(eai_egress_lease_close(l));
+        sched_run_free(r);
+        sched_unref(s);
+        return;
+    }
+    s->nlive--;
+    if (!l) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "network namespace: %s", why ? why : "failed");
+        fail_run(s, r, EAI_E_SANDBOX_FAILED, msg);
+    } else {
+        r->egress_lease = l;
+        r->job.netns_path = eai_egress_lease_netns(l);
+        r->job.dns_server = eai_egress_lease_dns(l);
+        run_launch(s, r, 0);
+    }
+    sched_unref(s);
+}
+
 /* Start one claimed execution (or reattach one when recover is set). */
 void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
 {
@@ -339,11 +416,13 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         fail_run(s, r, EAI_E_INTERRUPTED, "the backend cannot reattach");
         return;
     }
+    unsigned pr_caps = 0;
     if (!recover) {
         struct eai_iso_probe pr;
         memset(&pr, 0, sizeof pr);
         pr.size = sizeof pr;
         ops->probe(r->iso->self, &pr);
+        pr_caps = pr.caps;
         /* still probing: start() holds the job until it knows (or fails it) */
         if (!pr.ready && !eai_iso_probe_pending(&pr)) {
             fail_run(s, r, EAI_E_SANDBOX_UNAVAILABLE, pr.reason);
@@ -391,36 +470,23 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         fail_run(s, r, recover ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_FAILED, "cannot build the job");
         return;
     }
-    r->recovered = recover;
-    r->live = 1;
-    r->live_state = eai_watch_run(s->hub, r->id, r->tenant, r->output_limit);
-    r->next = s->runs;
-    s->runs = r;
-    s->nlive++;
-    struct eai_error *err = NULL;
-    int rc = recover ? ops->recover(r->iso->self, rec, &run_callbacks, r, &r->handle, &err)
-                     : ops->start(r->iso->self, &r->job, &run_callbacks, r, &r->handle, &err);
-    if (rc < 0) {
-        r->live = 0;
-        s->nlive--;
-        sched_run_unlink(s, r);
-        enum eai_code code = err ? err->code : EAI_E_SANDBOX_FAILED;
-        if (recover)
-            code = EAI_E_INTERRUPTED;
-        else if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING)
-            code = EAI_E_SANDBOX_FAILED;
-        char why[300];
-        snprintf(why, sizeof why, "%s", err && err->message ? err->message : "start failed");
-        eai_error_free(err);
-        fail_run(s, r, code, why);
+    if (!recover && r->egress && !(pr_caps & EAI_ISO_CAP_EGRESS)) {
+        /* granted egress through core's namespace, DNS and gateway */
+        if (!(pr_caps & EAI_ISO_CAP_EGRESS_NETNS) || !s->app->egress) {
+            fail_run(s, r, EAI_E_EGRESS_UNSUPPORTED, "the backend cannot carry the granted egress");
+            return;
+        }
+        r->leasing = 1;
+        s->nlive++;
+        s->refs++;
+        if (eai_egress_lease_open(s->app->egress, r->id, r->prof->name, r->egress, lease_ready, r) < 0) {
+            r->leasing = 0;
+            s->nlive--;
+            s->refs--;
+            fail_run(s, r, EAI_E_SANDBOX_FAILED, "no network namespace for the granted egress");
+        }
         return;
     }
-    sched_gauges(s);
-    if (!recover)
-        eai_log(SCHED_COMPONENT, EAI_LOG_DEBUG, "execution %s started on %s", r->id, r->prof->backend);
-    /* cancelled while the claim was in flight: stop it now */
-    if (r->live && (json_is_true(json_object_get(rec, "cancel_requested")) ||
-                    eai_watch_take_cancel(s->hub, r->id)))
-        eai_sched_cancel_local(s, r->id);
+    run_launch(s, r, recover);
 }
 

@@ -21,6 +21,7 @@
 #define SCHED_FINISH_RETRY_MS 2000 /* exec_finish failed: keep the lease and retry */
 
 struct event;
+struct eai_egress_lease;
 
 struct eai_run {
     struct eai_run *next;
@@ -48,6 +49,9 @@ struct eai_run {
     struct eai_iso_file *files;
     size_t nfiles;
     char traceparent[56];
+    /* granted egress through core (net/egress_host.h) */
+    struct eai_egress_lease *egress_lease;
+    int leasing;                   /* its namespace is being made: not yet started */
 };
 
 struct eai_sched {

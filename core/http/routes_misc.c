@@ -11,6 +11,7 @@
 #include <eai/storage.h>
 
 #include "app.h"
+#include "net/egress_host.h"
 #include "config/config.h"
 #include "base/errors.h"
 #include "schema/jsonschema.h"
@@ -145,8 +146,10 @@ static json_t *limits_json(int64_t cpu, int64_t mem, int64_t timeout, int64_t pi
                      "pids", (json_int_t)pids, "output_bytes", (json_int_t)out, "disk", d);
 }
 
-static int backend_ready(const struct eai_profile *p)
+/* The backend's readiness; *caps its capabilities. */
+static int backend_ready(const struct eai_profile *p, unsigned *caps)
 {
+    *caps = 0;
     if (!p->iso || !p->iso->desc)
         return 0;
     const struct eai_isolation_ops *ops = p->iso->desc->ops;
@@ -154,6 +157,7 @@ static int backend_ready(const struct eai_profile *p)
     memset(&pr, 0, sizeof(pr));
     pr.size = sizeof(pr);
     ops->probe(p->iso->self, &pr);
+    *caps = pr.caps;
     return pr.ready;
 }
 
@@ -165,13 +169,17 @@ void eai_misc_profiles(struct eai_app *app, struct eai_req *r)
         json_t *eg = json_array();
         for (int k = 0; p->egress_allow && p->egress_allow[k]; k++)
             json_array_append_new(eg, json_string(p->egress_allow[k]));
-        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:b}",
+        unsigned caps;
+        int ready = backend_ready(p, &caps);
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:o, s:b, s:b}",
             "name", p->name, "backend", p->backend, "runtime_class", p->runtime_class ? p->runtime_class : "",
             "defaults", limits_json(p->def_cpu_millis, p->def_memory, p->def_timeout_s, p->def_pids,
                                     p->def_output_bytes, p->def_disk),
             "max", limits_json(p->max_cpu_millis, p->max_memory, p->max_timeout_s, p->max_pids,
                                p->max_output_bytes, p->max_disk),
-            "egress_allow", eg, "available", backend_ready(p)));
+            "egress_allow", eg, "available", ready,
+            /* can its backend carry a granted egress on this eaid (docs/egress.md) */
+            "egress", eai_egress_carried(app, caps)));
     }
     if (!arr) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);

@@ -38,7 +38,8 @@ enum eai_code {
     EAI_E_SESSIONS_UNSUPPORTED = 28, /* sessions_unsupported (422) */
     EAI_E_SESSION_ENDED = 29, /* session_ended (409) */
     EAI_E_SESSION_LIMIT = 30, /* session_limit (429) */
-    EAI_CODE_MAX = 31
+    EAI_E_EGRESS_UNSUPPORTED = 31, /* egress_unsupported (422) */
+    EAI_CODE_MAX = 32
 };
 
 #endif

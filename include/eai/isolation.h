@@ -18,6 +18,11 @@ extern "C" {
 #define EAI_ISO_CAP_MEMORY_LIMIT  (1u << 2)
 #define EAI_ISO_CAP_FILES         (1u << 3) /* input files and collect */
 #define EAI_ISO_CAP_RECOVER       (1u << 4) /* can reattach after a restart */
+/* Added in 1.1: carries egress when core gives the job a network namespace
+ * (job->netns_path, core's DNS and gateway enforce the allow list: see
+ * docs/egress.md); without it or EAI_ISO_CAP_EGRESS a job with granted
+ * egress is refused at admission (egress_unsupported). */
+#define EAI_ISO_CAP_EGRESS_NETNS  (1u << 5)
 
 struct eai_iso_probe {
     size_t size;
@@ -80,6 +85,13 @@ struct eai_iso_job {
     int64_t collect_max_files;
     int64_t collect_max_file_bytes;
     int64_t collect_max_total_bytes;
+    /* ---- Added in 1.1 (appended; read only when size covers them): set
+     * when the job has granted egress and the backend announced
+     * EAI_ISO_CAP_EGRESS_NETNS.  The sandbox runs with its own network
+     * stack inside this network namespace (path of a bind mount, e.g.
+     * /var/run/netns/eaix-1a2b3c4d); its resolver is dns_server (IPv4). */
+    const char *netns_path;
+    const char *dns_server;
     /* ---- Appended (sessions): when set, the job runs inside that live
      * session's sandbox (session_create below) instead of a sandbox of its
      * own; its limits are the session's, timeout_ms and output_bytes stay
@@ -87,7 +99,7 @@ struct eai_iso_job {
     const char *session_id;
 };
 #define EAI_ISO_JOB_SIZE_1_0 (offsetof(struct eai_iso_job, collect_max_total_bytes) + sizeof(int64_t))
-#define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
+#define EAI_ISO_JOB_SIZE_1_1 (offsetof(struct eai_iso_job, dns_server) + sizeof(const char *))
 /* 1 when job carries the session field (a job of an older core does not). */
 #define EAI_ISO_JOB_HAS_SESSION(j) ((j)->size >= offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
 

@@ -104,12 +104,54 @@ static void probe_cleanup_done(void *arg)
     gv_release(g);
 }
 
+/* The quirk of Debian's runsc (docs/gvisor.md): it refuses
+ * --network=sandbox in any namespace where /proc/sys/net/core/rmem_default
+ * exists, i.e. in every one on current kernels. */
+#define GV_NET_QUIRK "cannot run with network enabled in root network namespace"
+
+static void probe_net_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct probe_ctx *p = arg;
+    struct gv *g = p->g;
+    char line[160];
+    eai_pc_one_line(line, sizeof(line), out);
+    if (status == 0) {
+        g->net_state = 1;
+    } else if (out && strstr(out, GV_NET_QUIRK)) {
+        g->net_state = 2; /* runs with /proc/sys/net hidden (GV_NET_WORKAROUND_SH) */
+    } else {
+        g->net_state = -1;
+        snprintf(g->net_reason, sizeof(g->net_reason), "runsc --network=sandbox failed: %s", line);
+    }
+    if (!g->destroying)
+        g->host->log(g->host, GV_COMPONENT, g->net_state > 0 ? EAI_LOG_INFO : EAI_LOG_WARN,
+                     "sandbox network (granted egress): %s",
+                     g->net_state == 1 ? "works" : g->net_state == 2 ? "works with the /proc/sys/net workaround"
+                                                                     : g->net_reason);
+    probe_finish(g, 1, NULL);
+    if (g->destroying || g->host->work_submit(g->host, probe_cleanup_work, probe_cleanup_done, p) < 0) {
+        probe_cleanup_work(p);
+    }
+}
+
 static void probe_run_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct probe_ctx *p = arg;
     struct gv *g = p->g;
     char reason[256], line[160];
     eai_pc_one_line(line, sizeof(line), out);
+    if (status == 0 && !g->destroying) {
+        /* the same trivial sandbox with gVisor's network stack, in the new
+         * namespace runsc makes for it (only loopback) */
+        char root[PATH_MAX + 16], plat[64];
+        snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+        snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+        char *argv[] = {g->runsc, root, "--network=sandbox", plat, "run", "--bundle", p->dir, g->probe_cid, NULL};
+        if (eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_net_done, p))
+            return;
+        g->net_state = -1;
+        snprintf(g->net_reason, sizeof(g->net_reason), "cannot run %s: %s", g->runsc, strerror(errno));
+    }
     if (status == 0) {
         probe_finish(g, 1, NULL);
     } else {
@@ -213,6 +255,8 @@ static void probe_start(struct gv *g)
     }
     if (!g->probe_enabled) {
         snprintf(g->version, sizeof(g->version), "runsc (probe disabled)");
+        /* no probe: assume the quirk where the kernel shows net sysctls */
+        g->net_state = access("/proc/sys/net/core/rmem_default", F_OK) == 0 ? 2 : 1;
         probe_finish(g, 1, NULL);
         return;
     }
@@ -356,6 +400,8 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
     out->ready = g->probe_state == 1;
     out->pending = g->probe_state == 0; /* ABI 1.1: first probe still running */
     out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
+    if (g->net_state > 0)
+        out->caps |= EAI_ISO_CAP_EGRESS_NETNS; /* granted egress in core's namespace */
     out->max_path_bytes = EAI_PC_MAX_PATH_BYTES; /* ABI 1.1: checked at admission */
     out->max_name_bytes = EAI_PC_MAX_NAME_BYTES;
     snprintf(out->version, sizeof(out->version), "%s", g->version);
@@ -367,6 +413,11 @@ static int gv_start(void *self, const struct eai_iso_job *job, const struct eai_
                     void **handle, struct eai_error **err)
 {
     struct gv *g = self;
+    /* never offline instead: granted egress needs core's namespace and a
+     * runsc whose sandbox network works here */
+    if (job->egress && job->egress[0] && (!gv_job_netns(job) || g->net_state <= 0))
+        return eai_host_error_set(g->host, err, EAI_E_EGRESS_UNSUPPORTED, "gvisor: granted egress cannot be carried (%s)",
+                                  !gv_job_netns(job) ? "no network namespace" : g->net_reason);
     return eai_pc_runner_start(g->runner, job, cb, cb_arg, handle, err);
 }
 

@@ -51,6 +51,11 @@ struct gv {
     int cg_v2;                   /* pure cgroup v2 host */
 
     int probe_state;             /* 0 pending, 1 ready, -1 failed */
+    /* runsc --network=sandbox (granted egress, docs/gvisor.md): 0 not
+     * probed, 1 works as is, 2 works with the /proc/sys/net workaround
+     * (runsc takes any netns for the root one), -1 unavailable */
+    int net_state;
+    char net_reason[160];
     int sweeping;
     char version[128];
     char reason[256];
@@ -75,6 +80,24 @@ struct gv {
 
 int gv_ready_gate(const struct gv *g); /* 1 when jobs may start now */
 void gv_release(void *self);           /* drop one inflight; frees when destroying */
+
+/* The network namespace core made for a job with granted egress (ABI 1.1
+ * fields, read only when the job's size covers them), or NULL. */
+static inline const char *gv_job_netns(const struct eai_iso_job *job)
+{
+    if (job->size < EAI_ISO_JOB_SIZE_1_1 || !job->netns_path || !job->netns_path[0])
+        return NULL;
+    return job->netns_path;
+}
+static inline const char *gv_job_dns(const struct eai_iso_job *job)
+{
+    return gv_job_netns(job) ? job->dns_server : NULL;
+}
+
+/* The shell run by `unshare -m --propagation private` before runsc when
+ * net_state is 2: /proc/sys/net hidden under an empty read-only tmpfs in
+ * the private mount namespace of `runsc run` only. */
+#define GV_NET_WORKAROUND_SH "mount -t tmpfs -o ro,size=4k,mode=0555 eai-nonet /proc/sys/net && exec \"$@\""
 
 /* gvisor_exec.c: the runner driven by runsc. */
 struct eai_pc_runner *gv_runner_new(struct gv *g);

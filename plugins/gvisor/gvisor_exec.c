@@ -97,6 +97,8 @@ static void gv_admit(void *drv, struct eai_pc_run *run)
             run->b = *sb;
         return;
     }
+    if (gv_job_netns(run->job))
+        return; /* granted egress: its own namespace, so a cold sandbox (no warm pool) */
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));
     snprintf(sh.rootfs, sizeof(sh.rootfs), "%s", run->b.rootfs);
@@ -157,7 +159,18 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     char *exec_argv[] = {g->runsc, p->root, p->logarg, p->dlog, "exec", "--process", p->procf, run->b.cid, NULL};
     char *ses_argv[] = {g->runsc, p->root, p->logarg, "exec", "--internal-pid-file", p->pidf, "--process", p->procf,
                         run->b.cid, NULL};
+    /* granted egress: gVisor's netstack in core's namespace (set in
+     * config.json); with the quirk, runsc run in a private mount namespace
+     * that hides /proc/sys/net (docs/gvisor.md) */
+    char *net_argv[] = {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+                        GV_NET_WORKAROUND_SH, "sh", g->runsc, p->root, p->logarg, p->dlog, "--network=sandbox",
+                        p->plat, "run", "--bundle", run->b.dir, run->b.cid, NULL};
     char **src = p->session ? ses_argv : p->pooled ? exec_argv : run_argv;
+    if (!p->session && !p->pooled && gv_job_netns(run->job)) {
+        if (g->net_state <= 0)
+            return -1;
+        src = g->net_state == 2 ? net_argv : net_argv + 8; /* from g->runsc on */
+    }
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
     return 0;

@@ -81,6 +81,18 @@ static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job 
     json_t *linux_ = json_pack("{s:[{s:s},{s:s},{s:s},{s:s},{s:s}], s:o, s:s}", "namespaces", "type", "pid", "type",
                                "network", "type", "ipc", "type", "uts", "type", "mount", "resources",
                                res ? res : json_object(), "cgroupsPath", cgp);
+    if (linux_ && gv_job_netns(job)) {
+        /* granted egress: gVisor's own network stack in the namespace core
+         * made (runsc --network=sandbox copies its eth0 and routes), and
+         * core's DNS as the only resolver */
+        json_object_set_new(json_array_get(json_object_get(linux_, "namespaces"), 1), "path",
+                            json_string(gv_job_netns(job)));
+        char rsrc[PATH_MAX + 16];
+        snprintf(rsrc, sizeof(rsrc), "%s/resolv.conf", b->dir);
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination", "/etc/resolv.conf",
+                                                "type", "bind", "source", rsrc, "options", "bind", "ro", "nosuid",
+                                                "nodev"));
+    }
     json_t *spec = json_pack("{s:s, s:o, s:{s:s, s:b}, s:s, s:o, s:o}", "ociVersion", "1.0.2", "process", process,
                              "root", "path", b->rootfs, "readonly", 1, "hostname", "sandbox", "mounts",
                              mounts ? mounts : json_array(), "linux", linux_ ? linux_ : json_object());
@@ -189,10 +201,33 @@ int gv_cgroup_remove(const char *cgpath, int cg_v2)
 
 /* ------------------------------------------------------------ bundles */
 
+/* resolv.conf of a job with granted egress: core's DNS only. */
+static int write_resolv(const struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+{
+    char path[PATH_MAX + 16], body[128];
+    snprintf(path, sizeof(path), "%s/resolv.conf", b->dir);
+    int n = snprintf(body, sizeof(body), "nameserver %s\noptions attempts:2 timeout:2\n", gv_job_dns(job));
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+    /* readable by the sandbox's user whatever eaid's umask (077) */
+    if (fd < 0 || fchmod(fd, 0644) < 0 || write(fd, body, (size_t)n) != n) {
+        snprintf(msg, msglen, "resolv.conf: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
 int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
 {
     if (eai_pc_bundle_prepare(b, job, spec_new, msg, msglen) < 0)
         return -1;
+    if (gv_job_netns(job) && (!gv_job_dns(job) || write_resolv(b, job, msg, msglen) < 0)) {
+        if (!gv_job_dns(job))
+            snprintf(msg, msglen, "granted egress without a DNS server");
+        return -1;
+    }
     b->cg_made = 1;
     return cg_create(b, job->memory_bytes, msg, msglen);
 }

@@ -421,6 +421,11 @@ static int kt_start(void *self, const struct eai_iso_job *job, const struct eai_
                     void **handle, struct eai_error **err)
 {
     struct kt *k = self;
+    /* not wired to core's egress namespace yet (docs/egress.md): a granted
+     * egress is refused, never run offline (core refuses it at admission:
+     * this backend announces no egress capability) */
+    if (job->egress && job->egress[0])
+        return eai_host_error_set(k->host, err, EAI_E_EGRESS_UNSUPPORTED, "kata: granted egress is not supported");
     return eai_pc_runner_start(k->runner, job, cb, cb_arg, handle, err);
 }
 

@@ -805,6 +805,38 @@ static void test_recording_ready(void)
     th_resp_free(&r);
 }
 
+/* Issue 11 item 1: the refusing double announces no egress capability, so
+ * a granted egress is refused before it runs (was 202, then run offline),
+ * and the profile says so. */
+static void test_egress_unsupported(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                        "\"network\":{\"egress\":[\"pypi.org:443\"]}}", &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "egress_unsupported");
+    CU_ASSERT(has_detail_path(&r, "/network/egress"));
+    th_resp_free(&r);
+    /* in French too */
+    const char *hf[] = {auth_a, "Content-Type: application/json", "Accept-Language: fr", NULL};
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", hf,
+                        "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                        "\"network\":{\"egress\":[\"pypi.org:443\"]}}", &r), 422);
+    const char *msg = json_string_value(json_object_get(json_object_get(r.json, "error"), "message"));
+    CU_ASSERT(msg && strstr(msg, "backend du profil"));
+    th_resp_free(&r);
+    /* without egress: accepted as before */
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h,
+                        "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                        "\"network\":{\"egress\":[]}}", &r), 202);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/v1/sandbox/profiles", h, NULL, &r), 200);
+    const json_t *p0 = json_array_get(json_object_get(r.json, "profiles"), 0);
+    CU_ASSERT(json_is_false(json_object_get(p0, "egress")));
+    th_resp_free(&r);
+}
+
 static int raw_connect(void)
 {
     int port = atoi(strrchr(base_url, ':') + 1);
@@ -1037,7 +1069,8 @@ static int reg(void)
         !CU_add_test(b, "manifests", test_manifests) || !CU_add_test(b, "contracts", test_contracts) ||
         !CU_add_test(b, "YAML alias bomb refused over HTTP", test_yaml_alias_bomb_http) ||
         !CU_add_test(b, "finops ledger", test_finops) ||
-        !CU_add_test(b, "connection limit", test_connection_limit))
+        !CU_add_test(b, "connection limit", test_connection_limit) ||
+        !CU_add_test(b, "granted egress its backend cannot carry: 422", test_egress_unsupported))
         return -1;
     CU_pSuite c = CU_add_suite("queue", setup_queue, common_teardown);
     if (!c || !CU_add_test(c, "replayed cancel keeps the queue bound", test_replayed_cancel_keeps_queue_bound))

@@ -9,38 +9,67 @@ import sys
 import time
 import urllib.request
 
-case, args = sys.argv[1], sys.argv[2:]
-t0 = time.monotonic()
-out = {"ok": False, "error": "", "body": "", "n": 0}
-try:
-    if case == "url":                       # url URL [CAFILE]
-        ctx = ssl.create_default_context(cafile=args[1]) if len(args) > 1 else None
-        with urllib.request.urlopen(args[0], timeout=10, context=ctx) as r:
-            data = r.read()
-        out.update(ok=True, body=data[:200].decode("latin-1"), n=len(data))
-    elif case == "resolve":                 # resolve NAME
-        out.update(ok=True, body=socket.gethostbyname(args[0]))
-    elif case == "raw":                     # raw HOST PORT PAYLOAD: send, read the answer
-        s = socket.create_connection((args[0], int(args[1])), timeout=10)
-        s.sendall(args[2].encode().decode("unicode_escape").encode("latin-1"))
-        data = s.recv(4096)
-        out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
-    elif case == "tls":                     # tls HOST PORT SNI CAFILE: handshake with that SNI
-        ctx = ssl.create_default_context(cafile=args[3])
-        ctx.check_hostname = False
-        s = socket.create_connection((args[0], int(args[1])), timeout=10)
-        t = ctx.wrap_socket(s, server_hostname=args[2])
-        t.sendall(b"GET / HTTP/1.1\r\nHost: " + args[2].encode() + b"\r\nConnection: close\r\n\r\n")
-        data = t.recv(4096)
-        out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
-    elif case == "udp":                     # udp HOST PORT
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        for _ in range(3):
-            s.sendto(b"exfil", (args[0], int(args[1])))
-        out.update(ok=True)
+
+
+def run(case, args):
+    t0 = time.monotonic()
+    out = {"ok": False, "error": "", "body": "", "n": 0}
+    try:
+        if case == "url":                       # url URL [CAFILE]
+            ctx = ssl.create_default_context(cafile=args[1]) if len(args) > 1 else None
+            with urllib.request.urlopen(args[0], timeout=10, context=ctx) as r:
+                data = r.read()
+            out.update(ok=True, body=data[:200].decode("latin-1"), n=len(data))
+        elif case == "resolve":                 # resolve NAME
+            out.update(ok=True, body=socket.gethostbyname(args[0]))
+        elif case == "raw":                     # raw HOST PORT PAYLOAD: send, read the answer
+            s = socket.create_connection((args[0], int(args[1])), timeout=10)
+            s.sendall(args[2].encode().decode("unicode_escape").encode("latin-1"))
+            data = s.recv(4096)
+            out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+        elif case == "tls":                     # tls HOST PORT SNI CAFILE: handshake with that SNI
+            ctx = ssl.create_default_context(cafile=args[3])
+            ctx.check_hostname = False
+            s = socket.create_connection((args[0], int(args[1])), timeout=10)
+            t = ctx.wrap_socket(s, server_hostname=args[2])
+            t.sendall(b"GET / HTTP/1.1\r\nHost: " + args[2].encode() + b"\r\nConnection: close\r\n\r\n")
+            data = t.recv(4096)
+            out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+        elif case == "udp":                     # udp HOST PORT
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            for _ in range(3):
+                s.sendto(b"exfil", (args[0], int(args[1])))
+            out.update(ok=True)
+        elif case == "cat":                     # cat PATH
+            with open(args[0]) as f:
+                out.update(ok=True, body=f.read()[:200])
+        elif case == "dnsraw":                  # dnsraw SERVER NAME: one A question over UDP, the rcode
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(3)
+            q = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00"
+            q += b"".join(bytes([len(p)]) + p.encode() for p in args[1].split(".")) + b"\x00\x00\x01\x00\x01"
+            s.sendto(q, (args[0], 53))
+            data = s.recv(512)
+            out.update(ok=True, body="rcode=%d an=%d" % (data[3] & 15, data[7]), n=len(data))
+        elif case == "ifaces":                  # ifaces: the network interfaces the sandbox sees
+            out.update(ok=True, body=",".join(sorted(n for _, n in socket.if_nameindex())))
+        elif case == "tcp6":                    # tcp6 HOST PORT: an IPv6 connection, a request, the answer
+            s = socket.create_connection((args[0], int(args[1])), timeout=5)
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+            data = s.recv(4096)
+            out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+        else:
+            out["error"] = "unknown case"
+    except Exception as e:  # the refusal is what most cases expect
+        out["error"] = "%s: %s" % (type(e).__name__, e)
+    out["elapsed"] = round(time.monotonic() - t0, 3)
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "batch":              # batch CASES.json: one JSON line per case
+        with open(sys.argv[2]) as f:
+            for c in json.load(f):
+                print(json.dumps(run(c[0], c[1:])), flush=True)
     else:
-        out["error"] = "unknown case"
-except Exception as e:  # the refusal is what most cases expect
-    out["error"] = "%s: %s" % (type(e).__name__, e)
-out["elapsed"] = round(time.monotonic() - t0, 3)
-print(json.dumps(out))
+        print(json.dumps(run(sys.argv[1], sys.argv[2:])))

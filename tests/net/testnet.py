@@ -1,0 +1,73 @@
+"""The test internet shared by the egress tests (tests/net): network
+namespace "eai-ti-TAG" with peers.py (DNS 198.18.2.53, HTTP/HTTPS on
+198.18.2.10 and .20, a UDP sink) behind a veth whose host side is
+198.18.1.1, a route to 198.18.2.0/24 through it, and a CA made here with a
+certificate for tls.test and allowed.test.  Test addresses only
+(198.18.0.0/15); teardown() removes all of it."""
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def sh(*cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+class TestNet:
+    def __init__(self, work, tag):
+        self.work, self.tag = work, tag
+        self.ns = "eai-ti-" + tag
+        self.host_if, self.ns_if = "eai-i%sh" % tag, "eai-i%sn" % tag
+        self.peers = None
+
+    def up(self):
+        w = self.work
+        sh("ip", "netns", "add", self.ns)
+        sh("ip", "link", "add", self.host_if, "type", "veth", "peer", "name", self.ns_if)
+        sh("ip", "link", "set", self.ns_if, "netns", self.ns)
+        sh("ip", "addr", "add", "198.18.1.1/30", "dev", self.host_if)
+        sh("ip", "link", "set", self.host_if, "up")
+        for a in ("198.18.1.2/30 dev " + self.ns_if, "198.18.2.10/32 dev lo", "198.18.2.20/32 dev lo",
+                  "198.18.2.53/32 dev lo"):
+            sh("ip", "-n", self.ns, "addr", "add", *a.split())
+        sh("ip", "-n", self.ns, "link", "set", "lo", "up")
+        sh("ip", "-n", self.ns, "link", "set", self.ns_if, "up")
+        sh("ip", "-n", self.ns, "route", "add", "default", "via", "198.18.1.1")
+        sh("ip", "route", "add", "198.18.2.0/24", "via", "198.18.1.2")
+        sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+           "-days", "2", "-subj", "/CN=eai test CA", "-keyout", w + "/ca.key", "-out", w + "/ca.pem",
+           "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign")
+        sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+           "-subj", "/CN=tls.test", "-keyout", w + "/srv.key", "-out", w + "/srv.csr")
+        with open(w + "/ext.cnf", "w") as f:
+            f.write("subjectAltName=DNS:tls.test,DNS:allowed.test\n")
+        sh("openssl", "x509", "-req", "-in", w + "/srv.csr", "-CA", w + "/ca.pem", "-CAkey", w + "/ca.key",
+           "-CAcreateserial", "-days", "2", "-out", w + "/srv.pem", "-extfile", w + "/ext.cnf")
+        self.peers = subprocess.Popen(["nsenter", "--net=/var/run/netns/" + self.ns, sys.executable,
+                                       os.path.join(HERE, "peers.py"), w, w + "/srv.pem", w + "/srv.key"],
+                                      stdout=subprocess.PIPE, text=True)
+        return self.peers.stdout.readline().strip() == "ready"
+
+    def dns_asked(self):
+        try:
+            with open(os.path.join(self.work, "dns.log")) as f:
+                return f.read().split()
+        except OSError:
+            return []
+
+    def udp_seen(self):
+        return os.path.exists(os.path.join(self.work, "udp.log"))
+
+    def down(self):
+        p = self.peers
+        if p and p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        sh("ip", "route", "del", "198.18.2.0/24", check=False)
+        sh("ip", "link", "del", self.host_if, check=False)
+        sh("ip", "netns", "del", self.ns, check=False)
