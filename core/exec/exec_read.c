@@ -411,7 +411,7 @@ void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
     const char *run_id = eai_req_query(r, "run_id");
     if (run_id && *run_id) {
         if (strlen(run_id) > 128)
-            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/run_id",
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/run_id",
                                                      "message", "is longer than 128 characters"));
         else
             json_object_set_new(filter, "run_id", json_string(run_id));

@@ -658,7 +658,7 @@ static void test_manifests(void)
     CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 0);
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=0", ga, NULL, &r), 422);
-    CU_ASSERT(has_detail_path(&r, "/limit"));
+    CU_ASSERT(has_detail_path(&r, "/query/limit"));
     th_resp_free(&r);
     /* delete, then it is gone */
     CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", gb, NULL, &r), 404);
