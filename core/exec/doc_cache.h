@@ -1,7 +1,9 @@
 /* Cache of finished executions' GET documents (exec/doc_cache.c).
  *
  * A terminal execution record is never written again (docs/executions.md),
- * so its GET body (eai_exec_view, serialised) is kept once made and served
+ * so its GET body (eai_exec_view, serialised) is kept once made (once its
+ * completion callback, whose attempts the view shows, is delivered or given
+ * up: exec_read.c view_final) and served
  * on the loop thread: no worker hop, no storage read, no JSON.  Keyed by
  * tenant and id (a tenant never sees another's entry); bounded in bytes,
  * oldest out first; big documents (> EAI_DOC_CACHE_MAX_DOC) are not kept.

@@ -108,6 +108,20 @@ static int exec_read_submit(struct eai_exec *st, struct eai_req *r, const char *
 
 /* 200 with the view of a terminal record, serialised once and kept
  * (exec/doc_cache.h: a terminal record is never written again). */
+/* 1 when a terminal record's GET body can change no more: no completion
+ * callback, or one whose delivery ended (delivered or given up); its
+ * attempts are part of the view and written after the end (kv). */
+static int view_final(const json_t *rec)
+{
+    if (!json_object_get(rec, "callback"))
+        return 1;
+    const char *s = exec_jstr(rec, "callback_state");
+    json_t *cs = s ? json_loads(s, 0, NULL) : NULL;
+    int fin = cs && (json_is_string(json_object_get(cs, "delivered_at")) || json_is_true(json_object_get(cs, "gave_up")));
+    json_decref(cs);
+    return fin;
+}
+
 static void reply_terminal(struct eai_exec *st, struct eai_req *r, const char *tenant, const json_t *rec)
 {
     json_t *v = eai_exec_view(rec);
@@ -124,7 +138,7 @@ static void reply_terminal(struct eai_exec *st, struct eai_req *r, const char *t
         text[n++] = '\n';
         text[n] = '\0';
     }
-    if (st)
+    if (st && view_final(rec))
         eai_doc_cache_put(st->docs, tenant, exec_jstr(rec, "id"), text, n);
     eai_reply_raw(r, 200, "application/json", text, n);
     free(text);
