@@ -39,6 +39,8 @@ static struct eai_config *eai_config_defaults(void)
     c->max_per_tenant = 4;
     c->max_queued_per_tenant = 1000;
     c->lease_ms = 30000;
+    c->quota_window_s = 3600;
+    c->retention_interval_s = 3600;
     c->collect_max_files = 64;
     c->collect_max_file_bytes = 10LL * 1024 * 1024;
     c->collect_max_total_bytes = 32LL * 1024 * 1024;

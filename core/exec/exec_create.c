@@ -17,6 +17,7 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "exec/exec_validate.h"
+#include "exec/quota.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -105,6 +106,14 @@ static void create_work(void *arg)
     if (rc < 0) {
         j->refused = 1;
         j->rc = -1;
+        return;
+    }
+    /* Quotas (docs/configuration.md): the record's size is what it adds. */
+    if (eai_quota_enabled(app) &&
+        eai_quota_admit_exec(app, j->tenant, json_dumpb(rec, NULL, 0, JSON_COMPACT) + 512, &j->err) < 0) {
+        j->refused = eai_quota_refusal(j->err);
+        j->rc = -1;
+        json_decref(rec);
         return;
     }
     const struct probe_snap *ps = snap_for(j, j->prof);

@@ -34,7 +34,9 @@ enum eai_code {
     EAI_E_URI_TOO_LONG = 24, /* uri_too_long (414) */
     EAI_E_HEADERS_TOO_LARGE = 25, /* headers_too_large (431) */
     EAI_E_REQUEST_TIMEOUT = 26, /* request_timeout (408) */
-    EAI_CODE_MAX = 27
+    EAI_E_QUOTA_EXCEEDED = 27, /* quota_exceeded (429) */
+    EAI_E_STORAGE_QUOTA_EXCEEDED = 28, /* storage_quota_exceeded (507) */
+    EAI_CODE_MAX = 29
 };
 
 #endif
