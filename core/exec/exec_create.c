@@ -108,19 +108,19 @@ static void create_work(void *arg)
         j->rc = -1;
         return;
     }
-    /* Quotas (docs/configuration.md): the record's size is what it adds. */
-    if (eai_quota_enabled(app) &&
-        eai_quota_admit_exec(app, j->tenant, json_dumpb(rec, NULL, 0, JSON_COMPACT) + 512, &j->err) < 0) {
-        j->refused = eai_quota_refusal(j->err);
-        j->rc = -1;
-        json_decref(rec);
-        return;
-    }
     const struct probe_snap *ps = snap_for(j, j->prof);
     if (!ps || !ps->ready) {
         j->err = eai_error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "backend of profile '%s' not ready: %s",
                                j->prof->name, ps ? ps->reason : "not loaded");
         j->refused = 1;
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    /* Quotas, once the rest would admit it (docs/configuration.md): the record's size is what it adds. */
+    if (eai_quota_enabled(app) &&
+        eai_quota_admit_exec(app, j->tenant, json_dumpb(rec, NULL, 0, JSON_COMPACT) + 512, &j->err) < 0) {
+        j->refused = eai_quota_refusal(j->err);
         j->rc = -1;
         json_decref(rec);
         return;
