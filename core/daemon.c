@@ -29,6 +29,7 @@
 #include "obs/delivery.h"
 #include "base/errors.h"
 #include "exec/exec.h"
+#include "exec/quota.h"
 #include "exec/retention.h"
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
@@ -448,6 +449,7 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
         goto fail;
     started_delivery = 1;
     eai_retention_start(app); /* retention.executions_days (exec/retention.c) */
+    eai_quota_log_start(app);
     if (eai_telemetry_start(app, err) < 0)
         goto fail;
     started_telemetry = 1;

@@ -16,6 +16,7 @@
 #include "exec/quota.h"
 #include "app.h"
 #include "base/errors.h"
+#include "base/log.h"
 #include "base/util.h"
 #include "config/config.h"
 
@@ -36,6 +37,20 @@ int eai_quota_enabled(const struct eai_app *app)
     const struct eai_config *c = app->cfg;
     return c && app->store && app->store->tenant_usage &&
            (c->quota_executions > 0 || c->quota_stored_bytes > 0 || c->quota_manifests > 0);
+}
+
+void eai_quota_log_start(const struct eai_app *app)
+{
+    const struct eai_config *c = app->cfg;
+    if (!c || (c->quota_executions <= 0 && c->quota_stored_bytes <= 0 && c->quota_manifests <= 0))
+        return;
+    if (!app->store || !app->store->tenant_usage)
+        eai_log("quota", EAI_LOG_WARN, "quotas are set but the %s storage cannot measure a tenant: not enforced",
+                c->storage_backend ? c->storage_backend : "configured");
+    else
+        eai_log("quota", EAI_LOG_INFO, "quotas per tenant: %lld executions per %lld s, %lld bytes, %lld manifests (0: off)",
+                (long long)c->quota_executions, (long long)c->quota_window_s, (long long)c->quota_stored_bytes,
+                (long long)c->quota_manifests);
 }
 
 int eai_quota_refusal(const struct eai_error *err)

@@ -19,6 +19,8 @@ int eai_quota_admit_exec(struct eai_app *app, const char *tenant, size_t add_byt
  * one replaced (only the stored bytes count). */
 int eai_quota_admit_manifest(struct eai_app *app, const char *tenant, int is_new, size_t add_bytes,
                              struct eai_error **err);
+/* Start-up: log the quotas, or warn that the storage cannot enforce them. */
+void eai_quota_log_start(const struct eai_app *app);
 /* 1 when err is a quota refusal (answer it as it is, audited as denied). */
 int eai_quota_refusal(const struct eai_error *err);
 

@@ -752,3 +752,42 @@ int eai_pg_kv_set(void *self, const char *key, const char *value, struct eai_err
         .n = 3, .params = {EAI_SYSTEM_TENANT, key, value}};
     return eai_pg_simple(pg, EAI_SYSTEM_TENANT, &c, err) < 0 ? -1 : 0;
 }
+
+/* ---------------------------------------------------------------- quotas */
+
+static int eai_pg_build_usage(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
+                              struct eai_error **err)
+{
+    if (PQntuples(r) != 1)
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "tenant_usage: no row");
+    c->out = json_pack("{s:I, s:I, s:I}", "executions_since", (json_int_t)atoll(PQgetvalue(r, 0, 0)),
+                       "stored_bytes", (json_int_t)atoll(PQgetvalue(r, 0, 1)),
+                       "manifests", (json_int_t)atoll(PQgetvalue(r, 0, 2)));
+    return c->out ? 0 : eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
+}
+
+/* Quotas (docs/configuration.md, "Quotas and retention"): the tenant's
+ * footprint under its own row-level security context. */
+int eai_pg_tenant_usage(void *self, const char *tenant, int64_t since_ms, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    *out = NULL;
+    if (!eai_pg_uuid_valid(tenant))
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "tenant_usage: bad tenant");
+    char since[24];
+    eai_pg_i64(since_ms, since);
+    struct eai_pg_simple_ctx c = {
+        .sql = "SELECT"
+               " (SELECT count(*) FROM eai.sandbox_executions WHERE tenant_id = $1::uuid"
+               "   AND created_at >= to_timestamp($2::bigint / 1000.0)),"
+               " (SELECT coalesce(sum(octet_length(doc::text)), 0) FROM eai.sandbox_executions"
+               "   WHERE tenant_id = $1::uuid)"
+               " + (SELECT coalesce(sum(size), 0) FROM eai.execution_files WHERE tenant_id = $1::uuid)"
+               " + (SELECT coalesce(sum(octet_length(doc::text)), 0) FROM eai.manifests WHERE tenant_id = $1::uuid),"
+               " (SELECT count(*) FROM eai.manifests WHERE tenant_id = $1::uuid)",
+        .n = 2, .params = {tenant, since}, .build = eai_pg_build_usage};
+    if (eai_pg_simple(pg, tenant, &c, err) < 0)
+        return -1;
+    *out = c.out;
+    return 0;
+}

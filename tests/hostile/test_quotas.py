@@ -149,6 +149,45 @@ def case_retention():
     print("  audit verify: %s" % r.stdout.decode().strip(), flush=True)
 
 
+def case_postgres_quotas():
+    """The same executions and stored-bytes quotas on PostgreSQL (its own
+    database), when EAI_TEST_PG_*_URL are set; retention is SQLite only."""
+    global E
+    from test_pg_restart import psql, with_db
+    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
+    if not (owner and app and sup):
+        print("  (no PostgreSQL: EAI_TEST_PG_*_URL unset)")
+        return
+    db = "eai_hostile_quotas"
+    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
+    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % db)
+    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % db)
+    tmp = tempfile.mkdtemp(prefix="eai-quota-pg-")
+    pepper = os.path.join(tmp, "pepper")
+    with open(pepper, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(pepper, 0o600)
+    cfg = write(os.path.join(tmp, "eaid.yaml"),
+                "isolation:\n  gvisor:\n    pool: 0\n"
+                "quotas:\n  executions_per_window: 3\n  stored_bytes: 120000\n")
+    saved, saved_keys = E, dict(KEYS)
+    E = Env(config=cfg, tmp=tmp, env={"EAI_DATABASE_URL": with_db(owner, db), "EAI_AUTH_PEPPER_FILE": pepper})
+    KEYS.clear()
+    try:
+        r = E.cmd("migrate", "--app-role", "eai_app")
+        check(r.returncode == 0, "migrate: %s" % r.stderr)
+        E.extra_env["EAI_DATABASE_URL"] = with_db(app, db)
+        E.start(ready_path="/readyz", timeout=120)
+        case_executions_per_window()
+        case_stored_bytes()
+    finally:
+        E.stop()
+        E = saved
+        KEYS.clear()
+        KEYS.update(saved_keys)
+        psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
+
+
 def main():
     global E
     tmp = tempfile.mkdtemp(prefix="eai-quota-")
@@ -161,7 +200,8 @@ def main():
         E.make_key("bootstrap")
         E.start(ready_path="/readyz", timeout=120)
         run_cases([("executions_per_window", case_executions_per_window), ("stored_bytes", case_stored_bytes),
-                   ("manifests", case_manifests), ("retention", case_retention)])
+                   ("manifests", case_manifests), ("retention", case_retention),
+                   ("postgres_quotas", case_postgres_quotas)])
     finally:
         E.stop()
 
