@@ -240,7 +240,7 @@ static const struct eai_storage_ops eai_pg_ops = {
     .tenant_list = eai_pg_tenant_list,
     .key_list = eai_pg_key_list,
     .key_create_expiring = eai_pg_key_create_expiring,
-    .tenant_usage = eai_pg_tenant_usage, /* exec_prune: not yet (needs DELETE rights: a migration) */
+    .tenant_usage = eai_pg_tenant_usage, .exec_prune = eai_pg_exec_prune, /* 0005_retention.sql */
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

@@ -169,7 +169,8 @@ def case_postgres_quotas():
     os.chmod(pepper, 0o600)
     cfg = write(os.path.join(tmp, "eaid.yaml"),
                 "isolation:\n  gvisor:\n    pool: 0\n"
-                "quotas:\n  executions_per_window: 3\n  stored_bytes: 120000\n")
+                "quotas:\n  executions_per_window: 3\n  stored_bytes: 120000\n"
+                "retention:\n  executions_days: 1\n  interval_s: 1\n")
     saved, saved_keys = E, dict(KEYS)
     E = Env(config=cfg, tmp=tmp, env={"EAI_DATABASE_URL": with_db(owner, db), "EAI_AUTH_PEPPER_FILE": pepper})
     KEYS.clear()
@@ -180,6 +181,31 @@ def case_postgres_quotas():
         E.start(ready_path="/readyz", timeout=120)
         case_executions_per_window()
         case_stored_bytes()
+        # retention: age one execution in the database, it goes with an audit anchor
+        key("retention-pg")
+        ids = []
+        for _ in range(2):
+            st, b = submit(["true"])
+            check(st == 202, "submit: %s %s" % (st, b))
+            ids.append(b["id"])
+        for i in ids:
+            E.wait_terminal(i, timeout=90)
+        psql(sup.replace("/postgres?", "/%s?" % db),
+             "UPDATE eai.sandbox_executions SET created_at = created_at - interval '2 days' WHERE id = '%s'"
+             % ids[0][4:])
+        deadline = time.time() + 15
+        st = 200
+        while time.time() < deadline and st != 404:
+            time.sleep(0.5)
+            st, _ = E.api("GET", "/v1/sandbox/executions/" + ids[0])
+        check(st == 404, "aged execution still there on PostgreSQL: %s" % st)
+        st, _ = E.api("GET", "/v1/sandbox/executions/" + ids[1])
+        check(st == 200, "the fresh one went too: %s" % st)
+        n = psql(sup.replace("/postgres?", "/%s?" % db),
+                 "SELECT count(*) FROM eai.audit_events WHERE action = 'retention.pruned'")
+        check(int(n) >= 1, "no retention.pruned audit event on PostgreSQL")
+        r = E.cmd("audit", "verify")
+        check(r.returncode == 0, "audit verify on PostgreSQL: %s %s" % (r.stdout, r.stderr))
     finally:
         E.stop()
         E = saved
