@@ -33,6 +33,7 @@ def start(tmp=None, extra=""):
                 "isolation:\n  gvisor:\n    pool: 0\n"
                 "scheduler:\n  max_concurrent: 4\n  max_per_tenant: 4\n  lease_ms: %d\n%s" % (LEASE_MS, extra))
     e = Env(config=cfg, tmp=tmp)
+    e.own_tmp = True  # stop() removes it
     e.make_key()
     e.start(ready_path="/readyz", timeout=120)
     return e
@@ -237,6 +238,7 @@ def case_kill9_one_of_two_replicas_on_postgres():
     finally:
         for e in reps:
             cleanup(e)
+        __import__("shutil").rmtree(tmp, ignore_errors=True)
         try:
             psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
         except Exception:  # noqa: BLE001

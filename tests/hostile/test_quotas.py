@@ -173,6 +173,7 @@ def case_postgres_quotas():
                 "retention:\n  executions_days: 1\n  interval_s: 1\n")
     saved, saved_keys = E, dict(KEYS)
     E = Env(config=cfg, tmp=tmp, env={"EAI_DATABASE_URL": with_db(owner, db), "EAI_AUTH_PEPPER_FILE": pepper})
+    E.own_tmp = True  # stop() removes it
     KEYS.clear()
     try:
         r = E.cmd("migrate", "--app-role", "eai_app")
@@ -222,6 +223,7 @@ def main():
                 "quotas:\n  executions_per_window: 3\n  window_s: 3600\n  stored_bytes: 120000\n  manifests: 2\n"
                 "retention:\n  executions_days: 1\n  interval_s: 1\n")
     E = Env(config=cfg, tmp=tmp)
+    E.own_tmp = True  # stop() removes it
     try:
         E.make_key("bootstrap")
         E.start(ready_path="/readyz", timeout=120)
