@@ -32,6 +32,8 @@
 #include "base/errors.h"
 #include "exec/exec.h"
 #include "session/session.h"
+#include "exec/quota.h"
+#include "exec/retention.h"
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
 #include "plugin/loader.h"
@@ -494,6 +496,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (eai_delivery_start(app, err) < 0)
         goto fail;
     started_delivery = 1;
+    eai_retention_start(app); /* retention.executions_days (exec/retention.c) */
+    eai_quota_log_start(app);
     if (eai_telemetry_start(app, err) < 0)
         goto fail;
     started_telemetry = 1;
@@ -522,6 +526,7 @@ void eai_app_stop(struct eai_app *app)
     if (started_server)
         eai_server_stop_accepting(app);
     eai_sessions_stop(app);
+    eai_retention_stop(app);
     if (started_exec) {
         eai_exec_stop(app);
         started_exec = 0;

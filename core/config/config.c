@@ -45,6 +45,8 @@ static struct eai_config *eai_config_defaults(void)
     c->callbacks_timeout_ms = 10000;
     c->callbacks_backoff_cap_ms = 300000;
     c->callbacks_max_attempts = 30;
+    c->quota_window_s = 3600;
+    c->retention_interval_s = 3600;
     c->collect_max_files = 64;
     c->collect_max_file_bytes = 10LL * 1024 * 1024;
     c->collect_max_total_bytes = 32LL * 1024 * 1024;

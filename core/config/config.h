@@ -104,6 +104,14 @@ struct eai_config {
     int64_t net_max_bytes;             /* per execution, both directions: 1 GiB */
     int64_t net_idle_timeout_s;        /* 60 */
     int64_t net_spare;                 /* namespaces made ahead: 2 */
+    /* per-tenant quotas (0 = off; docs/configuration.md, "Quotas and retention") */
+    int64_t quota_executions;        /* executions created per window (quotas.executions_per_window) */
+    int64_t quota_window_s;          /* 3600 (quotas.window_s) */
+    int64_t quota_stored_bytes;      /* execution documents + files + manifests (quotas.stored_bytes) */
+    int64_t quota_manifests;         /* manifests (quotas.manifests) */
+    /* retention (0 = keep forever) */
+    int64_t retention_executions_days; /* (retention.executions_days) */
+    int64_t retention_interval_s;      /* 3600 (retention.interval_s): how often the prune runs */
 
     char *source;              /* file the config came from, or "(defaults)" */
 };

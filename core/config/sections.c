@@ -308,6 +308,30 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
     return 0;
 }
 
+static int sect_quotas(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                       struct eai_error **err)
+{
+    static const char *const k[] = {"executions_per_window", "window_s", "stored_bytes", "manifests", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "executions_per_window", 0, 1000000000, &c->quota_executions, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "window_s", 1, 31 * 86400, &c->quota_window_s, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "stored_bytes", 0, 1LL << 50, &c->quota_stored_bytes, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "manifests", 0, 100000000, &c->quota_manifests, err) < 0)
+        return -1;
+    return 0;
+}
+
+static int sect_retention(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                          struct eai_error **err)
+{
+    static const char *const k[] = {"executions_days", "interval_s", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "executions_days", 0, 36500, &c->retention_executions_days, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "interval_s", 1, 86400, &c->retention_interval_s, err) < 0)
+        return -1;
+    return 0;
+}
+
 const struct eai_cfg_section eai_cfg_sections[] = {
     {"data_dir", 0, sect_data_dir},
     {"server", 1, sect_server},
@@ -328,6 +352,8 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"network", 1, sect_network},
     {"isolation", 1, sect_isolation},
     {"callbacks", 1, sect_callbacks},
+    {"quotas", 1, sect_quotas},
+    {"retention", 1, sect_retention},
     {"profiles", 0, sect_profiles}, /* its own "expected a mapping" */
     {NULL, 0, NULL},
 };

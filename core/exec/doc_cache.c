@@ -67,12 +67,15 @@ static void doc_drop(struct eai_doc_cache *c, struct doc *d)
     free(d);
 }
 
+void eai_doc_cache_clear(struct eai_doc_cache *c)
+{
+    while (c && c->oldest)
+        doc_drop(c, c->oldest);
+}
+
 void eai_doc_cache_free(struct eai_doc_cache *c)
 {
-    if (!c)
-        return;
-    while (c->oldest)
-        doc_drop(c, c->oldest);
+    eai_doc_cache_clear(c);
     free(c);
 }
 

@@ -20,6 +20,8 @@ struct eai_doc_cache;
 /* budget: bytes of documents kept (0: off). */
 struct eai_doc_cache *eai_doc_cache_new(size_t budget);
 void eai_doc_cache_free(struct eai_doc_cache *c);
+/* Forget every document (executions were deleted: retention). */
+void eai_doc_cache_clear(struct eai_doc_cache *c);
 
 /* The document, or NULL; *len its length.  Valid until the next put. */
 const char *eai_doc_cache_get(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len);

@@ -290,3 +290,9 @@ int eai_exec_local_output(struct eai_app *app, const char *id, enum eai_iso_stre
     return app && app->exec ? eai_watch_local_output(app->exec->hub, id, s, data, len) : 0;
 }
 
+void eai_exec_forget_documents(struct eai_app *app)
+{
+    struct eai_exec *st = app ? app->exec : NULL;
+    if (st)
+        eai_doc_cache_clear(st->docs);
+}

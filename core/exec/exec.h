@@ -46,6 +46,9 @@ void eai_exec_create_in_session(struct eai_app *app, struct eai_req *r, json_t *
  * process left running, then the scheduler.  0 or -1 (+ *err). */
 int eai_exec_start(struct eai_app *app, struct eai_error **err);
 void eai_exec_stop(struct eai_app *app);
+/* Executions were deleted (retention): drop the finished documents kept in
+ * memory (exec/doc_cache.h), so none is answered after its deletion. */
+void eai_exec_forget_documents(struct eai_app *app);
 
 /* Executions running on this node (for /metrics and /readyz). */
 int eai_exec_running(const struct eai_app *app);

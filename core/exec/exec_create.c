@@ -20,6 +20,7 @@
 #include "obs/callback.h"
 #include "images/images.h"
 #include "net/egress_host.h"
+#include "exec/quota.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
 
@@ -150,6 +151,14 @@ static void create_work(void *arg)
         j->err = eai_error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "backend of profile '%s' not ready: %s",
                                j->prof->name, ps ? ps->reason : "not loaded");
         j->refused = 1;
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    /* Quotas, once the rest would admit it (docs/configuration.md): the record's size is what it adds. */
+    if (eai_quota_enabled(app) &&
+        eai_quota_admit_exec(app, j->tenant, json_dumpb(rec, NULL, 0, JSON_COMPACT) + 512, &j->err) < 0) {
+        j->refused = eai_quota_refusal(j->err);
         j->rc = -1;
         json_decref(rec);
         return;

@@ -14,6 +14,7 @@
 #include "schema/jsonschema.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "exec/quota.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/routes.h"
@@ -68,6 +69,20 @@ static void apply_work(struct misc_job *j)
         j->rc = APPLY_REFUSED;  /* it could never run: refused as its execution would be */
         return;
     }
+    if (eai_quota_enabled(j->app)) { /* quotas.manifests, quotas.stored_bytes */
+        json_t *old = NULL;
+        if (j->app->store->manifest_get(j->app->storage.self, j->tenant, j->kind, j->name, &old, &j->err) < 0) {
+            j->rc = -1;
+            return;
+        }
+        size_t add = json_dumpb(j->in, NULL, 0, JSON_COMPACT);
+        int is_new = old == NULL;
+        json_decref(old);
+        if (eai_quota_admit_manifest(j->app, j->tenant, is_new, add, &j->err) < 0) {
+            j->rc = -1;
+            return;
+        }
+    }
     j->rc = j->app->store->manifest_put(j->app->storage.self, j->tenant, j->kind, j->name, j->in, j->audit, &j->err);
 }
 
@@ -80,6 +95,13 @@ static void apply_done(struct misc_job *j)
         eai_req_audit_async(j->app, j->tenant, eai_req_audit_event(j->r, "manifest.apply", target, "deny",
                                                                    eai_code_name(code)));
         eai_reply_error(j->r, code, j->err && j->err->details ? json_incref(j->err->details) : NULL);
+        return;
+    }
+    if (j->rc < 0 && eai_quota_refusal(j->err)) {
+        eai_log_req("http", EAI_LOG_INFO, eai_req_id(j->r), "manifest refused: %s", j->err->message);
+        eai_req_audit_async(j->app, j->tenant, eai_req_audit_event(j->r, "manifest.apply", "", "deny",
+                                                                    eai_code_name(j->err->code)));
+        eai_reply_error(j->r, j->err->code, j->err->details ? json_incref(j->err->details) : NULL);
         return;
     }
     if (j->rc < 0) {

@@ -133,6 +133,7 @@ static const char eai_sq_schema[] =
     "CREATE INDEX IF NOT EXISTS sandbox_executions_run ON sandbox_executions(tenant_id, run_id, seq);"
     "CREATE INDEX IF NOT EXISTS sandbox_executions_project ON sandbox_executions(tenant_id, project_id);"
     "CREATE INDEX IF NOT EXISTS sandbox_executions_created ON sandbox_executions(tenant_id, created_at);"
+    "CREATE INDEX IF NOT EXISTS sandbox_executions_created_ms ON sandbox_executions(tenant_id, created_ms);"
     "CREATE INDEX IF NOT EXISTS sandbox_executions_lease ON sandbox_executions(lease_owner, status);"
     "CREATE TABLE IF NOT EXISTS execution_files ("
     " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
@@ -618,6 +619,8 @@ static const struct eai_storage_ops eai_sq_ops = {
     .key_create_expiring = eai_sq_key_create_expiring,
     .manifest_list = eai_sq_manifest_list,
     .outbox_append = eai_sq_outbox_append,
+    .tenant_usage = eai_sq_tenant_usage,
+    .exec_prune = eai_sq_exec_prune,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

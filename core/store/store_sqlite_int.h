@@ -132,6 +132,9 @@ int eai_sq_kv_set(void *self, const char *key, const char *value, struct eai_err
 int eai_sq_keys_migrate(struct eai_sq *s, sqlite3 *db, struct eai_error **err);
 json_t *eai_sq_col_expiry(sqlite3_stmt *st, int i);
 int eai_sq_tenant_list(void *self, const char *after, int limit, json_t **out, struct eai_error **err);
+/* store_sqlite_quota.c */
+int eai_sq_tenant_usage(void *self, const char *tenant, int64_t since_ms, json_t **out, struct eai_error **err);
+int eai_sq_exec_prune(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err);
 int eai_sq_key_list(void *self, const char *tenant, json_t **out, struct eai_error **err);
 int eai_sq_key_create_expiring(void *self, const char *tenant, const char *key_id,
                                const char *secret_hash_hex, const char *name, int64_t expires_ms,

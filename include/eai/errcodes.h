@@ -39,7 +39,9 @@ enum eai_code {
     EAI_E_SESSION_ENDED = 29, /* session_ended (409) */
     EAI_E_SESSION_LIMIT = 30, /* session_limit (429) */
     EAI_E_EGRESS_UNSUPPORTED = 31, /* egress_unsupported (422) */
-    EAI_CODE_MAX = 32
+    EAI_E_QUOTA_EXCEEDED = 32, /* quota_exceeded (429) */
+    EAI_E_STORAGE_QUOTA_EXCEEDED = 33, /* storage_quota_exceeded (507) */
+    EAI_CODE_MAX = 34
 };
 
 #endif

@@ -216,6 +216,20 @@ struct eai_storage_ops {
      * a session's lifetime usage at its end.  0 or -1. */
     int (*outbox_append)(void *self, const char *tenant, const json_t *usage_event,
                          const json_t *audit, struct eai_error **err);
+    /* ---- quotas and retention (docs/configuration.md, "Quotas and
+     * retention"); each may be NULL: core then enforces neither. */
+    /* A tenant's footprint: {"executions_since": executions created at or
+     * after since_ms, "stored_bytes": bytes of its execution documents,
+     * collected files and manifests, "manifests": how many}. */
+    int (*tenant_usage)(void *self, const char *tenant, int64_t since_ms, json_t **out,
+                        struct eai_error **err);
+    /* SYSTEM: delete at most limit terminal executions created before
+     * before_ms, with their collected files (never the usage ledger, the
+     * outbox or the audit chain), and append to each tenant concerned one
+     * audit event (action "retention.pruned", the count and the ids' range)
+     * in the same transaction: the chain keeps verifying and records the
+     * deletion.  *deleted: executions removed. */
+    int (*exec_prune)(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)

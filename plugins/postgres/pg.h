@@ -135,6 +135,8 @@ int eai_pg_key_get(void *self, const char *key_id, json_t **out, struct eai_erro
 int eai_pg_key_revoke(void *self, const char *key_id, struct eai_error **err);
 int eai_pg_tenant_list(void *self, const char *after, int limit, json_t **out, struct eai_error **err);
 int eai_pg_key_list(void *self, const char *tenant, json_t **out, struct eai_error **err);
+int eai_pg_tenant_usage(void *self, const char *tenant, int64_t since_ms, json_t **out, struct eai_error **err);
+int eai_pg_exec_prune(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err);
 int eai_pg_key_create_expiring(void *self, const char *tenant, const char *key_id,
                                const char *secret_hash_hex, const char *name, int64_t expires_ms,
                                struct eai_error **err);

@@ -827,3 +827,115 @@ int eai_pg_kv_set(void *self, const char *key, const char *value, struct eai_err
         .n = 3, .params = {EAI_SYSTEM_TENANT, key, value}};
     return eai_pg_simple(pg, EAI_SYSTEM_TENANT, &c, err) < 0 ? -1 : 0;
 }
+
+/* ---------------------------------------------------------------- quotas */
+
+static int eai_pg_build_usage(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
+                              struct eai_error **err)
+{
+    if (PQntuples(r) != 1)
+        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "tenant_usage: no row");
+    c->out = json_pack("{s:I, s:I, s:I}", "executions_since", (json_int_t)atoll(PQgetvalue(r, 0, 0)),
+                       "stored_bytes", (json_int_t)atoll(PQgetvalue(r, 0, 1)),
+                       "manifests", (json_int_t)atoll(PQgetvalue(r, 0, 2)));
+    return c->out ? 0 : eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
+}
+
+/* Quotas (docs/configuration.md, "Quotas and retention"): the tenant's
+ * footprint under its own row-level security context. */
+int eai_pg_tenant_usage(void *self, const char *tenant, int64_t since_ms, json_t **out, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    *out = NULL;
+    if (!eai_pg_uuid_valid(tenant))
+        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "tenant_usage: bad tenant");
+    char since[24];
+    eai_pg_i64(since_ms, since);
+    struct eai_pg_simple_ctx c = {
+        .sql = "SELECT"
+               " (SELECT count(*) FROM eai.sandbox_executions WHERE tenant_id = $1::uuid"
+               "   AND created_at >= to_timestamp($2::bigint / 1000.0)),"
+               " (SELECT coalesce(sum(octet_length(doc::text)), 0) FROM eai.sandbox_executions"
+               "   WHERE tenant_id = $1::uuid)"
+               " + (SELECT coalesce(sum(size), 0) FROM eai.execution_files WHERE tenant_id = $1::uuid)"
+               " + (SELECT coalesce(sum(octet_length(doc::text)), 0) FROM eai.manifests WHERE tenant_id = $1::uuid),"
+               " (SELECT count(*) FROM eai.manifests WHERE tenant_id = $1::uuid)",
+        .n = 2, .params = {tenant, since}, .build = eai_pg_build_usage};
+    if (eai_pg_simple(pg, tenant, &c, err) < 0)
+        return -1;
+    *out = c.out;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- retention */
+
+struct eai_pg_prune_ctx {
+    const char *tenant;
+    char before[24], limit[24];
+    int64_t before_ms;
+    int64_t n;
+};
+
+/* One tenant: delete (eai.exec_prune) and append the audit anchor, in the
+ * tenant's own transaction. */
+static int eai_pg_prune_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
+{
+    struct eai_pg_prune_ctx *c = arg;
+    c->n = 0;
+    const char *p[3] = {c->tenant, c->before, c->limit};
+    PGresult *r = eai_pg_q(tx, "SELECT id::text FROM eai.exec_prune($1::uuid, $2::bigint, $3::int)", 3, p, err);
+    if (!r)
+        return -1;
+    int n = PQntuples(r);
+    int rc = 0;
+    if (n > 0) {
+        char id[37], now[32], before[32];
+        eai_pg_uuid_v4(id);
+        eai_pg_rfc3339(eai_pg_now_ms(), now);
+        eai_pg_rfc3339(c->before_ms, before);
+        json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:I, s:s, s:s, s:s}}", "id", id, "time", now,
+                               "actor", "system:retention", "action", "retention.pruned", "target", "executions",
+                               "decision", "allow", "details", "executions", (json_int_t)n, "first_id",
+                               PQgetvalue(r, 0, 0), "last_id", PQgetvalue(r, n - 1, 0), "created_before", before);
+        rc = ev ? eai_pg_audit_append_tx(tx, c->tenant, ev, err) : eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "oom");
+        json_decref(ev);
+    }
+    PQclear(r);
+    if (rc == 0)
+        c->n = n;
+    return rc;
+}
+
+static int eai_pg_build_ids(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r, struct eai_error **err)
+{
+    c->out = json_array();
+    for (int i = 0; c->out && i < PQntuples(r); i++)
+        json_array_append_new(c->out, json_string(PQgetvalue(r, i, 0)));
+    return c->out ? 0 : eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "out of memory");
+}
+
+int eai_pg_exec_prune(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err)
+{
+    struct eai_pg *pg = self;
+    *deleted = 0;
+    char before[24], lim[24];
+    eai_pg_i64(before_ms, before);
+    eai_pg_i64(limit > 0 ? limit : 1, lim);
+    struct eai_pg_simple_ctx c = {.sql = "SELECT tenant_id::text FROM eai.prune_tenants($1::bigint, $2::int)",
+                                  .n = 2, .params = {before, lim}, .build = eai_pg_build_ids};
+    if (eai_pg_simple(pg, NULL, &c, err) < 0)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < json_array_size(c.out) && *deleted < limit; i++) {
+        struct eai_pg_prune_ctx p = {.tenant = json_string_value(json_array_get(c.out, i)), .before_ms = before_ms};
+        snprintf(p.before, sizeof p.before, "%s", before);
+        eai_pg_i64(limit - *deleted, p.limit);
+        if (eai_pg_run(pg, p.tenant, eai_pg_prune_body, &p, err) < 0) {
+            rc = -1;
+            break;
+        }
+        *deleted += p.n;
+    }
+    json_decref(c.out);
+    return rc;
+}

@@ -242,6 +242,7 @@ static const struct eai_storage_ops eai_pg_ops = {
     .key_create_expiring = eai_pg_key_create_expiring,
     .manifest_list = eai_pg_manifest_list,
     .outbox_append = eai_pg_outbox_append,
+    .tenant_usage = eai_pg_tenant_usage, .exec_prune = eai_pg_exec_prune, /* 0005_retention.sql */
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

@@ -92,6 +92,7 @@ def start(pool):
     tmp = tempfile.mkdtemp(prefix="eai-crash-")
     cfg = write(os.path.join(tmp, "eaid.yaml"), "isolation:\n  gvisor:\n    pool: %d\n" % pool)
     e = Env(config=cfg, tmp=tmp)
+    e.own_tmp = True  # stop() removes it
     e.make_key()
     e.start(ready_path="/readyz", timeout=120)
     return e

@@ -8,7 +8,11 @@ on SQLite:
   leaf or bundle is left;
 - a sandbox's runsc-sandbox (then another's gofer) SIGKILLed from outside
   mid-run: that execution ends error/sandbox_failed, the others exit 0,
-  nothing leaks."""
+  nothing leaks;
+- with EAI_TEST_PG_*_URL: two replicas on one PostgreSQL database, 24
+  executions in flight, kill -9 of one: all terminal within the lease plus a
+  minute (the survivor recovers the dead one's), usage exactly once, the
+  dead one's sandboxes gone before its restart (watchdog)."""
 import os
 import signal
 import sys
@@ -29,6 +33,7 @@ def start(tmp=None, extra=""):
                 "isolation:\n  gvisor:\n    pool: 0\n"
                 "scheduler:\n  max_concurrent: 4\n  max_per_tenant: 4\n  lease_ms: %d\n%s" % (LEASE_MS, extra))
     e = Env(config=cfg, tmp=tmp)
+    e.own_tmp = True  # stop() removes it
     e.make_key()
     e.start(ready_path="/readyz", timeout=120)
     return e
@@ -161,6 +166,85 @@ def case_sandbox_process_killed_from_outside():
         cleanup(e)
 
 
+def case_kill9_one_of_two_replicas_on_postgres():
+    """Two replicas on one PostgreSQL database, 24 executions in flight, kill
+    -9 of one: every execution terminal within the lease plus a minute, usage
+    events exactly once, nothing left on either data dir.  Skipped without
+    EAI_TEST_PG_*_URL."""
+    from test_pg_restart import psql, with_db
+    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
+    if not (owner and app and sup):
+        print("  (no PostgreSQL: EAI_TEST_PG_*_URL unset)")
+        return
+    db = "eai_hostile_faults"
+    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
+    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % db)
+    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % db)
+    tmp = tempfile.mkdtemp(prefix="eai-faults-pg-")
+    pepper = os.path.join(tmp, "pepper")
+    with open(pepper, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(pepper, 0o600)
+    cfg = write(os.path.join(tmp, "eaid.yaml"),
+                "isolation:\n  gvisor:\n    pool: 0\n"
+                "scheduler:\n  max_concurrent: 2\n  max_per_tenant: 2\n  lease_ms: %d\n" % LEASE_MS)
+    common = {"EAI_DATABASE_URL": with_db(app, db), "EAI_AUTH_PEPPER_FILE": pepper}
+    reps = []
+    try:
+        cli = Env(config=cfg, env=dict(common, EAI_DATABASE_URL=with_db(owner, db)))
+        r = cli.cmd("migrate", "--app-role", "eai_app")
+        check(r.returncode == 0, "migrate: %s" % r.stderr)
+        cli.extra_env["EAI_DATABASE_URL"] = with_db(app, db)
+        key = cli.make_key("faults-pg")
+        cli.stop()
+        for _ in range(2):
+            e = Env(config=cfg, env=common)
+            e.key = key
+            reps.append(e)
+            e.start(ready_path="/readyz", timeout=120)
+        ids = [submit(reps[i % 2], ["sh", "-c", "echo r; sleep 1"], project="faults-pg") for i in range(24)]
+        deadline = time.time() + 60
+        while time.time() < deadline and not any(status(reps[1], i)["status"] == "running" for i in ids[:6]):
+            time.sleep(0.2)
+        time.sleep(1)
+        victim = reps[0]
+        os.kill(victim.proc.pid, signal.SIGKILL)
+        victim.proc.wait(timeout=10)
+        t_kill = time.time()
+        limit = t_kill + LEASE_MS / 1000 + 60
+        final = {}
+        for i in ids:
+            final[i] = reps[1].wait_terminal(i, timeout=max(1, limit - time.time()))
+        bad = {i: (b["status"], (b.get("error") or {}).get("code")) for i, b in final.items()
+               if not (b["status"] == "succeeded" or (b.get("error") or {}).get("code") == "interrupted")}
+        check(not bad, "unexpected ends: %s" % bad)
+        interrupted = sum(1 for b in final.values() if (b.get("error") or {}).get("code") == "interrupted")
+        deadline = time.time() + 20
+        n = {}
+        while time.time() < deadline:
+            n = usage_by_execution(reps[1], "faults-pg")
+            if all(n.get(i) == 1 for i in ids):
+                break
+            time.sleep(0.5)
+        bad = {i: n.get(i, 0) for i in ids if n.get(i, 0) != 1}
+        check(not bad, "usage events not exactly once: %s" % bad)
+        # the killed replica's sandboxes died with it (watchdog); its restart sweeps the rest
+        wait_gone(victim, 20, "killed replica")
+        victim.start(ready_path="/readyz", timeout=120)
+        wait_gone(victim, 20, "killed replica after restart")
+        wait_gone(reps[1], 20, "surviving replica")
+        print("  %d interrupted (the killed replica's), %d succeeded, all terminal %.1f s after kill -9" %
+              (interrupted, len(ids) - interrupted, time.time() - t_kill), flush=True)
+    finally:
+        for e in reps:
+            cleanup(e)
+        __import__("shutil").rmtree(tmp, ignore_errors=True)
+        try:
+            psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
+        except Exception:  # noqa: BLE001
+            pass
+
+
 if __name__ == "__main__":
     if os.geteuid() != 0:
         print("SKIP: needs root (runsc, cgroups)")
@@ -169,4 +253,5 @@ if __name__ == "__main__":
     run_cases([
         ("kill9_with_30_in_flight", case_kill9_with_30_in_flight),
         ("sandbox_process_killed_from_outside", case_sandbox_process_killed_from_outside),
+        ("kill9_one_of_two_replicas_on_postgres", case_kill9_one_of_two_replicas_on_postgres),
     ])

@@ -80,6 +80,7 @@ def case_pg_restart_under_load():
         f.write("isolation:\n  gvisor:\n    pool: 0\nscheduler:\n  lease_ms: 5000\n")
     common = {"EAI_DATABASE_URL": with_db(app, DB), "EAI_AUTH_PEPPER_FILE": pepper}
     e = Env(config=cfg, env=dict(common, EAI_DATABASE_URL=with_db(owner, DB)), tmp=tmp)
+    e.own_tmp = True  # stop() removes it
     try:
         r = e.cmd("migrate", "--app-role", "eai_app")
         check(r.returncode == 0, "migrate: %s" % r.stderr)
