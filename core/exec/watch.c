@@ -31,7 +31,6 @@ struct eai_sub {
     int64_t ping_ms;                /* SUB_SSE: next heartbeat */
 };
 
-
 struct eai_live {
     struct eai_live *next;          /* bucket chain */
     struct eai_watch *w;
