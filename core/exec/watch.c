@@ -9,6 +9,7 @@
 #include "base/errors.h"
 #include "base/util.h"
 #include "exec/exec_result.h"
+#include "exec/outlog.h"
 #include "exec/sse.h"
 #include "http/park.h"
 
@@ -30,12 +31,6 @@ struct eai_sub {
     int64_t ping_ms;                /* SUB_SSE: next heartbeat */
 };
 
-/* One output event of a local run: len bytes of one stream from off. */
-struct out_ev {
-    size_t off, len;
-    int stream;                     /* 0 stdout, 1 stderr */
-};
-
 struct eai_live {
     struct eai_live *next;          /* bucket chain */
     struct eai_watch *w;
@@ -47,13 +42,8 @@ struct eai_live {
     int reading;                    /* a storage re-read is in flight */
     int64_t cancel_ms;              /* pending cancel (0: none) */
     struct eai_outbuf out, err;
-    /* output events in the order written (sse.h); the ones from nsent on
-     * are still gathering (EAI_SSE_COALESCE_MS) */
-    struct out_ev *evs;
-    size_t nev, evcap, nsent;
-    size_t logged[2];               /* bytes of each stream in evs */
-    int unlogged[2];                /* a stream's later bytes come at the end (EAI_SSE_MAX_EVENTS) */
-    struct event *flush_ev;
+    struct eai_outlog log;          /* output events in the order written (sse.h) */
+    struct event *flush_ev;         /* sends the gathering ones (EAI_SSE_COALESCE_MS) */
     struct eai_sub *subs;
 };
 
@@ -145,7 +135,7 @@ static void maybe_free(struct eai_live *l)
     queued_drop(l);
     eai_outbuf_free(&l->out);
     eai_outbuf_free(&l->err);
-    free(l->evs);
+    eai_outlog_free(&l->log);
     if (l->flush_ev)
         event_free(l->flush_ev);
     free(l);
@@ -271,11 +261,11 @@ int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, in
 static void sub_catch_up(struct eai_sub *s)
 {
     struct eai_live *l = s->l;
-    for (size_t i = 0; i < l->nsent && s->r; i++) {
+    for (size_t i = 0; i < l->log.nsent && s->r; i++) {
         int64_t id = EAI_SSE_ID_FIRST_OUTPUT + (int64_t)i;
         if (id <= s->last_id)
             continue;
-        const struct out_ev *e = &l->evs[i];
+        const struct eai_outlog_ev *e = &l->log.evs[i];
         const struct eai_outbuf *b = e->stream ? &l->err : &l->out;
         eai_sse_chunk(s->r, e->stream ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT, id, b->data + e->off, e->len);
         s->last_id = id;
@@ -447,9 +437,7 @@ struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *
     eai_outbuf_free(&l->err);
     eai_outbuf_init(&l->out, output_limit);
     eai_outbuf_init(&l->err, output_limit);
-    l->nev = l->nsent = 0;
-    l->logged[0] = l->logged[1] = 0;
-    l->unlogged[0] = l->unlogged[1] = 0;
+    eai_outlog_reset(&l->log);
     eai_watch_status(w, id, tenant, "running", NULL);
     return l;
 }
@@ -460,9 +448,9 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct eai_live *l = arg;
-    if (l->nsent == l->nev)
+    if (l->log.nsent == l->log.n)
         return;
-    l->nsent = l->nev;
+    eai_outlog_sent(&l->log);
     if (l->w->closed)
         return;
     for (struct eai_sub *s = l->subs; s; s = s->next)
@@ -470,40 +458,6 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
             s->attached = 1;
             sub_catch_up(s);
         }
-}
-
-/* Record kept bytes of a stream as output events: the last event grows
- * while it gathers, a new one starts when the stream changes. */
-static void log_output(struct eai_live *l, int k, size_t kept)
-{
-    if (l->unlogged[k])
-        return;
-    if (l->nev > l->nsent && l->evs[l->nev - 1].stream == k) {
-        l->evs[l->nev - 1].len += kept;
-    } else {
-        if (l->nev >= EAI_SSE_MAX_EVENTS) {
-            l->unlogged[k] = 1;
-            return;
-        }
-        if (l->nev == l->evcap) {
-            size_t nc = l->evcap ? l->evcap * 2 : 16;
-            struct out_ev *ne = realloc(l->evs, nc * sizeof *ne);
-            if (!ne) {
-                l->unlogged[k] = 1;
-                return;
-            }
-            l->evs = ne;
-            l->evcap = nc;
-        }
-        l->evs[l->nev++] = (struct out_ev){.off = l->logged[k], .len = kept, .stream = k};
-    }
-    l->logged[k] += kept;
-    if (!l->flush_ev)
-        l->flush_ev = evtimer_new(l->w->app->base, flush_cb, l);
-    if (l->flush_ev && !event_pending(l->flush_ev, EV_TIMEOUT, NULL)) {
-        struct timeval tv = {0, EAI_SSE_COALESCE_MS * 1000};
-        event_add(l->flush_ev, &tv);
-    }
 }
 
 void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char *data, size_t len)
@@ -515,23 +469,18 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char 
     eai_outbuf_append(b, data, len, &kept);
     if (!kept || l->w->closed)
         return;
-    log_output(l, which == EAI_STREAM_STDERR, kept);
+    eai_outlog_add(&l->log, which == EAI_STREAM_STDERR, kept);
+    if (!l->flush_ev)
+        l->flush_ev = evtimer_new(l->w->app->base, flush_cb, l);
+    if (l->flush_ev && !event_pending(l->flush_ev, EV_TIMEOUT, NULL)) {
+        struct timeval tv = {0, EAI_SSE_COALESCE_MS * 1000};
+        event_add(l->flush_ev, &tv);
+    }
 }
 
 json_t *eai_watch_output_events(const struct eai_live *l)
 {
-    json_t *a = json_array();
-    if (!a)
-        return NULL;
-    for (size_t i = 0; i < l->nev; i++)
-        json_array_append_new(a, json_integer(l->evs[i].stream ? -(json_int_t)l->evs[i].len
-                                                               : (json_int_t)l->evs[i].len));
-    /* bytes past EAI_SSE_MAX_EVENTS: at the end, stdout then stderr */
-    if (l->out.len > l->logged[0])
-        json_array_append_new(a, json_integer((json_int_t)(l->out.len - l->logged[0])));
-    if (l->err.len > l->logged[1])
-        json_array_append_new(a, json_integer(-(json_int_t)(l->err.len - l->logged[1])));
-    return a;
+    return eai_outlog_json(&l->log, l->out.len, l->err.len);
 }
 
 json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec)

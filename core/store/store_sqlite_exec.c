@@ -286,7 +286,7 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
         /* list items carry no output (storage.h): the same columns as
          * SQ_EXEC_COLS with stdout and stderr taken out of the document */
         "SELECT seq, status, lease_owner, lease_until, cancel_requested, updated_at,"
-        " json_remove(doc, '$.stdout', '$.stderr') FROM sandbox_executions WHERE tenant_id = ?1"
+        " json_remove(doc, '$.stdout', '$.stderr', '$.output_events') FROM sandbox_executions WHERE tenant_id = ?1"
         " AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR run_id = ?3)"
         " AND (?4 IS NULL OR seq < ?4) ORDER BY seq DESC LIMIT ?5", err);
     if (st) {

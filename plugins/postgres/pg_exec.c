@@ -19,7 +19,7 @@
     "floor(extract(epoch FROM e.created_at) * 1000)::bigint, e.idempotency_key, e.request_hash"
 #define EAI_PG_EXEC_COLS EAI_PG_EXEC_COLS_WITH("e.doc")
 /* list items carry no output (storage.h) */
-#define EAI_PG_EXEC_LIST_COLS EAI_PG_EXEC_COLS_WITH("((e.doc::jsonb - 'stdout') - 'stderr')::json")
+#define EAI_PG_EXEC_LIST_COLS EAI_PG_EXEC_COLS_WITH("(((e.doc::jsonb - 'stdout') - 'stderr') - 'output_events')::json")
 
 enum {
     COL_ID, COL_TENANT, COL_SEQ, COL_STATUS, COL_LEASE_OWNER, COL_LEASE_UNTIL, COL_CANCEL,

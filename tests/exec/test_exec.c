@@ -18,6 +18,8 @@
 #include "base/errors.h"
 #include "exec/exec_result.h"
 #include "exec/exec_validate.h"
+#include "exec/outlog.h"
+#include "exec/sse.h"
 #include "plugin/host.h"
 #include "schema/jsonschema.h"
 #include "store/store_sqlite.h"
@@ -477,6 +479,44 @@ static void test_request_hash_paths(void)
 
 /* ------------------------------------------------------------ results */
 
+/* The order of output events (issue 17.3): a stream's bytes gather into one
+ * event until sent, a change of stream starts a new one, past the event cap
+ * the rest comes at the end; the stored form is n / -n. */
+static void test_outlog(void)
+{
+    struct eai_outlog g;
+    memset(&g, 0, sizeof g);
+    eai_outlog_add(&g, 0, 3);
+    eai_outlog_add(&g, 0, 2); /* gathering: same event */
+    eai_outlog_add(&g, 1, 4);
+    eai_outlog_add(&g, 0, 1);
+    CU_ASSERT_EQUAL(g.n, 3);
+    CU_ASSERT_EQUAL(g.evs[0].len, 5);
+    CU_ASSERT_EQUAL(g.evs[2].off, 5);
+    eai_outlog_sent(&g);
+    eai_outlog_add(&g, 0, 7); /* sent: a new event even on the same stream */
+    CU_ASSERT_EQUAL(g.n, 4);
+    CU_ASSERT_EQUAL(g.evs[3].off, 6);
+    json_t *j = eai_outlog_json(&g, 13, 4);
+    char *s = json_dumps(j, JSON_COMPACT);
+    CU_ASSERT_STRING_EQUAL(s, "[5,-4,1,7]");
+    free(s);
+    json_decref(j);
+    /* at the cap: the later bytes of a stream are left to the end */
+    eai_outlog_reset(&g);
+    for (int i = 0; i < EAI_SSE_MAX_EVENTS; i++)
+        eai_outlog_add(&g, i % 2, 1);
+    CU_ASSERT_EQUAL(g.n, EAI_SSE_MAX_EVENTS);
+    eai_outlog_add(&g, 0, 9); /* last is stderr: no room */
+    eai_outlog_add(&g, 0, 1);
+    CU_ASSERT_EQUAL(g.n, EAI_SSE_MAX_EVENTS);
+    j = eai_outlog_json(&g, EAI_SSE_MAX_EVENTS / 2 + 10, EAI_SSE_MAX_EVENTS / 2);
+    CU_ASSERT_EQUAL(json_array_size(j), EAI_SSE_MAX_EVENTS + 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_array_get(j, EAI_SSE_MAX_EVENTS)), 10);
+    json_decref(j);
+    eai_outlog_free(&g);
+}
+
 static void test_outbuf(void)
 {
     struct eai_outbuf b;
@@ -816,6 +856,7 @@ int main(void)
     CU_add_test(v, "request hash, paths", test_request_hash_paths);
     CU_pSuite r = CU_add_suite("results", NULL, NULL);
     CU_add_test(r, "output cap", test_outbuf);
+    CU_add_test(r, "output event order", test_outlog);
     CU_add_test(r, "output encoding", test_encoding);
     CU_add_test(r, "status mapping", test_status_mapping);
     CU_pSuite s = CU_add_suite("state machine", NULL, NULL);
