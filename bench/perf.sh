@@ -211,8 +211,9 @@ if only != "get":
     b0 = bundle(0, CMD)
     boot = bundle(99, ["sleep", "3600"])
     bootcid = "perf-boot-%d" % os.getpid()
+    # the detached sandbox keeps its stdio: never a pipe we would wait on
     subprocess.run(RS + ["run", "--detach", "--bundle", boot, bootcid], stdin=subprocess.DEVNULL,
-                   capture_output=True, timeout=60, check=True)
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60, check=True)
     raw_run(b0); raw_exec(bootcid); eaid_once(cc, key_c); eaid_once(cw, key_w)  # warm caches
     raw, rex, ecold, ewarm = [], [], [], []
     for i in range(samples):  # interleaved
@@ -276,6 +277,7 @@ ev1 = wrk("http://127.0.0.1:%d/" % evport, [])
 eg = wrk(url, ["Authorization: Bearer " + key_w])
 ev2 = wrk("http://127.0.0.1:%d/" % evport, [])
 ev_rps = (ev1[0] + ev2[0]) / 2
+time.sleep(2.5)  # settled: the load's connections are closed and swept
 rss_load = rss_mib(pid_w)
 print("GET wrk c256 %ds: evhttp %.0f/%.0f req/s p99=%.1f/%.1fms (1024 B body); eaid %.0f req/s p50=%.1fms p99=%.1fms "
       "(%d B body, non-2xx=%d %s)" % (wrk_s, ev1[0], ev2[0], ev1[2], ev2[2], eg[0], eg[1], eg[2], len(gb), eg[3], eg[4]))
