@@ -411,7 +411,7 @@ static int gv_start(void *self, const struct eai_iso_job *job, const struct eai_
     struct gv *g = self;
     /* never offline instead: granted egress needs core's namespace and a
      * runsc whose sandbox network works here */
-    if (job->egress && job->egress[0] && (!gv_job_netns(job) || g->net_state <= 0))
+    if (job->egress && job->egress[0] && (!gv_job_netns(job) || (g->probe_state != 0 && g->net_state <= 0)))
         return eai_host_error_set(g->host, err, EAI_E_EGRESS_UNSUPPORTED, "gvisor: granted egress cannot be carried (%s)",
                                   !gv_job_netns(job) ? "no network namespace" : g->net_reason);
     return eai_pc_runner_start(g->runner, job, cb, cb_arg, handle, err);
