@@ -151,6 +151,7 @@ def main():
             ["url", "http://allowed.test/big?n=%d" % (4 << 20)],
             ["url", "http://198.18.2.10/"],
             ["tcp6", "2001:db8::1", "80"],
+            ["udpconn", "198.18.2.20", "443"],
             ["tls", "tls.test", "443", "other.test", "/tmp/ca.pem"],
             ["raw", "allowed.test", "80", r"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n"],
         ]
@@ -175,8 +176,9 @@ def main():
         check(not r[15]["ok"], "IPv4-mapped IPv6 literal of a listed address, other port: refused: %s" % r[15])
         check(not r[17]["ok"] and r[17]["elapsed"] < 3, "an allowed name's real address as a literal: refused: %s" % r[17])
         check(not r[18]["ok"], "IPv6 goes nowhere: %s" % r[18])
-        check(not r[19]["ok"], "SNI of another name to an allowed name's address: refused: %s" % r[19])
-        check(not r[20]["ok"], "Host of another name (domain fronting over HTTP): refused: %s" % r[20])
+        check(not r[19]["ok"] and r[19]["elapsed"] < 3, "UDP/QUIC elsewhere: refused fast (ICMP), never answered: %s" % r[19])
+        check(not r[20]["ok"], "SNI of another name to an allowed name's address: refused: %s" % r[20])
+        check(not r[21]["ok"], "Host of another name (domain fronting over HTTP): refused: %s" % r[21])
         check(r[16]["ok"] and r[16]["n"] == 4 << 20, "4 MiB download through the gateway: %s" %
               {k: r[16].get(k) for k in ("ok", "n", "error")})
 
