@@ -486,6 +486,14 @@ json_t *eai_egress_lease_close(struct eai_egress_lease *l)
     return log;
 }
 
+json_t *eai_egress_live_log(struct eai_egress_host *h, const char *exec_id)
+{
+    for (struct eai_egress_lease *l = h ? h->leases : NULL; l && exec_id; l = l->next)
+        if (l->grant && strcmp(l->exec_id, exec_id) == 0)
+            return eai_egress_grant_log(l->grant);
+    return NULL;
+}
+
 /* ------------------------------------------------------------ summaries */
 
 json_t *eai_egress_log_summary(const json_t *log)

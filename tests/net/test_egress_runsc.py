@@ -271,6 +271,9 @@ def main():
         eid = sleeper(60)
         before = ns_ids()
         check(wait_netns(True), "a running egress execution has its namespace")
+        st, nl = env.api("GET", "/v1/sandbox/executions/%s/network" % eid)
+        check(st == 200 and isinstance((nl or {}).get("log"), dict) and nl.get("status") == "running",
+              "while it runs, the live network log: %s" % nl)
         env.api("POST", "/v1/sandbox/executions/%s/cancel" % eid, {})
         rec6 = env.wait_terminal(eid)
         check(rec6["status"] == "cancelled" and wait_netns(False, before), "cancel: ended, namespace removed: %s %s" %
