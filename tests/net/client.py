@@ -58,6 +58,9 @@ def run(case, args):
             s.send(b"\xc0quic-initial")
             data = s.recv(2048)
             out.update(ok=bool(data), n=len(data))
+        elif case == "sleep":                   # sleep SECONDS
+            time.sleep(float(args[0]))
+            out.update(ok=True)
         elif case == "ifaces":                  # ifaces: the network interfaces the sandbox sees
             out.update(ok=True, body=",".join(sorted(n for _, n in socket.if_nameindex())))
         elif case == "tcp6":                    # tcp6 HOST PORT: an IPv6 connection, a request, the answer

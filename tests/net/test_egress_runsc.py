@@ -227,6 +227,26 @@ def main():
               'eai_sandbox_egress_bytes_total{profile="net",direction="in"}' in metrics,
               "metrics count decisions and bytes")
 
+        # two executions at once, each with its own grant: neither reaches the other's names
+        def post_cases(cases, egress):
+            with open(os.path.join(work, "cases2.json"), "w") as f:
+                json.dump(cases, f)
+            st, b = env.api("POST", "/v1/sandbox/executions", {
+                "profile": "net", "image": "python:3.11-slim",
+                "command": ["python3", "/tmp/client.py", "batch", "/tmp/cases.json"],
+                "files": [{"path": "/tmp/client.py", "content_b64": b64(os.path.join(HERE, "client.py"))},
+                          {"path": "/tmp/cases.json", "content_b64": b64(os.path.join(work, "cases2.json"))}],
+                "network": {"egress": egress}})
+            return b.get("id", "x")
+        ea = post_cases([["sleep", "1.5"], ["url", "http://allowed.test/"], ["url", "http://a.wild.test/"]],
+                        ["allowed.test:80"])
+        eb = post_cases([["sleep", "1.5"], ["url", "http://a.wild.test/"], ["url", "http://allowed.test/"]],
+                        ["a.wild.test:80"])
+        ra = [json.loads(x) for x in (env.wait_terminal(ea).get("stdout") or "").splitlines() if x.startswith("{")]
+        rb = [json.loads(x) for x in (env.wait_terminal(eb).get("stdout") or "").splitlines() if x.startswith("{")]
+        check(len(ra) == 3 and ra[1]["ok"] and not ra[2]["ok"] and len(rb) == 3 and rb[1]["ok"] and not rb[2]["ok"],
+              "two concurrent grants stay apart (each its own names only): %s / %s" % (ra[1:], rb[1:]))
+
         # without egress: today's --network=none, only loopback
         rec3, r3 = run_cases(env, work, [["ifaces"], ["url", "http://allowed.test/"]], egress=None)
         check(len(r3) == 2 and r3[0]["body"] == "lo", "an execution without egress has only loopback: %s" % r3[:1])
