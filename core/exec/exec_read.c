@@ -237,14 +237,17 @@ static void network_then(struct read_job *j)
         return;
     }
     /* the grant's log is stored with the record when the execution ends
-     * (docs/egress.md "The network log"); null before, and without egress */
-    const json_t *log = json_object_get(j->out, "network");
+     * (docs/egress.md "The network log"); while it runs on this node, the
+     * live one; null without egress */
+    json_t *live = json_object_get(j->out, "network") ? NULL : eai_egress_live_log(j->app->egress, j->id);
+    const json_t *log = live ? live : json_object_get(j->out, "network");
     const json_t *eg = json_object_get(j->out, "egress");
     json_t *body = json_pack("{s:s, s:s?, s:O, s:O, s:o}", "execution_id", j->id,
                              "status", exec_jstr(j->out, "status"),
                              "egress", eg ? (json_t *)eg : json_array(),
                              "log", log ? (json_t *)log : json_null(),
                              "summary", log ? eai_egress_log_summary(log) : json_null());
+    json_decref(live);
     if (!body) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;

@@ -417,12 +417,14 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         return;
     }
     unsigned pr_caps = 0;
+    int pr_pending = 0;
     if (!recover) {
         struct eai_iso_probe pr;
         memset(&pr, 0, sizeof pr);
         pr.size = sizeof pr;
         ops->probe(r->iso->self, &pr);
         pr_caps = pr.caps;
+        pr_pending = eai_iso_probe_pending(&pr);
         /* still probing: start() holds the job until it knows (or fails it) */
         if (!pr.ready && !eai_iso_probe_pending(&pr)) {
             fail_run(s, r, EAI_E_SANDBOX_UNAVAILABLE, pr.reason);
@@ -472,7 +474,8 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
     }
     if (!recover && r->egress && !(pr_caps & EAI_ISO_CAP_EGRESS)) {
         /* granted egress through core's namespace, DNS and gateway */
-        if (!(pr_caps & EAI_ISO_CAP_EGRESS_NETNS) || !s->app->egress) {
+        /* still probing: the backend's start() refuses if it turns out unable */
+        if (!((pr_caps & EAI_ISO_CAP_EGRESS_NETNS) || pr_pending) || !s->app->egress) {
             fail_run(s, r, EAI_E_EGRESS_UNSUPPORTED, "the backend cannot carry the granted egress");
             return;
         }

@@ -33,6 +33,7 @@ struct eai_egress_host {
     /* namespaces made ahead (fresh, never used twice): a lease takes one
      * at once instead of waiting for `ip` (~40 ms) */
     struct eai_egress_lease *spares; /* ready or being made */
+    struct eai_egress_lease *closing; /* namespace being removed on a worker */
     int spare_target;
 };
 
@@ -191,6 +192,11 @@ void eai_egress_host_stop(struct eai_egress_host *h)
         }
         json_decref(eai_egress_lease_close(l)); /* namespace removed inline: shutting down */
     }
+    /* removals still queued finish without us; the sweep below catches
+     * what they have not removed yet */
+    for (struct eai_egress_lease *l = h->closing; l; l = l->next)
+        l->h = NULL;
+    h->closing = NULL;
     /* what workers could not take: the sweep by name catches it */
     eai_netns_sweep(h->prefix);
     eai_nft_remove(h->prefix);
@@ -245,9 +251,29 @@ static void destroy_work(void *arg)
 static void destroy_done(void *arg)
 {
     struct eai_egress_lease *l = arg;
-    if (l->h && l->slot < l->h->nslots)
-        l->h->slot_used[l->slot] = 0;
+    if (l->h) {
+        for (struct eai_egress_lease **pp = &l->h->closing; *pp; pp = &(*pp)->next)
+            if (*pp == l) {
+                *pp = l->next;
+                break;
+            }
+        if (l->slot < l->h->nslots)
+            l->h->slot_used[l->slot] = 0;
+    }
     lease_free(l);
+}
+
+/* Remove l's namespace on a worker (inline when that is impossible or eaid
+ * stops); its slot is free again afterwards. */
+static void queue_destroy(struct eai_egress_lease *l)
+{
+    if (l->h->app->shutting_down || eai_work_submit(destroy_work, destroy_done, l) < 0) {
+        destroy_work(l);
+        destroy_done(l);
+        return;
+    }
+    l->next = l->h->closing;
+    l->h->closing = l;
 }
 
 /* Register the grant of a lease whose namespace exists; its callback. */
@@ -268,10 +294,7 @@ static void grant_and_ready(struct eai_egress_lease *l)
         unlink_lease(l);
         l->cb(l->arg, NULL, l->msg);
         /* nothing was left by a failed create; a failed grant leaves the namespace */
-        if (eai_work_submit(destroy_work, destroy_done, l) < 0) {
-            destroy_work(l);
-            destroy_done(l);
-        }
+        queue_destroy(l);
         return;
     }
     l->cb(l->arg, l, NULL);
@@ -479,11 +502,16 @@ json_t *eai_egress_lease_close(struct eai_egress_lease *l)
             free(pe);
         }
     }
-    if (l->h->app->shutting_down || eai_work_submit(destroy_work, destroy_done, l) < 0) {
-        destroy_work(l);
-        destroy_done(l);
-    }
+    queue_destroy(l);
     return log;
+}
+
+json_t *eai_egress_live_log(struct eai_egress_host *h, const char *exec_id)
+{
+    for (struct eai_egress_lease *l = h ? h->leases : NULL; l && exec_id; l = l->next)
+        if (l->grant && strcmp(l->exec_id, exec_id) == 0)
+            return eai_egress_grant_log(l->grant);
+    return NULL;
 }
 
 /* ------------------------------------------------------------ summaries */

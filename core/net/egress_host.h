@@ -49,6 +49,10 @@ const char *eai_egress_lease_dns(const struct eai_egress_lease *l);   /* host si
  * on a worker.  l is freed. */
 json_t *eai_egress_lease_close(struct eai_egress_lease *l);
 
+/* The live log of a running execution's grant on this node (new
+ * reference), or NULL. */
+json_t *eai_egress_live_log(struct eai_egress_host *h, const char *exec_id);
+
 /* {"connections":n, "allowed":n, "refused":n, "dns_queries":n,
  * "bytes_out":n, "bytes_in":n, "dropped":n} of a stored network log. */
 json_t *eai_egress_log_summary(const json_t *log);

@@ -251,14 +251,19 @@ int eai_nft_install(const char *prefix, uint16_t dns_port, uint16_t gateway_port
              "  chain prerouting { type nat hook prerouting priority dstnat; policy accept;\n"
              "    iifname \"%1$s*\" meta nfproto ipv4 udp dport 53 redirect to :%2$u\n"
              "    iifname \"%1$s*\" meta nfproto ipv4 meta l4proto tcp redirect to :%3$u\n"
+             /* other UDP (QUIC...) to this host too, so that input refuses
+              * it with an ICMP error the sandbox sees at once: forwarding is
+              * usually off, and the kernel drops unroutable packets silently */
+             "    iifname \"%1$s*\" meta nfproto ipv4 meta l4proto udp redirect to :9\n"
              "  }\n"
              "  chain input { type filter hook input priority filter; policy accept;\n"
              "    iifname \"%1$s*\" meta nfproto ipv4 udp dport %2$u accept\n"
              "    iifname \"%1$s*\" meta nfproto ipv4 tcp dport %3$u accept\n"
-             "    iifname \"%1$s*\" drop\n"
+             "    iifname \"%1$s*\" meta l4proto udp reject with icmpx type port-unreachable\n"
+             "    iifname \"%1$s*\" reject with icmpx type admin-prohibited\n"
              "  }\n"
              "  chain forward { type filter hook forward priority filter; policy accept;\n"
-             "    iifname \"%1$s*\" drop\n"
+             "    iifname \"%1$s*\" reject with icmpx type admin-prohibited\n"
              "    oifname \"%1$s*\" drop\n"
              "  }\n"
              "}\n",

@@ -117,8 +117,12 @@ static void probe_net_done(void *arg, int status, const char *out, size_t outlen
     eai_pc_one_line(line, sizeof(line), out);
     if (status == 0) {
         g->net_state = 1;
-    } else if (out && strstr(out, GV_NET_QUIRK)) {
+    } else if (out && strstr(out, GV_NET_QUIRK) && access(GV_UNSHARE, X_OK) == 0) {
         g->net_state = 2; /* runs with /proc/sys/net hidden (GV_NET_WORKAROUND_SH) */
+    } else if (out && strstr(out, GV_NET_QUIRK)) {
+        g->net_state = -1;
+        snprintf(g->net_reason, sizeof(g->net_reason), "runsc needs the /proc/sys/net workaround and %s is missing",
+                 GV_UNSHARE);
     } else {
         g->net_state = -1;
         snprintf(g->net_reason, sizeof(g->net_reason), "runsc --network=sandbox failed: %s", line);
@@ -256,7 +260,9 @@ static void probe_start(struct gv *g)
     if (!g->probe_enabled) {
         snprintf(g->version, sizeof(g->version), "runsc (probe disabled)");
         /* no probe: assume the quirk where the kernel shows net sysctls */
-        g->net_state = access("/proc/sys/net/core/rmem_default", F_OK) == 0 ? 2 : 1;
+        g->net_state = access("/proc/sys/net/core/rmem_default", F_OK) != 0 ? 1 : access(GV_UNSHARE, X_OK) == 0 ? 2 : -1;
+        if (g->net_state < 0)
+            snprintf(g->net_reason, sizeof(g->net_reason), "%s is missing", GV_UNSHARE);
         probe_finish(g, 1, NULL);
         return;
     }
@@ -415,7 +421,7 @@ static int gv_start(void *self, const struct eai_iso_job *job, const struct eai_
     struct gv *g = self;
     /* never offline instead: granted egress needs core's namespace and a
      * runsc whose sandbox network works here */
-    if (job->egress && job->egress[0] && (!gv_job_netns(job) || g->net_state <= 0))
+    if (job->egress && job->egress[0] && (!gv_job_netns(job) || (g->probe_state != 0 && g->net_state <= 0)))
         return eai_host_error_set(g->host, err, EAI_E_EGRESS_UNSUPPORTED, "gvisor: granted egress cannot be carried (%s)",
                                   !gv_job_netns(job) ? "no network namespace" : g->net_reason);
     return eai_pc_runner_start(g->runner, job, cb, cb_arg, handle, err);

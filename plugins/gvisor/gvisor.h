@@ -97,6 +97,7 @@ static inline const char *gv_job_dns(const struct eai_iso_job *job)
 /* The shell run by `unshare -m --propagation private` before runsc when
  * net_state is 2: /proc/sys/net hidden under an empty read-only tmpfs in
  * the private mount namespace of `runsc run` only. */
+#define GV_UNSHARE "/usr/bin/unshare" /* util-linux */
 #define GV_NET_WORKAROUND_SH "mount -t tmpfs -o ro,size=4k,mode=0555 eai-nonet /proc/sys/net && exec \"$@\""
 
 /* gvisor_exec.c: the runner driven by runsc. */

@@ -162,7 +162,7 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     /* granted egress: gVisor's netstack in core's namespace (set in
      * config.json); with the quirk, runsc run in a private mount namespace
      * that hides /proc/sys/net (docs/gvisor.md) */
-    char *net_argv[] = {"/usr/bin/unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+    char *net_argv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c",
                         GV_NET_WORKAROUND_SH, "sh", g->runsc, p->root, p->logarg, p->dlog, "--network=sandbox",
                         p->plat, "run", "--bundle", run->b.dir, run->b.cid, NULL};
     char **src = p->session ? ses_argv : p->pooled ? exec_argv : run_argv;

@@ -344,6 +344,9 @@ type Profile struct {
 	Max          Limits   `json:"max"`
 	EgressAllow  []string `json:"egress_allow"`
 	Available    bool     `json:"available"`
+	// Egress: whether the profile's backend can carry a granted egress on
+	// this server (else such executions are refused, 422 egress_unsupported).
+	Egress bool `json:"egress"`
 }
 
 // Profiles lists the profiles this tenant may use.

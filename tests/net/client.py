@@ -51,6 +51,16 @@ def run(case, args):
             s.sendto(q, (args[0], 53))
             data = s.recv(512)
             out.update(ok=True, body="rcode=%d an=%d" % (data[3] & 15, data[7]), n=len(data))
+        elif case == "udpconn":                 # udpconn HOST PORT: a connected UDP socket (QUIC-like), the answer
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(5)
+            s.connect((args[0], int(args[1])))
+            s.send(b"\xc0quic-initial")
+            data = s.recv(2048)
+            out.update(ok=bool(data), n=len(data))
+        elif case == "sleep":                   # sleep SECONDS
+            time.sleep(float(args[0]))
+            out.update(ok=True)
         elif case == "ifaces":                  # ifaces: the network interfaces the sandbox sees
             out.update(ok=True, body=",".join(sorted(n for _, n in socket.if_nameindex())))
         elif case == "tcp6":                    # tcp6 HOST PORT: an IPv6 connection, a request, the answer

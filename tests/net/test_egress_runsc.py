@@ -151,6 +151,7 @@ def main():
             ["url", "http://allowed.test/big?n=%d" % (4 << 20)],
             ["url", "http://198.18.2.10/"],
             ["tcp6", "2001:db8::1", "80"],
+            ["udpconn", "198.18.2.20", "443"],
             ["tls", "tls.test", "443", "other.test", "/tmp/ca.pem"],
             ["raw", "allowed.test", "80", r"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n"],
         ]
@@ -175,8 +176,9 @@ def main():
         check(not r[15]["ok"], "IPv4-mapped IPv6 literal of a listed address, other port: refused: %s" % r[15])
         check(not r[17]["ok"] and r[17]["elapsed"] < 3, "an allowed name's real address as a literal: refused: %s" % r[17])
         check(not r[18]["ok"], "IPv6 goes nowhere: %s" % r[18])
-        check(not r[19]["ok"], "SNI of another name to an allowed name's address: refused: %s" % r[19])
-        check(not r[20]["ok"], "Host of another name (domain fronting over HTTP): refused: %s" % r[20])
+        check(not r[19]["ok"] and r[19]["elapsed"] < 3, "UDP/QUIC elsewhere: refused fast (ICMP), never answered: %s" % r[19])
+        check(not r[20]["ok"], "SNI of another name to an allowed name's address: refused: %s" % r[20])
+        check(not r[21]["ok"], "Host of another name (domain fronting over HTTP): refused: %s" % r[21])
         check(r[16]["ok"] and r[16]["n"] == 4 << 20, "4 MiB download through the gateway: %s" %
               {k: r[16].get(k) for k in ("ok", "n", "error")})
 
@@ -225,6 +227,26 @@ def main():
               'eai_sandbox_egress_bytes_total{profile="net",direction="in"}' in metrics,
               "metrics count decisions and bytes")
 
+        # two executions at once, each with its own grant: neither reaches the other's names
+        def post_cases(cases, egress):
+            with open(os.path.join(work, "cases2.json"), "w") as f:
+                json.dump(cases, f)
+            st, b = env.api("POST", "/v1/sandbox/executions", {
+                "profile": "net", "image": "python:3.11-slim",
+                "command": ["python3", "/tmp/client.py", "batch", "/tmp/cases.json"],
+                "files": [{"path": "/tmp/client.py", "content_b64": b64(os.path.join(HERE, "client.py"))},
+                          {"path": "/tmp/cases.json", "content_b64": b64(os.path.join(work, "cases2.json"))}],
+                "network": {"egress": egress}})
+            return b.get("id", "x")
+        ea = post_cases([["sleep", "1.5"], ["url", "http://allowed.test/"], ["url", "http://a.wild.test/"]],
+                        ["allowed.test:80"])
+        eb = post_cases([["sleep", "1.5"], ["url", "http://a.wild.test/"], ["url", "http://allowed.test/"]],
+                        ["a.wild.test:80"])
+        ra = [json.loads(x) for x in (env.wait_terminal(ea).get("stdout") or "").splitlines() if x.startswith("{")]
+        rb = [json.loads(x) for x in (env.wait_terminal(eb).get("stdout") or "").splitlines() if x.startswith("{")]
+        check(len(ra) == 3 and ra[1]["ok"] and not ra[2]["ok"] and len(rb) == 3 and rb[1]["ok"] and not rb[2]["ok"],
+              "two concurrent grants stay apart (each its own names only): %s / %s" % (ra[1:], rb[1:]))
+
         # without egress: today's --network=none, only loopback
         rec3, r3 = run_cases(env, work, [["ifaces"], ["url", "http://allowed.test/"]], egress=None)
         check(len(r3) == 2 and r3[0]["body"] == "lo", "an execution without egress has only loopback: %s" % r3[:1])
@@ -269,6 +291,9 @@ def main():
         eid = sleeper(60)
         before = ns_ids()
         check(wait_netns(True), "a running egress execution has its namespace")
+        st, nl = env.api("GET", "/v1/sandbox/executions/%s/network" % eid)
+        check(st == 200 and isinstance((nl or {}).get("log"), dict) and nl.get("status") == "running",
+              "while it runs, the live network log: %s" % nl)
         env.api("POST", "/v1/sandbox/executions/%s/cancel" % eid, {})
         rec6 = env.wait_terminal(eid)
         check(rec6["status"] == "cancelled" and wait_netns(False, before), "cancel: ended, namespace removed: %s %s" %

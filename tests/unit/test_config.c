@@ -92,13 +92,22 @@ static void test_yaml_file(void)
         "isolation:\n  gvisor:\n    runsc: /usr/bin/runsc\n  k8s: {}\n"
         "profiles:\n  tiny:\n    backend: gvisor\n    defaults: {cpu: 250m, memory: 64Mi}\n"
         "    max: {cpu: 0.5, memory: 128Mi, timeout_s: 10}\n    egress_allow: [\"pypi.org:443\"]\n"
-        "finops:\n  url: http://127.0.0.1:9\n");
+        "finops:\n  url: http://127.0.0.1:9\n"
+        "network:\n  resolver: \"198.18.2.53:53\"\n  pool: 198.19.0.0/24\n  prefix: eabc\n  spare: 0\n"
+        "  max_bytes: 64Mi\n");
     struct eai_error *err = NULL;
     struct eai_config *c = eai_config_load(path, &err);
     if (!c)
         fprintf(stderr, "unexpected: %s\n", err->message);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_STRING_EQUAL(c->listen, "0.0.0.0:9090");
+    /* network: egress of local sandboxes */
+    CU_ASSERT_STRING_EQUAL(c->net_resolver, "198.18.2.53:53");
+    CU_ASSERT_STRING_EQUAL(c->net_pool, "198.19.0.0/24");
+    CU_ASSERT_STRING_EQUAL(c->net_prefix, "eabc");
+    CU_ASSERT_EQUAL(c->net_spare, 0);
+    CU_ASSERT_EQUAL(c->net_max_bytes, 64 << 20);
+    CU_ASSERT_EQUAL(c->net_max_connections, 32);
     CU_ASSERT_EQUAL(c->max_body_bytes, 2u << 20);
     CU_ASSERT_EQUAL(c->max_connections, 50);
     CU_ASSERT_STRING_EQUAL(c->data_dir, "/srv/eai");
@@ -160,6 +169,9 @@ static void test_strict(void)
     expect_error("m4.yaml", "profiles:\n  p1:\n    backend: gvisor\n    egress_allow: [\"nohost\"]\n",
                  "/profiles/p1", "'egress_allow'");
     expect_error("y1.yaml", "server: {listen: [\n", "y1.yaml", "YAML");
+    expect_error("n1.yaml", "network:\n  prefix: EAIX\n", "/network", "'prefix'");
+    expect_error("n2.yaml", "network:\n  spare: 99\n", "/network", "'spare'");
+    expect_error("n3.yaml", "network:\n  dns: 1.1.1.1\n", "/network", "'dns'");
 }
 
 static void test_env(void)
