@@ -87,6 +87,15 @@ struct get_ctx {
     int wait_s;
 };
 
+/* 429 rate_limited (envelope, Retry-After): the tenant holds as many
+ * long-polls or event streams here as its limit allows (issue 16.3). */
+static void exec_reply_too_many_watches(struct eai_req *r, const char *what, const char *key)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "too many open %s for this tenant (%s)", what, key);
+    eai_reply_error(r, EAI_E_RATE_LIMITED, exec_detail1("", msg));
+}
+
 static void get_then(struct read_job *j)
 {
     struct get_ctx *c = j->ctx;
@@ -99,6 +108,9 @@ static void get_then(struct read_job *j)
     } else if (!j->out) {
         exec_audit_deny(c->app, r, "sandbox.read", j->id, "not_found");
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    } else if (c->wait_s > 0 && !eai_exec_status_terminal(exec_jstr(j->out, "status")) && st &&
+               !eai_watch_room(st->hub, eai_req_tenant(r), 0)) {
+        exec_reply_too_many_watches(r, "long-polls", "limits.max_polls_per_tenant");
     } else if (c->wait_s == 0 || eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st ||
                eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
         eai_reply_json(r, 200, eai_exec_view(j->out));
@@ -167,6 +179,11 @@ static void events_then(struct read_job *j)
     if (!j->out) {
         exec_audit_deny(j->app, r, "sandbox.read", j->id, "not_found");
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        return;
+    }
+    if (st && !eai_exec_status_terminal(exec_jstr(j->out, "status")) &&
+        !eai_watch_room(st->hub, eai_req_tenant(r), 1)) {
+        exec_reply_too_many_watches(r, "event streams", "limits.max_streams_per_tenant");
         return;
     }
     eai_stream_start(r, "text/event-stream");

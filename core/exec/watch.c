@@ -6,7 +6,9 @@
 #include <event2/event.h>
 
 #include "exec/watch.h"
+#include "app.h"
 #include "base/errors.h"
+#include "config/config.h"
 #include "base/util.h"
 #include "exec/exec_result.h"
 #include "exec/sse.h"
@@ -26,7 +28,13 @@ struct eai_sub {
     int64_t deadline_ms;            /* SUB_POLL */
     struct event *timer;            /* SUB_POLL */
     int attached;                   /* SUB_SSE: receives the local run's output live */
+    size_t sent[2];                 /* SUB_SSE attached: bytes of out / err sent so far */
+    struct event *pace;             /* SUB_SSE: waiting for a slow reader to take its bytes */
+    json_t *end_rec;                /* SUB_SSE: terminal, its remaining output still to send */
 };
+
+#define SSE_PIECE 16384             /* bytes of output per frame when catching up */
+#define SSE_PACE_MS 50              /* a paused stream looks at its buffer again */
 
 struct eai_live {
     struct eai_live *next;          /* bucket chain */
@@ -46,6 +54,7 @@ struct eai_watch {
     struct eai_app *app;
     struct eai_live *buckets[WATCH_BUCKETS];
     json_t *queued;                 /* tenant -> records with queued_here */
+    json_t *nsubs[2];               /* tenant -> its long-polls [0], event streams [1] */
     struct event *poll_ev;
     int closed;
     int refs;                       /* the owner's + one per record */
@@ -71,6 +80,8 @@ static void hub_unref(struct eai_watch *w)
     if (w->poll_ev)
         event_free(w->poll_ev);
     json_decref(w->queued);
+    json_decref(w->nsubs[0]);
+    json_decref(w->nsubs[1]);
     free(w);
 }
 
@@ -136,10 +147,35 @@ static void maybe_free(struct eai_live *l)
 
 /* ------------------------------------------------------------ subscribers */
 
+static void nsubs_add(struct eai_watch *w, const char *tenant, int stream, int d)
+{
+    json_t *m = w->nsubs[stream];
+    if (!m)
+        return;
+    json_int_t v = json_integer_value(json_object_get(m, tenant)) + d;
+    if (v <= 0)
+        json_object_del(m, tenant);
+    else
+        json_object_set_new(m, tenant, json_integer(v));
+}
+
+int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream)
+{
+    if (!w || !tenant || !w->nsubs[stream])
+        return 1;
+    const struct eai_config *c = w->app->cfg;
+    int cap = !c ? 0 : stream ? c->max_streams_per_tenant : c->max_polls_per_tenant;
+    return cap <= 0 || json_integer_value(json_object_get(w->nsubs[stream], tenant)) < cap;
+}
+
 /* Unlink s (answered: s->r already replied or NULL) and free it. */
 static void sub_done(struct eai_sub *s)
 {
     struct eai_live *l = s->l;
+    nsubs_add(l->w, l->tenant, s->kind == SUB_SSE, -1);
+    if (s->pace)
+        event_free(s->pace);
+    json_decref(s->end_rec);
     for (struct eai_sub **pp = &l->subs; *pp; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
@@ -151,9 +187,87 @@ static void sub_done(struct eai_sub *s)
     maybe_free(l);
 }
 
+/* ------------------------------------------------------------ event-stream back-pressure */
+
+/* Each attached event stream is fed from the live output buffers (kept
+ * once per run), never from copies: while the connection's unsent bytes
+ * exceed limits.sse_buffer_bytes nothing more is written to it, and every
+ * SSE_PACE_MS it is looked at again; what a slow reader has not taken yet
+ * waits in the shared buffer, not in a per-subscriber copy (issue 16.3). */
+static void sse_pace_cb(evutil_socket_t fd, short what, void *arg);
+
+static size_t sse_cap(const struct eai_watch *w)
+{
+    return w->app->cfg && w->app->cfg->sse_buffer_bytes > 0 ? (size_t)w->app->cfg->sse_buffer_bytes : 256 << 10;
+}
+
+/* Send what s has not had yet of the live output while its connection's
+ * buffer stays under the cap.  1 when caught up, 0 when paused. */
+static int sse_feed(struct eai_sub *s)
+{
+    struct eai_live *l = s->l;
+    size_t cap = sse_cap(l->w);
+    for (int k = 0; k < 2; k++) {
+        const struct eai_outbuf *b = k ? &l->err : &l->out;
+        while (s->r && s->sent[k] < b->len) {
+            if (eai_stream_pending(s->r) > cap) {
+                if (!s->pace)
+                    s->pace = evtimer_new(l->w->app->base, sse_pace_cb, s);
+                struct timeval tv = {0, SSE_PACE_MS * 1000};
+                if (s->pace)
+                    evtimer_add(s->pace, &tv);
+                return 0;
+            }
+            size_t n = b->len - s->sent[k];
+            if (n > SSE_PIECE) {
+                n = SSE_PIECE;
+                /* whole UTF-8 characters per frame */
+                while (n > SSE_PIECE - 4 && ((unsigned char)b->data[s->sent[k] + n] & 0xc0) == 0x80)
+                    n--;
+            }
+            eai_sse_chunk(s->r, k ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT, b->data + s->sent[k], n);
+            s->sent[k] += n;
+        }
+    }
+    return 1;
+}
+
+static int sse_paused(const struct eai_sub *s)
+{
+    return s->pace && evtimer_pending(s->pace, NULL);
+}
+
+/* The terminal status of a stream that has caught up, and its end. */
+static void sse_finish(struct eai_sub *s)
+{
+    struct eai_req *r = s->r;
+    json_t *rec = s->end_rec;
+    s->end_rec = NULL;
+    s->r = NULL;
+    eai_sse_replay_end(r, rec, 0);
+    json_decref(rec);
+    sub_done(s);
+}
+
+static void sse_pace_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_sub *s = arg;
+    if (!s->r)
+        return;
+    if (sse_feed(s) && s->end_rec)
+        sse_finish(s);
+}
+
 /* Answer s with a record (terminal, or the deadline passed). */
 static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
 {
+    if (s->kind == SUB_SSE && s->attached && s->r && !sse_feed(s)) {
+        /* a slow reader: its terminal status follows the rest of the output */
+        s->end_rec = json_incref((json_t *)rec);
+        return;
+    }
     struct eai_req *r = s->r;
     s->r = NULL;
     if (s->kind == SUB_POLL)
@@ -232,6 +346,7 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
         snprintf(l->status, sizeof l->status, "%s", jstr(rec, "status"));
     s->next = l->subs;
     l->subs = s;
+    nsubs_add(w, l->tenant, kind == SUB_SSE, 1);
     eai_req_on_gone(r, sub_gone_cb, s);
     poll_arm(w);
     /* ours, running when read, no longer here: it ended meanwhile */
@@ -254,12 +369,9 @@ int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec)
         return -1;
     struct eai_live *l = s->l;
     if (l->local) {
-        /* output so far, then live chunks */
+        /* output so far (paced), then live chunks */
         s->attached = 1;
-        if (l->out.len)
-            eai_sse_chunk(r, EAI_STREAM_STDOUT, l->out.data, l->out.len);
-        if (l->err.len)
-            eai_sse_chunk(r, EAI_STREAM_STDERR, l->err.data, l->err.len);
+        sse_feed(s);
     }
     return 0;
 }
@@ -295,7 +407,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
     int64_t now = eai_now_ms();
     for (struct eai_sub *s = l->subs, *next; s; s = next) {
         next = s->next;
-        if (!s->r)
+        if (!s->r || s->end_rec)
             continue;
         if (s->kind == SUB_POLL) {
             if (j->rc < 0) {
@@ -412,9 +524,10 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char 
     if (!kept || l->w->closed)
         return;
     for (struct eai_sub *s = l->subs; s; s = s->next)
-        if (s->kind == SUB_SSE && s->r) {
+        if (s->kind == SUB_SSE && s->r && !s->end_rec) {
             s->attached = 1;
-            eai_sse_chunk(s->r, which, data, kept);
+            if (!sse_paused(s))
+                sse_feed(s);
         }
 }
 
@@ -467,8 +580,11 @@ void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, c
     if (rec) {
         /* the terminal record in hand: answer without reading it back */
         l->pins++;
-        while (l->subs)
-            sub_answer_rec(l->subs, rec);
+        for (struct eai_sub *s = l->subs, *next; s; s = next) {
+            next = s->next;
+            if (!s->end_rec)
+                sub_answer_rec(s, rec); /* a slow stream stays, with rec, until it caught up */
+        }
         l->pins--;
     } else {
         reread(l);
@@ -547,6 +663,8 @@ struct eai_watch *eai_watch_new(struct eai_app *app)
     w->app = app;
     w->refs = 1;
     w->queued = json_object();
+    w->nsubs[0] = json_object();
+    w->nsubs[1] = json_object();
     w->poll_ev = evtimer_new(app->base, poll_cb, w);
     if (!w->queued || !w->poll_ev) {
         hub_unref(w);

@@ -51,6 +51,11 @@ int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, in
  * live chunks of a local run follow, then the terminal status.  -1 when it
  * cannot (the caller ends the stream). */
 int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec);
+/* 1 when tenant may hold one more long-poll (stream 0) or event stream
+ * (stream 1) here: limits.max_polls_per_tenant / max_streams_per_tenant
+ * (issue 16.3).  Checked by the routes right before eai_watch_poll /
+ * eai_watch_stream, in the same loop callback. */
+int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream);
 
 /* --- publishers (scheduler) */
 /* A run of this node starts (or is reattached): status running, output

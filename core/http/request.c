@@ -7,6 +7,8 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/buffer.h>
 #include <event2/http.h>
 
 #include "http/request_int.h"
@@ -197,6 +199,13 @@ void eai_stream_send(struct eai_req *r, const char *data, size_t len)
     evbuffer_add(b, data, len);
     evhttp_send_reply_chunk(r->evreq, b);
     evbuffer_free(b);
+}
+
+size_t eai_stream_pending(const struct eai_req *r)
+{
+    struct evhttp_connection *c = r && r->evreq && !r->gone ? evhttp_request_get_connection(r->evreq) : NULL;
+    struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
 }
 
 void eai_stream_end(struct eai_req *r)
