@@ -387,10 +387,25 @@ struct reread_job {
     struct eai_error *err;
 };
 
+/* The light read first (exec_list {id}: no output, no inputs), the whole
+ * record only once it is terminal: a long-poll's re-read each second
+ * never loads the inputs (files_in, stdin, env) or the output (16.3). */
 static void reread_work(void *arg)
 {
     struct reread_job *j = arg;
-    j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+    const struct eai_storage_ops *st = j->app->store;
+    json_t *filter = json_pack("{s:s, s:i}", "id", j->id, "limit", 1);
+    json_t *list = NULL;
+    j->rc = filter ? st->exec_list(j->app->storage.self, j->tenant, filter, &list, &j->err) : -1;
+    json_decref(filter);
+    if (j->rc >= 0) {
+        json_t *one = json_array_get(list, 0);
+        if (one && !eai_exec_status_terminal(jstr(one, "status")))
+            j->out = json_incref(one);
+        else if (one) /* terminal: the record with its output, for the answers */
+            j->rc = st->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+    }
+    json_decref(list);
 }
 
 /* A record read from storage (or the error) reaches every subscriber. */
