@@ -300,8 +300,17 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
         limit = 20;
     if (limit > 100)
         limit = 100;
-    char lim[24], after[24];
+    char lim[24], after[24], uuid[37];
     eai_pg_i64(limit, lim);
+    const char *id_p = NULL;
+    if (eai_pg_jstr(filter, "id")) {
+        /* one execution (the light read of a long-poll): unknown ids match nothing */
+        if (eai_pg_exec_uuid(eai_pg_jstr(filter, "id"), uuid) < 0) {
+            *out = json_array();
+            return *out ? 0 : -1;
+        }
+        id_p = uuid;
+    }
     const json_t *a = json_object_get(filter, "after");
     const char *after_p = NULL;
     if (json_is_integer(a)) {
@@ -318,11 +327,11 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
                " AND ($2::text IS NULL OR e.status = $2)"
                " AND ($3::text IS NULL OR e.run_id = $3)"
                " AND ($4::bigint IS NULL OR e.seq < $4)"
-               " AND ($6::text IS NULL OR e.id = $6)"
+               " AND ($6::uuid IS NULL OR e.id = $6::uuid)"
                " ORDER BY e.seq DESC LIMIT $5::int",
         .n = 6,
         .params = {tenant, eai_pg_jstr(filter, "status"), eai_pg_jstr(filter, "run_id"), after_p,
-                   lim, eai_pg_jstr(filter, "id")}};
+                   lim, id_p}};
     if (eai_pg_run(pg, tenant, eai_pg_read_body, &c, err) < 0) {
         json_decref(c.out);
         return -1;
