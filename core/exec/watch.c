@@ -31,6 +31,7 @@ struct eai_sub {
     size_t sent[2];                 /* SUB_SSE attached: bytes of out / err sent so far */
     struct event *pace;             /* SUB_SSE: waiting for a slow reader to take its bytes */
     json_t *end_rec;                /* SUB_SSE: terminal, its remaining output still to send */
+    char tenant[64];                /* the subscriber's, counted against its limits */
 };
 
 #define SSE_PIECE 16384             /* bytes of output per frame when catching up */
@@ -172,7 +173,7 @@ int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream)
 static void sub_done(struct eai_sub *s)
 {
     struct eai_live *l = s->l;
-    nsubs_add(l->w, l->tenant, s->kind == SUB_SSE, -1);
+    nsubs_add(l->w, s->tenant, s->kind == SUB_SSE, -1);
     if (s->pace)
         event_free(s->pace);
     json_decref(s->end_rec);
@@ -346,7 +347,8 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
         snprintf(l->status, sizeof l->status, "%s", jstr(rec, "status"));
     s->next = l->subs;
     l->subs = s;
-    nsubs_add(w, l->tenant, kind == SUB_SSE, 1);
+    snprintf(s->tenant, sizeof s->tenant, "%s", eai_req_tenant(r) ? eai_req_tenant(r) : l->tenant);
+    nsubs_add(w, s->tenant, kind == SUB_SSE, 1);
     eai_req_on_gone(r, sub_gone_cb, s);
     poll_arm(w);
     /* ours, running when read, no longer here: it ended meanwhile */
