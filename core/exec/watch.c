@@ -47,6 +47,7 @@ struct eai_live {
     int queued_here;                /* counts against its tenant's queue bound */
     int reading;                    /* a storage re-read is in flight */
     int64_t cancel_ms;              /* pending cancel (0: none) */
+    int ended;                      /* the local run exited (eai_watch_output_end) */
     struct eai_outbuf out, err;
     struct eai_sub *subs;
 };
@@ -210,7 +211,12 @@ static int sse_feed(struct eai_sub *s)
     size_t cap = sse_cap(l->w);
     for (int k = 0; k < 2; k++) {
         const struct eai_outbuf *b = k ? &l->err : &l->out;
-        while (s->r && s->sent[k] < b->len) {
+        /* while the run is alive the end of stderr is held back: a runtime's
+         * failure line there is dropped when the run ends, never streamed */
+        size_t upto = b->len;
+        if (k == 1 && l->local && !l->ended)
+            upto = b->len > EAI_WATCH_ERR_HOLD ? b->len - EAI_WATCH_ERR_HOLD : 0;
+        while (s->r && s->sent[k] < upto) {
             if (eai_stream_pending(s->r) > cap) {
                 if (!s->pace)
                     s->pace = evtimer_new(l->w->app->base, sse_pace_cb, s);
@@ -219,7 +225,7 @@ static int sse_feed(struct eai_sub *s)
                     evtimer_add(s->pace, &tv);
                 return 0;
             }
-            size_t n = b->len - s->sent[k];
+            size_t n = upto - s->sent[k];
             if (n > SSE_PIECE) {
                 n = SSE_PIECE;
                 /* whole UTF-8 characters per frame */
@@ -523,6 +529,7 @@ struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *
         return NULL;
     l->pins++;
     l->local = 1;
+    l->ended = 0;
     eai_outbuf_free(&l->out);
     eai_outbuf_free(&l->err);
     eai_outbuf_init(&l->out, output_limit);
@@ -548,14 +555,19 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char 
         }
 }
 
-void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream which, size_t n)
+void eai_watch_output_end(struct eai_live *l, size_t n)
 {
-    if (!l || n == 0)
+    if (!l)
         return;
-    struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &l->err : &l->out;
-    if (b->truncated || n > b->len)
+    struct eai_outbuf *b = &l->err;
+    if (n && !b->truncated && n <= b->len)
+        b->len -= n;
+    l->ended = 1;
+    if (l->w->closed)
         return;
-    b->len -= n;
+    for (struct eai_sub *s = l->subs; s; s = s->next)
+        if (s->kind == SUB_SSE && s->r && s->attached && !s->end_rec && !sse_paused(s))
+            sse_feed(s);
 }
 
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream which, const char **data,

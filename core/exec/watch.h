@@ -64,12 +64,14 @@ int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream);
 struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *tenant, size_t output_limit);
 /* Output of the run (the kept prefix is streamed to subscribers). */
 void eai_watch_output(struct eai_live *l, enum eai_iso_stream s, const char *data, size_t len);
-/* The run ended and the backend says the last n bytes of that stream were
- * the runtime's words, not the program's (eai_iso_result
- * stderr_runtime_bytes): drop them from what is kept.  Nothing is dropped
- * from a truncated stream (they were past the cap) or when n is more than
- * what is kept. */
-void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream s, size_t n);
+/* The run ended; the backend says the last n bytes of its stderr were the
+ * runtime's words, not the program's (eai_iso_result stderr_runtime_bytes):
+ * they are dropped from what is kept (not from a truncated stream: they
+ * were past the cap), and the stderr held back from live event streams
+ * (the last EAI_WATCH_ERR_HOLD bytes while the run is alive, where such
+ * words would be) goes out. */
+#define EAI_WATCH_ERR_HOLD 4096
+void eai_watch_output_end(struct eai_live *l, size_t stderr_runtime_bytes);
 /* Output kept so far: borrowed, unchanged once the run exited (a worker may
  * read it then). */
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream s, const char **data,
