@@ -41,6 +41,7 @@ struct gv_run {
     char logf[PATH_MAX + 32];   /* runsc --log of this run */
     char logarg[PATH_MAX + 40];
     char log[GV_RUNTIME_LOG_MAX + 1]; /* its text, read by end_work */
+    char last_err[1600];        /* runsc's last error line in it ("" none) */
 };
 
 static struct gv_run *priv(struct eai_pc_run *run)
@@ -147,22 +148,8 @@ static void read_runtime_log(struct gv_run *p)
     close(fd);
 }
 
-static void gv_end_work(void *drv, struct eai_pc_run *run)
-{
-    gv_cgroup_stats(&run->b, &run->stats);
-    if (priv(run)->pooled) {
-        run->stats.cpu_seconds -= priv(run)->cpu0;
-        if (run->stats.cpu_seconds < 0)
-            run->stats.cpu_seconds = 0;
-    }
-    /* nothing of the sandbox (a detached process of the program) writes
-     * into its /tmp once the program has ended: killed before collect */
-    gv_cgroup_kill(&run->b);
-    read_runtime_log(priv(run));
-}
-
-/* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first:
- * up to max messages (borrowed from the returned array, or NULL). */
+/* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first,
+ * as an array of strings (empty when none; NULL out of memory). */
 static json_t *runtime_errors(const char *log)
 {
     json_t *msgs = json_array();
@@ -196,6 +183,28 @@ static size_t runtime_tail_len(const struct eai_pc_run *run, const json_t *msgs)
     return run->err_tail_len - end;
 }
 
+static void gv_end_work(void *drv, struct eai_pc_run *run)
+{
+    gv_cgroup_stats(&run->b, &run->stats);
+    if (priv(run)->pooled) {
+        run->stats.cpu_seconds -= priv(run)->cpu0;
+        if (run->stats.cpu_seconds < 0)
+            run->stats.cpu_seconds = 0;
+    }
+    /* nothing of the sandbox (a detached process of the program) writes
+     * into its /tmp once the program has ended: killed before collect */
+    gv_cgroup_kill(&run->b);
+    /* runsc's own words: from its log, matched off the end of stderr (the
+     * pipes are closed by now: err_tail no longer changes) */
+    struct gv_run *p = priv(run);
+    read_runtime_log(p);
+    json_t *errs = runtime_errors(p->log);
+    size_t nerr = json_array_size(errs);
+    snprintf(p->last_err, sizeof(p->last_err), "%s", nerr ? json_string_value(json_array_get(errs, nerr - 1)) : "");
+    run->err_runtime_len = runtime_tail_len(run, errs);
+    json_decref(errs);
+}
+
 static void gv_teardown_work(void *drv, struct eai_pc_run *run)
 {
     if (priv(run)->pooled)
@@ -213,10 +222,7 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
 {
     struct gv *g = drv;
     int ws = run->wait_status;
-    json_t *errs = runtime_errors(priv(run)->log);
-    size_t nerr = json_array_size(errs);
-    const char *last = nerr ? json_string_value(json_array_get(errs, nerr - 1)) : NULL;
-    run->err_runtime_len = runtime_tail_len(run, errs);
+    const char *last = priv(run)->last_err[0] ? priv(run)->last_err : NULL;
     if (last)
         g->host->log(g->host, GV_COMPONENT, r->outcome == EAI_OUT_OOM || run->stats.oom ? EAI_LOG_INFO : EAI_LOG_WARN,
                      "%s: runsc: %.1500s", run->b.cid, last);
@@ -239,7 +245,6 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
     } else {
         eai_pc_result_exited(r, WEXITSTATUS(ws));
     }
-    json_decref(errs);
 }
 
 static void gv_retire(void *drv, struct eai_pc_run *run)
