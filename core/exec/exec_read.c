@@ -36,7 +36,7 @@ struct read_job {
 static void read_work(void *arg)
 {
     struct read_job *j = arg;
-    j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+    j->rc = eai_watch_read(j->app, j->tenant, j->id, &j->out, &j->err);
 }
 
 static void read_answer(struct eai_req *r, void *arg)

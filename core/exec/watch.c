@@ -395,25 +395,29 @@ struct reread_job {
     struct eai_error *err;
 };
 
-/* The light read first (exec_list {id}: no output, no inputs), the whole
- * record only once it is terminal: a long-poll's re-read each second
- * never loads the inputs (files_in, stdin, env) or the output (16.3). */
+int eai_watch_read(struct eai_app *app, const char *tenant, const char *id, json_t **out, struct eai_error **err)
+{
+    const struct eai_storage_ops *st = app->store;
+    json_t *filter = json_pack("{s:s, s:i}", "id", id, "limit", 1);
+    json_t *list = NULL;
+    *out = NULL;
+    int rc = filter ? st->exec_list(app->storage.self, tenant, filter, &list, err) : -1;
+    json_decref(filter);
+    if (rc >= 0) {
+        json_t *one = json_array_get(list, 0);
+        if (one && !eai_exec_status_terminal(jstr(one, "status")))
+            *out = json_incref(one);
+        else if (one) /* terminal: the record with its output (its inputs are scrubbed by then) */
+            rc = st->exec_get(app->storage.self, tenant, id, out, err);
+    }
+    json_decref(list);
+    return rc;
+}
+
 static void reread_work(void *arg)
 {
     struct reread_job *j = arg;
-    const struct eai_storage_ops *st = j->app->store;
-    json_t *filter = json_pack("{s:s, s:i}", "id", j->id, "limit", 1);
-    json_t *list = NULL;
-    j->rc = filter ? st->exec_list(j->app->storage.self, j->tenant, filter, &list, &j->err) : -1;
-    json_decref(filter);
-    if (j->rc >= 0) {
-        json_t *one = json_array_get(list, 0);
-        if (one && !eai_exec_status_terminal(jstr(one, "status")))
-            j->out = json_incref(one);
-        else if (one) /* terminal: the record with its output, for the answers */
-            j->rc = st->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
-    }
-    json_decref(list);
+    j->rc = eai_watch_read(j->app, j->tenant, j->id, &j->out, &j->err);
 }
 
 /* A record read from storage (or the error) reaches every subscriber. */

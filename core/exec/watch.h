@@ -51,6 +51,14 @@ int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, in
  * live chunks of a local run follow, then the terminal status.  -1 when it
  * cannot (the caller ends the stream). */
 int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec);
+/* Worker: one execution as GET, its event stream and the long-polls' re-reads
+ * need it: the light read (exec_list {id}: no output, no files_in, stdin or
+ * env), and the whole record only once it is terminal (its inputs are
+ * scrubbed by then; a non-terminal record has no stored output).  Reads
+ * never load inputs (issue 16.3).  0 (*out NULL when absent) or -1. */
+struct eai_app;
+struct eai_error;
+int eai_watch_read(struct eai_app *app, const char *tenant, const char *id, json_t **out, struct eai_error **err);
 /* 1 when tenant may hold one more long-poll (stream 0) or event stream
  * (stream 1) here: limits.max_polls_per_tenant / max_streams_per_tenant
  * (issue 16.3).  Checked by the routes right before eai_watch_poll /
