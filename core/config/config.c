@@ -34,6 +34,7 @@ static struct eai_config *eai_config_defaults(void)
     c->max_connections = 1024;
     c->max_polls_per_tenant = 64;
     c->max_streams_per_tenant = 16;
+    c->max_connections_per_tenant = 256;
     c->sse_buffer_bytes = 256 << 10;
     c->request_timeout_s = 75;
     c->read_timeout_s = 60;

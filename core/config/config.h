@@ -51,6 +51,7 @@ struct eai_config {
     /* per-tenant bounds on what reads hold open (issue 16.3); 0: none */
     int max_polls_per_tenant;   /* 64                         (limits.max_polls_per_tenant) */
     int max_streams_per_tenant; /* 16                         (limits.max_streams_per_tenant) */
+    int max_connections_per_tenant; /* 256                    (limits.max_connections_per_tenant) */
     int64_t sse_buffer_bytes;   /* 256Ki                      (limits.sse_buffer_bytes) */
 
     /* auth */

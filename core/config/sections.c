@@ -72,11 +72,14 @@ static int sect_ops(struct eai_config *c, const char *file, const char *path, co
 static int sect_limits(struct eai_config *c, const char *file, const char *path, const json_t *v,
                        struct eai_error **err)
 {
-    static const char *const k[] = {"max_polls_per_tenant", "max_streams_per_tenant", "sse_buffer_bytes", NULL};
+    static const char *const k[] = {"max_polls_per_tenant", "max_streams_per_tenant", "max_connections_per_tenant",
+                                    "sse_buffer_bytes", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_polls_per_tenant", 0, 1000000, &c->max_polls_per_tenant, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_streams_per_tenant", 0, 1000000, &c->max_streams_per_tenant,
                           err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_connections_per_tenant", 0, 1000000,
+                          &c->max_connections_per_tenant, err) < 0 ||
         eai_cfg_get_size(file, path, v, "sse_buffer_bytes", 16 << 10, 1LL << 30, &c->sse_buffer_bytes, err) < 0)
         return -1;
     return 0;

@@ -10,7 +10,9 @@ valid key keeps listing its executions:
   10 s window, not one per request (before: one row each, ~3000 rows, with
   the raw 8 KiB path as target), and their counts add up to the refusals;
 - targets are truncated (<= 131 bytes);
-- eai_auth_refused_total counts every refusal."""
+- eai_auth_refused_total counts every refusal;
+- limits.max_connections_per_tenant bounds the connections one tenant holds
+  (429 past it), another tenant unaffected."""
 import http.client
 import json
 import os
@@ -99,5 +101,55 @@ def case_flood_of_bad_keys():
         e.stop()
 
 
+def case_connections_per_tenant():
+    """limits.max_connections_per_tenant: a connection counts for the tenant
+    of its authenticated requests until it closes; past the cap 429 with the
+    envelope, another tenant unaffected, a closed connection frees its slot."""
+    tmp = tempfile.mkdtemp(prefix="eai-conns-")
+    cfg = os.path.join(tmp, "eaid.yaml")
+    with open(cfg, "w") as f:
+        f.write("limits:\n  max_connections_per_tenant: 3\n")
+    e = Env(config=cfg, tmp=tmp, env={"EAI_SANDBOX_RUNSC": "/nonexistent"})
+    e.own_tmp = True
+    try:
+        other = e.make_key("other")
+        mine = e.make_key("mine")
+        e.start()
+
+        def get(conn, key):
+            conn.request("GET", "/v1/sandbox/executions?limit=1", headers={"Authorization": "Bearer " + key})
+            r = conn.getresponse()
+            return r.status, r.read()
+
+        held = [http.client.HTTPConnection("127.0.0.1", e.port, timeout=10) for _ in range(3)]
+        for c in held:
+            check(get(c, mine)[0] == 200, "one of the 3 allowed connections refused")
+        check(get(held[0], mine)[0] == 200, "a held connection refused on its 2nd request")
+        extra = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+        st, body = get(extra, mine)
+        check(st == 429, "4th connection of the tenant: %s" % st)
+        env = json.loads(body)
+        check(env["error"]["code"] == "rate_limited" and "fr" in env["error"]["message_i18n"], "envelope %r" % env)
+        extra.close()
+        o = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+        check(get(o, other)[0] == 200, "another tenant refused")
+        o.close()
+        held[0].close()
+        ok = False
+        for _ in range(20):  # the server sees the close
+            time.sleep(0.1)
+            c = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+            ok = get(c, mine)[0] == 200
+            c.close()
+            if ok:
+                break
+        check(ok, "a closed connection did not free its slot")
+        for c in held[1:]:
+            c.close()
+    finally:
+        e.stop()
+
+
 if __name__ == "__main__":
-    run_cases([("flood_of_bad_keys", case_flood_of_bad_keys)])
+    run_cases([("flood_of_bad_keys", case_flood_of_bad_keys),
+               ("connections_per_tenant", case_connections_per_tenant)])
