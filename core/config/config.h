@@ -50,6 +50,12 @@ struct eai_config {
     int max_queued_per_tenant; /* 1000                        (scheduler.max_queued_per_tenant) */
     int64_t lease_ms;          /* 30000                       (scheduler.lease_ms) */
 
+    /* per-tenant bounds on what reads hold open (issue 16.3); 0: none */
+    int max_polls_per_tenant;   /* 64                         (limits.max_polls_per_tenant) */
+    int max_streams_per_tenant; /* 16                         (limits.max_streams_per_tenant) */
+    int max_connections_per_tenant; /* 256                    (limits.max_connections_per_tenant) */
+    int64_t sse_buffer_bytes;   /* 256Ki                      (limits.sse_buffer_bytes) */
+
     /* auth */
     char *pepper_file;         /* <data_dir>/pepper           (auth.pepper_file, EAI_AUTH_PEPPER_FILE) */
     int auth_cache_ttl_ms;     /* 2000, 0 = off               (auth.cache_ttl_ms) */

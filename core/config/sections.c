@@ -70,6 +70,23 @@ static int sect_ops(struct eai_config *c, const char *file, const char *path, co
     return 0;
 }
 
+/* limits: per-tenant bounds on open reads, the event-stream buffer */
+static int sect_limits(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                       struct eai_error **err)
+{
+    static const char *const k[] = {"max_polls_per_tenant", "max_streams_per_tenant", "max_connections_per_tenant",
+                                    "sse_buffer_bytes", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_polls_per_tenant", 0, 1000000, &c->max_polls_per_tenant, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_streams_per_tenant", 0, 1000000, &c->max_streams_per_tenant,
+                          err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_connections_per_tenant", 0, 1000000,
+                          &c->max_connections_per_tenant, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "sse_buffer_bytes", 16 << 10, 1LL << 30, &c->sse_buffer_bytes, err) < 0)
+        return -1;
+    return 0;
+}
+
 /* A section holding one string key. */
 static int one_string(const char *file, const char *path, const json_t *v, const char *key, char **dst,
                       struct eai_error **err)
@@ -345,6 +362,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"telemetry", 1, sect_telemetry},
     {"storage", 1, sect_storage},
     {"scheduler", 1, sect_scheduler},
+    {"limits", 1, sect_limits},
     {"sandbox", 1, sect_sandbox},
     {"collect", 1, sect_collect},
     {"files", 1, sect_files},

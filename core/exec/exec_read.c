@@ -58,7 +58,7 @@ static void attach_callback_state(struct eai_app *app, json_t *rec)
 static void read_work(void *arg)
 {
     struct read_job *j = arg;
-    j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+    j->rc = eai_watch_read(j->app, j->tenant, j->id, &j->out, &j->err);
     if (j->rc >= 0 && j->out)
         attach_callback_state(j->app, j->out);
 }
@@ -149,6 +149,15 @@ struct get_ctx {
     int wait_s;
 };
 
+/* 429 rate_limited (envelope, Retry-After): the tenant holds as many
+ * long-polls or event streams here as its limit allows (issue 16.3). */
+static void exec_reply_too_many_watches(struct eai_req *r, const char *what, const char *key)
+{
+    char msg[160];
+    snprintf(msg, sizeof msg, "too many open %s for this tenant (%s)", what, key);
+    eai_reply_error(r, EAI_E_RATE_LIMITED, exec_detail1("", msg));
+}
+
 static void get_then(struct read_job *j)
 {
     struct get_ctx *c = j->ctx;
@@ -163,6 +172,8 @@ static void get_then(struct read_job *j)
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
     } else if (eai_exec_status_terminal(exec_jstr(j->out, "status"))) {
         reply_terminal(st, r, j->tenant, j->out);
+    } else if (c->wait_s > 0 && st && !eai_watch_room(st->hub, eai_req_tenant(r), 0)) {
+        exec_reply_too_many_watches(r, "long-polls", "limits.max_polls_per_tenant");
     } else if (c->wait_s == 0 || !st || eai_watch_poll(st->hub, r, j->out, c->wait_s) < 0) {
         /* running here: with its output so far */
         eai_reply_json(r, 200, eai_watch_view(st ? st->hub : NULL, j->out));
@@ -291,6 +302,11 @@ static void events_then(struct read_job *j)
         return;
     }
     int64_t last = eai_sse_last_id(r);
+    if (st && !eai_exec_status_terminal(exec_jstr(j->out, "status")) &&
+        !eai_watch_room(st->hub, eai_req_tenant(r), 1)) {
+        exec_reply_too_many_watches(r, "event streams", "limits.max_streams_per_tenant");
+        return;
+    }
     if (eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st) {
         if (last >= eai_sse_status_id(j->out)) {
             /* the client has every event: 204 tells an EventSource to stop reconnecting */

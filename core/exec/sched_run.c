@@ -253,8 +253,10 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     s->nlive--;
     sched_gauges(s);
     /* runsc's own failure line on the program's stderr: not the program's */
-    if (res->size >= offsetof(struct eai_iso_result, stderr_runtime_bytes) + sizeof res->stderr_runtime_bytes)
-        eai_watch_output_drop_tail(r->live_state, EAI_STREAM_STDERR, res->stderr_runtime_bytes);
+    eai_watch_output_end(r->live_state, res->size >= offsetof(struct eai_iso_result, stderr_runtime_bytes) +
+                                                         sizeof res->stderr_runtime_bytes
+                                            ? res->stderr_runtime_bytes
+                                            : 0);
     json_t *patch = eai_exec_result_patch(res);
     struct raw_file *raw = NULL;
     size_t nraw = 0;

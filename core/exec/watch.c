@@ -6,7 +6,9 @@
 #include <event2/event.h>
 
 #include "exec/watch.h"
+#include "app.h"
 #include "base/errors.h"
+#include "config/config.h"
 #include "base/util.h"
 #include "exec/exec_result.h"
 #include "exec/outlog.h"
@@ -29,7 +31,13 @@ struct eai_sub {
     int attached;                   /* SUB_SSE: receives the local run's output live */
     int64_t last_id;                /* SUB_SSE: id of the last event the client has (-1 none) */
     int64_t ping_ms;                /* SUB_SSE: next heartbeat */
+    struct event *pace;             /* SUB_SSE: waiting for a slow reader to take its bytes */
+    json_t *end_rec;                /* SUB_SSE: terminal, its remaining output still to send */
+    char tenant[64];                /* the subscriber's, counted against its limits */
 };
+
+#define SSE_PIECE 16384             /* bytes of output per frame when catching up */
+#define SSE_PACE_MS 50              /* a paused stream looks at its buffer again */
 
 struct eai_live {
     struct eai_live *next;          /* bucket chain */
@@ -41,6 +49,7 @@ struct eai_live {
     int queued_here;                /* counts against its tenant's queue bound */
     int reading;                    /* a storage re-read is in flight */
     int64_t cancel_ms;              /* pending cancel (0: none) */
+    int ended;                      /* the local run exited (eai_watch_output_end) */
     struct eai_outbuf out, err;
     struct eai_outlog log;          /* output events in the order written (sse.h) */
     struct event *flush_ev;         /* sends the gathering ones (EAI_SSE_COALESCE_MS) */
@@ -51,6 +60,7 @@ struct eai_watch {
     struct eai_app *app;
     struct eai_live *buckets[WATCH_BUCKETS];
     json_t *queued;                 /* tenant -> records with queued_here */
+    json_t *nsubs[2];               /* tenant -> its long-polls [0], event streams [1] */
     struct event *poll_ev;
     int closed;
     int refs;                       /* the owner's + one per record */
@@ -76,6 +86,8 @@ static void hub_unref(struct eai_watch *w)
     if (w->poll_ev)
         event_free(w->poll_ev);
     json_decref(w->queued);
+    json_decref(w->nsubs[0]);
+    json_decref(w->nsubs[1]);
     free(w);
 }
 
@@ -144,10 +156,35 @@ static void maybe_free(struct eai_live *l)
 
 /* ------------------------------------------------------------ subscribers */
 
+static void nsubs_add(struct eai_watch *w, const char *tenant, int stream, int d)
+{
+    json_t *m = w->nsubs[stream];
+    if (!m)
+        return;
+    json_int_t v = json_integer_value(json_object_get(m, tenant)) + d;
+    if (v <= 0)
+        json_object_del(m, tenant);
+    else
+        json_object_set_new(m, tenant, json_integer(v));
+}
+
+int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream)
+{
+    if (!w || !tenant || !w->nsubs[stream])
+        return 1;
+    const struct eai_config *c = w->app->cfg;
+    int cap = !c ? 0 : stream ? c->max_streams_per_tenant : c->max_polls_per_tenant;
+    return cap <= 0 || json_integer_value(json_object_get(w->nsubs[stream], tenant)) < cap;
+}
+
 /* Unlink s (answered: s->r already replied or NULL) and free it. */
 static void sub_done(struct eai_sub *s)
 {
     struct eai_live *l = s->l;
+    nsubs_add(l->w, s->tenant, s->kind == SUB_SSE, -1);
+    if (s->pace)
+        event_free(s->pace);
+    json_decref(s->end_rec);
     for (struct eai_sub **pp = &l->subs; *pp; pp = &(*pp)->next)
         if (*pp == s) {
             *pp = s->next;
@@ -159,9 +196,92 @@ static void sub_done(struct eai_sub *s)
     maybe_free(l);
 }
 
+/* ------------------------------------------------------------ event-stream back-pressure */
+
+/* Each attached event stream is fed from the live output buffers (kept
+ * once per run), never from copies: while the connection's unsent bytes
+ * exceed limits.sse_buffer_bytes nothing more is written to it, and every
+ * SSE_PACE_MS it is looked at again; what a slow reader has not taken yet
+ * waits in the shared buffer, not in a per-subscriber copy (issue 16.3). */
+static void sse_pace_cb(evutil_socket_t fd, short what, void *arg);
+
+static size_t sse_cap(const struct eai_watch *w)
+{
+    return w->app->cfg && w->app->cfg->sse_buffer_bytes > 0 ? (size_t)w->app->cfg->sse_buffer_bytes : 256 << 10;
+}
+
+/* Send s the output events it does not have (ids above s->last_id) while
+ * its connection's buffer stays under the cap.  1 when caught up (or held),
+ * 0 when paused (sse_pace_cb resumes it). */
+static int sse_feed(struct eai_sub *s)
+{
+    struct eai_live *l = s->l;
+    size_t cap = sse_cap(l->w);
+    /* while the run is alive the end of stderr is held back: a runtime's
+     * failure line there is dropped when the run ends, never streamed */
+    size_t err_upto = l->err.len;
+    if (l->local && !l->ended)
+        err_upto = l->err.len > EAI_WATCH_ERR_HOLD ? l->err.len - EAI_WATCH_ERR_HOLD : 0;
+    for (size_t i = 0; i < l->log.nsent && s->r; i++) {
+        int64_t id = EAI_SSE_ID_FIRST_OUTPUT + (int64_t)i;
+        if (id <= s->last_id)
+            continue;
+        const struct eai_outlog_ev *e = &l->log.evs[i];
+        if (e->stream && e->off + e->len > err_upto)
+            return 1; /* held, and what follows it (order kept) until the run ends */
+        if (eai_stream_pending(s->r) > cap) {
+            if (!s->pace)
+                s->pace = evtimer_new(l->w->app->base, sse_pace_cb, s);
+            struct timeval tv = {0, SSE_PACE_MS * 1000};
+            if (s->pace)
+                evtimer_add(s->pace, &tv);
+            return 0;
+        }
+        const struct eai_outbuf *b = e->stream ? &l->err : &l->out;
+        size_t len = e->off >= b->len ? 0 : e->off + e->len <= b->len ? e->len : b->len - e->off;
+        if (len) /* (bytes cut at the end, runsc's own lines, send nothing) */
+            eai_sse_chunk(s->r, e->stream ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT, id, b->data + e->off, len);
+        s->last_id = id;
+    }
+    return 1;
+}
+
+static int sse_paused(const struct eai_sub *s)
+{
+    return s->pace && evtimer_pending(s->pace, NULL);
+}
+
+/* The terminal status of a stream that has caught up, and its end. */
+static void sse_finish(struct eai_sub *s)
+{
+    struct eai_req *r = s->r;
+    json_t *rec = s->end_rec;
+    s->end_rec = NULL;
+    s->r = NULL;
+    eai_sse_replay_end(r, rec, s->last_id);
+    json_decref(rec);
+    sub_done(s);
+}
+
+static void sse_pace_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_sub *s = arg;
+    if (!s->r)
+        return;
+    if (sse_feed(s) && s->end_rec)
+        sse_finish(s);
+}
+
 /* Answer s with a record (terminal, or the deadline passed). */
 static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
 {
+    if (s->kind == SUB_SSE && s->attached && s->r && !sse_feed(s)) {
+        /* a slow reader: its terminal status follows the rest of the output */
+        s->end_rec = json_incref((json_t *)rec);
+        return;
+    }
     struct eai_req *r = s->r;
     s->r = NULL;
     if (s->kind == SUB_POLL)
@@ -242,6 +362,8 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
         snprintf(l->status, sizeof l->status, "%s", jstr(rec, "status"));
     s->next = l->subs;
     l->subs = s;
+    snprintf(s->tenant, sizeof s->tenant, "%s", eai_req_tenant(r) ? eai_req_tenant(r) : l->tenant);
+    nsubs_add(w, s->tenant, kind == SUB_SSE, 1);
     eai_req_on_gone(r, sub_gone_cb, s);
     poll_arm(w);
     /* ours, running when read, no longer here: it ended meanwhile */
@@ -255,21 +377,6 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
 int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, int wait_s)
 {
     return w && sub_add(w, r, SUB_POLL, rec, wait_s) ? 0 : -1;
-}
-
-/* Send s the output events sent so far that it does not have. */
-static void sub_catch_up(struct eai_sub *s)
-{
-    struct eai_live *l = s->l;
-    for (size_t i = 0; i < l->log.nsent && s->r; i++) {
-        int64_t id = EAI_SSE_ID_FIRST_OUTPUT + (int64_t)i;
-        if (id <= s->last_id)
-            continue;
-        const struct eai_outlog_ev *e = &l->log.evs[i];
-        const struct eai_outbuf *b = e->stream ? &l->err : &l->out;
-        eai_sse_chunk(s->r, e->stream ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT, id, b->data + e->off, e->len);
-        s->last_id = id;
-    }
 }
 
 /* A status event (non-terminal) to s when it does not have it. */
@@ -291,9 +398,9 @@ int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec, 
     struct eai_live *l = s->l;
     sub_status(s, l->local ? "running" : jstr(rec, "status") ? jstr(rec, "status") : "queued");
     if (l->local) {
-        /* output so far, then live events */
+        /* output so far (paced), then live events */
         s->attached = 1;
-        sub_catch_up(s);
+        sse_feed(s);
     }
     return 0;
 }
@@ -309,10 +416,29 @@ struct reread_job {
     struct eai_error *err;
 };
 
+int eai_watch_read(struct eai_app *app, const char *tenant, const char *id, json_t **out, struct eai_error **err)
+{
+    const struct eai_storage_ops *st = app->store;
+    json_t *filter = json_pack("{s:s, s:i}", "id", id, "limit", 1);
+    json_t *list = NULL;
+    *out = NULL;
+    int rc = filter ? st->exec_list(app->storage.self, tenant, filter, &list, err) : -1;
+    json_decref(filter);
+    if (rc >= 0) {
+        json_t *one = json_array_get(list, 0);
+        if (one && !eai_exec_status_terminal(jstr(one, "status")))
+            *out = json_incref(one);
+        else if (one) /* terminal: the record with its output (its inputs are scrubbed by then) */
+            rc = st->exec_get(app->storage.self, tenant, id, out, err);
+    }
+    json_decref(list);
+    return rc;
+}
+
 static void reread_work(void *arg)
 {
     struct reread_job *j = arg;
-    j->rc = j->app->store->exec_get(j->app->storage.self, j->tenant, j->id, &j->out, &j->err);
+    j->rc = eai_watch_read(j->app, j->tenant, j->id, &j->out, &j->err);
 }
 
 /* A record read from storage (or the error) reaches every subscriber. */
@@ -329,7 +455,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
     int64_t now = eai_now_ms();
     for (struct eai_sub *s = l->subs, *next; s; s = next) {
         next = s->next;
-        if (!s->r)
+        if (!s->r || s->end_rec)
             continue;
         if (s->kind == SUB_POLL) {
             if (j->rc < 0) {
@@ -433,6 +559,7 @@ struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *
         return NULL;
     l->pins++;
     l->local = 1;
+    l->ended = 0;
     eai_outbuf_free(&l->out);
     eai_outbuf_free(&l->err);
     eai_outbuf_init(&l->out, output_limit);
@@ -454,9 +581,10 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
     if (l->w->closed)
         return;
     for (struct eai_sub *s = l->subs; s; s = s->next)
-        if (s->kind == SUB_SSE && s->r) {
+        if (s->kind == SUB_SSE && s->r && !s->end_rec) {
             s->attached = 1;
-            sub_catch_up(s);
+            if (!sse_paused(s))
+                sse_feed(s);
         }
 }
 
@@ -499,14 +627,20 @@ json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec)
     return v;
 }
 
-void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream which, size_t n)
+void eai_watch_output_end(struct eai_live *l, size_t n)
 {
-    if (!l || n == 0)
+    if (!l)
         return;
-    struct eai_outbuf *b = which == EAI_STREAM_STDERR ? &l->err : &l->out;
-    if (b->truncated || n > b->len)
+    struct eai_outbuf *b = &l->err;
+    if (n && !b->truncated && n <= b->len)
+        b->len -= n;
+    l->ended = 1;
+    eai_outlog_sent(&l->log); /* the last gathering events go now */
+    if (l->w->closed)
         return;
-    b->len -= n;
+    for (struct eai_sub *s = l->subs; s; s = s->next)
+        if (s->kind == SUB_SSE && s->r && s->attached && !s->end_rec && !sse_paused(s))
+            sse_feed(s);
 }
 
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream which, const char **data,
@@ -548,8 +682,11 @@ void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, c
     if (rec) {
         /* the terminal record in hand: answer without reading it back */
         l->pins++;
-        while (l->subs)
-            sub_answer_rec(l->subs, rec);
+        for (struct eai_sub *s = l->subs, *next; s; s = next) {
+            next = s->next;
+            if (!s->end_rec)
+                sub_answer_rec(s, rec); /* a slow stream stays, with rec, until it caught up */
+        }
         l->pins--;
     } else {
         reread(l);
@@ -628,6 +765,8 @@ struct eai_watch *eai_watch_new(struct eai_app *app)
     w->app = app;
     w->refs = 1;
     w->queued = json_object();
+    w->nsubs[0] = json_object();
+    w->nsubs[1] = json_object();
     w->poll_ev = evtimer_new(app->base, poll_cb, w);
     if (!w->queued || !w->poll_ev) {
         hub_unref(w);

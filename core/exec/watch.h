@@ -55,6 +55,19 @@ int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec, 
 /* The public view of rec; for an execution running here, with its output
  * so far (capped as the final record is). */
 json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec);
+/* Worker: one execution as GET, its event stream and the long-polls' re-reads
+ * need it: the light read (exec_list {id}: no output, no files_in, stdin or
+ * env), and the whole record only once it is terminal (its inputs are
+ * scrubbed by then; a non-terminal record has no stored output).  Reads
+ * never load inputs (issue 16.3).  0 (*out NULL when absent) or -1. */
+struct eai_app;
+struct eai_error;
+int eai_watch_read(struct eai_app *app, const char *tenant, const char *id, json_t **out, struct eai_error **err);
+/* 1 when tenant may hold one more long-poll (stream 0) or event stream
+ * (stream 1) here: limits.max_polls_per_tenant / max_streams_per_tenant
+ * (issue 16.3).  Checked by the routes right before eai_watch_poll /
+ * eai_watch_stream, in the same loop callback. */
+int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream);
 
 /* --- publishers (scheduler) */
 /* A run of this node starts (or is reattached): status running, output
@@ -63,12 +76,14 @@ json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec);
 struct eai_live *eai_watch_run(struct eai_watch *w, const char *id, const char *tenant, size_t output_limit);
 /* Output of the run (the kept prefix is streamed to subscribers). */
 void eai_watch_output(struct eai_live *l, enum eai_iso_stream s, const char *data, size_t len);
-/* The run ended and the backend says the last n bytes of that stream were
- * the runtime's words, not the program's (eai_iso_result
- * stderr_runtime_bytes): drop them from what is kept.  Nothing is dropped
- * from a truncated stream (they were past the cap) or when n is more than
- * what is kept. */
-void eai_watch_output_drop_tail(struct eai_live *l, enum eai_iso_stream s, size_t n);
+/* The run ended; the backend says the last n bytes of its stderr were the
+ * runtime's words, not the program's (eai_iso_result stderr_runtime_bytes):
+ * they are dropped from what is kept (not from a truncated stream: they
+ * were past the cap), and the stderr held back from live event streams
+ * (the last EAI_WATCH_ERR_HOLD bytes while the run is alive, where such
+ * words would be) goes out. */
+#define EAI_WATCH_ERR_HOLD 4096
+void eai_watch_output_end(struct eai_live *l, size_t stderr_runtime_bytes);
 /* Output kept so far: borrowed, unchanged once the run exited (a worker may
  * read it then). */
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream s, const char **data,

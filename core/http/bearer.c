@@ -122,6 +122,13 @@ static void auth_answer(struct eai_req *r, void *arg)
         if (j->digest_ok)
             eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
         snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
+        if (!r->gone && r->owner && r->owner->admit && r->owner->admit(r->owner_arg, r) < 0) {
+            /* the tenant holds limits.max_connections_per_tenant connections */
+            eai_reply_error(r, EAI_E_RATE_LIMITED,
+                            json_pack("[{s:s, s:s}]", "path", "", "message",
+                                      "too many connections for this tenant (limits.max_connections_per_tenant)"));
+            return;
+        }
         if (r->span)
             eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
         if (r->gone)

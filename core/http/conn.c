@@ -60,7 +60,56 @@ struct eai_conn {
     struct event *watch;              /* EOF watch while a request is handled */
     struct event *read_deadline;      /* 408 when a request is not all in by then */
     struct eai_conn *prev, *next;
+    char tenant[64];                  /* attributed to (eai_conn_attribute), "" none */
 };
+
+/* Connections per tenant: a small open table (tenants holding connections). */
+struct eai_tenant_conns {
+    char tenant[64];
+    int n;
+    struct eai_tenant_conns *next;
+};
+
+static struct eai_tenant_conns **tenant_slot(struct eai_conn_guard *g, const char *tenant)
+{
+    struct eai_tenant_conns **pp = &g->by_tenant;
+    while (*pp && strcmp((*pp)->tenant, tenant) != 0)
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void tenant_drop(struct eai_conn *c)
+{
+    if (!c->tenant[0])
+        return;
+    struct eai_tenant_conns **pp = tenant_slot(c->g, c->tenant);
+    if (*pp && --(*pp)->n <= 0) {
+        struct eai_tenant_conns *t = *pp;
+        *pp = t->next;
+        free(t);
+    }
+    c->tenant[0] = '\0';
+}
+
+int eai_conn_attribute(struct eai_conn *c, const char *tenant)
+{
+    if (!c || !tenant || !*tenant || strcmp(c->tenant, tenant) == 0)
+        return 0;
+    struct eai_conn_guard *g = c->g;
+    struct eai_tenant_conns **pp = tenant_slot(g, tenant);
+    if (g->max_per_tenant > 0 && *pp && (*pp)->n >= g->max_per_tenant)
+        return -1;
+    if (!*pp) {
+        *pp = calloc(1, sizeof **pp);
+        if (!*pp)
+            return 0; /* not counted rather than refused */
+        snprintf((*pp)->tenant, sizeof (*pp)->tenant, "%s", tenant);
+    }
+    (*pp)->n++;
+    tenant_drop(c);
+    snprintf(c->tenant, sizeof c->tenant, "%s", tenant);
+    return 0;
+}
 
 
 static void conn_schedule_release(struct eai_conn *c);
@@ -92,6 +141,7 @@ void eai_conn_release_cb(evutil_socket_t fd, short what, void *arg)
     if (c->next)
         c->next->prev = c->prev;
     s->nconn--;
+    tenant_drop(c);
     if (c->linger)
         event_free(c->linger);
     if (c->release_ev)

@@ -19,6 +19,7 @@ struct evconnlistener;
 struct bufferevent;
 struct eai_conn;
 struct eai_tls;
+struct eai_tenant_conns;
 
 /* What the guard keeps; embedded in the server. */
 struct eai_conn_guard {
@@ -35,6 +36,8 @@ struct eai_conn_guard {
     int read_timeout_s;               /* 408 when a request is not all in by then */
     struct eai_tls *tls;              /* NULL: plain HTTP (http/tls.c) */
     int stopping;
+    int max_per_tenant;               /* connections one tenant may hold (0: no bound) */
+    struct eai_tenant_conns *by_tenant; /* tenant -> connections attributed to it */
 };
 
 /* evhttp_set_bevcb callback (arg: the guard): every accepted connection. */
@@ -55,6 +58,11 @@ void eai_conn_watch_arm(struct eai_conn *c);
 void eai_conn_release_cb(evutil_socket_t fd, short what, void *arg);
 /* 1 while c has an answer in its output buffer. */
 int eai_conn_flushing(const struct eai_conn *c);
+/* c carries a request authenticated for tenant: c counts against that
+ * tenant's connections (limits.max_connections_per_tenant) until it
+ * closes or carries another tenant's request.  0, or -1 when the tenant
+ * holds as many connections as it may (c unchanged; answer 429). */
+int eai_conn_attribute(struct eai_conn *c, const char *tenant);
 /* The next tracked connection (g->conns is the first). */
 struct eai_conn *eai_conn_next(const struct eai_conn *c);
 

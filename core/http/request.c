@@ -231,6 +231,13 @@ void eai_stream_send(struct eai_req *r, const char *data, size_t len)
     evbuffer_free(b);
 }
 
+size_t eai_stream_pending(const struct eai_req *r)
+{
+    struct evhttp_connection *c = r && r->evreq && !r->gone ? evhttp_request_get_connection(r->evreq) : NULL;
+    struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+    return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
 void eai_stream_end(struct eai_req *r)
 {
     if (r->replied)

@@ -77,5 +77,8 @@ void eai_reply_raw(struct eai_req *r, int status, const char *content_type,
 void eai_stream_start(struct eai_req *r, const char *content_type);
 void eai_stream_send(struct eai_req *r, const char *data, size_t len);
 void eai_stream_end(struct eai_req *r);
+/* Bytes written to r's connection and not yet taken by the client (its
+ * output buffer): a slow reader shows here (back-pressure, issue 16.3). */
+size_t eai_stream_pending(const struct eai_req *r);
 
 #endif

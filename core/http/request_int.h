@@ -23,6 +23,9 @@ struct eai_req_owner {
     void (*freed)(void *owner_arg, struct eai_req *r);
     /* 1: answer with "Connection: close" (the server is stopping). */
     int (*closing)(void *owner_arg);
+    /* r was authenticated for r->tenant: 0, or -1 when that tenant holds
+     * all the connections it may (r is then answered 429).  May be NULL. */
+    int (*admit)(void *owner_arg, struct eai_req *r);
 };
 
 struct eai_req {

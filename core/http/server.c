@@ -80,8 +80,14 @@ static int owner_closing(void *arg)
     return s->stopping;
 }
 
+static int owner_admit(void *arg, struct eai_req *r)
+{
+    (void)arg;
+    return r->conn ? eai_conn_attribute(r->conn, r->tenant) : 0;
+}
+
 static const struct eai_req_owner srv_owner = {
-    .replied = owner_replied, .freed = owner_freed, .closing = owner_closing,
+    .replied = owner_replied, .freed = owner_freed, .closing = owner_closing, .admit = owner_admit,
 };
 
 /* ------------------------------------------------------------ dispatch */
@@ -273,6 +279,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     }
     s->g.base = app->base;
     s->g.max_connections = cfg->max_connections;
+    s->g.max_per_tenant = cfg->max_connections_per_tenant;
     s->g.cap = cfg->max_body_bytes;
     s->g.acc_cap = cfg->max_header_bytes + EAI_HTTP_MAX_REQUEST_LINE + 1024;
     s->g.max_header_bytes = cfg->max_header_bytes;

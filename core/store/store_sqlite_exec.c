@@ -283,12 +283,14 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
     SQ_WITH_CONN(s, err, c);
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
-        /* list items carry no output (storage.h): the same columns as
-         * SQ_EXEC_COLS with stdout and stderr taken out of the document */
+        /* list items carry no output and no inputs (storage.h): the same
+         * columns as SQ_EXEC_COLS with stdout, stderr, files_in, stdin and
+         * env taken out of the document */
         "SELECT seq, status, lease_owner, lease_until, cancel_requested, updated_at,"
-        " json_remove(doc, '$.stdout', '$.stderr', '$.output_events') FROM sandbox_executions WHERE tenant_id = ?1"
+        " json_remove(doc, '$.stdout', '$.stderr', '$.output_events', '$.files_in', '$.stdin', '$.env')"
+        " FROM sandbox_executions WHERE tenant_id = ?1"
         " AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR run_id = ?3)"
-        " AND (?4 IS NULL OR seq < ?4) ORDER BY seq DESC LIMIT ?5", err);
+        " AND (?4 IS NULL OR seq < ?4) AND (?6 IS NULL OR id = ?6) ORDER BY seq DESC LIMIT ?5", err);
     if (st) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
         eai_sq_bind_str(st, 2, eai_sq_jstr(filter, "status"));
@@ -296,6 +298,7 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
         if (has_after)
             sqlite3_bind_int64(st, 4, after_seq);
         sqlite3_bind_int64(st, 5, limit);
+        eai_sq_bind_str(st, 6, eai_sq_jstr(filter, "id"));
         ret = eai_sq_collect_execs(s, c->db, st, out, err);
         sqlite3_finalize(st);
     }

@@ -87,10 +87,12 @@ struct eai_storage_ops {
     /* *out NULL when not found in this tenant. */
     int (*exec_get)(void *self, const char *tenant, const char *id,
                     json_t **out, struct eai_error **err);
-    /* filter: {status?, run_id?, limit (1..100), after? (seq, exclusive)}.
-     * *out = array newest first (seq descending).  Records come WITHOUT
-     * stdout and stderr (their _truncated/_encoding flags stay), so a list
-     * never holds up to 100 x 2 x the output cap in memory. */
+    /* filter: {status?, run_id?, id?, limit (1..100), after? (seq,
+     * exclusive)}.  *out = array newest first (seq descending).  Records
+     * come WITHOUT stdout and stderr (their _truncated/_encoding flags
+     * stay) and WITHOUT the inputs files_in, stdin and env, so a list never
+     * holds up to 100 x (inputs + 2 x the output cap) in memory; {id, limit
+     * 1} is the light read of one execution that long-polls repeat. */
     int (*exec_list)(void *self, const char *tenant, const json_t *filter,
                      json_t **out, struct eai_error **err);
     /* SYSTEM: claim up to max queued executions, oldest first, at most

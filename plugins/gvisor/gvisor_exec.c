@@ -54,6 +54,7 @@ struct gv_run {
     char log[GV_RUNTIME_LOG_MAX + 1]; /* its text, read by end_work */
     char dlog[PATH_MAX + 48];   /* --debug-log=<bundle>/runsc-%COMMAND%.log */
     const char *died;           /* end_work: the sandbox's runtime processes died under it */
+    char last_err[1600];        /* runsc's last error line in it ("" none) */
 };
 
 static struct gv_run *priv(struct eai_pc_run *run)
@@ -250,34 +251,8 @@ static void read_runtime_log(struct gv_run *p)
     close(fd);
 }
 
-static void gv_end_work(void *drv, struct eai_pc_run *run)
-{
-    gv_cgroup_stats(&run->b, &run->stats);
-    if (priv(run)->session) {
-        /* the session's OOM count grew during this program */
-        run->stats.oom = run->stats.oom > priv(run)->oom0;
-        /* its files are left beside the session's config.json */
-        unlink(priv(run)->procf);
-        unlink(priv(run)->pidf);
-    } else {
-        priv(run)->died = gv_runtime_died(run->b.dir, priv(run)->pooled ? "exec" : "run");
-    }
-    if (priv(run)->pooled || priv(run)->session) {
-        run->stats.cpu_seconds -= priv(run)->cpu0;
-        if (run->stats.cpu_seconds < 0)
-            run->stats.cpu_seconds = 0;
-    }
-    /* nothing of the sandbox (a detached process of the program) writes
-     * into its /tmp once the program has ended: killed before collect */
-    if (!priv(run)->session) /* a session's sandbox and its other processes live on */
-        gv_cgroup_kill(&run->b);
-    read_runtime_log(priv(run));
-    if (priv(run)->session)
-        unlink(priv(run)->logf);
-}
-
-/* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first:
- * up to max messages (borrowed from the returned array, or NULL). */
+/* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first,
+ * as an array of strings (empty when none; NULL out of memory). */
 static json_t *runtime_errors(const char *log)
 {
     json_t *msgs = json_array();
@@ -311,6 +286,40 @@ static size_t runtime_tail_len(const struct eai_pc_run *run, const json_t *msgs)
     return run->err_tail_len - end;
 }
 
+static void gv_end_work(void *drv, struct eai_pc_run *run)
+{
+    struct gv_run *p = priv(run);
+    gv_cgroup_stats(&run->b, &run->stats);
+    if (p->session) {
+        /* the session's OOM count grew during this program */
+        run->stats.oom = run->stats.oom > p->oom0;
+        /* its files are left beside the session's config.json */
+        unlink(p->procf);
+        unlink(p->pidf);
+    } else {
+        p->died = gv_runtime_died(run->b.dir, p->pooled ? "exec" : "run");
+    }
+    if (p->pooled || p->session) {
+        run->stats.cpu_seconds -= p->cpu0;
+        if (run->stats.cpu_seconds < 0)
+            run->stats.cpu_seconds = 0;
+    }
+    /* nothing of the sandbox (a detached process of the program) writes
+     * into its /tmp once the program has ended: killed before collect */
+    if (!p->session) /* a session's sandbox and its other processes live on */
+        gv_cgroup_kill(&run->b);
+    /* runsc's own words: from its log, matched off the end of stderr (the
+     * pipes are closed by now: err_tail no longer changes) */
+    read_runtime_log(p);
+    if (p->session)
+        unlink(p->logf);
+    json_t *errs = runtime_errors(p->log);
+    size_t nerr = json_array_size(errs);
+    snprintf(p->last_err, sizeof(p->last_err), "%s", nerr ? json_string_value(json_array_get(errs, nerr - 1)) : "");
+    run->err_runtime_len = runtime_tail_len(run, errs);
+    json_decref(errs);
+}
+
 static void gv_teardown_work(void *drv, struct eai_pc_run *run)
 {
     if (priv(run)->session)
@@ -330,10 +339,7 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
 {
     struct gv *g = drv;
     int ws = run->wait_status;
-    json_t *errs = runtime_errors(priv(run)->log);
-    size_t nerr = json_array_size(errs);
-    const char *last = nerr ? json_string_value(json_array_get(errs, nerr - 1)) : NULL;
-    run->err_runtime_len = runtime_tail_len(run, errs);
+    const char *last = priv(run)->last_err[0] ? priv(run)->last_err : NULL;
     if (last)
         g->host->log(g->host, GV_COMPONENT, r->outcome == EAI_OUT_OOM || run->stats.oom ? EAI_LOG_INFO : EAI_LOG_WARN,
                      "%s: runsc: %.1500s", run->b.cid, last);
@@ -362,7 +368,6 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
     } else {
         eai_pc_result_exited(r, WEXITSTATUS(ws));
     }
-    json_decref(errs);
 }
 
 static void gv_retire(void *drv, struct eai_pc_run *run)

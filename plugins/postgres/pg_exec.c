@@ -18,8 +18,9 @@
     "floor(extract(epoch FROM e.finished_at) * 1000)::bigint, "                                 \
     "floor(extract(epoch FROM e.created_at) * 1000)::bigint, e.idempotency_key, e.request_hash"
 #define EAI_PG_EXEC_COLS EAI_PG_EXEC_COLS_WITH("e.doc")
-/* list items carry no output (storage.h) */
-#define EAI_PG_EXEC_LIST_COLS EAI_PG_EXEC_COLS_WITH("(((e.doc::jsonb - 'stdout') - 'stderr') - 'output_events')::json")
+/* list items carry no output and no inputs (storage.h) */
+#define EAI_PG_EXEC_LIST_COLS                                                                   \
+    EAI_PG_EXEC_COLS_WITH("(e.doc::jsonb - 'stdout' - 'stderr' - 'output_events' - 'files_in' - 'stdin' - 'env')::json")
 
 enum {
     COL_ID, COL_TENANT, COL_SEQ, COL_STATUS, COL_LEASE_OWNER, COL_LEASE_UNTIL, COL_CANCEL,
@@ -299,8 +300,17 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
         limit = 20;
     if (limit > 100)
         limit = 100;
-    char lim[24], after[24];
+    char lim[24], after[24], uuid[37];
     eai_pg_i64(limit, lim);
+    const char *id_p = NULL;
+    if (eai_pg_jstr(filter, "id")) {
+        /* one execution (the light read of a long-poll): unknown ids match nothing */
+        if (eai_pg_exec_uuid(eai_pg_jstr(filter, "id"), uuid) < 0) {
+            *out = json_array();
+            return *out ? 0 : -1;
+        }
+        id_p = uuid;
+    }
     const json_t *a = json_object_get(filter, "after");
     const char *after_p = NULL;
     if (json_is_integer(a)) {
@@ -317,10 +327,11 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
                " AND ($2::text IS NULL OR e.status = $2)"
                " AND ($3::text IS NULL OR e.run_id = $3)"
                " AND ($4::bigint IS NULL OR e.seq < $4)"
+               " AND ($6::uuid IS NULL OR e.id = $6::uuid)"
                " ORDER BY e.seq DESC LIMIT $5::int",
-        .n = 5,
+        .n = 6,
         .params = {tenant, eai_pg_jstr(filter, "status"), eai_pg_jstr(filter, "run_id"), after_p,
-                   lim}};
+                   lim, id_p}};
     if (eai_pg_run(pg, tenant, eai_pg_read_body, &c, err) < 0) {
         json_decref(c.out);
         return -1;

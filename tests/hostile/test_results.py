@@ -102,6 +102,36 @@ def case_oom_stderr_clean():
     no_runtime_text(b["stdout"], "stdout")
 
 
+def case_oom_event_stream_clean():
+    """The live event stream of an OOM-killed run carries no runsc text
+    either: the end of stderr is held back while the run is alive.  Three
+    runs; runsc must have spoken (its log line in eaid's log) in one at least."""
+    import socket
+    e = env()
+    for _ in range(3):
+        st, r = e.api("POST", "/v1/sandbox/executions", {
+            "profile": "gvisor-small", "image": IMAGE, "limits": {"memory": "64Mi", "timeout_s": 30},
+            "command": ["python3", "-c", "import sys, time\nsys.stderr.write('before\\n'); sys.stderr.flush()\n"
+                        "time.sleep(1)\nx=[]\nwhile True: x.append(bytearray(10<<20))\n"]})
+        check(st == 202, "submit: %s %s" % (st, r))
+        s = socket.create_connection(("127.0.0.1", e.port), timeout=60)
+        s.sendall(("GET /v1/sandbox/executions/%s/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s"
+                   "\r\n\r\n" % (r["id"], e.key)).encode())
+        data = b""
+        t0 = time.time()
+        while time.time() - t0 < 60 and not data.endswith(b"\r\n0\r\n\r\n"):
+            b = s.recv(65536)
+            if not b:
+                break
+            data += b
+        s.close()
+        text = data.decode(errors="replace")
+        check("oom_killed" in text, "no terminal oom_killed in the stream: %r" % text[-300:])
+        check("before" in text, "the program's stderr is missing from the stream: %r" % text[-300:])
+        no_runtime_text(text, "event stream")
+    check("runsc: waiting on pid" in e.log_text(), "runsc never reported the OOM: the case proved nothing")
+
+
 def case_forged_runtime_text_is_the_programs():
     for text in ("running container: creating container: x", "executing processes for container: x",
                  "error finding executable \"x\""):
@@ -159,6 +189,7 @@ def main():
         run_cases([
             ("non_utf8_name_keeps_result", case_non_utf8_name_keeps_result),
             ("oom_stderr_clean", case_oom_stderr_clean),
+            ("oom_event_stream_clean", case_oom_event_stream_clean),
             ("forged_runtime_text_is_the_programs", case_forged_runtime_text_is_the_programs),
             ("missing_command_still_127", case_missing_command_still_127),
             ("detached_writer_cannot_add_files", case_detached_writer_cannot_add_files),

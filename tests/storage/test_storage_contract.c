@@ -507,6 +507,26 @@ static void test_exec_create_get_list_isolation(void)
     json_decref(l);
     json_decref(f);
 
+    /* Items carry no inputs (files_in, stdin, env); {id, limit 1} is the
+     * light read of one execution, tenant-scoped (issue 16.3). */
+    f = json_pack("{s:s, s:i}", "id", ids[1], "limit", 1);
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_FATAL(json_array_size(l) == 1);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "id"), ids[1]);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "status"), "queued");
+    CU_ASSERT_PTR_NULL(json_object_get(json_array_get(l, 0), "env"));
+    CU_ASSERT_PTR_NULL(json_object_get(json_array_get(l, 0), "stdin"));
+    CU_ASSERT_PTR_NULL(json_object_get(json_array_get(l, 0), "files_in"));
+    json_decref(l);
+    OK(g_ops->exec_list(g_st, b, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 0);
+    json_decref(l);
+    json_object_set_new(f, "id", json_string("sbx_00000000-0000-4000-8000-000000000000"));
+    OK(g_ops->exec_list(g_st, a, f, &l, err));
+    CU_ASSERT_EQUAL(json_array_size(l), 0);
+    json_decref(l);
+    json_decref(f);
+
     /* Filters. */
     f = json_pack("{s:i, s:s}", "limit", 100, "run_id", "r1");
     OK(g_ops->exec_list(g_st, a, f, &l, err));
