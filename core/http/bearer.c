@@ -96,6 +96,25 @@ static void pepper_hint(const struct eai_req *r)
                 r->key_id, r->app->cfg && r->app->cfg->pepper_file ? r->app->cfg->pepper_file : "?");
 }
 
+/* r's key is good (r->tenant set): the tenant's connection bound, then
+ * the route.  From a storage lookup (worker answer) or the key cache. */
+static void auth_passed(struct eai_req *r)
+{
+    if (!r->gone && r->owner && r->owner->admit && r->owner->admit(r->owner_arg, r) < 0) {
+        /* the tenant holds limits.max_connections_per_tenant connections */
+        eai_reply_error(r, EAI_E_RATE_LIMITED,
+                        json_pack("[{s:s, s:s}]", "path", "", "message",
+                                  "too many connections for this tenant (limits.max_connections_per_tenant)"));
+        return;
+    }
+    if (r->span)
+        eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
+    if (r->gone)
+        eai_reply_error(r, EAI_E_INTERNAL, NULL); /* only frees */
+    else
+        r->route->fn(r->app, r);
+}
+
 static void auth_answer(struct eai_req *r, void *arg)
 {
     struct auth_job *j = arg;
@@ -122,19 +141,7 @@ static void auth_answer(struct eai_req *r, void *arg)
         if (j->digest_ok)
             eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
         snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
-        if (!r->gone && r->owner && r->owner->admit && r->owner->admit(r->owner_arg, r) < 0) {
-            /* the tenant holds limits.max_connections_per_tenant connections */
-            eai_reply_error(r, EAI_E_RATE_LIMITED,
-                            json_pack("[{s:s, s:s}]", "path", "", "message",
-                                      "too many connections for this tenant (limits.max_connections_per_tenant)"));
-            return;
-        }
-        if (r->span)
-            eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
-        if (r->gone)
-            eai_reply_error(r, EAI_E_INTERNAL, NULL); /* only frees */
-        else
-            r->route->fn(r->app, r);
+        auth_passed(r);
     }
 }
 
@@ -180,9 +187,7 @@ void eai_auth_start(struct eai_req *r)
         } else {
             auth_free(j);
         }
-        if (r->span)
-            eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
-        r->route->fn(r->app, r);
+        auth_passed(r);
         return;
     }
     if (!r->app->store) {
