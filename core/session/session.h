@@ -22,6 +22,8 @@ void eai_session_route_list(struct eai_app *app, struct eai_req *r);    /* GET  
 void eai_session_route_get(struct eai_app *app, struct eai_req *r);     /* GET    /v1/sandbox/sessions/{id} */
 void eai_session_route_delete(struct eai_app *app, struct eai_req *r);  /* DELETE /v1/sandbox/sessions/{id} */
 void eai_session_route_exec(struct eai_app *app, struct eai_req *r);    /* POST   .../{id}/executions */
+void eai_session_route_pause(struct eai_app *app, struct eai_req *r);   /* POST   .../{id}/pause */
+void eai_session_route_resume(struct eai_app *app, struct eai_req *r);  /* POST   .../{id}/resume */
 void eai_session_route_file_put(struct eai_app *app, struct eai_req *r);    /* PUT    .../{id}/files/{*path} */
 void eai_session_route_file_get(struct eai_app *app, struct eai_req *r);    /* GET    .../{id}/files/{*path} */
 void eai_session_route_file_delete(struct eai_app *app, struct eai_req *r); /* DELETE .../{id}/files/{*path} */

@@ -99,7 +99,8 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
         return;
     }
-    if (s->state != SES_RUNNING) {
+    /* a paused session's /tmp stays on the host: its files answer */
+    if (!ses_live(s) || s->state == SES_ENDING || s->state == SES_STARTING) {
         eai_reply_error(r, EAI_E_SESSION_ENDED, NULL);
         return;
     }

@@ -37,7 +37,8 @@ enum eai_code {
     EAI_E_SESSIONS_UNSUPPORTED = 27, /* sessions_unsupported (422) */
     EAI_E_SESSION_ENDED = 28, /* session_ended (409) */
     EAI_E_SESSION_LIMIT = 29, /* session_limit (429) */
-    EAI_CODE_MAX = 30
+    EAI_E_SESSION_PAUSED = 30, /* session_paused (409) */
+    EAI_CODE_MAX = 31
 };
 
 #endif
