@@ -266,6 +266,49 @@ def case_timeout_kills_only_the_program():
     delete(e, sid)
 
 
+def case_pause_resume():
+    """Pause (runsc checkpoint) then resume (runsc restore) keeps the files
+    and the processes; a paused session refuses executions (409
+    session_paused) unless auto_resume, which resumes it; its files stay
+    readable while paused; a paused session deleted leaves nothing."""
+    e = env()
+    sid = create(e)
+    loop = "nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/c.n; mv /tmp/c.n /tmp/count; sleep 0.2; done' >/dev/null 2>&1 &"
+    run(e, sid, ["sh", "-c", "echo kept > /tmp/kept.txt; " + loop])
+    time.sleep(0.6)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused" and b["paused_at"], "pause: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["true"]})
+    check(st == 409 and b["error"]["code"] == "session_paused", "execution in a paused session: %s %s" % (st, b))
+    st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/kept.txt" % sid)
+    check(st == 200 and body == b"kept\n", "file of a paused session: %s %r" % (st, body))
+    st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/count" % sid)
+    frozen = int(body)
+    time.sleep(0.8)
+    st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/count" % sid)
+    check(int(body) == frozen, "nothing runs while paused: %d then %s" % (frozen, body))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid, timeout=60)
+    check(st == 200 and b["status"] == "running", "resume: %s %s" % (st, b))
+    r = run(e, sid, ["sh", "-c", "cat /tmp/kept.txt; a=$(cat /tmp/count); sleep 1; b=$(cat /tmp/count); "
+                                 "test \"$b\" -gt \"$a\" && test \"$a\" -ge %d && echo counting" % frozen])
+    check(r["stdout"] == "kept\ncounting\n", "files and the background process survive pause/resume: %s" % r)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid)
+    check(st == 200 and b["status"] == "running", "resume of a running session is a no-op: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused", "second pause: %s %s" % (st, b))
+    delete(e, sid)
+    # auto_resume: the next execution resumes it
+    sid = create(e, auto_resume=True)
+    run(e, sid, ["sh", "-c", "echo 41 > /tmp/n"])
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused", "pause (auto_resume): %s %s" % (st, b))
+    r = run(e, sid, ["sh", "-c", "echo $(( $(cat /tmp/n) + 1 ))"])
+    check(r["status"] == "succeeded" and r["stdout"] == "42\n", "auto_resume execution: %s" % r)
+    st, b = get(e, sid)
+    check(b["status"] == "running" and b["paused_at"] is None, "resumed by the call: %s" % b)
+    delete(e, sid)
+
+
 def case_one_at_a_time():
     """max_concurrent_executions 1 (the default): two executions posted
     together never overlap inside the session."""
@@ -427,6 +470,7 @@ CASES = [
     ("limits_across_executions", case_limits_across_executions),
     ("memory_across_executions_oom", case_memory_across_executions_oom),
     ("timeout_kills_only_the_program", case_timeout_kills_only_the_program),
+    ("pause_resume", case_pause_resume),
     ("one_at_a_time", case_one_at_a_time),
     ("idle_and_ttl", case_idle_and_ttl),
     ("cross_tenant", case_cross_tenant),
