@@ -464,6 +464,41 @@ def case_nothing_left():
           % json.dumps(b)[:600])
 
 
+def case_cli():
+    """`eai session ...`: create, put, exec (the program's exit code), cat,
+    files, pause, resume, rm."""
+    e = env()
+    eai = os.path.join(eaid_env.BUILD, "eai")
+    ce = dict(os.environ, EAI_URL=e.url, EAI_API_KEY=e.key)
+
+    def c(*a):
+        return subprocess.run([eai] + list(a), env=ce, capture_output=True, timeout=120)
+
+    r = c("session", "create", "--profile", PROFILE, "--image", IMAGE, "--idle", "120")
+    check(r.returncode == 0 and r.stdout.decode().startswith("ses_"), "eai session create: %s" % (r,))
+    sid = r.stdout.decode().strip()
+    local = os.path.join(e.tmp, "main.py")
+    write(local, "print('from file', 6*7)\n")
+    r = c("session", "put", sid, local, "/tmp/code/main.py")
+    check(r.returncode == 0, "eai session put: %s" % (r,))
+    r = c("session", "exec", sid, "--", "python3", "/tmp/code/main.py")
+    check(r.returncode == 0 and r.stdout == b"from file 42\n", "eai session exec: %s" % (r,))
+    r = c("session", "exec", sid, "--", "sh", "-c", "echo out > /tmp/o.txt; exit 3")
+    check(r.returncode == 3, "eai session exec exit code: %s" % (r,))
+    r = c("session", "cat", sid, "/tmp/o.txt")
+    check(r.returncode == 0 and r.stdout == b"out\n", "eai session cat: %s" % (r,))
+    r = c("session", "files", sid)
+    check(r.returncode == 0 and b"/tmp/code/main.py" in r.stdout, "eai session files: %s" % (r,))
+    r = c("session", "pause", sid)
+    check(r.returncode == 0 and b"\tpaused\t" in r.stdout, "eai session pause: %s" % (r,))
+    r = c("session", "resume", sid)
+    check(r.returncode == 0 and b"\trunning\t" in r.stdout, "eai session resume: %s" % (r,))
+    r = c("session", "rm", sid)
+    check(r.returncode == 0 and b"deleted" in r.stdout, "eai session rm: %s" % (r,))
+    r = c("session", "get", sid, "--json")
+    check(r.returncode == 0 and json.loads(r.stdout)["status"] == "ended", "eai session get: %s" % (r,))
+
+
 CASES = [
     ("state_persists", case_state_persists),
     ("files_api", case_files_api),
@@ -476,6 +511,7 @@ CASES = [
     ("cross_tenant", case_cross_tenant),
     ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
     ("tenant_cap_and_validation", case_tenant_cap_and_validation),
+    ("cli", case_cli),
     ("restart_leaves_nothing", case_restart_leaves_nothing),
     ("nothing_left", case_nothing_left),
 ]
