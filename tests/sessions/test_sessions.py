@@ -499,6 +499,26 @@ def case_cli():
     check(r.returncode == 0 and json.loads(r.stdout)["status"] == "ended", "eai session get: %s" % (r,))
 
 
+def case_python_sdk():
+    """client.sandbox.sessions.create(...): run, files.write/read/list,
+    pause, auto-resume by run, close (sdk/python)."""
+    e = env()
+    sys.path.insert(0, os.path.join(eaid_env.SRC, "sdk", "python"))
+    from enterprise_ai import EnterpriseAI
+    c = EnterpriseAI(e.url, e.key)
+    with c.sandbox.sessions.create(IMAGE, profile=PROFILE, auto_resume=True) as s:
+        s.files.write("/tmp/a.py", "print(sum(range(10)))\n")
+        r = s.run(["python3", "/tmp/a.py"])
+        check(r.status == "succeeded" and r.stdout == "45\n", "sdk run: %s" % r)
+        s.run(["sh", "-c", "echo hi > /tmp/b.txt"])
+        check(s.files.read("/tmp/b.txt") == b"hi\n", "sdk files.read")
+        check("/tmp/b.txt" in [f["path"] for f in s.files.list()], "sdk files.list")
+        check(s.pause().status == "paused", "sdk pause: %s" % s.raw)
+        r = s.run(["cat", "/tmp/b.txt"])
+        check(r.stdout == "hi\n" and s.refresh().status == "running", "sdk auto-resume: %s %s" % (r, s.raw))
+    check(s.status == "ended" and s.raw["usage"] is not None, "sdk close: %s" % s.raw)
+
+
 CASES = [
     ("state_persists", case_state_persists),
     ("files_api", case_files_api),
@@ -512,6 +532,7 @@ CASES = [
     ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
     ("tenant_cap_and_validation", case_tenant_cap_and_validation),
     ("cli", case_cli),
+    ("python_sdk", case_python_sdk),
     ("restart_leaves_nothing", case_restart_leaves_nothing),
     ("nothing_left", case_nothing_left),
 ]
