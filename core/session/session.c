@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -17,7 +18,7 @@
 
 struct eai_sessions *ses_reg(struct eai_app *app)
 {
-    return app && !app->shutting_down ? app->sessions : NULL;
+    return app && !app->shutting_down && app->sessions && !app->sessions->stopped ? app->sessions : NULL;
 }
 
 int ses_id_ok(const char *id)
@@ -270,9 +271,9 @@ static void cb_ready(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
     struct eai_sessions *reg = s->reg;
-    if (!reg) { /* the registry stopped meanwhile */
+    if (reg->stopped) { /* stopping: eai_sessions_free frees it */
         if (err)
-            ses_free(s);
+            s->backend_live = 0;
         return;
     }
     if (err) {
@@ -301,10 +302,8 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     struct eai_session *s = arg;
     struct eai_sessions *reg = s->reg;
     s->backend_live = 0;
-    if (!reg) {
-        ses_free(s);
+    if (reg->stopped)
         return;
-    }
     s->ended_ms = eai_now_ms();
     s->cpu_seconds = end->cpu_seconds;
     s->peak_mb = end->peak_memory_mb;
@@ -341,7 +340,7 @@ static void answer_pause_hold(struct eai_session *s, const struct eai_error *err
 static void cb_paused(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
-    if (!s->reg)
+    if (s->reg->stopped)
         return;
     if (err) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: pause failed: %s", s->id, err->message);
@@ -363,7 +362,7 @@ static void cb_paused(void *arg, const struct eai_error *err)
 static void cb_resumed(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
-    if (!s->reg)
+    if (s->reg->stopped)
         return;
     if (s->paused_ms) {
         s->paused_s += (double)(eai_now_ms() - s->paused_ms) / 1000.0;
@@ -512,25 +511,39 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
 void eai_sessions_stop(struct eai_app *app)
 {
     struct eai_sessions *reg = app ? app->sessions : NULL;
+    if (!reg || reg->stopped)
+        return;
+    reg->stopped = 1;
+    event_free(reg->tick);
+    reg->tick = NULL;
+    /* answers the parked create / delete / pause requests (503) */
+    eai_park_set_close(reg->parks);
+    reg->parks = NULL;
+    for (struct eai_session *s = reg->list; s; s = s->next) {
+        s->hold = NULL;
+        if (s->backend_live && ses_live(s)) {
+            eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
+            ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+        }
+    }
+    /* a file call still on a worker calls into the backend, which is
+     * closed next: let it return first (bounded, shutdown only) */
+    for (int i = 0; i < 500 && reg->files_inflight > 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void eai_sessions_free(struct eai_app *app)
+{
+    struct eai_sessions *reg = app ? app->sessions : NULL;
     if (!reg)
         return;
+    eai_sessions_stop(app);
     app->sessions = NULL;
-    event_free(reg->tick);
-    /* answers the parked create / delete requests (503) */
-    eai_park_set_close(reg->parks);
     for (struct eai_session *s = reg->list, *n; s; s = n) {
         n = s->next;
-        s->hold = NULL;
-        if (s->backend_live) {
-            /* the backend's destroy stops the sandbox; a callback that still
-             * comes finds reg NULL and frees the session */
-            if (ses_live(s))
-                eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
-            s->reg = NULL;
-            ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
-        } else {
-            ses_free(s);
-        }
+        ses_free(s);
     }
     free(reg);
 }

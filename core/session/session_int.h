@@ -30,7 +30,7 @@ enum ses_state { SES_STARTING = 0, SES_RUNNING, SES_ENDING, SES_ENDED, SES_FAILE
 
 struct eai_session {
     struct eai_session *next;
-    struct eai_sessions *reg;        /* NULL once the registry stopped (freed at on_end) */
+    struct eai_sessions *reg;        /* the registry (valid until eai_sessions_free) */
     char id[48];                     /* "ses_<uuid>" */
     char tenant[64];
     char actor[64];                  /* the key that created it (audit of its end) */
@@ -60,6 +60,8 @@ struct eai_session {
 
 struct eai_sessions {
     struct eai_app *app;
+    int stopped;                     /* eai_sessions_stop ran: callbacks only mark, never free */
+    _Atomic int files_inflight;      /* file jobs that may still call the backend (worker) */
     struct eai_session *list;        /* newest first */
     struct eai_park_set *parks;
     struct event *tick;
