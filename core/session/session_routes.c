@@ -443,6 +443,11 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
             return;
         }
     }
+    if (json_object_get(body, "env") && !json_is_object(json_object_get(body, "env"))) {
+        json_decref(body);
+        refuse(app, r, "sandbox.execute", s->id, EAI_E_VALIDATION_FAILED, detail1("/env", "must be an object"));
+        return;
+    }
     /* the session's profile, image and limits; timeout and output cap per
      * execution; the session's env under the execution's */
     json_t *limits = json_deep_copy(s->limits);
@@ -462,8 +467,6 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
         json_object_set(limits, "output_bytes", json_object_get(body, "output_bytes"));
     if (json_is_object(json_object_get(body, "env")))
         json_object_update(env, json_object_get(body, "env"));
-    else if (json_object_get(body, "env"))
-        json_object_set(env, "", json_object_get(body, "env")); /* the schema refuses it below */
     json_object_set_new(eb, "profile", json_string(s->prof->name));
     json_object_set_new(eb, "image", json_string(s->image));
     json_object_set_new(eb, "limits", limits);
