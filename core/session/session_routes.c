@@ -71,7 +71,8 @@ static int image_known(void *arg, const struct eai_profile *p, const char *image
     const struct create_job *j = arg;
     const struct eai_host *h = j->app->host;
     char buf[4096];
-    (void)p;
+    if (!ses_profile_ops(p))
+        return 1; /* sessions_unsupported is the answer, not the image */
     return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
 }
 

@@ -425,6 +425,25 @@ def case_tenant_cap_and_validation():
         e.stop()
 
 
+def case_unsupported_backend():
+    """A profile whose backend has no session ops (the eai-isolation-limits.so
+    double of tests/hostile) answers 422 sessions_unsupported."""
+    pdir = os.path.join(eaid_env.BUILD, "tests", "hostile-plugins")
+    if not os.path.exists(os.path.join(pdir, "eai-isolation-limits.so")):
+        raise eaid_env.Fail("tests/hostile-plugins/eai-isolation-limits.so not built")
+    cfg = ("plugins:\n  dir: %s\nisolation:\n  limits: {}\n"
+           "profiles:\n  lim:\n    backend: limits\n    runtime_class: none\n"
+           "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+           "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n" % pdir)
+    e = start_env(config=cfg, tenant="ses-unsupported")
+    try:
+        st, b = e.api("POST", "/v1/sandbox/sessions", {"profile": "lim", "image": "any:1"})
+        check(st == 422 and b["error"]["code"] == "sessions_unsupported"
+              and b["error"]["message_i18n"]["fr"], "session on a backend without sessions: %s %s" % (st, b))
+    finally:
+        e.stop()
+
+
 def case_restart_leaves_nothing():
     """eaid stopping with live sessions: their sandboxes are gone (never
     leaked); after a restart the old id answers 404."""
@@ -533,6 +552,7 @@ CASES = [
     ("tenant_cap_and_validation", case_tenant_cap_and_validation),
     ("cli", case_cli),
     ("python_sdk", case_python_sdk),
+    ("unsupported_backend", case_unsupported_backend),
     ("restart_leaves_nothing", case_restart_leaves_nothing),
     ("nothing_left", case_nothing_left),
 ]
