@@ -428,9 +428,11 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
     spec.pids = s->pids;
     spec.disk_bytes = s->disk_bytes;
     spec.max_concurrent = s->max_concurrent;
-    if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0)
+    s->backend_live = 1; /* before: a failure may be told from inside the call */
+    if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0) {
+        s->backend_live = 0;
         return -1;
-    s->backend_live = 1;
+    }
     return 0;
 }
 

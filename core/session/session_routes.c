@@ -181,6 +181,10 @@ static void create_answer(struct eai_req *r, void *arg)
     eai_metrics_add("eai_sessions_created_total", NULL, 1);
     ses_audit(app, s, "sandbox.session.create", "allow", NULL);
     /* answered when the sandbox is ready (or could not boot) */
+    if (s->state == SES_FAILED) { /* told from inside the call */
+        eai_reply_error(r, EAI_E_SANDBOX_FAILED, detail1("", s->message));
+        return;
+    }
     s->hold = eai_park_hold(reg->parks, r);
     if (!s->hold) {
         json_t *v = ses_view(s);
