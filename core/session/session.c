@@ -229,6 +229,8 @@ static void record_end(struct eai_sessions *reg, struct eai_session *s)
                          (json_int_t)s->executions);
     json_decref(started);
     json_decref(ended);
+    if (j->usage && s->interrupted)
+        json_object_set_new(j->usage, "partial", json_true());
     j->audit = audit_event(s, "sandbox.session.end", "allow", s->end_reason);
     if (!j->usage || !j->audit) {
         end_free(j);
@@ -518,16 +520,25 @@ void eai_sessions_stop(struct eai_app *app)
     reg->stopped = 1;
     event_free(reg->tick);
     reg->tick = NULL;
-    /* answers the parked create / delete / pause requests (503) */
-    eai_park_set_close(reg->parks);
-    reg->parks = NULL;
     for (struct eai_session *s = reg->list; s; s = s->next) {
-        s->hold = NULL;
         if (s->backend_live && ses_live(s)) {
             eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
             ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+            /* its end, billed and audited as interrupted: the backend's
+             * numbers will not come (cpu and memory 0, "partial") */
+            s->state = SES_ENDED;
+            s->ended_ms = eai_now_ms();
+            snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+            s->interrupted = 1;
+            record_end(reg, s);
         }
     }
+    /* answers the parked create / delete / pause requests (503); the end
+     * records above still run on the workers */
+    eai_park_set_close(reg->parks);
+    reg->parks = NULL;
+    for (struct eai_session *s = reg->list; s; s = s->next)
+        s->hold = NULL;
     /* a file call still on a worker calls into the backend, which is
      * closed next: let it return first (bounded, shutdown only) */
     for (int i = 0; i < 500 && reg->files_inflight > 0; i++) {

@@ -52,6 +52,7 @@ struct eai_session {
     int64_t created_ms, ready_ms, ended_ms, last_used_ms;
     int64_t executions;
     double cpu_seconds, peak_mb;
+    int interrupted;                 /* ended by the shutdown: its usage is partial */
     int backend_live;                /* the backend owes on_end (or on_ready) */
     struct eai_parked *hold;         /* the create or delete request waiting */
     int hold_is_delete;

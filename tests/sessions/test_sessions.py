@@ -457,6 +457,15 @@ def case_restart_leaves_nothing():
         e.start()
         st, _ = get(e, sid)
         check(st == 404, "session after a restart: %s" % st)
+        # its end was recorded at the stop: billed (partial) and audited as interrupted
+        found = []
+        deadline = time.time() + 20
+        while not found and time.time() < deadline:
+            st, b = e.api("GET", "/v1/finops/usage")
+            found = [u for u in b.get("usage", []) if u.get("session_id") == sid and u.get("kind") == "session"]
+            time.sleep(0.5)
+        check(found and found[0]["end_reason"] == "interrupted" and found[0].get("partial") is True,
+              "usage of the interrupted session: %s" % found)
     finally:
         e.stop()
 
