@@ -11,8 +11,10 @@ For `python3 -c 'print(2+2)'` in python:3.11-slim, interleaved samples of
           until terminal, same long-poll
 each sample the wall time of POST + long-poll; a pause between samples lets
 the warm pool refill (so `single` is the warm case, not a cold boot).
-The last line is exactly:
+then 10 pause / resume cycles of the session (POST .../pause, .../resume
+until answered).  The last line is exactly:
   single_p50_ms=<> single_p90_ms=<> session_p50_ms=<> session_p90_ms=<> speedup_p50=<single/session>
+  pause_p50_ms=<> resume_p50_ms=<>
 """
 import os
 import statistics
@@ -71,15 +73,28 @@ def main():
             session.append(timed(e, spath, {"command": CMD}))
             single.append(timed(e, "/v1/sandbox/executions", single_body))
             time.sleep(1.0)  # the pool boots its replacement with spare CPU
+        # pause (runsc checkpoint) and resume (runsc restore) of the live session
+        pauses, resumes = [], []
+        for i in range(10):
+            t0 = time.monotonic()
+            st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % s["id"], timeout=60)
+            check(st == 200 and b["status"] == "paused", "pause: %s %s" % (st, b))
+            pauses.append((time.monotonic() - t0) * 1000)
+            t0 = time.monotonic()
+            st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % s["id"], timeout=60)
+            check(st == 200 and b["status"] == "running", "resume: %s %s" % (st, b))
+            resumes.append((time.monotonic() - t0) * 1000)
+        timed(e, spath, {"command": CMD})
         e.api("DELETE", "/v1/sandbox/sessions/" + s["id"], timeout=60)
     finally:
         e.stop()
-    for name, v in (("single", single), ("session", session)):
+    for name, v in (("single", single), ("session", session), ("pause", pauses), ("resume", resumes)):
         print("%-8s n=%d p50=%.1f ms p90=%.1f ms mean=%.1f ms min=%.1f ms max=%.1f ms"
               % (name, len(v), pct(v, 50), pct(v, 90), statistics.mean(v), min(v), max(v)))
     print("single_p50_ms=%.1f single_p90_ms=%.1f session_p50_ms=%.1f session_p90_ms=%.1f speedup_p50=%.2f"
+          " pause_p50_ms=%.1f resume_p50_ms=%.1f"
           % (pct(single, 50), pct(single, 90), pct(session, 50), pct(session, 90),
-             pct(single, 50) / pct(session, 50)))
+             pct(single, 50) / pct(session, 50), pct(pauses, 50), pct(resumes, 50)))
 
 
 if __name__ == "__main__":

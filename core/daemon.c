@@ -545,6 +545,7 @@ void eai_app_stop(struct eai_app *app)
     }
     for (int i = app->nisolation - 1; i >= 0; i--)
         eai_plugin_close(&app->isolation[i]);
+    eai_sessions_free(app); /* no backend callback can come any more */
     app->nisolation = 0;
     /* after the backends: their sandboxes are gone, so are the namespaces */
     eai_egress_host_stop(app->egress);

@@ -20,6 +20,8 @@ const struct eai_route eai_routes[] = {
     {"GET", "/v1/sandbox/sessions/{id}", EAI_AUTH_TENANT, eai_session_route_get, "sessions.get"},
     {"DELETE", "/v1/sandbox/sessions/{id}", EAI_AUTH_TENANT, eai_session_route_delete, "sessions.delete"},
     {"POST", "/v1/sandbox/sessions/{id}/executions", EAI_AUTH_TENANT, eai_session_route_exec, "sessions.execute"},
+    {"POST", "/v1/sandbox/sessions/{id}/pause", EAI_AUTH_TENANT, eai_session_route_pause, "sessions.pause"},
+    {"POST", "/v1/sandbox/sessions/{id}/resume", EAI_AUTH_TENANT, eai_session_route_resume, "sessions.resume"},
     {"GET", "/v1/sandbox/sessions/{id}/files", EAI_AUTH_TENANT, eai_session_route_file_list, "sessions.files.list"},
     {"PUT", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_put, "sessions.files.put"},
     {"GET", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_get, "sessions.files.get"},

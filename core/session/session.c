@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -17,7 +18,7 @@
 
 struct eai_sessions *ses_reg(struct eai_app *app)
 {
-    return app && !app->shutting_down ? app->sessions : NULL;
+    return app && !app->shutting_down && app->sessions && !app->sessions->stopped ? app->sessions : NULL;
 }
 
 int ses_id_ok(const char *id)
@@ -40,7 +41,7 @@ struct eai_session *ses_find(struct eai_sessions *reg, const char *tenant, const
 
 int ses_live(const struct eai_session *s)
 {
-    return s->state == SES_STARTING || s->state == SES_RUNNING || s->state == SES_ENDING;
+    return s->state != SES_ENDED && s->state != SES_FAILED;
 }
 
 int ses_live_count(const struct eai_sessions *reg, const char *tenant)
@@ -88,7 +89,8 @@ static json_t *time_or_null(int64_t ms)
 
 static const char *state_name(enum ses_state st)
 {
-    static const char *const n[] = {"starting", "running", "ending", "ended", "failed"};
+    static const char *const n[] = {"starting", "running", "ending", "ended", "failed", "pausing", "paused",
+                                    "resuming"};
     return n[st];
 }
 
@@ -97,6 +99,17 @@ static double ses_duration_s(const struct eai_session *s)
     int64_t from = s->ready_ms ? s->ready_ms : s->created_ms;
     int64_t to = s->ended_ms ? s->ended_ms : eai_now_ms();
     return to > from ? (double)(to - from) / 1000.0 : 0;
+}
+
+/* Its lifetime less the time it spent paused (on disk, not in memory). */
+static double ses_running_s(const struct eai_session *s)
+{
+    double d = ses_duration_s(s) - s->paused_s;
+    if (s->paused_ms) {
+        int64_t to = s->ended_ms ? s->ended_ms : eai_now_ms();
+        d -= to > s->paused_ms ? (double)(to - s->paused_ms) / 1000.0 : 0;
+    }
+    return d > 0 ? d : 0;
 }
 
 json_t *ses_view(const struct eai_session *s)
@@ -114,9 +127,11 @@ json_t *ses_view(const struct eai_session *s)
                           "executions", (json_int_t)s->executions);
     if (!v)
         return NULL;
+    json_object_set_new(v, "auto_resume", json_boolean(s->auto_resume));
+    json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
     if (s->state == SES_ENDED)
         json_object_set_new(v, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds,
-                                                  "memory_mb_seconds", s->peak_mb * ses_duration_s(s),
+                                                  "memory_mb_seconds", s->peak_mb * ses_running_s(s),
                                                   "duration_s", ses_duration_s(s)));
     else
         json_object_set_new(v, "usage", json_null());
@@ -209,11 +224,13 @@ static void record_end(struct eai_sessions *reg, struct eai_session *s)
     j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:O, s:O, s:s, s:s, s:I}", "id", id,
                          "kind", "session", "tenant_id", s->tenant, "session_id", s->id, "profile",
                          s->prof->name, "backend", s->prof->backend, "cpu_seconds", s->cpu_seconds,
-                         "memory_mb_seconds", s->peak_mb * dur, "duration_s", dur, "started_at", started,
+                         "memory_mb_seconds", s->peak_mb * ses_running_s(s), "duration_s", dur, "started_at", started,
                          "finished_at", ended, "created_at", now, "end_reason", s->end_reason, "executions",
                          (json_int_t)s->executions);
     json_decref(started);
     json_decref(ended);
+    if (j->usage && s->interrupted)
+        json_object_set_new(j->usage, "partial", json_true());
     j->audit = audit_event(s, "sandbox.session.end", "allow", s->end_reason);
     if (!j->usage || !j->audit) {
         end_free(j);
@@ -242,7 +259,7 @@ static void answer_hold(struct eai_session *s)
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
     }
-    if (s->hold_is_delete) {
+    if (s->hold_is_delete || s->hold_is_pause) {
         eai_reply_json(r, 200, v);
         return;
     }
@@ -256,9 +273,9 @@ static void cb_ready(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
     struct eai_sessions *reg = s->reg;
-    if (!reg) { /* the registry stopped meanwhile */
+    if (reg->stopped) { /* stopping: eai_sessions_free frees it */
         if (err)
-            ses_free(s);
+            s->backend_live = 0;
         return;
     }
     if (err) {
@@ -287,10 +304,8 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     struct eai_session *s = arg;
     struct eai_sessions *reg = s->reg;
     s->backend_live = 0;
-    if (!reg) {
-        ses_free(s);
+    if (reg->stopped)
         return;
-    }
     s->ended_ms = eai_now_ms();
     s->cpu_seconds = end->cpu_seconds;
     s->peak_mb = end->peak_memory_mb;
@@ -308,11 +323,96 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     answer_hold(s);
 }
 
+/* The hold of a pause / resume request: the view, or the error. */
+static void answer_pause_hold(struct eai_session *s, const struct eai_error *err)
+{
+    if (!s->hold || !s->hold_is_pause)
+        return;
+    if (!err) {
+        answer_hold(s);
+        return;
+    }
+    struct eai_req *r = eai_park_release(s->hold);
+    s->hold = NULL;
+    if (r)
+        eai_reply_error(r, EAI_E_SANDBOX_FAILED,
+                        json_pack("[{s:s, s:s}]", "path", "", "message", err->message ? err->message : "?"));
+}
+
+static void cb_paused(void *arg, const struct eai_error *err)
+{
+    struct eai_session *s = arg;
+    if (s->reg->stopped)
+        return;
+    if (err) {
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: pause failed: %s", s->id, err->message);
+        if (s->state == SES_PAUSING)
+            s->state = SES_RUNNING;
+    } else if (s->state == SES_PAUSING) {
+        s->state = SES_PAUSED;
+        s->paused_ms = eai_now_ms();
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused", s->id);
+    }
+    answer_pause_hold(s, err);
+    if (!err && s->state == SES_PAUSED && s->resume_asked) {
+        /* a call came meanwhile (auto_resume) */
+        s->resume_asked = 0;
+        ses_resume(s, NULL);
+    }
+}
+
+static void cb_resumed(void *arg, const struct eai_error *err)
+{
+    struct eai_session *s = arg;
+    if (s->reg->stopped)
+        return;
+    if (s->paused_ms) {
+        s->paused_s += (double)(eai_now_ms() - s->paused_ms) / 1000.0;
+        s->paused_ms = 0;
+    }
+    if (!err && s->state == SES_RESUMING) {
+        s->state = SES_RUNNING;
+        s->last_used_ms = eai_now_ms();
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s resumed", s->id);
+    } else if (err) {
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: resume failed: %s", s->id, err->message);
+    }
+    answer_pause_hold(s, err);
+}
+
 static const struct eai_iso_session_callbacks ses_callbacks = {
     .size = sizeof(struct eai_iso_session_callbacks),
     .on_ready = cb_ready,
     .on_end = cb_end,
+    .on_paused = cb_paused,
+    .on_resumed = cb_resumed,
 };
+
+int ses_pause(struct eai_session *s, struct eai_error **err)
+{
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    if (!ops->session_pause || !ops->session_resume)
+        return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot pause sessions");
+    if (ops->session_pause(s->prof->iso->self, s->id, err) < 0)
+        return -1;
+    s->state = SES_PAUSING;
+    return 0;
+}
+
+int ses_resume(struct eai_session *s, struct eai_error **err)
+{
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    if (s->state == SES_PAUSING) { /* once paused */
+        s->resume_asked = 1;
+        return 0;
+    }
+    if (!ops->session_resume)
+        return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot resume sessions");
+    if (ops->session_resume(s->prof->iso->self, s->id, err) < 0)
+        return -1;
+    s->state = SES_RESUMING;
+    return 0;
+}
 
 int ses_boot(struct eai_session *s, struct eai_error **err)
 {
@@ -330,15 +430,17 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
     spec.pids = s->pids;
     spec.disk_bytes = s->disk_bytes;
     spec.max_concurrent = s->max_concurrent;
-    if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0)
+    s->backend_live = 1; /* before: a failure may be told from inside the call */
+    if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0) {
+        s->backend_live = 0;
         return -1;
-    s->backend_live = 1;
+    }
     return 0;
 }
 
 void ses_end(struct eai_session *s, const char *reason)
 {
-    if (s->state != SES_STARTING && s->state != SES_RUNNING)
+    if (!ses_live(s) || s->state == SES_ENDING)
         return;
     int starting = s->state == SES_STARTING;
     s->state = SES_ENDING;
@@ -372,6 +474,10 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct eai_sessions *reg = arg;
     int64_t now = eai_now_ms();
     for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (ses_live(s) && s->state != SES_ENDING && now - s->created_ms >= s->ttl_s * 1000) {
+            ses_end(s, "ttl"); /* paused or not */
+            continue;
+        }
         if (s->state != SES_RUNNING)
             continue;
         /* an execution running or waiting inside keeps it from idling */
@@ -409,25 +515,48 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
 void eai_sessions_stop(struct eai_app *app)
 {
     struct eai_sessions *reg = app ? app->sessions : NULL;
+    if (!reg || reg->stopped)
+        return;
+    reg->stopped = 1;
+    event_free(reg->tick);
+    reg->tick = NULL;
+    for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->backend_live && ses_live(s)) {
+            eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
+            ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+            /* its end, billed and audited as interrupted: the backend's
+             * numbers will not come (cpu and memory 0, "partial") */
+            s->state = SES_ENDED;
+            s->ended_ms = eai_now_ms();
+            snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+            s->interrupted = 1;
+            record_end(reg, s);
+        }
+    }
+    /* answers the parked create / delete / pause requests (503); the end
+     * records above still run on the workers */
+    eai_park_set_close(reg->parks);
+    reg->parks = NULL;
+    for (struct eai_session *s = reg->list; s; s = s->next)
+        s->hold = NULL;
+    /* a file call still on a worker calls into the backend, which is
+     * closed next: let it return first (bounded, shutdown only) */
+    for (int i = 0; i < 500 && reg->files_inflight > 0; i++) {
+        struct timespec ts = {0, 10 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+}
+
+void eai_sessions_free(struct eai_app *app)
+{
+    struct eai_sessions *reg = app ? app->sessions : NULL;
     if (!reg)
         return;
+    eai_sessions_stop(app);
     app->sessions = NULL;
-    event_free(reg->tick);
-    /* answers the parked create / delete requests (503) */
-    eai_park_set_close(reg->parks);
     for (struct eai_session *s = reg->list, *n; s; s = n) {
         n = s->next;
-        s->hold = NULL;
-        if (s->backend_live) {
-            /* the backend's destroy stops the sandbox; a callback that still
-             * comes finds reg NULL and frees the session */
-            if (ses_live(s))
-                eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
-            s->reg = NULL;
-            ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
-        } else {
-            ses_free(s);
-        }
+        ses_free(s);
     }
     free(reg);
 }

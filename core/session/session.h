@@ -7,9 +7,10 @@
  * session_id; the backend runs it inside the session's sandbox.
  *
  * Order in the application: eai_sessions_start after eai_exec_start;
- * eai_sessions_stop before eai_exec_stop (live sessions end as interrupted;
- * the backends' destroy stops their sandboxes, the start-up sweep removes
- * what a crash left).
+ * eai_sessions_stop before eai_exec_stop (live sessions are destroyed, no
+ * file call is left inside a backend; the backends' destroy stops what is
+ * left, the start-up sweep removes what a crash left); eai_sessions_free
+ * after the isolation backends are closed.
  */
 #ifndef EAI_CORE_SESSION_H
 #define EAI_CORE_SESSION_H
@@ -22,6 +23,8 @@ void eai_session_route_list(struct eai_app *app, struct eai_req *r);    /* GET  
 void eai_session_route_get(struct eai_app *app, struct eai_req *r);     /* GET    /v1/sandbox/sessions/{id} */
 void eai_session_route_delete(struct eai_app *app, struct eai_req *r);  /* DELETE /v1/sandbox/sessions/{id} */
 void eai_session_route_exec(struct eai_app *app, struct eai_req *r);    /* POST   .../{id}/executions */
+void eai_session_route_pause(struct eai_app *app, struct eai_req *r);   /* POST   .../{id}/pause */
+void eai_session_route_resume(struct eai_app *app, struct eai_req *r);  /* POST   .../{id}/resume */
 void eai_session_route_file_put(struct eai_app *app, struct eai_req *r);    /* PUT    .../{id}/files/{*path} */
 void eai_session_route_file_get(struct eai_app *app, struct eai_req *r);    /* GET    .../{id}/files/{*path} */
 void eai_session_route_file_delete(struct eai_app *app, struct eai_req *r); /* DELETE .../{id}/files/{*path} */
@@ -29,6 +32,8 @@ void eai_session_route_file_list(struct eai_app *app, struct eai_req *r);   /* G
 
 int eai_sessions_start(struct eai_app *app, struct eai_error **err);
 void eai_sessions_stop(struct eai_app *app);
+/* After the isolation backends are closed (no callback can come): free. */
+void eai_sessions_free(struct eai_app *app);
 
 /* Live sessions on this node (metrics). */
 int eai_sessions_live(const struct eai_app *app);

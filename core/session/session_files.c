@@ -17,6 +17,8 @@
 
 struct file_job {
     struct eai_app *app;
+    struct eai_sessions *reg;      /* files_inflight: counted down once the backend returned */
+    int counted_down;
     const struct eai_isolation_ops *ops;
     void *self;
     char id[48];
@@ -41,6 +43,8 @@ static void file_work(void *arg)
         j->data = out;
         j->len = outlen;
     }
+    j->counted_down = 1;
+    j->reg->files_inflight--;
 }
 
 static void file_answer(struct eai_req *r, void *arg)
@@ -72,6 +76,8 @@ static void file_answer(struct eai_req *r, void *arg)
 static void file_free(void *arg)
 {
     struct file_job *j = arg;
+    if (j->reg && !j->counted_down)
+        j->reg->files_inflight--; /* never ran */
     free(j->path);
     free(j->data);
     json_decref(j->list);
@@ -99,7 +105,8 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
         return;
     }
-    if (s->state != SES_RUNNING) {
+    /* a paused session's /tmp stays on the host: its files answer */
+    if (!ses_live(s) || s->state == SES_ENDING || s->state == SES_STARTING) {
         eai_reply_error(r, EAI_E_SESSION_ENDED, NULL);
         return;
     }
@@ -127,6 +134,8 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         return;
     }
     j->app = app;
+    j->reg = reg;
+    reg->files_inflight++;
     j->ops = ses_ops(s);
     j->self = s->prof->iso->self;
     j->op = op;

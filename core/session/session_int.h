@@ -25,11 +25,12 @@ struct eai_parked;
 struct eai_park_set;
 struct event;
 
-enum ses_state { SES_STARTING = 0, SES_RUNNING, SES_ENDING, SES_ENDED, SES_FAILED };
+enum ses_state { SES_STARTING = 0, SES_RUNNING, SES_ENDING, SES_ENDED, SES_FAILED, SES_PAUSING, SES_PAUSED,
+                 SES_RESUMING };
 
 struct eai_session {
     struct eai_session *next;
-    struct eai_sessions *reg;        /* NULL once the registry stopped (freed at on_end) */
+    struct eai_sessions *reg;        /* the registry (valid until eai_sessions_free) */
     char id[48];                     /* "ses_<uuid>" */
     char tenant[64];
     char actor[64];                  /* the key that created it (audit of its end) */
@@ -44,16 +45,24 @@ struct eai_session {
     int64_t cpu_millis, memory_bytes, pids, disk_bytes;
     int64_t idle_timeout_s, ttl_s;
     int max_concurrent;
+    int resume_asked;                /* resume once the pause is done */
+    int auto_resume;                 /* a call on a paused session resumes it */
+    int64_t paused_ms;               /* when it was paused (0: not) */
+    double paused_s;                 /* seconds spent paused (not billed for memory) */
     int64_t created_ms, ready_ms, ended_ms, last_used_ms;
     int64_t executions;
     double cpu_seconds, peak_mb;
+    int interrupted;                 /* ended by the shutdown: its usage is partial */
     int backend_live;                /* the backend owes on_end (or on_ready) */
     struct eai_parked *hold;         /* the create or delete request waiting */
     int hold_is_delete;
+    int hold_is_pause;               /* the hold waits for on_paused / on_resumed */
 };
 
 struct eai_sessions {
     struct eai_app *app;
+    int stopped;                     /* eai_sessions_stop ran: callbacks only mark, never free */
+    _Atomic int files_inflight;      /* file jobs that may still call the backend (worker) */
     struct eai_session *list;        /* newest first */
     struct eai_park_set *parks;
     struct event *tick;
@@ -68,6 +77,9 @@ int ses_live_count(const struct eai_sessions *reg, const char *tenant);
 int ses_boot(struct eai_session *s, struct eai_error **err);
 /* End a live session for reason (backend session_destroy; on_end follows). */
 void ses_end(struct eai_session *s, const char *reason);
+/* Pause / resume through the backend (the answer comes to the hold). */
+int ses_pause(struct eai_session *s, struct eai_error **err);
+int ses_resume(struct eai_session *s, struct eai_error **err);
 /* The public view of a session. */
 json_t *ses_view(const struct eai_session *s);
 const struct eai_isolation_ops *ses_ops(const struct eai_session *s);

@@ -60,6 +60,7 @@ struct create_job {
     char tenant[64], actor[64], request_id[128];
     json_t *body;                  /* the pseudo execution body validated on the worker */
     int64_t idle_s, ttl_s, maxc;
+    int auto_resume;
     json_t *rec;                   /* eai_exec_validate's record */
     const struct eai_profile *prof;
     struct eai_error *err;
@@ -70,7 +71,8 @@ static int image_known(void *arg, const struct eai_profile *p, const char *image
     const struct create_job *j = arg;
     const struct eai_host *h = j->app->host;
     char buf[4096];
-    (void)p;
+    if (!ses_profile_ops(p))
+        return 1; /* sessions_unsupported is the answer, not the image */
     return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
 }
 
@@ -156,6 +158,7 @@ static void create_answer(struct eai_req *r, void *arg)
     s->idle_timeout_s = j->idle_s;
     s->ttl_s = j->ttl_s;
     s->max_concurrent = (int)j->maxc;
+    s->auto_resume = j->auto_resume;
     s->created_ms = s->last_used_ms = eai_now_ms();
     s->state = SES_STARTING;
     struct eai_error *err = NULL;
@@ -178,6 +181,10 @@ static void create_answer(struct eai_req *r, void *arg)
     eai_metrics_add("eai_sessions_created_total", NULL, 1);
     ses_audit(app, s, "sandbox.session.create", "allow", NULL);
     /* answered when the sandbox is ready (or could not boot) */
+    if (s->state == SES_FAILED) { /* told from inside the call */
+        eai_reply_error(r, EAI_E_SANDBOX_FAILED, detail1("", s->message));
+        return;
+    }
     s->hold = eai_park_hold(reg->parks, r);
     if (!s->hold) {
         json_t *v = ses_view(s);
@@ -219,7 +226,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         return;
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
-                                          "max_concurrent_executions", "network", NULL};
+                                          "max_concurrent_executions", "network", "auto_resume", NULL};
     const char *k;
     json_t *v;
     json_object_foreach(body, k, v) {
@@ -252,6 +259,9 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         bad = "/max_concurrent_executions";
     else if (net && !(json_is_object(net) && json_array_size(json_object_get(net, "egress")) == 0))
         bad = "/network";
+    else if (json_object_get(body, "auto_resume") && !json_is_boolean(json_object_get(body, "auto_resume")))
+        bad = "/auto_resume";
+    j->auto_resume = json_is_true(json_object_get(body, "auto_resume"));
     const json_t *lim = json_object_get(body, "limits");
     if (!bad && lim && (json_object_get(lim, "timeout_s") || json_object_get(lim, "output_bytes")))
         bad = "/limits";
@@ -259,6 +269,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         char m[200];
         if (!strcmp(bad, "/network"))
             snprintf(m, sizeof m, "a session has no network egress");
+        else if (!strcmp(bad, "/auto_resume"))
+            snprintf(m, sizeof m, "must be a boolean");
         else if (!strcmp(bad, "/limits"))
             snprintf(m, sizeof m, "timeout_s and output_bytes are given per execution, not per session");
         else
@@ -365,14 +377,15 @@ void eai_session_route_delete(struct eai_app *app, struct eai_req *r)
     json_t *ev = eai_req_audit_event(r, "sandbox.session.delete", s->id, "allow", NULL);
     if (ev)
         eai_req_audit_async(app, s->tenant, ev);
-    if ((s->state == SES_STARTING || s->state == SES_RUNNING) && !s->hold) {
+    if (ses_live(s) && s->state != SES_ENDING && !s->hold) {
         ses_end(s, "deleted");
         /* answered with the final view once the sandbox is gone */
         s->hold = eai_park_hold(s->reg->parks, r);
         s->hold_is_delete = 1;
+        s->hold_is_pause = 0;
         if (s->hold)
             return;
-    } else if (s->state == SES_STARTING || s->state == SES_RUNNING) {
+    } else if (ses_live(s)) {
         ses_end(s, "deleted");
     }
     json_t *v = ses_view(s);
@@ -397,7 +410,23 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
         refuse(app, r, "sandbox.execute", s->id, EAI_E_VALIDATION_FAILED, detail1("", "must be an object"));
         return;
     }
-    if (s->state != SES_RUNNING) {
+    if (s->state == SES_PAUSED || s->state == SES_PAUSING || s->state == SES_RESUMING) {
+        struct eai_error *err = NULL;
+        if (!s->auto_resume && s->state != SES_RESUMING) {
+            json_decref(body);
+            refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_PAUSED,
+                   detail1("", "resume it (POST .../resume) or create it with auto_resume"));
+            return;
+        }
+        /* auto_resume: the execution waits in the backend until it runs */
+        if (s->state != SES_RESUMING && ses_resume(s, &err) < 0) {
+            json_decref(body);
+            refuse(app, r, "sandbox.execute", s->id, err ? err->code : EAI_E_INTERNAL, NULL);
+            eai_error_free(err);
+            return;
+        }
+        ses_audit(app, s, "sandbox.session.resume", "allow", "auto_resume");
+    } else if (s->state != SES_RUNNING) {
         json_decref(body);
         refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_ENDED,
                detail1("", s->state == SES_STARTING ? "the session is still starting" : "the session has ended"));
@@ -419,6 +448,11 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
             return;
         }
     }
+    if (json_object_get(body, "env") && !json_is_object(json_object_get(body, "env"))) {
+        json_decref(body);
+        refuse(app, r, "sandbox.execute", s->id, EAI_E_VALIDATION_FAILED, detail1("/env", "must be an object"));
+        return;
+    }
     /* the session's profile, image and limits; timeout and output cap per
      * execution; the session's env under the execution's */
     json_t *limits = json_deep_copy(s->limits);
@@ -438,8 +472,6 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
         json_object_set(limits, "output_bytes", json_object_get(body, "output_bytes"));
     if (json_is_object(json_object_get(body, "env")))
         json_object_update(env, json_object_get(body, "env"));
-    else if (json_object_get(body, "env"))
-        json_object_set(env, "", json_object_get(body, "env")); /* the schema refuses it below */
     json_object_set_new(eb, "profile", json_string(s->prof->name));
     json_object_set_new(eb, "image", json_string(s->image));
     json_object_set_new(eb, "limits", limits);
@@ -453,4 +485,59 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
     s->last_used_ms = eai_now_ms();
     s->executions++;
     eai_exec_create_in_session(app, r, eb, s->id);
+}
+
+/* ------------------------------------------------------------ pause, resume */
+
+static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
+{
+    const char *action = pause ? "sandbox.session.pause" : "sandbox.session.resume";
+    struct eai_session *s = session_of(app, r, action);
+    if (!s)
+        return;
+    enum ses_state done = pause ? SES_PAUSED : SES_RUNNING;
+    enum ses_state from = pause ? SES_RUNNING : SES_PAUSED;
+    if (s->state != done && s->state != from) {
+        int ended = !ses_live(s) || s->state == SES_ENDING;
+        refuse(app, r, action, s->id, ended ? EAI_E_SESSION_ENDED : EAI_E_CONFLICT,
+               detail1("/status", ended ? "the session has ended" : "the session is pausing, resuming or starting"));
+        return;
+    }
+    if (s->state == from) {
+        if (s->hold) {
+            refuse(app, r, action, s->id, EAI_E_CONFLICT, detail1("", "another call on this session is waiting"));
+            return;
+        }
+        struct eai_error *err = NULL;
+        if ((pause ? ses_pause(s, &err) : ses_resume(s, &err)) < 0) {
+            enum eai_code code = err ? err->code : EAI_E_INTERNAL;
+            refuse(app, r, action, s->id, code, err && err->message ? detail1("", err->message) : NULL);
+            eai_error_free(err);
+            return;
+        }
+        json_t *ev = eai_req_audit_event(r, action, s->id, "allow", NULL);
+        if (ev)
+            eai_req_audit_async(app, s->tenant, ev);
+        /* answered once the backend has paused / resumed it */
+        s->hold = eai_park_hold(s->reg->parks, r);
+        s->hold_is_pause = 1;
+        s->hold_is_delete = 0;
+        if (s->hold)
+            return;
+    }
+    json_t *v = ses_view(s);
+    if (v)
+        eai_reply_json(r, s->state == done ? 200 : 202, v);
+    else
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+}
+
+void eai_session_route_pause(struct eai_app *app, struct eai_req *r)
+{
+    pause_route(app, r, 1);
+}
+
+void eai_session_route_resume(struct eai_app *app, struct eai_req *r)
+{
+    pause_route(app, r, 0);
 }

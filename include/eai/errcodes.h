@@ -41,7 +41,8 @@ enum eai_code {
     EAI_E_EGRESS_UNSUPPORTED = 31, /* egress_unsupported (422) */
     EAI_E_QUOTA_EXCEEDED = 32, /* quota_exceeded (429) */
     EAI_E_STORAGE_QUOTA_EXCEEDED = 33, /* storage_quota_exceeded (507) */
-    EAI_CODE_MAX = 34
+    EAI_E_SESSION_PAUSED = 34, /* session_paused (409) */
+    EAI_CODE_MAX = 35
 };
 
 #endif

@@ -197,6 +197,12 @@ struct eai_iso_session_callbacks {
     /* Exactly once after on_ready(arg, NULL): the sandbox is gone
      * (session_destroy, or it died: OOM, crash) and everything of it freed. */
     void (*on_end)(void *arg, const struct eai_iso_session_end *end);
+    /* ---- Appended (pause / resume): the answer to session_pause or
+     * session_resume, once each (err NULL: done).  A failed pause leaves
+     * the session running, or ended (on_end follows) when the sandbox was
+     * lost; a failed resume ends it (on_end follows). */
+    void (*on_paused)(void *arg, const struct eai_error *err);
+    void (*on_resumed)(void *arg, const struct eai_error *err);
 };
 
 enum eai_iso_file_op {
@@ -248,6 +254,14 @@ struct eai_isolation_ops {
     int (*session_file)(void *self, const char *session_id, enum eai_iso_file_op op, const char *path,
                         const unsigned char *data, size_t len, int64_t max, unsigned char **out,
                         size_t *outlen, json_t **list, struct eai_error **err);
+    /* ---- Appended, optional (NULL: pause answers 422 sessions_unsupported).
+     * Pause: save the session's sandbox (processes, memory) to disk and
+     * stop it, so it costs disk, not memory; only with no job running or
+     * waiting in it.  Its /tmp stays readable and writable (session_file).
+     * Resume: restore it.  0: cb->on_paused / on_resumed follows once;
+     * -1 and *err (conflict: jobs running, not running / not paused). */
+    int (*session_pause)(void *self, const char *session_id, struct eai_error **err);
+    int (*session_resume)(void *self, const char *session_id, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))

@@ -559,6 +559,8 @@ static const struct eai_isolation_ops gv_ops = {
     .session_destroy = gv_session_destroy,
     .session_busy = gv_session_busy,
     .session_file = gv_session_file,
+    .session_pause = gv_session_pause,
+    .session_resume = gv_session_resume,
 };
 
 static const struct eai_plugin_descriptor gv_descriptor = {

@@ -118,6 +118,8 @@ struct gv_session;
 int gv_session_create(void *self, const struct eai_iso_session *spec, const struct eai_iso_session_callbacks *cb,
                       void *cb_arg, struct eai_error **err);
 void gv_session_destroy(void *self, const char *id);
+int gv_session_pause(void *self, const char *id, struct eai_error **err);
+int gv_session_resume(void *self, const char *id, struct eai_error **err);
 int gv_session_busy(void *self, const char *id);
 int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const char *path,
                     const unsigned char *data, size_t len, int64_t max, unsigned char **out, size_t *outlen,

@@ -32,7 +32,11 @@
 #define GV_SES_BOOT_TIMEOUT_MS 30000
 #define GV_SES_LIST_MAX 1000
 
-enum gv_ses_state { GVS_BOOTING = 0, GVS_READY, GVS_DYING };
+enum gv_ses_state { GVS_BOOTING = 0, GVS_READY, GVS_PAUSING, GVS_PAUSED, GVS_RESUMING, GVS_DYING };
+
+#define GV_SES_CKPT_TIMEOUT_MS 120000
+#define GV_SES_RESTORE_POLL_MS 50
+#define GV_SES_RESTORE_POLLS 600       /* 30 s */
 
 struct gv_session {
     struct gv *g;
@@ -57,6 +61,10 @@ struct gv_session {
     size_t rdlen;
     struct event *ev_timer;           /* boot timeout, then kill grace */
     int cleaning;
+    int ckpt;                         /* its container may exist stopped (pause): delete it at the end */
+    int ckpt_ok;                      /* the checkpoint succeeded */
+    int polls;                        /* restore: runsc state polls so far */
+    struct event *ev_poll;
     int running;                      /* executions in it now */
     int waiting;                      /* executions held until one ends */
     struct eai_pc_stats end_stats;    /* read before the cgroup goes */
@@ -131,6 +139,8 @@ static void cleanup_done(void *arg)
         close(s->rd_fd);
     if (s->ev_timer)
         event_free(s->ev_timer);
+    if (s->ev_poll)
+        event_free(s->ev_poll);
     free(s);
     /* executions waiting for it end now (their hold answers -1) */
     if (!g->destroying)
@@ -194,6 +204,10 @@ static void ses_kill(struct gv_session *s, const char *why)
         close(s->rd_fd);
         s->rd_fd = -1;
     }
+    if (s->ev_poll)
+        event_del(s->ev_poll);
+    if ((!s->run_spawned || s->run_exited) && s->ckpt)
+        spawn_helper(s, 1); /* a paused sandbox's stopped container */
     if (s->run_spawned && !s->run_exited) {
         spawn_helper(s, 0);
         if (s->ev_timer) {
@@ -210,11 +224,23 @@ static void ses_kill(struct gv_session *s, const char *why)
 
 /* ------------------------------------------------------------ boot */
 
+static void pause_finish(struct gv_session *s);
+static void resumed(struct gv_session *s, const char *err);
+
 static void run_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
     s->run = NULL;
     s->run_exited = 1;
+    if (s->state == GVS_PAUSING) { /* the checkpoint stops the sandbox */
+        if (s->ckpt_ok)
+            pause_finish(s);
+        return;
+    }
+    if (s->state == GVS_RESUMING) {
+        resumed(s, "runsc restore ended before the sandbox ran");
+        return;
+    }
     if (s->state != GVS_DYING) {
         s->g->host->log(s->g->host, GV_COMPONENT, EAI_LOG_WARN, "session %s: its sandbox ended (%s)", s->id,
                         s->state == GVS_BOOTING ? "while booting" : "on its own");
@@ -428,6 +454,13 @@ int gv_session_busy(void *self, const char *id)
 int gv_session_hold(struct gv *g, const char *id, int *waiting, char *why, size_t whylen)
 {
     struct gv_session *s = ses_find(g, id);
+    if (s && (s->state == GVS_PAUSING || s->state == GVS_PAUSED || s->state == GVS_RESUMING)) {
+        /* waits for the resume (core asked for it, or refused the call) */
+        if (!*waiting)
+            s->waiting++;
+        *waiting = 1;
+        return 1;
+    }
     if (!s || s->state != GVS_READY) {
         if (s && *waiting)
             s->waiting--;
@@ -490,6 +523,190 @@ void gv_session_destroy_all(struct gv *g, int kill_only)
         }
         s->state = GVS_DYING;
     }
+}
+
+/* ------------------------------------------------------------ pause and resume */
+
+/* A runsc helper of the session with its own callback (counted in helpers). */
+static int spawn_cb(struct gv_session *s, char **argv, int64_t timeout_ms, eai_pc_child_done_fn cb)
+{
+    if (!eai_pc_child_spawn(s->g->host->base, s->g, argv, -1, -1, -1, 1, timeout_ms, cb, s))
+        return -1;
+    s->helpers++;
+    return 0;
+}
+
+static void paused(struct gv_session *s, const char *err)
+{
+    const struct eai_host *h = s->g->host;
+    if (s->g->destroying || !s->cb.on_paused)
+        return;
+    struct eai_error *e = err ? h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", err) : NULL;
+    s->cb.on_paused(s->cb_arg, e);
+    if (e)
+        h->error_free(e);
+}
+
+static void resumed(struct gv_session *s, const char *err)
+{
+    const struct eai_host *h = s->g->host;
+    if (err) {
+        if (s->ev_poll)
+            event_del(s->ev_poll);
+        ses_kill(s, err);
+    } else {
+        s->state = GVS_READY;
+        s->ckpt = 0;
+    }
+    if (!s->g->destroying && s->cb.on_resumed) {
+        struct eai_error *e = err ? h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", err) : NULL;
+        s->cb.on_resumed(s->cb_arg, e);
+        if (e)
+            h->error_free(e);
+    }
+    if (!err && !s->g->destroying)
+        eai_pc_runner_retry_held(s->g->runner);
+}
+
+static void del_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_session *s = arg;
+    s->helpers--;
+    if (s->state != GVS_PAUSING) {
+        maybe_cleanup(s);
+        return;
+    }
+    s->state = GVS_PAUSED;
+    paused(s, NULL);
+}
+
+/* Checkpointed and its run ended: delete the stopped container (restore
+ * makes it anew under the same name). */
+static void pause_finish(struct gv_session *s)
+{
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", s->g->state_dir);
+    char *argv[] = {s->g->runsc, root, "delete", "--force", s->b.cid, NULL};
+    if (spawn_cb(s, argv, GV_DELETE_TIMEOUT_MS, del_done) < 0) {
+        paused(s, "cannot spawn runsc delete");
+        ses_kill(s, "pausing failed");
+    }
+}
+
+static void ckpt_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_session *s = arg;
+    s->helpers--;
+    if (s->state != GVS_PAUSING) {
+        maybe_cleanup(s);
+        return;
+    }
+    if (status != 0) {
+        char m[300];
+        snprintf(m, sizeof(m), "runsc checkpoint failed: %.200s", out ? out : "");
+        s->g->host->log(s->g->host, GV_COMPONENT, EAI_LOG_WARN, "session %s: %s", s->id, m);
+        paused(s, m);
+        if (s->run_exited) {
+            ses_kill(s, "the sandbox was lost while pausing");
+        } else {
+            s->state = GVS_READY;
+            eai_pc_runner_retry_held(s->g->runner);
+        }
+        return;
+    }
+    s->ckpt_ok = 1;
+    if (s->run_exited)
+        pause_finish(s);
+    /* else: run_done follows (the checkpoint stops the sandbox) */
+}
+
+int gv_session_pause(void *self, const char *id, struct eai_error **err)
+{
+    struct gv *g = self;
+    struct gv_session *s = ses_find(g, id);
+    if (!s)
+        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "no such session");
+    if (s->state != GVS_READY)
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "the session is not running");
+    if (s->running || s->waiting)
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "executions are running in the session");
+    char root[PATH_MAX + 16], img[PATH_MAX + 32];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);
+    /* the image of an earlier pause goes first (runsc will not overwrite it) */
+    char *argv[] = {"/bin/sh", "-c", "rm -rf -- \"$2\" && exec \"$0\" \"$1\" checkpoint --image-path=\"$2\" \"$3\"",
+                    g->runsc, root, img, s->b.cid, NULL};
+    if (spawn_cb(s, argv, GV_SES_CKPT_TIMEOUT_MS, ckpt_done) < 0)
+        return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn runsc checkpoint");
+    s->state = GVS_PAUSING;
+    s->ckpt = 1;
+    s->ckpt_ok = 0;
+    return 0;
+}
+
+static void poll_arm(struct gv_session *s);
+
+static void state_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_session *s = arg;
+    s->helpers--;
+    if (s->state != GVS_RESUMING) {
+        maybe_cleanup(s);
+        return;
+    }
+    if (status == 0 && out && strstr(out, "\"running\"")) {
+        resumed(s, NULL);
+        return;
+    }
+    if (++s->polls >= GV_SES_RESTORE_POLLS) {
+        resumed(s, "the restored sandbox did not run in time");
+        return;
+    }
+    poll_arm(s);
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_session *s = arg;
+    if (s->state != GVS_RESUMING)
+        return;
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", s->g->state_dir);
+    char *argv[] = {s->g->runsc, root, "state", s->b.cid, NULL};
+    if (spawn_cb(s, argv, GV_RUNSC_TIMEOUT_MS, state_done) < 0)
+        resumed(s, "cannot spawn runsc state");
+}
+
+static void poll_arm(struct gv_session *s)
+{
+    if (!s->ev_poll)
+        s->ev_poll = evtimer_new(s->g->host->base, on_poll, s);
+    struct timeval tv = {0, GV_SES_RESTORE_POLL_MS * 1000};
+    if (!s->ev_poll || evtimer_add(s->ev_poll, &tv) < 0)
+        resumed(s, "out of memory");
+}
+
+int gv_session_resume(void *self, const char *id, struct eai_error **err)
+{
+    struct gv *g = self;
+    struct gv_session *s = ses_find(g, id);
+    if (!s)
+        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "no such session");
+    if (s->state != GVS_PAUSED)
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "the session is not paused");
+    char root[PATH_MAX + 16], plat[64], img[PATH_MAX + 32];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+    snprintf(img, sizeof(img), "--image-path=%s/ckpt", s->b.dir);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "restore", img, "--bundle", s->b.dir, s->b.cid, NULL};
+    s->run = eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 0, 0, run_done, s);
+    if (!s->run)
+        return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn runsc restore");
+    s->run_exited = 0;
+    s->state = GVS_RESUMING;
+    s->polls = 0;
+    poll_arm(s);
+    return 0;
 }
 
 /* ------------------------------------------------------------ files (worker) */

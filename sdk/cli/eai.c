@@ -35,6 +35,16 @@ void eai_usage(FILE *f)
         "  files ID                          list its collected files\n"
         "  files ID PATH [-o FILE]           one collected file's bytes to stdout or FILE\n"
         "  files ID --download DIR           every collected file into DIR\n"
+        "  session create [--profile P] [--image I] [--memory M] [--cpu C] [--pids N] [--disk D]\n"
+        "                 [--idle S] [--ttl S] [--env K=V] [--max-concurrent N] [--auto-resume]\n"
+        "                                    start a session (a sandbox kept across executions);\n"
+        "                                    prints its id\n"
+        "  session exec ID [--timeout S] [--env K=V] -- CMD [ARGS...]\n"
+        "                                    run a program in it, like exec (same exit codes)\n"
+        "  session ls | get ID | rm ID | pause ID | resume ID\n"
+        "  session put ID LOCAL /tmp/PATH    copy a local file into its /tmp\n"
+        "  session cat ID /tmp/PATH          a file of its /tmp to stdout\n"
+        "  session files ID [/tmp/DIR]       list its /tmp\n"
         "\n"
         "exec options:\n"
         "  --profile P             sandbox profile (see GET /v1/sandbox/profiles)\n"
@@ -102,7 +112,8 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(const struct eai_opts *, int, char **);
     } cmds[] = {{"exec", eai_cmd_exec}, {"get", eai_cmd_get},   {"logs", eai_cmd_logs},
-                {"cancel", eai_cmd_cancel}, {"ls", eai_cmd_ls}, {"files", eai_cmd_files}};
+                {"cancel", eai_cmd_cancel}, {"ls", eai_cmd_ls}, {"files", eai_cmd_files},
+                {"session", eai_cmd_session}};
     if (strcmp(cmd, "help") == 0) {
         eai_usage(stdout);
         return 0;

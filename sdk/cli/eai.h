@@ -53,6 +53,9 @@ void eai_http_free(struct eai_http *h);
  * transport error (already reported on stderr unless interrupted). */
 int eai_http_call(struct eai_http *h, const char *method, const char *path, const char *body,
                   const char *extra_header, long *status, json_t **out, int abortable);
+/* The same with a body of len bytes (binary: session files). */
+int eai_http_call_len(struct eai_http *h, const char *method, const char *path, const char *body, size_t len,
+                      const char *extra_header, long *status, json_t **out, int abortable);
 /* GET path into the open file f (raw bytes, at most EAI_MAX_DOWNLOAD).
  * Returns 0 with *status set, -1 on a transport error.  A non-2xx body is
  * parsed into *err_body (error envelope) instead of written to f. */
@@ -133,6 +136,9 @@ int eai_cmd_logs(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_cancel(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_ls(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_files(const struct eai_opts *o, int argc, char **argv);
+int eai_cmd_session(const struct eai_opts *o, int argc, char **argv);   /* eai_session.c */
+/* eai_exec.c: the exit code of a terminal execution record (exec's rules). */
+int eai_exit_for(const json_t *rec);
 void eai_usage(FILE *f);
 
 #endif

@@ -127,6 +127,12 @@ void eai_http_setup(struct eai_http *h, const char *url, struct curl_slist *hdrs
 int eai_http_call(struct eai_http *h, const char *method, const char *path, const char *body,
                   const char *extra_header, long *status, json_t **out, int abortable)
 {
+    return eai_http_call_len(h, method, path, body, body ? strlen(body) : 0, extra_header, status, out, abortable);
+}
+
+int eai_http_call_len(struct eai_http *h, const char *method, const char *path, const char *body, size_t len,
+                      const char *extra_header, long *status, json_t **out, int abortable)
+{
     char url[8192];
     *status = 0;
     *out = NULL;
@@ -150,7 +156,7 @@ int eai_http_call(struct eai_http *h, const char *method, const char *path, cons
     }
     if (body) {
         curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+        curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
     } else if (strcmp(method, "POST") == 0) {
         curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, "");
     }

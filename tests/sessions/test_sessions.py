@@ -266,6 +266,49 @@ def case_timeout_kills_only_the_program():
     delete(e, sid)
 
 
+def case_pause_resume():
+    """Pause (runsc checkpoint) then resume (runsc restore) keeps the files
+    and the processes; a paused session refuses executions (409
+    session_paused) unless auto_resume, which resumes it; its files stay
+    readable while paused; a paused session deleted leaves nothing."""
+    e = env()
+    sid = create(e)
+    loop = "nohup sh -c 'i=0; while true; do i=$((i+1)); echo $i > /tmp/c.n; mv /tmp/c.n /tmp/count; sleep 0.2; done' >/dev/null 2>&1 &"
+    run(e, sid, ["sh", "-c", "echo kept > /tmp/kept.txt; " + loop])
+    time.sleep(0.6)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused" and b["paused_at"], "pause: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["true"]})
+    check(st == 409 and b["error"]["code"] == "session_paused", "execution in a paused session: %s %s" % (st, b))
+    st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/kept.txt" % sid)
+    check(st == 200 and body == b"kept\n", "file of a paused session: %s %r" % (st, body))
+    st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/count" % sid)
+    frozen = int(body)
+    time.sleep(0.8)
+    st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/count" % sid)
+    check(int(body) == frozen, "nothing runs while paused: %d then %s" % (frozen, body))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid, timeout=60)
+    check(st == 200 and b["status"] == "running", "resume: %s %s" % (st, b))
+    r = run(e, sid, ["sh", "-c", "cat /tmp/kept.txt; a=$(cat /tmp/count); sleep 1; b=$(cat /tmp/count); "
+                                 "test \"$b\" -gt \"$a\" && test \"$a\" -ge %d && echo counting" % frozen])
+    check(r["stdout"] == "kept\ncounting\n", "files and the background process survive pause/resume: %s" % r)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid)
+    check(st == 200 and b["status"] == "running", "resume of a running session is a no-op: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused", "second pause: %s %s" % (st, b))
+    delete(e, sid)
+    # auto_resume: the next execution resumes it
+    sid = create(e, auto_resume=True)
+    run(e, sid, ["sh", "-c", "echo 41 > /tmp/n"])
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused", "pause (auto_resume): %s %s" % (st, b))
+    r = run(e, sid, ["sh", "-c", "echo $(( $(cat /tmp/n) + 1 ))"])
+    check(r["status"] == "succeeded" and r["stdout"] == "42\n", "auto_resume execution: %s" % r)
+    st, b = get(e, sid)
+    check(b["status"] == "running" and b["paused_at"] is None, "resumed by the call: %s" % b)
+    delete(e, sid)
+
+
 def case_one_at_a_time():
     """max_concurrent_executions 1 (the default): two executions posted
     together never overlap inside the session."""
@@ -382,6 +425,25 @@ def case_tenant_cap_and_validation():
         e.stop()
 
 
+def case_unsupported_backend():
+    """A profile whose backend has no session ops (the eai-isolation-limits.so
+    double of tests/hostile) answers 422 sessions_unsupported."""
+    pdir = os.path.join(eaid_env.BUILD, "tests", "hostile-plugins")
+    if not os.path.exists(os.path.join(pdir, "eai-isolation-limits.so")):
+        raise eaid_env.Fail("tests/hostile-plugins/eai-isolation-limits.so not built")
+    cfg = ("plugins:\n  dir: %s\nisolation:\n  limits: {}\n"
+           "profiles:\n  lim:\n    backend: limits\n    runtime_class: none\n"
+           "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+           "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n" % pdir)
+    e = start_env(config=cfg, tenant="ses-unsupported")
+    try:
+        st, b = e.api("POST", "/v1/sandbox/sessions", {"profile": "lim", "image": "any:1"})
+        check(st == 422 and b["error"]["code"] == "sessions_unsupported"
+              and b["error"]["message_i18n"]["fr"], "session on a backend without sessions: %s %s" % (st, b))
+    finally:
+        e.stop()
+
+
 def case_restart_leaves_nothing():
     """eaid stopping with live sessions: their sandboxes are gone (never
     leaked); after a restart the old id answers 404."""
@@ -395,6 +457,15 @@ def case_restart_leaves_nothing():
         e.start()
         st, _ = get(e, sid)
         check(st == 404, "session after a restart: %s" % st)
+        # its end was recorded at the stop: billed (partial) and audited as interrupted
+        found = []
+        deadline = time.time() + 20
+        while not found and time.time() < deadline:
+            st, b = e.api("GET", "/v1/finops/usage")
+            found = [u for u in b.get("usage", []) if u.get("session_id") == sid and u.get("kind") == "session"]
+            time.sleep(0.5)
+        check(found and found[0]["end_reason"] == "interrupted" and found[0].get("partial") is True,
+              "usage of the interrupted session: %s" % found)
     finally:
         e.stop()
 
@@ -421,17 +492,76 @@ def case_nothing_left():
           % json.dumps(b)[:600])
 
 
+def case_cli():
+    """`eai session ...`: create, put, exec (the program's exit code), cat,
+    files, pause, resume, rm."""
+    e = env()
+    eai = os.path.join(eaid_env.BUILD, "eai")
+    ce = dict(os.environ, EAI_URL=e.url, EAI_API_KEY=e.key)
+
+    def c(*a):
+        return subprocess.run([eai] + list(a), env=ce, capture_output=True, timeout=120)
+
+    r = c("session", "create", "--profile", PROFILE, "--image", IMAGE, "--idle", "120")
+    check(r.returncode == 0 and r.stdout.decode().startswith("ses_"), "eai session create: %s" % (r,))
+    sid = r.stdout.decode().strip()
+    local = os.path.join(e.tmp, "main.py")
+    write(local, "print('from file', 6*7)\n")
+    r = c("session", "put", sid, local, "/tmp/code/main.py")
+    check(r.returncode == 0, "eai session put: %s" % (r,))
+    r = c("session", "exec", sid, "--", "python3", "/tmp/code/main.py")
+    check(r.returncode == 0 and r.stdout == b"from file 42\n", "eai session exec: %s" % (r,))
+    r = c("session", "exec", sid, "--", "sh", "-c", "echo out > /tmp/o.txt; exit 3")
+    check(r.returncode == 3, "eai session exec exit code: %s" % (r,))
+    r = c("session", "cat", sid, "/tmp/o.txt")
+    check(r.returncode == 0 and r.stdout == b"out\n", "eai session cat: %s" % (r,))
+    r = c("session", "files", sid)
+    check(r.returncode == 0 and b"/tmp/code/main.py" in r.stdout, "eai session files: %s" % (r,))
+    r = c("session", "pause", sid)
+    check(r.returncode == 0 and b"\tpaused\t" in r.stdout, "eai session pause: %s" % (r,))
+    r = c("session", "resume", sid)
+    check(r.returncode == 0 and b"\trunning\t" in r.stdout, "eai session resume: %s" % (r,))
+    r = c("session", "rm", sid)
+    check(r.returncode == 0 and b"deleted" in r.stdout, "eai session rm: %s" % (r,))
+    r = c("session", "get", sid, "--json")
+    check(r.returncode == 0 and json.loads(r.stdout)["status"] == "ended", "eai session get: %s" % (r,))
+
+
+def case_python_sdk():
+    """client.sandbox.sessions.create(...): run, files.write/read/list,
+    pause, auto-resume by run, close (sdk/python)."""
+    e = env()
+    sys.path.insert(0, os.path.join(eaid_env.SRC, "sdk", "python"))
+    from enterprise_ai import EnterpriseAI
+    c = EnterpriseAI(e.url, e.key)
+    with c.sandbox.sessions.create(IMAGE, profile=PROFILE, auto_resume=True) as s:
+        s.files.write("/tmp/a.py", "print(sum(range(10)))\n")
+        r = s.run(["python3", "/tmp/a.py"])
+        check(r.status == "succeeded" and r.stdout == "45\n", "sdk run: %s" % r)
+        s.run(["sh", "-c", "echo hi > /tmp/b.txt"])
+        check(s.files.read("/tmp/b.txt") == b"hi\n", "sdk files.read")
+        check("/tmp/b.txt" in [f["path"] for f in s.files.list()], "sdk files.list")
+        check(s.pause().status == "paused", "sdk pause: %s" % s.raw)
+        r = s.run(["cat", "/tmp/b.txt"])
+        check(r.stdout == "hi\n" and s.refresh().status == "running", "sdk auto-resume: %s %s" % (r, s.raw))
+    check(s.status == "ended" and s.raw["usage"] is not None, "sdk close: %s" % s.raw)
+
+
 CASES = [
     ("state_persists", case_state_persists),
     ("files_api", case_files_api),
     ("limits_across_executions", case_limits_across_executions),
     ("memory_across_executions_oom", case_memory_across_executions_oom),
     ("timeout_kills_only_the_program", case_timeout_kills_only_the_program),
+    ("pause_resume", case_pause_resume),
     ("one_at_a_time", case_one_at_a_time),
     ("idle_and_ttl", case_idle_and_ttl),
     ("cross_tenant", case_cross_tenant),
     ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
     ("tenant_cap_and_validation", case_tenant_cap_and_validation),
+    ("cli", case_cli),
+    ("python_sdk", case_python_sdk),
+    ("unsupported_backend", case_unsupported_backend),
     ("restart_leaves_nothing", case_restart_leaves_nothing),
     ("nothing_left", case_nothing_left),
 ]

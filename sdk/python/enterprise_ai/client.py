@@ -252,11 +252,130 @@ def _files(files: Optional[FilesArg]) -> Optional[List[Dict[str, Any]]]:
     return [dict(f) for f in files]
 
 
+class SessionFiles:
+    """``session.files``: the session's ``/tmp`` (docs/sessions.md)."""
+
+    def __init__(self, t: _Transport, session_id: str) -> None:
+        self._t = t
+        self._id = session_id
+
+    def _path(self, path: str) -> str:
+        return "/v1/sandbox/sessions/%s/files/%s" % (_q(self._id), "/".join(_q(s) for s in path.split("/") if s))
+
+    def write(self, path: str, data: Union[str, bytes]) -> Dict[str, Any]:
+        """Create or replace ``path`` (under /tmp) with ``data``."""
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        r: Dict[str, Any] = self._t.request("PUT", self._path(path), raw_body=raw,
+                                            content_type="application/octet-stream").json()
+        return r
+
+    def read(self, path: str) -> bytes:
+        return self._t.request("GET", self._path(path)).body
+
+    def delete(self, path: str) -> Dict[str, Any]:
+        r: Dict[str, Any] = self._t.request("DELETE", self._path(path)).json()
+        return r
+
+    def list(self, path: str = "/tmp") -> List[Dict[str, Any]]:
+        """``[{path, size, type}]`` below ``path``, recursive."""
+        q = urllib.parse.urlencode({"path": path})
+        r = self._t.request("GET", "/v1/sandbox/sessions/%s/files?%s" % (_q(self._id), q)).json()
+        return list(r.get("items") or [])
+
+
+class Session:
+    """One session: a sandbox kept across executions (``client.sandbox.sessions.create``).
+    ``raw`` is the server's last description of it."""
+
+    def __init__(self, sandbox: "Sandbox", raw: Dict[str, Any]) -> None:
+        self._sandbox = sandbox
+        self._t = sandbox._t
+        self.raw = raw
+        self.id: str = raw["id"]
+        self.files = SessionFiles(self._t, self.id)
+
+    def __repr__(self) -> str:
+        return "Session(id=%r, status=%r)" % (self.id, self.status)
+
+    @property
+    def status(self) -> Optional[str]:
+        return self.raw.get("status")
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def _base(self) -> str:
+        return "/v1/sandbox/sessions/" + _q(self.id)
+
+    def refresh(self) -> "Session":
+        self.raw = self._t.request("GET", self._base()).json()
+        return self
+
+    def run(self, command: Sequence[str], *, stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+            timeout_s: Optional[int] = None, files: Optional[FilesArg] = None,
+            collect: Optional[Sequence[str]] = None, wait: Optional[float] = 600.0) -> Execution:
+        """Run ``command`` inside the session and wait for its end (an execution like
+        any other: ``client.sandbox.get/stream/cancel`` work on its id)."""
+        body: Dict[str, Any] = {"command": list(command)}
+        for k, v in (("stdin", stdin), ("env", dict(env) if env is not None else None), ("timeout_s", timeout_s),
+                     ("files", _files(files)), ("collect", list(collect) if collect is not None else None)):
+            if v is not None:
+                body[k] = v
+        r = self._t.request("POST", self._base() + "/executions", body, {"Idempotency-Key": str(uuid.uuid4())})
+        return self._sandbox.wait(Execution.from_dict(r.json()).id, wait)
+
+    def pause(self) -> "Session":
+        self.raw = self._t.request("POST", self._base() + "/pause").json()
+        return self
+
+    def resume(self) -> "Session":
+        self.raw = self._t.request("POST", self._base() + "/resume").json()
+        return self
+
+    def close(self) -> "Session":
+        """End it (DELETE); its usage is in ``raw["usage"]``.  Ending an ended one is a no-op."""
+        self.raw = self._t.request("DELETE", self._base()).json()
+        return self
+
+
+class Sessions:
+    """``client.sandbox.sessions``."""
+
+    def __init__(self, sandbox: "Sandbox") -> None:
+        self._sandbox = sandbox
+        self._t = sandbox._t
+
+    def create(self, image: Optional[str] = None, *, profile: Optional[str] = None,
+               limits: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
+               idle_timeout_s: Optional[int] = None, ttl_s: Optional[int] = None,
+               max_concurrent_executions: Optional[int] = None, auto_resume: Optional[bool] = None) -> Session:
+        """Start a session; returns once its sandbox is ready."""
+        body: Dict[str, Any] = {}
+        for k, v in (("image", image), ("profile", profile), ("limits", dict(limits) if limits is not None else None),
+                     ("env", dict(env) if env is not None else None), ("idle_timeout_s", idle_timeout_s),
+                     ("ttl_s", ttl_s), ("max_concurrent_executions", max_concurrent_executions),
+                     ("auto_resume", auto_resume)):
+            if v is not None:
+                body[k] = v
+        return Session(self._sandbox, self._t.request("POST", "/v1/sandbox/sessions", body, timeout=120).json())
+
+    def get(self, session_id: str) -> Session:
+        return Session(self._sandbox, self._t.request("GET", "/v1/sandbox/sessions/" + _q(session_id)).json())
+
+    def list(self, status: Optional[str] = None) -> List[Session]:
+        path = "/v1/sandbox/sessions" + ("?" + urllib.parse.urlencode({"status": status}) if status else "")
+        return [Session(self._sandbox, s) for s in self._t.request("GET", path).json().get("items") or []]
+
+
 class Sandbox:
-    """``client.sandbox``: executions."""
+    """``client.sandbox``: executions; ``client.sandbox.sessions``: sessions."""
 
     def __init__(self, t: _Transport) -> None:
         self._t = t
+        self.sessions = Sessions(self)
 
     def __repr__(self) -> str:
         return "Sandbox(base_url=%r)" % self._t.base_url
