@@ -8,11 +8,16 @@ from .client import EnterpriseAI, Sandbox, Contracts, Manifests, __version__
 from .errors import (APIConnectionError, APIError, AuthenticationError, ConflictError, EnterpriseAIError,
                      NotFoundError, RateLimitError, ServerError, UnavailableError, ValidationError,
                      WaitTimeoutError)
-from .models import TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Usage, ValidationResult
+from .models import (TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Session, SessionFile, Usage,
+                     ValidationResult)
+from .sessions import SessionFiles, SessionHandle, Sessions
+from .webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify_signature
 
 __all__ = [
     "EnterpriseAI", "Sandbox", "Contracts", "Manifests", "__version__",
     "EnterpriseAIError", "APIError", "APIConnectionError", "WaitTimeoutError", "AuthenticationError",
     "NotFoundError", "ValidationError", "ConflictError", "RateLimitError", "UnavailableError", "ServerError",
     "Execution", "Event", "FileInfo", "Usage", "ValidationResult", "ManifestResult", "TERMINAL_STATUSES",
+    "Session", "SessionFile", "Sessions", "SessionHandle", "SessionFiles",
+    "verify_signature", "sign", "SIGNATURE_HEADER", "EVENT_ID_HEADER",
 ]
