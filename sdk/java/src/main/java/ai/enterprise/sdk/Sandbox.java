@@ -273,10 +273,15 @@ public final class Sandbox {
      * status.  Close it (try-with-resources) when leaving early.
      */
     public EventStream stream(String id) {
-        Transport.Req r = new Transport.Req("GET", execPath(id) + "/events");
-        r.accept = "text/event-stream";
-        r.stream = true;
-        return new EventStream(t.send(r).stream(), r.path);
+        return stream(id, null);
+    }
+
+    /**
+     * The events after {@code lastEventId} (sent as {@code Last-Event-ID}; null: from the start).
+     * The stream resumes by itself after a break (see {@link EventStream}).
+     */
+    public EventStream stream(String id, String lastEventId) {
+        return new EventStream(t, execPath(id) + "/events", lastEventId);
     }
 
     /** The profiles this tenant may use ({@code {"profiles": [...]}}). */
