@@ -15,9 +15,16 @@ import java.util.NoSuchElementException;
 public final class Sandbox {
     private static final int WAIT_S = 30;
     private final Transport t;
+    private final Sessions sessions;
 
     Sandbox(Transport t) {
         this.t = t;
+        this.sessions = new Sessions(t, this);
+    }
+
+    /** Sessions: one sandbox kept across several executions (docs/sessions.md). */
+    public Sessions sessions() {
+        return sessions;
     }
 
     /** Filter and page size of {@link #list}; null values are left out. */

@@ -148,4 +148,48 @@ class ResumeCallbackTest {
             assertEquals(1, ex.callback().path("attempts").asInt());
         }
     }
+
+    @Test
+    void sessionLifecycle() throws Exception {
+        String ses = "ses_1";
+        try (MockServer s = new MockServer(script(null,
+                MockServer.Response.json(201, "{\"id\":\"ses_1\",\"status\":\"running\"}"),
+                MockServer.Response.json(200, "{\"path\":\"/tmp/a b.py\",\"size\":10}"),
+                new MockServer.Response(200, Map.of(), List.of("print(6*7)".getBytes(StandardCharsets.UTF_8)), 0),
+                MockServer.Response.json(200, "{\"items\":[{\"path\":\"/tmp/a b.py\",\"size\":10,\"type\":\"file\"}]}"),
+                MockServer.Response.json(202, "{\"id\":\"sbx_1\",\"status\":\"queued\"}"),
+                MockServer.Response.json(200, "{\"id\":\"sbx_1\",\"status\":\"succeeded\",\"stdout\":\"42\\n\",\"session_id\":\"ses_1\"}"),
+                MockServer.Response.json(200, "{}"),
+                MockServer.Response.json(200, "{\"id\":\"ses_1\",\"status\":\"ended\",\"end_reason\":\"deleted\"}")))) {
+            Session x = client(s, 2).sandbox().sessions().create(Map.of("image", "python:3.11-slim"));
+            try (x) {
+                assertEquals(ses, x.id());
+                x.writeFile("/tmp/a b.py", "print(6*7)".getBytes(StandardCharsets.UTF_8));
+                assertEquals("print(6*7)", new String(x.readFile("/tmp/a b.py"), StandardCharsets.UTF_8));
+                assertEquals("file", x.listFiles(null).get(0).path("type").asText());
+                Execution ex = x.run(List.of("python3", "/tmp/a b.py"));
+                assertEquals("42\n", ex.stdoutText());
+                assertEquals(ses, ex.sessionId());
+                x.deleteFile("/tmp/a b.py");
+            }
+            assertEquals("deleted", x.info().path("end_reason").asText());
+            List<String> seen = new ArrayList<>();
+            s.requests.forEach(r -> seen.add(r.method() + " " + r.path()));
+            assertEquals(List.of("POST /v1/sandbox/sessions", "PUT /v1/sandbox/sessions/ses_1/files/tmp/a%20b.py",
+                    "GET /v1/sandbox/sessions/ses_1/files/tmp/a%20b.py", "GET /v1/sandbox/sessions/ses_1/files",
+                    "POST /v1/sandbox/sessions/ses_1/executions", "GET /v1/sandbox/executions/sbx_1",
+                    "DELETE /v1/sandbox/sessions/ses_1/files/tmp/a%20b.py", "DELETE /v1/sandbox/sessions/ses_1"), seen);
+            assertEquals("print(6*7)", s.requests.get(1).bodyText());
+            assertEquals("application/octet-stream", s.requests.get(1).header("Content-Type"));
+        }
+    }
+
+    @Test
+    void sessionCreateIsNotRetriedAfterALostAnswer() throws Exception {
+        try (MockServer s = new MockServer(r -> MockServer.DROP)) {
+            assertThrows(ConnectionException.class,
+                    () -> client(s, 3).sandbox().sessions().create(Map.of("image", "i")));
+            assertEquals(1, s.requests.size());
+        }
+    }
 }
