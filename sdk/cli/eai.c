@@ -35,6 +35,20 @@ void eai_usage(FILE *f)
         "  files ID                          list its collected files\n"
         "  files ID PATH [-o FILE]           one collected file's bytes to stdout or FILE\n"
         "  files ID --download DIR           every collected file into DIR\n"
+        "  session create --image I [--profile P] [--memory M] [--cpu C] [--pids N] [--disk D]\n"
+        "          [--env K=V] [--idle-timeout S] [--ttl S] [--max-concurrent N]\n"
+        "                                    start a session (one sandbox kept across executions);\n"
+        "                                    prints its id\n"
+        "  session ls [--status S]           this tenant's sessions\n"
+        "  session get SID                   the session as JSON\n"
+        "  session exec SID [--timeout S] [--env K=V] [--stdin-file F] -- CMD [ARGS...]\n"
+        "                                    run in the session, wait, print its output; exits\n"
+        "                                    like exec\n"
+        "  session put SID LOCAL /tmp/PATH   copy a local file (- for stdin) into the session\n"
+        "  session cat SID /tmp/PATH [-o F]  a file of the session to stdout or F\n"
+        "  session files SID [/tmp/DIR]      list the session's files\n"
+        "  session rm SID /tmp/PATH          delete a file (or an empty directory)\n"
+        "  session close SID                 end the session (prints its usage)\n"
         "\n"
         "exec options:\n"
         "  --profile P             sandbox profile (see GET /v1/sandbox/profiles)\n"
@@ -102,7 +116,8 @@ int main(int argc, char **argv)
         const char *name;
         int (*fn)(const struct eai_opts *, int, char **);
     } cmds[] = {{"exec", eai_cmd_exec}, {"get", eai_cmd_get},   {"logs", eai_cmd_logs},
-                {"cancel", eai_cmd_cancel}, {"ls", eai_cmd_ls}, {"files", eai_cmd_files}};
+                {"cancel", eai_cmd_cancel}, {"ls", eai_cmd_ls}, {"files", eai_cmd_files},
+                {"session", eai_cmd_session}};
     if (strcmp(cmd, "help") == 0) {
         eai_usage(stdout);
         return 0;

@@ -43,7 +43,7 @@ static int add_file(json_t *files, const char *spec)
     return 0;
 }
 
-static int exit_for(const json_t *rec)
+int eai_exit_for(const json_t *rec)
 {
     const char *s = eai_jstr(rec, "status");
     const char *id = eai_jstr(rec, "id") ? eai_jstr(rec, "id") : "?";
@@ -306,7 +306,7 @@ int eai_cmd_exec(const struct eai_opts *go, int argc, char **argv)
             fprintf(stderr, "eai: %s: stdout was truncated at the output limit\n", id);
         if (json_is_true(json_object_get(rec, "stderr_truncated")))
             fprintf(stderr, "eai: %s: stderr was truncated at the output limit\n", id);
-        rc = exit_for(rec);
+        rc = eai_exit_for(rec);
         if (download && eai_download_files(&h, rec, download, o.json) > 0) {
             fprintf(stderr, "eai: %s: some files could not be downloaded into %s\n", id, download);
             if (rc == 0)
