@@ -7,6 +7,7 @@
  *   eai_util.c  base64, UTF-8, SHA-256, local files, safe output paths
  *   eai_exec.c  `eai exec`
  *   eai_cmds.c  `eai get|logs|cancel|ls|files`
+ *   eai_session.c `eai session create|ls|get|exec|put|cat|rm|close`
  */
 #ifndef EAI_CLI_H
 #define EAI_CLI_H
@@ -128,6 +129,9 @@ int eai_download_files(struct eai_http *h, const json_t *rec, const char *dir, i
  * (reported).  Once eai_interrupted is set (exec's Ctrl-C) it cancels the
  * execution first. */
 json_t *eai_wait_terminal(struct eai_http *h, const char *id);
+/* The exit code of a terminal record (0, the program's code, 124, 137, 125),
+ * with a line on stderr for the abnormal ends. */
+int eai_exit_for(const json_t *rec);
 
 /* ---- commands */
 int eai_cmd_exec(const struct eai_opts *o, int argc, char **argv);
@@ -137,8 +141,6 @@ int eai_cmd_cancel(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_ls(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_files(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_session(const struct eai_opts *o, int argc, char **argv);   /* eai_session.c */
-/* eai_exec.c: the exit code of a terminal execution record (exec's rules). */
-int eai_exit_for(const json_t *rec);
 void eai_usage(FILE *f);
 
 #endif

@@ -1,144 +1,196 @@
-/* `eai session ...`: sessions (docs/sessions.md) from the command line. */
-#include <stdio.h>
+/* eai session create|ls|get|exec|put|cat|files|rm|close (docs/sessions.md). */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eai.h"
 
-static int usage(void)
-{
-    fprintf(stderr, "eai: usage: eai session create|exec|ls|get|rm|pause|resume|put|cat|files ... (see eai --help)\n");
-    return EAI_EXIT_USAGE;
-}
+/* Common options and positional arguments of the session verbs; options of
+ * the verb itself come as (name, value) pairs in opt/optv.  "--" ends the
+ * options (what follows is kept for exec). */
+struct sargs {
+    struct eai_opts o;
+    const char *pos[4];
+    int npos;
+    const char *opt[32];
+    const char *optv[32];
+    int nopt;
+    int rest; /* index after "--" in argv, 0 when none */
+};
 
-/* --json, --lang and --url after the command too. */
-static int global_opt(struct eai_opts *o, int argc, char **argv, int *i)
+static int sparse(const struct eai_opts *go, int argc, char **argv, const char *const *with_value,
+                  struct sargs *a)
 {
-    if (strcmp(argv[*i], "--json") == 0) {
-        o->json = 1;
-        return 1;
-    }
-    if ((strcmp(argv[*i], "--lang") == 0 || strcmp(argv[*i], "--url") == 0) && *i + 1 < argc) {
-        if (argv[*i][2] == 'l')
-            o->lang = argv[++*i];
-        else
-            o->url = argv[++*i];
-        return 1;
+    memset(a, 0, sizeof *a);
+    a->o = *go;
+    for (int i = 2; i < argc; i++) { /* argv[0] "session", argv[1] the verb */
+        const char *s = argv[i];
+        if (strcmp(s, "--") == 0) {
+            a->rest = i + 1;
+            return 0;
+        }
+        if (strcmp(s, "--json") == 0) {
+            a->o.json = 1;
+            continue;
+        }
+        if (strcmp(s, "--lang") == 0 || strcmp(s, "--url") == 0) {
+            if (i + 1 >= argc)
+                return -1;
+            if (s[2] == 'l')
+                a->o.lang = argv[++i];
+            else
+                a->o.url = argv[++i];
+            continue;
+        }
+        if (s[0] == '-' && s[1]) {
+            int known = 0;
+            for (int k = 0; with_value && with_value[k]; k++)
+                if (strcmp(s, with_value[k]) == 0)
+                    known = 1;
+            if (!known || i + 1 >= argc || a->nopt >= 32) {
+                fprintf(stderr, "eai: session: unknown option or missing value: %s\n", s);
+                return -1;
+            }
+            a->opt[a->nopt] = s;
+            a->optv[a->nopt++] = argv[++i];
+            continue;
+        }
+        if (a->npos >= 4)
+            return -1;
+        a->pos[a->npos++] = s;
     }
     return 0;
 }
 
-/* One JSON call; prints the answer (JSON, or what print_fn makes of it).
- * 0 on a 2xx, 1 otherwise (the server's message on stderr). */
-static int call(const struct eai_opts *o, const char *method, const char *path, const json_t *body, json_t **out)
+static int sid_ok(const char *id)
 {
-    struct eai_http h;
-    *out = NULL;
-    if (eai_http_init(&h, o) < 0) {
-        eai_http_free(&h);
-        return 1;
+    if (!id || !*id || strlen(id) > 100 || strpbrk(id, "/?#%")) {
+        fprintf(stderr, "eai: '%s' is not a session id (ses_<uuid>)\n", id ? id : "");
+        return 0;
     }
+    return 1;
+}
+
+static int spath(char *out, size_t n, const char *sid, const char *rest, const char *file)
+{
+    if ((size_t)snprintf(out, n, "/v1/sandbox/sessions/%s%s", sid, rest ? rest : "") >= n)
+        return -1;
+    if (file) {
+        const char *f = file;
+        while (*f == '/')
+            f++;
+        if (eai_url_path_append(out, n, "/") < 0 || eai_url_path_append(out, n, f) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* One JSON call; the answer when its status is want (or 200..299 when want is
+ * 0), else NULL with the envelope printed. */
+static json_t *scall(struct eai_http *h, const char *method, const char *path, json_t *body, long want,
+                     const char *what)
+{
     char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
-    long status = 0;
+    long status;
     json_t *resp = NULL;
-    int rc = eai_http_call(&h, method, path, text, NULL, &status, &resp, 0);
+    int r = eai_http_call(h, method, path, text, NULL, &status, &resp, 0);
     free(text);
-    eai_http_free(&h);
-    if (rc < 0)
-        return 1;
-    if (status < 200 || status > 299) {
-        eai_print_api_error(method, status, resp);
+    if (r < 0)
+        return NULL;
+    if ((want && status != want) || (!want && (status < 200 || status > 299))) {
+        eai_print_api_error(what, status, resp);
         json_decref(resp);
+        return NULL;
+    }
+    return resp ? resp : json_object();
+}
+
+static int limit_opt(json_t *limits, const char *opt, const char *v)
+{
+    static const char *const keys[][2] = {
+        {"--memory", "memory"}, {"--cpu", "cpu"}, {"--disk", "disk"}, {"--pids", "pids"}};
+    for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
+        if (strcmp(opt, keys[k][0]) != 0)
+            continue;
+        if (strcmp(keys[k][1], "pids") == 0) {
+            char *end;
+            long long n = strtoll(v, &end, 10);
+            if (*end || n <= 0)
+                return -1;
+            json_object_set_new(limits, "pids", json_integer(n));
+        } else {
+            json_object_set_new(limits, keys[k][1], json_string(v));
+        }
         return 1;
     }
-    *out = resp;
     return 0;
 }
 
-static int path_of(char *out, size_t n, const char *id, const char *suffix)
+static int int_opt(json_t *body, const char *key, const char *v)
 {
-    snprintf(out, n, "/v1/sandbox/sessions/");
-    if (eai_url_path_append(out, n, id) < 0)
+    char *end;
+    long long n = strtoll(v, &end, 10);
+    if (!*v || *end || n <= 0) {
+        fprintf(stderr, "eai: %s must be a positive integer\n", key);
         return -1;
-    if (suffix && strlen(out) + strlen(suffix) < n)
-        strcat(out, suffix);
+    }
+    json_object_set_new(body, key, json_integer(n));
     return 0;
 }
 
-static void print_session(const struct eai_opts *o, const json_t *s)
+static int env_opt(json_t *env, const char *v)
 {
-    if (o->json) {
-        eai_print_json(s);
-        return;
-    }
-    printf("%s\t%s\t%s\t%s\n", eai_jstr(s, "id") ? eai_jstr(s, "id") : "?",
-           eai_jstr(s, "status") ? eai_jstr(s, "status") : "?", eai_jstr(s, "image") ? eai_jstr(s, "image") : "",
-           eai_jstr(s, "end_reason") ? eai_jstr(s, "end_reason") : "");
-}
-
-static int kv_env(json_t *env, const char *kv)
-{
-    const char *eq = strchr(kv, '=');
-    if (!eq || eq == kv) {
-        fprintf(stderr, "eai: --env wants K=V, got '%s'\n", kv);
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v) {
+        fprintf(stderr, "eai: --env takes K=V\n");
         return -1;
     }
-    char k[256];
-    snprintf(k, sizeof k, "%.*s", (int)(eq - kv), kv);
-    return json_object_set_new(env, k, json_string(eq + 1));
+    json_object_setn_new(env, v, (size_t)(eq - v), json_string(eq + 1));
+    return 0;
 }
 
-static int cmd_create(struct eai_opts *o, int argc, char **argv)
+static int verb_create(struct eai_http *h, const struct sargs *a)
 {
     json_t *body = json_object(), *limits = json_object(), *env = json_object();
     int rc = EAI_EXIT_USAGE;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (global_opt(o, argc, argv, &i))
-            continue;
-        if (strcmp(a, "--auto-resume") == 0) {
-            json_object_set_new(body, "auto_resume", json_true());
-            continue;
-        }
-        if (!v) {
-            fprintf(stderr, "eai: %s needs a value\n", a);
+    for (int k = 0; k < a->nopt; k++) {
+        const char *o = a->opt[k], *v = a->optv[k];
+        int l = limit_opt(limits, o, v);
+        if (l < 0) {
+            fprintf(stderr, "eai: %s: bad value '%s'\n", o, v);
             goto out;
         }
-        i++;
-        if (strcmp(a, "--profile") == 0 || strcmp(a, "--image") == 0)
-            json_object_set_new(body, a + 2, json_string(v));
-        else if (strcmp(a, "--memory") == 0 || strcmp(a, "--cpu") == 0 || strcmp(a, "--disk") == 0)
-            json_object_set_new(limits, a + 2, json_string(v));
-        else if (strcmp(a, "--pids") == 0)
-            json_object_set_new(limits, "pids", json_integer(atoll(v)));
-        else if (strcmp(a, "--idle") == 0)
-            json_object_set_new(body, "idle_timeout_s", json_integer(atoll(v)));
-        else if (strcmp(a, "--ttl") == 0)
-            json_object_set_new(body, "ttl_s", json_integer(atoll(v)));
-        else if (strcmp(a, "--max-concurrent") == 0)
-            json_object_set_new(body, "max_concurrent_executions", json_integer(atoll(v)));
-        else if (strcmp(a, "--env") == 0) {
-            if (kv_env(env, v) < 0)
+        if (l > 0)
+            continue;
+        if (strcmp(o, "--image") == 0 || strcmp(o, "--profile") == 0)
+            json_object_set_new(body, o + 2, json_string(v));
+        else if (strcmp(o, "--env") == 0) {
+            if (env_opt(env, v) < 0)
                 goto out;
-        } else {
-            fprintf(stderr, "eai: session create: unknown option %s\n", a);
+        } else if ((strcmp(o, "--idle-timeout") == 0 && int_opt(body, "idle_timeout_s", v) < 0) ||
+                   (strcmp(o, "--ttl") == 0 && int_opt(body, "ttl_s", v) < 0) ||
+                   (strcmp(o, "--max-concurrent") == 0 && int_opt(body, "max_concurrent_executions", v) < 0))
             goto out;
-        }
+    }
+    if (!json_object_get(body, "image")) {
+        fprintf(stderr, "eai: session create needs --image\n");
+        goto out;
     }
     if (json_object_size(limits))
         json_object_set(body, "limits", limits);
     if (json_object_size(env))
         json_object_set(body, "env", env);
-    json_t *s = NULL;
-    rc = call(o, "POST", "/v1/sandbox/sessions", body, &s);
-    if (rc == 0) {
-        if (o->json)
+    rc = 1;
+    /* No Idempotency-Key on this route: eai_http_call does not retry. */
+    json_t *s = scall(h, "POST", "/v1/sandbox/sessions", body, 201, "session create");
+    if (s) {
+        if (a->o.json)
             eai_print_json(s);
         else
             printf("%s\n", eai_jstr(s, "id") ? eai_jstr(s, "id") : "?");
+        rc = 0;
+        json_decref(s);
     }
-    json_decref(s);
 out:
     json_decref(body);
     json_decref(limits);
@@ -146,200 +198,317 @@ out:
     return rc;
 }
 
-static int cmd_exec(struct eai_opts *o, int argc, char **argv)
+static int verb_ls(struct eai_http *h, const struct sargs *a)
 {
-    if (argc < 1)
-        return usage();
-    const char *id = argv[0];
-    json_t *body = json_object(), *env = json_object(), *cmd = json_array();
-    int rc = EAI_EXIT_USAGE, i;
-    for (i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if (global_opt(o, argc, argv, &i))
-            continue;
-        if (i + 1 >= argc) {
-            fprintf(stderr, "eai: %s needs a value\n", argv[i]);
-            goto out;
-        }
-        if (strcmp(argv[i], "--timeout") == 0)
-            json_object_set_new(body, "timeout_s", json_integer(atoll(argv[++i])));
-        else if (strcmp(argv[i], "--env") == 0) {
-            if (kv_env(env, argv[++i]) < 0)
-                goto out;
-        } else {
-            fprintf(stderr, "eai: session exec: unknown option %s\n", argv[i]);
-            goto out;
+    char path[512] = "/v1/sandbox/sessions";
+    for (int k = 0; k < a->nopt; k++)
+        if (strcmp(a->opt[k], "--status") == 0 && eai_url_query_append(path, sizeof path, "status", a->optv[k]) < 0)
+            return EAI_EXIT_USAGE;
+    json_t *r = scall(h, "GET", path, NULL, 200, "session ls");
+    if (!r)
+        return 1;
+    if (a->o.json) {
+        eai_print_json(r);
+    } else {
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(r, "items"), i, it)
+        {
+            const json_t *n = json_object_get(it, "executions");
+            printf("%-40s %-8s %-14s %-20s %lld exec\n", eai_jstr(it, "id") ? eai_jstr(it, "id") : "?",
+                   eai_jstr(it, "status") ? eai_jstr(it, "status") : "?",
+                   eai_jstr(it, "profile") ? eai_jstr(it, "profile") : "-",
+                   eai_jstr(it, "created_at") ? eai_jstr(it, "created_at") : "-",
+                   json_is_integer(n) ? (long long)json_integer_value(n) : 0LL);
         }
     }
-    for (; i < argc; i++)
+    json_decref(r);
+    return 0;
+}
+
+static int verb_exec(struct eai_http *h, const struct sargs *a, int argc, char **argv)
+{
+    json_t *body = json_object(), *cmd = json_array(), *env = json_object();
+    int rc = EAI_EXIT_USAGE;
+    char path[512];
+    for (int k = 0; k < a->nopt; k++) {
+        const char *o = a->opt[k], *v = a->optv[k];
+        if (strcmp(o, "--env") == 0) {
+            if (env_opt(env, v) < 0)
+                goto out;
+        } else if (strcmp(o, "--timeout") == 0) {
+            if (int_opt(body, "timeout_s", v) < 0)
+                goto out;
+        } else if (strcmp(o, "--stdin-file") == 0) {
+            size_t len = 0;
+            unsigned char *d = eai_read_local(strcmp(v, "-") == 0 ? "/dev/stdin" : v, &len);
+            if (!d) {
+                fprintf(stderr, "eai: cannot read '%s': %s\n", v, strerror(errno));
+                goto out;
+            }
+            if (!eai_utf8_valid(d, len)) {
+                fprintf(stderr, "eai: --stdin-file: the API takes text stdin (UTF-8 without NUL)\n");
+                free(d);
+                goto out;
+            }
+            json_object_set_new(body, "stdin", json_stringn((const char *)d, len));
+            free(d);
+        }
+    }
+    for (int i = a->rest; a->rest && i < argc; i++)
         json_array_append_new(cmd, json_string(argv[i]));
     if (!json_array_size(cmd)) {
-        fprintf(stderr, "eai: session exec ID [options] -- CMD [ARGS...]\n");
+        fprintf(stderr, "eai: no command (eai session exec SID [options] -- CMD ARGS...)\n");
         goto out;
     }
     json_object_set(body, "command", cmd);
     if (json_object_size(env))
         json_object_set(body, "env", env);
-    char path[512];
-    json_t *resp = NULL;
     rc = EAI_EXIT_PLATFORM;
-    if (path_of(path, sizeof path, id, "/executions") < 0 || call(o, "POST", path, body, &resp) != 0)
+    if (spath(path, sizeof path, a->pos[0], "/executions", NULL) < 0)
         goto out;
-    char eid[128];
-    snprintf(eid, sizeof eid, "%s", eai_jstr(resp, "id") ? eai_jstr(resp, "id") : "");
-    json_decref(resp);
-    fprintf(stderr, "eai: execution %s in session %s (queued)\n", eid, id);
-    struct eai_http h;
-    if (eai_http_init(&h, o) == 0) {
-        json_t *rec = eai_wait_terminal(&h, eid);
-        if (rec) {
-            uint64_t printed[2] = {0, 0};
-            if (o->json)
-                eai_print_json(rec);
-            else
-                eai_print_rest(rec, printed);
-            rc = eai_exit_for(rec);
-            json_decref(rec);
-        }
+    json_t *r = scall(h, "POST", path, body, 202, "refused");
+    if (!r || !eai_jstr(r, "id")) {
+        json_decref(r);
+        goto out;
     }
-    eai_http_free(&h);
+    char id[128];
+    snprintf(id, sizeof id, "%s", eai_jstr(r, "id"));
+    fprintf(stderr, "eai: execution %s in %s (%s)\n", id, a->pos[0],
+            eai_jstr(r, "status") ? eai_jstr(r, "status") : "?");
+    json_decref(r);
+    json_t *rec = eai_wait_terminal(h, id);
+    if (rec) {
+        if (a->o.json) {
+            eai_print_json(rec);
+        } else {
+            eai_print_stream(rec, "stdout", stdout);
+            fflush(stdout);
+            eai_print_stream(rec, "stderr", stderr);
+        }
+        rc = eai_exit_for(rec);
+        json_decref(rec);
+    }
 out:
     json_decref(body);
-    json_decref(env);
     json_decref(cmd);
+    json_decref(env);
     return rc;
 }
 
-static int cmd_put(struct eai_opts *o, const char *id, const char *local, const char *remote)
+/* PUT the raw bytes of a local file (- for stdin). */
+static int verb_put(struct eai_http *h, const struct sargs *a)
 {
     size_t len = 0;
-    unsigned char *data = eai_read_local(local, &len);
-    if (!data)
-        return 1; /* reported */
-    char path[8192];
-    int rc = 1;
-    struct eai_http h;
-    if (path_of(path, sizeof path, id, "/files") == 0 && eai_url_path_append(path, sizeof path, remote) == 0 &&
-        eai_http_init(&h, o) == 0) {
-        long status = 0;
-        json_t *resp = NULL;
-        if (eai_http_call_len(&h, "PUT", path, (const char *)data, len, NULL,
-                              &status, &resp, 0) == 0) {
-            if (status == 200) {
-                rc = 0;
-                if (o->json)
-                    eai_print_json(resp);
-            } else {
-                eai_print_api_error("put", status, resp);
-            }
-        }
-        json_decref(resp);
-        eai_http_free(&h);
+    const char *local = a->pos[1];
+    unsigned char *d = eai_read_local(strcmp(local, "-") == 0 ? "/dev/stdin" : local, &len);
+    if (!d) {
+        fprintf(stderr, "eai: cannot read '%s': %s\n", local, strerror(errno));
+        return 1;
     }
-    free(data);
+    char path[8192], url[8192 + 512];
+    if (spath(path, sizeof path, a->pos[0], "/files", a->pos[2]) < 0 ||
+        (size_t)snprintf(url, sizeof url, "%s%s", h->base, path) >= sizeof url) {
+        free(d);
+        fprintf(stderr, "eai: path too long\n");
+        return EAI_EXIT_USAGE;
+    }
+    struct curl_slist *hdrs =
+        eai_http_headers(h, "Accept: application/json", "Content-Type: application/octet-stream", 0);
+    FILE *sink = fopen("/dev/null", "we");
+    eai_http_setup(h, url, hdrs, 600L);
+    curl_easy_setopt(h->curl, CURLOPT_CUSTOMREQUEST, "PUT");
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDS, (const char *)d);
+    curl_easy_setopt(h->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    char *resp = NULL;
+    size_t rlen = 0;
+    FILE *mem = open_memstream(&resp, &rlen);
+    curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, mem ? mem : sink);
+    CURLcode cr = curl_easy_perform(h->curl);
+    curl_slist_free_all(hdrs);
+    free(d);
+    if (mem)
+        fclose(mem);
+    if (sink)
+        fclose(sink);
+    int rc = 1;
+    if (cr != CURLE_OK) {
+        fprintf(stderr, "eai: PUT %s: %s\n", url, curl_easy_strerror(cr));
+    } else {
+        long status = 0;
+        curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &status);
+        json_t *j = resp ? json_loadb(resp, rlen, 0, NULL) : NULL;
+        if (status == 200) {
+            if (a->o.json && j)
+                eai_print_json(j);
+            rc = 0;
+        } else {
+            eai_print_api_error(a->pos[2], status, j);
+        }
+        json_decref(j);
+    }
+    free(resp);
     return rc;
 }
 
-static int cmd_cat(struct eai_opts *o, const char *id, const char *remote)
+static int verb_cat(struct eai_http *h, const struct sargs *a)
+{
+    const char *out = NULL;
+    for (int k = 0; k < a->nopt; k++)
+        if (strcmp(a->opt[k], "-o") == 0)
+            out = a->optv[k];
+    char path[8192];
+    if (spath(path, sizeof path, a->pos[0], "/files", a->pos[1]) < 0)
+        return EAI_EXIT_USAGE;
+    FILE *f = out ? fopen(out, "wbe") : stdout;
+    if (!f) {
+        fprintf(stderr, "eai: cannot write '%s': %s\n", out, strerror(errno));
+        return 1;
+    }
+    long status = 0;
+    json_t *err = NULL;
+    uint64_t bytes = 0;
+    int rc = 1;
+    if (eai_http_download(h, path, f, &status, &err, &bytes) == 0) {
+        if (status == 200)
+            rc = 0;
+        else
+            eai_print_api_error(a->pos[1], status, err);
+    }
+    json_decref(err);
+    if (out && fclose(f) != 0)
+        rc = 1;
+    else if (!out)
+        fflush(stdout);
+    return rc;
+}
+
+static int verb_files(struct eai_http *h, const struct sargs *a)
 {
     char path[8192];
-    struct eai_http h;
-    int rc = 1;
-    if (path_of(path, sizeof path, id, "/files") < 0 || eai_url_path_append(path, sizeof path, remote) < 0)
+    if (spath(path, sizeof path, a->pos[0], "/files", NULL) < 0 ||
+        (a->npos > 1 && eai_url_query_append(path, sizeof path, "path", a->pos[1]) < 0))
+        return EAI_EXIT_USAGE;
+    json_t *r = scall(h, "GET", path, NULL, 200, a->pos[0]);
+    if (!r)
         return 1;
-    if (eai_http_init(&h, o) == 0) {
-        long status = 0;
-        json_t *err = NULL;
-        uint64_t bytes = 0;
-        if (eai_http_download(&h, path, stdout, &status, &err, &bytes) == 0) {
-            if (status == 200)
-                rc = 0;
-            else
-                eai_print_api_error("cat", status, err);
+    if (a->o.json) {
+        eai_print_json(r);
+    } else {
+        size_t i;
+        json_t *it;
+        json_array_foreach(json_object_get(r, "items"), i, it)
+        {
+            const json_t *n = json_object_get(it, "size");
+            printf("%-6s %12lld  %s\n", eai_jstr(it, "type") ? eai_jstr(it, "type") : "?",
+                   json_is_integer(n) ? (long long)json_integer_value(n) : 0LL,
+                   eai_jstr(it, "path") ? eai_jstr(it, "path") : "?");
         }
-        json_decref(err);
     }
-    eai_http_free(&h);
-    fflush(stdout);
-    return rc;
+    json_decref(r);
+    return 0;
+}
+
+static int verb_simple(struct eai_http *h, const struct sargs *a, const char *method, const char *file)
+{
+    char path[8192];
+    if (spath(path, sizeof path, a->pos[0], file ? "/files" : NULL, file) < 0)
+        return EAI_EXIT_USAGE;
+    json_t *r = scall(h, method, path, NULL, 200, file ? file : a->pos[0]);
+    if (!r)
+        return 1;
+    if (a->o.json || strcmp(method, "GET") == 0)
+        eai_print_json(r);
+    else if (!file) { /* close: the ended session's usage */
+        const json_t *u = json_object_get(r, "usage");
+        const json_t *cpu = json_object_get(u, "cpu_seconds"), *dur = json_object_get(u, "duration_s");
+        printf("%s %s (%s) cpu %.3f s, %.3f s\n", a->pos[0], eai_jstr(r, "status") ? eai_jstr(r, "status") : "?",
+               eai_jstr(r, "end_reason") ? eai_jstr(r, "end_reason") : "-", json_is_number(cpu) ? json_number_value(cpu) : 0.0,
+               json_is_number(dur) ? json_number_value(dur) : 0.0);
+    }
+    json_decref(r);
+    return 0;
+}
+
+/* pause / resume: the session's state afterwards (ID, status, end reason). */
+static int verb_state(struct eai_http *h, const struct sargs *a, const char *what)
+{
+    char path[8192];
+    if (spath(path, sizeof path, a->pos[0], what, NULL) < 0)
+        return EAI_EXIT_USAGE;
+    json_t *r = scall(h, "POST", path, NULL, 200, a->pos[0]);
+    if (!r)
+        return 1;
+    if (a->o.json)
+        eai_print_json(r);
+    else
+        printf("%s\t%s\t%s\n", a->pos[0], eai_jstr(r, "status") ? eai_jstr(r, "status") : "?",
+               eai_jstr(r, "end_reason") ? eai_jstr(r, "end_reason") : "-");
+    json_decref(r);
+    return 0;
 }
 
 int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
 {
-    struct eai_opts o = *go;
-    if (argc < 2)
-        return usage();
-    const char *sub = argv[1];
-    argc -= 2;
-    argv += 2;
-    if (strcmp(sub, "create") == 0)
-        return cmd_create(&o, argc, argv);
-    if (strcmp(sub, "exec") == 0)
-        return cmd_exec(&o, argc, argv);
-    /* the rest: positional arguments and the global options */
-    char *pos[3] = {NULL, NULL, NULL};
-    int npos = 0;
-    for (int i = 0; i < argc; i++) {
-        if (global_opt(&o, argc, argv, &i))
-            continue;
-        if (npos >= 3)
-            return usage();
-        pos[npos++] = argv[i];
+    static const char *const create_opts[] = {"--image", "--profile", "--memory", "--cpu", "--pids", "--disk",
+                                              "--env", "--idle-timeout", "--ttl", "--max-concurrent", NULL};
+    static const char *const exec_opts[] = {"--timeout", "--env", "--stdin-file", NULL};
+    static const char *const ls_opts[] = {"--status", NULL};
+    static const char *const cat_opts[] = {"-o", NULL};
+    static const struct {
+        const char *verb;
+        const char *const *opts;
+        int npos; /* positional arguments: exactly, or -(at most) */
+    } verbs[] = {{"create", create_opts, 0}, {"ls", ls_opts, 0},   {"get", NULL, 1},   {"exec", exec_opts, 1},
+                 {"put", NULL, 3},          {"cat", cat_opts, 2}, {"files", NULL, -2}, {"rm", NULL, 2},
+                 {"close", NULL, 1},        {"pause", NULL, 1},   {"resume", NULL, 1}};
+    if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
+        eai_usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? EAI_EXIT_USAGE : 0;
     }
-    json_t *resp = NULL;
-    char path[8192];
-    int rc;
-    if (strcmp(sub, "ls") == 0) {
-        if ((rc = call(&o, "GET", "/v1/sandbox/sessions", NULL, &resp)) == 0) {
-            if (o.json) {
-                eai_print_json(resp);
-            } else {
-                size_t i;
-                json_t *s;
-                json_array_foreach(json_object_get(resp, "items"), i, s)
-                    print_session(&o, s);
-            }
-        }
-        json_decref(resp);
-        return rc;
+    size_t v;
+    for (v = 0; v < sizeof verbs / sizeof verbs[0]; v++)
+        if (strcmp(argv[1], verbs[v].verb) == 0)
+            break;
+    if (v == sizeof verbs / sizeof verbs[0]) {
+        fprintf(stderr, "eai: unknown session verb '%s' (create|ls|get|exec|put|cat|files|rm|close|pause|resume)\n", argv[1]);
+        return EAI_EXIT_USAGE;
     }
-    if (npos < 1)
-        return usage();
-    if (strcmp(sub, "put") == 0)
-        return npos == 3 ? cmd_put(&o, pos[0], pos[1], pos[2]) : usage();
-    if (strcmp(sub, "cat") == 0)
-        return npos == 2 ? cmd_cat(&o, pos[0], pos[1]) : usage();
-    const char *method = "GET", *suffix = NULL;
-    if (strcmp(sub, "get") == 0) {
-    } else if (strcmp(sub, "rm") == 0) {
-        method = "DELETE";
-    } else if (strcmp(sub, "pause") == 0 || strcmp(sub, "resume") == 0) {
-        method = "POST";
-        suffix = sub[0] == 'p' ? "/pause" : "/resume";
-    } else if (strcmp(sub, "files") == 0) {
-        suffix = "/files";
-    } else {
-        return usage();
+    struct sargs a;
+    if (sparse(go, argc, argv, verbs[v].opts, &a) < 0)
+        return EAI_EXIT_USAGE;
+    int n = verbs[v].npos;
+    if ((n >= 0 && a.npos != n) || (n < 0 && (a.npos < 1 || a.npos > -n)) || (a.rest && strcmp(argv[1], "exec"))) {
+        fprintf(stderr, "eai: session %s: wrong arguments (see eai --help)\n", argv[1]);
+        return EAI_EXIT_USAGE;
     }
-    if (path_of(path, sizeof path, pos[0], suffix) < 0)
-        return 1;
-    if (strcmp(sub, "files") == 0 && npos == 2 && eai_url_query_append(path, sizeof path, "path", pos[1]) < 0)
-        return 1;
-    if ((rc = call(&o, method, path, NULL, &resp)) == 0) {
-        if (strcmp(sub, "files") == 0 && !o.json) {
-            size_t i;
-            json_t *f;
-            json_array_foreach(json_object_get(resp, "items"), i, f)
-                printf("%s\t%s\t%lld\n", eai_jstr(f, "type") ? eai_jstr(f, "type") : "?",
-                       eai_jstr(f, "path") ? eai_jstr(f, "path") : "?",
-                       (long long)json_integer_value(json_object_get(f, "size")));
-        } else {
-            print_session(&o, resp);
-        }
+    if (a.npos && !sid_ok(a.pos[0]))
+        return EAI_EXIT_USAGE;
+    struct eai_http h;
+    int rc = 1;
+    if (eai_http_init(&h, &a.o) == 0) {
+        const char *verb = argv[1];
+        if (strcmp(verb, "create") == 0)
+            rc = verb_create(&h, &a);
+        else if (strcmp(verb, "ls") == 0)
+            rc = verb_ls(&h, &a);
+        else if (strcmp(verb, "get") == 0)
+            rc = verb_simple(&h, &a, "GET", NULL);
+        else if (strcmp(verb, "exec") == 0)
+            rc = verb_exec(&h, &a, argc, argv);
+        else if (strcmp(verb, "put") == 0)
+            rc = verb_put(&h, &a);
+        else if (strcmp(verb, "cat") == 0)
+            rc = verb_cat(&h, &a);
+        else if (strcmp(verb, "files") == 0)
+            rc = verb_files(&h, &a);
+        else if (strcmp(verb, "rm") == 0)
+            rc = verb_simple(&h, &a, "DELETE", a.pos[1]);
+        else if (strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0)
+            rc = verb_state(&h, &a, verb[0] == 'p' ? "/pause" : "/resume");
+        else
+            rc = verb_simple(&h, &a, "DELETE", NULL);
     }
-    json_decref(resp);
+    eai_http_free(&h);
     return rc;
 }

@@ -30,6 +30,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -211,6 +212,7 @@ func NewClient(opts ...Option) (*Client, error) {
 		return nil, errors.New("eai: malformed API key")
 	}
 	c.Sandbox = &SandboxService{c: c}
+	c.Sandbox.Sessions = &SessionService{s: c.Sandbox}
 	c.Contracts = &ContractsService{c: c}
 	c.Manifests = &ManifestsService{c: c}
 	return c, nil
@@ -276,8 +278,12 @@ type request struct {
 	idemKey string
 	extra   time.Duration // added to the per-attempt timeout (long-poll)
 	accept  string
+	lastID  string // Last-Event-ID (event streams)
 	noRetry bool
-	stream  bool // 2xx: hand the open body back (rc), no per-attempt deadline after the headers
+	// noLostRetry: a POST without Idempotency-Key; a connection error is not
+	// retried (the request may have been done), 429/503 still are.
+	noLostRetry bool
+	stream      bool // 2xx: hand the open body back (rc), no per-attempt deadline after the headers
 }
 
 type response struct {
@@ -315,7 +321,7 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 		retryable := false
 		if err != nil {
 			lastErr = &ConnectionError{Method: r.method, Path: r.path, Attempts: attempt + 1, Err: err}
-			retryable = true
+			retryable = !r.noLostRetry || errors.Is(err, syscall.ECONNREFUSED)
 		} else {
 			ae := parseEnvelope(resp)
 			lastErr = classify(ae)
@@ -411,6 +417,9 @@ func (c *Client) newHTTPRequest(ctx context.Context, r *request) (*http.Request,
 	}
 	if r.idemKey != "" {
 		req.Header.Set("Idempotency-Key", r.idemKey)
+	}
+	if r.lastID != "" {
+		req.Header.Set("Last-Event-ID", r.lastID)
 	}
 	return req, nil
 }

@@ -12,7 +12,11 @@ import (
 )
 
 // SandboxService is c.Sandbox: executions.
-type SandboxService struct{ c *Client }
+type SandboxService struct {
+	c *Client
+	// Sessions: one sandbox kept across several executions (docs/sessions.md).
+	Sessions *SessionService
+}
 
 // CallOption tunes one call.
 type CallOption func(*callOpts)
@@ -21,7 +25,12 @@ type callOpts struct {
 	idemKey string
 	timeout time.Duration
 	waitS   int
+	lastID  string
 }
+
+// WithLastEventID makes Stream start after that event id (sent as
+// Last-Event-ID): only the events after it come.
+func WithLastEventID(id string) CallOption { return func(o *callOpts) { o.lastID = id } }
 
 // WithIdempotencyKey sets the Idempotency-Key of Create/Execute (default: a
 // fresh UUID per call, reused by that call's retries).

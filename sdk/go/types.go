@@ -71,6 +71,8 @@ type ExecuteRequest struct {
 	ProjectID string            `json:"project_id,omitempty"`
 	AgentID   string            `json:"agent_id,omitempty"`
 	RunID     string            `json:"run_id,omitempty"`
+	// Callback asks eaid to POST the summary to Callback.URL once terminal.
+	Callback *Callback `json:"callback,omitempty"`
 
 	// IdempotencyKey is sent as the Idempotency-Key header (a fresh UUID when
 	// empty).  Reuse it to make a repeated create return the first execution.
@@ -125,34 +127,36 @@ type ExecError struct {
 // the program's bytes: base64 answers (stdout_encoding "base64", for output
 // that is not UTF-8) are decoded.  Raw is the whole JSON object as sent.
 type Execution struct {
-	ID              string         `json:"id"`
-	Status          string         `json:"status"`
-	Profile         string         `json:"profile"`
-	Backend         string         `json:"backend"`
-	Image           string         `json:"image"`
-	Command         []string       `json:"command"`
-	Limits          Limits         `json:"limits"`
-	ExitCode        *int           `json:"exit_code"`
-	Signal          *int           `json:"signal"`
-	Stdout          []byte         `json:"-"`
-	Stderr          []byte         `json:"-"`
-	StdoutEncoding  string         `json:"stdout_encoding"`
-	StderrEncoding  string         `json:"stderr_encoding"`
-	StdoutTruncated bool           `json:"stdout_truncated"`
-	StderrTruncated bool           `json:"stderr_truncated"`
-	Files           []FileInfo     `json:"files"`
-	FilesTruncated  bool           `json:"files_truncated"`
-	Usage           *Usage         `json:"usage"`
-	Error           *ExecError     `json:"error"`
-	Tool            string         `json:"tool"`
-	ProjectID       string         `json:"project_id"`
-	AgentID         string         `json:"agent_id"`
-	RunID           string         `json:"run_id"`
-	TraceID         string         `json:"trace_id"`
-	CreatedAt       *time.Time     `json:"created_at"`
-	StartedAt       *time.Time     `json:"started_at"`
-	FinishedAt      *time.Time     `json:"finished_at"`
-	Raw             map[string]any `json:"-"`
+	ID              string          `json:"id"`
+	Status          string          `json:"status"`
+	Profile         string          `json:"profile"`
+	Backend         string          `json:"backend"`
+	Image           string          `json:"image"`
+	Command         []string        `json:"command"`
+	Limits          Limits          `json:"limits"`
+	ExitCode        *int            `json:"exit_code"`
+	Signal          *int            `json:"signal"`
+	Stdout          []byte          `json:"-"`
+	Stderr          []byte          `json:"-"`
+	StdoutEncoding  string          `json:"stdout_encoding"`
+	StderrEncoding  string          `json:"stderr_encoding"`
+	StdoutTruncated bool            `json:"stdout_truncated"`
+	StderrTruncated bool            `json:"stderr_truncated"`
+	Files           []FileInfo      `json:"files"`
+	FilesTruncated  bool            `json:"files_truncated"`
+	Usage           *Usage          `json:"usage"`
+	Error           *ExecError      `json:"error"`
+	Tool            string          `json:"tool"`
+	ProjectID       string          `json:"project_id"`
+	AgentID         string          `json:"agent_id"`
+	RunID           string          `json:"run_id"`
+	TraceID         string          `json:"trace_id"`
+	CreatedAt       *time.Time      `json:"created_at"`
+	StartedAt       *time.Time      `json:"started_at"`
+	FinishedAt      *time.Time      `json:"finished_at"`
+	Callback        *CallbackStatus `json:"callback"`
+	SessionID       string          `json:"session_id"`
+	Raw             map[string]any  `json:"-"`
 }
 
 // Terminal reports whether the execution has ended.

@@ -500,6 +500,49 @@ def case_errors_help(env, st):
     check(r.returncode == 1 and b"unauthenticated" in r.stderr, "bad key %r" % r.stderr)
 
 
+def case_session(env, st):
+    r = env.eai("session", "create", "--image", IMAGE, "--profile", PROFILE, "--memory", "256Mi",
+                "--idle-timeout", "120", "--env", "MODE=cli")
+    check(r.returncode == 0, "session create: rc %d %r" % (r.returncode, r.stderr))
+    sid = r.stdout.decode().strip()
+    check(re.fullmatch(r"ses_[0-9a-f-]{36}", sid), "session id %r" % r.stdout)
+    try:
+        blob = bytes(range(256)) * 8                     # not UTF-8: the raw PUT body
+        local = os.path.join(env.tmp, "s.bin")
+        with open(local, "wb") as f:
+            f.write(blob)
+        r = env.eai("session", "put", sid, local, "/tmp/w/s.bin", "--json")
+        check(r.returncode == 0 and json.loads(r.stdout)["size"] == len(blob), "put: %r %r" % (r.stdout, r.stderr))
+        prog = "import os,sys; d=open('/tmp/w/s.bin','rb').read(); open('/tmp/w/out.txt','w').write(str(len(d))); " \
+               "print(os.environ['MODE']); sys.exit(3)"
+        r = env.eai("session", "exec", sid, "--", "python3", "-c", prog)
+        check(r.returncode == 3 and r.stdout == b"cli\n", "exec: rc %d %r %r" % (r.returncode, r.stdout, r.stderr))
+        r = env.eai("session", "cat", sid, "/tmp/w/out.txt")
+        check(r.returncode == 0 and r.stdout == str(len(blob)).encode(), "cat: %r %r" % (r.stdout, r.stderr))
+        r = env.eai("session", "cat", sid, "/tmp/w/s.bin")
+        check(r.stdout == blob, "cat of the binary file differs (%d bytes)" % len(r.stdout))
+        r = env.eai("session", "files", sid, "--json")
+        paths = sorted(i["path"] for i in json.loads(r.stdout)["items"] if i["type"] == "file")
+        check(paths == ["/tmp/w/out.txt", "/tmp/w/s.bin"], "files %r" % paths)
+        r = env.eai("session", "rm", sid, "/tmp/w/out.txt")
+        check(r.returncode == 0, "rm: %r" % r.stderr)
+        r = env.eai("session", "cat", sid, "/tmp/w/out.txt")
+        check(r.returncode == 1 and b"not_found" in r.stderr, "cat after rm: %d %r" % (r.returncode, r.stderr))
+        r = env.eai("session", "ls", "--json")
+        check(any(i["id"] == sid for i in json.loads(r.stdout)["items"]), "ls: %r" % r.stdout[:300])
+        r = env.eai("session", "get", sid)
+        check(json.loads(r.stdout)["executions"] == 1, "get: %r" % r.stdout[:300])
+    finally:
+        r = env.eai("session", "close", sid, "--json")
+    doc = json.loads(r.stdout or b"{}")
+    check(r.returncode == 0 and doc.get("status") == "ended" and doc.get("end_reason") == "deleted",
+          "close: %r %r" % (r.stdout, r.stderr))
+    r = env.eai("session", "exec", sid, "--", "true")
+    check(r.returncode == 125 and b"session_ended" in r.stderr, "exec after close: %d %r" % (r.returncode, r.stderr))
+    r = env.eai("session", "put", sid)
+    check(r.returncode == 2, "usage error: %d" % r.returncode)
+
+
 def ensure_image():
     if os.path.isdir(os.path.join(IMAGES, "python", "3.11-slim", "rootfs")):
         return
@@ -532,7 +575,8 @@ def main():
                          ("Ctrl-C during a live exec cancels it", case_ctrl_c),
                          ("ls: --json, paging, --all, --status", case_ls),
                          ("exec --tool runs the manifest's command", case_tool),
-                         ("errors in French, --help, usage", case_errors_help)]:
+                         ("errors in French, --help, usage", case_errors_help),
+                         ("session: create, put, exec, cat, files, rm, close", case_session)]:
             only = [x for x in os.environ.get("EAI_CLI_ONLY", "").split(",") if x]
             if only and not any(x in name for x in only):
                 continue

@@ -494,7 +494,7 @@ def case_nothing_left():
 
 def case_cli():
     """`eai session ...`: create, put, exec (the program's exit code), cat,
-    files, pause, resume, rm."""
+    files, pause, resume, close."""
     e = env()
     eai = os.path.join(eaid_env.BUILD, "eai")
     ce = dict(os.environ, EAI_URL=e.url, EAI_API_KEY=e.key)
@@ -502,7 +502,7 @@ def case_cli():
     def c(*a):
         return subprocess.run([eai] + list(a), env=ce, capture_output=True, timeout=120)
 
-    r = c("session", "create", "--profile", PROFILE, "--image", IMAGE, "--idle", "120")
+    r = c("session", "create", "--profile", PROFILE, "--image", IMAGE, "--idle-timeout", "120")
     check(r.returncode == 0 and r.stdout.decode().startswith("ses_"), "eai session create: %s" % (r,))
     sid = r.stdout.decode().strip()
     local = os.path.join(e.tmp, "main.py")
@@ -521,8 +521,8 @@ def case_cli():
     check(r.returncode == 0 and b"\tpaused\t" in r.stdout, "eai session pause: %s" % (r,))
     r = c("session", "resume", sid)
     check(r.returncode == 0 and b"\trunning\t" in r.stdout, "eai session resume: %s" % (r,))
-    r = c("session", "rm", sid)
-    check(r.returncode == 0 and b"deleted" in r.stdout, "eai session rm: %s" % (r,))
+    r = c("session", "close", sid)
+    check(r.returncode == 0 and b"deleted" in r.stdout, "eai session close: %s" % (r,))
     r = c("session", "get", sid, "--json")
     check(r.returncode == 0 and json.loads(r.stdout)["status"] == "ended", "eai session get: %s" % (r,))
 
@@ -540,7 +540,7 @@ def case_python_sdk():
         check(r.status == "succeeded" and r.stdout == "45\n", "sdk run: %s" % r)
         s.run(["sh", "-c", "echo hi > /tmp/b.txt"])
         check(s.files.read("/tmp/b.txt") == b"hi\n", "sdk files.read")
-        check("/tmp/b.txt" in [f["path"] for f in s.files.list()], "sdk files.list")
+        check("/tmp/b.txt" in [f.path for f in s.files.list()], "sdk files.list")
         check(s.pause().status == "paused", "sdk pause: %s" % s.raw)
         r = s.run(["cat", "/tmp/b.txt"])
         check(r.stdout == "hi\n" and s.refresh().status == "running", "sdk auto-resume: %s %s" % (r, s.raw))

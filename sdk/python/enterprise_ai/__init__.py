@@ -4,15 +4,20 @@
     client = EnterpriseAI(base_url="http://127.0.0.1:8080", api_key="eai_...")
     ex = client.sandbox.execute("python:3.11-slim", ["python3", "-c", "print(1)"], profile="gvisor-small")
 """
-from .client import EnterpriseAI, Sandbox, Session, SessionFiles, Sessions, Contracts, Manifests, __version__
+from .client import EnterpriseAI, Sandbox, Contracts, Manifests, __version__
 from .errors import (APIConnectionError, APIError, AuthenticationError, ConflictError, EnterpriseAIError,
                      NotFoundError, RateLimitError, ServerError, UnavailableError, ValidationError,
                      WaitTimeoutError)
-from .models import TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Usage, ValidationResult
+from .models import (TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Session, SessionFile, Usage,
+                     ValidationResult)
+from .sessions import SessionFiles, SessionHandle, Sessions
+from .webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify_signature
 
 __all__ = [
-    "EnterpriseAI", "Sandbox", "Session", "Sessions", "SessionFiles", "Contracts", "Manifests", "__version__",
+    "EnterpriseAI", "Sandbox", "Contracts", "Manifests", "__version__",
     "EnterpriseAIError", "APIError", "APIConnectionError", "WaitTimeoutError", "AuthenticationError",
     "NotFoundError", "ValidationError", "ConflictError", "RateLimitError", "UnavailableError", "ServerError",
     "Execution", "Event", "FileInfo", "Usage", "ValidationResult", "ManifestResult", "TERMINAL_STATUSES",
+    "Session", "SessionFile", "Sessions", "SessionHandle", "SessionFiles",
+    "verify_signature", "sign", "SIGNATURE_HEADER", "EVENT_ID_HEADER",
 ]

@@ -15,6 +15,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 
 from . import errors
 from .models import TERMINAL_STATUSES, Event, Execution, ManifestResult, ValidationResult
+from .sessions import Sessions
 
 __version__ = "0.1.0"
 
@@ -117,7 +118,9 @@ class _Transport:
 
     def request(self, method: str, path: str, body: Any = None, headers: Optional[Mapping[str, str]] = None,
                 timeout: Optional[float] = None, raw_body: Optional[bytes] = None,
-                content_type: str = "application/json") -> _Response:
+                content_type: str = "application/json", idempotent: bool = True) -> _Response:
+        """``idempotent=False`` (a POST without Idempotency-Key): a connection error
+        is not retried once the request may have reached the server; 429/503 are."""
         data: Optional[bytes] = raw_body
         h = self.headers(headers)
         if body is not None:
@@ -133,6 +136,11 @@ class _Transport:
                 resp = self._once(method, path, data, h, timeout if timeout is not None else self.timeout)
             except (OSError, http.client.HTTPException) as e:
                 err = e
+                if not idempotent and not isinstance(e, ConnectionRefusedError):
+                    raise errors.APIConnectionError("%s %s: the connection to %s broke (%s: %s); not retried: "
+                                                    "the request may have been done" % (
+                                                        method, path.split("?")[0], self.base_url,
+                                                        type(e).__name__, e)) from None
             if resp is not None and resp.status < 400:
                 return resp
             retry_after: Optional[float] = None
@@ -167,13 +175,20 @@ class _Transport:
         finally:
             c.close()
 
-    def stream(self, path: str) -> Iterator[Tuple[str, str]]:
-        """GET an event stream; yields (event, data) per event.  The connection
-        itself is retried like any request until the 200 arrives; the stream is
-        not resumed once it started (the server would replay it from the start)."""
+    def stream(self, path: str, last_event_id: Optional[str] = None,
+               no_content: Optional[List[bool]] = None) -> Iterator[Tuple[Optional[str], str, str]]:
+        """GET an event stream; yields (id, event, data) per event (``: ping``
+        comments skipped).  ``last_event_id`` is sent as ``Last-Event-ID`` so the
+        server sends only the events after it.  The connection itself is retried
+        like any request until the 200 arrives; a ``204`` (nothing after that id)
+        yields nothing and appends True to ``no_content``.  A break after the 200 raises APIConnectionError; the
+        caller (Sandbox.stream) resumes from the last id it saw."""
         t0 = time.monotonic()
         attempt = 0
-        h = self.headers({"Accept": "text/event-stream"})
+        extra = {"Accept": "text/event-stream"}
+        if last_event_id is not None:
+            extra["Last-Event-ID"] = last_event_id
+        h = self.headers(extra)
         while True:
             c = self._conn(self.timeout)
             err: Optional[BaseException] = None
@@ -185,6 +200,12 @@ class _Transport:
                 err, r = e, None
             if r is not None and r.status == 200:
                 break
+            if r is not None and r.status == 204:
+                r.read()
+                c.close()
+                if no_content is not None:
+                    no_content.append(True)
+                return
             retry_after: Optional[float] = None
             body = b""
             if r is not None:
@@ -205,6 +226,7 @@ class _Transport:
             if c.sock is not None:
                 c.sock.settimeout(None)  # an execution may be silent for long; the stream ends with it
             ev: Optional[str] = None
+            eid: Optional[str] = None
             data: List[str] = []
             while True:
                 try:
@@ -216,10 +238,10 @@ class _Transport:
                 line = line_b.decode("utf-8", "replace").rstrip("\r\n")
                 if line == "":
                     if ev is not None or data:
-                        yield ev or "message", "\n".join(data)
-                    ev, data = None, []
+                        yield eid, ev or "message", "\n".join(data)
+                    ev, eid, data = None, None, []
                 elif line.startswith(":"):
-                    continue
+                    continue  # ": ping" heartbeats and other comments
                 else:
                     name, _, value = line.partition(":")
                     if value.startswith(" "):
@@ -228,6 +250,8 @@ class _Transport:
                         ev = value
                     elif name == "data":
                         data.append(value)
+                    elif name == "id" and "\0" not in value:
+                        eid = value
         finally:
             c.close()
 
@@ -252,130 +276,12 @@ def _files(files: Optional[FilesArg]) -> Optional[List[Dict[str, Any]]]:
     return [dict(f) for f in files]
 
 
-class SessionFiles:
-    """``session.files``: the session's ``/tmp`` (docs/sessions.md)."""
-
-    def __init__(self, t: _Transport, session_id: str) -> None:
-        self._t = t
-        self._id = session_id
-
-    def _path(self, path: str) -> str:
-        return "/v1/sandbox/sessions/%s/files/%s" % (_q(self._id), "/".join(_q(s) for s in path.split("/") if s))
-
-    def write(self, path: str, data: Union[str, bytes]) -> Dict[str, Any]:
-        """Create or replace ``path`` (under /tmp) with ``data``."""
-        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-        r: Dict[str, Any] = self._t.request("PUT", self._path(path), raw_body=raw,
-                                            content_type="application/octet-stream").json()
-        return r
-
-    def read(self, path: str) -> bytes:
-        return self._t.request("GET", self._path(path)).body
-
-    def delete(self, path: str) -> Dict[str, Any]:
-        r: Dict[str, Any] = self._t.request("DELETE", self._path(path)).json()
-        return r
-
-    def list(self, path: str = "/tmp") -> List[Dict[str, Any]]:
-        """``[{path, size, type}]`` below ``path``, recursive."""
-        q = urllib.parse.urlencode({"path": path})
-        r = self._t.request("GET", "/v1/sandbox/sessions/%s/files?%s" % (_q(self._id), q)).json()
-        return list(r.get("items") or [])
-
-
-class Session:
-    """One session: a sandbox kept across executions (``client.sandbox.sessions.create``).
-    ``raw`` is the server's last description of it."""
-
-    def __init__(self, sandbox: "Sandbox", raw: Dict[str, Any]) -> None:
-        self._sandbox = sandbox
-        self._t = sandbox._t
-        self.raw = raw
-        self.id: str = raw["id"]
-        self.files = SessionFiles(self._t, self.id)
-
-    def __repr__(self) -> str:
-        return "Session(id=%r, status=%r)" % (self.id, self.status)
-
-    @property
-    def status(self) -> Optional[str]:
-        return self.raw.get("status")
-
-    def __enter__(self) -> "Session":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def _base(self) -> str:
-        return "/v1/sandbox/sessions/" + _q(self.id)
-
-    def refresh(self) -> "Session":
-        self.raw = self._t.request("GET", self._base()).json()
-        return self
-
-    def run(self, command: Sequence[str], *, stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
-            timeout_s: Optional[int] = None, files: Optional[FilesArg] = None,
-            collect: Optional[Sequence[str]] = None, wait: Optional[float] = 600.0) -> Execution:
-        """Run ``command`` inside the session and wait for its end (an execution like
-        any other: ``client.sandbox.get/stream/cancel`` work on its id)."""
-        body: Dict[str, Any] = {"command": list(command)}
-        for k, v in (("stdin", stdin), ("env", dict(env) if env is not None else None), ("timeout_s", timeout_s),
-                     ("files", _files(files)), ("collect", list(collect) if collect is not None else None)):
-            if v is not None:
-                body[k] = v
-        r = self._t.request("POST", self._base() + "/executions", body, {"Idempotency-Key": str(uuid.uuid4())})
-        return self._sandbox.wait(Execution.from_dict(r.json()).id, wait)
-
-    def pause(self) -> "Session":
-        self.raw = self._t.request("POST", self._base() + "/pause").json()
-        return self
-
-    def resume(self) -> "Session":
-        self.raw = self._t.request("POST", self._base() + "/resume").json()
-        return self
-
-    def close(self) -> "Session":
-        """End it (DELETE); its usage is in ``raw["usage"]``.  Ending an ended one is a no-op."""
-        self.raw = self._t.request("DELETE", self._base()).json()
-        return self
-
-
-class Sessions:
-    """``client.sandbox.sessions``."""
-
-    def __init__(self, sandbox: "Sandbox") -> None:
-        self._sandbox = sandbox
-        self._t = sandbox._t
-
-    def create(self, image: Optional[str] = None, *, profile: Optional[str] = None,
-               limits: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
-               idle_timeout_s: Optional[int] = None, ttl_s: Optional[int] = None,
-               max_concurrent_executions: Optional[int] = None, auto_resume: Optional[bool] = None) -> Session:
-        """Start a session; returns once its sandbox is ready."""
-        body: Dict[str, Any] = {}
-        for k, v in (("image", image), ("profile", profile), ("limits", dict(limits) if limits is not None else None),
-                     ("env", dict(env) if env is not None else None), ("idle_timeout_s", idle_timeout_s),
-                     ("ttl_s", ttl_s), ("max_concurrent_executions", max_concurrent_executions),
-                     ("auto_resume", auto_resume)):
-            if v is not None:
-                body[k] = v
-        return Session(self._sandbox, self._t.request("POST", "/v1/sandbox/sessions", body, timeout=120).json())
-
-    def get(self, session_id: str) -> Session:
-        return Session(self._sandbox, self._t.request("GET", "/v1/sandbox/sessions/" + _q(session_id)).json())
-
-    def list(self, status: Optional[str] = None) -> List[Session]:
-        path = "/v1/sandbox/sessions" + ("?" + urllib.parse.urlencode({"status": status}) if status else "")
-        return [Session(self._sandbox, s) for s in self._t.request("GET", path).json().get("items") or []]
-
-
 class Sandbox:
     """``client.sandbox``: executions; ``client.sandbox.sessions``: sessions."""
 
     def __init__(self, t: _Transport) -> None:
         self._t = t
-        self.sessions = Sessions(self)
+        self.sessions = Sessions(t, self)
 
     def __repr__(self) -> str:
         return "Sandbox(base_url=%r)" % self._t.base_url
@@ -387,7 +293,8 @@ class Sandbox:
                       stdin: Optional[str] = None, collect: Optional[Sequence[str]] = None,
                       network: Optional[Mapping[str, Any]] = None, tool: Optional[str] = None,
                       project_id: Optional[str] = None, agent_id: Optional[str] = None,
-                      run_id: Optional[str] = None, extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                      run_id: Optional[str] = None, callback: Optional[Mapping[str, str]] = None,
+                      extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
         body: Dict[str, Any] = {}
         for k, v in (("profile", profile), ("image", image),
                      ("command", list(command) if command is not None else None),
@@ -395,7 +302,8 @@ class Sandbox:
                      ("stdin", stdin), ("files", _files(files)),
                      ("collect", list(collect) if collect is not None else None),
                      ("network", dict(network) if network is not None else None), ("tool", tool),
-                     ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id)):
+                     ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id),
+                     ("callback", dict(callback) if callback is not None else None)):
             if v is not None:
                 body[k] = v
         if extra:
@@ -408,6 +316,7 @@ class Sandbox:
                stdin: Optional[str] = None, collect: Optional[Sequence[str]] = None,
                network: Optional[Mapping[str, Any]] = None, tool: Optional[str] = None,
                project_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None,
+               callback: Optional[Mapping[str, str]] = None,
                idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None) -> Execution:
         """Submit an execution (202); returns ``{id, status}`` as an Execution.
 
@@ -415,10 +324,13 @@ class Sandbox:
         the same across the retries of this call, so a retry after a lost answer
         returns the first execution instead of running the code twice.
         ``request`` (a full API body) may be given instead of the arguments.
+        ``callback={"url": ..., "secret": ...}`` asks eaid to POST the summary there
+        once terminal (check it with :func:`enterprise_ai.verify_signature`).
         """
         body = dict(request) if request is not None else self.build_request(
             image, command, profile=profile, limits=limits, files=files, env=env, stdin=stdin,
-            collect=collect, network=network, tool=tool, project_id=project_id, agent_id=agent_id, run_id=run_id)
+            collect=collect, network=network, tool=tool, project_id=project_id, agent_id=agent_id, run_id=run_id,
+            callback=callback)
         key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
         r = self._t.request("POST", "/v1/sandbox/executions", body, {"Idempotency-Key": key})
         return Execution.from_dict(r.json())
@@ -455,6 +367,7 @@ class Sandbox:
                 network: Optional[Mapping[str, Any]] = None, tool: Optional[str] = None,
                 timeout: Optional[float] = 600.0, project_id: Optional[str] = None,
                 agent_id: Optional[str] = None, run_id: Optional[str] = None,
+                callback: Optional[Mapping[str, str]] = None,
                 idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None) -> Execution:
         """Create an execution and wait for its end; returns the finished execution
         (a non-zero exit is ``status == "failed"``, not an exception).  ``timeout`` is
@@ -463,7 +376,8 @@ class Sandbox:
         t0 = time.monotonic()
         ex = self.create(image, command, profile=profile, limits=limits, files=files, env=env, stdin=stdin,
                          collect=collect, network=network, tool=tool, project_id=project_id,
-                         agent_id=agent_id, run_id=run_id, idempotency_key=idempotency_key, request=request)
+                         agent_id=agent_id, run_id=run_id, callback=callback, idempotency_key=idempotency_key,
+                         request=request)
         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t0))
         return self.wait(ex.id, left)
 
@@ -502,18 +416,60 @@ class Sandbox:
         p = "/".join(_q(s) for s in path.split("/") if s)
         return self._t.request("GET", "/v1/sandbox/executions/%s/files/%s" % (_q(execution_id), p)).body
 
-    def stream(self, execution_id: str) -> Iterator[Event]:
+    def stream(self, execution_id: str, last_event_id: Optional[str] = None) -> Iterator[Event]:
         """The execution's events (stdout/stderr chunks, status changes) as they come;
-        ends after the terminal status."""
-        for ev, data in self._t.stream("/v1/sandbox/executions/%s/events" % _q(execution_id)):
+        ends after the terminal status (or at once when there is nothing after
+        ``last_event_id``).
+
+        Resumable: the iterator remembers the last ``id:`` and, when the connection
+        breaks before the terminal status, reconnects with ``Last-Event-ID`` so each
+        event is seen exactly once.  Reconnects back off like retries and are
+        bounded by ``max_retries`` in a row without a new event (and
+        ``retry_max_elapsed``); past that the break raises APIConnectionError."""
+        path = "/v1/sandbox/executions/%s/events" % _q(execution_id)
+        last = last_event_id
+        fails = 0
+        t_fail: Optional[float] = None
+        while True:
+            broke: Optional[BaseException] = None
+            progressed = False
+            no_content: List[bool] = []
             try:
-                d = json.loads(data) if data else {}
-            except ValueError:
-                d = {"data": data}
-            e = Event.from_sse(ev, d if isinstance(d, dict) else {"data": d})
-            yield e
-            if e.type == "status" and e.status in TERMINAL_STATUSES:
+                for eid, ev, data in self._t.stream(path, last, no_content):
+                    try:
+                        d = json.loads(data) if data else {}
+                    except ValueError:
+                        d = {"data": data}
+                    e = Event.from_sse(ev, d if isinstance(d, dict) else {"data": d}, eid)
+                    if eid is not None:
+                        last = eid
+                    progressed = True
+                    yield e
+                    if e.type == "status" and e.status in TERMINAL_STATUSES:
+                        return
+                if no_content:
+                    return  # 204: nothing after the last id (the terminal status is behind us)
+            except errors.APIConnectionError as e:
+                broke = e
+            if last is None:  # no id seen: resuming would replay from the start
+                if broke is not None:
+                    raise broke
+                if progressed:
+                    raise errors.APIConnectionError("event stream of %s ended before the terminal status"
+                                                    % execution_id)
                 return
+            if progressed:
+                fails, t_fail = 0, None
+            if t_fail is None:
+                t_fail = time.monotonic()
+            delay = self._t.backoff(fails)
+            if fails >= self._t.max_retries or time.monotonic() - t_fail + delay > self._t.retry_max_elapsed:
+                if broke is not None:
+                    raise broke
+                raise errors.APIConnectionError("event stream of %s ended before the terminal status" % execution_id)
+            log.debug("GET %s: stream broke after id %s, resuming in %.2f s", path, last, delay)
+            self._t.sleep(delay)
+            fails += 1
 
     def profiles(self) -> List[Dict[str, Any]]:
         p = self._t.request("GET", "/v1/sandbox/profiles").json()

@@ -79,6 +79,8 @@ class Execution:
     created_at: Optional[str] = None
     started_at: Optional[str] = None
     finished_at: Optional[str] = None
+    callback: Optional[Dict[str, Any]] = None
+    session_id: Optional[str] = None
 
     @property
     def terminal(self) -> bool:
@@ -113,7 +115,9 @@ class Execution:
             error=err if isinstance(err, dict) else None,
             project_id=d.get("project_id"), agent_id=d.get("agent_id"), run_id=d.get("run_id"),
             trace_id=d.get("trace_id"), created_at=d.get("created_at"),
-            started_at=d.get("started_at"), finished_at=d.get("finished_at"))
+            started_at=d.get("started_at"), finished_at=d.get("finished_at"),
+            callback=d.get("callback") if isinstance(d.get("callback"), dict) else None,
+            session_id=d.get("session_id"))
 
 
 @dataclass
@@ -128,14 +132,58 @@ class Event:
     bytes: bytes = b""
     text: str = ""
     status: Optional[str] = None
+    id: Optional[str] = None
 
     @classmethod
-    def from_sse(cls, event: str, data: Dict[str, Any]) -> "Event":
+    def from_sse(cls, event: str, data: Dict[str, Any], id: Optional[str] = None) -> "Event":
         if event in ("stdout", "stderr"):
             b = _decode_stream({"data": data.get("data"), "data_encoding": data.get("encoding")}, "data")
-            return cls(type=event, data=data, bytes=b, text=b.decode("utf-8", "replace"))
+            return cls(type=event, data=data, bytes=b, text=b.decode("utf-8", "replace"), id=id)
         st = data.get("status")
-        return cls(type=event, data=data, status=st if isinstance(st, str) else None)
+        return cls(type=event, data=data, status=st if isinstance(st, str) else None, id=id)
+
+
+@dataclass
+class Session:
+    """A session as the server describes it (docs/sessions.md); ``raw`` is the JSON."""
+    id: str
+    status: str
+    raw: Dict[str, Any] = field(repr=False)
+    profile: Optional[str] = None
+    image: Optional[str] = None
+    limits: Dict[str, Any] = field(default_factory=dict)
+    idle_timeout_s: Optional[int] = None
+    ttl_s: Optional[int] = None
+    max_concurrent_executions: Optional[int] = None
+    created_at: Optional[str] = None
+    expires_at: Optional[str] = None
+    last_used_at: Optional[str] = None
+    ended_at: Optional[str] = None
+    end_reason: Optional[str] = None
+    executions: Optional[int] = None
+    usage: Optional[Usage] = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Session":
+        lim, usage = d.get("limits"), d.get("usage")
+        return cls(id=str(d.get("id", "")), status=str(d.get("status", "")), raw=d, profile=d.get("profile"),
+                   image=d.get("image"), limits=dict(lim) if isinstance(lim, dict) else {},
+                   idle_timeout_s=d.get("idle_timeout_s"), ttl_s=d.get("ttl_s"),
+                   max_concurrent_executions=d.get("max_concurrent_executions"), created_at=d.get("created_at"),
+                   expires_at=d.get("expires_at"), last_used_at=d.get("last_used_at"), ended_at=d.get("ended_at"),
+                   end_reason=d.get("end_reason"), executions=d.get("executions"),
+                   usage=Usage.from_dict(usage) if isinstance(usage, dict) else None)
+
+
+@dataclass
+class SessionFile:
+    path: str
+    size: Optional[int] = None
+    type: Optional[str] = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "SessionFile":
+        return cls(path=str(d.get("path", "")), size=d.get("size"), type=d.get("type"))
 
 
 @dataclass

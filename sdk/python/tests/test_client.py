@@ -69,7 +69,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    do_GET = do_POST = do_DELETE = _do
+    do_GET = do_POST = do_DELETE = do_PUT = _do
 
 
 class Mock:

@@ -5,6 +5,7 @@ import {
   Execution, ExecuteRequest, ExecutionEvent, InputFile, ListOptions, ManifestResult, TERMINAL_STATUSES,
   ValidationResult,
 } from "./types.js";
+import { Sessions } from "./sessions.js";
 
 export const VERSION = "0.1.0";
 const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
@@ -125,18 +126,18 @@ function retryAfterMs(v: string | null): number | undefined {
   return Number.isNaN(t) ? undefined : Math.max(0, t - Date.now());
 }
 
-function q(s: string): string {
+export function q(s: string): string {
   return encodeURIComponent(s);
 }
 
-interface Answer {
+export interface Answer {
   status: number;
   headers: Headers;
   body: Uint8Array;
 }
 
 /** HTTP with bounded retries (connection errors, 429, 503; backoff with jitter; Retry-After). */
-class Transport {
+export class Transport {
   readonly baseUrl: string;
   readonly language?: string;
   readonly #key: string;
@@ -163,6 +164,18 @@ class Transport {
     return this.#o.timeoutMs;
   }
 
+  get maxRetries(): number {
+    return this.#o.maxRetries;
+  }
+
+  get retryMaxElapsedMs(): number {
+    return this.#o.retryMaxElapsedMs;
+  }
+
+  sleep(ms: number): Promise<void> {
+    return this.#sleep(ms);
+  }
+
   headers(extra?: Record<string, string>): Record<string, string> {
     const h: Record<string, string> = {
       Authorization: `Bearer ${this.#key}`, Accept: "application/json", "User-Agent": `enterprise-ai-typescript/${VERSION}`,
@@ -177,13 +190,13 @@ class Transport {
     return cap / 2 + Math.random() * (cap / 2);
   }
 
-  async #once(method: string, path: string, body: string | undefined, h: Record<string, string>,
+  async #once(method: string, path: string, body: string | Uint8Array | undefined, h: Record<string, string>,
               timeoutMs: number, stream: boolean): Promise<{ res: Response; body: Uint8Array }> {
     const ac = new AbortController();
     const timer = setTimeout(() => ac.abort(), timeoutMs);
     try {
-      const res = await fetch(this.baseUrl + path, { method, headers: h, body, signal: ac.signal, redirect: "manual" });
-      if (stream && res.status === 200) {
+      const res = await fetch(this.baseUrl + path, { method, headers: h, body: body as BodyInit | undefined, signal: ac.signal, redirect: "manual" });
+      if (stream && (res.status === 200 || res.status === 204)) {
         clearTimeout(timer);
         return { res, body: new Uint8Array(0) };
       }
@@ -194,11 +207,15 @@ class Transport {
     }
   }
 
-  /** One call with its retries; `stream` returns the 200 response unread. */
-  async call(method: string, path: string, opts: { json?: unknown; raw?: string; contentType?: string;
-    headers?: Record<string, string>; timeoutMs?: number; stream?: boolean } = {}): Promise<{ answer: Answer; res: Response }> {
+  /**
+   * One call with its retries; `stream` returns the 200 response unread.
+   * `idempotent: false` (a POST without Idempotency-Key): a connection error is not
+   * retried (the request may have been done); 429 and 503 are.
+   */
+  async call(method: string, path: string, opts: { json?: unknown; raw?: string | Uint8Array; contentType?: string;
+    headers?: Record<string, string>; timeoutMs?: number; stream?: boolean; idempotent?: boolean } = {}): Promise<{ answer: Answer; res: Response }> {
     const h = this.headers(opts.headers);
-    let body: string | undefined;
+    let body: string | Uint8Array | undefined;
     if (opts.json !== undefined) {
       body = JSON.stringify(opts.json);
       h["Content-Type"] = "application/json";
@@ -214,6 +231,12 @@ class Transport {
         got = await this.#once(method, path, body, h, opts.timeoutMs ?? this.#o.timeoutMs, !!opts.stream);
       } catch (e) {
         err = e;
+        if (opts.idempotent === false) {
+          const c = e as { cause?: { code?: string } };
+          if (c?.cause?.code !== "ECONNREFUSED") {
+            throw new APIConnectionError(`${method} ${path.split("?")[0]}: the connection to ${this.baseUrl} broke; not retried: the request may have been done`, e);
+          }
+        }
       }
       if (got && got.res.status < 400) {
         return { answer: { status: got.res.status, headers: got.res.headers, body: got.body }, res: got.res };
@@ -259,7 +282,7 @@ class Transport {
   }
 }
 
-function filesArg(files: ExecuteRequest["files"]): InputFile[] | undefined {
+export function filesArg(files: ExecuteRequest["files"]): InputFile[] | undefined {
   if (files === undefined || Array.isArray(files)) return files as InputFile[] | undefined;
   return Object.entries(files).map(([path, v]) =>
     typeof v === "string" ? { path, content: v } : { path, content_b64: base64Encode(v) });
@@ -268,8 +291,11 @@ function filesArg(files: ExecuteRequest["files"]): InputFile[] | undefined {
 /** `client.sandbox`: executions. */
 export class Sandbox {
   readonly #t: Transport;
+  /** Sessions: one sandbox kept across several executions (docs/sessions.md). */
+  readonly sessions: Sessions;
   constructor(t: Transport) {
     this.#t = t;
+    this.sessions = new Sessions(t, this);
   }
 
   /**
@@ -354,15 +380,70 @@ export class Sandbox {
     return answer.body;
   }
 
-  /** The execution's events as they come; ends after the terminal status. */
-  async *stream(id: string): AsyncGenerator<ExecutionEvent, void, undefined> {
-    const { res } = await this.#t.call("GET", `/v1/sandbox/executions/${q(id)}/events`,
-      { headers: { Accept: "text/event-stream" }, stream: true });
+  /**
+   * The execution's events as they come; ends after the terminal status (or at once
+   * when the server has nothing after `lastEventId`: `204`).
+   *
+   * Resumable: the iterator remembers the last `id:` and, when the connection breaks
+   * before the terminal status, reconnects with `Last-Event-ID`, so each event is seen
+   * exactly once. Reconnects back off like retries, at most `maxRetries` in a row
+   * without a new event (and `retryMaxElapsedMs`); then APIConnectionError.
+   */
+  async *stream(id: string, options: { lastEventId?: string } = {}): AsyncGenerator<ExecutionEvent, void, undefined> {
+    let last = options.lastEventId;
+    let fails = 0;
+    let tFail: number | undefined;
+    for (;;) {
+      let broke: unknown;
+      let progressed = false;
+      const st = { noContent: false };
+      try {
+        for await (const e of this.#streamOnce(id, last, st)) {
+          if (e.id !== undefined) last = e.id;
+          progressed = true;
+          yield e;
+          if (e.type === "status" && e.status && (TERMINAL_STATUSES as readonly string[]).includes(e.status)) return;
+        }
+        if (st.noContent) return;
+      } catch (e) {
+        if (!(e instanceof APIConnectionError)) throw e;
+        broke = e;
+      }
+      if (last === undefined) { // no id seen: a resume would replay from the start
+        if (broke) throw broke;
+        if (progressed) throw new APIConnectionError(`event stream of ${id} ended before the terminal status`);
+        return;
+      }
+      if (progressed) {
+        fails = 0;
+        tFail = undefined;
+      }
+      if (tFail === undefined) tFail = Date.now();
+      const delay = this.#t.backoff(fails);
+      if (fails >= this.#t.maxRetries || Date.now() - tFail + delay > this.#t.retryMaxElapsedMs) {
+        if (broke) throw broke;
+        throw new APIConnectionError(`event stream of ${id} ended before the terminal status`);
+      }
+      await this.#t.sleep(delay);
+      fails++;
+    }
+  }
+
+  async *#streamOnce(id: string, lastId: string | undefined, st: { noContent: boolean }): AsyncGenerator<ExecutionEvent, void, undefined> {
+    const headers: Record<string, string> = { Accept: "text/event-stream" };
+    if (lastId !== undefined) headers["Last-Event-ID"] = lastId;
+    const { res } = await this.#t.call("GET", `/v1/sandbox/executions/${q(id)}/events`, { headers, stream: true });
+    if (res.status === 204) {
+      st.noContent = true;
+      res.body?.cancel().catch(() => undefined);
+      return;
+    }
     if (!res.body) return;
     const reader = res.body.getReader();
     const dec = new TextDecoder("utf-8");
     let buf = "";
     let ev: string | undefined;
+    let eid: string | undefined;
     let data: string[] = [];
     try {
       for (;;) {
@@ -379,20 +460,18 @@ export class Sandbox {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + (buf[nl] === "\r" ? 2 : 1));
           if (line === "") {
-            if (ev !== undefined || data.length) {
-              const e = toEvent(ev ?? "message", data.join("\n"));
-              yield e;
-              if (e.type === "status" && e.status && (TERMINAL_STATUSES as readonly string[]).includes(e.status)) return;
-            }
+            if (ev !== undefined || data.length) yield toEvent(ev ?? "message", data.join("\n"), eid);
             ev = undefined;
+            eid = undefined;
             data = [];
-          } else if (!line.startsWith(":")) {
+          } else if (!line.startsWith(":")) { // ": ping" heartbeats and other comments are skipped
             const i = line.indexOf(":");
             const name = i < 0 ? line : line.slice(0, i);
             let value = i < 0 ? "" : line.slice(i + 1);
             if (value.startsWith(" ")) value = value.slice(1);
             if (name === "event") ev = value;
             else if (name === "data") data.push(value);
+            else if (name === "id" && !value.includes("\0")) eid = value;
           }
         }
       }
@@ -407,7 +486,7 @@ export class Sandbox {
   }
 }
 
-function toEvent(type: string, data: string): ExecutionEvent {
+function toEvent(type: string, data: string, id?: string): ExecutionEvent {
   let d: Json;
   try {
     const v = data ? JSON.parse(data) : {};
@@ -417,9 +496,9 @@ function toEvent(type: string, data: string): ExecutionEvent {
   }
   if (type === "stdout" || type === "stderr") {
     const b = decodeStream(d.data, d.encoding);
-    return { type, data: d, bytes: b, text: text(b) };
+    return { type, data: d, bytes: b, text: text(b), id };
   }
-  return { type, data: d, status: typeof d.status === "string" ? d.status : undefined };
+  return { type, data: d, status: typeof d.status === "string" ? d.status : undefined, id };
 }
 
 /** A JSON object is sent as JSON; a string as YAML (JSON is valid YAML). */

@@ -6,7 +6,10 @@ export {
 } from "./errors.js";
 export type { ErrorDetail } from "./errors.js";
 export { TERMINAL_STATUSES } from "./types.js";
+export { Sessions, Session, SessionFiles } from "./sessions.js";
+export { verifySignature, sign, SIGNATURE_HEADER, EVENT_ID_HEADER } from "./webhooks.js";
 export type {
   Execution, ExecutionEvent, ExecutionStatus, ExecuteRequest, FileInfo, InputFile, Limits, ListOptions,
-  ManifestResult, Usage, ValidationResult,
+  ManifestResult, Usage, ValidationResult, CallbackView, SessionCreateRequest, SessionInfo, SessionExecRequest,
+  SessionFileInfo,
 } from "./types.js";

@@ -34,7 +34,17 @@ export interface ExecuteRequest {
   project_id?: string;
   agent_id?: string;
   run_id?: string;
+  /** Completion callback: eaid POSTs the summary to `url` once terminal, signed with `secret`. */
+  callback?: { url: string; secret: string };
   [k: string]: unknown;
+}
+
+/** The `callback` view of an execution (the secret is never shown). */
+export interface CallbackView {
+  url: string;
+  attempts?: number;
+  last_status?: number | string | null;
+  delivered_at?: string | null;
 }
 
 export interface FileInfo {
@@ -82,6 +92,8 @@ export interface Execution {
   created_at?: string;
   started_at?: string | null;
   finished_at?: string | null;
+  callback?: CallbackView | null;
+  session_id?: string | null;
   raw: Record<string, unknown>;
   [k: string]: unknown;
 }
@@ -93,6 +105,8 @@ export interface ExecutionEvent {
   bytes?: Uint8Array;
   text?: string;
   status?: string;
+  /** The event's `id:` (one sequence per execution; resume point). */
+  id?: string;
 }
 
 export interface ValidationResult {
@@ -114,4 +128,56 @@ export interface ListOptions {
   run_id?: string;
   /** Page size (1..100); iteration follows the cursor through every page. */
   limit?: number;
+}
+
+export interface SessionCreateRequest {
+  image: string;
+  profile?: string;
+  limits?: Limits;
+  env?: Record<string, string>;
+  idle_timeout_s?: number;
+  ttl_s?: number;
+  max_concurrent_executions?: number;
+  [k: string]: unknown;
+}
+
+/** A session as the server describes it (docs/sessions.md). */
+export interface SessionInfo {
+  id: string;
+  status: "starting" | "running" | "ending" | "ended" | "failed" | string;
+  profile?: string;
+  image?: string;
+  limits?: Limits;
+  idle_timeout_s?: number;
+  ttl_s?: number;
+  max_concurrent_executions?: number;
+  created_at?: string;
+  expires_at?: string;
+  last_used_at?: string | null;
+  ended_at?: string | null;
+  end_reason?: string | null;
+  executions?: number;
+  usage?: Usage | null;
+  [k: string]: unknown;
+}
+
+/** An execution inside a session: the session gives profile, image and limits. */
+export interface SessionExecRequest {
+  command: string[];
+  stdin?: string;
+  env?: Record<string, string>;
+  timeout_s?: number;
+  output_bytes?: number;
+  files?: InputFile[] | Record<string, string | Uint8Array>;
+  collect?: string[];
+  project_id?: string;
+  agent_id?: string;
+  run_id?: string;
+  [k: string]: unknown;
+}
+
+export interface SessionFileInfo {
+  path: string;
+  size?: number;
+  type?: "file" | "dir" | "symlink" | string;
 }

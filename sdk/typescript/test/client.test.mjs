@@ -347,3 +347,170 @@ test("the CommonJS build exposes the same API with type declarations", async () 
   const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
   assert.deepEqual(pkg.dependencies ?? {}, {}, "no run-time dependency");
 });
+
+// ---------------------------------------------------------------- resumable streams, callbacks, sessions
+const SES = "ses_11111111-2222-3333-4444-555555555555";
+function sseEvents(first, last, terminal) {
+  let out = "";
+  for (let i = first; i <= last; i++) {
+    if (i === 0) out += 'id: 0\nevent: status\ndata: {"status":"queued"}\n\n';
+    else if (i === 1) out += 'id: 1\nevent: status\ndata: {"status":"running"}\n\n: ping\n\n';
+    else out += `id: ${i}\nevent: stdout\ndata: {"data":"line${i}\\n"}\n\n`;
+  }
+  if (terminal) out += `id: ${last + 1}\nevent: status\ndata: {"status":"succeeded","exit_code":0}\n\n`;
+  return out;
+}
+// end=false: the connection is destroyed after the payload (a dropped stream)
+const streamer = (payload, end) => (req, res) => {
+  res.writeHead(200, { "Content-Type": "text/event-stream" });
+  if (payload) res.write(payload);
+  else res.flushHeaders();
+  if (end) res.end();
+  else setTimeout(() => res.socket.destroy(), 20);
+};
+const noContent = (req, res) => { res.writeHead(204); res.end(); };
+const collect = async (it) => { const out = []; for await (const e of it) out.push(e); return out; };
+
+describe("resumable event stream", () => {
+  test("a dropped stream resumes with Last-Event-ID; each event exactly once", async () => {
+    m.script = [streamer(sseEvents(0, 3, false), false), streamer(sseEvents(4, 6, true), true)];
+    const evs = await collect(client().sandbox.stream(EID));
+    assert.deepEqual(evs.map((e) => e.id), ["0", "1", "2", "3", "4", "5", "6", "7"]);
+    assert.equal(evs.at(-1).status, "succeeded");
+    assert.deepEqual(evs.filter((e) => e.type === "stdout").map((e) => e.text), [2, 3, 4, 5, 6].map((i) => `line${i}\n`));
+    assert.equal(m.requests.length, 2);
+    assert.equal(m.requests[0].headers["last-event-id"], undefined);
+    assert.equal(m.requests[1].headers["last-event-id"], "3");
+    assert.equal(sleeps.length, 1);
+  });
+
+  test("a clean end before the terminal status resumes too", async () => {
+    m.script = [streamer(sseEvents(0, 2, false), true), streamer(sseEvents(3, 3, true), true)];
+    const evs = await collect(client().sandbox.stream(EID));
+    assert.deepEqual(evs.map((e) => e.id), ["0", "1", "2", "3", "4"]);
+    assert.equal(m.requests[1].headers["last-event-id"], "2");
+  });
+
+  test("204 ends the stream", async () => {
+    m.script = [noContent];
+    assert.deepEqual(await collect(client().sandbox.stream(EID, { lastEventId: "9" })), []);
+    assert.equal(m.requests[0].headers["last-event-id"], "9");
+    m.script = [streamer(sseEvents(0, 1, false), false), noContent];
+    assert.deepEqual((await collect(client().sandbox.stream(EID))).map((e) => e.id), ["0", "1"]);
+  });
+
+  test("reconnects are bounded when no new event comes", async () => {
+    m.script = [streamer(sseEvents(0, 0, false), false)];
+    m.default = streamer("", false);
+    await assert.rejects(collect(client().sandbox.stream(EID)), sdk.APIConnectionError);
+    assert.equal(m.requests.length, 1 + 4);
+    assert.equal(sleeps.length, 4);
+    assert.ok(m.requests.slice(1).every((r) => r.headers["last-event-id"] === "0"));
+  });
+
+  test("no id seen: a break is an error, not a replay", async () => {
+    m.script = [streamer('event: status\ndata: {"status":"running"}\n\n', false)];
+    await assert.rejects(collect(client().sandbox.stream(EID)), sdk.APIConnectionError);
+    assert.equal(m.requests.length, 1);
+  });
+});
+
+// computed by the server's code (core/obs/callback.c eai_cb_sign + core/base/util.c eai_hmac_sha256_hex)
+const VEC = { secret: "whsec_0123456789abcdef", t: 1764650000,
+  body: '{"id":"evt_1","type":"execution.finished","execution":{"id":"sbx_1","status":"succeeded"}}',
+  sig: "t=1764650000,v1=1fc37c80235f300c0066ef359feaa4b03278d5959b94192d0d77bea83aeb1841" };
+
+describe("completion callbacks", () => {
+  test("known vector signs and verifies", async () => {
+    assert.equal(await sdk.sign(VEC.secret, VEC.t, VEC.body), VEC.sig);
+    assert.equal(await sdk.verifySignature(VEC.secret, VEC.sig, VEC.body, { nowS: VEC.t + 10 }), true);
+    assert.equal(await sdk.verifySignature(new TextEncoder().encode(VEC.secret), VEC.sig,
+      new TextEncoder().encode(VEC.body), { nowS: VEC.t }), true);
+  });
+
+  test("refusals: body, secret, time window, malformed headers", async () => {
+    const v = (s, h, b, o) => sdk.verifySignature(s, h, b, o);
+    assert.equal(await v(VEC.secret, VEC.sig, VEC.body + " ", { nowS: VEC.t }), false);
+    assert.equal(await v(VEC.secret + "x", VEC.sig, VEC.body, { nowS: VEC.t }), false);
+    assert.equal(await v(VEC.secret, VEC.sig, VEC.body, { nowS: VEC.t + 301 }), false);
+    assert.equal(await v(VEC.secret, VEC.sig, VEC.body, { nowS: VEC.t - 301 }), false);
+    assert.equal(await v(VEC.secret, VEC.sig, VEC.body, { nowS: VEC.t + 500, toleranceS: 600 }), true);
+    assert.equal(await v(VEC.secret, VEC.sig.replace("t=1764650000", "t=1764650001"), VEC.body, { nowS: VEC.t }), false);
+    for (const bad of ["", "garbage", "t=abc,v1=00", "v1=" + "0".repeat(64), "t=1764650000", null, undefined]) {
+      assert.equal(await v(VEC.secret, bad, VEC.body, { nowS: VEC.t }), false, String(bad));
+    }
+  });
+
+  test("create sends callback; the view carries it", async () => {
+    const cb = { url: "https://hooks.example.com/eai", secret: "s".repeat(20) };
+    const view = { ...DONE, callback: { url: cb.url, attempts: 1, last_status: 200, delivered_at: "x" } };
+    m.script = [[202, { id: EID, status: "queued" }], [200, view]];
+    const ex = await client().sandbox.execute({ image: "i", command: ["true"], callback: cb });
+    assert.deepEqual(JSON.parse(m.requests[0].body).callback, cb);
+    assert.deepEqual(ex.callback, view.callback);
+  });
+});
+
+describe("sessions", () => {
+  test("create, files, run, delete file, close", async () => {
+    const s0 = { id: SES, status: "running", profile: "gvisor-small", image: "python:3.11-slim", executions: 0, usage: null };
+    m.script = [
+      [201, s0, { Location: "/v1/sandbox/sessions/" + SES }],
+      [200, { path: "/tmp/a b.py", size: 10 }],
+      [200, Buffer.from("print(6*7)")],
+      [200, { path: "/tmp", items: [{ path: "/tmp/a b.py", size: 10, type: "file" }] }],
+      [202, { id: EID, status: "queued" }],
+      [200, { ...DONE, session_id: SES, stdout: "42\n" }],
+      [200, {}],
+      [200, { ...s0, status: "ended", end_reason: "deleted", usage: { cpu_seconds: 0.5 } }],
+    ];
+    const c = client();
+    const s = await c.sandbox.sessions.create({ image: "python:3.11-slim", profile: "gvisor-small", idle_timeout_s: 60 });
+    assert.equal(s.id, SES);
+    assert.equal(s.status, "running");
+    await s.files.write("/tmp/a b.py", "print(6*7)");
+    assert.equal(Buffer.from(await s.files.read("/tmp/a b.py")).toString(), "print(6*7)");
+    assert.deepEqual(await s.files.list(), [{ path: "/tmp/a b.py", size: 10, type: "file" }]);
+    const ex = await s.run(["python3", "/tmp/a b.py"], { timeoutMs: 30000 });
+    assert.equal(ex.stdout, "42\n");
+    assert.equal(ex.session_id, SES);
+    await s.files.delete("/tmp/a b.py");
+    const end = await s.close();
+    assert.equal(end.end_reason, "deleted");
+    assert.equal(s.status, "ended");
+    assert.deepEqual(m.requests.map((r) => [r.method, r.path.split("?")[0]]), [
+      ["POST", "/v1/sandbox/sessions"],
+      ["PUT", `/v1/sandbox/sessions/${SES}/files/tmp/a%20b.py`],
+      ["GET", `/v1/sandbox/sessions/${SES}/files/tmp/a%20b.py`],
+      ["GET", `/v1/sandbox/sessions/${SES}/files`],
+      ["POST", `/v1/sandbox/sessions/${SES}/executions`],
+      ["GET", `/v1/sandbox/executions/${EID}`],
+      ["DELETE", `/v1/sandbox/sessions/${SES}/files/tmp/a%20b.py`],
+      ["DELETE", `/v1/sandbox/sessions/${SES}`],
+    ]);
+    assert.deepEqual(JSON.parse(m.requests[0].body), { image: "python:3.11-slim", profile: "gvisor-small", idle_timeout_s: 60 });
+    assert.equal(m.requests[1].body.toString(), "print(6*7)");
+    assert.equal(m.requests[1].headers["content-type"], "application/octet-stream");
+    assert.deepEqual(JSON.parse(m.requests[4].body), { command: ["python3", "/tmp/a b.py"] });
+    assert.match(m.requests[5].path, /wait_s=/);
+  });
+
+  test("create is not retried after a lost answer; 503 is", async () => {
+    m.script = ["drop"];
+    await assert.rejects(client().sandbox.sessions.create({ image: "i" }), sdk.APIConnectionError);
+    assert.equal(m.requests.length, 1);
+    m.script = [[503, envelope("sandbox_unavailable", "x", "y"), { "Retry-After": "1" }], [201, { id: SES, status: "running" }]];
+    assert.equal((await client().sandbox.sessions.create({ image: "i" })).id, SES);
+    assert.equal(m.requests.length, 3);
+  });
+
+  test("list, get, and an ended session's 409", async () => {
+    m.script = [[200, { items: [{ id: SES, status: "running" }] }], [200, { id: SES, status: "ended" }],
+      [409, envelope("session_ended", "Session ended", "Session terminée")]];
+    const c = client();
+    assert.deepEqual((await c.sandbox.sessions.list({ status: "live" })).map((s) => s.id), [SES]);
+    assert.equal(m.requests[0].path, "/v1/sandbox/sessions?status=live");
+    const s = await c.sandbox.sessions.get(SES);
+    await assert.rejects(s.run(["true"]), (e) => e instanceof sdk.ConflictError && e.code === "session_ended");
+  });
+});

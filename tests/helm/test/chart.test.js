@@ -300,6 +300,23 @@ test("sandbox values reach the config: runtime class, egress allow list, prefix"
   assert.ok(d.spec.template.spec.containers[0].env.some((e) => e.name === "EAI_SANDBOX_NAMESPACE_PREFIX" && e.value === "tenants-"));
 });
 
+test("drain: terminationGracePeriodSeconds is server.drain_s + 15 and eaid gets EAI_DRAIN_S", () => {
+  for (const [args, drain] of [[[], 30], [["--set", "controlPlane.drainSeconds=120"], 120], [["--set", "controlPlane.drainSeconds=0"], 0]]) {
+    const r = render(args);
+    checkAll(r);
+    const spec = one(r, "Deployment").spec.template.spec;
+    assert.equal(spec.terminationGracePeriodSeconds, drain + 15);
+    const env = spec.containers[0].env.find((e) => e.name === "EAI_DRAIN_S");
+    assert.ok(env, "EAI_DRAIN_S is set");
+    assert.equal(env.value, String(drain));
+  }
+  const vals = structuredClone(render().values);
+  vals.controlPlane.drainSeconds = -1;
+  assert.equal(validateValues(vals), false);
+  vals.controlPlane.drainSeconds = "30";
+  assert.equal(validateValues(vals), false);
+});
+
 test("image policy reaches the config; admission policy can be turned off", () => {
   let r = render(["--set-json", 'sandbox.images={"registries":["registry.example.com/eai"],"requireDigest":true}']);
   checkAll(r);

@@ -18,19 +18,55 @@ import java.util.NoSuchElementException;
  * }
  * }</pre>
  *
- * A stream that ends before the terminal status throws {@link ConnectionException}
- * from {@code hasNext}; it is not resumed (the server would replay the output).
+ Resumable: the stream remembers the last event {@code id} and, when the connection breaks
+ * (or ends) before the terminal status, reconnects with {@code Last-Event-ID}, so each event
+ * is seen exactly once.  Reconnects back off like retries, at most {@code maxRetries} in a
+ * row without a new event (and {@code maxRetryTime}); then {@code hasNext} throws
+ * {@link ConnectionException}.  A stream whose events carry no id is not resumed (a
+ * reconnect would replay it).  {@code : ping} comments are skipped; a {@code 204} (nothing
+ * after the given id) ends the stream.
  */
 public final class EventStream implements Iterator<Event>, Iterable<Event>, AutoCloseable {
     static final int MAX_EVENT_BYTES = 16 << 20;
-    private final InputStream in;
+    private final Transport t;
     private final String path;
+    private InputStream in;
+    private String lastId;
     private Event next;
     private boolean done;
+    private int fails;
+    private long tFail;
 
-    EventStream(InputStream in, String path) {
-        this.in = new java.io.BufferedInputStream(in, 65536);
+    EventStream(Transport t, String path, String lastEventId) {
+        this.t = t;
         this.path = path;
+        this.lastId = lastEventId;
+        open();
+    }
+
+    private void open() {
+        Transport.Req r = new Transport.Req("GET", path);
+        r.accept = "text/event-stream";
+        r.stream = true;
+        r.lastEventId = lastId;
+        Transport.Resp resp = t.send(r);
+        if (resp.status() == 204) {
+            done = true;
+            if (resp.stream() != null) {
+                try {
+                    resp.stream().close();
+                } catch (IOException e) {
+                    // nothing to read anyway
+                }
+            }
+            return;
+        }
+        this.in = new java.io.BufferedInputStream(resp.stream(), 65536);
+    }
+
+    /** The id of the last event read (the resume point), or the one given, or null. */
+    public String lastEventId() {
+        return lastId;
     }
 
     @Override
@@ -40,27 +76,56 @@ public final class EventStream implements Iterator<Event>, Iterable<Event>, Auto
 
     @Override
     public boolean hasNext() {
-        if (next != null) {
-            return true;
-        }
-        if (done) {
-            return false;
-        }
-        try {
-            next = read();
-        } catch (IOException e) {
+        while (true) {
+            if (next != null) {
+                return true;
+            }
+            if (done) {
+                return false;
+            }
+            IOException broke = null;
+            try {
+                next = read();
+            } catch (IOException e) {
+                broke = e;
+            }
+            if (next != null) {
+                if (next.id() != null) {
+                    lastId = next.id();
+                }
+                fails = 0;
+                if (next.isTerminal()) {
+                    done = true;
+                    close();
+                }
+                return true;
+            }
             close();
-            throw new ConnectionException("GET " + path + ": event stream broke: " + e.getMessage(), 1, e);
+            String why = broke != null ? "event stream broke: " + broke.getMessage()
+                    : "event stream ended before the terminal status";
+            ConnectionException ce = new ConnectionException("GET " + path + ": " + why, fails + 1, broke);
+            if (lastId == null) {
+                throw ce;
+            }
+            if (fails == 0) {
+                tFail = System.nanoTime();
+            }
+            java.time.Duration delay = Transport.backoff(fails);
+            java.time.Duration elapsed = java.time.Duration.ofNanos(System.nanoTime() - tFail);
+            if (fails >= t.maxRetries || elapsed.plus(delay).compareTo(t.maxRetryTime) > 0) {
+                throw ce;
+            }
+            t.logger.accept("eai: GET " + path + ": stream broke after id " + lastId + "; resuming in "
+                    + delay.toMillis() + " ms");
+            try {
+                t.sleeper.sleep(delay);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new EaiException("GET " + path + ": interrupted", e);
+            }
+            fails++;
+            open();
         }
-        if (next == null) {
-            close();
-            throw new ConnectionException("GET " + path + ": event stream ended before the terminal status", 1, null);
-        }
-        if (next.isTerminal()) {
-            done = true;
-            close();
-        }
-        return true;
     }
 
     @Override
@@ -115,7 +180,11 @@ public final class EventStream implements Iterator<Event>, Iterable<Event>, Auto
             }
             switch (field) {
                 case "event" -> type = value;
-                case "id" -> id = value;
+                case "id" -> {
+                    if (value.indexOf('\0') < 0) {
+                        id = value;
+                    }
+                }
                 case "data" -> {
                     if (data == null) {
                         data = new StringBuilder();
@@ -166,6 +235,9 @@ public final class EventStream implements Iterator<Event>, Iterable<Event>, Auto
 
     @Override
     public void close() {
+        if (in == null) {
+            return;
+        }
         try {
             in.close();
         } catch (IOException e) {

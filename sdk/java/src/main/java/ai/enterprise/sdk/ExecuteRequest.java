@@ -28,7 +28,18 @@ import java.util.Map;
 public record ExecuteRequest(String profile, String image, List<String> command, Limits limits,
                              Map<String, String> env, String stdin, List<InputFile> files, List<String> collect,
                              List<String> egress, String tool, String projectId, String agentId, String runId,
-                             String idempotencyKey) {
+                             Callback callback, String idempotencyKey) {
+
+    /**
+     * A completion callback: eaid POSTs the summary to {@code url} once the execution is
+     * terminal, signed with {@code secret} (check it with {@link Webhooks#verifySignature}).
+     */
+    public record Callback(String url, String secret) {
+        @Override
+        public String toString() {
+            return "Callback[url=" + url + ", secret=[REDACTED]]";
+        }
+    }
 
     /** Limits; null values come from the profile's defaults. */
     public record Limits(String cpu, String memory, Integer timeoutS, Integer pids, Long outputBytes, String disk) {
@@ -109,6 +120,11 @@ public record ExecuteRequest(String profile, String image, List<String> command,
         put(o, "project_id", projectId);
         put(o, "agent_id", agentId);
         put(o, "run_id", runId);
+        if (callback != null) {
+            ObjectNode cb = o.putObject("callback");
+            put(cb, "url", callback.url());
+            put(cb, "secret", callback.secret());
+        }
         return o;
     }
 
@@ -146,6 +162,7 @@ public record ExecuteRequest(String profile, String image, List<String> command,
         private String projectId;
         private String agentId;
         private String runId;
+        private Callback callback;
         private String idempotencyKey;
 
         public Builder profile(String v) {
@@ -213,6 +230,11 @@ public record ExecuteRequest(String profile, String image, List<String> command,
             return this;
         }
 
+        public Builder callback(String url, String secret) {
+            callback = new Callback(url, secret);
+            return this;
+        }
+
         public Builder idempotencyKey(String v) {
             idempotencyKey = v;
             return this;
@@ -221,7 +243,7 @@ public record ExecuteRequest(String profile, String image, List<String> command,
         public ExecuteRequest build() {
             return new ExecuteRequest(profile, image, command, limits, env, stdin,
                     files.isEmpty() ? null : List.copyOf(files), collect, egress, tool, projectId, agentId, runId,
-                    idempotencyKey);
+                    callback, idempotencyKey);
         }
     }
 }

@@ -40,6 +40,17 @@ public record Execution(String id, String status, String profile, String backend
         return isTerminal(status);
     }
 
+    /** The callback view ({@code url, attempts, last_status, delivered_at}; never the secret), or null. */
+    public JsonNode callback() {
+        JsonNode c = raw == null ? null : raw.get("callback");
+        return c == null || c.isNull() ? null : c;
+    }
+
+    /** The session this execution ran in, or null. */
+    public String sessionId() {
+        return raw == null ? null : text(raw, "session_id");
+    }
+
     public String stdoutText() {
         return stdout == null ? "" : new String(stdout, StandardCharsets.UTF_8);
     }

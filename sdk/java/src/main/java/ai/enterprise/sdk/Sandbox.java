@@ -15,9 +15,16 @@ import java.util.NoSuchElementException;
 public final class Sandbox {
     private static final int WAIT_S = 30;
     private final Transport t;
+    private final Sessions sessions;
 
     Sandbox(Transport t) {
         this.t = t;
+        this.sessions = new Sessions(t, this);
+    }
+
+    /** Sessions: one sandbox kept across several executions (docs/sessions.md). */
+    public Sessions sessions() {
+        return sessions;
     }
 
     /** Filter and page size of {@link #list}; null values are left out. */
@@ -273,10 +280,15 @@ public final class Sandbox {
      * status.  Close it (try-with-resources) when leaving early.
      */
     public EventStream stream(String id) {
-        Transport.Req r = new Transport.Req("GET", execPath(id) + "/events");
-        r.accept = "text/event-stream";
-        r.stream = true;
-        return new EventStream(t.send(r).stream(), r.path);
+        return stream(id, null);
+    }
+
+    /**
+     * The events after {@code lastEventId} (sent as {@code Last-Event-ID}; null: from the start).
+     * The stream resumes by itself after a break (see {@link EventStream}).
+     */
+    public EventStream stream(String id, String lastEventId) {
+        return new EventStream(t, execPath(id) + "/events", lastEventId);
     }
 
     /** The profiles this tenant may use ({@code {"profiles": [...]}}). */

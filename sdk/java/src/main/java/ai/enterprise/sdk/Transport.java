@@ -94,6 +94,11 @@ final class Transport {
         String accept = "application/json";
         Duration extraTimeout = Duration.ZERO;
         boolean stream;
+        /** Last-Event-ID header (event streams), or null. */
+        String lastEventId;
+        /** A POST without Idempotency-Key: a connection error is not retried (the request may have
+         * been done); 429 and 503 still are. */
+        boolean noLostRetry;
         /** System.nanoTime() after which no attempt starts and a running one is cut (Long.MAX_VALUE: none). */
         long deadline = Long.MAX_VALUE;
 
@@ -138,6 +143,9 @@ final class Transport {
         if (r.idempotencyKey != null) {
             b.header("Idempotency-Key", r.idempotencyKey);
         }
+        if (r.lastEventId != null) {
+            b.header("Last-Event-ID", r.lastEventId);
+        }
         if (r.body != null) {
             b.header("Content-Type", r.contentType);
             b.method(r.method, HttpRequest.BodyPublishers.ofByteArray(r.body));
@@ -172,7 +180,7 @@ final class Transport {
                 }
                 last = new ConnectionException(r.method + " " + r.path + ": connection failed after "
                         + (attempt + 1) + " attempt(s): " + describe(e), attempt + 1, e);
-                retryable = true;
+                retryable = !r.noLostRetry || e instanceof java.net.ConnectException;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new EaiException(r.method + " " + r.path + ": interrupted", e);

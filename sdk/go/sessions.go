@@ -1,0 +1,282 @@
+package eai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// SessionService is c.Sandbox.Sessions: a session is one sandbox that lives
+// across several executions (docs/sessions.md).
+//
+//	s, err := c.Sandbox.Sessions.Create(ctx, eai.SessionRequest{Image: "python:3.11-slim", Profile: "gvisor-small"})
+//	defer s.Close(ctx)
+//	s.WriteFile(ctx, "/tmp/a.py", []byte("print(6*7)"))
+//	ex, err := s.Run(ctx, []string{"python3", "/tmp/a.py"})
+//
+// Session routes take no Idempotency-Key: a POST whose answer was lost is
+// not retried (it could be done twice); 429 and 503 are.
+type SessionService struct{ s *SandboxService }
+
+// SessionRequest is the body of POST /v1/sandbox/sessions.
+type SessionRequest struct {
+	Profile                 string            `json:"profile,omitempty"`
+	Image                   string            `json:"image"`
+	Limits                  *Limits           `json:"limits,omitempty"`
+	Env                     map[string]string `json:"env,omitempty"`
+	IdleTimeoutS            int               `json:"idle_timeout_s,omitempty"`
+	TTLS                    int               `json:"ttl_s,omitempty"`
+	MaxConcurrentExecutions int               `json:"max_concurrent_executions,omitempty"`
+}
+
+// SessionInfo is a session as the server reports it.
+type SessionInfo struct {
+	ID                      string     `json:"id"`
+	Status                  string     `json:"status"`
+	Profile                 string     `json:"profile"`
+	Image                   string     `json:"image"`
+	Limits                  Limits     `json:"limits"`
+	IdleTimeoutS            int        `json:"idle_timeout_s"`
+	TTLS                    int        `json:"ttl_s"`
+	MaxConcurrentExecutions int        `json:"max_concurrent_executions"`
+	CreatedAt               *time.Time `json:"created_at"`
+	ExpiresAt               *time.Time `json:"expires_at"`
+	LastUsedAt              *time.Time `json:"last_used_at"`
+	EndedAt                 *time.Time `json:"ended_at"`
+	EndReason               string     `json:"end_reason"`
+	Executions              int        `json:"executions"`
+	Usage                   *Usage     `json:"usage"`
+}
+
+// SessionExecRequest is an execution inside a session (the session gives the
+// profile, image and limits).
+type SessionExecRequest struct {
+	Command     []string          `json:"command"`
+	Stdin       *string           `json:"stdin,omitempty"`
+	Env         map[string]string `json:"env,omitempty"`
+	TimeoutS    int               `json:"timeout_s,omitempty"`
+	OutputBytes int64             `json:"output_bytes,omitempty"`
+	Files       []File            `json:"files,omitempty"`
+	Collect     []string          `json:"collect,omitempty"`
+	ProjectID   string            `json:"project_id,omitempty"`
+	AgentID     string            `json:"agent_id,omitempty"`
+	RunID       string            `json:"run_id,omitempty"`
+}
+
+// SessionFile is one entry of ListFiles.
+type SessionFile struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	Type string `json:"type"`
+}
+
+// Session is a live session; Info is its last known view.
+type Session struct {
+	ID   string
+	Info SessionInfo
+	svc  *SessionService
+}
+
+func sessionPath(id string, rest ...string) (string, error) {
+	if id == "" || strings.ContainsAny(id, "/?#") {
+		return "", fmt.Errorf("eai: bad session id %q", id)
+	}
+	return "/v1/sandbox/sessions/" + url.PathEscape(id) + strings.Join(rest, ""), nil
+}
+
+func filePathEscaped(p string) string {
+	var segs []string
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			segs = append(segs, url.PathEscape(s))
+		}
+	}
+	return strings.Join(segs, "/")
+}
+
+// Create starts a session; it answers once the sandbox is ready.
+func (ss *SessionService) Create(ctx context.Context, req SessionRequest) (*Session, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var info SessionInfo
+	if err := ss.s.c.getJSON(ctx, &request{method: "POST", path: "/v1/sandbox/sessions", body: b,
+		extra: 90 * time.Second, noLostRetry: true}, &info); err != nil {
+		return nil, err
+	}
+	return &Session{ID: info.ID, Info: info, svc: ss}, nil
+}
+
+// Get returns a session by id.
+func (ss *SessionService) Get(ctx context.Context, id string) (*Session, error) {
+	p, err := sessionPath(id)
+	if err != nil {
+		return nil, err
+	}
+	var info SessionInfo
+	if err := ss.s.c.getJSON(ctx, &request{method: "GET", path: p}, &info); err != nil {
+		return nil, err
+	}
+	return &Session{ID: info.ID, Info: info, svc: ss}, nil
+}
+
+// List returns this tenant's sessions, newest first (status "" for all, "live", or a status).
+func (ss *SessionService) List(ctx context.Context, status string) ([]SessionInfo, error) {
+	var q url.Values
+	if status != "" {
+		q = url.Values{"status": {status}}
+	}
+	var page struct {
+		Items []SessionInfo `json:"items"`
+	}
+	if err := ss.s.c.getJSON(ctx, &request{method: "GET", path: "/v1/sandbox/sessions", query: q}, &page); err != nil {
+		return nil, err
+	}
+	return page.Items, nil
+}
+
+// Submit posts an execution in the session (202 {id, status}) without waiting.
+func (s *Session) Submit(ctx context.Context, req SessionExecRequest) (*Execution, error) {
+	p, err := sessionPath(s.ID, "/executions")
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var ex Execution
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "POST", path: p, body: b, noLostRetry: true}, &ex); err != nil {
+		return nil, err
+	}
+	return &ex, nil
+}
+
+// Run is an execution inside the session, waited for like Execute (WithTimeout
+// overall, default the client's execute timeout).  command is a []string or a
+// SessionExecRequest.
+func (s *Session) Run(ctx context.Context, command any, opts ...CallOption) (*Execution, error) {
+	var req SessionExecRequest
+	switch c := command.(type) {
+	case []string:
+		req.Command = c
+	case SessionExecRequest:
+		req = c
+	case *SessionExecRequest:
+		req = *c
+	default:
+		return nil, fmt.Errorf("eai: Run takes []string or SessionExecRequest, not %T", command)
+	}
+	o := collect(opts)
+	timeout := o.timeout
+	if timeout <= 0 {
+		timeout = s.svc.s.c.executeTimeout
+	}
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	created, err := s.Submit(tctx, req)
+	if err != nil {
+		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return nil, &TimeoutError{After: timeout}
+		}
+		return nil, err
+	}
+	ex, last, err := s.svc.s.wait(tctx, created.ID, o.waitS)
+	if err == nil {
+		return ex, nil
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("eai: execution %s: %w", created.ID, ctx.Err())
+	}
+	if tctx.Err() != nil {
+		if last == "" {
+			last = created.Status
+		}
+		return nil, &TimeoutError{ExecutionID: created.ID, After: timeout, LastStatus: last}
+	}
+	return nil, err
+}
+
+// WriteFile puts data at path (under /tmp) in the session.
+func (s *Session) WriteFile(ctx context.Context, path string, data []byte) error {
+	p, err := sessionPath(s.ID, "/files/", filePathEscaped(path))
+	if err != nil {
+		return err
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	_, err = s.svc.s.c.do(ctx, &request{method: "PUT", path: p, body: data, ctype: "application/octet-stream"})
+	return err
+}
+
+// ReadFile returns the bytes of a file of the session.
+func (s *Session) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	p, err := sessionPath(s.ID, "/files/", filePathEscaped(path))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := s.svc.s.c.do(ctx, &request{method: "GET", path: p, accept: "application/octet-stream"})
+	if err != nil {
+		return nil, err
+	}
+	return resp.body, nil
+}
+
+// ListFiles lists the files under dir (default /tmp), recursively, at most 1000.
+func (s *Session) ListFiles(ctx context.Context, dir string) ([]SessionFile, error) {
+	p, err := sessionPath(s.ID, "/files")
+	if err != nil {
+		return nil, err
+	}
+	var q url.Values
+	if dir != "" {
+		q = url.Values{"path": {dir}}
+	}
+	var out struct {
+		Items []SessionFile `json:"items"`
+	}
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "GET", path: p, query: q}, &out); err != nil {
+		return nil, err
+	}
+	return out.Items, nil
+}
+
+// DeleteFile removes a file, a symlink or an empty directory.
+func (s *Session) DeleteFile(ctx context.Context, path string) error {
+	p, err := sessionPath(s.ID, "/files/", filePathEscaped(path))
+	if err != nil {
+		return err
+	}
+	_, err = s.svc.s.c.do(ctx, &request{method: "DELETE", path: p})
+	return err
+}
+
+// Refresh reads the session again into Info.
+func (s *Session) Refresh(ctx context.Context) (*SessionInfo, error) {
+	n, err := s.svc.Get(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	s.Info = n.Info
+	return &s.Info, nil
+}
+
+// Close ends the session (DELETE) and returns the ended view with its usage.
+func (s *Session) Close(ctx context.Context) (*SessionInfo, error) {
+	p, err := sessionPath(s.ID)
+	if err != nil {
+		return nil, err
+	}
+	var info SessionInfo
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "DELETE", path: p, extra: 30 * time.Second}, &info); err != nil {
+		return nil, err
+	}
+	s.Info = info
+	return &s.Info, nil
+}

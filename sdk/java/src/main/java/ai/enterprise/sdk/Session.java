@@ -1,0 +1,114 @@
+package ai.enterprise.sdk;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/** A live session ({@link Sessions}); {@link #info()} is its last view.  {@code close()} ends it. */
+public final class Session implements AutoCloseable {
+    private final Transport t;
+    private final Sandbox sandbox;
+    private final String id;
+    private JsonNode info;
+
+    Session(Transport t, Sandbox sandbox, JsonNode info) {
+        this.t = t;
+        this.sandbox = sandbox;
+        this.info = info;
+        this.id = info.path("id").asText();
+    }
+
+    public String id() {
+        return id;
+    }
+
+    public JsonNode info() {
+        return info;
+    }
+
+    public String status() {
+        return info.path("status").asText();
+    }
+
+    private String filePath(String p) {
+        StringBuilder sb = new StringBuilder(Sessions.path(id)).append("/files");
+        for (String seg : p.split("/")) {
+            if (!seg.isEmpty()) {
+                sb.append('/').append(Paths.segment(seg));
+            }
+        }
+        return sb.toString();
+    }
+
+    /** Posts an execution in the session ({@code command} required; {@code stdin}, {@code env}, ...), not waiting. */
+    public JsonNode submit(Map<String, ?> request) {
+        Transport.Req r = new Transport.Req("POST", Sessions.path(id) + "/executions");
+        ObjectNode body = Transport.JSON.valueToTree(request);
+        r.body = Transport.encode(body);
+        r.noLostRetry = true;
+        return t.json(r);
+    }
+
+    /** An execution inside the session, waited for like {@code execute} (the client's execute timeout). */
+    public Execution run(List<String> command) {
+        return run(Map.of("command", command), t.executeTimeout);
+    }
+
+    /** {@link #run(List)} with a full body and an overall timeout. */
+    public Execution run(Map<String, ?> request, Duration timeout) {
+        long t0 = System.nanoTime();
+        String eid = submit(request).path("id").asText();
+        Duration left = timeout.minusNanos(System.nanoTime() - t0);
+        return sandbox.wait(eid, left.isNegative() || left.isZero() ? Duration.ofMillis(1) : left);
+    }
+
+    public JsonNode writeFile(String path, byte[] data) {
+        Transport.Req r = new Transport.Req("PUT", filePath(path));
+        r.body = data;
+        r.contentType = "application/octet-stream";
+        return t.json(r);
+    }
+
+    public byte[] readFile(String path) {
+        Transport.Req r = new Transport.Req("GET", filePath(path));
+        r.accept = "application/octet-stream";
+        return t.send(r).body();
+    }
+
+    /** Files under {@code dir} (null: /tmp), recursive, at most 1000: {@code {path, size, type}}. */
+    public List<JsonNode> listFiles(String dir) {
+        Transport.Req r = new Transport.Req("GET", Sessions.path(id) + "/files");
+        if (dir != null) {
+            r.query.put("path", dir);
+        }
+        List<JsonNode> out = new ArrayList<>();
+        t.json(r).path("items").forEach(out::add);
+        return out;
+    }
+
+    public void deleteFile(String path) {
+        t.send(new Transport.Req("DELETE", filePath(path)));
+    }
+
+    public JsonNode refresh() {
+        info = t.json(new Transport.Req("GET", Sessions.path(id)));
+        return info;
+    }
+
+    /** Ends the session (DELETE); the ended view, with its usage.  Once ended, a second close does nothing. */
+    @Override
+    public void close() {
+        String st = status();
+        if (!"ended".equals(st) && !"failed".equals(st)) {
+            info = new Sessions(t, sandbox).close(id);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Session{" + id + " " + status() + "}";
+    }
+}

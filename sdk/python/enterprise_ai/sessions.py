@@ -1,0 +1,165 @@
+"""Sessions (docs/sessions.md): one sandbox kept across several executions.
+
+    with client.sandbox.sessions.create("python:3.11-slim", profile="gvisor-small") as s:
+        s.files.write("/tmp/a.py", "print(6*7)")
+        ex = s.run(["python3", "/tmp/a.py"])      # waits like execute
+        print(ex.stdout, s.files.read("/tmp/a.py"))
+"""
+from __future__ import annotations
+
+import urllib.parse
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
+
+from .models import Execution, Session, SessionFile
+
+if TYPE_CHECKING:
+    from .client import FilesArg, Sandbox, _Transport
+
+
+def _q(s: str) -> str:
+    return urllib.parse.quote(s, safe="")
+
+
+def _path(p: str) -> str:
+    """/tmp/a b.txt -> tmp/a%20b.txt (the {*path} of the file routes)."""
+    return "/".join(_q(s) for s in p.split("/") if s)
+
+
+class SessionFiles:
+    """``session.files``: files of the session's /tmp (raw bytes both ways)."""
+
+    def __init__(self, t: "_Transport", sid: str) -> None:
+        self._t, self._sid = t, sid
+
+    def _url(self, path: str) -> str:
+        return "/v1/sandbox/sessions/%s/files/%s" % (_q(self._sid), _path(path))
+
+    def write(self, path: str, data: Union[str, bytes]) -> Dict[str, Any]:
+        """PUT the file (``str`` as UTF-8); returns ``{"path", "size"}``."""
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        d = self._t.request("PUT", self._url(path), raw_body=raw, content_type="application/octet-stream").json()
+        return d if isinstance(d, dict) else {}
+
+    def read(self, path: str) -> bytes:
+        return self._t.request("GET", self._url(path), headers={"Accept": "application/octet-stream"}).body
+
+    def list(self, path: Optional[str] = None) -> List[SessionFile]:
+        """Every file under ``path`` (default /tmp), recursive, at most 1000."""
+        q = "?" + urllib.parse.urlencode({"path": path}) if path else ""
+        d = self._t.request("GET", "/v1/sandbox/sessions/%s/files%s" % (_q(self._sid), q)).json()
+        items = d.get("items") if isinstance(d, dict) else None
+        return [SessionFile.from_dict(i) for i in items or [] if isinstance(i, dict)]
+
+    def delete(self, path: str) -> None:
+        """A file, a symlink or an empty directory."""
+        self._t.request("DELETE", self._url(path))
+
+
+class SessionHandle:
+    """A live session: ``run``, ``files``, ``refresh``, ``pause``, ``resume``, ``close`` (also a context manager).
+    ``info`` is the last :class:`Session` view; its fields read through (``s.status``)."""
+
+    def __init__(self, t: "_Transport", sandbox: "Sandbox", info: Session) -> None:
+        self._t, self._sandbox, self.info = t, sandbox, info
+        self.id = info.id
+        self.files = SessionFiles(t, info.id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__dict__["info"], name)
+
+    def __repr__(self) -> str:
+        return "SessionHandle(id=%r, status=%r)" % (self.id, self.info.status)
+
+    def __enter__(self) -> "SessionHandle":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.info.status not in ("ended", "failed"):
+            self.close()
+
+    def submit(self, command: Sequence[str], *, stdin: Optional[str] = None, env: Optional[Mapping[str, str]] = None,
+               timeout_s: Optional[int] = None, output_bytes: Optional[int] = None,
+               files: "Optional[FilesArg]" = None, collect: Optional[Sequence[str]] = None,
+               project_id: Optional[str] = None, agent_id: Optional[str] = None,
+               run_id: Optional[str] = None) -> Execution:
+        """POST an execution in the session (202 ``{id, status}``), not waiting."""
+        from .client import _files
+        body: Dict[str, Any] = {"command": list(command)}
+        for k, v in (("stdin", stdin), ("env", dict(env) if env is not None else None), ("timeout_s", timeout_s),
+                     ("output_bytes", output_bytes), ("files", _files(files)),
+                     ("collect", list(collect) if collect is not None else None),
+                     ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id)):
+            if v is not None:
+                body[k] = v
+        # no Idempotency-Key on this route: a lost answer is not retried (it could run twice)
+        r = self._t.request("POST", "/v1/sandbox/sessions/%s/executions" % _q(self.id), body, idempotent=False)
+        return Execution.from_dict(r.json())
+
+    def run(self, command: Sequence[str], *, timeout: Optional[float] = 600.0, **kw: Any) -> Execution:
+        """An execution inside the session, waited for like ``sandbox.execute``
+        (``timeout`` overall, seconds; the other arguments as :meth:`submit`)."""
+        import time
+        t0 = time.monotonic()
+        ex = self.submit(command, **kw)
+        left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t0))
+        return self._sandbox.wait(ex.id, left)
+
+    def refresh(self) -> Session:
+        self.info = Session.from_dict(self._t.request("GET", "/v1/sandbox/sessions/" + _q(self.id)).json())
+        return self.info
+
+    def pause(self) -> Session:
+        """``runsc checkpoint`` of its sandbox to disk (files and processes kept)."""
+        self.info = Session.from_dict(self._t.request("POST", "/v1/sandbox/sessions/%s/pause" % _q(self.id), {},
+                                                      timeout=max(self._t.timeout, 60.0), idempotent=False).json())
+        return self.info
+
+    def resume(self) -> Session:
+        """Bring a paused session back (``runsc restore``)."""
+        self.info = Session.from_dict(self._t.request("POST", "/v1/sandbox/sessions/%s/resume" % _q(self.id), {},
+                                                      timeout=max(self._t.timeout, 60.0), idempotent=False).json())
+        return self.info
+
+    def close(self) -> Session:
+        """DELETE: ends the session; returns the ended view (with its usage)."""
+        self.info = Session.from_dict(self._t.request("DELETE", "/v1/sandbox/sessions/" + _q(self.id),
+                                                      timeout=max(self._t.timeout, 60.0)).json())
+        return self.info
+
+
+class Sessions:
+    """``client.sandbox.sessions``."""
+
+    def __init__(self, t: "_Transport", sandbox: "Sandbox") -> None:
+        self._t, self._sandbox = t, sandbox
+
+    def create(self, image: Optional[str] = None, *, profile: Optional[str] = None,
+               limits: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
+               idle_timeout_s: Optional[int] = None, ttl_s: Optional[int] = None,
+               max_concurrent_executions: Optional[int] = None, auto_resume: Optional[bool] = None,
+               request: Optional[Mapping[str, Any]] = None, timeout: float = 120.0) -> SessionHandle:
+        """POST a session; answers once its sandbox is ready (``timeout`` seconds for that).
+        Sessions have no Idempotency-Key: a lost answer is not retried (429/503 are)."""
+        body: Dict[str, Any] = dict(request) if request is not None else {}
+        if request is None:
+            for k, v in (("profile", profile), ("image", image), ("limits", dict(limits) if limits else None),
+                         ("env", dict(env) if env is not None else None), ("idle_timeout_s", idle_timeout_s),
+                         ("ttl_s", ttl_s), ("max_concurrent_executions", max_concurrent_executions),
+                         ("auto_resume", auto_resume)):
+                if v is not None:
+                    body[k] = v
+        r = self._t.request("POST", "/v1/sandbox/sessions", body, timeout=timeout, idempotent=False)
+        return SessionHandle(self._t, self._sandbox, Session.from_dict(r.json()))
+
+    def get(self, session_id: str) -> SessionHandle:
+        d = self._t.request("GET", "/v1/sandbox/sessions/" + _q(session_id)).json()
+        return SessionHandle(self._t, self._sandbox, Session.from_dict(d))
+
+    def list(self, status: Optional[str] = None) -> List[Session]:
+        q = "?" + urllib.parse.urlencode({"status": status}) if status else ""
+        d = self._t.request("GET", "/v1/sandbox/sessions" + q).json()
+        items = d.get("items") if isinstance(d, dict) else None
+        return [Session.from_dict(i) for i in items or [] if isinstance(i, dict)]
+
+    def close(self, session_id: str) -> Session:
+        return SessionHandle(self._t, self._sandbox, Session(id=session_id, status="", raw={})).close()

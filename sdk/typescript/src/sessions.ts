@@ -1,0 +1,147 @@
+/**
+ * Sessions (docs/sessions.md): one sandbox kept across several executions.
+ *
+ *   const s = await client.sandbox.sessions.create({ image: "python:3.11-slim", profile: "gvisor-small" });
+ *   await s.files.write("/tmp/a.py", "print(6*7)");
+ *   const ex = await s.run(["python3", "/tmp/a.py"]);   // waits like execute
+ *   await s.close();
+ */
+import type { Sandbox, Transport } from "./client.js";
+import { filesArg, q, toExecution } from "./client.js";
+import type { Execution, SessionCreateRequest, SessionExecRequest, SessionFileInfo, SessionInfo } from "./types.js";
+
+type Json = Record<string, unknown>;
+
+function filePath(p: string): string {
+  return p.split("/").filter((s) => s).map(q).join("/");
+}
+
+function toSession(raw: Json): SessionInfo {
+  return { ...raw, id: String(raw.id ?? ""), status: String(raw.status ?? "") } as SessionInfo;
+}
+
+/** `session.files`: the session's /tmp, raw bytes both ways. */
+export class SessionFiles {
+  readonly #t: Transport;
+  readonly #id: string;
+  constructor(t: Transport, id: string) {
+    this.#t = t;
+    this.#id = id;
+  }
+
+  #url(path: string): string {
+    return `/v1/sandbox/sessions/${q(this.#id)}/files/${filePath(path)}`;
+  }
+
+  /** PUT the file (a string as UTF-8); resolves with `{path, size}`. */
+  async write(path: string, data: string | Uint8Array): Promise<{ path: string; size: number }> {
+    const raw = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    return (await this.#t.json("PUT", this.#url(path), { raw, contentType: "application/octet-stream" })) as
+      { path: string; size: number };
+  }
+
+  async read(path: string): Promise<Uint8Array> {
+    const { answer } = await this.#t.call("GET", this.#url(path), { headers: { Accept: "application/octet-stream" } });
+    return answer.body;
+  }
+
+  /** Every file under `path` (default /tmp), recursive, at most 1000. */
+  async list(path?: string): Promise<SessionFileInfo[]> {
+    const qs = path ? "?" + new URLSearchParams({ path }).toString() : "";
+    const r = await this.#t.json("GET", `/v1/sandbox/sessions/${q(this.#id)}/files${qs}`);
+    return Array.isArray(r.items) ? (r.items as SessionFileInfo[]) : [];
+  }
+
+  /** A file, a symlink or an empty directory. */
+  async delete(path: string): Promise<void> {
+    await this.#t.call("DELETE", this.#url(path));
+  }
+}
+
+/** A live session: `run`, `submit`, `files`, `refresh`, `close`; `info` is the last view. */
+export class Session {
+  readonly #t: Transport;
+  readonly #sandbox: Sandbox;
+  readonly id: string;
+  readonly files: SessionFiles;
+  info: SessionInfo;
+
+  constructor(t: Transport, sandbox: Sandbox, info: SessionInfo) {
+    this.#t = t;
+    this.#sandbox = sandbox;
+    this.id = info.id;
+    this.info = info;
+    this.files = new SessionFiles(t, info.id);
+  }
+
+  get status(): string {
+    return this.info.status;
+  }
+
+  /** POST an execution in the session (202 `{id, status}`), not waiting. No Idempotency-Key on this
+   * route: a lost answer is not retried (it could run twice); 429/503 are. */
+  async submit(request: SessionExecRequest): Promise<Execution> {
+    const body: Json = { ...request };
+    if (request.files !== undefined) body.files = filesArg(request.files);
+    return toExecution(await this.#t.json("POST", `/v1/sandbox/sessions/${q(this.id)}/executions`,
+      { json: body, idempotent: false }));
+  }
+
+  /** An execution inside the session, waited for like `sandbox.execute` (`timeoutMs` overall, default 600000). */
+  async run(command: string[] | SessionExecRequest, options: { timeoutMs?: number } = {}): Promise<Execution> {
+    const t0 = Date.now();
+    const tm = options.timeoutMs ?? 600_000;
+    const ex = await this.submit(Array.isArray(command) ? { command } : command);
+    const unbounded = tm === 0 || tm === Infinity;
+    return this.#sandbox.wait(ex.id, { timeoutMs: unbounded ? undefined : Math.max(1, tm - (Date.now() - t0)) });
+  }
+
+  async refresh(): Promise<SessionInfo> {
+    this.info = toSession(await this.#t.json("GET", `/v1/sandbox/sessions/${q(this.id)}`));
+    return this.info;
+  }
+
+  /** DELETE: ends the session; resolves with the ended view (its usage). */
+  async close(): Promise<SessionInfo> {
+    this.info = toSession(await this.#t.json("DELETE", `/v1/sandbox/sessions/${q(this.id)}`,
+      { timeoutMs: Math.max(this.#t.timeoutMs, 60_000) }));
+    return this.info;
+  }
+
+  toJSON(): SessionInfo {
+    return this.info;
+  }
+}
+
+/** `client.sandbox.sessions`. */
+export class Sessions {
+  readonly #t: Transport;
+  readonly #sandbox: Sandbox;
+  constructor(t: Transport, sandbox: Sandbox) {
+    this.#t = t;
+    this.#sandbox = sandbox;
+  }
+
+  /** POST a session; resolves once its sandbox is ready (`timeoutMs`, default 120000). Sessions have no
+   * Idempotency-Key: a lost answer is not retried (429/503 are). */
+  async create(request: SessionCreateRequest, options: { timeoutMs?: number } = {}): Promise<Session> {
+    const r = await this.#t.json("POST", "/v1/sandbox/sessions",
+      { json: request, idempotent: false, timeoutMs: options.timeoutMs ?? 120_000 });
+    return new Session(this.#t, this.#sandbox, toSession(r));
+  }
+
+  async get(id: string): Promise<Session> {
+    return new Session(this.#t, this.#sandbox, toSession(await this.#t.json("GET", `/v1/sandbox/sessions/${q(id)}`)));
+  }
+
+  async list(options: { status?: string } = {}): Promise<SessionInfo[]> {
+    const qs = options.status ? "?" + new URLSearchParams({ status: options.status }).toString() : "";
+    const r = await this.#t.json("GET", "/v1/sandbox/sessions" + qs);
+    return Array.isArray(r.items) ? (r.items as Json[]).map(toSession) : [];
+  }
+
+  async close(id: string): Promise<SessionInfo> {
+    return toSession(await this.#t.json("DELETE", `/v1/sandbox/sessions/${q(id)}`,
+      { timeoutMs: Math.max(this.#t.timeoutMs, 60_000) }));
+  }
+}
