@@ -35,6 +35,7 @@
 #include "plugin/open.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "obs/obs_app.h"
 #include "obs/otlp.h"
 #include "http/server.h"
 #include "store/store_sqlite.h"
@@ -440,6 +441,7 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
         goto fail;
     if (profiles_build(app, err) < 0)
         goto fail;
+    eai_obs_app_metrics(app);
     if (eai_exec_start(app, err) < 0)
         goto fail;
     started_exec = 1;

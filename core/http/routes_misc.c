@@ -16,6 +16,7 @@
 #include "schema/jsonschema.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "obs/obs_app.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/routes.h"
@@ -107,6 +108,7 @@ void eai_misc_readyz(struct eai_app *app, struct eai_req *r)
 
 void eai_misc_metrics(struct eai_app *app, struct eai_req *r)
 {
+    eai_obs_scrape(app);  /* backend readiness (non-blocking probes), process_* from procfs */
     char *text = eai_metrics_render();
     if (!text) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
