@@ -543,6 +543,15 @@ static void test_finops_outage(void)
     snprintf(furl, sizeof(furl), "http://127.0.0.1:%d", fport);
     g_srv = server_start(furl);
     CU_ASSERT_FATAL(g_srv > 0);
+    /* an external FinOps service: the in-process ledger says it is not used (17.8) */
+    {
+        long st;
+        json_t *l = http_json("GET", "/v1/finops/usage", NULL, NULL, &st);
+        CU_ASSERT_EQUAL(st, 404);
+        const char *msg = js(json_object_get(l, "error"), "message");
+        CU_ASSERT(msg && strstr(msg, "FinOps service"));
+        json_decref(l);
+    }
     char *ids[50];
     int n = 0;
     for (int i = 0; i < 50; i++)
