@@ -242,63 +242,13 @@ static void test_plugin_keys(void)
     json_decref(missing);
 }
 
-/* The first ```yaml block after `heading` in docs/<page>, or NULL (malloc'd). */
-static char *doc_yaml(const char *page, const char *heading)
-{
-    const char *src = getenv("EAI_SOURCE_DIR");
-    char path[1024];
-    snprintf(path, sizeof path, "%s/docs/%s", src ? src : EAI_SOURCE_DIR, page);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NULL;
-    static char text[1 << 17];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    const char *h = strstr(text, heading);
-    const char *b = h ? strstr(h, "```yaml\n") : NULL;
-    const char *e = b ? strstr(b + 8, "```") : NULL;
-    return e ? strndup(b + 8, (size_t)(e - b - 8)) : NULL;
-}
-
-/* Documented configs load as written: docs/configuration.md "## Example" and
- * docs/postgres.md "## Configuration keys" (marked tested by this file). */
-static void test_doc_examples(void)
-{
-    clear_env();
-    char *y = doc_yaml("configuration.md", "\n## Example");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
-    struct eai_error *err = NULL;
-    struct eai_config *c = eai_config_load(write_file("doc-example.yaml", y), &err);
-    if (!c)
-        fprintf(stderr, "docs/configuration.md example: %s\n", err && err->message ? err->message : "?");
-    CU_ASSERT_PTR_NOT_NULL(c);
-    CU_ASSERT_PTR_NOT_NULL(c ? json_object_get(c->profiles, "python-net") : NULL);
-    eai_config_free(c);
-    eai_error_free(err);
-    err = NULL;
-    free(y);
-    y = doc_yaml("postgres.md", "\n## Configuration keys");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(y);
-    c = eai_config_load(write_file("doc-pg.yaml", y), &err);
-    if (!c)
-        fprintf(stderr, "docs/postgres.md example: %s\n", err && err->message ? err->message : "?");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    CU_ASSERT_STRING_EQUAL(c->storage_backend, "postgres");
-    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c->storage_conf, "pool_size")), 12);
-    eai_config_free(c);
-    eai_error_free(err);
-    free(y);
-}
-
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("config", setup, teardown);
     if (!s || !CU_add_test(s, "defaults", test_defaults) || !CU_add_test(s, "YAML file", test_yaml_file) ||
         !CU_add_test(s, "unknown key, wrong type, missing key", test_strict) ||
         !CU_add_test(s, "environment overrides", test_env) ||
-        !CU_add_test(s, "plugin config subtrees", test_plugin_keys) ||
-        !CU_add_test(s, "documented examples load", test_doc_examples))
+        !CU_add_test(s, "plugin config subtrees", test_plugin_keys))
         return -1;
     return 0;
 }
