@@ -176,9 +176,6 @@ int eai_app_storage_open(const struct eai_config *cfg, const struct eai_host *ho
         eai_error_propagate(err, eai_error_new(EAI_E_INTERNAL, ENOMEM, "out of memory"));
         return -1;
     }
-    /* storage.pool_size / statement_timeout_ms / connect_timeout_s (postgres) */
-    if (strcmp(name, "postgres") == 0 && cfg->storage_conf)
-        json_object_update(conf, cfg->storage_conf);
     /* keep only keys the backend declares (pool_size is optional) */
     if (d->config_keys && !eai_cfg_plugin_has_key(d->config_keys, "pool_size"))
         json_object_del(conf, "pool_size");

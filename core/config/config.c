@@ -88,7 +88,6 @@ void eai_config_free(struct eai_config *c)
     free(c->runsc);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
-    json_decref(c->storage_conf);
     free(c->source);
     free(c);
 }

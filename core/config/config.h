@@ -37,9 +37,6 @@ struct eai_config {
     char *storage_backend;     /* "sqlite" | "postgres"      (derived from storage.url) */
     char *database_url;        /* NULL: <data_dir>/eai.db    (storage.url, EAI_DATABASE_URL) */
     int workers;               /* 8                           (storage.workers) */
-    /* storage.pool_size, storage.statement_timeout_ms, storage.connect_timeout_s:
-     * handed to the backend when it declares them (postgres); NULL: none given */
-    json_t *storage_conf;
 
     /* scheduler */
     int max_concurrent;        /* 8                           (scheduler.max_concurrent) */

@@ -124,28 +124,11 @@ static int sect_telemetry(struct eai_config *c, const char *file, const char *pa
 static int sect_storage(struct eai_config *c, const char *file, const char *path, const json_t *v,
                         struct eai_error **err)
 {
-    static const char *const k[] = {"url", "workers", "pool_size", "statement_timeout_ms", "connect_timeout_s",
-                                    NULL};
-    int64_t pool = 0, stmt = 0, conn = 0;
+    static const char *const k[] = {"url", "workers", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_string(file, path, v, "url", &c->database_url, err) < 0 ||
-        eai_cfg_get_int32(file, path, v, "workers", 1, 256, &c->workers, err) < 0 ||
-        eai_cfg_get_int(file, path, v, "pool_size", 1, 64, &pool, err) < 0 ||
-        eai_cfg_get_int(file, path, v, "statement_timeout_ms", 100, 3600000, &stmt, err) < 0 ||
-        eai_cfg_get_int(file, path, v, "connect_timeout_s", 2, 300, &conn, err) < 0)
+        eai_cfg_get_int32(file, path, v, "workers", 1, 256, &c->workers, err) < 0)
         return -1;
-    /* the backend's own keys (postgres.md): passed on when given */
-    json_t *sc = json_object();
-    if (!sc)
-        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
-    if (pool)
-        json_object_set_new(sc, "pool_size", json_integer(pool));
-    if (stmt)
-        json_object_set_new(sc, "statement_timeout_ms", json_integer(stmt));
-    if (conn)
-        json_object_set_new(sc, "connect_timeout_s", json_integer(conn));
-    json_decref(c->storage_conf);
-    c->storage_conf = sc;
     return 0;
 }
 
