@@ -222,7 +222,7 @@ void eai_misc_usage_get(struct eai_app *app, struct eai_req *r)
             continue;
         if (eai_time_parse_rfc3339(v, &ms) < 0) {
             char path[32];
-            snprintf(path, sizeof(path), "/%s", times[i]);
+            snprintf(path, sizeof(path), "/query/%s", times[i]);
             json_array_append_new(details, json_pack("{s:s, s:s}", "path", path, "message",
                                                      "expected an RFC 3339 time such as 2026-11-29T10:00:00Z"));
             continue;
@@ -235,13 +235,13 @@ void eai_misc_usage_get(struct eai_app *app, struct eai_req *r)
         char *end;
         limit = strtol(lim, &end, 10);
         if (*lim == '\0' || *end || limit < 1 || limit > 1000)
-            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/limit", "message",
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/limit", "message",
                                                      "expected an integer from 1 to 1000"));
     }
     json_object_set_new(filter, "limit", json_integer(limit));
     const char *after = eai_req_query(r, "after");
     if (after && *after && cursor_parse(after, filter) < 0)
-        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/after", "message",
+        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/after", "message",
                                                  "is not a cursor from a previous page"));
     if (json_array_size(details) > 0) {
         json_decref(filter);

@@ -265,7 +265,7 @@ void eai_misc_manifest_list(struct eai_app *app, struct eai_req *r)
     json_t *details = json_array();
     char *kind = eai_manifest_kind_slug(kq && *kq ? kq : "Tool");
     if (!kind)
-        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/kind",
+        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/kind",
                                                  "message", "must be a manifest kind such as Tool"));
     int limit = MLIST_DEFAULT;
     const char *ls = eai_req_query(r, "limit");
@@ -275,12 +275,12 @@ void eai_misc_manifest_list(struct eai_app *app, struct eai_req *r)
             ok = isdigit((unsigned char)*p);
         limit = ok ? atoi(ls) : 0;
         if (limit < 1 || limit > MLIST_MAX)
-            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/limit",
+            json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/limit",
                                                      "message", "must be an integer from 1 to 100"));
     }
     const char *after = eai_req_query(r, "after");
     if (after && strlen(after) > 127)
-        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/after",
+        json_array_append_new(details, json_pack("{s:s, s:s}", "path", "/query/after",
                                                  "message", "is not a cursor from a previous page"));
     if (json_array_size(details) > 0) {
         free(kind);

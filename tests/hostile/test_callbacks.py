@@ -10,12 +10,16 @@
 - admission: a loopback URL not in callbacks.allow, a private address, a
   name not in the allow list, a URL with user info, a short secret are
   refused with a detail at /callback...; a tool manifest's callback is
-  checked too."""
+  checked too.
+The receiver checks each POST twice: with its own HMAC and with the
+verify() function of docs/executions.md ("Completion callbacks"), run as
+written."""
 import hashlib
 import hmac
 import http.server
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -26,6 +30,22 @@ from eaid_env import Env, check, ensure_image, free_port, run_cases  # noqa: E40
 
 IMAGE = "python:3.11-slim"
 SECRET = "s3cret-s3cret-s3cret"
+
+
+def doc_verify():
+    """verify(secret, header, body) from the python block of docs/executions.md."""
+    src = os.environ.get("EAI_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    text = open(os.path.join(src, "docs", "executions.md")).read()
+    sec = text.split("### Completion callbacks", 1)[1]
+    code = re.search(r"```python\n(.*?)```", sec, re.S).group(1)
+    code = "\n".join(line[2:] if line.startswith("  ") else line for line in code.split("\n"))
+    ns = {}
+    exec(code, ns)  # noqa: S102 - the documented example, run as written
+    return ns["verify"]
+
+
+DOC_VERIFY = doc_verify()
 
 
 class Receiver:
@@ -54,6 +74,7 @@ class Receiver:
                                 hashlib.sha256).hexdigest()
                 ok = hmac.compare_digest(want, parts.get("v1", "")) and \
                     abs(time.time() - int(parts.get("t", "0"))) < 300
+                ok = ok and DOC_VERIFY(SECRET.encode(), sig, body)
                 if not ok:
                     rx.bad_sig += 1
                     self.send_response(400)

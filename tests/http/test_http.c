@@ -639,7 +639,7 @@ static void test_manifests(void)
     CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 0);
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("GET", "/v1/manifests?kind=Tool&limit=0", ga, NULL, &r), 422);
-    CU_ASSERT(has_detail_path(&r, "/limit"));
+    CU_ASSERT(has_detail_path(&r, "/query/limit"));
     th_resp_free(&r);
     /* delete, then it is gone */
     CU_ASSERT_EQUAL(req("DELETE", "/v1/manifests/tool/my-tool", gb, NULL, &r), 404);
@@ -764,7 +764,7 @@ static void test_finops(void)
     CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 0);
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?from=yesterday", ga, NULL, &r), 422);
-    CU_ASSERT(has_detail_path(&r, "/from"));
+    CU_ASSERT(has_detail_path(&r, "/query/from"));
     th_resp_free(&r);
     /* 17.8: totals over the whole period, not the page; a cursor walks every page once */
     for (int i = 0; i < 5; i++) {
@@ -806,7 +806,7 @@ static void test_finops(void)
     CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 2);
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?after=nope", ga, NULL, &r), 422);
-    CU_ASSERT(has_detail_path(&r, "/after"));
+    CU_ASSERT(has_detail_path(&r, "/query/after"));
     th_resp_free(&r);
 }
 
