@@ -39,6 +39,7 @@ struct eai_cb_sender {
     json_t *next;            /* event id -> next attempt (ms); -1 while in flight */
     int64_t timeout_ms, backoff_cap_ms;
     int max_attempts;
+    int warned;              /* the outbox batch was all callbacks (logged once) */
 };
 
 struct cb_job {
@@ -320,6 +321,7 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
     int64_t now = eai_now_ms();
     /* forget ids no longer in the outbox (delivered, or taken by a replica) */
     json_t *seen = json_object();
+    size_t ncb = 0, nrows = json_array_size(rows);
     size_t i;
     const json_t *row;
     json_array_foreach(rows, i, row) {
@@ -327,6 +329,7 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
         const char *id = jstr(row, "id");
         if (!id || !eai_cb_is_callback(ev))
             continue;
+        ncb++;
         if (seen)
             json_object_set_new(seen, id, json_true());
         json_t *nx = json_object_get(s->next, id);
@@ -358,4 +361,14 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
             json_object_del(s->next, k);
     }
     json_decref(seen);
+    eai_metrics_set("eai_callback_backlog", NULL, (double)ncb);
+    /* the outbox is read oldest first, one batch at a time: callbacks waiting
+     * for a receiver that is down can hold up the usage events behind them */
+    if (nrows >= 500 && ncb == nrows && !s->warned) {
+        eai_log(CB_LOG, EAI_LOG_WARN, "the first %zu outbox rows are completion callbacks waiting for their "
+                "receivers: usage events behind them wait too (callbacks.max_attempts bounds it)", ncb);
+        s->warned = 1;
+    } else if (ncb < nrows) {
+        s->warned = 0;
+    }
 }

@@ -51,6 +51,8 @@ void eai_obs_describe_metrics(void)
     eai_metrics_describe("eai_backend_ready", EAI_METRIC_GAUGE,
                          "1 when the isolation backend is ready to run executions, else 0.");
     eai_metrics_describe("eai_build_info", EAI_METRIC_GAUGE, "Always 1; the labels say which eaid this is.");
+    eai_metrics_describe("eai_callback_backlog", EAI_METRIC_GAUGE,
+                         "Completion callbacks in the outbox not yet delivered (in the batch last read).");
     eai_metrics_describe("eai_callback_attempts_total", EAI_METRIC_COUNTER,
                          "Completion callback POST attempts, by result (delivered or failed).");
     eai_metrics_describe("process_cpu_seconds_total", EAI_METRIC_COUNTER, "User and system CPU time spent in seconds.");

@@ -41,6 +41,7 @@ void eai_obs_app_metrics(struct eai_app *app)
         snprintf(l, sizeof l, "code=\"%s\"", refusals[k]);
         eai_metrics_add("eai_sandbox_refusals_total", l, 0);
     }
+    eai_metrics_set("eai_callback_backlog", NULL, 0);
     eai_metrics_add("eai_callback_attempts_total", "result=\"delivered\"", 0);
     eai_metrics_add("eai_callback_attempts_total", "result=\"failed\"", 0);
     eai_metrics_add("eai_outbox_delivered_total", "target=\"finops\"", 0);
