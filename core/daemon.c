@@ -40,6 +40,7 @@
 #include "plugin/open.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "obs/obs_app.h"
 #include "obs/otlp.h"
 #include "http/server.h"
 #include "store/store_sqlite.h"
@@ -488,6 +489,7 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (profiles_build(app, err) < 0)
         goto fail;
     app->egress = eai_egress_host_start(app); /* NULL: granted egress is refused on local backends */
+    eai_obs_app_metrics(app);
     if (eai_exec_start(app, err) < 0)
         goto fail;
     started_exec = 1;

@@ -19,6 +19,7 @@ struct eai_http_xfer {
     struct eai_http_client *c;
     CURL *easy;
     struct curl_slist *headers;
+    struct curl_slist *resolve;    /* CURLOPT_RESOLVE pin, or NULL */
     char *req_body;
     char *resp;
     size_t resp_len, resp_cap;
@@ -72,6 +73,7 @@ static void xfer_finish(struct eai_http_xfer *x, CURLcode rc)
         x->done(x->arg, &r);
     curl_easy_cleanup(x->easy);
     curl_slist_free_all(x->headers);
+    curl_slist_free_all(x->resolve);
     free(x->req_body);
     free(x->resp);
     free(x);
@@ -202,6 +204,12 @@ struct eai_http_client *eai_http_client_new(struct event_base *base)
 int eai_http_client_request(struct eai_http_client *c, const struct eai_http_request *req,
                             eai_http_done_fn done, void *arg)
 {
+    return eai_http_client_request_pinned(c, req, NULL, done, arg);
+}
+
+int eai_http_client_request_pinned(struct eai_http_client *c, const struct eai_http_request *req,
+                                   const char *resolve, eai_http_done_fn done, void *arg)
+{
     if (!c || !req || !req->url || c->closing || c->inflight >= EAI_HTTP_MAX_INFLIGHT)
         return -1;
     struct eai_http_xfer *x = calloc(1, sizeof(*x));
@@ -255,6 +263,8 @@ int eai_http_client_request(struct eai_http_client *c, const struct eai_http_req
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
         curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
     }
+    if (resolve && (x->resolve = curl_slist_append(NULL, resolve)))
+        curl_easy_setopt(e, CURLOPT_RESOLVE, x->resolve);  /* only the addresses the caller checked */
     x->next = c->xfers;
     if (c->xfers)
         c->xfers->prev = x;
@@ -267,6 +277,7 @@ int eai_http_client_request(struct eai_http_client *c, const struct eai_http_req
         c->inflight--;
         curl_easy_cleanup(e);
         curl_slist_free_all(x->headers);
+        curl_slist_free_all(x->resolve);
         free(x->req_body);
         free(x);
         return -1;

@@ -15,6 +15,11 @@ struct eai_http_client *eai_http_client_new(struct event_base *base);
  * timeout and on eai_http_client_free, with status 0 and an error). */
 int eai_http_client_request(struct eai_http_client *c, const struct eai_http_request *req,
                             eai_http_done_fn done, void *arg);
+/* The same, connecting only to the addresses of `resolve` ("HOST:PORT:ADDR[,ADDR...]",
+ * curl's CURLOPT_RESOLVE; IPv6 in brackets), which the caller resolved and
+ * checked: no second DNS answer in between (completion callbacks). */
+int eai_http_client_request_pinned(struct eai_http_client *c, const struct eai_http_request *req,
+                                   const char *resolve, eai_http_done_fn done, void *arg);
 /* In-flight transfers. */
 int eai_http_client_inflight(const struct eai_http_client *c);
 void eai_http_client_free(struct eai_http_client *c);

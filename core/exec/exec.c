@@ -17,6 +17,7 @@
 #include "exec/watch.h"
 #include "http/park.h"
 #include "http/req_audit.h"
+#include "obs/metrics.h"
 
 const char *exec_jstr(const json_t *o, const char *k)
 {
@@ -78,6 +79,12 @@ void exec_reply_error_headers(struct eai_req *r, enum eai_code code, json_t *det
 void exec_audit_deny(struct eai_app *app, struct eai_req *r, const char *action,
                        const char *target, const char *reason)
 {
+    if (reason && strcmp(action, "sandbox.execute") == 0 && strlen(reason) < 64) {
+        /* refusals of POST /v1/sandbox/executions by error code (dashboards) */
+        char l[96];
+        snprintf(l, sizeof l, "code=\"%s\"", reason);
+        eai_metrics_add("eai_sandbox_refusals_total", l, 1);
+    }
     const char *tenant = eai_req_tenant(r);
     if (!tenant)
         return;

@@ -227,6 +227,8 @@ static void create_answer(struct eai_req *r, void *arg)
     } else if (j->rc == EAI_STORE_EXISTS) {
         const char *id = exec_jstr(j->existing, "id") ? exec_jstr(j->existing, "id") : j->id;
         const char *s = exec_jstr(j->existing, "status") ? exec_jstr(j->existing, "status") : "queued";
+        if (eai_req_span(r))
+            eai_span_set_str(eai_req_span(r), "eai.execution_id", id);
         exec_reply_accepted(r, 200, id, s);
     } else if (j->rc == EAI_STORE_CONFLICT) {
         exec_audit_deny(j->app, r, "sandbox.execute", "", "idempotency_conflict");
@@ -237,6 +239,8 @@ static void create_answer(struct eai_req *r, void *arg)
             eai_watch_queued(st->hub, j->id, j->tenant);
             eai_sched_kick(st->sched);
         }
+        if (eai_req_span(r))  /* only an accepted POST names an execution */
+            eai_span_set_str(eai_req_span(r), "eai.execution_id", j->id);
         eai_log_req(EXEC_COMPONENT, EAI_LOG_INFO, eai_req_id(r), "execution %s queued (profile %s)",
                     j->id, j->prof ? j->prof->name : "?");
         exec_reply_accepted(r, 202, j->id, "queued");
@@ -504,7 +508,6 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
     if (span) {
         snprintf(j->trace_id, sizeof j->trace_id, "%s", eai_span_trace_id(span));
         snprintf(j->span_id, sizeof j->span_id, "%s", eai_span_id(span));
-        eai_span_set_str(span, "eai.execution_id", j->id);
         eai_span_set_str(span, "eai.tenant_id", tenant);
         eai_span_set_str(span, "gen_ai.operation.name", "execute_tool");
         if (exec_jstr(body, "tool"))

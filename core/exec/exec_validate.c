@@ -592,7 +592,8 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
                 add_detail(d, path, "name is %zu bytes long; the backend of this profile accepts at most %lld", n,
                            (long long)bl.max_env_name_bytes);
             else if ((bl.flags & EAI_ISO_LIMIT_ENV_NAMES_PORTABLE) && !env_name_portable(name))
-                add_detail(d, path, "name must match [-._a-zA-Z][-._a-zA-Z0-9]* for the backend of this profile");
+                add_detail(d, path, "name must start with a letter, '-', '.' or '_' and hold only letters, digits, "
+                                    "'-', '.' and '_' for the backend of this profile");
         }
     }
     code = EAI_E_VALIDATION_FAILED;

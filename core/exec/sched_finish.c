@@ -73,8 +73,12 @@ static void sched_metrics_finish(const json_t *rec, const json_t *patch)
     char *pe = eai_metrics_label_escape(profile);
     if (!pe)
         return;
-    char l2[256], l1[160];
-    snprintf(l2, sizeof l2, "profile=\"%s\",status=\"%s\"", pe, status);
+    char l2[320], l1[160];
+    const char *code = sched_jstr(json_object_get(patch, "error"), "code");
+    if (strcmp(status, "error") == 0 && code && strlen(code) < 48 && !strpbrk(code, "\"\\\n"))
+        snprintf(l2, sizeof l2, "profile=\"%s\",status=\"%s\",code=\"%s\"", pe, status, code);
+    else
+        snprintf(l2, sizeof l2, "profile=\"%s\",status=\"%s\"", pe, status);
     snprintf(l1, sizeof l1, "profile=\"%s\"", pe);
     free(pe);
     const json_t *u = json_object_get(patch, "usage");

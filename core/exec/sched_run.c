@@ -17,6 +17,7 @@
 #include "exec/exec_result.h"
 #include "exec/exec_validate.h"
 #include "net/egress_host.h"
+#include "obs/metrics.h"
 #include "obs/trace.h"
 
 
@@ -432,6 +433,17 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
             fail_run(s, r, EAI_E_SANDBOX_UNAVAILABLE, pr.reason);
             return;
         }
+    }
+    /* queue wait: from the POST's record to this claim, by profile */
+    int64_t queued_ms;
+    if (!recover && sched_jstr(rec, "created_at") &&
+        eai_time_parse_rfc3339(sched_jstr(rec, "created_at"), &queued_ms) == 0) {
+        char *pe = eai_metrics_label_escape(r->prof->name);
+        char l[200];
+        snprintf(l, sizeof l, "profile=\"%s\"", pe ? pe : "");
+        free(pe);
+        double wait = (double)(eai_now_ms() - queued_ms) / 1000.0;
+        eai_metrics_observe("eai_sandbox_queue_wait_seconds", l, wait < 0 ? 0 : wait);
     }
     /* the sandbox.run span, child of the request's span */
     const char *trace_id = sched_jstr(rec, "trace_id");

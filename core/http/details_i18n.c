@@ -116,6 +116,16 @@ static const struct tmpl T[] = {
     {"duplicates {}", "répète {1}"},
     {"is {} bytes long; the backend of this profile accepts at most {}",
      "fait {1} octets ; le backend de ce profil en accepte {2} au plus"},
+    {"name must start with a letter, '-', '.' or '_' and hold only letters, digits, '-', '.' and '_' for the "
+     "backend of this profile",
+     "le nom doit commencer par une lettre, '-', '.' ou '_' et ne contenir que des lettres, chiffres, '-', '.' "
+     "et '_' pour le backend de ce profil"},
+    {"name is {} bytes long; the backend of this profile accepts at most {}",
+     "le nom fait {1} octets ; le backend de ce profil en accepte {2} au plus"},
+    {"has a {}-byte segment; the backend of this profile accepts at most {} bytes a segment",
+     "a un segment de {1} octets ; le backend de ce profil en accepte {2} au plus par segment"},
+    {"stdin, files and env values total {} bytes; the backend of this profile accepts at most {}",
+     "stdin, les fichiers et les valeurs d'env font {1} octets ; le backend de ce profil en accepte {2} au plus"},
     {"has {} files; the backend of this profile accepts at most {}",
      "contient {1} fichiers ; le backend de ce profil en accepte {2} au plus"},
     {"secret must be at least 16 characters long", "secret doit compter au moins 16 caractères"},

@@ -17,6 +17,7 @@
 #include "schema/jsonschema.h"
 #include "base/log.h"
 #include "obs/metrics.h"
+#include "obs/obs_app.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/routes.h"
@@ -125,6 +126,7 @@ void eai_misc_metrics(struct eai_app *app, struct eai_req *r)
                                   "metrics are served to loopback clients or with the ops token (ops.access)"));
         return;
     }
+    eai_obs_scrape(app);  /* backend readiness (non-blocking probes), process_* from procfs */
     char *text = eai_metrics_render();
     if (!text) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);

@@ -180,7 +180,12 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
     }
     char sname[96];
     snprintf(sname, sizeof(sname), "%s %s", r->method, r->route ? r->route->pattern : "unmatched");
-    r->span = eai_span_start(sname, EAI_SPAN_SERVER, r->trace.trace_id, r->trace.valid ? r->trace.span_id : NULL);
+    /* probes are not traced: a kubelet polling /healthz and /readyz would
+     * fill the collector with spans nobody reads */
+    int probe = r->route && (strcmp(r->route->pattern, "/healthz") == 0 || strcmp(r->route->pattern, "/readyz") == 0);
+    r->span = probe ? NULL
+                    : eai_span_start(sname, EAI_SPAN_SERVER, r->trace.trace_id,
+                                     r->trace.valid ? r->trace.span_id : NULL);
     if (r->span) {
         eai_span_set_str(r->span, "http.method", r->method);
         eai_span_set_str(r->span, "http.route", r->route ? r->route->pattern : "");

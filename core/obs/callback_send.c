@@ -25,6 +25,8 @@
 #include "base/worker.h"
 #include "config/config.h"
 #include "obs/metrics.h"
+#include "plugin/host.h"
+#include "http_client.h"
 
 #define CB_INFLIGHT_MAX 32
 #define CB_LOG "callback"
@@ -37,6 +39,7 @@ struct eai_cb_sender {
     json_t *next;            /* event id -> next attempt (ms); -1 while in flight */
     int64_t timeout_ms, backoff_cap_ms;
     int max_attempts;
+    int warned;              /* the outbox batch was all callbacks (logged once) */
 };
 
 struct cb_job {
@@ -48,6 +51,7 @@ struct cb_job {
     long http_status;
     int64_t attempts;        /* after this one */
     char *body;
+    char pin[600];           /* "host:port:addr,..." the checked addresses (a name), else "" */
     char idem[128], sig[EAI_CALLBACK_SIG_MAX + 32], sighdr[EAI_CALLBACK_SIG_MAX + 32];
 };
 
@@ -218,7 +222,10 @@ static void post(struct cb_job *j)
         .method = "POST", .url = url, .headers = headers, .body = j->body,
         .body_len = strlen(j->body), .timeout_ms = j->s->timeout_ms,
     };
-    if (h->http_request(h, &hr, http_done, j) != 0) {
+    struct eai_http_client *hc = eai_host_http_client(h);
+    int rc = j->pin[0] ? (hc ? eai_http_client_request_pinned(hc, &hr, j->pin, http_done, j) : -1)
+                       : h->http_request(h, &hr, http_done, j);
+    if (rc != 0) {
         snprintf(j->status, sizeof j->status, "error: the HTTP client refused the request");
         attempt_end(j);
     }
@@ -248,6 +255,8 @@ static void check_work(void *arg)
         snprintf(j->status, sizeof j->status, "error: cannot resolve '%.64s': %.100s", host, gai_strerror(rc));
         return;
     }
+    size_t po = (size_t)snprintf(j->pin, sizeof j->pin, "%s:%u:", host, (unsigned)port);
+    int naddr = 0;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
         memset(&ip, 0, sizeof ip);
         if (a->ai_family == AF_INET) {
@@ -272,8 +281,19 @@ static void check_work(void *arg)
                      eai_addr_class_name(eai_addr_classify(&ip)));
             break;
         }
+        /* pin what was checked: curl connects to these, never to a second DNS answer */
+        char txt[INET6_ADDRSTRLEN];
+        if (inet_ntop(ip.family == 4 ? AF_INET : AF_INET6, ip.b, txt, sizeof txt) && po + strlen(txt) + 4 < sizeof j->pin) {
+            po += (size_t)snprintf(j->pin + po, sizeof j->pin - po, ip.family == 4 ? "%s%s" : "%s[%s]",
+                                   naddr ? "," : "", txt);
+            naddr++;
+        }
     }
     freeaddrinfo(res);
+    if (!naddr && !j->status[0])
+        snprintf(j->status, sizeof j->status, "error: '%.64s' has no usable address", host);
+    if (!naddr)
+        j->pin[0] = 0;
 }
 
 static void check_done(void *arg)
@@ -301,6 +321,7 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
     int64_t now = eai_now_ms();
     /* forget ids no longer in the outbox (delivered, or taken by a replica) */
     json_t *seen = json_object();
+    size_t ncb = 0, nrows = json_array_size(rows);
     size_t i;
     const json_t *row;
     json_array_foreach(rows, i, row) {
@@ -308,6 +329,7 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
         const char *id = jstr(row, "id");
         if (!id || !eai_cb_is_callback(ev))
             continue;
+        ncb++;
         if (seen)
             json_object_set_new(seen, id, json_true());
         json_t *nx = json_object_get(s->next, id);
@@ -339,4 +361,14 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
             json_object_del(s->next, k);
     }
     json_decref(seen);
+    eai_metrics_set("eai_callback_backlog", NULL, (double)ncb);
+    /* the outbox is read oldest first, one batch at a time: callbacks waiting
+     * for a receiver that is down can hold up the usage events behind them */
+    if (nrows >= 500 && ncb == nrows && !s->warned) {
+        eai_log(CB_LOG, EAI_LOG_WARN, "the first %zu outbox rows are completion callbacks waiting for their "
+                "receivers: usage events behind them wait too (callbacks.max_attempts bounds it)", ncb);
+        s->warned = 1;
+    } else if (ncb < nrows) {
+        s->warned = 0;
+    }
 }

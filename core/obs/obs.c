@@ -42,4 +42,29 @@ void eai_obs_describe_metrics(void)
                          "Failed audit sink delivery attempts.");
     eai_metrics_describe("eai_trace_spans_dropped_total", EAI_METRIC_COUNTER,
                          "Finished spans dropped: export queue full or export failed.");
+
+    static const double wait_bounds[] = {0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+    eai_metrics_describe_histogram("eai_sandbox_queue_wait_seconds",
+                                   "Time from the POST to the claim that starts the run, by profile.",
+                                   wait_bounds, (int)(sizeof wait_bounds / sizeof wait_bounds[0]));
+    eai_metrics_describe("eai_sandbox_refusals_total", EAI_METRIC_COUNTER,
+                         "POST /v1/sandbox/executions refused, by error code.");
+    eai_metrics_describe("eai_pool_takes_total", EAI_METRIC_COUNTER,
+                         "Runs that asked the warm pool, by result (hit or miss); hit rate = hit / (hit + miss).");
+    eai_metrics_describe("eai_pool_ready", EAI_METRIC_GAUGE, "Warm pooled sandboxes ready to serve.");
+    eai_metrics_describe("eai_pool_size", EAI_METRIC_GAUGE, "Configured warm sandboxes per shape.");
+    eai_metrics_describe("eai_backend_ready", EAI_METRIC_GAUGE,
+                         "1 when the isolation backend is ready to run executions, else 0.");
+    eai_metrics_describe("eai_build_info", EAI_METRIC_GAUGE, "Always 1; the labels say which eaid this is.");
+    eai_metrics_describe("eai_callback_backlog", EAI_METRIC_GAUGE,
+                         "Completion callbacks in the outbox not yet delivered (in the batch last read).");
+    eai_metrics_describe("eai_callback_attempts_total", EAI_METRIC_COUNTER,
+                         "Completion callback POST attempts, by result (delivered or failed).");
+    eai_metrics_describe("process_cpu_seconds_total", EAI_METRIC_COUNTER, "User and system CPU time spent in seconds.");
+    eai_metrics_describe("process_open_fds", EAI_METRIC_GAUGE, "Number of open file descriptors.");
+    eai_metrics_describe("process_max_fds", EAI_METRIC_GAUGE, "Maximum number of open file descriptors.");
+    eai_metrics_describe("process_virtual_memory_bytes", EAI_METRIC_GAUGE, "Virtual memory size in bytes.");
+    eai_metrics_describe("process_resident_memory_bytes", EAI_METRIC_GAUGE, "Resident memory size in bytes.");
+    eai_metrics_describe("process_start_time_seconds", EAI_METRIC_GAUGE,
+                         "Start time of the process since unix epoch in seconds.");
 }

@@ -29,7 +29,72 @@ struct eai_otlp {
     char *url;                 /* <endpoint>/v1/traces */
     char *service_name;
     long timeout_ms;
+    char **headers;            /* "Content-Type: ...", then OTEL_EXPORTER_OTLP_HEADERS; NULL-terminated */
 };
+
+#define EAI_OTLP_MAX_HEADERS 32
+
+static int hexval(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* OTEL_EXPORTER_OTLP_HEADERS: "k1=v1,k2=v2", values percent-encoded (the
+ * OpenTelemetry exporter specification).  Adds "k1: v1" ... after out[0];
+ * -1 on a malformed list (a key that is not an HTTP token, a value with a
+ * control character). */
+int eai_otlp_parse_headers(const char *list, char **out, int max)
+{
+    int n = 0;
+    const char *p = list;
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *eq = memchr(p, '=', len);
+        if (!eq) {
+            if (strspn(p, " \t") < len)
+                return -1;  /* not key=value */
+            p = end ? end + 1 : NULL;  /* an empty item */
+            continue;
+        }
+        const char *ks = p, *ke = eq;
+        while (ks < ke && (*ks == ' ' || *ks == '\t'))
+            ks++;
+        while (ke > ks && (ke[-1] == ' ' || ke[-1] == '\t'))
+            ke--;
+        if (ke == ks || n >= max)
+            return -1;
+        for (const char *c = ks; c < ke; c++)
+            if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                  strchr("!#$%&'*+-.^_`|~", *c)))
+                return -1;
+        const char *vs = eq + 1, *ve = p + len;
+        while (vs < ve && (*vs == ' ' || *vs == '\t'))
+            vs++;
+        while (ve > vs && (ve[-1] == ' ' || ve[-1] == '\t'))
+            ve--;
+        char *h = malloc((size_t)(ke - ks) + (size_t)(ve - vs) + 3);
+        if (!h)
+            return -1;
+        size_t o = (size_t)snprintf(h, (size_t)(ke - ks) + 3, "%.*s: ", (int)(ke - ks), ks);
+        for (const char *c = vs; c < ve; c++) {
+            int ch = (unsigned char)*c;
+            if (ch == '%' && c + 2 < ve && hexval(c[1]) >= 0 && hexval(c[2]) >= 0) {
+                ch = hexval(c[1]) * 16 + hexval(c[2]);
+                c += 2;
+            }
+            if (ch < 0x20 || ch == 0x7f) {
+                free(h);
+                return -1;
+            }
+            h[o++] = (char)ch;
+        }
+        h[o] = 0;
+        out[n++] = h;
+        p = end ? end + 1 : NULL;
+    }
+    return n;
+}
 
 /* ------------------------------------------------------------ encoding */
 
@@ -177,9 +242,8 @@ static int otlp_export(void *self, const json_t *spans, eai_deliver_done_fn done
     r->done = done;
     r->arg = arg;
     r->body = body;
-    static const char *const headers[] = {"Content-Type: application/json", NULL};
     struct eai_http_request hr = {
-        .method = "POST", .url = o->url, .headers = headers, .body = body,
+        .method = "POST", .url = o->url, .headers = (const char *const *)o->headers, .body = body,
         .body_len = strlen(body), .timeout_ms = o->timeout_ms,
     };
     if (o->host->http_request(o->host, &hr, otlp_http_done, r) != 0) {
@@ -197,6 +261,9 @@ static void otlp_destroy(void *self)
         return;
     free(o->url);
     free(o->service_name);
+    for (int i = 1; o->headers && o->headers[i]; i++)
+        free(o->headers[i]);
+    free(o->headers);
     free(o);
 }
 
@@ -224,9 +291,25 @@ static void *otlp_create(const struct eai_host *host, const json_t *config, stru
     if (asprintf(&o->url, "%.*s/v1/traces", (int)n, ep) < 0)
         o->url = NULL;
     o->service_name = strdup(svc && *svc ? svc : "eaid");
-    if (!o->url || !o->service_name) {
+    o->headers = calloc(EAI_OTLP_MAX_HEADERS + 2, sizeof(char *));
+    if (!o->url || !o->service_name || !o->headers) {
         otlp_destroy(o);
         eai_host_error_set(host, err, EAI_E_INTERNAL, "out of memory");
+        return NULL;
+    }
+    o->headers[0] = (char *)"Content-Type: application/json";
+    /* auth of hosted collectors: telemetry.headers, else the OpenTelemetry
+     * variables (the traces one first) */
+    const char *hl = json_string_value(json_object_get(config, "headers"));
+    if (!hl || !*hl)
+        hl = getenv("OTEL_EXPORTER_OTLP_TRACES_HEADERS");
+    if (!hl || !*hl)
+        hl = getenv("OTEL_EXPORTER_OTLP_HEADERS");
+    if (hl && *hl && eai_otlp_parse_headers(hl, o->headers + 1, EAI_OTLP_MAX_HEADERS) < 0) {
+        otlp_destroy(o);
+        eai_host_error_set(host, err, EAI_E_VALIDATION_FAILED,
+                           "telemetry: OTEL_EXPORTER_OTLP_HEADERS (or telemetry.headers) must be "
+                           "key=value pairs separated by ',' (values percent-encoded, no control characters)");
         return NULL;
     }
     return o;
@@ -241,6 +324,8 @@ static const struct eai_config_key otlp_keys[] = {
     {"endpoint", EAI_CFG_STRING, 1, NULL, "OTLP/HTTP base URL; /v1/traces is appended"},
     {"timeout_ms", EAI_CFG_INT, 0, "10000", "timeout of one export request"},
     {"service_name", EAI_CFG_STRING, 0, "eaid", "resource attribute service.name"},
+    {"headers", EAI_CFG_STRING, 0, NULL,
+     "extra request headers k1=v1,k2=v2 (default OTEL_EXPORTER_OTLP_TRACES_HEADERS, OTEL_EXPORTER_OTLP_HEADERS)"},
     {NULL, 0, 0, NULL, NULL},
 };
 

@@ -43,6 +43,10 @@ const struct eai_plugin_descriptor *eai_builtin_telemetry_otlp(void);
 /* OTLP/JSON ExportTraceServiceRequest for spans in the sinks.h shape (new
  * reference, NULL on bad input). */
 json_t *eai_otlp_encode(const json_t *spans, const char *service_name);
+/* OTEL_EXPORTER_OTLP_HEADERS ("k1=v1,k2=v2", values percent-encoded) as
+ * malloc'd "k1: v1" strings into out (at most max); how many, or -1 when
+ * malformed. */
+int eai_otlp_parse_headers(const char *list, char **out, int max);
 
 /* App wiring: with cfg->otlp_endpoint set, create the "otlp" exporter into
  * app->telemetry (unless one is loaded already) and start the export

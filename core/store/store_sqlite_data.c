@@ -598,7 +598,9 @@ int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, js
         "SELECT event FROM usage_ledger WHERE tenant_id = ?1"
         " AND (?2 IS NULL OR project_id = ?2) AND (?3 IS NULL OR run_id = ?3)"
         " AND (?4 IS NULL OR occurred_ms >= ?4) AND (?5 IS NULL OR occurred_ms < ?5)"
-        " ORDER BY occurred_ms, ord LIMIT ?6", err);
+        " AND (?7 IS NULL OR agent_id = ?7)"
+        " AND (?8 IS NULL OR occurred_ms > ?8 OR (occurred_ms = ?8 AND id > ?9))"
+        " ORDER BY occurred_ms, id LIMIT ?6", err);
     if (!st)
         goto out;
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
@@ -608,6 +610,13 @@ int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, js
         eai_sq_filter_time(s, filter, "to", st, 5, err) < 0)
         goto out;
     sqlite3_bind_int64(st, 6, limit);
+    eai_sq_bind_str(st, 7, eai_sq_jstr(filter, "agent_id"));
+    const json_t *after_ms = json_object_get(filter, "after_ms");
+    if (json_is_integer(after_ms)) {
+        sqlite3_bind_int64(st, 8, (sqlite3_int64)json_integer_value(after_ms));
+        sqlite3_bind_text(st, 9, eai_sq_jstr(filter, "after_id") ? eai_sq_jstr(filter, "after_id") : "", -1,
+                          SQLITE_STATIC);
+    }
     ret = eai_sq_collect(s, c->db, st, sq_row_json0, "ledger query", out, err);
 out:
     sqlite3_finalize(st);

@@ -166,7 +166,9 @@ struct eai_storage_ops {
      * Returns CREATED or EXISTS. */
     int (*ledger_insert)(void *self, const char *tenant, const json_t *event,
                          struct eai_error **err);
-    /* filter: {project_id?, run_id?, from?, to?, limit}; *out array. */
+    /* filter: {project_id?, run_id?, agent_id?, from? (inclusive), to?
+     * (exclusive), after_ms? + after_id? (keyset cursor: rows after that
+     * (time, event id)), limit}; *out: events ordered by (time, event id). */
     int (*ledger_query)(void *self, const char *tenant, const json_t *filter,
                         json_t **out, struct eai_error **err);
 

@@ -511,6 +511,13 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     snprintf(g->probe_cid, sizeof(g->probe_cid), GV_CID_PREFIX "probe-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
     probe_start(g);
+    /* every pool series present at zero from the start (dashboards) */
+    if (host->metric_add && host->metric_set) {
+        host->metric_add(host, "eai_pool_takes_total", "result=\"hit\"", 0);
+        host->metric_add(host, "eai_pool_takes_total", "result=\"miss\"", 0);
+        host->metric_set(host, "eai_pool_ready", NULL, 0);
+        host->metric_set(host, "eai_pool_size", NULL, g->pool_size);
+    }
     return g;
 }
 

@@ -78,6 +78,19 @@ static void pooled_unlink(struct gv_pooled *p)
     }
 }
 
+/* eai_pool_ready{plugin="gvisor"}: warm sandboxes ready to serve now;
+ * eai_pool_size: the configured warm count per shape. */
+static void pool_gauges(struct gv *g)
+{
+    if (!g || !g->host || !g->host->metric_set)
+        return;
+    int ready = 0;
+    for (struct gv_pooled *q = g->pool; q; q = q->next)
+        ready += q->state == GVP_READY;
+    g->host->metric_set(g->host, "eai_pool_ready", NULL, ready);
+    g->host->metric_set(g->host, "eai_pool_size", NULL, g->pool_size > 0 ? g->pool_size : 0);
+}
+
 static void pooled_free(struct gv_pooled *p)
 {
     eai_pc_watchdog_disarm(&p->wd_fd); /* removed by cleanup_work */
@@ -104,6 +117,7 @@ static void cleanup_done(void *arg)
     struct gv *g = p->g;
     pooled_unlink(p);
     pooled_free(p);
+    pool_gauges(g);
     gv_release(g);
 }
 
@@ -230,6 +244,7 @@ static void on_ready(evutil_socket_t fd, short what, void *arg)
         event_del(p->ev_timer);
     if (p->state == GVP_BOOTING)
         p->state = GVP_READY;
+    pool_gauges(p->g);
 }
 
 static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
@@ -397,6 +412,10 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     }
     if (got)
         got->state = GVP_TAKEN;
+    /* hit rate = hits / (hits + misses) (docs/observability.md) */
+    if (g->host && g->host->metric_add)
+        g->host->metric_add(g->host, "eai_pool_takes_total", got ? "result=\"hit\"" : "result=\"miss\"", 1);
+    pool_gauges(g);
     /* Refill only with spare CPUs: a pooled job costs a boot plus an exec,
      * more than one cold run, so when executions and boots already fill
      * the cores, misses run cold and the pool waits for a quieter moment

@@ -17,7 +17,7 @@ static const char *eai_pg_jstr(const json_t *o, const char *k)
 struct eai_pg_simple_ctx {
     const char *sql;
     int n;
-    const char *params[8];
+    const char *params[12];
     /* Build the output from the result; 0 or -1 (with *err). */
     int (*build)(struct eai_pg_tx *tx, struct eai_pg_simple_ctx *c, PGresult *r,
                  struct eai_error **err);
@@ -766,17 +766,26 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
         }
         to_p = eai_pg_i64(v, to_ms);
     }
-    char lim[24];
+    char lim[24], after_ms[24];
+    const json_t *am = json_object_get(filter, "after_ms");
+    const char *after_p = json_is_integer(am) ? eai_pg_i64((int64_t)json_integer_value(am), after_ms) : NULL;
+    const char *after_id = eai_pg_jstr(filter, "after_id");
+    /* [from, to) like SQLite; the cursor (after_ms, after_id) is the last
+     * row of the previous page in (time, event id) order */
     struct eai_pg_simple_ctx c = {
         .sql = "SELECT event FROM eai.usage_ledger WHERE tenant_id = $1"
                " AND ($2::text IS NULL OR project_id = $2)"
                " AND ($3::text IS NULL OR run_id = $3)"
                " AND ($4::bigint IS NULL OR occurred_at >= to_timestamp($4::bigint / 1000.0))"
-               " AND ($5::bigint IS NULL OR occurred_at <= to_timestamp($5::bigint / 1000.0))"
-               " ORDER BY occurred_at, created_at, id LIMIT $6::int",
-        .n = 6,
+               " AND ($5::bigint IS NULL OR occurred_at < to_timestamp($5::bigint / 1000.0))"
+               " AND ($7::text IS NULL OR (event->>'agent_id') = $7)"
+               " AND ($8::bigint IS NULL OR occurred_at > to_timestamp($8::bigint / 1000.0)"
+               "      OR (occurred_at = to_timestamp($8::bigint / 1000.0) AND event_id COLLATE \"C\" > $9))"
+               " ORDER BY occurred_at, event_id COLLATE \"C\" LIMIT $6::int",
+        .n = 9,
         .params = {tenant, eai_pg_jstr(filter, "project_id"), eai_pg_jstr(filter, "run_id"), from_p,
-                   to_p, eai_pg_i64(limit, lim)},
+                   to_p, eai_pg_i64(limit, lim), eai_pg_jstr(filter, "agent_id"), after_p,
+                   after_p ? (after_id ? after_id : "") : NULL},
         .build = eai_pg_build_json_list};
     if (eai_pg_simple(pg, tenant, &c, err) < 0)
         return -1;

@@ -10,12 +10,18 @@
 - admission: a loopback URL not in callbacks.allow, a private address, a
   name not in the allow list, a URL with user info, a short secret are
   refused with a detail at /callback...; a tool manifest's callback is
-  checked too."""
+  checked too;
+- a name is resolved before each delivery: loopback answers refused unless an
+  address entry lists them, and the POST goes to the checked address.
+The receiver checks each POST twice: with its own HMAC and with the
+verify() function of docs/executions.md ("Completion callbacks"), run as
+written."""
 import hashlib
 import hmac
 import http.server
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -26,6 +32,22 @@ from eaid_env import Env, check, ensure_image, free_port, run_cases  # noqa: E40
 
 IMAGE = "python:3.11-slim"
 SECRET = "s3cret-s3cret-s3cret"
+
+
+def doc_verify():
+    """verify(secret, header, body) from the python block of docs/executions.md."""
+    src = os.environ.get("EAI_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))))
+    text = open(os.path.join(src, "docs", "executions.md")).read()
+    sec = text.split("### Completion callbacks", 1)[1]
+    code = re.search(r"```python\n(.*?)```", sec, re.S).group(1)
+    code = "\n".join(line[2:] if line.startswith("  ") else line for line in code.split("\n"))
+    ns = {}
+    exec(code, ns)  # noqa: S102 - the documented example, run as written
+    return ns["verify"]
+
+
+DOC_VERIFY = doc_verify()
 
 
 class Receiver:
@@ -54,6 +76,7 @@ class Receiver:
                                 hashlib.sha256).hexdigest()
                 ok = hmac.compare_digest(want, parts.get("v1", "")) and \
                     abs(time.time() - int(parts.get("t", "0"))) < 300
+                ok = ok and DOC_VERIFY(SECRET.encode(), sig, body)
                 if not ok:
                     rx.bad_sig += 1
                     self.send_response(400)
@@ -184,5 +207,59 @@ def case_refusals():
     with_env(["ok.example.net:443"], body)
 
 
+def case_names_at_delivery():
+    """A name is resolved before each delivery: a loopback answer is refused unless an
+    address entry lists it (a name entry never opens it), and the POST goes to the
+    address that was checked (curl pinned to it).  Uses this machine's host name when it
+    resolves to 127.0.0.1 only; else prints SKIP."""
+    import socket
+    ensure_image()
+    hn = socket.gethostname().lower()
+    try:
+        addrs = {a[4][0] for a in socket.getaddrinfo(hn, 80, type=socket.SOCK_STREAM)}
+    except OSError:
+        addrs = set()
+    if addrs != {"127.0.0.1"} or not re.match(r"^[a-z0-9-]{1,63}$", hn):
+        print("SKIP names_at_delivery: host name %r resolves to %s" % (hn, sorted(addrs)), flush=True)
+        return
+    rx = Receiver(down_for=0)
+    url = "http://%s:%d/hook" % (hn, rx.port)
+
+    def run_one(e):
+        st, b = e.api("POST", "/v1/sandbox/executions", {
+            "profile": "gvisor-small", "image": IMAGE, "command": ["true"],
+            "callback": {"url": url, "secret": SECRET}})
+        check(st == 202, "create: %s %s" % (st, b))
+        e.wait_terminal(b["id"])
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            st, v = e.api("GET", "/v1/sandbox/executions/" + b["id"])
+            cb = v.get("callback") or {}
+            if cb.get("attempts", 0) >= 1:
+                return cb
+            time.sleep(0.3)
+        raise AssertionError("no attempt recorded: %s" % v)
+
+    try:
+        # the name alone is allowed: its loopback address is not
+        def refused(e):
+            cb = run_one(e)
+            check(str(cb.get("last_status", "")).startswith("refused:") and "loopback" in cb["last_status"],
+                  "a name opened a loopback address: %s" % cb)
+            check(not rx.posts, "the receiver got %s" % rx.posts)
+        with_env(["%s:%d" % (hn, rx.port)], refused)
+        # the name and the address: delivered, to the checked address
+        def delivered(e):
+            deadline = time.time() + 30
+            run_one(e)
+            while time.time() < deadline and not rx.accepted:
+                time.sleep(0.3)
+            check(len(rx.accepted) == 1 and rx.bad_sig == 0, "posts %s" % rx.posts)
+        with_env(["%s:%d" % (hn, rx.port), "127.0.0.1:%d" % rx.port], delivered)
+    finally:
+        rx.stop()
+
+
 if __name__ == "__main__":
-    run_cases([("delivery", case_delivery), ("refusals", case_refusals)])
+    run_cases([("delivery", case_delivery), ("refusals", case_refusals),
+               ("names at delivery", case_names_at_delivery)])

@@ -785,6 +785,48 @@ static void test_finops(void)
     CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?from=yesterday", ga, NULL, &r), 422);
     CU_ASSERT(has_detail_path(&r, "/query/from"));
     th_resp_free(&r);
+    /* 17.8: totals over the whole period, not the page; a cursor walks every page once */
+    for (int i = 0; i < 5; i++) {
+        char e2[400];
+        snprintf(e2, sizeof e2, "{\"id\":\"pg-%d\",\"project_id\":\"proj-p\",\"agent_id\":\"%s\",\"profile\":\"fake\","
+                 "\"cpu_seconds\":1,\"memory_mb_seconds\":1,\"duration_s\":1,"
+                 "\"finished_at\":\"2026-01-02T03:04:0%d.000Z\"}", i, i % 2 ? "odd" : "even", i < 3 ? 5 : i);
+        CU_ASSERT_EQUAL(req("POST", "/v1/finops/usage", hj, e2, &r), 201);
+        th_resp_free(&r);
+    }
+    char path[600] = "/v1/finops/usage?project_id=proj-p&limit=2";
+    int seen = 0, pages = 0;
+    char ids[600] = "";
+    for (; pages < 10; pages++) {
+        CU_ASSERT_EQUAL_FATAL(req("GET", path, ga, NULL, &r), 200);
+        json_t *u = json_object_get(r.json, "usage");
+        t = json_object_get(r.json, "totals");
+        CU_ASSERT_EQUAL(json_integer_value(json_object_get(t, "executions")), 5);
+        CU_ASSERT(json_is_true(json_object_get(t, "complete")));
+        size_t i;
+        json_t *x;
+        json_array_foreach(u, i, x) {
+            seen++;
+            strncat(ids, json_string_value(json_object_get(x, "id")), sizeof ids - strlen(ids) - 2);
+            strcat(ids, ",");
+        }
+        const char *next = json_string_value(json_object_get(r.json, "next"));
+        if (!next) {
+            th_resp_free(&r);
+            break;
+        }
+        snprintf(path, sizeof path, "/v1/finops/usage?project_id=proj-p&limit=2&after=%s", next);
+        th_resp_free(&r);
+    }
+    CU_ASSERT_EQUAL(seen, 5);
+    /* by time, then id: three events share a second across a page boundary */
+    CU_ASSERT_STRING_EQUAL(ids, "pg-3,pg-4,pg-0,pg-1,pg-2,");
+    CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?project_id=proj-p&agent_id=odd", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 2);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/finops/usage?after=nope", ga, NULL, &r), 422);
+    CU_ASSERT(has_detail_path(&r, "/query/after"));
+    th_resp_free(&r);
 }
 
 static void test_recording_ready(void)

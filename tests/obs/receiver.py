@@ -56,7 +56,8 @@ class Handler(BaseHTTPRequestHandler):
                     status = 409 if key in SEEN else 201
                     SEEN.add(key)
         rec = {"path": self.path, "status": status, "key": key, "body": body,
-               "content_type": self.headers.get("Content-Type")}
+               "content_type": self.headers.get("Content-Type"),
+               "authorization": self.headers.get("Authorization"), "x_team": self.headers.get("X-Team")}
         with LOCK:
             with open(self.server.out, "a", encoding="utf-8") as f:
                 f.write(json.dumps(rec) + "\n")

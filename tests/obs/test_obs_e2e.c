@@ -144,6 +144,8 @@ static pid_t server_start(const char *finops_url)
         if (g_otlp_port > 0) {
             snprintf(otlp, sizeof(otlp), "http://127.0.0.1:%d", g_otlp_port);
             setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp, 1);
+            /* auth of a hosted collector (17.8): percent-encoded values */
+            setenv("OTEL_EXPORTER_OTLP_HEADERS", "Authorization=Bearer%20otlp-token, X-Team=obs", 1);
         }
         if (finops_url)
             setenv("EAI_FINOPS_URL", finops_url, 1);
@@ -332,9 +334,44 @@ static void test_trace_finops_metrics(void)
     free(d);
     json_decref(u);
 
+    /* a refused POST: counted by code, and its span names no execution */
+    char *refused = NULL;
+    CU_ASSERT_EQUAL(http("POST", "/v1/sandbox/executions",
+                         "{\"profile\":\"gvisor-small\",\"image\":\"" IMAGE "\",\"command\":[\"true\"],"
+                         "\"limits\":{\"cpu\":\"4\"}}",
+                         "traceparent: 00-" TRACE_ID "-" PARENT_ID "-01", &refused), 422);
+    free(refused);
+    /* an execution that ends in error carries its code on /metrics */
+    char *bad = post_exec("[\"/nonexistent-binary\"]", "p-err", NULL);
+    json_t *be = bad ? wait_exec(bad) : NULL;
+    const char *bst = be ? js(be, "status") : NULL;
+    const char *bcode = be ? js(json_object_get(be, "error"), "code") : NULL;
+    fprintf(stderr, "  (missing binary: %s %s)\n", bst ? bst : "?", bcode ? bcode : "-");
+    char want_err[200] = "";
+    if (bst && strcmp(bst, "error") == 0 && bcode)
+        snprintf(want_err, sizeof want_err, "status=\"error\",code=\"%s\"} 1", bcode);
+    json_decref(be);
+    free(bad);
+
     /* /metrics: the seed's series, and promtool is happy */
     char *m = NULL;
     CU_ASSERT_EQUAL(http("GET", "/metrics", NULL, NULL, &m), 200);
+    /* what a dashboard needs (17.8) */
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_refusals_total{code=\"limit_exceeded\"} 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_refusals_total{code=\"unknown_image\"} 0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_executions_total{profile=\"gvisor\",status=\"timeout\"} 0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_queue_wait_seconds_bucket{profile=\"gvisor-small\",le="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_backend_ready{backend=\"gvisor\"} 1\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_build_info{version=\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_pool_takes_total{plugin=\"gvisor\",result=\"hit\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_pool_takes_total{plugin=\"gvisor\",result=\"miss\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_pool_ready{plugin=\"gvisor\"}"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_callback_attempts_total{result=\"failed\"} 0\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "\nprocess_resident_memory_bytes "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "\nprocess_open_fds "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "\nprocess_cpu_seconds_total "));
+    if (want_err[0])
+        CU_ASSERT_PTR_NOT_NULL(strstr(m, want_err));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_executions_total{profile=\"gvisor-small\",status=\"succeeded\"}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_cpu_seconds_total{profile=\"gvisor-small\"}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_duration_seconds_bucket{profile=\"gvisor-small\",le="));
@@ -389,6 +426,40 @@ static void test_trace_finops_metrics(void)
     CU_ASSERT_PTR_NOT_NULL(server);
     CU_ASSERT_PTR_NOT_NULL(run);
     CU_ASSERT_PTR_NOT_NULL(sched);
+    /* every export carried OTEL_EXPORTER_OTLP_HEADERS; no span for /healthz or
+     * /readyz (start-up polled /healthz); the refused POST names no execution */
+    {
+        json_t *recs = obs_records(g_otlp_out);
+        size_t i, a, b, c;
+        json_t *r, *x, *y, *s;
+        int n = 0, authed = 0, probes = 0, refused_spans = 0, refused_with_id = 0;
+        json_array_foreach(recs, i, r) {
+            n++;
+            authed += js(r, "authorization") && strcmp(js(r, "authorization"), "Bearer otlp-token") == 0 &&
+                      js(r, "x_team") && strcmp(js(r, "x_team"), "obs") == 0;
+            json_array_foreach(json_object_get(json_object_get(r, "body"), "resourceSpans"), a, x) {
+                json_array_foreach(json_object_get(x, "scopeSpans"), b, y) {
+                    json_array_foreach(json_object_get(y, "spans"), c, s) {
+                        const char *nm = js(s, "name") ? js(s, "name") : "";
+                        probes += strstr(nm, "/healthz") != NULL || strstr(nm, "/readyz") != NULL;
+                        char *attrs = json_dumps(json_object_get(s, "attributes"), JSON_COMPACT);
+                        if (attrs && strstr(attrs, "\"http.status_code\",\"value\":{\"intValue\":\"422\"}")) {
+                            refused_spans++;
+                            refused_with_id += strstr(attrs, "eai.execution_id") != NULL;
+                        }
+                        free(attrs);
+                    }
+                }
+            }
+        }
+        json_decref(recs);
+        fprintf(stderr, "  (OTLP exports %d, with the headers %d, probe spans %d, refused spans %d)\n", n, authed,
+                probes, refused_spans);
+        CU_ASSERT(n > 0 && authed == n);
+        CU_ASSERT_EQUAL(probes, 0);
+        CU_ASSERT(refused_spans >= 1);
+        CU_ASSERT_EQUAL(refused_with_id, 0);
+    }
     /* scheduling and the run are both children of the server span */
     if (server && sched && run) {
         CU_ASSERT_STRING_EQUAL(js(sched, "parentSpanId"), js(server, "spanId"));
@@ -472,6 +543,15 @@ static void test_finops_outage(void)
     snprintf(furl, sizeof(furl), "http://127.0.0.1:%d", fport);
     g_srv = server_start(furl);
     CU_ASSERT_FATAL(g_srv > 0);
+    /* an external FinOps service: the in-process ledger says it is not used (17.8) */
+    {
+        long st;
+        json_t *l = http_json("GET", "/v1/finops/usage", NULL, NULL, &st);
+        CU_ASSERT_EQUAL(st, 404);
+        const char *msg = js(json_object_get(l, "error"), "message");
+        CU_ASSERT(msg && strstr(msg, "FinOps service"));
+        json_decref(l);
+    }
     char *ids[50];
     int n = 0;
     for (int i = 0; i < 50; i++)

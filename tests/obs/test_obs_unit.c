@@ -524,6 +524,22 @@ static void test_span_queue_bound(void)
     event_base_free(base);
 }
 
+/* OTEL_EXPORTER_OTLP_HEADERS: k=v pairs, percent-decoded values, refusals */
+static void test_otlp_headers(void)
+{
+    char *h[8] = {0};
+    CU_ASSERT_EQUAL(eai_otlp_parse_headers("Authorization=Bearer%20tok, x-team = obs ,", h, 8), 2);
+    CU_ASSERT_STRING_EQUAL(h[0] ? h[0] : "", "Authorization: Bearer tok");
+    CU_ASSERT_STRING_EQUAL(h[1] ? h[1] : "", "x-team: obs");
+    free(h[0]);
+    free(h[1]);
+    CU_ASSERT_EQUAL(eai_otlp_parse_headers("", h, 8), 0);
+    CU_ASSERT_EQUAL(eai_otlp_parse_headers("bad key=1", h, 8), -1);
+    CU_ASSERT_EQUAL(eai_otlp_parse_headers("k=v%0Aevil: 1", h, 8), -1);  /* no header injection */
+    CU_ASSERT_EQUAL(eai_otlp_parse_headers("novalue", h, 8), -1);
+    CU_ASSERT_EQUAL(eai_otlp_parse_headers("a=1,b=2,c=3", h, 2), -1);   /* bounded */
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -545,6 +561,8 @@ int main(void)
     CU_add_test(s, "concurrent append", test_verify_concurrent_append);
     s = CU_add_suite("metrics", NULL, NULL);
     CU_add_test(s, "promtool check metrics", test_metrics_promtool);
+    s = CU_add_suite("otlp", NULL, NULL);
+    CU_add_test(s, "OTEL_EXPORTER_OTLP_HEADERS", test_otlp_headers);
     s = CU_add_suite("spans", NULL, NULL);
     CU_add_test(s, "queue bound and batches", test_span_queue_bound);
     CU_basic_set_mode(CU_BRM_VERBOSE);

@@ -1515,6 +1515,38 @@ static void test_ledger(void)
     CU_ASSERT_EQUAL(ledger_count(b, json_pack("{}")), 1);
     CU_ASSERT_EQUAL(ledger_count(a, json_pack("{}")), 3);
 
+    /* "to" is exclusive on every backend */
+    CU_ASSERT_EQUAL(ledger_count(a, json_pack("{s:s}", "to", "2026-01-02T10:00:00.000Z")), 1);
+    /* keyset cursor: (time, event id) after the last row of a page; ties split across pages */
+    {
+        char c[37];
+        new_tenant(c);
+        const char *ids[] = {"tie-b", "tie-a", "tie-c"};
+        for (int i = 0; i < 3; i++) {
+            json_t *e = usage_event("p9", "r9", "2026-02-01T00:00:00.000Z");
+            json_object_set_new(e, "id", json_string(ids[i]));
+            json_object_set_new(e, "agent_id", json_string(i == 1 ? "ag-1" : "ag-2"));
+            OK(g_ops->ledger_insert(g_st, c, e, err));
+            json_decref(e);
+        }
+        json_t *f = json_pack("{s:i}", "limit", 2), *p1 = NULL, *p2 = NULL;
+        OK(g_ops->ledger_query(g_st, c, f, &p1, err));
+        CU_ASSERT_EQUAL_FATAL(json_array_size(p1), 2);
+        CU_ASSERT_STRING_EQUAL(js(json_array_get(p1, 0), "id"), "tie-a");
+        CU_ASSERT_STRING_EQUAL(js(json_array_get(p1, 1), "id"), "tie-b");
+        int64_t ms = 0;
+        eai_time_parse_rfc3339("2026-02-01T00:00:00.000Z", &ms);
+        json_object_set_new(f, "after_ms", json_integer(ms));
+        json_object_set_new(f, "after_id", json_string("tie-b"));
+        OK(g_ops->ledger_query(g_st, c, f, &p2, err));
+        CU_ASSERT_EQUAL_FATAL(json_array_size(p2), 1);
+        CU_ASSERT_STRING_EQUAL(js(json_array_get(p2, 0), "id"), "tie-c");
+        json_decref(p1);
+        json_decref(p2);
+        json_decref(f);
+        CU_ASSERT_EQUAL(ledger_count(c, json_pack("{s:s}", "agent_id", "ag-2")), 2);
+    }
+
     json_t *bad = json_pack("{s:s}", "from", "yesterday");
     FAILS(EAI_E_VALIDATION_FAILED, g_ops->ledger_query(g_st, a, bad, &l, err));
     json_decref(bad);

@@ -88,6 +88,7 @@ static void test_yaml_file(void)
         "server:\n  listen: 0.0.0.0:9090\n  max_body_bytes: 2Mi\n  max_connections: 50\n"
         "data_dir: /srv/eai\n"
         "storage:\n  url: postgres://eai@localhost/eai\n  workers: 4\n"
+        "callbacks:\n  allow: [\"127.0.0.1:9000\", \"*.example.com:443\"]\n  max_attempts: 5\n"
         "scheduler:\n  max_concurrent: 3\n"
         "isolation:\n  gvisor:\n    runsc: /usr/bin/runsc\n  k8s: {}\n"
         "profiles:\n  tiny:\n    backend: gvisor\n    defaults: {cpu: 250m, memory: 64Mi}\n"
@@ -115,6 +116,8 @@ static void test_yaml_file(void)
     CU_ASSERT_STRING_EQUAL(c->pepper_file, "/srv/eai/pepper");
     CU_ASSERT_STRING_EQUAL(c->storage_backend, "postgres");
     CU_ASSERT_EQUAL(c->workers, 4);
+    CU_ASSERT_EQUAL(json_array_size(c->callbacks_allow), 2);
+    CU_ASSERT_EQUAL(c->callbacks_max_attempts, 5);
     CU_ASSERT_EQUAL(c->max_concurrent, 3);
     CU_ASSERT_EQUAL(c->max_per_tenant, 4);
     CU_ASSERT_STRING_EQUAL(c->finops_url, "http://127.0.0.1:9");
@@ -160,6 +163,8 @@ static void test_strict(void)
     expect_error("t1.yaml", "server:\n  max_connections: many\n", "/server", "'max_connections'");
     expect_error("t2.yaml", "server: [1, 2]\n", "/", "'server'");
     expect_error("t3.yaml", "storage:\n  workers: 1.5\n", "/storage", "'workers'");
+    expect_error("c1.yaml", "callbacks:\n  allow: [\"nohost\"]\n", "/callbacks", "'allow'");
+    expect_error("c2.yaml", "callbacks:\n  retries: 3\n", "/callbacks", "'retries'");
     expect_error("t4.yaml", "server:\n  listen: nowhere\n", "/server", "'listen'");
     expect_error("m1.yaml", "profiles:\n  p1:\n    runtime_class: gvisor\n", "/profiles/p1", "'backend'");
     expect_error("m2.yaml", "profiles:\n  p1:\n    backend: gvisor\n    max: {memory: lots}\n",
