@@ -176,17 +176,12 @@ static const struct eai_park_ops cancel_ops = {
 
 void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec *st = exec_state_of(app);
-    if (!st) {
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    struct eai_exec *st = exec_route_state(app, r);
+    if (!st)
         return;
-    }
-    const char *id = eai_req_param(r, "id");
-    if (!exec_id_ok(id)) {
-        exec_audit_deny(app, r, "sandbox.cancel", id ? id : "", "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    const char *id = exec_route_id(app, r, "sandbox.cancel");
+    if (!id)
         return;
-    }
     struct cancel_job *j = calloc(1, sizeof *j);
     if (!j) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
@@ -302,4 +297,22 @@ void eai_exec_forget_documents(struct eai_app *app)
     struct eai_exec *st = app ? app->exec : NULL;
     if (st)
         eai_doc_cache_clear(st->docs);
+}
+
+struct eai_exec *exec_route_state(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_exec *st = exec_state_of(app);
+    if (!st)
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    return st;
+}
+
+const char *exec_route_id(struct eai_app *app, struct eai_req *r, const char *action)
+{
+    const char *id = eai_req_param(r, "id");
+    if (exec_id_ok(id))
+        return id;
+    exec_audit_deny(app, r, action, id ? id : "", "not_found");
+    eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    return NULL;
 }

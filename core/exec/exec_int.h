@@ -53,5 +53,10 @@ void exec_audit_deny(struct eai_app *app, struct eai_req *r, const char *action,
 void exec_reply_accepted(struct eai_req *r, int status, const char *id, const char *exec_status);
 /* An execution id as we issue them: "sbx_" + uuid. */
 int exec_id_ok(const char *id);
+/* The first steps of an execution route: the state (NULL: answered 503,
+ * stopping) and the {id} parameter (NULL: answered 404 with a deny audit
+ * event of action, "sandbox.read" or "sandbox.cancel"). */
+struct eai_exec *exec_route_state(struct eai_app *app, struct eai_req *r);
+const char *exec_route_id(struct eai_app *app, struct eai_req *r, const char *action);
 
 #endif

@@ -197,23 +197,18 @@ static int parse_wait(const char *s)
 
 void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec *st = exec_state_of(app);
-    if (!st) {
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    struct eai_exec *st = exec_route_state(app, r);
+    if (!st)
         return;
-    }
     int wait_s = parse_wait(eai_req_query(r, "wait_s"));
     if (wait_s < 0) {
         eai_reply_error(r, EAI_E_VALIDATION_FAILED,
                         exec_detail1("/query/wait_s", "must be an integer from 0 to 60"));
         return;
     }
-    const char *id = eai_req_param(r, "id");
-    if (!exec_id_ok(id)) {
-        exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    const char *id = exec_route_id(app, r, "sandbox.read");
+    if (!id)
         return;
-    }
     size_t len;
     const char *doc = eai_doc_cache_get(st->docs, eai_req_tenant(r), id, &len);
     if (doc) { /* finished: answered on the loop */
@@ -268,17 +263,12 @@ static void network_then(struct read_job *j)
 
 void eai_exec_route_network(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec *st = exec_state_of(app);
-    if (!st) {
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    struct eai_exec *st = exec_route_state(app, r);
+    if (!st)
         return;
-    }
-    const char *id = eai_req_param(r, "id");
-    if (!exec_id_ok(id)) {
-        exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    const char *id = exec_route_id(app, r, "sandbox.read");
+    if (!id)
         return;
-    }
     exec_read_submit(st, r, eai_req_tenant(r), id, network_then, NULL);
 }
 
@@ -326,17 +316,12 @@ static void events_then(struct read_job *j)
 
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec *st = exec_state_of(app);
-    if (!st) {
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    struct eai_exec *st = exec_route_state(app, r);
+    if (!st)
         return;
-    }
-    const char *id = eai_req_param(r, "id");
-    if (!exec_id_ok(id)) {
-        exec_audit_deny(app, r, "sandbox.read", id ? id : "", "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+    const char *id = exec_route_id(app, r, "sandbox.read");
+    if (!id)
         return;
-    }
     struct get_ctx *c = calloc(1, sizeof *c);
     if (!c) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
@@ -417,11 +402,9 @@ static const char *const all_statuses[] = {"queued", "running", "succeeded", "fa
 
 void eai_exec_route_list(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec *st = exec_state_of(app);
-    if (!st) {
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    struct eai_exec *st = exec_route_state(app, r);
+    if (!st)
         return;
-    }
     json_t *details = json_array();
     json_t *filter = json_object();
     if (!details || !filter) {
@@ -537,11 +520,9 @@ static const struct eai_park_ops file_ops = {
 
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_exec *st = exec_state_of(app);
-    if (!st) {
-        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+    struct eai_exec *st = exec_route_state(app, r);
+    if (!st)
         return;
-    }
     const char *id = eai_req_param(r, "id");
     const char *p = eai_req_param(r, "path");
     if (!exec_id_ok(id) || !p || !*p || strlen(p) > 4096) {
