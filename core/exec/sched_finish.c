@@ -167,7 +167,7 @@ static json_t *terminal_record(const json_t *rec, const json_t *patch, const jso
     static const char *const keep[] = {"id", "tenant_id", "profile", "backend", "image", "command",
                                        "limits", "tool", "project_id", "agent_id", "run_id",
                                        "trace_id", "created_at", "started_at", "egress",
-                                       "lease_owner", "files_truncated"};
+                                       "lease_owner", "files_truncated", "session_id", "callback"};
     json_t *t = json_object();
     for (size_t i = 0; t && i < sizeof keep / sizeof keep[0]; i++) {
         const json_t *v = json_object_get(rec, keep[i]);

@@ -538,6 +538,8 @@ def case_python_sdk():
         s.files.write("/tmp/a.py", "print(sum(range(10)))\n")
         r = s.run(["python3", "/tmp/a.py"])
         check(r.status == "succeeded" and r.stdout == "45\n", "sdk run: %s" % r)
+        # the long-poll's terminal answer names the session too (it did not)
+        check(r.session_id == s.id, "sdk run: session_id %r, want %r" % (r.session_id, s.id))
         s.run(["sh", "-c", "echo hi > /tmp/b.txt"])
         check(s.files.read("/tmp/b.txt") == b"hi\n", "sdk files.read")
         check("/tmp/b.txt" in [f.path for f in s.files.list()], "sdk files.list")
