@@ -267,6 +267,27 @@ func (s *Session) Refresh(ctx context.Context) (*SessionInfo, error) {
 	return &s.Info, nil
 }
 
+// Pause checkpoints the session's sandbox to disk (runsc checkpoint): files
+// and processes are kept, memory is freed.
+func (s *Session) Pause(ctx context.Context) (*SessionInfo, error) { return s.state(ctx, "/pause") }
+
+// Resume brings a paused session back (runsc restore).
+func (s *Session) Resume(ctx context.Context) (*SessionInfo, error) { return s.state(ctx, "/resume") }
+
+func (s *Session) state(ctx context.Context, what string) (*SessionInfo, error) {
+	p, err := sessionPath(s.ID)
+	if err != nil {
+		return nil, err
+	}
+	var info SessionInfo
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "POST", path: p + what, body: []byte("{}"), noLostRetry: true,
+		extra: 30 * time.Second}, &info); err != nil {
+		return nil, err
+	}
+	s.Info = info
+	return &s.Info, nil
+}
+
 // Close ends the session (DELETE) and returns the ended view with its usage.
 func (s *Session) Close(ctx context.Context) (*SessionInfo, error) {
 	p, err := sessionPath(s.ID)

@@ -58,7 +58,7 @@ export class SessionFiles {
   }
 }
 
-/** A live session: `run`, `submit`, `files`, `refresh`, `close`; `info` is the last view. */
+/** A live session: `run`, `submit`, `files`, `refresh`, `pause`, `resume`, `close`; `info` is the last view. */
 export class Session {
   readonly #t: Transport;
   readonly #sandbox: Sandbox;
@@ -98,6 +98,22 @@ export class Session {
 
   async refresh(): Promise<SessionInfo> {
     this.info = toSession(await this.#t.json("GET", `/v1/sandbox/sessions/${q(this.id)}`));
+    return this.info;
+  }
+
+  /** `runsc checkpoint` of its sandbox to disk (files and processes kept). */
+  async pause(): Promise<SessionInfo> {
+    return this.#state("pause");
+  }
+
+  /** Brings a paused session back (`runsc restore`). */
+  async resume(): Promise<SessionInfo> {
+    return this.#state("resume");
+  }
+
+  async #state(what: "pause" | "resume"): Promise<SessionInfo> {
+    this.info = toSession(await this.#t.json("POST", `/v1/sandbox/sessions/${q(this.id)}/${what}`,
+      { json: {}, idempotent: false, timeoutMs: Math.max(this.#t.timeoutMs, 60_000) }));
     return this.info;
   }
 

@@ -98,6 +98,25 @@ public final class Session implements AutoCloseable {
         return info;
     }
 
+    /** Checkpoints the session's sandbox to disk ({@code runsc checkpoint}); files and processes are kept. */
+    public JsonNode pause() {
+        return state("/pause");
+    }
+
+    /** Brings a paused session back ({@code runsc restore}). */
+    public JsonNode resume() {
+        return state("/resume");
+    }
+
+    private JsonNode state(String what) {
+        Transport.Req r = new Transport.Req("POST", Sessions.path(id) + what);
+        r.body = Transport.encode(Transport.JSON.createObjectNode());
+        r.noLostRetry = true;
+        r.extraTimeout = Duration.ofSeconds(30);
+        info = t.json(r);
+        return info;
+    }
+
     /** Ends the session (DELETE); the ended view, with its usage.  Once ended, a second close does nothing. */
     @Override
     public void close() {
