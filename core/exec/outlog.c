@@ -20,11 +20,18 @@ void eai_outlog_free(struct eai_outlog *g)
 
 void eai_outlog_add(struct eai_outlog *g, int k, size_t kept)
 {
-    if (g->unlogged[k] || !kept)
-        return;
-    if (g->n > g->nsent && g->evs[g->n - 1].stream == k) {
-        g->evs[g->n - 1].len += kept; /* still gathering: the same event grows */
-    } else {
+    while (kept && !g->unlogged[k]) {
+        struct eai_outlog_ev *last = g->n > g->nsent ? &g->evs[g->n - 1] : NULL;
+        if (last && last->stream == k && last->len < EAI_SSE_MAX_EVENT_BYTES) {
+            /* still gathering: the same event grows, up to its size bound */
+            size_t take = EAI_SSE_MAX_EVENT_BYTES - last->len;
+            if (take > kept)
+                take = kept;
+            last->len += take;
+            g->logged[k] += take;
+            kept -= take;
+            continue;
+        }
         if (g->n >= EAI_SSE_MAX_EVENTS) {
             g->unlogged[k] = 1;
             return;
@@ -39,9 +46,11 @@ void eai_outlog_add(struct eai_outlog *g, int k, size_t kept)
             g->evs = ne;
             g->cap = nc;
         }
-        g->evs[g->n++] = (struct eai_outlog_ev){.off = g->logged[k], .len = kept, .stream = k};
+        size_t take = kept < EAI_SSE_MAX_EVENT_BYTES ? kept : EAI_SSE_MAX_EVENT_BYTES;
+        g->evs[g->n++] = (struct eai_outlog_ev){.off = g->logged[k], .len = take, .stream = k};
+        g->logged[k] += take;
+        kept -= take;
     }
-    g->logged[k] += kept;
 }
 
 json_t *eai_outlog_json(const struct eai_outlog *g, size_t out_len, size_t err_len)

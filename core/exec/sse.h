@@ -27,6 +27,8 @@
 #define EAI_SSE_PING_MS 15000      /* `: ping` comment while the stream is open */
 #define EAI_SSE_COALESCE_MS 25     /* output chunks gathered this long into one event */
 #define EAI_SSE_MAX_EVENTS 16384   /* output events kept in order; the rest comes at the end */
+#define EAI_SSE_MAX_EVENT_BYTES 16384 /* bytes of one output event: a slow reader's buffer is
+                                       * bounded by limits.sse_buffer_bytes plus one event */
 
 /* One event; id < 0: no id line; data is stolen (NULL: nothing is sent). */
 void eai_sse_event(struct eai_req *r, const char *event, int64_t id, json_t *data);
