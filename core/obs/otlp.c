@@ -53,7 +53,7 @@ int eai_otlp_parse_headers(const char *list, char **out, int max)
         const char *eq = memchr(p, '=', len);
         if (!eq) {
             if (strspn(p, " \t") < len)
-                return -1;  /* not key=value */
+                goto fail;  /* not key=value */
             p = end ? end + 1 : NULL;  /* an empty item */
             continue;
         }
@@ -63,11 +63,11 @@ int eai_otlp_parse_headers(const char *list, char **out, int max)
         while (ke > ks && (ke[-1] == ' ' || ke[-1] == '\t'))
             ke--;
         if (ke == ks || n >= max)
-            return -1;
+            goto fail;
         for (const char *c = ks; c < ke; c++)
             if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
                   strchr("!#$%&'*+-.^_`|~", *c)))
-                return -1;
+                goto fail;
         const char *vs = eq + 1, *ve = p + len;
         while (vs < ve && (*vs == ' ' || *vs == '\t'))
             vs++;
@@ -75,7 +75,7 @@ int eai_otlp_parse_headers(const char *list, char **out, int max)
             ve--;
         char *h = malloc((size_t)(ke - ks) + (size_t)(ve - vs) + 3);
         if (!h)
-            return -1;
+            goto fail;
         size_t o = (size_t)snprintf(h, (size_t)(ke - ks) + 3, "%.*s: ", (int)(ke - ks), ks);
         for (const char *c = vs; c < ve; c++) {
             int ch = (unsigned char)*c;
@@ -85,7 +85,7 @@ int eai_otlp_parse_headers(const char *list, char **out, int max)
             }
             if (ch < 0x20 || ch == 0x7f) {
                 free(h);
-                return -1;
+                goto fail;
             }
             h[o++] = (char)ch;
         }
@@ -94,6 +94,13 @@ int eai_otlp_parse_headers(const char *list, char **out, int max)
         p = end ? end + 1 : NULL;
     }
     return n;
+fail: /* nothing of a malformed list is kept */
+    while (n > 0) {
+        n--;
+        free(out[n]);
+        out[n] = NULL;
+    }
+    return -1;
 }
 
 /* ------------------------------------------------------------ encoding */
