@@ -183,8 +183,7 @@ void eai_reply_not_found(struct eai_req *r, enum eai_missing what)
     static const char *const fr[] = {
         "Exécution introuvable", "Fichier introuvable : cette exécution n'a pas recueilli ce fichier",
         "Manifeste introuvable", "Route inconnue : docs/api.md donne la liste des routes", "Contrat introuvable",
-        "Pas de registre interne : les événements d'usage vont au service FinOps configuré par finops.url "
-        "(EAI_FINOPS_URL)",
+        "Pas de registre interne : les événements d'usage vont au service FinOps configuré par finops.url (EAI_FINOPS_URL)",
     };
     size_t k = (size_t)what < sizeof en / sizeof en[0] ? (size_t)what : 0;
     json_t *env = eai_http_error_envelope(EAI_E_NOT_FOUND, r->lang, r->request_id, NULL);
