@@ -242,6 +242,7 @@ struct eai_pc_bundle {
     int cg_v2;
     int mounted;                 /* host tmpfs at <dir>/tmp */
     int cg_made;
+    int launcher;                /* gVisor: its init is the launcher (warm pool) */
 };
 
 /* What the cgroup told us when the run ended. */
@@ -311,6 +312,13 @@ struct eai_pc_driver_ops {
     /* Loop: the run's child argv (strings kept in run->priv or the driver).
      * 0 or -1. */
     int (*spawn_argv)(void *drv, struct eai_pc_run *run, char **argv, size_t max);
+    /* Loop, optional, before spawn_argv: start the program in a sandbox
+     * already running (a warm sandbox's launcher) instead of spawning: 1
+     * adopted (*pid: the process the stop steps kill; *in_fd (-1: none),
+     * *out_fd, *err_fd: the run's ends, which the runner then owns; the
+     * driver reports the end with eai_pc_run_exited()), 0 spawn as usual, -1
+     * failed (run->msg). */
+    int (*adopt)(void *drv, struct eai_pc_run *run, pid_t *pid, int *in_fd, int *out_fd, int *err_fd);
     /* Loop: stopping step `step` (0, 1, ...).  0, or -1 when there is none. */
     int (*stop_step)(void *drv, struct eai_pc_run *run, int step, struct eai_pc_stop *st);
     /* Loop, optional: 1 when the end is known (events); NULL: always. */
@@ -361,6 +369,7 @@ struct eai_pc_run {
     int cancelled, timed_out, stopping, stop_next, started, started_reported;
     int held;                    /* parked by ops->hold, not by the gate */
     struct eai_pc_child *child;
+    pid_t adopted_pid;           /* ops->adopt's process (no child of ours), or 0 */
     int helpers;                 /* stop helpers still running */
     struct eai_pc_stream out, err;
     int in_fd;
@@ -406,7 +415,11 @@ void eai_pc_runner_shutdown(struct eai_pc_runner *r, int pass);
 void eai_pc_run_started(struct eai_pc_run *run);
 /* For drivers: something the settling waits for has arrived. */
 void eai_pc_run_poke(struct eai_pc_run *run);
-/* The child's pid, or -1. */
+/* The child's pid (or the adopted process's while the run has not
+ * ended), or -1. */
 pid_t eai_pc_run_pid(const struct eai_pc_run *run);
+/* For drivers that adopted: the program ended with wait status `status`
+ * (once; later calls are ignored). */
+void eai_pc_run_exited(struct eai_pc_run *run, int status);
 
 #endif

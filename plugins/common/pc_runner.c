@@ -8,7 +8,9 @@
  *   PARKED    waiting for ops->gate (the probe, the start-up sweep)
  *   PREPARING worker: ops->prepare
  *   RUNNING   loop: the child (pidfd), its stdin/stdout/stderr pipes, the
- *             timeout; timeout and cancel walk ops->stop_step
+ *             timeout; timeout and cancel walk ops->stop_step.  Or, when
+ *             ops->adopt takes it, a program started in a sandbox already
+ *             running, whose end the driver reports (eai_pc_run_exited)
  *   SETTLING  the child ended: wait for the stop helpers and, at most
  *             ops->settle_ms, for ops->settled
  *   FINISHING worker: ops->end_work, collect, ops->teardown_work
@@ -23,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -195,6 +198,9 @@ static void stdin_close(struct eai_pc_run *e)
 {
     ev_free(&e->ev_in);
     if (e->in_fd >= 0) {
+        /* an adopted run's stdin may be a socket whose other copy stays
+         * open (ops->adopt): the end of input is its shutdown (a pipe: ENOTSOCK) */
+        shutdown(e->in_fd, SHUT_WR);
         close(e->in_fd);
         e->in_fd = -1;
     }
@@ -230,7 +236,9 @@ void eai_pc_run_started(struct eai_pc_run *e)
 
 pid_t eai_pc_run_pid(const struct eai_pc_run *e)
 {
-    return e->child ? eai_pc_child_pid(e->child) : -1;
+    if (e->child)
+        return eai_pc_child_pid(e->child);
+    return e->adopted_pid > 0 && !e->run_exited ? e->adopted_pid : -1;
 }
 
 /* ------------------------------------------------------------ stopping */
@@ -254,7 +262,7 @@ static void on_stop(evutil_socket_t fd, short what, void *arg)
 static void stop_next(struct eai_pc_run *e)
 {
     struct eai_pc_runner *R = e->runner;
-    if (e->run_exited || !e->child)
+    if (e->run_exited || eai_pc_run_pid(e) < 0)
         return;
     struct eai_pc_stop st;
     memset(&st, 0, sizeof(st));
@@ -266,7 +274,7 @@ static void stop_next(struct eai_pc_run *e)
         R->host->log(R->host, R->ops->component, EAI_LOG_WARN, "%s", st.warn);
     if (st.kill_child) {
         e->hard_killed = 1;
-        pid_t pid = eai_pc_child_pid(e->child);
+        pid_t pid = eai_pc_run_pid(e);
         if (st.kill_child > 1)
             kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
@@ -359,7 +367,7 @@ static void watch_pipes(struct eai_pc_run *e)
         event_add(e->out.ev, NULL);
     if (e->err.ev)
         event_add(e->err.ev, NULL);
-    if (e->job->stdin_len > 0) {
+    if (e->job->stdin_len > 0 && e->in_fd >= 0) {
         e->ev_in = event_new(base, e->in_fd, EV_WRITE | EV_PERSIST, on_in, e);
         if (e->ev_in)
             event_add(e->ev_in, NULL);
@@ -380,11 +388,43 @@ static void watch_pipes(struct eai_pc_run *e)
     }
 }
 
+void eai_pc_run_exited(struct eai_pc_run *e, int status)
+{
+    if (e->adopted_pid > 0 && !e->run_exited)
+        child_done(e, status, NULL, 0);
+}
+
+/* ops->adopt: the program starts in a sandbox already running. 1 adopted,
+ * 0 not, -1 failed. */
+static int run_adopt(struct eai_pc_run *e)
+{
+    struct eai_pc_runner *R = e->runner;
+    pid_t pid = 0;
+    int in_fd = -1, out_fd = -1, err_fd = -1;
+    int rc = R->ops->adopt ? R->ops->adopt(R->drv, e, &pid, &in_fd, &out_fd, &err_fd) : 0;
+    if (rc <= 0) {
+        if (rc < 0 && !e->msg[0])
+            snprintf(e->msg, sizeof(e->msg), "cannot start the program in the warm sandbox");
+        return rc;
+    }
+    e->adopted_pid = pid;
+    e->run_spawned = 1;
+    e->in_fd = in_fd;
+    e->out.fd = out_fd;
+    e->err.fd = err_fd;
+    watch_pipes(e);
+    eai_pc_run_started(e);
+    return 1;
+}
+
 static int run_spawn(struct eai_pc_run *e)
 {
     struct eai_pc_runner *R = e->runner;
     int in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
     char *argv[48];
+    int adopted = run_adopt(e);
+    if (adopted != 0)
+        return adopted > 0 ? 0 : -1;
     if (make_pipe(in, 1) < 0 || make_pipe(out, 0) < 0 || make_pipe(err, 0) < 0)
         goto fail;
     memset(argv, 0, sizeof(argv));

@@ -214,7 +214,7 @@ void eai_pc_runner_shutdown(struct eai_pc_runner *R, int pass)
     struct eai_pc_run *e = R->runs;
     while (e) {
         struct eai_pc_run *next = e->next;
-        if (e->state == PC_RUNNING && e->child && !e->run_exited) {
+        if (e->state == PC_RUNNING && eai_pc_run_pid(e) > 0 && !e->run_exited) {
             e->hard_killed = 1;
             if (R->ops->shutdown)
                 R->ops->shutdown(R->drv, e, pass);

@@ -30,6 +30,8 @@ static const struct eai_config_key gv_keys[] = {
     {"uid", EAI_CFG_INT, 0, "65534", "unprivileged uid/gid the program runs as inside the sandbox"},
     {"probe", EAI_CFG_BOOL, 0, "true", "run runsc --version and a trivial sandbox before accepting work"},
     {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
+    {"launcher", EAI_CFG_BOOL, 0, "true",
+     "pooled sandboxes start their program with the embedded launcher, not runsc exec (docs/gvisor.md)"},
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -54,6 +56,55 @@ void gv_release(void *self)
     g->inflight--;
     if (g->destroying && g->inflight <= 0)
         gv_free(g);
+}
+
+/* ------------------------------------------------------------ launcher */
+
+struct launcher_ctx {
+    struct gv *g;
+    int rc;
+    char path[PATH_MAX];
+    char msg[PATH_MAX + 64];
+};
+
+static void launcher_work(void *arg)
+{
+    struct launcher_ctx *c = arg;
+    c->rc = gv_launcher_install(c->g->work_dir, c->path, sizeof(c->path), c->msg, sizeof(c->msg));
+}
+
+static void launcher_done(void *arg)
+{
+    struct launcher_ctx *c = arg;
+    struct gv *g = c->g;
+    if (c->rc == 0) {
+        snprintf(g->launcher_path, sizeof(g->launcher_path), "%s", c->path);
+        g->launcher_state = 1;
+    } else {
+        g->launcher_state = -1;
+        if (!g->destroying)
+            g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN,
+                         "launcher not installed (%s): warm sandboxes start programs with runsc exec", c->msg);
+    }
+    free(c);
+    gv_release(g);
+}
+
+/* Install the launcher in the background; the pool boots sandboxes with it
+ * once it is there (launcher_state 1), with sh + sleep if it cannot be. */
+static void launcher_start(struct gv *g, int enabled)
+{
+    struct launcher_ctx *c = enabled ? calloc(1, sizeof(*c)) : NULL;
+    if (!c) {
+        g->launcher_state = -1;
+        return;
+    }
+    c->g = g;
+    g->inflight++;
+    if (g->host->work_submit(g->host, launcher_work, launcher_done, c) < 0) {
+        launcher_work(c);
+        launcher_done(c);
+    }
 }
 
 /* ------------------------------------------------------------ probe */
@@ -510,6 +561,8 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     /* Fixed before sweep() can run: the sweep leaves our own probe alone. */
     snprintf(g->probe_cid, sizeof(g->probe_cid), GV_CID_PREFIX "probe-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
+    v = config ? json_object_get(config, "launcher") : NULL;
+    launcher_start(g, json_is_boolean(v) ? json_is_true(v) : 1);
     probe_start(g);
     /* every pool series present at zero from the start (dashboards) */
     if (host->metric_add && host->metric_set) {

@@ -21,6 +21,13 @@ struct event;
 #define GV_REPROBE_MS 30000           /* retry a failed probe */
 #define GV_RUNTIME_LOG_MAX 8192       /* the tail of a run's runsc --log read at its end */
 
+/* The launcher (gvisor_launcher.c, launcher/eai_launcher.c): installed as
+ * <work_dir>/GV_LAUNCHER_FILE, bound read-only at GV_LAUNCHER_PATH in
+ * pooled sandboxes, whose init it is. */
+#define GV_LAUNCHER_FILE "launcher.bin"
+#define GV_LAUNCHER_PATH "/.eai/launcher"
+#define GV_LAUNCH_MAX (4 << 20)       /* launch file bytes (MAX_LAUNCH of the launcher) */
+
 /* --------------------------------------------------------------- children */
 
 /* runsc children: eai_pc_child_spawn(g->host->base, g, ...) (plugins/common);
@@ -61,6 +68,12 @@ struct gv {
     char reason[256];
     struct event *reprobe_ev;
     char probe_cid[96];
+
+    /* the launcher: 0 being installed, 1 installed at launcher_path, -1 off
+     * or not installed (pooled sandboxes idle in sh + sleep, programs start
+     * with runsc exec) */
+    int launcher_state;
+    char launcher_path[PATH_MAX];
 
     int pool_size;               /* warm sandboxes per shape; 0 = off */
     struct gv_pooled *pool;
@@ -110,6 +123,27 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s);
 const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p);
 /* The execution is done with it: tear the sandbox down in the background. */
 void gv_pool_release(struct gv_pooled *p);
+/* 1 when p's init is the launcher. */
+int gv_pooled_launcher(const struct gv_pooled *p);
+/* Loop: start run's program in the taken sandbox p: line (the launch
+ * file's path and "\n") on its control socket.  Hands over *pid (runsc
+ * run, to kill), *out_fd and *err_fd (the program's output, now the run's)
+ * and, when the job has input, *in_fd (for stdin, shut for writing at its
+ * end; else -1).  The end comes through gv_launch_ended().  0 or -1. */
+int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line, pid_t *pid, int *in_fd,
+                   int *out_fd, int *err_fd);
+/* gvisor_exec.c: how the launched program ended: how 'x' (the launcher
+ * reported exit code `status`), 'f' (the launcher failed: text), 'r' (runsc
+ * run ended first, wait status `status`). */
+void gv_launch_ended(struct eai_pc_run *run, int how, int status, const char *text);
+
+/* gvisor_launcher.c, worker: install the embedded launcher at
+ * <work_dir>/GV_LAUNCHER_FILE (path: where).  0 or -1 with msg. */
+int gv_launcher_install(const char *work_dir, char *path, size_t pathlen, char *msg, size_t msglen);
+/* Worker: the launch file of job in the tmpfs of b; line: what the
+ * launcher is sent ("/tmp/<name>\n").  0 or -1 with msg. */
+int gv_launch_write(const struct eai_pc_bundle *b, const struct eai_iso_job *job, char *line, size_t linelen,
+                    char *msg, size_t msglen);
 void gv_pool_destroy_all(struct gv *g, int kill_only);
 
 /* gvisor_session.c: the isolation ops of sessions, and what the driver

@@ -7,8 +7,9 @@
  *   admit     a warm sandbox of the same shape from the pool, if any
  *   prepare   bundle, tmpfs, input files, config.json, cgroup leaves; or,
  *             warm, the input files and the program as a process file
- *   spawn     attached `runsc run --bundle`, or `runsc exec --process` into
- *             the warm sandbox
+ *   spawn     attached `runsc run --bundle`; warm, one line to the sandbox's
+ *             launcher (adopt: its launch file was written by prepare), or
+ *             `runsc exec --process` when the sandbox has no launcher
  *   stop      `runsc kill <cid> KILL`; GV_KILL_GRACE_MS later SIGKILL to
  *             runsc and `runsc delete --force <cid>`
  *   end       cgroup OOM / cpu / peak; the sandbox killed before its files
@@ -55,6 +56,11 @@ struct gv_run {
     char dlog[PATH_MAX + 48];   /* --debug-log=<bundle>/runsc-%COMMAND%.log */
     const char *died;           /* end_work: the sandbox's runtime processes died under it */
     char last_err[1600];        /* runsc's last error line in it ("" none) */
+    int launch;                 /* warm, started by the sandbox's launcher: */
+    char line[PATH_MAX];        /*   what it is sent: "/tmp/<launch file>\n" */
+    int how;                    /*   gv_launch_ended(): 'x', 'f', 'r' (0: not yet) */
+    int code;                   /*   'x': the exit code */
+    char ltext[200];            /*   'f': the launcher's words */
 };
 
 static struct gv_run *priv(struct eai_pc_run *run)
@@ -137,9 +143,14 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
     }
     if (!p->pooled)
         return gv_bundle_prepare(&run->b, run->job, msg, msglen);
-    /* Warm sandbox: files into its tmpfs, the program as a process file. */
+    /* Warm sandbox: files into its tmpfs, the program as a launch file (or
+     * a process file for runsc exec). */
+    p->launch = gv_pooled_launcher(p->pooled);
+    if (p->launch)
+        snprintf(p->logf, sizeof(p->logf), "%s/runsc-run.main.log", run->b.dir); /* the pool's runsc run */
     if (eai_pc_write_inputs(run->b.dir, run->b.uid, run->job, msg, msglen) < 0 ||
-        gv_write_process(&run->b, run->job, p->procf, msg, msglen) < 0)
+        (p->launch ? gv_launch_write(&run->b, run->job, p->line, sizeof(p->line), msg, msglen)
+                   : gv_write_process(&run->b, run->job, p->procf, msg, msglen)) < 0)
         return -1;
     gv_cgroup_reset_peak(&run->b);
     struct eai_pc_stats st;
@@ -175,6 +186,34 @@ static int gv_spawn_argv(void *drv, struct eai_pc_run *run, char **argv, size_t 
     for (size_t i = 0; i < max && (argv[i] = src[i]); i++) {
     }
     return 0;
+}
+
+/* A warm sandbox with the launcher: the program starts with one line on
+ * its control socket (gvisor_pool.c), no runsc process. */
+static int gv_adopt(void *drv, struct eai_pc_run *run, pid_t *pid, int *in_fd, int *out_fd, int *err_fd)
+{
+    struct gv_run *p = priv(run);
+    if (!p->launch)
+        return 0;
+    if (gv_pool_launch(p->pooled, run, p->line, pid, in_fd, out_fd, err_fd) < 0) {
+        snprintf(run->msg, sizeof(run->msg), "the warm sandbox's launcher is gone");
+        return -1;
+    }
+    return 1;
+}
+
+void gv_launch_ended(struct eai_pc_run *run, int how, int status, const char *text)
+{
+    struct gv_run *p = priv(run);
+    if (p->how)
+        return;
+    p->how = how;
+    if (how == 'f')
+        snprintf(p->ltext, sizeof(p->ltext), "%s", text ? text : "");
+    if (how == 'x')
+        p->code = status;
+    /* the launcher's answer as a wait status; 'f' as runsc's own failure */
+    eai_pc_run_exited(run, how == 'r' ? status : how == 'x' ? W_EXITCODE(status, 0) : W_EXITCODE(128, 0));
 }
 
 /* A cold sandbox dies with eaid (plugins/common/pc_watchdog.c); a warm one
@@ -297,7 +336,13 @@ static void gv_end_work(void *drv, struct eai_pc_run *run)
         unlink(p->procf);
         unlink(p->pidf);
     } else {
-        p->died = gv_runtime_died(run->b.dir, p->pooled ? "exec" : "run");
+        p->died = gv_runtime_died(run->b.dir, p->pooled && !p->launch ? "exec" : "run");
+    }
+    if (p->launch && p->line[0]) {
+        /* the launcher unlinks it; not if it never read it */
+        char lf[2 * PATH_MAX];
+        snprintf(lf, sizeof(lf), "%s%.*s", run->b.dir, (int)strcspn(p->line, "\n"), p->line);
+        unlink(lf);
     }
     if (p->pooled || p->session) {
         run->stats.cpu_seconds -= p->cpu0;
@@ -345,6 +390,10 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
                      "%s: runsc: %.1500s", run->b.cid, last);
     if (run->stats.oom) {
         r->outcome = EAI_OUT_OOM;
+    } else if (priv(run)->how == 'x') {
+        eai_pc_result_exited(r, priv(run)->code); /* the launcher's answer */
+    } else if (priv(run)->how == 'f') {
+        eai_pc_result_failed(r, msg, msglen, "the sandbox's launcher failed: %s", priv(run)->ltext);
     } else if (priv(run)->died && !run->hard_killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 128 + SIGKILL) {
         /* runsc reports the program killed by SIGKILL, and its logs say the
          * sandbox or gofer process died first: the platform failed, not the
@@ -415,7 +464,7 @@ static const struct eai_pc_driver_ops gv_driver = {
     .name = "gvisor", .component = GV_COMPONENT, .runtime = "runsc", .cid_prefix = GV_CID_PREFIX,
     .priv_size = sizeof(struct gv_run),
     .gate = gv_gate, .hold = gv_hold, .admit = gv_admit, .prepare = gv_prepare, /* the warm pool hands over in admit */
-    .started_on_spawn = 1, .spawn_argv = gv_spawn_argv,
+    .started_on_spawn = 1, .spawn_argv = gv_spawn_argv, .adopt = gv_adopt,
     .stop_step = gv_stop_step, .watchdog = gv_watchdog,
     .drain_reads = 64, /* a sandbox process alive after a hard kill must not pin the loop */
     .end_work = gv_end_work, .classify = gv_classify, .teardown_work = gv_teardown_work, .retire = gv_retire,

@@ -71,6 +71,17 @@ static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job 
         "destination", "/dev/shm", "type", "tmpfs", "source", "shm", "options", "nosuid", "nodev", "noexec",
         "mode=1777", shm_opt,
         "destination", "/sys", "type", "sysfs", "source", "sysfs", "options", "ro", "nosuid", "nodev", "noexec");
+    if (mounts && b->launcher) {
+        /* the warm pool's init (gvisor_launcher.c): <work_dir>/launcher.bin */
+        char lsrc[PATH_MAX + 32];
+        snprintf(lsrc, sizeof(lsrc), "%s", b->dir);
+        char *slash = strrchr(lsrc, '/');
+        if (slash)
+            snprintf(slash + 1, sizeof(lsrc) - (size_t)(slash + 1 - lsrc), "%s", GV_LAUNCHER_FILE);
+        json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination", GV_LAUNCHER_PATH,
+                                                "type", "bind", "source", lsrc, "options", "bind", "ro", "nosuid",
+                                                "nodev"));
+    }
     json_t *res = json_object();
     if (res && job->memory_bytes > 0)
         json_object_set_new(res, "memory", json_pack("{s:I}", "limit", (json_int_t)job->memory_bytes));

@@ -2,12 +2,19 @@
  * Warm pool of pre-booted, single-use gVisor sandboxes (docs/gvisor.md).
  *
  * A pooled sandbox is a bundle exactly like an execution's (same image,
- * limits, host tmpfs /tmp, cgroup leaf) whose init is
- * `sh -c 'echo ready; exec sleep infinity'` under an attached `runsc run`.
- * An execution of the same shape takes one, has its files written into the
- * tmpfs and its program started with `runsc exec --process`, and when the
- * program ends the whole sandbox is torn down.  A sandbox never serves two
- * executions.  The pool only saves the sandbox boot from the critical path.
+ * limits, host tmpfs /tmp, cgroup leaf) under an attached `runsc run`,
+ * whose init is the launcher (gvisor_launcher.c): it says "ready" on stdout
+ * and waits on a control socket (runsc's stdin) for the one program to
+ * start, with the pipes given to runsc as its stdout and stderr.  An
+ * execution of the same shape takes one, has its files and a launch file
+ * written into the tmpfs, and its program started by one line on that
+ * socket; the launcher answers with the exit code on the same socket.
+ * Without the launcher (config `launcher: false`, or its installation
+ * failed), the init is `sh -c 'echo ready; exec sleep infinity'` and the
+ * program starts with `runsc exec --process`.  When the program ends the
+ * whole sandbox is torn down: a sandbox never serves two executions.  The
+ * pool saves the sandbox boot (and, with the launcher, the `runsc exec`)
+ * from the critical path.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,11 +47,18 @@ struct gv_pooled {
     struct eai_pc_child *run;
     int run_spawned, run_exited;
     int helpers;
-    int rd_fd;
+    int rd_fd;                  /* runsc's stdout: "ready", then (launcher) the program's */
     int wd_fd;                  /* its watchdog: dies with eaid (pc_watchdog.c) */
     struct event *rd_ev;
     char rd[16];
     size_t rdlen;
+    int launcher;               /* its init is the launcher: */
+    int ctl_fd;                 /*   the control socket (runsc's stdin) */
+    int err_fd;                 /*   runsc's stderr, the program's */
+    struct event *ctl_ev;       /*   the launcher's answer, once launched */
+    char ctl[256];
+    size_t ctl_len;
+    struct eai_pc_run *user;    /*   the run told of the end (gv_launch_ended) */
     struct event *ev_timer;     /* boot timeout, then kill grace */
     int cleaning;
 };
@@ -91,13 +106,23 @@ static void pool_gauges(struct gv *g)
     g->host->metric_set(g->host, "eai_pool_size", NULL, g->pool_size > 0 ? g->pool_size : 0);
 }
 
+static void close_fd(int *fd)
+{
+    if (*fd >= 0)
+        close(*fd);
+    *fd = -1;
+}
+
 static void pooled_free(struct gv_pooled *p)
 {
     eai_pc_watchdog_disarm(&p->wd_fd); /* removed by cleanup_work */
     if (p->rd_ev)
         event_free(p->rd_ev);
-    if (p->rd_fd >= 0)
-        close(p->rd_fd);
+    if (p->ctl_ev)
+        event_free(p->ctl_ev);
+    close_fd(&p->rd_fd);
+    close_fd(&p->ctl_fd);
+    close_fd(&p->err_fd);
     if (p->ev_timer)
         event_free(p->ev_timer);
     free(p);
@@ -168,14 +193,18 @@ static void pooled_kill(struct gv_pooled *p)
     if (p->state == GVP_DYING)
         return;
     p->state = GVP_DYING;
+    p->user = NULL;
     if (p->rd_ev) {
         event_free(p->rd_ev);
         p->rd_ev = NULL;
     }
-    if (p->rd_fd >= 0) {
-        close(p->rd_fd);
-        p->rd_fd = -1;
+    if (p->ctl_ev) {
+        event_free(p->ctl_ev);
+        p->ctl_ev = NULL;
     }
+    close_fd(&p->rd_fd);
+    close_fd(&p->ctl_fd);
+    close_fd(&p->err_fd);
     if (p->run_spawned && !p->run_exited) {
         spawn_helper(p, 0);
         if (p->ev_timer) {
@@ -213,10 +242,17 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
     struct gv_pooled *p = arg;
     p->run = NULL;
     p->run_exited = 1;
-    if (p->state == GVP_BOOTING || p->state == GVP_READY)
+    if (p->state == GVP_BOOTING || p->state == GVP_READY) {
         boot_failed(p, "sandbox ended while idle");
-    else
-        maybe_cleanup(p); /* TAKEN: the execution notices through its exec */
+        return;
+    }
+    /* TAKEN: a launched program whose launcher did not answer ends with
+     * runsc; otherwise the execution notices through its exec */
+    struct eai_pc_run *user = p->user;
+    p->user = NULL;
+    if (user)
+        gv_launch_ended(user, 'r', status, NULL);
+    maybe_cleanup(p);
 }
 
 static void on_ready(evutil_socket_t fd, short what, void *arg)
@@ -236,10 +272,14 @@ static void on_ready(evutil_socket_t fd, short what, void *arg)
             boot_failed(p, "unexpected init output");
         return;
     }
+    if (p->launcher && strcmp(p->rd, "ready\n") != 0) {
+        boot_failed(p, "unexpected launcher output");
+        return;
+    }
     event_free(p->rd_ev);
     p->rd_ev = NULL;
-    close(p->rd_fd);
-    p->rd_fd = -1;
+    if (!p->launcher) /* the launcher's stdout is the program's */
+        close_fd(&p->rd_fd);
     if (p->ev_timer)
         event_del(p->ev_timer);
     if (p->state == GVP_BOOTING)
@@ -255,33 +295,47 @@ static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 static const char *const gv_pool_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
+static const char *const gv_pool_launcher_argv[] = {GV_LAUNCHER_PATH, NULL};
 
 static void prepare_work(void *arg)
 {
     struct gv_pooled *p = arg;
     char msg[256], path[PATH_MAX + 32];
     struct stat st;
-    /* Only images with sh and sleep can idle; others always start cold. */
-    snprintf(path, sizeof(path), "%s/bin/sh", p->shape.rootfs);
-    int ok = stat(path, &st) == 0;
-    snprintf(path, sizeof(path), "%s/usr/bin/sleep", p->shape.rootfs);
-    int ok2 = stat(path, &st) == 0;
-    snprintf(path, sizeof(path), "%s/bin/sleep", p->shape.rootfs);
-    ok2 = ok2 || stat(path, &st) == 0;
-    if (!ok || !ok2) {
-        p->prep_failed = 2;
-        return;
+    /* Without the launcher only images with sh and sleep can idle; others
+     * always start cold.  The launcher needs nothing of the image. */
+    if (!p->launcher) {
+        snprintf(path, sizeof(path), "%s/bin/sh", p->shape.rootfs);
+        int ok = stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "%s/usr/bin/sleep", p->shape.rootfs);
+        int ok2 = stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "%s/bin/sleep", p->shape.rootfs);
+        ok2 = ok2 || stat(path, &st) == 0;
+        if (!ok || !ok2) {
+            p->prep_failed = 2;
+            return;
+        }
     }
     struct eai_iso_job job;
     memset(&job, 0, sizeof(job));
     job.size = sizeof(job);
-    job.argv = gv_pool_init_argv;
+    job.argv = p->launcher ? gv_pool_launcher_argv : gv_pool_init_argv;
     job.memory_bytes = p->shape.memory;
     job.cpu_millis = p->shape.cpu;
     job.disk_bytes = p->shape.disk;
     job.pids = p->shape.pids;
+    p->b.launcher = p->launcher;
     if (gv_bundle_prepare(&p->b, &job, msg, sizeof(msg)) < 0)
         p->prep_failed = 1;
+}
+
+/* Non-blocking, close-on-exec: a pipe (our end `ours`) or, ctl, a socketpair (ours [0]). */
+static int pool_pipe(int fds[2], int ours, int ctl)
+{
+    if ((ctl ? socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) : pipe2(fds, O_CLOEXEC)) < 0)
+        return -1;
+    fcntl(fds[ours], F_SETFL, fcntl(fds[ours], F_GETFL) | O_NONBLOCK);
+    return 0;
 }
 
 static void prepare_done(void *arg)
@@ -299,18 +353,24 @@ static void prepare_done(void *arg)
         gv_release(g);
         return;
     }
-    int out[2];
-    if (pipe2(out, O_CLOEXEC) < 0) {
+    int out[2] = {-1, -1}, err[2] = {-1, -1}, ctl[2] = {-1, -1};
+    if (pool_pipe(out, 0, 0) < 0 || (p->launcher && (pool_pipe(err, 0, 0) < 0 || pool_pipe(ctl, 0, 1) < 0))) {
+        for (int i = 0; i < 2; i++) {
+            close_fd(&out[i]);
+            close_fd(&err[i]);
+            close_fd(&ctl[i]);
+        }
         boot_failed(p, "pipe");
         gv_release(g);
         return;
     }
-    fcntl(out[0], F_SETFL, fcntl(out[0], F_GETFL) | O_NONBLOCK);
-    char root[PATH_MAX + 16], plat[64], dlog[PATH_MAX + 48];
+    char root[PATH_MAX + 16], plat[64], dlog[PATH_MAX + 48], log[PATH_MAX + 40];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     gv_debug_log_arg(dlog, sizeof(dlog), p->b.dir);
-    char *argv[] = {g->runsc, root, dlog, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    /* runsc's own errors (gvisor_exec.c reads them when runsc ends a launched program) */
+    snprintf(log, sizeof(log), "--log=%s/runsc-run.main.log", p->b.dir);
+    char *argv[] = {g->runsc, root, log, dlog, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
     /* An idle (or taken) warm sandbox must not outlive eaid either. */
     struct eai_pc_wd wd = {.runtime = g->runsc, .root_arg = root, .cid = p->b.cid, .cgpath = p->b.cgpath,
                            .dir = p->b.dir};
@@ -318,9 +378,13 @@ static void prepare_done(void *arg)
     if (p->wd_fd < 0)
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no watchdog (%s)", p->b.cid,
                      strerror(errno));
-    p->run = eai_pc_child_spawn(g->host->base, g, argv, -1, out[1], -1, 0, 0, run_done, p);
+    p->run = eai_pc_child_spawn(g->host->base, g, argv, ctl[1], out[1], err[1], 0, 0, run_done, p);
     close(out[1]);
+    close_fd(&err[1]);
+    close_fd(&ctl[1]);
     p->rd_fd = out[0];
+    p->err_fd = err[0];
+    p->ctl_fd = ctl[0];
     if (!p->run) {
         boot_failed(p, "cannot spawn runsc");
         gv_release(g);
@@ -344,6 +408,9 @@ static void pool_boot(struct gv *g, const struct gv_shape *s)
     p->shape = *s;
     p->rd_fd = -1;
     p->wd_fd = -1;
+    p->ctl_fd = -1;
+    p->err_fd = -1;
+    p->launcher = g->launcher_state == 1;
     p->state = GVP_BOOTING;
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
@@ -363,6 +430,69 @@ static void pool_boot(struct gv *g, const struct gv_shape *s)
         p->prep_failed = 1;
         prepare_done(p);
     }
+}
+
+/* ------------------------------------------------------------ launch */
+
+int gv_pooled_launcher(const struct gv_pooled *p)
+{
+    return p->launcher;
+}
+
+/* The launcher's one answer: "exit <code>" or "fail <text>". */
+static void on_ctl(evutil_socket_t fd, short what, void *arg)
+{
+    struct gv_pooled *p = arg;
+    ssize_t r = read(p->ctl_fd, p->ctl + p->ctl_len, sizeof(p->ctl) - 1 - p->ctl_len);
+    if (r < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (r > 0)
+        p->ctl_len += (size_t)r;
+    p->ctl[p->ctl_len] = '\0';
+    char *nl = strchr(p->ctl, '\n');
+    if (!nl && r > 0 && p->ctl_len < sizeof(p->ctl) - 1)
+        return;
+    /* a line, or EOF / an overlong line: no more from the launcher (an end
+     * without a line is runsc's to tell, run_done) */
+    event_free(p->ctl_ev);
+    p->ctl_ev = NULL;
+    struct eai_pc_run *user = p->user;
+    if (!nl || !user)
+        return;
+    *nl = '\0';
+    char *end = NULL;
+    long code = !strncmp(p->ctl, "exit ", 5) ? strtol(p->ctl + 5, &end, 10) : -1;
+    p->user = NULL;
+    if (end && !*end && code >= 0 && code <= 255)
+        gv_launch_ended(user, 'x', (int)code, NULL);
+    else
+        gv_launch_ended(user, 'f', 0, !strncmp(p->ctl, "fail ", 5) ? p->ctl + 5 : "unexpected answer");
+}
+
+int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line, pid_t *pid, int *in_fd,
+                   int *out_fd, int *err_fd)
+{
+    if (!p->launcher || p->state != GVP_TAKEN || !p->run || p->run_exited || p->rd_fd < 0 || p->ctl_fd < 0)
+        return -1;
+    size_t n = strlen(line);
+    /* one short line into an empty socket: all of it or nothing */
+    if (send(p->ctl_fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
+        return -1;
+    p->ctl_ev = event_new(p->g->host->base, p->ctl_fd, EV_READ | EV_PERSIST, on_ctl, p);
+    if (!p->ctl_ev || event_add(p->ctl_ev, NULL) < 0)
+        return -1; /* the run stops it: runsc run's end comes through run_done */
+    /* the input after the line, on a copy of the socket (non-blocking like
+     * it) that the runner shuts at its end */
+    *in_fd = run->job->stdin_len > 0 ? fcntl(p->ctl_fd, F_DUPFD_CLOEXEC, 3) : -1;
+    if (run->job->stdin_len > 0 && *in_fd < 0)
+        shutdown(p->ctl_fd, SHUT_WR); /* no input rather than input never ending */
+    p->user = run;
+    *pid = eai_pc_child_pid(p->run);
+    *out_fd = p->rd_fd;
+    *err_fd = p->err_fd;
+    p->rd_fd = -1; /* the run's now */
+    p->err_fd = -1;
+    return 0;
 }
 
 /* ------------------------------------------------------------ take */
@@ -426,7 +556,8 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     if (ncpu < 1)
         ncpu = 1;
-    if (now >= g->pool_backoff_until && gv_ready_gate(g)) {
+    /* (and, while the launcher is being installed, wait for it) */
+    if (now >= g->pool_backoff_until && gv_ready_gate(g) && g->launcher_state != 0) {
         for (; warm < g->pool_size && busy < ncpu; warm++, busy++)
             pool_boot(g, s);
     }

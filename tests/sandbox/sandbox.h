@@ -66,8 +66,11 @@ int sb_run_job(struct iso_run *r, double max_s);
 void sb_loop(double s);          /* run the loop s seconds */
 void sb_loop_until(int (*cond)(void *), void *arg, double max_s);
 
-/* The shared cases. */
+/* The shared cases (and three of them alone, for smaller suites). */
 void sb_add_shared(CU_pSuite s);
+void sb_test_exit_codes(void);
+void sb_test_env_and_stdin(void);
+void sb_test_timeout(void);
 
 /* Helpers for the backend files. */
 int sb_count_prefix(const char *dir, const char *prefix);

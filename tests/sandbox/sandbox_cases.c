@@ -44,7 +44,7 @@ static void test_success(void)
     g_be->assert_clean();
 }
 
-static void test_exit_codes(void)
+void sb_test_exit_codes(void)
 {
     const char *a1[] = {"sh", "-c", "echo oops >&2; exit 3", NULL};
     struct iso_run *r = sb_run_new(a1);
@@ -79,7 +79,7 @@ static void test_exit_codes(void)
     g_be->assert_clean();
 }
 
-static void test_env_and_stdin(void)
+void sb_test_env_and_stdin(void)
 {
     setenv("EAI_TEST_HOST_SECRET", "leak", 1);
     const char *argv[] = {"sh", "-c", "env | sort; cat", NULL};
@@ -225,7 +225,7 @@ static void test_oom(void)
     g_be->assert_clean();
 }
 
-static void test_timeout(void)
+void sb_test_timeout(void)
 {
     const char *argv[] = {"sh", "-c", "echo begun; sleep 30; echo never", NULL};
     struct iso_run *r = sb_run_new(argv);
@@ -347,13 +347,13 @@ void sb_add_shared(CU_pSuite s)
 {
     CU_add_test(s, "probe ready", test_probe_ready);
     CU_add_test(s, "success, stdout and stderr apart", test_success);
-    CU_add_test(s, "exit codes", test_exit_codes);
-    CU_add_test(s, "env and stdin", test_env_and_stdin);
+    CU_add_test(s, "exit codes", sb_test_exit_codes);
+    CU_add_test(s, "env and stdin", sb_test_env_and_stdin);
     CU_add_test(s, "read-only root, writable /tmp", test_read_only_root);
     CU_add_test(s, "files in and out", test_files);
     CU_add_test(s, "no network", test_no_network);
     CU_add_test(s, "oom", test_oom);
-    CU_add_test(s, "timeout", test_timeout);
+    CU_add_test(s, "timeout", sb_test_timeout);
     CU_add_test(s, "cancel", test_cancel);
     CU_add_test(s, "output capped per stream", test_output_cap);
     CU_add_test(s, "parallel jobs, one OOM", test_parallel);

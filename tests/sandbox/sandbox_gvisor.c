@@ -26,6 +26,7 @@
 static char g_data[PATH_MAX], g_images[PATH_MAX], g_work[PATH_MAX], g_state[PATH_MAX];
 static char g_runsc[PATH_MAX] = "/usr/bin/runsc";
 static int g_pool; /* warm pool size of the current suite's instance */
+static int g_launcher = 1; /* and whether its pooled sandboxes have the launcher */
 static int g_ready_once;
 
 /* ------------------------------------------------------------ leftovers */
@@ -115,8 +116,8 @@ static void assert_nothing_left(void)
 
 static void *make_instance(const char *runsc, const char *state, const char *work)
 {
-    return sb_make_instance(json_pack("{s:s, s:s, s:s, s:i}", "runsc", runsc, "state_dir", state, "work_dir", work,
-                                      "pool", g_pool),
+    return sb_make_instance(json_pack("{s:s, s:s, s:s, s:i, s:b}", "runsc", runsc, "state_dir", state, "work_dir",
+                                      work, "pool", g_pool, "launcher", g_launcher),
                             1);
 }
 
@@ -169,7 +170,14 @@ static int suite_init_cold(void)
 
 static int suite_init_pool(void)
 {
+    g_launcher = 1;
     return suite_init_with(2, "pool");
+}
+
+static int suite_init_pool_exec(void)
+{
+    g_launcher = 0;
+    return suite_init_with(2, "pool-exec");
 }
 
 static int suite_clean(void)
@@ -407,7 +415,8 @@ static void test_destroy_leaves_nothing(void)
 }
 
 /* Warm pool: a second job of one shape runs in a pre-booted sandbox (its
- * pid 1 is the pool's idle init), yet sees a fresh, empty /tmp. */
+ * pid 1 is the launcher, or the pool's idle init without it), yet sees a
+ * fresh, empty /tmp (the launch file gone before the program starts). */
 static int pool_hit_cond(void *arg)
 {
     return sb_count_prefix(g_work, "eai-pool-") >= 1;
@@ -432,7 +441,64 @@ static void test_pool_serves_once(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(r->out, "\n0\n")); /* /tmp fresh each time */
         free(r);
     }
-    CU_ASSERT_PTR_NOT_NULL(strstr(seen[0], "sleep infinity"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(seen[0], g_launcher ? "/.eai/launcher" : "sleep infinity"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(seen[1], g_launcher ? "/.eai/launcher" : "sleep infinity"));
+    gv_assert_clean();
+}
+
+/* A warm run of argv (the pool refilled first); r->exit_code etc. */
+static struct iso_run *warm_run(const char *const *argv, const unsigned char *in, size_t inlen)
+{
+    sb_loop_until(pool_hit_cond, NULL, 10);
+    sb_loop(2);
+    struct iso_run *r = sb_run_new(argv);
+    r->job.stdin_data = in;
+    r->job.stdin_len = inlen;
+    r->job.timeout_ms = 20000;
+    CU_ASSERT_EQUAL(sb_run_job(r, 60), 0);
+    return r;
+}
+
+/* The launcher: the program's stdin is a pipe of its own, never the
+ * control socket, so nothing it writes there is taken for its end; 1 MiB of
+ * input (16 pipe buffers) arrives whole; a background process holding
+ * stdout does not hold the end back; the exit code is the program's. */
+static void test_launcher_channels(void)
+{
+    const char *forge[] = {"sh", "-c", "printf 'exit 0\n' >&0 2>/dev/null; echo wrote=$?; exit 3", NULL};
+    struct iso_run *r = warm_run(forge, NULL, 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 3);
+    CU_ASSERT_PTR_NULL(strstr(r->out, "wrote=0"));
+    free(r);
+
+    size_t n = 1 << 20;
+    unsigned char *in = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(in);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (unsigned char)('a' + i % 26);
+    const char *count[] = {"sh", "-c", "head -c 5; echo; wc -c", NULL};
+    r = warm_run(count, in, n);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
+    CU_ASSERT_STRING_EQUAL(r->out, "abcde\n1048571\n");
+    free(r);
+    free(in);
+
+    const char *bg[] = {"sh", "-c", "sleep 30 & echo started; exit 5", NULL};
+    r = warm_run(bg, NULL, 0);
+    CU_ASSERT_EQUAL(r->exit_code, 5);
+    CU_ASSERT_STRING_EQUAL(r->out, "started\n");
+    CU_ASSERT(r->dur < 10.0);
+    free(r);
+
+    const char *sig[] = {"python3", "-c", "import os, signal; print('x', flush=True); os.kill(os.getpid(), signal.SIGKILL)",
+                         NULL};
+    r = warm_run(sig, NULL, 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 137);
+    CU_ASSERT_EQUAL(r->sig, 9);
+    CU_ASSERT_STRING_EQUAL(r->out, "x\n");
+    free(r);
     gv_assert_clean();
 }
 
@@ -460,8 +526,19 @@ static int gv_register(void)
     sb_add_shared(pool);
     add_own(pool);
     CU_add_test(pool, "oom in a warm sandbox", test_oom_warm);
+    CU_add_test(pool, "launcher: stdin, background, signals, no forged end", test_launcher_channels);
     CU_add_test(pool, "sweep after restart", test_sweep_restart);
     CU_add_test(pool, "destroy leaves nothing", test_destroy_leaves_nothing);
+    /* without the launcher (config launcher: false): runsc exec into the warm sandbox */
+    CU_pSuite exec = CU_add_suite("gvisor (warm pool, runsc exec)", suite_init_pool_exec, suite_clean);
+    if (!exec)
+        return -1;
+    CU_add_test(exec, "pool serves each sandbox once", test_pool_serves_once);
+    CU_add_test(exec, "exit codes", sb_test_exit_codes);
+    CU_add_test(exec, "env and stdin", sb_test_env_and_stdin);
+    CU_add_test(exec, "timeout", sb_test_timeout);
+    CU_add_test(exec, "oom in a warm sandbox", test_oom_warm);
+    CU_add_test(exec, "destroy leaves nothing", test_destroy_leaves_nothing);
     return 0;
 }
 

@@ -1,0 +1,235 @@
+/*
+ * eai-launcher: the first process of a pooled gVisor sandbox
+ * (docs/gvisor.md, "The launcher").  A static program with no needs in the
+ * image: the plugin embeds it and binds it read-only at /.eai/launcher.
+ *
+ * `runsc run` starts it as the sandbox's init with stdin one end of a host
+ * socketpair (the control socket) and stdout/stderr the host's pipes, which
+ * become the program's.  It runs exactly one command:
+ *
+ *   1. writes "ready\n" on stdout: the warm pool's boot signal;
+ *   2. reads one line from the control socket, a byte at a time so that
+ *      nothing after it is consumed: the path of the launch file the host
+ *      wrote into /tmp (its own tmpfs);
+ *   3. reads that file and unlinks it:
+ *        "EAI-LAUNCH-1" NUL  cwd NUL  argc NUL  argv... NUL  envc NUL
+ *        env... NUL  input NUL          (input: "1" the program has stdin
+ *                                        data, "0" none)
+ *   4. starts the program in cwd with that argv (argv[0] looked up in the
+ *      env's PATH, as runsc does) and env, stdout and stderr inherited,
+ *      stdin a pipe: fed by a relay child with what follows the line on the
+ *      control socket up to its EOF (the host's end shut for writing), or
+ *      closed at once when there is no input; never the control socket;
+ *   5. waits for it and writes "exit <code>\n" on the control socket (code:
+ *      its exit status, or 128 + the signal that killed it, as runsc
+ *      reports), then exits, which ends the sandbox.
+ *
+ * A failure before the program runs is "fail <text>\n" (the host reports
+ * sandbox_failed); a program that cannot be executed is exit 127 (not found)
+ * or 126 (not executable), as a shell would say, with one line on stderr.
+ * Nothing here decides what the host decides: the timeout, OOM, usage and
+ * output caps are read on the host.  Never a second command.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CTL 0                        /* the control socket */
+#define MAX_LAUNCH (4 << 20)         /* bytes of the launch file */
+#define MAX_ARGS 65536
+
+static void say(const char *what, const char *detail)
+{
+    char line[512];
+    int n = snprintf(line, sizeof(line), "%s%s%s\n", what, detail ? " " : "", detail ? detail : "");
+    if (n > (int)sizeof(line) - 1) {
+        n = (int)sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    for (int off = 0; off < n;) {
+        ssize_t w = write(CTL, line + off, (size_t)(n - off));
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        off += (int)w;
+    }
+}
+
+static void fail(const char *what, int err)
+{
+    char d[300];
+    snprintf(d, sizeof(d), "%s: %s", what, strerror(err));
+    say("fail", d);
+    _exit(125);
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* The whole of a regular file (NUL-terminated), at most max bytes. */
+static char *read_file(const char *path, size_t max, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    struct stat st;
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+        close(fd);
+        errno = EINVAL;
+        return NULL;
+    }
+    char *buf = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (buf && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!buf)
+        return NULL;
+    buf[got] = '\0';
+    *len = got;
+    return buf;
+}
+
+/* The next NUL-terminated string of the launch file, or NULL. */
+static const char *next_str(const char *buf, size_t len, size_t *off)
+{
+    if (*off >= len)
+        return NULL;
+    const char *s = buf + *off;
+    const char *nul = memchr(s, '\0', len - *off);
+    if (!nul)
+        return NULL;
+    *off += (size_t)(nul - s) + 1;
+    return s;
+}
+
+static char **next_list(const char *buf, size_t len, size_t *off, int at_least_one)
+{
+    const char *n = next_str(buf, len, off);
+    char *end = NULL;
+    long count = n ? strtol(n, &end, 10) : -1;
+    if (!n || !*n || *end || count < (at_least_one ? 1 : 0) || count > MAX_ARGS)
+        return NULL;
+    char **v = calloc((size_t)count + 1, sizeof(*v));
+    for (long i = 0; v && i < count; i++)
+        if (!(v[i] = (char *)next_str(buf, len, off)))
+            return NULL;
+    return v;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    if (write_all(1, "ready\n", 6) < 0)
+        return 125;
+
+    char path[256];
+    size_t n = 0;
+    for (;;) {
+        char c;
+        ssize_t r = read(CTL, &c, 1);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r != 1)
+            return 125; /* the host went away before a command */
+        if (c == '\n')
+            break;
+        if (n >= sizeof(path) - 1)
+            fail("launch line", ENAMETOOLONG);
+        path[n++] = c;
+    }
+    path[n] = '\0';
+    if (strncmp(path, "/tmp/", 5) != 0 || strstr(path, "/.."))
+        fail("launch line", EINVAL);
+
+    size_t len = 0, off = 0;
+    char *buf = read_file(path, MAX_LAUNCH, &len);
+    if (!buf)
+        fail(path, errno);
+    unlink(path);
+    const char *magic = next_str(buf, len, &off);
+    const char *cwd = next_str(buf, len, &off);
+    char **argv = magic && !strcmp(magic, "EAI-LAUNCH-1") && cwd ? next_list(buf, len, &off, 1) : NULL;
+    char **envp = argv ? next_list(buf, len, &off, 0) : NULL;
+    const char *input = envp ? next_str(buf, len, &off) : NULL;
+    if (!input || (strcmp(input, "0") && strcmp(input, "1")))
+        fail("launch file", EINVAL);
+
+    int pipefd[2];
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        fail("pipe", errno);
+    if (*input == '1') {
+        /* the relay: control socket (to the host's EOF) -> stdin pipe */
+        pid_t relay = fork();
+        if (relay < 0)
+            fail("fork", errno);
+        if (relay == 0) {
+            close(pipefd[0]);
+            close(1); /* the program's output is not the relay's */
+            close(2);
+            static char chunk[65536];
+            ssize_t r;
+            while ((r = read(CTL, chunk, sizeof(chunk))) > 0 || (r < 0 && errno == EINTR))
+                if (r > 0 && write_all(pipefd[1], chunk, (size_t)r) < 0)
+                    break; /* the program closed its stdin */
+            _exit(0);
+        }
+    }
+    close(pipefd[1]); /* the relay holds it, or none: EOF at once */
+
+    pid_t pid = fork();
+    if (pid < 0)
+        fail("fork", errno);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_DFL);
+        if (dup2(pipefd[0], 0) < 0)
+            _exit(125);
+        if (chdir(cwd) < 0) {
+            dprintf(2, "eai-launcher: %s: %s\n", cwd, strerror(errno));
+            _exit(125);
+        }
+        environ = envp; /* execvp looks argv[0] up in the program's PATH */
+        execvp(argv[0], argv);
+        int e = errno;
+        dprintf(2, "eai-launcher: %s: %s\n", argv[0], strerror(e));
+        _exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
+    }
+    close(pipefd[0]);
+
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0) {
+        if (errno != EINTR)
+            fail("waitpid", errno);
+    }
+    char code[16];
+    snprintf(code, sizeof(code), "%d", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
+    say("exit", code);
+    return 0;
+}
