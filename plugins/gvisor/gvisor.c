@@ -32,6 +32,8 @@ static const struct eai_config_key gv_keys[] = {
     {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
     {"launcher", EAI_CFG_BOOL, 0, "true",
      "pooled sandboxes start their program with the embedded launcher, not runsc exec (docs/gvisor.md)"},
+    {"warmup", EAI_CFG_LIST, 0, "[\"python3\", \"-c\", \"pass\"]",
+     "command the launcher runs once in a pooled sandbox before it is ready ([] = none)"},
     {NULL, 0, 0, NULL, NULL},
 };
 
@@ -88,6 +90,24 @@ static void launcher_done(void *arg)
     }
     free(c);
     gv_release(g);
+}
+
+/* The warm-up command (config `warmup`, default python3 -c pass): 0, or
+ * -1 when it is not a short list of short strings. */
+static int parse_warmup(struct gv *g, const json_t *v)
+{
+    static const char *const dflt[] = {"python3", "-c", "pass", NULL};
+    size_t n = v ? json_array_size(v) : 3;
+    if (v && (!json_is_array(v) || n > GV_WARMUP_ARGS))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const char *a = v ? json_string_value(json_array_get(v, i)) : dflt[i];
+        if (!a || !*a || strlen(a) > GV_WARMUP_ARG_BYTES)
+            return -1;
+        snprintf(g->warmup[i], sizeof(g->warmup[i]), "%s", a);
+    }
+    g->nwarmup = (int)n;
+    return 0;
 }
 
 /* Install the launcher in the background; the pool boots sandboxes with it
@@ -561,6 +581,14 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     /* Fixed before sweep() can run: the sweep leaves our own probe alone. */
     snprintf(g->probe_cid, sizeof(g->probe_cid), GV_CID_PREFIX "probe-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
              rnd[3]);
+    if (parse_warmup(g, config ? json_object_get(config, "warmup") : NULL) < 0) {
+        if (err)
+            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0,
+                                   "gvisor: warmup must be a list of at most %d strings of 1..%d bytes",
+                                   GV_WARMUP_ARGS, GV_WARMUP_ARG_BYTES);
+        gv_free(g);
+        return NULL;
+    }
     v = config ? json_object_get(config, "launcher") : NULL;
     launcher_start(g, json_is_boolean(v) ? json_is_true(v) : 1);
     probe_start(g);

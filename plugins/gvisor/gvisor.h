@@ -27,6 +27,8 @@ struct event;
 #define GV_LAUNCHER_FILE "launcher.bin"
 #define GV_LAUNCHER_PATH "/.eai/launcher"
 #define GV_LAUNCH_MAX (4 << 20)       /* launch file bytes (MAX_LAUNCH of the launcher) */
+#define GV_WARMUP_ARGS 16             /* config `warmup`: at most 16 arguments */
+#define GV_WARMUP_ARG_BYTES 256
 
 /* --------------------------------------------------------------- children */
 
@@ -74,6 +76,8 @@ struct gv {
      * with runsc exec) */
     int launcher_state;
     char launcher_path[PATH_MAX];
+    char warmup[GV_WARMUP_ARGS][GV_WARMUP_ARG_BYTES + 1]; /* the launcher's warm-up argv */
+    int nwarmup;
 
     int pool_size;               /* warm sandboxes per shape; 0 = off */
     struct gv_pooled *pool;

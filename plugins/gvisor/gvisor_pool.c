@@ -295,7 +295,6 @@ static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 static const char *const gv_pool_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
-static const char *const gv_pool_launcher_argv[] = {GV_LAUNCHER_PATH, NULL};
 
 static void prepare_work(void *arg)
 {
@@ -316,10 +315,14 @@ static void prepare_work(void *arg)
             return;
         }
     }
+    /* the launcher, with the warm-up command as its arguments */
+    const char *largv[GV_WARMUP_ARGS + 2] = {GV_LAUNCHER_PATH};
+    for (int i = 0; i < p->g->nwarmup; i++)
+        largv[i + 1] = p->g->warmup[i];
     struct eai_iso_job job;
     memset(&job, 0, sizeof(job));
     job.size = sizeof(job);
-    job.argv = p->launcher ? gv_pool_launcher_argv : gv_pool_init_argv;
+    job.argv = p->launcher ? largv : gv_pool_init_argv;
     job.memory_bytes = p->shape.memory;
     job.cpu_millis = p->shape.cpu;
     job.disk_bytes = p->shape.disk;
