@@ -27,7 +27,7 @@ import time
 HARNESS = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from testnet import TestNet, sh  # noqa: E402
+from testnet import TestNet, sh, stop  # noqa: E402
 
 TAG = "%04x" % (os.getpid() & 0xffff)
 PREFIX = "eat" + "abcdefghijklmnopqrstuvwxyz"[os.getpid() % 26]  # the harness's netns/nft prefix
@@ -55,15 +55,6 @@ def client(work, *args):
         return json.loads(r.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         return {"ok": False, "error": "client: " + r.stderr[-300:], "elapsed": 0}
-
-
-def stop(p):
-    if p and p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
 
 
 def main():
