@@ -24,12 +24,9 @@ EAID=$BUILD/eaid
 [ -x "$RUNSC" ] || { echo "bench: runsc not found" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/eai-bench-XXXXXX)
-server_pid=""
+. "$(dirname "$0")/lib.sh"
 cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  "$RUNSC" --root="$work/raw-state" list -quiet 2>/dev/null | while read -r id; do
-    "$RUNSC" --root="$work/raw-state" delete --force "$id" >/dev/null 2>&1 || true
-  done
+  bench_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -38,43 +35,18 @@ if ! ls "$IMAGES/python/3.11-slim/rootfs" >/dev/null 2>&1; then
   EAI_IMAGE_DIR=$IMAGES "$EAID" images build "$IMAGE" --packages python3-minimal,libpython3.11-stdlib >&2
 fi
 
-export EAI_DATA_DIR=$work/data EAI_IMAGE_DIR=$IMAGES EAI_PLUGIN_DIR=$BUILD/plugins EAI_SANDBOX_RUNSC=$RUNSC
-mkdir -p "$EAI_DATA_DIR" && chmod 700 "$EAI_DATA_DIR"   # eaid refuses a data dir others can read
-port=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-export EAI_LISTEN=127.0.0.1:$port
-"$EAID" migrate >/dev/null 2>&1 || true
-tenant=$("$EAID" tenants create bench | python3 -c 'import json,sys;print(json.load(sys.stdin)["id"])')
-key=$("$EAID" keys create --tenant "$tenant" --name bench | tail -n1 | grep -o 'eai_[A-Za-z0-9_]*' | head -n1)
-"$EAID" serve >"$work/eaid.log" 2>&1 &
-server_pid=$!
+start_eaid main   # eaid's defaults (warm pool included)
 
-python3 - "$RUNSC" "$IMAGES/python/3.11-slim/rootfs" "$work" "$port" "$key" "$SAMPLES" <<'PY'
-import http.client, json, os, statistics, subprocess, sys, threading, time
+PYTHONPATH="$BENCH_DIR" python3 - "$RUNSC" "$IMAGES/python/3.11-slim/rootfs" "$work" "$port_main" "$key_main" "$SAMPLES" <<'PY'
+import json, os, statistics, subprocess, sys, threading, time
+from benchlib import bundle as raw_bundle, connect as connect_to, pct, raw_argv, wait_ready
 runsc, rootfs, work, port, key, samples = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5], int(sys.argv[6])
 CMD = ["python3", "-c", "print(2+2)"]
 state = os.path.join(work, "raw-state")
 os.makedirs(state, exist_ok=True)
 
 def bundle(i):
-    d = os.path.join(work, "raw-%d" % i)
-    os.makedirs(d, exist_ok=True)
-    spec = {
-        "ociVersion": "1.0.2",
-        "process": {"terminal": False, "user": {"uid": 65534, "gid": 65534}, "args": CMD,
-                    "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8"],
-                    "cwd": "/tmp", "capabilities": {k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")},
-                    "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}, {"type": "RLIMIT_NPROC", "hard": 128, "soft": 128}],
-                    "noNewPrivileges": True},
-        "root": {"path": rootfs, "readonly": True}, "hostname": "sandbox",
-        "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-                   {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=65536k", "mode=1777"]},
-                   {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=32768k"]},
-                   {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro", "nosuid", "nodev", "noexec"]}],
-        "linux": {"namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
-                  "resources": {"memory": {"limit": 268435456}, "cpu": {"quota": 100000, "period": 100000}}},
-    }
-    json.dump(spec, open(os.path.join(d, "config.json"), "w"))
-    return d
+    return raw_bundle(work, i, rootfs, CMD)
 
 seq = [0]
 lock = threading.Lock()
@@ -83,7 +55,7 @@ def raw_once(b):
         seq[0] += 1
         cid = "bench-%d-%d" % (os.getpid(), seq[0])
     t = time.monotonic()
-    out = subprocess.run([runsc, "--root=" + state, "--network=none", "--platform=ptrace", "run", "--bundle", b, cid],
+    out = subprocess.run(raw_argv(runsc, state) + ["run", "--bundle", b, cid],
                          stdin=subprocess.DEVNULL, capture_output=True, timeout=60)
     dt = time.monotonic() - t
     assert out.returncode == 0 and out.stdout == b"4\n", out
@@ -108,30 +80,16 @@ def eaid_once(conn):
     return dt
 
 def connect():
-    for _ in range(100):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            c.request("GET", "/healthz"); c.getresponse().read()
-            return c
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("eaid did not come up")
+    return connect_to(port)
 
+wait_ready(port)
 conn = connect()
-for _ in range(100):  # wait for the backend's probe
-    conn.request("GET", "/readyz"); r = conn.getresponse(); r.read()
-    if r.status == 200:
-        break
-    time.sleep(0.2)
 b0 = bundle(0)
 raw_once(b0); eaid_once(conn)  # warm caches
 raw, eai = [], []
 for i in range(samples):  # interleaved
     raw.append(raw_once(b0))
     eai.append(eaid_once(conn))
-
-def pct(v, p):
-    v = sorted(v); k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1)); return v[k]
 
 def throughput(fn, conc, n):
     done = [0]; errs = []

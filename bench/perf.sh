@@ -46,39 +46,14 @@ if [ "$ONLY" != get ]; then
 fi
 
 work=$(mktemp -d /tmp/eai-perf-XXXXXX)
-pids=()
+. "$SRC/bench/lib.sh"
 cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  if [ -n "$RUNSC" ] && [ -d "$work/raw-state" ]; then
-    "$RUNSC" --root="$work/raw-state" list -quiet 2>/dev/null | while read -r id; do
-      "$RUNSC" --root="$work/raw-state" delete --force "$id" >/dev/null 2>&1 || true
-    done
-  fi
+  bench_stop
   if [ -n "${PERF_KEEP:-}" ]; then echo "bench: kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 
 cc -O2 -o "$work/evhttp_min" "$SRC/bench/evhttp_min.c" -levent
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-
-# start_eaid NAME POOL -> sets port_NAME, key_NAME, pid_NAME
-start_eaid() {
-  local name=$1 pool=$2 port
-  port=$(free_port)
-  mkdir -p "$work/$name" && chmod 700 "$work/$name"
-  printf 'isolation:\n  gvisor:\n    pool: %s\n' "$pool" >"$work/$name.yaml"
-  local env=(EAI_DATA_DIR="$work/$name" EAI_IMAGE_DIR="$IMAGES" EAI_PLUGIN_DIR="$BUILD/plugins"
-             EAI_SANDBOX_RUNSC="${RUNSC:-runsc}" EAI_LISTEN="127.0.0.1:$port")
-  env "${env[@]}" "$EAID" --config "$work/$name.yaml" migrate >/dev/null 2>&1 || true
-  local tenant key
-  tenant=$(env "${env[@]}" "$EAID" --config "$work/$name.yaml" tenants create bench |
-           python3 -c 'import json,sys;print(json.load(sys.stdin)["id"])')
-  key=$(env "${env[@]}" "$EAID" --config "$work/$name.yaml" keys create --tenant "$tenant" --name bench |
-        tail -n1 | grep -o 'eai_[A-Za-z0-9_]*' | head -n1)
-  env "${env[@]}" "$EAID" serve --config "$work/$name.yaml" >"$work/$name.log" 2>&1 &
-  pids+=($!)
-  eval "port_$name=$port key_$name=$key pid_$name=$!"
-}
 
 if [ "$ONLY" = get ]; then
   start_eaid warm 0
@@ -91,9 +66,10 @@ evport=$(free_port)
 "$work/evhttp_min" "$evport" &
 pids+=($!)
 
-python3 - "$RUNSC" "$IMAGES/python/3.11-slim/rootfs" "$work" "$SAMPLES" "$BURST" "$WRK_S" "$ONLY" \
+PYTHONPATH="$BENCH_DIR" python3 - "$RUNSC" "$IMAGES/python/3.11-slim/rootfs" "$work" "$SAMPLES" "$BURST" "$WRK_S" "$ONLY" \
   "$port_warm" "$key_warm" "$pid_warm" "$port_cold" "$key_cold" "$evport" <<'PY'
-import http.client, json, os, re, statistics, subprocess, sys, threading, time
+import json, os, re, statistics, subprocess, sys, threading, time
+from benchlib import bundle as raw_bundle, connect, pct, raw_argv, wait_ready
 (runsc, rootfs, work, samples, burst, wrk_s, only, port_w, key_w, pid_w, port_c, key_c, evport) = sys.argv[1:]
 samples, burst, wrk_s = int(samples), int(burst), int(wrk_s)
 port_w, port_c, pid_w, evport = int(port_w), int(port_c), int(pid_w), int(evport)
@@ -102,9 +78,6 @@ state = os.path.join(work, "raw-state")
 os.makedirs(state, exist_ok=True)
 DEADLINE = time.monotonic() + 1800  # the whole bench: 30 min at most
 
-def pct(v, p):
-    v = sorted(v); k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1)); return v[k]
-
 def rss_mib(pid):
     for line in open("/proc/%d/status" % pid):
         if line.startswith("VmRSS:"):
@@ -112,27 +85,9 @@ def rss_mib(pid):
     return 0.0
 
 def bundle(i, args):
-    d = os.path.join(work, "raw-%d" % i)
-    os.makedirs(d, exist_ok=True)
-    spec = {
-        "ociVersion": "1.0.2",
-        "process": {"terminal": False, "user": {"uid": 65534, "gid": 65534}, "args": args,
-                    "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8"],
-                    "cwd": "/tmp", "capabilities": {k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")},
-                    "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}, {"type": "RLIMIT_NPROC", "hard": 128, "soft": 128}],
-                    "noNewPrivileges": True},
-        "root": {"path": rootfs, "readonly": True}, "hostname": "sandbox",
-        "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-                   {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=65536k", "mode=1777"]},
-                   {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=32768k"]},
-                   {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro", "nosuid", "nodev", "noexec"]}],
-        "linux": {"namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
-                  "resources": {"memory": {"limit": 268435456}, "cpu": {"quota": 100000, "period": 100000}}},
-    }
-    json.dump(spec, open(os.path.join(d, "config.json"), "w"))
-    return d
+    return raw_bundle(work, i, rootfs, args)
 
-RS = [runsc, "--root=" + state, "--network=none", "--platform=ptrace"]
+RS = raw_argv(runsc, state)
 seq = [0]
 lock = threading.Lock()
 def raw_run(b):
@@ -157,25 +112,6 @@ BODY = json.dumps({"profile": "gvisor", "image": "python:3.11-slim", "command": 
                    "limits": {"cpu": "1", "memory": "256Mi", "timeout_s": 30}})
 def hdr(key):
     return {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
-
-def connect(port):
-    for _ in range(100):
-        try:
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
-            c.request("GET", "/healthz"); c.getresponse().read()
-            return c
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("eaid on %d did not come up" % port)
-
-def wait_ready(port):
-    c = connect(port)
-    for _ in range(150):
-        c.request("GET", "/readyz"); r = c.getresponse(); r.read()
-        if r.status == 200:
-            return
-        time.sleep(0.2)
-    raise SystemExit("eaid on %d not ready" % port)
 
 def submit(conn, key, body=BODY):
     for _ in range(200):  # bounded retry of 429/503 (admission back-pressure)

@@ -31,8 +31,8 @@ struct read_job {
     int rc;
     struct eai_error *err;
     void (*then)(struct read_job *j);
-    void *ctx;                      /* GET context or waiter */
-    struct eai_req *r;              /* the parked request (GET, events); NULL for a waiter or once answered */
+    void *ctx;                      /* the route's context (then() frees it) */
+    struct eai_req *r;              /* the parked request; NULL once answered */
 };
 
 /* The delivery state of a record's completion callback (kv written by
@@ -63,9 +63,21 @@ static void read_work(void *arg)
         attach_callback_state(j->app, j->out);
 }
 
+/* The answers every read shares, a storage error and an id the tenant does
+ * not have (audited), are given here; then(j) answers the rest with j->out
+ * set.  then() is always called, with j->r NULL when the request has been
+ * answered already (here, or by eai_exec_stop), to free its context. */
 static void read_answer(struct eai_req *r, void *arg)
 {
     struct read_job *j = arg;
+    if (r && j->rc < 0) {
+        exec_reply_storage_error(r, "exec_get", j->err);
+        r = NULL;
+    } else if (r && !j->out) {
+        exec_audit_deny(j->app, r, "sandbox.read", j->id, "not_found");
+        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        r = NULL;
+    }
     j->r = r;
     j->then(j);
     j->then = NULL;
@@ -164,12 +176,7 @@ static void get_then(struct read_job *j)
     struct eai_req *r = j->r;
     struct eai_exec *st = exec_state_of(c->app);
     if (!r) {
-        /* answered by eai_exec_stop */
-    } else if (j->rc < 0) {
-        exec_reply_storage_error(r, "exec_get", j->err);
-    } else if (!j->out) {
-        exec_audit_deny(c->app, r, "sandbox.read", j->id, "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        /* answered already (read_answer, eai_exec_stop) */
     } else if (eai_exec_status_terminal(exec_jstr(j->out, "status"))) {
         reply_terminal(st, r, j->tenant, j->out);
     } else if (c->wait_s > 0 && st && !eai_watch_room(st->hub, eai_req_tenant(r), 0)) {
@@ -233,15 +240,6 @@ static void network_then(struct read_job *j)
     struct eai_req *r = j->r;
     if (!r)
         return;
-    if (j->rc < 0) {
-        exec_reply_storage_error(r, "exec_get", j->err);
-        return;
-    }
-    if (!j->out) {
-        exec_audit_deny(j->app, r, "sandbox.read", j->id, "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
-        return;
-    }
     /* the grant's log is stored with the record when the execution ends
      * (docs/egress.md "The network log"); while it runs on this node, the
      * live one; null without egress */
@@ -282,15 +280,6 @@ static void events_then(struct read_job *j)
     free(c);
     if (!r)
         return;
-    if (j->rc < 0) {
-        exec_reply_storage_error(r, "exec_get", j->err);
-        return;
-    }
-    if (!j->out) {
-        exec_audit_deny(j->app, r, "sandbox.read", j->id, "not_found");
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
-        return;
-    }
     int64_t last = eai_sse_last_id(r);
     if (st && !eai_exec_status_terminal(exec_jstr(j->out, "status")) &&
         !eai_watch_room(st->hub, eai_req_tenant(r), 1)) {

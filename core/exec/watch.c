@@ -1,11 +1,12 @@
-/* The watch hub: live state of executions and their subscribers (watch.h). */
+/* The watch hub: live state of executions and their subscribers (watch.h);
+ * the event streams are fed by watch_stream.c (watch_int.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/event.h>
 
-#include "exec/watch.h"
+#include "exec/watch_int.h"
 #include "app.h"
 #include "base/errors.h"
 #include "config/config.h"
@@ -15,58 +16,10 @@
 #include "exec/sse.h"
 #include "http/park.h"
 
-#define WATCH_BUCKETS 256
 #define WATCH_POLL_MS 1000          /* subscribers of executions not running here */
 #define WATCH_CANCEL_KEEP_MS 60000  /* a pending cancel is forgotten after this */
 
-enum sub_kind { SUB_POLL = 1, SUB_SSE = 2 };
-
-struct eai_sub {
-    struct eai_sub *next;
-    struct eai_live *l;
-    struct eai_req *r;
-    enum sub_kind kind;
-    int64_t deadline_ms;            /* SUB_POLL */
-    struct event *timer;            /* SUB_POLL */
-    int attached;                   /* SUB_SSE: receives the local run's output live */
-    int64_t last_id;                /* SUB_SSE: id of the last event the client has (-1 none) */
-    int64_t ping_ms;                /* SUB_SSE: next heartbeat */
-    struct event *pace;             /* SUB_SSE: waiting for a slow reader to take its bytes */
-    json_t *end_rec;                /* SUB_SSE: terminal, its remaining output still to send */
-    char tenant[64];                /* the subscriber's, counted against its limits */
-};
-
-#define SSE_PIECE 16384             /* bytes of output per frame when catching up */
-#define SSE_PACE_MS 50              /* a paused stream looks at its buffer again */
-
-struct eai_live {
-    struct eai_live *next;          /* bucket chain */
-    struct eai_watch *w;
-    char id[64], tenant[64];
-    char status[16];                /* last status known here ("" unknown) */
-    int local;                      /* a run of this node produces it */
-    int pins;                       /* the scheduler's */
-    int queued_here;                /* counts against its tenant's queue bound */
-    int reading;                    /* a storage re-read is in flight */
-    int64_t cancel_ms;              /* pending cancel (0: none) */
-    int ended;                      /* the local run exited (eai_watch_output_end) */
-    struct eai_outbuf out, err;
-    struct eai_outlog log;          /* output events in the order written (sse.h) */
-    struct event *flush_ev;         /* sends the gathering ones (EAI_SSE_COALESCE_MS) */
-    struct eai_sub *subs;
-};
-
-struct eai_watch {
-    struct eai_app *app;
-    struct eai_live *buckets[WATCH_BUCKETS];
-    json_t *queued;                 /* tenant -> records with queued_here */
-    json_t *nsubs[2];               /* tenant -> its long-polls [0], event streams [1] */
-    struct event *poll_ev;
-    int closed;
-    int refs;                       /* the owner's + one per record */
-};
-
-static const char *jstr(const json_t *o, const char *k)
+const char *watch_jstr(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
 }
@@ -177,8 +130,8 @@ int eai_watch_room(const struct eai_watch *w, const char *tenant, int stream)
     return cap <= 0 || json_integer_value(json_object_get(w->nsubs[stream], tenant)) < cap;
 }
 
-/* Unlink s (answered: s->r already replied or NULL) and free it. */
-static void sub_done(struct eai_sub *s)
+/* (watch_int.h) */
+void watch_sub_done(struct eai_sub *s)
 {
     struct eai_live *l = s->l;
     nsubs_add(l->w, s->tenant, s->kind == SUB_SSE, -1);
@@ -196,88 +149,10 @@ static void sub_done(struct eai_sub *s)
     maybe_free(l);
 }
 
-/* ------------------------------------------------------------ event-stream back-pressure */
-
-/* Each attached event stream is fed from the live output buffers (kept
- * once per run), never from copies: while the connection's unsent bytes
- * exceed limits.sse_buffer_bytes nothing more is written to it, and every
- * SSE_PACE_MS it is looked at again; what a slow reader has not taken yet
- * waits in the shared buffer, not in a per-subscriber copy (issue 16.3). */
-static void sse_pace_cb(evutil_socket_t fd, short what, void *arg);
-
-static size_t sse_cap(const struct eai_watch *w)
-{
-    return w->app->cfg && w->app->cfg->sse_buffer_bytes > 0 ? (size_t)w->app->cfg->sse_buffer_bytes : 256 << 10;
-}
-
-/* Send s the output events it does not have (ids above s->last_id) while
- * its connection's buffer stays under the cap.  1 when caught up (or held),
- * 0 when paused (sse_pace_cb resumes it). */
-static int sse_feed(struct eai_sub *s)
-{
-    struct eai_live *l = s->l;
-    size_t cap = sse_cap(l->w);
-    /* while the run is alive the end of stderr is held back: a runtime's
-     * failure line there is dropped when the run ends, never streamed */
-    size_t err_upto = l->err.len;
-    if (l->local && !l->ended)
-        err_upto = l->err.len > EAI_WATCH_ERR_HOLD ? l->err.len - EAI_WATCH_ERR_HOLD : 0;
-    for (size_t i = 0; i < l->log.nsent && s->r; i++) {
-        int64_t id = EAI_SSE_ID_FIRST_OUTPUT + (int64_t)i;
-        if (id <= s->last_id)
-            continue;
-        const struct eai_outlog_ev *e = &l->log.evs[i];
-        if (e->stream && e->off + e->len > err_upto)
-            return 1; /* held, and what follows it (order kept) until the run ends */
-        if (eai_stream_pending(s->r) > cap) {
-            if (!s->pace)
-                s->pace = evtimer_new(l->w->app->base, sse_pace_cb, s);
-            struct timeval tv = {0, SSE_PACE_MS * 1000};
-            if (s->pace)
-                evtimer_add(s->pace, &tv);
-            return 0;
-        }
-        const struct eai_outbuf *b = e->stream ? &l->err : &l->out;
-        size_t len = e->off >= b->len ? 0 : e->off + e->len <= b->len ? e->len : b->len - e->off;
-        if (len) /* (bytes cut at the end, runsc's own lines, send nothing) */
-            eai_sse_chunk(s->r, e->stream ? EAI_STREAM_STDERR : EAI_STREAM_STDOUT, id, b->data + e->off, len);
-        s->last_id = id;
-    }
-    return 1;
-}
-
-static int sse_paused(const struct eai_sub *s)
-{
-    return s->pace && evtimer_pending(s->pace, NULL);
-}
-
-/* The terminal status of a stream that has caught up, and its end. */
-static void sse_finish(struct eai_sub *s)
-{
-    struct eai_req *r = s->r;
-    json_t *rec = s->end_rec;
-    s->end_rec = NULL;
-    s->r = NULL;
-    eai_sse_replay_end(r, rec, s->last_id);
-    json_decref(rec);
-    sub_done(s);
-}
-
-static void sse_pace_cb(evutil_socket_t fd, short what, void *arg)
-{
-    (void)fd;
-    (void)what;
-    struct eai_sub *s = arg;
-    if (!s->r)
-        return;
-    if (sse_feed(s) && s->end_rec)
-        sse_finish(s);
-}
-
 /* Answer s with a record (terminal, or the deadline passed). */
 static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
 {
-    if (s->kind == SUB_SSE && s->attached && s->r && !sse_feed(s)) {
+    if (s->kind == SUB_SSE && s->attached && s->r && !watch_sse_feed(s)) {
         /* a slow reader: its terminal status follows the rest of the output */
         s->end_rec = json_incref((json_t *)rec);
         return;
@@ -288,7 +163,7 @@ static void sub_answer_rec(struct eai_sub *s, const json_t *rec)
         eai_reply_json(r, 200, eai_watch_view(s->l->w, rec));
     else
         eai_sse_replay_end(r, rec, s->last_id);
-    sub_done(s);
+    watch_sub_done(s);
 }
 
 static void sub_answer_error(struct eai_sub *s, enum eai_code code)
@@ -299,7 +174,7 @@ static void sub_answer_error(struct eai_sub *s, enum eai_code code)
         eai_stream_end(r);
     else
         eai_reply_error(r, code, NULL);
-    sub_done(s);
+    watch_sub_done(s);
 }
 
 static void reread(struct eai_live *l);
@@ -328,13 +203,14 @@ static void poll_arm(struct eai_watch *w)
     }
 }
 
-static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_kind kind,
-                               const json_t *rec, int wait_s)
+/* (watch_int.h) */
+struct eai_sub *watch_sub_add(struct eai_watch *w, struct eai_req *r, enum sub_kind kind, const json_t *rec,
+                              int wait_s)
 {
     if (w->closed)
         return NULL;
-    const char *id = jstr(rec, "id");
-    const char *tenant = jstr(rec, "tenant_id") ? jstr(rec, "tenant_id") : eai_req_tenant(r);
+    const char *id = watch_jstr(rec, "id");
+    const char *tenant = watch_jstr(rec, "tenant_id") ? watch_jstr(rec, "tenant_id") : eai_req_tenant(r);
     struct eai_live *l = find_or_add(w, id, tenant);
     struct eai_sub *s = l ? calloc(1, sizeof *s) : NULL;
     if (!s) {
@@ -358,8 +234,8 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
         struct timeval tv = {wait_s, 0};
         event_add(s->timer, &tv);
     }
-    if (!l->status[0] && jstr(rec, "status"))
-        snprintf(l->status, sizeof l->status, "%s", jstr(rec, "status"));
+    if (!l->status[0] && watch_jstr(rec, "status"))
+        snprintf(l->status, sizeof l->status, "%s", watch_jstr(rec, "status"));
     s->next = l->subs;
     l->subs = s;
     snprintf(s->tenant, sizeof s->tenant, "%s", eai_req_tenant(r) ? eai_req_tenant(r) : l->tenant);
@@ -367,7 +243,7 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
     eai_req_on_gone(r, sub_gone_cb, s);
     poll_arm(w);
     /* ours, running when read, no longer here: it ended meanwhile */
-    const char *owner = jstr(rec, "lease_owner");
+    const char *owner = watch_jstr(rec, "lease_owner");
     const char *node = w->app->host ? w->app->host->node_id : NULL;
     if (owner && node && strcmp(owner, node) == 0 && !l->local)
         reread(l);
@@ -376,33 +252,7 @@ static struct eai_sub *sub_add(struct eai_watch *w, struct eai_req *r, enum sub_
 
 int eai_watch_poll(struct eai_watch *w, struct eai_req *r, const json_t *rec, int wait_s)
 {
-    return w && sub_add(w, r, SUB_POLL, rec, wait_s) ? 0 : -1;
-}
-
-/* A status event (non-terminal) to s when it does not have it. */
-static void sub_status(struct eai_sub *s, const char *status)
-{
-    int64_t id = strcmp(status, "queued") == 0 ? EAI_SSE_ID_QUEUED : EAI_SSE_ID_RUNNING;
-    if (!s->r || id <= s->last_id)
-        return;
-    eai_sse_event(s->r, "status", id, json_pack("{s:s}", "status", status));
-    s->last_id = id;
-}
-
-int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec, int64_t last_id)
-{
-    struct eai_sub *s = w ? sub_add(w, r, SUB_SSE, rec, 0) : NULL;
-    if (!s)
-        return -1;
-    s->last_id = last_id;
-    struct eai_live *l = s->l;
-    sub_status(s, l->local ? "running" : jstr(rec, "status") ? jstr(rec, "status") : "queued");
-    if (l->local) {
-        /* output so far (paced), then live events */
-        s->attached = 1;
-        sse_feed(s);
-    }
-    return 0;
+    return w && watch_sub_add(w, r, SUB_POLL, rec, wait_s) ? 0 : -1;
 }
 
 /* ------------------------------------------------------------ re-reads */
@@ -426,7 +276,7 @@ int eai_watch_read(struct eai_app *app, const char *tenant, const char *id, json
     json_decref(filter);
     if (rc >= 0) {
         json_t *one = json_array_get(list, 0);
-        if (one && !eai_exec_status_terminal(jstr(one, "status")))
+        if (one && !eai_exec_status_terminal(watch_jstr(one, "status")))
             *out = json_incref(one);
         else if (one) /* terminal: the record with its output (its inputs are scrubbed by then) */
             rc = st->exec_get(app->storage.self, tenant, id, out, err);
@@ -447,7 +297,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
     (void)unused;
     struct reread_job *j = arg;
     struct eai_live *l = j->l; /* l->reading holds it until reread_free */
-    const char *status = jstr(j->out, "status");
+    const char *status = watch_jstr(j->out, "status");
     int terminal = eai_exec_status_terminal(status);
     int changed = status && strcmp(status, l->status) != 0;
     if (status)
@@ -461,7 +311,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
             if (j->rc < 0) {
                 eai_park_reply_storage(s->r, "exec_get", j->err);
                 s->r = NULL;
-                sub_done(s);
+                watch_sub_done(s);
             } else if (!j->out) {
                 sub_answer_error(s, EAI_E_NOT_FOUND);
             } else if (terminal || now >= s->deadline_ms || l->w->closed) {
@@ -472,7 +322,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
         } else if (terminal) {
             sub_answer_rec(s, j->out);
         } else if (changed) {
-            sub_status(s, status);
+            watch_sub_status(s, status);
         }
     }
     if (terminal)
@@ -578,14 +428,8 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
     if (l->log.nsent == l->log.n)
         return;
     eai_outlog_sent(&l->log);
-    if (l->w->closed)
-        return;
-    for (struct eai_sub *s = l->subs; s; s = s->next)
-        if (s->kind == SUB_SSE && s->r && !s->end_rec) {
-            s->attached = 1;
-            if (!sse_paused(s))
-                sse_feed(s);
-        }
+    if (!l->w->closed)
+        watch_sse_feed_all(l, 1);
 }
 
 void eai_watch_output(struct eai_live *l, enum eai_iso_stream which, const char *data, size_t len)
@@ -614,8 +458,8 @@ json_t *eai_watch_output_events(const struct eai_live *l)
 json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec)
 {
     json_t *v = eai_exec_view(rec);
-    const struct eai_live *l = w ? find(w, jstr(rec, "id")) : NULL;
-    if (!v || !l || !l->local || eai_exec_status_terminal(jstr(rec, "status")))
+    const struct eai_live *l = w ? find(w, watch_jstr(rec, "id")) : NULL;
+    if (!v || !l || !l->local || eai_exec_status_terminal(watch_jstr(rec, "status")))
         return v;
     /* running here: the output so far (the same cap as the final record) */
     for (int k = 0; k < 2; k++) {
@@ -636,11 +480,8 @@ void eai_watch_output_end(struct eai_live *l, size_t n)
         b->len -= n;
     l->ended = 1;
     eai_outlog_sent(&l->log); /* the last gathering events go now */
-    if (l->w->closed)
-        return;
-    for (struct eai_sub *s = l->subs; s; s = s->next)
-        if (s->kind == SUB_SSE && s->r && s->attached && !s->end_rec && !sse_paused(s))
-            sse_feed(s);
+    if (!l->w->closed)
+        watch_sse_feed_all(l, 0);
 }
 
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream which, const char **data,
@@ -672,7 +513,7 @@ void eai_watch_status(struct eai_watch *w, const char *id, const char *tenant, c
             if (s->kind == SUB_SSE && s->r) {
                 /* a local run starts: its output will come live */
                 s->attached = 1;
-                sub_status(s, status);
+                watch_sub_status(s, status);
             }
         return;
     }

@@ -44,6 +44,25 @@ static int open_parent(int rootfd, const char *path, char *buf, size_t buflen, c
     return dfd;
 }
 
+/* The checks and walk every file operation starts with: path valid (else
+ * EINVAL), the tmpfs root of dir, then the directory holding path's last
+ * component (open_parent); buf holds the copy *base points into. */
+static int open_parent_of(const char *dir, const char *path, char *buf, size_t buflen, char **base)
+{
+    if (!eai_pc_tmp_path_valid(path)) {
+        errno = EINVAL;
+        return -1;
+    }
+    int rootfd = open_root(dir);
+    if (rootfd < 0)
+        return -1;
+    int dfd = open_parent(rootfd, path, buf, buflen, base);
+    int e = errno;
+    close(rootfd);
+    errno = e;
+    return dfd;
+}
+
 int eai_pc_tmp_put(const char *dir, unsigned uid, const char *path, const unsigned char *data, size_t len,
                    char *msg, size_t msglen)
 {
@@ -60,16 +79,8 @@ int eai_pc_tmp_get(const char *dir, const char *path, int64_t max, unsigned char
 {
     *out = NULL;
     *outlen = 0;
-    if (!eai_pc_tmp_path_valid(path)) {
-        errno = EINVAL;
-        return -1;
-    }
-    int rootfd = open_root(dir);
-    if (rootfd < 0)
-        return -1;
     char buf[PATH_MAX], *base;
-    int dfd = open_parent(rootfd, path, buf, sizeof(buf), &base);
-    close(rootfd);
+    int dfd = open_parent_of(dir, path, buf, sizeof(buf), &base);
     if (dfd < 0)
         return -1;
     int fd = openat(dfd, base, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -129,16 +140,8 @@ int eai_pc_tmp_get(const char *dir, const char *path, int64_t max, unsigned char
 
 int eai_pc_tmp_delete(const char *dir, const char *path)
 {
-    if (!eai_pc_tmp_path_valid(path)) {
-        errno = EINVAL;
-        return -1;
-    }
-    int rootfd = open_root(dir);
-    if (rootfd < 0)
-        return -1;
     char buf[PATH_MAX], *base;
-    int dfd = open_parent(rootfd, path, buf, sizeof(buf), &base);
-    close(rootfd);
+    int dfd = open_parent_of(dir, path, buf, sizeof(buf), &base);
     if (dfd < 0)
         return -1;
     int rc = unlinkat(dfd, base, 0);
@@ -184,18 +187,14 @@ int eai_pc_tmp_list(const char *dir, const char *path, size_t max, json_t **out)
 {
     *out = NULL;
     int top = !strcmp(path, "/tmp") || !strcmp(path, "/tmp/");
-    if (!top && !eai_pc_tmp_path_valid(path)) {
-        errno = EINVAL;
-        return -1;
-    }
-    int rootfd = open_root(dir);
-    if (rootfd < 0)
-        return -1;
-    int dfd = rootfd;
-    if (!top) {
+    int dfd;
+    if (top) {
+        dfd = open_root(dir);
+        if (dfd < 0)
+            return -1;
+    } else {
         char buf[PATH_MAX], *base;
-        int pfd = open_parent(rootfd, path, buf, sizeof(buf), &base);
-        close(rootfd);
+        int pfd = open_parent_of(dir, path, buf, sizeof(buf), &base);
         if (pfd < 0)
             return -1;
         dfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

@@ -129,6 +129,11 @@ int eai_download_files(struct eai_http *h, const json_t *rec, const char *dir, i
  * (reported).  Once eai_interrupted is set (exec's Ctrl-C) it cancels the
  * execution first. */
 json_t *eai_wait_terminal(struct eai_http *h, const char *id);
+/* Wait for the end of id and print it (exec, session exec): with json the
+ * terminal record on stdout; else the program's stdout and stderr on ours,
+ * as they come when follow (eai_follow_events), the rest from the record.
+ * The record (the caller's, for the exit code), or NULL (reported). */
+json_t *eai_wait_and_print(struct eai_http *h, const char *id, int json, int follow);
 /* The exit code of a terminal record (0, the program's code, 124, 137, 125),
  * with a line on stderr for the abnormal ends. */
 int eai_exit_for(const json_t *rec);

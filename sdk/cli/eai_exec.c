@@ -136,6 +136,23 @@ json_t *eai_wait_terminal(struct eai_http *h, const char *id)
     }
 }
 
+json_t *eai_wait_and_print(struct eai_http *h, const char *id, int json, int follow)
+{
+    /* Live output while it runs, then the terminal record by long-poll,
+     * and whatever the stream missed (all of it without follow). */
+    uint64_t printed[2] = {0, 0};
+    if (follow && !json)
+        eai_follow_events(h, id, printed);
+    json_t *rec = eai_wait_terminal(h, id);
+    if (!rec)
+        return NULL;
+    if (json)
+        eai_print_json(rec);
+    else
+        eai_print_rest(rec, printed);
+    return rec;
+}
+
 int eai_cmd_exec(const struct eai_opts *go, int argc, char **argv)
 {
     struct eai_opts o = *go;
@@ -291,17 +308,9 @@ int eai_cmd_exec(const struct eai_opts *go, int argc, char **argv)
     json_decref(resp);
     signal(SIGINT, on_sigint);
     signal(SIGTERM, on_sigint);
-    /* Live output while it runs (not with --json: the record says it all),
-     * then the terminal record by long-poll, and whatever the stream missed. */
-    uint64_t printed[2] = {0, 0};
-    if (!o.json)
-        eai_follow_events(&h, id, printed);
-    json_t *rec = eai_wait_terminal(&h, id);
+    /* live output (not with --json: the record says it all) */
+    json_t *rec = eai_wait_and_print(&h, id, o.json, 1);
     if (rec) {
-        if (o.json)
-            eai_print_json(rec);
-        else
-            eai_print_rest(rec, printed);
         if (json_is_true(json_object_get(rec, "stdout_truncated")))
             fprintf(stderr, "eai: %s: stdout was truncated at the output limit\n", id);
         if (json_is_true(json_object_get(rec, "stderr_truncated")))

@@ -277,15 +277,9 @@ static int verb_exec(struct eai_http *h, const struct sargs *a, int argc, char *
     fprintf(stderr, "eai: execution %s in %s (%s)\n", id, a->pos[0],
             eai_jstr(r, "status") ? eai_jstr(r, "status") : "?");
     json_decref(r);
-    json_t *rec = eai_wait_terminal(h, id);
+    /* the output once it has ended (docs/executions.md: session exec) */
+    json_t *rec = eai_wait_and_print(h, id, a->o.json, 0);
     if (rec) {
-        if (a->o.json) {
-            eai_print_json(rec);
-        } else {
-            eai_print_stream(rec, "stdout", stdout);
-            fflush(stdout);
-            eai_print_stream(rec, "stderr", stderr);
-        }
         rc = eai_exit_for(rec);
         json_decref(rec);
     }

@@ -11,6 +11,7 @@ import subprocess
 import tempfile
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -93,6 +94,13 @@ class Env:
             argv += ["--config", self.config]
         return subprocess.run(argv, env=self.base_env(), capture_output=True, timeout=timeout)
 
+    def pg_migrate(self, owner_url, app_url):
+        """`eaid migrate --app-role eai_app` as the owner; eaid then connects as app_url."""
+        self.extra_env["EAI_DATABASE_URL"] = owner_url
+        r = self.cmd("migrate", "--app-role", "eai_app")
+        check(r.returncode == 0, "migrate: %s" % r.stderr)
+        self.extra_env["EAI_DATABASE_URL"] = app_url
+
     def make_key(self, tenant_name="hostile"):
         r = self.cmd("tenants", "create", tenant_name)
         check(r.returncode == 0, "tenants create: %s" % r.stderr)
@@ -168,6 +176,41 @@ class Env:
                 return b
             time.sleep(0.5)
         raise Fail("execution %s not terminal after %d s" % (eid, timeout))
+
+
+# ---- PostgreSQL (tests/support/pg_cluster.sh's EAI_TEST_PG_*_URL)
+
+def with_db(url, db):
+    p = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit((p.scheme, p.netloc, "/" + db, p.query, p.fragment))
+
+
+def psql(url, sql):
+    return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
+                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
+
+
+def pg_urls():
+    """(owner, app, super) URLs of the test cluster, or None when one is unset."""
+    urls = tuple(os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
+    return urls if all(urls) else None
+
+
+def pg_fresh_db(sup, db):
+    """db made anew, owned by eai_owner, eai_app may connect."""
+    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
+    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % db)
+    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % db)
+
+
+def write_pepper(tmp):
+    """A fresh pepper file (mode 0600) in tmp, for EAI_AUTH_PEPPER_FILE: two
+    replicas on one database must share it."""
+    pepper = os.path.join(tmp, "pepper")
+    with open(pepper, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    os.chmod(pepper, 0o600)
+    return pepper
 
 
 def run_cases(cases, only_env="EAI_HOSTILE_ONLY"):

@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, Fail, check, ensure_image, run_cases  # noqa: E402
+from eaid_env import Env, Fail, check, ensure_image, pg_fresh_db, pg_urls, psql, run_cases, with_db, write_pepper  # noqa: E402
 from test_crash_sandboxes import cleanup, leftovers, procs_of, write  # noqa: E402
 
 IMAGE = "python:3.11-slim"
@@ -171,30 +171,22 @@ def case_kill9_one_of_two_replicas_on_postgres():
     -9 of one: every execution terminal within the lease plus a minute, usage
     events exactly once, nothing left on either data dir.  Skipped without
     EAI_TEST_PG_*_URL."""
-    from test_pg_restart import psql, with_db
-    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
-    if not (owner and app and sup):
+    if not pg_urls():
         print("  (no PostgreSQL: EAI_TEST_PG_*_URL unset)")
         return
+    owner, app, sup = pg_urls()
     db = "eai_hostile_faults"
-    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
-    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % db)
-    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % db)
+    pg_fresh_db(sup, db)
     tmp = tempfile.mkdtemp(prefix="eai-faults-pg-")
-    pepper = os.path.join(tmp, "pepper")
-    with open(pepper, "w") as f:
-        f.write(os.urandom(32).hex() + "\n")
-    os.chmod(pepper, 0o600)
+    pepper = write_pepper(tmp)
     cfg = write(os.path.join(tmp, "eaid.yaml"),
                 "isolation:\n  gvisor:\n    pool: 0\n"
                 "scheduler:\n  max_concurrent: 2\n  max_per_tenant: 2\n  lease_ms: %d\n" % LEASE_MS)
     common = {"EAI_DATABASE_URL": with_db(app, db), "EAI_AUTH_PEPPER_FILE": pepper}
     reps = []
     try:
-        cli = Env(config=cfg, env=dict(common, EAI_DATABASE_URL=with_db(owner, db)))
-        r = cli.cmd("migrate", "--app-role", "eai_app")
-        check(r.returncode == 0, "migrate: %s" % r.stderr)
-        cli.extra_env["EAI_DATABASE_URL"] = with_db(app, db)
+        cli = Env(config=cfg, env=common)
+        cli.pg_migrate(with_db(owner, db), with_db(app, db))
         key = cli.make_key("faults-pg")
         cli.stop()
         for _ in range(2):

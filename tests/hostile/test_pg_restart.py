@@ -23,23 +23,13 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
+from eaid_env import Env, check, ensure_image, pg_fresh_db, pg_urls, psql, run_cases, with_db, write_pepper  # noqa: E402
 
 IMAGE = "python:3.11-slim"
 DB = "eai_hostile_pgrestart"
 PGBIN = os.environ.get("EAI_PG_BIN", "/usr/lib/postgresql/15/bin")
 RATE_S = 0.25       # one submission every 250 ms
 LOAD_S = 12         # for 12 s, the restart at 4 s
-
-
-def with_db(url, db):
-    p = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((p.scheme, p.netloc, "/" + db, p.query, p.fragment))
-
-
-def psql(url, sql):
-    return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
-                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
 
 
 def cluster_dir(url):
@@ -66,25 +56,17 @@ def post(e, body):
 
 
 def case_pg_restart_under_load():
-    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
-    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
-    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % DB)
-    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % DB)
+    owner, app, sup = pg_urls()
+    pg_fresh_db(sup, DB)
     tmp = tempfile.mkdtemp(prefix="eai-pgrestart-")
-    pepper = os.path.join(tmp, "pepper")
-    with open(pepper, "w") as f:
-        f.write(os.urandom(32).hex() + "\n")
-    os.chmod(pepper, 0o600)
+    pepper = write_pepper(tmp)
     cfg = os.path.join(tmp, "eaid.yaml")
     with open(cfg, "w") as f:
         f.write("isolation:\n  gvisor:\n    pool: 0\nscheduler:\n  lease_ms: 5000\n")
-    common = {"EAI_DATABASE_URL": with_db(app, DB), "EAI_AUTH_PEPPER_FILE": pepper}
-    e = Env(config=cfg, env=dict(common, EAI_DATABASE_URL=with_db(owner, DB)), tmp=tmp)
+    e = Env(config=cfg, env={"EAI_AUTH_PEPPER_FILE": pepper}, tmp=tmp)
     e.own_tmp = True  # stop() removes it
     try:
-        r = e.cmd("migrate", "--app-role", "eai_app")
-        check(r.returncode == 0, "migrate: %s" % r.stderr)
-        e.extra_env["EAI_DATABASE_URL"] = with_db(app, DB)
+        e.pg_migrate(with_db(owner, DB), with_db(app, DB))
         e.make_key("pgrestart")
         e.start(ready_path="/readyz", timeout=120)
         body = {"profile": "gvisor-small", "image": IMAGE, "command": ["sh", "-c", "echo ok"]}
@@ -135,7 +117,7 @@ def case_pg_restart_under_load():
 
 
 if __name__ == "__main__":
-    if not all(os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER")):
+    if not pg_urls():
         print("SKIP: no PostgreSQL (EAI_TEST_PG_*_URL unset)")
         sys.exit(77)
     if os.geteuid() != 0:

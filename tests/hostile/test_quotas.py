@@ -30,7 +30,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
+from eaid_env import Env, check, ensure_image, pg_fresh_db, pg_urls, psql, run_cases, with_db, write_pepper  # noqa: E402
 from test_crash_sandboxes import write  # noqa: E402
 
 IMAGE = "python:3.11-slim"
@@ -153,32 +153,24 @@ def case_postgres_quotas():
     """The same executions and stored-bytes quotas on PostgreSQL (its own
     database), when EAI_TEST_PG_*_URL are set; retention is SQLite only."""
     global E
-    from test_pg_restart import psql, with_db
-    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
-    if not (owner and app and sup):
+    if not pg_urls():
         print("  (no PostgreSQL: EAI_TEST_PG_*_URL unset)")
         return
+    owner, app, sup = pg_urls()
     db = "eai_hostile_quotas"
-    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % db)
-    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % db)
-    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % db)
+    pg_fresh_db(sup, db)
     tmp = tempfile.mkdtemp(prefix="eai-quota-pg-")
-    pepper = os.path.join(tmp, "pepper")
-    with open(pepper, "w") as f:
-        f.write(os.urandom(32).hex() + "\n")
-    os.chmod(pepper, 0o600)
+    pepper = write_pepper(tmp)
     cfg = write(os.path.join(tmp, "eaid.yaml"),
                 "isolation:\n  gvisor:\n    pool: 0\n"
                 "quotas:\n  executions_per_window: 3\n  stored_bytes: 120000\n"
                 "retention:\n  executions_days: 1\n  interval_s: 1\n")
     saved, saved_keys = E, dict(KEYS)
-    E = Env(config=cfg, tmp=tmp, env={"EAI_DATABASE_URL": with_db(owner, db), "EAI_AUTH_PEPPER_FILE": pepper})
+    E = Env(config=cfg, tmp=tmp, env={"EAI_AUTH_PEPPER_FILE": pepper})
     E.own_tmp = True  # stop() removes it
     KEYS.clear()
     try:
-        r = E.cmd("migrate", "--app-role", "eai_app")
-        check(r.returncode == 0, "migrate: %s" % r.stderr)
-        E.extra_env["EAI_DATABASE_URL"] = with_db(app, db)
+        E.pg_migrate(with_db(owner, db), with_db(app, db))
         E.start(ready_path="/readyz", timeout=120)
         case_executions_per_window()
         case_stored_bytes()

@@ -15,15 +15,13 @@ Needs EAI_TEST_PG_OWNER_URL, EAI_TEST_PG_APP_URL, EAI_TEST_PG_SUPER_URL
 (tests/support/pg_cluster.sh); exit 77 (skip) when unset."""
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from eaid_env import Env, check, ensure_image, run_cases  # noqa: E402
+from eaid_env import Env, check, ensure_image, pg_fresh_db, pg_urls, psql, run_cases, with_db, write_pepper  # noqa: E402
 
 DB = "eai_hostile_replicas"
 IMAGE = "python:3.11-slim"
@@ -33,16 +31,6 @@ R = []
 KEY = None
 TMP = None
 APP_DB = None
-
-
-def with_db(url, db):
-    p = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit((p.scheme, p.netloc, "/" + db, p.query, p.fragment))
-
-
-def psql(url, sql):
-    return subprocess.run(["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql],
-                          check=True, capture_output=True, text=True, timeout=60).stdout.strip()
 
 
 def metric(env, name):
@@ -125,29 +113,22 @@ def case_other_pepper_replica_hint():
 
 def main():
     global KEY, TMP, APP_DB
-    owner, app, sup = (os.environ.get("EAI_TEST_PG_%s_URL" % k) for k in ("OWNER", "APP", "SUPER"))
-    if not (owner and app and sup):
+    if not pg_urls():
         print("SKIP: no PostgreSQL (EAI_TEST_PG_*_URL unset)")
         sys.exit(77)
+    owner, app, sup = pg_urls()
     ensure_image()
-    psql(sup, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
-    psql(sup, "CREATE DATABASE %s OWNER eai_owner" % DB)
-    psql(sup, "GRANT CONNECT ON DATABASE %s TO eai_app" % DB)
+    pg_fresh_db(sup, DB)
     APP_DB = with_db(app, DB)
     TMP = tempfile.mkdtemp(prefix="eai-hostile-pg-")
-    pepper = os.path.join(TMP, "pepper")
-    with open(pepper, "w") as f:
-        f.write(os.urandom(32).hex() + "\n")
-    os.chmod(pepper, 0o600)
+    pepper = write_pepper(TMP)
     cfg = os.path.join(TMP, "eaid.yaml")
     with open(cfg, "w") as f:
         f.write("scheduler:\n  lease_ms: 3000\n  max_concurrent: 1\n  max_per_tenant: 1\n")
     common = {"EAI_DATABASE_URL": APP_DB, "EAI_AUTH_PEPPER_FILE": pepper}
     try:
-        cli = Env(config=cfg, env=dict(common, EAI_DATABASE_URL=with_db(owner, DB)))
-        r = cli.cmd("migrate", "--app-role", "eai_app")
-        check(r.returncode == 0, "migrate: %s" % r.stderr)
-        cli.extra_env["EAI_DATABASE_URL"] = APP_DB
+        cli = Env(config=cfg, env=common)
+        cli.pg_migrate(with_db(owner, DB), APP_DB)
         KEY = cli.make_key("replicas")
         cli.stop()
         for _ in range(2):

@@ -541,6 +541,15 @@ static void test_idempotency_and_tenants(void)
     snprintf(cancel, sizeof(cancel), "%s/cancel", loc);
     CU_ASSERT_EQUAL(req("POST", cancel, gb, NULL, &r), 404);
     th_resp_free(&r);
+    /* its events and network log too (exec_read.c read_answer) */
+    static const char *const sub[] = {"/events", "/network"};
+    for (size_t k = 0; k < sizeof sub / sizeof sub[0]; k++) {
+        char p[300];
+        snprintf(p, sizeof(p), "%s%s", loc, sub[k]);
+        CU_ASSERT_EQUAL(req("GET", p, gb, NULL, &r), 404);
+        CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+        th_resp_free(&r);
+    }
     /* the refusing backend ends it in error: recorded, never silently */
     int terminal = 0;
     for (int i = 0; i < 50 && !terminal; i++) {

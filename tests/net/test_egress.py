@@ -3,9 +3,9 @@
 
   test_egress.py HARNESS
 
-Builds a test internet of its own: network namespace I ("internet", peers.py:
-DNS, HTTP, HTTPS with a CA made here, a UDP sink) on 198.18.0.0/15 test
-addresses behind a veth.  HARNESS runs the real DNS responder and gateway and
+Builds a test internet of its own (testnet.py: network namespace "internet"
+with peers.py: DNS, HTTP, HTTPS with a CA made here, a UDP sink) on
+198.18.0.0/15 test addresses behind a veth.  HARNESS runs the real DNS responder and gateway and
 does what eaid does per execution (core/net/netns.c): the sandbox's network
 namespace and veth from a pool of 198.19.x.0/30 slots, and the nftables table
 that redirects its DNS and TCP to them, under a prefix of this test's own.
@@ -26,49 +26,20 @@ import time
 
 HARNESS = sys.argv[1]
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from testnet import TestNet, sh, stop  # noqa: E402
+
 TAG = "%04x" % (os.getpid() & 0xffff)
-INET = "eai-ti-" + TAG
-INET_H, INET_N = "eai-i%sh" % TAG, "eai-i%sn" % TAG
 PREFIX = "eat" + "abcdefghijklmnopqrstuvwxyz"[os.getpid() % 26]  # the harness's netns/nft prefix
 POOL = "198.19.%d.0/24" % (os.getpid() % 250)
 passed, failed = [], []
 T0 = time.monotonic()
 
 
-def sh(*cmd, check=True, **kw):
-    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
-
-
 def check(cond, what):
     what = "[%.1fs] %s" % (time.monotonic() - T0, what)
     (passed if cond else failed).append(what)
     print(("ok   " if cond else "FAIL ") + what, flush=True)
-
-
-def setup(work):
-    sh("ip", "netns", "add", INET)
-    # internet side: host 198.18.1.1 <-> 198.18.1.2, servers on 198.18.2.x
-    sh("ip", "link", "add", INET_H, "type", "veth", "peer", "name", INET_N)
-    sh("ip", "link", "set", INET_N, "netns", INET)
-    sh("ip", "addr", "add", "198.18.1.1/30", "dev", INET_H)
-    sh("ip", "link", "set", INET_H, "up")
-    for a in ("198.18.1.2/30 dev " + INET_N, "198.18.2.10/32 dev lo", "198.18.2.20/32 dev lo",
-              "198.18.2.53/32 dev lo"):
-        sh("ip", "-n", INET, "addr", "add", *a.split())
-    sh("ip", "-n", INET, "link", "set", "lo", "up")
-    sh("ip", "-n", INET, "link", "set", INET_N, "up")
-    sh("ip", "-n", INET, "route", "add", "default", "via", "198.18.1.1")
-    sh("ip", "route", "add", "198.18.2.0/24", "via", "198.18.1.2")
-    # a CA and a certificate for tls.test
-    sh("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=eai test CA",
-       "-keyout", work + "/ca.key", "-out", work + "/ca.pem", "-addext", "basicConstraints=critical,CA:TRUE",
-       "-addext", "keyUsage=critical,keyCertSign")
-    sh("openssl", "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=tls.test", "-keyout", work + "/srv.key",
-       "-out", work + "/srv.csr")
-    with open(work + "/ext.cnf", "w") as f:
-        f.write("subjectAltName=DNS:tls.test,DNS:allowed.test\n")
-    sh("openssl", "x509", "-req", "-in", work + "/srv.csr", "-CA", work + "/ca.pem", "-CAkey", work + "/ca.key",
-       "-CAcreateserial", "-days", "2", "-out", work + "/srv.pem", "-extfile", work + "/ext.cnf")
 
 
 SBX = {}  # filled from the harness: path, sandbox_ip, host_ip
@@ -86,32 +57,16 @@ def client(work, *args):
         return {"ok": False, "error": "client: " + r.stderr[-300:], "elapsed": 0}
 
 
-def teardown(procs):
-    for p in procs:
-        if p and p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-    sh("ip", "route", "del", "198.18.2.0/24", check=False)
-    sh("ip", "link", "del", INET_H, check=False)
-    sh("ip", "netns", "del", INET, check=False)
-
-
 def main():
     if os.geteuid() != 0 or not shutil.which("nft"):
         print("test_egress: needs root and nft (apt-get install nftables)")
         return 1
     work = tempfile.mkdtemp(prefix="eai-egress-")
-    peers = harness = None
+    net = TestNet(work, TAG)
+    harness = None
     log = {}
     try:
-        setup(work)
-        peers = subprocess.Popen(["nsenter", "--net=/var/run/netns/" + INET, sys.executable,
-                                  os.path.join(HERE, "peers.py"), work, work + "/srv.pem", work + "/srv.key"],
-                                 stdout=subprocess.PIPE, text=True)
-        check(peers.stdout.readline().strip() == "ready", "test internet up")
+        check(net.up(), "test internet up")
         entries = ",".join(["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080",
                             "rebind.test:80", "meta.test:80"])
         harness = subprocess.Popen([HARNESS, "--resolver", "198.18.2.53:53", "--synthetic", "198.51.100.0/24",
@@ -169,10 +124,8 @@ def main():
         r = client(work, "url", "http://allowed.test/big?n=%d" % (8 << 20))
         check(r["ok"] and r["n"] == 8 << 20, "8 MiB download through the gateway: %s" % {k: r[k] for k in ("ok", "n", "error")})
         time.sleep(0.5)
-        udp_log = os.path.join(work, "udp.log")
-        check(not os.path.exists(udp_log), "UDP other than DNS goes nowhere")
-        with open(os.path.join(work, "dns.log")) as f:
-            asked = f.read().split()
+        check(not net.udp_seen(), "UDP other than DNS goes nowhere")
+        asked = net.dns_asked()
         check("not-listed.test" not in asked and "other.test" not in asked and "wild.test" not in asked,
               "the upstream DNS never saw a refused name: %s" % sorted(set(asked)))
         harness.send_signal(signal.SIGTERM)
@@ -197,11 +150,12 @@ def main():
               meta[0].get("address_class") == "link_local", "refusal names the address and its class: %s" % meta[:1])
         check(log["bytes_in"] >= 8 << 20, "bytes counted: %s in" % log["bytes_in"])
     finally:
-        teardown([harness, peers])
+        stop(harness)
+        net.down()
         shutil.rmtree(work, ignore_errors=True)
     links = sh("ip", "-o", "link").stdout
     netns = sh("ip", "netns", "list").stdout
-    check(TAG not in links and PREFIX not in links and INET not in netns and PREFIX + "-" not in netns and
+    check(TAG not in links and PREFIX not in links and net.ns not in netns and PREFIX + "-" not in netns and
           ("inet " + PREFIX) not in sh("nft", "list", "tables").stdout, "no netns, veth or nft table left")
     print("%d passed, %d failed" % (len(passed), len(failed)))
     return 1 if failed else 0

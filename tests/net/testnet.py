@@ -15,6 +15,16 @@ def sh(*cmd, check=True, **kw):
     return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
 
 
+def stop(p):
+    """Terminate p (a Popen, may be None) if it still runs; killed after 5 s."""
+    if p and p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 class TestNet:
     def __init__(self, work, tag):
         self.work, self.tag = work, tag
@@ -61,13 +71,7 @@ class TestNet:
         return os.path.exists(os.path.join(self.work, "udp.log"))
 
     def down(self):
-        p = self.peers
-        if p and p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(self.peers)
         sh("ip", "route", "del", "198.18.2.0/24", check=False)
         sh("ip", "link", "del", self.host_if, check=False)
         sh("ip", "netns", "del", self.ns, check=False)

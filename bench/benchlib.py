@@ -1,0 +1,68 @@
+"""The Python side of bench/lib.sh, for bench/gvisor.sh and bench/perf.sh:
+the raw `runsc` bundle identical to what eaid runs (same image, user,
+limits, rlimits), percentiles, connections to eaid."""
+import http.client
+import json
+import os
+import time
+
+
+def bundle(work, i, rootfs, args):
+    """$work/raw-<i>/config.json running args in rootfs; the bundle dir."""
+    d = os.path.join(work, "raw-%d" % i)
+    os.makedirs(d, exist_ok=True)
+    spec = {
+        "ociVersion": "1.0.2",
+        "process": {"terminal": False, "user": {"uid": 65534, "gid": 65534}, "args": args,
+                    "env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/tmp", "LANG=C.UTF-8"],
+                    "cwd": "/tmp", "capabilities": {k: [] for k in ("bounding", "effective", "inheritable", "permitted", "ambient")},
+                    "rlimits": [{"type": "RLIMIT_NOFILE", "hard": 1024, "soft": 1024}, {"type": "RLIMIT_NPROC", "hard": 128, "soft": 128}],
+                    "noNewPrivileges": True},
+        "root": {"path": rootfs, "readonly": True}, "hostname": "sandbox",
+        "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+                   {"destination": "/tmp", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev", "size=65536k", "mode=1777"]},
+                   {"destination": "/dev/shm", "type": "tmpfs", "source": "shm", "options": ["nosuid", "nodev", "noexec", "mode=1777", "size=32768k"]},
+                   {"destination": "/sys", "type": "sysfs", "source": "sysfs", "options": ["ro", "nosuid", "nodev", "noexec"]}],
+        "linux": {"namespaces": [{"type": t} for t in ("pid", "network", "ipc", "uts", "mount")],
+                  "resources": {"memory": {"limit": 268435456}, "cpu": {"quota": 100000, "period": 100000}}},
+    }
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(spec, f)
+    return d
+
+
+def raw_argv(runsc, state):
+    """runsc and the flags of every raw run: its own state dir, no network."""
+    return [runsc, "--root=" + state, "--network=none", "--platform=ptrace"]
+
+
+def pct(v, p):
+    v = sorted(v)
+    k = max(0, min(len(v) - 1, int(round(p / 100.0 * len(v) + 0.5)) - 1))
+    return v[k]
+
+
+def connect(port):
+    """A connection to eaid on loopback once /healthz answers (10 s at most)."""
+    for _ in range(100):
+        try:
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            c.request("GET", "/healthz")
+            c.getresponse().read()
+            return c
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("eaid on %d did not come up" % port)
+
+
+def wait_ready(port):
+    """Until /readyz answers 200 (the backend's probe; 30 s at most)."""
+    c = connect(port)
+    for _ in range(150):
+        c.request("GET", "/readyz")
+        r = c.getresponse()
+        r.read()
+        if r.status == 200:
+            return
+        time.sleep(0.2)
+    raise SystemExit("eaid on %d not ready" % port)
