@@ -17,6 +17,7 @@ internet of tests/net/testnet.py (198.18.0.0/15, namespaces made here):
    H  a host-kernel client in a sandbox namespace -> the same gateway
       (tests/net/egress_harness): G without gVisor, so H/D is the gateway's
       own cost;
+   HC H with the gateway's fallback (bufferevent copies, not splice(2));
    V, VH  gVisor alone: runsc --network=sandbox (same flags and platform as
       eaid, a bench-made namespace with the same veth MTU) downloading from a
       server on the veth's host side, no gateway; VH the same download by a
@@ -198,18 +199,10 @@ def gvisor_alone(work):
         sh("ip", "netns", "del", VNS)
 
 
-def throughput(env, work):
-    code = DL % ("allowed.test", MB << 20)
-    direct = rates(subprocess.run([sys.executable, "-c", DL % ("198.18.2.10", MB << 20)], capture_output=True,
-                                  text=True, timeout=600).stdout)
-    w, rec = run(env, ["python3", "-c", code], True, cpu="2000m")
-    gw = rates(rec["stdout"])
-    env.stop(clean=False)
-    # H: the gateway alone, the same client on the host kernel's stack in a
-    # sandbox namespace (tests/net/egress_harness: eaid's engine, netns, nft)
+def gateway_alone(work, code, extra):
     harness = subprocess.Popen([os.path.join(os.environ.get("EAI_BUILD_DIR", "build"), "tests", "egress_harness"),
                                 "--resolver", "198.18.2.53:53", "--netns", "eaby", "--pool", "198.19.252.0/24",
-                                "--grant", "sbx_bench", "allowed.test:80"],
+                                "--max-bytes", str(16 << 30)] + extra + ["--grant", "sbx_bench", "allowed.test:80"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     ns = host_ip = None
     for line in iter(harness.stdout.readline, ""):
@@ -219,15 +212,29 @@ def throughput(env, work):
         if line.strip() == "ready":
             break
     try:
-        host = rates(in_netns(ns, host_ip, work, code))
+        return rates(in_netns(ns, host_ip, work, code))
     finally:
         harness.terminate()
         harness.wait(timeout=10)
+
+
+def throughput(env, work):
+    code = DL % ("allowed.test", MB << 20)
+    direct = rates(subprocess.run([sys.executable, "-c", DL % ("198.18.2.10", MB << 20)], capture_output=True,
+                                  text=True, timeout=600).stdout)
+    w, rec = run(env, ["python3", "-c", code], True, cpu="2000m")
+    gw = rates(rec["stdout"])
+    env.stop(clean=False)
+    # H: the gateway alone, the same client on the host kernel's stack in a
+    # sandbox namespace (tests/net/egress_harness: eaid's engine, netns, nft);
+    # HC: the same with the gateway's fallback copies (--no-splice)
+    host, copy = gateway_alone(work, code, []), gateway_alone(work, code, ["--no-splice"])
     v, vh = gvisor_alone(work)
     print("download %d MB x %d (medians, all in MB/s):" % (MB, R), flush=True)
     print("  D  direct, host -> test server:                     " + fmt(direct))
     print("  G  sandbox -> eaid's gateway -> test server:        " + fmt(gw))
     print("  H  host-kernel client -> eaid's gateway -> server:  " + fmt(host))
+    print("  HC the same, gateway copying (no splice(2)):         " + fmt(copy))
     print("  V  sandbox -> server on its veth, no gateway:       " + fmt(v))
     print("  VH host-kernel client -> that server, no gateway:   " + fmt(vh))
     print("ratio G/D %.2f (goal >= 0.8); gateway's own H/D %.2f; gVisor's own V/VH %.2f; G/H %.2f" %
