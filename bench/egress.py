@@ -22,7 +22,10 @@ internet of tests/net/testnet.py (198.18.0.0/15, namespaces made here):
       eaid, a bench-made namespace with the same veth MTU) downloading from a
       server on the veth's host side, no gateway; VH the same download by a
       host-kernel client in that namespace: V/VH is gVisor's netstack cost.
-EAI_BENCH_ONLY=latency or =throughput runs one half.
+EAI_BENCH_ONLY=latency or =throughput runs one half; =warm only measures
+`runsc exec` into a warm sandbox booted with --network=none against one
+booted with --network=sandbox in a namespace (the warm pool for egress,
+docs/egress.md), N each, twice.
 Every loop is bounded (N <= 50, MB <= 500, R <= 20); everything made is removed."""
 import json
 import os
@@ -157,46 +160,104 @@ def serve_big(ip, port):
     return s
 
 
+def vnet_up():
+    sh = lambda *a: subprocess.run(a, capture_output=True, text=True)  # noqa: E731
+    sh("ip", "netns", "add", VNS)
+    for c in (["link", "add", "eabvh", "mtu", str(VMTU), "type", "veth", "peer", "name", "eabvs", "mtu", str(VMTU)],
+              ["link", "set", "eabvs", "netns", VNS], ["addr", "add", VHOST + "/30", "dev", "eabvh"],
+              ["link", "set", "eabvh", "up"]):
+        sh("ip", *c)
+    for c in (["link", "set", "eabvs", "name", "eth0"], ["addr", "add", VSBX + "/30", "dev", "eth0"],
+              ["link", "set", "eth0", "up"], ["link", "set", "lo", "up"], ["route", "add", "default", "via", VHOST]):
+        sh("ip", "-n", VNS, *c)
+
+
+def vnet_down():
+    subprocess.run(["ip", "link", "del", "eabvh"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", VNS], capture_output=True)
+
+
+def vbundle(work, name, args, netns):
+    b = os.path.join(work, name)
+    os.makedirs(b + "/tmp")
+    os.chmod(b + "/tmp", 0o1777)
+    nss = [{"type": "pid"}, {"type": "network"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]
+    if netns:
+        nss[1]["path"] = "/var/run/netns/" + VNS
+    spec = {"ociVersion": "1.0.2", "hostname": "sandbox",
+            "process": {"terminal": False, "user": {"uid": 65534, "gid": 65534}, "args": args,
+                        "env": ["PATH=/usr/local/bin:/usr/bin:/bin"], "cwd": "/tmp", "noNewPrivileges": True},
+            "root": {"path": os.path.join(eaid_env.IMAGES, "python", "3.11-slim", "rootfs"), "readonly": True},
+            "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
+                       {"destination": "/tmp", "type": "bind", "source": b + "/tmp", "options": ["rbind", "rw"]}],
+            "linux": {"namespaces": nss}}
+    with open(b + "/config.json", "w") as f:
+        json.dump(spec, f)
+    return b
+
+
+def vrunsc(work, net, *args):
+    """runsc as eaid's gvisor backend runs it (ptrace; for --network=sandbox
+    the /proc/sys/net workaround, docs/gvisor.md)."""
+    cmd = ["runsc", "--root=" + os.path.join(work, "vstate"), "--network=" + net, "--platform=ptrace"] + list(args)
+    if net == "sandbox":
+        cmd = ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
+               'mount -t tmpfs -o ro,size=4k,mode=0555 eai-nonet /proc/sys/net && exec "$@"', "sh"] + cmd
+    return cmd
+
+
 def gvisor_alone(work):
     """V and VH: runsc --network=sandbox in a namespace of the bench's own
     (veth MTU as eaid's), downloading from serve_big on the veth's host side;
-    no gateway, no nftables.  The same runsc flags as eaid's gvisor backend,
-    with the /proc/sys/net workaround (docs/gvisor.md)."""
-    sh = lambda *a: subprocess.run(a, capture_output=True, text=True)  # noqa: E731
-    sh("ip", "netns", "add", VNS)
+    no gateway, no nftables."""
+    vnet_up()
     try:
-        for c in (["link", "add", "eabvh", "mtu", str(VMTU), "type", "veth", "peer", "name", "eabvs", "mtu", str(VMTU)],
-                  ["link", "set", "eabvs", "netns", VNS], ["addr", "add", VHOST + "/30", "dev", "eabvh"],
-                  ["link", "set", "eabvh", "up"]):
-            sh("ip", *c)
-        for c in (["link", "set", "eabvs", "name", "eth0"], ["addr", "add", VSBX + "/30", "dev", "eth0"],
-                  ["link", "set", "eth0", "up"], ["link", "set", "lo", "up"], ["route", "add", "default", "via", VHOST]):
-            sh("ip", "-n", VNS, *c)
         srv = serve_big(VHOST, 8080)
         code = DL % ("%s:8080" % VHOST, MB << 20)
         vh = rates(in_netns("/var/run/netns/" + VNS, None, work, code))
-        b = os.path.join(work, "vbundle")
-        os.makedirs(b + "/tmp")
-        os.chmod(b + "/tmp", 0o1777)
-        spec = {"ociVersion": "1.0.2", "hostname": "sandbox",
-                "process": {"terminal": False, "user": {"uid": 65534, "gid": 65534}, "args": ["python3", "-c", code],
-                            "env": ["PATH=/usr/local/bin:/usr/bin:/bin"], "cwd": "/tmp", "noNewPrivileges": True},
-                "root": {"path": os.path.join(eaid_env.IMAGES, "python", "3.11-slim", "rootfs"), "readonly": True},
-                "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
-                           {"destination": "/tmp", "type": "bind", "source": b + "/tmp", "options": ["rbind", "rw"]}],
-                "linux": {"namespaces": [{"type": "pid"}, {"type": "network", "path": "/var/run/netns/" + VNS},
-                                         {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]}}
-        with open(b + "/config.json", "w") as f:
-            json.dump(spec, f)
-        d = subprocess.run(["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
-                            'mount -t tmpfs -o ro,size=4k,mode=0555 eai-nonet /proc/sys/net && exec "$@"', "sh",
-                            "runsc", "--root=" + os.path.join(work, "vstate"), "--network=sandbox", "--platform=ptrace",
-                            "run", "--bundle", b, "eabench%d" % os.getpid()], capture_output=True, text=True, timeout=600)
+        b = vbundle(work, "vbundle", ["python3", "-c", code], True)
+        d = subprocess.run(vrunsc(work, "sandbox", "run", "--bundle", b, "eabench%d" % os.getpid()),
+                           capture_output=True, text=True, timeout=600)
         srv.close()
         return rates(d.stdout), vh
     finally:
-        sh("ip", "link", "del", "eabvh")
-        sh("ip", "netns", "del", VNS)
+        vnet_down()
+
+
+def warm_exec(work):
+    """The warm pool for egress (docs/egress.md, design): `runsc exec python3
+    -c pass` into a pre-booted sandbox with --network=none, and into one
+    booted with --network=sandbox inside a namespace; N each, twice."""
+    vnet_up()
+    res = {"none": [], "sandbox": []}
+    try:
+        for rnd in range(2):
+            for net in ("none", "sandbox"):
+                b = vbundle(work, "warm-%s-%d" % (net, rnd), ["sh", "-c", "echo ready; exec sleep infinity"],
+                            net == "sandbox")
+                cid = "eabwarm%s%d%d" % (net, rnd, os.getpid())
+                p = subprocess.Popen(vrunsc(work, net, "run", "--bundle", b, cid), stdout=subprocess.PIPE, text=True)
+                try:
+                    assert p.stdout.readline().strip() == "ready", "warm sandbox did not boot"
+                    with open(b + "/process.json", "w") as f:
+                        json.dump({"terminal": False, "user": {"uid": 65534, "gid": 65534},
+                                   "args": ["python3", "-c", "pass"], "env": ["PATH=/usr/local/bin:/usr/bin:/bin"],
+                                   "cwd": "/tmp"}, f)
+                    for _ in range(N):
+                        t0 = time.monotonic()
+                        subprocess.run(["runsc", "--root=" + os.path.join(work, "vstate"), "exec", "--process",
+                                        b + "/process.json", cid], check=True, timeout=60)
+                        res[net].append(time.monotonic() - t0)
+                finally:
+                    subprocess.run(["runsc", "--root=" + os.path.join(work, "vstate"), "delete", "--force", cid],
+                                   capture_output=True)
+                    p.kill()
+                    p.wait()
+    finally:
+        vnet_down()
+    p50 = {k: statistics.median(v) * 1000 for k, v in res.items()}
+    print("warm exec of python3 -c pass: p50 %.0f ms --network=none, %.0f ms --network=sandbox in a namespace;"
+          " added %.0f ms (n=%d each)" % (p50["none"], p50["sandbox"], p50["sandbox"] - p50["none"], 2 * N), flush=True)
 
 
 def gateway_alone(work, code, extra):
@@ -247,6 +308,12 @@ def main():
         return 1
     eaid_env.ensure_image()
     work = tempfile.mkdtemp(prefix="eai-bench-egress-")
+    if ONLY == "warm":  # no eaid, no test internet
+        try:
+            warm_exec(work)
+        finally:
+            subprocess.run(["rm", "-rf", work])
+        return 0
     net = TestNet(work, "bz%02x" % (os.getpid() & 0xff))
     envs = []
     try:
