@@ -1,6 +1,7 @@
 /* Egress engine: DNS responder and gateway on the loop (egress.h). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -25,6 +26,8 @@
 #define SPLICE_HIGH (1024 * 1024)    /* pause the other side above this many queued bytes */
 #define SPLICE_IO (256 * 1024)       /* bytes per read or write call while splicing */
 #define SNIFF_MAX (16384 + 2048 + 5) /* a ClientHello record, or an HTTP head */
+#define ZC_PIPE (1024 * 1024)        /* pipe capacity asked per direction while splicing */
+#define ZC_BURST (4 * 1024 * 1024)   /* bytes one direction moves per callback, then yields */
 
 struct synth {
     char name[EAI_EGRESS_NAME_MAX + 1];
@@ -65,6 +68,18 @@ struct eai_egress {
 
 enum conn_state { C_SNIFF = 0, C_RESOLVE, C_CONNECT, C_SPLICE };
 
+/* One direction of a spliced connection moved by splice(2) through a pipe:
+ * the bytes go socket -> pipe -> socket inside the kernel, never through
+ * eaid's memory.  The bufferevents stay (disabled) as the fds' owners. */
+struct zc_dir {
+    int p[2];                        /* the pipe, both ends non-blocking; -1 when none */
+    size_t inpipe, cap;              /* bytes in the pipe; its capacity */
+    int src, dst;                    /* the sockets */
+    struct event *rd, *wr;           /* src readable, dst writable (not persistent) */
+    int eof, shut;                   /* src sent FIN; we sent FIN to dst */
+    int out;                         /* 1: client -> server */
+};
+
 struct gw_conn {
     struct eai_egress_grant *g;
     struct gw_conn *next, *prev;
@@ -80,6 +95,8 @@ struct gw_conn {
     int64_t last_ms;
     int cli_eof, srv_eof;            /* that side sent FIN */
     int cli_shut, srv_shut;          /* we sent FIN to that side */
+    int zc;                          /* spliced with splice(2): up, down are live */
+    struct zc_dir up, down;          /* client -> server, server -> client */
 };
 
 /* ---------------------------------------------------------------- log */
@@ -241,6 +258,19 @@ static void conn_free(struct gw_conn *c, const char *end, int rst)
     }
     if (c->timer)
         event_free(c->timer);
+    if (c->zc) {
+        struct zc_dir *ds[2] = {&c->up, &c->down};
+        for (int i = 0; i < 2; i++) {
+            if (ds[i]->rd)
+                event_free(ds[i]->rd);
+            if (ds[i]->wr)
+                event_free(ds[i]->wr);
+            if (ds[i]->p[0] >= 0)
+                close(ds[i]->p[0]);
+            if (ds[i]->p[1] >= 0)
+                close(ds[i]->p[1]);
+        }
+    }
     if (c->cli) {
         if (rst) {
             struct linger l = {1, 0};
@@ -392,6 +422,177 @@ static void cli_event(struct bufferevent *bev, short what, void *arg)
     side_event(arg, 1, what);
 }
 
+/* ---------------------------------------------------------------- splice(2) */
+
+static void zc_count(struct gw_conn *c, int out, size_t n)
+{
+    c->last_ms = eai_now_ms();
+    if (out)
+        c->g->bytes_out += (int64_t)n;
+    else
+        c->g->bytes_in += (int64_t)n;
+    const char *key = out ? "bytes_out" : "bytes_in";
+    json_t *k = json_object_get(c->entry, key);
+    json_object_set_new(c->entry, key, json_integer((k ? json_integer_value(k) : 0) + (json_int_t)n));
+}
+
+/* Both directions closed and drained: the end.  1: c is gone. */
+static int zc_finish(struct gw_conn *c)
+{
+    if (c->up.eof && c->down.eof && c->up.inpipe == 0 && c->down.inpipe == 0) {
+        conn_end(c, "closed");
+        return 1;
+    }
+    return 0;
+}
+
+/* Move what d's source sent on to its destination, until the kernel says
+ * wait (then arm the event that ends the wait) or ZC_BURST bytes moved (then
+ * yield to the loop with the read event armed).  A reset or error of
+ * either socket ends the connection; so does the byte cap. */
+static void zc_pump(struct gw_conn *c, struct zc_dir *d)
+{
+    size_t moved = 0;
+    for (;;) {
+        while (d->inpipe > 0) {
+            ssize_t n = splice(d->p[0], NULL, d->dst, NULL, d->inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d->inpipe -= (size_t)n;
+                continue;
+            }
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EAGAIN) {
+                event_add(d->wr, NULL); /* the destination's buffer is full */
+                return;
+            }
+            conn_end(c, "reset");
+            return;
+        }
+        if (d->eof) {
+            if (!d->shut) {
+                shutdown(d->dst, SHUT_WR); /* pass the half close on, once all is written */
+                d->shut = 1;
+            }
+            zc_finish(c);
+            return;
+        }
+        if (moved >= ZC_BURST) {
+            event_add(d->rd, NULL); /* fair to the other connections */
+            return;
+        }
+        ssize_t n = splice(d->src, NULL, d->p[1], NULL, d->cap - d->inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        if (n > 0) {
+            d->inpipe += (size_t)n;
+            moved += (size_t)n;
+            zc_count(c, d->out, (size_t)n);
+            if (cap_exceeded(c)) {
+                conn_end(c, "byte_cap");
+                return;
+            }
+            continue;
+        }
+        if (n == 0) {
+            d->eof = 1;
+            if (d->out)
+                c->cli_eof = 1;
+            else
+                c->srv_eof = 1;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN) {
+            event_add(d->rd, NULL);
+            return;
+        }
+        conn_end(c, "reset");
+        return;
+    }
+}
+
+static void zc_up_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gw_conn *c = arg;
+    zc_pump(c, &c->up);
+}
+
+static void zc_down_cb(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct gw_conn *c = arg;
+    zc_pump(c, &c->down);
+}
+
+static int zc_dir_init(struct gw_conn *c, struct zc_dir *d, int src, int dst, int out)
+{
+    struct event_base *base = c->g->eg->base;
+    d->src = src;
+    d->dst = dst;
+    d->out = out;
+    if (pipe2(d->p, O_NONBLOCK | O_CLOEXEC) < 0) {
+        d->p[0] = d->p[1] = -1;
+        return -1;
+    }
+    int sz = fcntl(d->p[1], F_SETPIPE_SZ, ZC_PIPE);
+    if (sz < 0)
+        sz = fcntl(d->p[1], F_GETPIPE_SZ); /* the default (64 KiB) still works */
+    d->cap = sz > 0 ? (size_t)sz : 65536;
+    event_callback_fn cb = out ? zc_up_cb : zc_down_cb;
+    d->rd = event_new(base, src, EV_READ, cb, c);
+    d->wr = event_new(base, dst, EV_WRITE, cb, c);
+    return d->rd && d->wr ? 0 : -1;
+}
+
+/* Splice with splice(2) from now on; what the client sent while we decided
+ * (in the client's bufferevent) goes into the upward pipe first.  -1: not
+ * possible here (no pipes), the caller splices with bufferevents. */
+static int zc_start(struct gw_conn *c)
+{
+    if (c->g->eg->cfg.no_splice)
+        return -1;
+    c->zc = 1;
+    c->up.p[0] = c->up.p[1] = c->down.p[0] = c->down.p[1] = -1;
+    int cfd = (int)bufferevent_getfd(c->cli), sfd = (int)bufferevent_getfd(c->srv);
+    struct evbuffer *early = bufferevent_get_input(c->cli);
+    size_t n = evbuffer_get_length(early);
+    if (zc_dir_init(c, &c->up, cfd, sfd, 1) < 0 || zc_dir_init(c, &c->down, sfd, cfd, 0) < 0 || n > c->up.cap)
+        goto undo;
+    if (n > 0) {
+        const unsigned char *p = evbuffer_pullup(early, (ev_ssize_t)n);
+        if (!p || write(c->up.p[1], p, n) != (ssize_t)n) /* fits: the pipe is empty and larger */
+            goto undo;
+        c->up.inpipe = n;
+        evbuffer_drain(early, n);
+        zc_count(c, 1, n);
+    }
+    bufferevent_disable(c->cli, EV_READ | EV_WRITE);
+    bufferevent_disable(c->srv, EV_READ | EV_WRITE);
+    bufferevent_setcb(c->cli, NULL, NULL, NULL, NULL);
+    bufferevent_setcb(c->srv, NULL, NULL, NULL, NULL);
+    event_add(c->down.rd, NULL);
+    zc_pump(c, &c->up); /* c may be gone after this (reset, byte cap) */
+    return 0;
+undo:
+    for (int i = 0; i < 2; i++) {
+        struct zc_dir *d = i ? &c->down : &c->up;
+        if (d->rd)
+            event_free(d->rd);
+        if (d->wr)
+            event_free(d->wr);
+        if (d->p[0] >= 0)
+            close(d->p[0]);
+        if (d->p[1] >= 0)
+            close(d->p[1]);
+        memset(d, 0, sizeof(*d));
+    }
+    c->zc = 0;
+    return -1; /* the early bytes are still in the bufferevent */
+}
+
 static void srv_event(struct bufferevent *bev, short what, void *arg)
 {
     struct gw_conn *c = arg;
@@ -410,6 +611,10 @@ static void srv_event(struct bufferevent *bev, short what, void *arg)
         }
         log_commit(c->g, c->entry);
         bufferevent_set_timeouts(c->srv, NULL, NULL);
+        struct timeval tv = {c->g->eg->cfg.idle_timeout_s > 0 ? c->g->eg->cfg.idle_timeout_s : 60, 0};
+        evtimer_add(c->timer, &tv);
+        if (zc_start(c) == 0)
+            return; /* c may be gone already */
         bufferevent_setcb(c->cli, cli_read, cli_write, cli_event, c);
         bufferevent_setcb(c->srv, srv_read, srv_write, srv_event, c);
         bufferevent_setwatermark(c->cli, EV_WRITE, SPLICE_HIGH / 2, 0);
@@ -423,8 +628,6 @@ static void srv_event(struct bufferevent *bev, short what, void *arg)
         pump(c, c->cli, c->srv, 1); /* what the client sent while we decided */
         bufferevent_enable(c->cli, EV_READ);
         bufferevent_enable(c->srv, EV_READ);
-        struct timeval tv = {c->g->eg->cfg.idle_timeout_s > 0 ? c->g->eg->cfg.idle_timeout_s : 60, 0};
-        evtimer_add(c->timer, &tv);
         return;
     }
     side_event(c, 0, what);

@@ -43,6 +43,8 @@ struct eai_egress_config {
     int sniff_ms;               /* wait for the client's first bytes (SNI/Host) */
     int connect_timeout_s;
     size_t log_max;             /* entries kept per grant; later ones only counted */
+    int no_splice;              /* 1: splice through bufferevents (user-space copies) instead
+                                   of splice(2) through a pipe (tests and the bench compare) */
 };
 
 /* Called for every decision with the log entry (borrowed). */

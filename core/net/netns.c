@@ -149,14 +149,16 @@ int eai_netns_create(const char *prefix, const char *tag, const char *host_ip, c
     snprintf(n.host_ip, sizeof(n.host_ip), "%s", host_ip);
     snprintf(n.sandbox_ip, sizeof(n.sandbox_ip), "%s", sandbox_ip);
     char host_cmds[1024], ns_cmds[512], out_text[512];
-    /* the sandbox side is made as <prefix><tag>s, moved, then renamed eth0 */
+    /* the sandbox side is made as <prefix><tag>s, moved, then renamed eth0;
+     * both ends with EAI_NETNS_MTU (netns.h) */
     snprintf(host_cmds, sizeof(host_cmds),
              "netns add %s\n"
-             "link add %s type veth peer name %s%ss\n"
+             "link add %s mtu %d type veth peer name %s%ss mtu %d\n"
              "link set %s%ss netns %s\n"
              "addr add %s/30 dev %s\n"
              "link set %s up\n",
-             n.name, n.host_if, prefix, tag, prefix, tag, n.name, host_ip, n.host_if, n.host_if);
+             n.name, n.host_if, EAI_NETNS_MTU, prefix, tag, EAI_NETNS_MTU, prefix, tag, n.name, host_ip, n.host_if,
+             n.host_if);
     snprintf(ns_cmds, sizeof(ns_cmds),
              "link set %s%ss name eth0\n"
              "addr add %s/30 dev eth0\n"

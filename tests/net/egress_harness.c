@@ -4,7 +4,7 @@
  * tests/net/test_egress.py, which builds the network namespaces around it.
  *
  *   egress_harness --resolver IP:PORT --synthetic CIDR --netns PREFIX --pool CIDR
- *                  --grant EXEC_ID ENTRY[,ENTRY...] ...
+ *                  [--no-splice] [--max-bytes N] --grant EXEC_ID ENTRY[,ENTRY...] ...
  *
  * With --netns it does what eaid does for each execution (core/net/netns.c):
  * sweeps the prefix's leftovers, installs the nftables table, makes one
@@ -57,8 +57,12 @@ int main(int argc, char **argv)
             cfg.resolver = argv[++i];
         } else if (!strcmp(argv[i], "--synthetic") && i + 1 < argc) {
             cfg.synthetic_cidr = argv[++i];
+        } else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
+            cfg.max_bytes = atoll(argv[++i]);
         } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
             cfg.max_connections = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--no-splice")) {
+            cfg.no_splice = 1; /* bufferevent copies instead of splice(2) */
         } else if (!strcmp(argv[i], "--netns") && i + 1 < argc) {
             prefix = argv[++i];
         } else if (!strcmp(argv[i], "--pool") && i + 1 < argc) {

@@ -9,9 +9,13 @@ namespace the test made (198.18.0.0/15 test addresses only).
 - HTTP on 198.18.2.10:80, 198.18.2.20:80 and 198.18.2.20:8080: "hello <Host>",
   /big?n=BYTES, /redir -> 302 to http://other.test/;
 - HTTPS on 198.18.2.10:443 with CERT/KEY;
-- UDP on 198.18.2.20:9999: every datagram is logged to LOGDIR/udp.log.
+- UDP on 198.18.2.20:9999: every datagram is logged to LOGDIR/udp.log;
+- TCP on 198.18.2.10:7000 ("count"): reads until the client's FIN, then
+  answers "<bytes> <sha256 hex>" and closes (a half close must pass the
+  gateway both ways).
 Prints "ready" when every socket listens.  Stops on SIGTERM.
 """
+import hashlib
 import http.server
 import os
 import signal
@@ -128,5 +132,33 @@ def udp_loop():
 
 
 threading.Thread(target=udp_loop, daemon=True).start()
+count = socket.socket()
+count.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+count.bind(("198.18.2.10", 7000))
+count.listen(8)
+
+
+def count_one(c):
+    h, n = hashlib.sha256(), 0
+    try:
+        while True:
+            b = c.recv(1 << 16)
+            if not b:
+                break
+            h.update(b)
+            n += len(b)
+        c.sendall(b"%d %s" % (n, h.hexdigest().encode()))
+    except OSError:
+        pass
+    c.close()
+
+
+def count_loop():
+    while True:
+        c, _ = count.accept()
+        threading.Thread(target=count_one, args=(c,), daemon=True).start()
+
+
+threading.Thread(target=count_loop, daemon=True).start()
 print("ready", flush=True)
 signal.sigwait([signal.SIGTERM, signal.SIGINT])

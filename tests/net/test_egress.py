@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Egress engine end to end (core/net/egress.c, docs/egress.md), as root.
 
-  test_egress.py HARNESS
+  test_egress.py HARNESS [--no-splice]
+
+(--no-splice: the gateway splices through bufferevents instead of splice(2),
+the fallback path; ctest runs both.)
 
 Builds a test internet of its own (testnet.py: network namespace "internet"
 with peers.py: DNS, HTTP, HTTPS with a CA made here, a UDP sink) on
@@ -25,6 +28,8 @@ import tempfile
 import time
 
 HARNESS = sys.argv[1]
+COPY = ["--no-splice"] if "--no-splice" in sys.argv[2:] else []
+CAP = 64 << 20  # the grant's byte cap (both ways)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from testnet import TestNet, sh, stop  # noqa: E402
@@ -68,9 +73,10 @@ def main():
     try:
         check(net.up(), "test internet up")
         entries = ",".join(["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080",
-                            "rebind.test:80", "meta.test:80"])
+                            "rebind.test:80", "meta.test:80", "allowed.test:7000"])
         harness = subprocess.Popen([HARNESS, "--resolver", "198.18.2.53:53", "--synthetic", "198.51.100.0/24",
-                                    "--netns", PREFIX, "--pool", POOL, "--grant", "sbx_test", entries],
+                                    "--netns", PREFIX, "--pool", POOL, "--max-bytes", str(CAP)] + COPY +
+                                   ["--grant", "sbx_test", entries],
                                    stdout=subprocess.PIPE, stderr=open(work + "/decisions.log", "w"), text=True)
         for line in iter(harness.stdout.readline, ""):
             w = line.split()
@@ -123,6 +129,10 @@ def main():
         client(work, "udp", "198.18.2.20", "9999")
         r = client(work, "url", "http://allowed.test/big?n=%d" % (8 << 20))
         check(r["ok"] and r["n"] == 8 << 20, "8 MiB download through the gateway: %s" % {k: r[k] for k in ("ok", "n", "error")})
+        r = client(work, "count", allowed_ip, "7000", str(6 << 20))
+        check(r["ok"], "6 MiB up, half close, the server's count and hash back to EOF: %s" % r)
+        r = client(work, "url", "http://allowed.test/big?n=%d" % (CAP + (16 << 20)))
+        check(not r["ok"] and "IncompleteRead" in r["error"], "a download past the byte cap is cut: %s" % r)
         time.sleep(0.5)
         check(not net.udp_seen(), "UDP other than DNS goes nowhere")
         asked = net.dns_asked()
@@ -148,7 +158,10 @@ def main():
         meta = [e for e in log["entries"] if e.get("name") == "meta.test" and e.get("reason") == "private_address"]
         check(bool(meta) and meta[0].get("address") == "169.254.169.254" and
               meta[0].get("address_class") == "link_local", "refusal names the address and its class: %s" % meta[:1])
-        check(log["bytes_in"] >= 8 << 20, "bytes counted: %s in" % log["bytes_in"])
+        check(log["bytes_in"] >= 8 << 20 and log["bytes_out"] >= 6 << 20,
+              "bytes counted: %s in, %s out" % (log["bytes_in"], log["bytes_out"]))
+        ends = [e.get("end") for e in log["entries"] if e.get("decision") == "allowed" and e.get("kind") == "connect"]
+        check("byte_cap" in ends and "closed" in ends, "connections ended closed and byte_cap: %s" % ends)
     finally:
         stop(harness)
         net.down()
