@@ -60,6 +60,7 @@ struct eai_conn {
     struct event *watch;              /* EOF watch while a request is handled */
     struct event *read_deadline;      /* 408 when a request is not all in by then */
     struct eai_conn *prev, *next;
+    struct eai_conn *bnext;           /* in the guard's bucket of this bev */
     char tenant[64];                  /* attributed to (eai_conn_attribute), "" none */
 };
 
@@ -114,6 +115,46 @@ int eai_conn_attribute(struct eai_conn *c, const char *tenant)
 
 static void conn_schedule_release(struct eai_conn *c);
 
+/* Connections by bufferevent: a request finds its connection in O(1) (a
+ * scan of the list cost 4% of a GET at 256 connections). */
+static unsigned byb_slot(const struct eai_conn_guard *g, const struct bufferevent *bev)
+{
+    uint64_t h = (uint64_t)(uintptr_t)bev >> 4;
+    h *= 0x9E3779B97F4A7C15ull;
+    return (unsigned)(h >> 32) & g->byb_mask;
+}
+
+static void byb_add(struct eai_conn_guard *g, struct eai_conn *c)
+{
+    if (!g->byb) {
+        if (g->byb_off)
+            return;
+        unsigned n = 64;
+        while (n < 4096 && n < (unsigned)(g->max_connections > 0 ? g->max_connections : 0))
+            n *= 2;
+        g->byb = calloc(n, sizeof *g->byb);
+        if (!g->byb) {
+            g->byb_off = 1; /* eai_conn_of scans the list from now on */
+            return;
+        }
+        g->byb_mask = n - 1;
+    }
+    struct eai_conn **b = &g->byb[byb_slot(g, c->bev)];
+    c->bnext = *b;
+    *b = c;
+}
+
+static void byb_del(struct eai_conn_guard *g, struct eai_conn *c)
+{
+    if (!g->byb)
+        return;
+    for (struct eai_conn **pp = &g->byb[byb_slot(g, c->bev)]; *pp; pp = &(*pp)->bnext)
+        if (*pp == c) {
+            *pp = c->bnext;
+            return;
+        }
+}
+
 void eai_conn_listener_update(struct eai_conn_guard *s)
 {
     eai_metrics_set("eai_http_connections", NULL, s->nconn);
@@ -140,6 +181,7 @@ void eai_conn_release_cb(evutil_socket_t fd, short what, void *arg)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    byb_del(s, c);
     s->nconn--;
     tenant_drop(c);
     if (c->linger)
@@ -508,6 +550,7 @@ struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
     if (s->conns)
         s->conns->prev = c;
     s->conns = c;
+    byb_add(s, c);
     s->nconn++;
     eai_conn_listener_update(s);
     return bev;
@@ -519,6 +562,12 @@ struct eai_conn *eai_conn_of(struct eai_conn_guard *s, struct evhttp_request *ev
     if (!evcon)
         return NULL;
     struct bufferevent *bev = evhttp_connection_get_bufferevent(evcon);
+    if (s->byb) {
+        for (struct eai_conn *c = s->byb[byb_slot(s, bev)]; c; c = c->bnext)
+            if (c->bev == bev && !c->released)
+                return c;
+        return NULL;
+    }
     for (struct eai_conn *c = s->conns; c; c = c->next)
         if (c->bev == bev && !c->released)
             return c;

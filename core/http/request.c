@@ -11,6 +11,7 @@
 #include <event2/http.h>
 
 #include "http/request_int.h"
+#include "http/routes.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "obs/metrics.h"
@@ -47,16 +48,48 @@ static void req_free(struct eai_req *r)
     free(r);
 }
 
-static void req_finish_metrics(struct eai_req *r)
+/* Per route (the last slot: unmatched requests), the series of its first
+ * few status codes and of its duration, resolved once: a request's
+ * metrics cost no label formatting and no lookup (loop thread only). */
+#define RM_CODES 4
+struct route_metrics {
+    int code[RM_CODES];
+    struct eai_metric_ref total[RM_CODES];
+    struct eai_metric_ref dur;
+};
+static struct route_metrics *g_rm;
+
+static void req_count(const char *route, struct route_metrics *rm, int status, double secs)
 {
     char labels[160];
+    struct eai_metric_ref *tr = NULL;
+    for (int i = 0; rm && i < RM_CODES && !tr; i++) {
+        if (rm->code[i] == status || rm->code[i] == 0) {
+            rm->code[i] = status;
+            tr = &rm->total[i];
+        }
+    }
+    if (!tr || eai_metrics_ref_add(tr, 1) < 0) {
+        snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route, status);
+        if (!tr || eai_metrics_ref(tr, "eai_http_requests_total", labels, 0) < 0 || eai_metrics_ref_add(tr, 1) < 0)
+            eai_metrics_add("eai_http_requests_total", labels, 1);
+    }
+    if (!rm || eai_metrics_ref_observe(&rm->dur, secs) < 0) {
+        snprintf(labels, sizeof(labels), "route=\"%s\"", route);
+        if (!rm || eai_metrics_ref(&rm->dur, "eai_http_request_duration_seconds", labels, 2) < 0 ||
+            eai_metrics_ref_observe(&rm->dur, secs) < 0)
+            eai_metrics_observe("eai_http_request_duration_seconds", labels, secs);
+    }
+}
+
+static void req_finish_metrics(struct eai_req *r)
+{
     const char *route = r->route ? r->route->name : "unmatched";
-    snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route, r->status);
-    eai_metrics_add("eai_http_requests_total", labels, 1);
-    char l2[96];
-    snprintf(l2, sizeof(l2), "route=\"%s\"", route);
+    size_t ri = r->route ? (size_t)(r->route - eai_routes) : eai_nroutes;
+    if (!g_rm)
+        g_rm = calloc(eai_nroutes + 1, sizeof *g_rm);
     double secs = (double)(eai_monotonic_ns() - r->start_ns) / 1e9;
-    eai_metrics_observe("eai_http_request_duration_seconds", l2, secs);
+    req_count(route, g_rm && ri <= eai_nroutes ? &g_rm[ri] : NULL, r->status, secs);
     if (r->span) {
         eai_span_set_int(r->span, "http.status_code", r->status);
         eai_span_end(r->span, r->status >= 500);
