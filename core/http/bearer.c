@@ -162,34 +162,43 @@ static const struct eai_park_ops auth_park_ops = {
 void eai_auth_start(struct eai_req *r)
 {
     const char *h = eai_req_header(r, "Authorization");
-    struct auth_job *j = calloc(1, sizeof(*j));
+    char key_id[EAI_KEY_ID_LEN + 1], secret[EAI_KEY_SECRET_LEN + 1];
+    _Static_assert(sizeof key_id == sizeof r->key_id, "key id sizes");
+    if (!h || eai_auth_parse_bearer(h, key_id, secret) < 0) {
+        explicit_bzero(secret, sizeof(secret));
+        auth_refuse(r, h ? "malformed key" : "missing key");
+        return;
+    }
+    memcpy(r->key_id, key_id, sizeof(key_id));
+    int hit = eai_auth_cache_check(g_cache, key_id, secret, eai_now_ms(), r->tenant, sizeof(r->tenant));
+    struct auth_job *j = NULL;
+    if (!hit || (hit == 2 && r->app->store)) {
+        j = calloc(1, sizeof(*j));
+        if (j) {
+            j->app = r->app;
+            memcpy(j->key_id, key_id, sizeof(key_id));
+            memcpy(j->secret, secret, sizeof(secret));
+        }
+    }
+    explicit_bzero(secret, sizeof(secret));
+    if (hit) {
+        /* verified on the loop: no worker hop, no storage read (nor allocation) */
+        if (hit == 2 && r->app->store) { /* past half its TTL: refresh in the background */
+            if (j) {
+                j->refresh = 1;
+                j->gen = eai_auth_cache_gen(g_cache);
+            }
+            if (!j || eai_park(NULL, NULL, &auth_park_ops, j) < 0)
+                eai_auth_cache_drop(g_cache, r->key_id, 1);
+        }
+        auth_passed(r);
+        return;
+    }
     if (!j) {
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
     }
     j->r = r;
-    if (!h || eai_auth_parse_bearer(h, j->key_id, j->secret) < 0) {
-        free(j);
-        auth_refuse(r, h ? "malformed key" : "missing key");
-        return;
-    }
-    snprintf(r->key_id, sizeof(r->key_id), "%s", j->key_id);
-    j->app = r->app;
-    int hit = eai_auth_cache_check(g_cache, j->key_id, j->secret, eai_now_ms(), r->tenant, sizeof(r->tenant));
-    if (hit) {
-        /* verified on the loop: no worker hop, no storage read */
-        if (hit == 2 && r->app->store) { /* past half its TTL: refresh in the background */
-            j->r = NULL;
-            j->refresh = 1;
-            j->gen = eai_auth_cache_gen(g_cache);
-            if (eai_park(NULL, NULL, &auth_park_ops, j) < 0)
-                eai_auth_cache_drop(g_cache, r->key_id, 1);
-        } else {
-            auth_free(j);
-        }
-        auth_passed(r);
-        return;
-    }
     if (!r->app->store) {
         auth_free(j);
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
