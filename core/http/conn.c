@@ -51,6 +51,7 @@ struct eai_conn {
     enum conn_state state;
     char *acc;                        /* header block bytes so far */
     size_t acclen;
+    size_t accsize;                   /* allocated: grows by doubling up to the guard's acc_cap */
     int64_t body_seen;                /* raw body bytes after the header block (chunked) */
     int chunked;
     int released;                     /* release scheduled */
@@ -419,6 +420,28 @@ static void conn_header_done(struct eai_conn *c, size_t end)
         conn_reject(c, EAI_E_PAYLOAD_TOO_LARGE);
 }
 
+/* Room for need bytes of header block (need <= acc_cap): a connection
+ * holds what its requests' heads take (~1 KiB), not acc_cap (25 KiB by
+ * default: 6 MiB of heap at 256 connections).  0 or -1. */
+static int acc_reserve(struct eai_conn *c, size_t need)
+{
+    if (need <= c->accsize && c->acc)
+        return 0;
+    size_t sz = c->accsize ? c->accsize : 1024;
+    while (sz < need)
+        sz *= 2;
+    if (sz > c->g->acc_cap)
+        sz = c->g->acc_cap;
+    if (sz < need)
+        return -1;
+    char *p = realloc(c->acc, sz);
+    if (!p)
+        return -1;
+    c->acc = p;
+    c->accsize = sz;
+    return 0;
+}
+
 /* Feed bytes to the header-block scanner. */
 static void conn_scan(struct eai_conn *c, const char *data, size_t n)
 {
@@ -436,6 +459,10 @@ static void conn_scan(struct eai_conn *c, const char *data, size_t n)
     size_t room = s->acc_cap - c->acclen;
     size_t take = n < room ? n : room;
     size_t old = c->acclen;
+    if (acc_reserve(c, c->acclen + take) < 0) {
+        c->state = CONN_PASS; /* out of memory: evhttp's own limits decide */
+        return;
+    }
     memcpy(c->acc + c->acclen, data, take);
     c->acclen += take;
     if (old == 0 && take > 0 && c->read_deadline && s->read_timeout_s > 0) {
@@ -486,8 +513,6 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
         return;
     conn_learn_evcon(c);
     if (c->state == CONN_PASS || c->state == CONN_REJECTED)
-        return;
-    if (!c->acc && !(c->acc = malloc(c->g->acc_cap)))
         return;
     size_t len = evbuffer_get_length(buf);
     size_t n = info->n_added < len ? info->n_added : len;
@@ -623,7 +648,7 @@ void eai_conn_dispatched(struct eai_conn *c, struct eai_req *r)
     c->body_seen = 0;
     struct evbuffer *in = bufferevent_get_input(c->bev);
     size_t len = evbuffer_get_length(in);
-    if (len == 0 || (!c->acc && !(c->acc = malloc(c->g->acc_cap))))
+    if (len == 0)
         return;
     char tmp[4096];
     struct evbuffer_ptr pos;
