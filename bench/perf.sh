@@ -184,6 +184,7 @@ if only != "get":
         return n / (time.monotonic() - t)
     out["c4"] = tput(4, 32)
     print("throughput c4 (eaid warm): %.2f executions/s" % out["c4"])
+    cw.close(); cc.close()
 
 # ---- API: GET of one finished execution, wrk at 256 connections, beside evhttp
 c = connect(port_w)
@@ -208,6 +209,7 @@ def wrk(url, headers):
 # the body sizes, for the record
 c.request("GET", "/v1/sandbox/executions/" + eid, headers=hdr(key_w)); r = c.getresponse(); gb = r.read()
 assert r.status == 200, (r.status, gb)
+c.close()  # the load is wrk's 256 connections alone (limits.max_connections_per_tenant is 256)
 # evhttp first, then eaid, then evhttp again (the mean of the two is the baseline)
 ev1 = wrk("http://127.0.0.1:%d/" % evport, [])
 eg = wrk(url, ["Authorization: Bearer " + key_w])

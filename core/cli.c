@@ -250,7 +250,7 @@ static int cmd_keys(const char *config_file, int argc, char **argv)
         } else {
             /* a running eaid of this data dir drops its cache of verified keys */
             if (eai_auth_cache_notify(c.cfg->data_dir) < 0)
-                fprintf(stderr, "eaid: warning: cannot touch %s/%s (%s): a running eaid refuses the key "
+                fprintf(stderr, "eaid: warning: cannot bump %s/%s (%s): a running eaid refuses the key "
                         "within auth.cache_ttl_ms\n", c.cfg->data_dir, EAI_AUTH_MARKER, strerror(errno));
             fprintf(stderr, "eaid: key %s revoked\n", argv[2]);
         }

@@ -12,6 +12,7 @@ struct doc {
     struct doc *older, *newer;  /* age list */
     unsigned hash;
     size_t len;
+    int refs;                   /* 1 while cached, plus one per reply still sending it */
     char *key;                  /* "tenant\nid" */
     char body[];                /* len bytes */
 };
@@ -64,7 +65,18 @@ static void doc_drop(struct eai_doc_cache *c, struct doc *d)
         c->newest = d->older;
     c->used -= d->len + strlen(d->key) + sizeof *d;
     free(d->key);
-    free(d);
+    d->key = NULL;
+    if (--d->refs == 0)
+        free(d);
+}
+
+void eai_doc_cache_release(const void *data, size_t len, void *hold)
+{
+    (void)data;
+    (void)len;
+    struct doc *d = hold;
+    if (d && --d->refs == 0)
+        free(d);
 }
 
 void eai_doc_cache_clear(struct eai_doc_cache *c)
@@ -79,17 +91,36 @@ void eai_doc_cache_free(struct eai_doc_cache *c)
     free(c);
 }
 
-const char *eai_doc_cache_get(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len)
+static struct doc *doc_find(struct eai_doc_cache *c, const char *tenant, const char *id)
 {
     if (!c || !c->budget || !tenant || !id)
         return NULL;
     unsigned h = key_hash(tenant, id);
     for (struct doc *d = c->bucket[h % BUCKETS]; d; d = d->hnext)
-        if (d->hash == h && key_is(d, tenant, id)) {
-            *len = d->len;
-            return d->body;
-        }
+        if (d->hash == h && key_is(d, tenant, id))
+            return d;
     return NULL;
+}
+
+const char *eai_doc_cache_get(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len)
+{
+    struct doc *d = doc_find(c, tenant, id);
+    if (!d)
+        return NULL;
+    *len = d->len;
+    return d->body;
+}
+
+const char *eai_doc_cache_hold(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len,
+                               void **hold)
+{
+    struct doc *d = doc_find(c, tenant, id);
+    if (!d)
+        return NULL;
+    d->refs++;
+    *hold = d;
+    *len = d->len;
+    return d->body;
 }
 
 void eai_doc_cache_put(struct eai_doc_cache *c, const char *tenant, const char *id, const char *doc, size_t len)
@@ -116,6 +147,7 @@ void eai_doc_cache_put(struct eai_doc_cache *c, const char *tenant, const char *
     strcat(key, id);
     d->key = key;
     d->len = len;
+    d->refs = 1;
     memcpy(d->body, doc, len);
     d->hash = key_hash(tenant, id);
     d->hnext = c->bucket[d->hash % BUCKETS];

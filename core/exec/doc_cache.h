@@ -26,6 +26,13 @@ void eai_doc_cache_clear(struct eai_doc_cache *c);
 /* The document, or NULL; *len its length.  Valid until the next put. */
 const char *eai_doc_cache_get(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len);
 
+/* The same, the document held (past a put, a clear or the cache's free)
+ * until eai_doc_cache_release(.., *hold): an answer can reference it
+ * instead of copying it (evbuffer_add_reference's cleanup signature). */
+const char *eai_doc_cache_hold(struct eai_doc_cache *c, const char *tenant, const char *id, size_t *len,
+                               void **hold);
+void eai_doc_cache_release(const void *data, size_t len, void *hold);
+
 /* Keep a copy of doc (len bytes) for tenant/id; replaces nothing (an entry
  * already there stays). */
 void eai_doc_cache_put(struct eai_doc_cache *c, const char *tenant, const char *id, const char *doc, size_t len);

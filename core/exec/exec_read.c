@@ -217,9 +217,10 @@ void eai_exec_route_get(struct eai_app *app, struct eai_req *r)
     if (!id)
         return;
     size_t len;
-    const char *doc = eai_doc_cache_get(st->docs, eai_req_tenant(r), id, &len);
-    if (doc) { /* finished: answered on the loop */
-        eai_reply_raw(r, 200, "application/json", doc, len);
+    void *hold = NULL;
+    const char *doc = eai_doc_cache_hold(st->docs, eai_req_tenant(r), id, &len, &hold);
+    if (doc) { /* finished: answered on the loop, the cached bytes referenced (no copy) */
+        eai_reply_ref(r, 200, "application/json", doc, len, eai_doc_cache_release, hold);
         return;
     }
     struct get_ctx *c = calloc(1, sizeof *c);

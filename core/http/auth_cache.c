@@ -5,7 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/inotify.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -31,7 +32,8 @@ struct slot {
 
 struct eai_auth_cache {
     int ttl_ms;
-    int ifd;                         /* inotify on the data dir, -1 without */
+    const volatile uint64_t *counter; /* <data_dir>/keys.gen mapped (shared), NULL without */
+    uint64_t seen;                   /* its value when the slots were last valid */
     uint64_t gen;                    /* bumped by every clear */
     struct slot slot[SLOTS];
 };
@@ -55,7 +57,41 @@ static unsigned slot_of(const char *key_id)
     return h % SLOTS;
 }
 
-static void watch_drain(struct eai_auth_cache *c);
+/* Open (creating) the revocation counter: 8 bytes, never shrunk. */
+static int counter_open(const char *data_dir, int writable, volatile uint64_t **out)
+{
+    char path[PATH_MAX];
+    if (!data_dir || snprintf(path, sizeof path, "%s/%s", data_dir, EAI_AUTH_MARKER) >= (int)sizeof path) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    int bad = fstat(fd, &st) < 0 ? errno : !S_ISREG(st.st_mode) ? EINVAL : 0;
+    if (!bad && st.st_size < 8 && ftruncate(fd, 8) < 0)
+        bad = errno;
+    if (bad) {
+        close(fd);
+        errno = bad;
+        return -1;
+    }
+    void *p = mmap(NULL, 8, writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) {
+        errno = e;
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+static uint64_t counter_read(const struct eai_auth_cache *c)
+{
+    return __atomic_load_n(c->counter, __ATOMIC_ACQUIRE);
+}
 
 struct eai_auth_cache *eai_auth_cache_new(int ttl_ms, const char *data_dir)
 {
@@ -63,19 +99,16 @@ struct eai_auth_cache *eai_auth_cache_new(int ttl_ms, const char *data_dir)
     if (!c)
         return NULL;
     c->ttl_ms = ttl_ms;
-    c->ifd = -1;
     if (ttl_ms > 0 && data_dir) {
-        c->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-        if (c->ifd >= 0 &&
-            inotify_add_watch(c->ifd, data_dir, IN_CLOSE_WRITE | IN_ATTRIB | IN_MOVED_TO | IN_CREATE) < 0) {
-            close(c->ifd);
-            c->ifd = -1;
-        }
-        if (c->ifd < 0) {
-            /* without the watch a CLI revocation would wait for the TTL: no cache then */
-            eai_log("http", EAI_LOG_WARN, "auth cache off: cannot watch %s for revocations: %s", data_dir,
-                    strerror(errno));
+        volatile uint64_t *p = NULL;
+        if (counter_open(data_dir, 0, &p) < 0) {
+            /* without the counter a CLI revocation would wait for the TTL: no cache then */
+            eai_log("http", EAI_LOG_WARN, "auth cache off: cannot map %s/%s for revocations: %s", data_dir,
+                    EAI_AUTH_MARKER, strerror(errno));
             c->ttl_ms = 0;
+        } else {
+            c->counter = p;
+            c->seen = counter_read(c);
         }
     }
     return c;
@@ -85,8 +118,8 @@ void eai_auth_cache_free(struct eai_auth_cache *c)
 {
     if (!c)
         return;
-    if (c->ifd >= 0)
-        close(c->ifd);
+    if (c->counter)
+        munmap((void *)(uintptr_t)c->counter, 8);
     explicit_bzero(c, sizeof *c);
     free(c);
 }
@@ -99,36 +132,25 @@ void eai_auth_cache_clear(struct eai_auth_cache *c)
     c->gen++;
 }
 
+/* A revocation since the slots were filled empties them: one load of a
+ * shared page, no system call (the check runs on every request). */
+static void revocations_seen(struct eai_auth_cache *c)
+{
+    if (!c->counter)
+        return;
+    uint64_t now = counter_read(c);
+    if (now != c->seen) {
+        c->seen = now;
+        eai_auth_cache_clear(c);
+    }
+}
+
 uint64_t eai_auth_cache_gen(struct eai_auth_cache *c)
 {
     if (!c)
         return 0;
-    watch_drain(c);
+    revocations_seen(c);
     return c->gen;
-}
-
-/* Drain the inotify queue (non-blocking); a marker event empties the cache. */
-static void watch_drain(struct eai_auth_cache *c)
-{
-    if (c->ifd < 0)
-        return;
-    char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-    for (;;) {
-        ssize_t n = read(c->ifd, buf, sizeof buf);
-        if (n <= 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0 && errno != EAGAIN) /* overflow or worse: be safe */
-                eai_auth_cache_clear(c);
-            return;
-        }
-        for (char *p = buf; p < buf + n;) {
-            const struct inotify_event *ev = (const struct inotify_event *)p;
-            if ((ev->mask & IN_Q_OVERFLOW) || (ev->len && strcmp(ev->name, EAI_AUTH_MARKER) == 0))
-                eai_auth_cache_clear(c);
-            p += sizeof *ev + ev->len;
-        }
-    }
 }
 
 int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const char *secret, int64_t now_ms,
@@ -139,7 +161,7 @@ int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const cha
     struct slot *s = &c->slot[slot_of(key_id)];
     if (!s->key_id[0] || strcmp(s->key_id, key_id) != 0)
         return 0;
-    watch_drain(c); /* a revocation queued before this request was sent is seen now */
+    revocations_seen(c); /* a revocation made before this request was sent is seen now */
     if (!s->key_id[0] || now_ms >= s->until_ms || now_ms >= s->expires_ms) {
         s->key_id[0] = '\0';
         return 0;
@@ -149,7 +171,13 @@ int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const cha
     explicit_bzero(got, sizeof got);
     if (!same)
         return 0; /* storage decides and says why */
-    snprintf(tenant, tenant_sz, "%s", s->tenant);
+    size_t tl = strnlen(s->tenant, sizeof s->tenant);
+    if (tenant_sz == 0)
+        return 0;
+    if (tl >= tenant_sz)
+        tl = tenant_sz - 1;
+    memcpy(tenant, s->tenant, tl);
+    tenant[tl] = '\0';
     if (now_ms >= s->refresh_ms && !s->refreshing) {
         s->refreshing = 1;
         return 2;
@@ -162,7 +190,7 @@ void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_
 {
     if (!c || c->ttl_ms <= 0 || !rec || strlen(key_id) != EAI_KEY_ID_LEN)
         return;
-    watch_drain(c);
+    revocations_seen(c);
     if (gen != c->gen)
         return; /* a revocation was seen while storage was asked: the record may predate it */
     const char *tenant = json_string_value(json_object_get(rec, "tenant_id"));
@@ -197,11 +225,9 @@ void eai_auth_cache_drop(struct eai_auth_cache *c, const char *key_id, int only_
 
 int eai_auth_cache_notify(const char *data_dir)
 {
-    char path[PATH_MAX];
-    if (!data_dir || snprintf(path, sizeof path, "%s/%s", data_dir, EAI_AUTH_MARKER) >= (int)sizeof path)
+    volatile uint64_t *p = NULL;
+    if (counter_open(data_dir, 1, &p) < 0)
         return -1;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return -1;
-    return close(fd);
+    __atomic_add_fetch(p, 1, __ATOMIC_SEQ_CST);
+    return munmap((void *)(uintptr_t)p, 8);
 }

@@ -5,10 +5,11 @@
  * (HMAC of the presented secret against the stored hash, expiry) without a
  * worker hop or a storage read: the presented secret's SHA-256 must equal
  * that of the secret which passed the HMAC check (secrets are 128 random
- * bits: a plain digest is enough, and cheaper than the HMAC).  Revocation: `eaid keys revoke` touches
- * <data_dir>/keys.changed; an inotify watch on the data dir, drained before
- * every cache hit, empties the cache, so a key revoked by the CLI of this
- * host is refused on the next request.  A revocation this process cannot see
+ * bits: a plain digest is enough, and cheaper than the HMAC).  Revocation: `eaid keys revoke` adds
+ * one to the 8-byte counter <data_dir>/keys.gen, which the server maps
+ * (shared) and reads before every cache hit (a memory load, no system
+ * call): a changed value empties the cache, so a key revoked by the CLI of
+ * this host is refused on the next request.  A revocation this process cannot see
  * (the CLI of another host on a shared PostgreSQL) takes effect within the
  * TTL.  Failures are never cached. */
 #ifndef EAI_HTTP_AUTH_CACHE_H
@@ -17,12 +18,12 @@
 #include <stdint.h>
 #include <jansson.h>
 
-#define EAI_AUTH_MARKER "keys.changed"
+#define EAI_AUTH_MARKER "keys.gen"
 
 struct eai_auth_cache;
 
-/* ttl_ms 0: no cache (every lookup misses).  data_dir: where the marker
- * lives (NULL: no watch, TTL only). */
+/* ttl_ms 0: no cache (every lookup misses).  data_dir: where the counter
+ * lives (NULL: TTL only; a counter that cannot be mapped: no cache). */
 struct eai_auth_cache *eai_auth_cache_new(int ttl_ms, const char *data_dir);
 void eai_auth_cache_free(struct eai_auth_cache *c);
 
@@ -52,7 +53,8 @@ void eai_auth_cache_drop(struct eai_auth_cache *c, const char *key_id, int only_
 /* Forget everything (a revocation was seen). */
 void eai_auth_cache_clear(struct eai_auth_cache *c);
 
-/* The CLI after a revocation: touch <data_dir>/keys.changed.  0 or -1. */
+/* The CLI after a revocation: add one to <data_dir>/keys.gen (created,
+ * mode 0600).  0 or -1. */
 int eai_auth_cache_notify(const char *data_dir);
 
 #endif

@@ -29,6 +29,9 @@ struct eai_conn_guard {
     int max_connections;
     int nconn;
     struct eai_conn *conns;
+    struct eai_conn **byb;            /* the same, hashed by bufferevent (eai_conn_of) */
+    unsigned byb_mask;                /* buckets - 1 (a power of two) */
+    int byb_off;                      /* the table could not be made: scan the list */
     size_t cap;                       /* max body bytes */
     size_t acc_cap;                   /* header block bytes we look at */
     int64_t chunk_slack_cap;          /* raw chunked bytes before takeover */

@@ -1,5 +1,6 @@
 /* The request API handlers use: accessors, replies, event streams, the
  * body as JSON or YAML (http/request.h).  Loop thread only. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,16 +48,66 @@ static void req_free(struct eai_req *r)
     free(r);
 }
 
-static void req_finish_metrics(struct eai_req *r)
+/* Per route (the last slot: unmatched requests), the series of its first
+ * few status codes and of its duration, resolved once: a request's
+ * metrics cost no label formatting and no lookup (loop thread only). */
+#define RM_CODES 4
+#define RM_SLOTS 128 /* open addressing by route (the table has ~30); a full table: formatted */
+struct route_metrics {
+    const struct eai_route *route; /* NULL: the slot is free */
+    int code[RM_CODES];
+    struct eai_metric_ref total[RM_CODES];
+    struct eai_metric_ref dur;
+};
+static struct route_metrics *g_rm;
+static struct route_metrics g_rm_unmatched;
+
+static struct route_metrics *route_metrics_of(const struct eai_route *route)
+{
+    if (!route)
+        return &g_rm_unmatched;
+    if (!g_rm && !(g_rm = calloc(RM_SLOTS, sizeof *g_rm)))
+        return NULL;
+    unsigned i = (unsigned)(((uintptr_t)route >> 4) * 0x9E3779B1u) % RM_SLOTS;
+    for (unsigned n = 0; n < RM_SLOTS; n++, i = (i + 1) % RM_SLOTS) {
+        if (g_rm[i].route == route)
+            return &g_rm[i];
+        if (!g_rm[i].route) {
+            g_rm[i].route = route;
+            return &g_rm[i];
+        }
+    }
+    return NULL;
+}
+
+static void req_count(const char *route, struct route_metrics *rm, int status, double secs)
 {
     char labels[160];
+    struct eai_metric_ref *tr = NULL;
+    for (int i = 0; rm && i < RM_CODES && !tr; i++) {
+        if (rm->code[i] == status || rm->code[i] == 0) {
+            rm->code[i] = status;
+            tr = &rm->total[i];
+        }
+    }
+    if (!tr || eai_metrics_ref_add(tr, 1) < 0) {
+        snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route, status);
+        if (!tr || eai_metrics_ref(tr, "eai_http_requests_total", labels, 0) < 0 || eai_metrics_ref_add(tr, 1) < 0)
+            eai_metrics_add("eai_http_requests_total", labels, 1);
+    }
+    if (!rm || eai_metrics_ref_observe(&rm->dur, secs) < 0) {
+        snprintf(labels, sizeof(labels), "route=\"%s\"", route);
+        if (!rm || eai_metrics_ref(&rm->dur, "eai_http_request_duration_seconds", labels, 2) < 0 ||
+            eai_metrics_ref_observe(&rm->dur, secs) < 0)
+            eai_metrics_observe("eai_http_request_duration_seconds", labels, secs);
+    }
+}
+
+static void req_finish_metrics(struct eai_req *r)
+{
     const char *route = r->route ? r->route->name : "unmatched";
-    snprintf(labels, sizeof(labels), "route=\"%s\",code=\"%d\"", route, r->status);
-    eai_metrics_add("eai_http_requests_total", labels, 1);
-    char l2[96];
-    snprintf(l2, sizeof(l2), "route=\"%s\"", route);
     double secs = (double)(eai_monotonic_ns() - r->start_ns) / 1e9;
-    eai_metrics_observe("eai_http_request_duration_seconds", l2, secs);
+    req_count(route, route_metrics_of(r->route), r->status, secs);
     if (r->span) {
         eai_span_set_int(r->span, "http.status_code", r->status);
         eai_span_end(r->span, r->status >= 500);
@@ -78,11 +129,15 @@ static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
     }
 }
 
+/* release (may be NULL): data is referenced, not copied, and released
+ * once written (or now, when it cannot be). */
 static void req_send(struct eai_req *r, int status, const char *ctype, const void *data, size_t len,
-                     const char *const *headers)
+                     const char *const *headers, evbuffer_ref_cleanup_cb release, void *rarg)
 {
     if (r->replied) {
         eai_log_req(SRV_COMPONENT, EAI_LOG_ERROR, r->request_id, "second reply to one request ignored");
+        if (release)
+            release(data, len, rarg);
         return;
     }
     r->replied = 1;
@@ -90,6 +145,8 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
     if (r->owner && r->owner->replied)
         r->owner->replied(r->owner_arg, r);
     if (!r->evreq) { /* freed with its connection */
+        if (release)
+            release(data, len, rarg);
         req_finish_metrics(r);
         req_free(r);
         return;
@@ -118,8 +175,15 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
         if (status == 413 || (r->owner && r->owner->closing && r->owner->closing(r->owner_arg)))
             evhttp_add_header(h, "Connection", "close");
     }
-    if (buf && data && len)
+    if (release) {
+        if (!buf || !data || !len || evbuffer_add_reference(buf, data, len, release, rarg) < 0) {
+            if (buf && data && len)
+                evbuffer_add(buf, data, len);
+            release(data, len, rarg);
+        }
+    } else if (buf && data && len) {
         evbuffer_add(buf, data, len);
+    }
     req_finish_metrics(r);
     evhttp_send_reply(r->evreq, status, eai_http_reason(status), buf);
     if (buf)
@@ -129,7 +193,13 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
 
 void eai_reply_raw(struct eai_req *r, int status, const char *content_type, const void *data, size_t len)
 {
-    req_send(r, status, content_type, data, len, NULL);
+    req_send(r, status, content_type, data, len, NULL, NULL, NULL);
+}
+
+void eai_reply_ref(struct eai_req *r, int status, const char *content_type, const void *data, size_t len,
+                   void (*release)(const void *data, size_t len, void *arg), void *arg)
+{
+    req_send(r, status, content_type, data, len, NULL, release, arg);
 }
 
 void eai_reply_json_headers(struct eai_req *r, int status, json_t *body, const char *const *headers)
@@ -141,7 +211,7 @@ void eai_reply_json_headers(struct eai_req *r, int status, json_t *body, const c
         static const char oom[] = "{\"error\":{\"code\":\"internal\",\"message\":\"Internal error\","
                                   "\"message_i18n\":{\"en\":\"Internal error\",\"fr\":\"Erreur interne\"},"
                                   "\"request_id\":\"\",\"details\":[]}}";
-        req_send(r, 500, "application/json", oom, sizeof(oom) - 1, NULL);
+        req_send(r, 500, "application/json", oom, sizeof(oom) - 1, NULL, NULL, NULL);
         return;
     }
     size_t n = strlen(text);
@@ -152,7 +222,7 @@ void eai_reply_json_headers(struct eai_req *r, int status, json_t *body, const c
         text[n++] = '\n';
         text[n] = '\0';
     }
-    req_send(r, status, "application/json", text, n, headers);
+    req_send(r, status, "application/json", text, n, headers, NULL, NULL);
     free(text);
 }
 

@@ -69,6 +69,10 @@ enum eai_missing { EAI_MISSING_EXECUTION = 0, EAI_MISSING_FILE, EAI_MISSING_MANI
 void eai_reply_not_found(struct eai_req *r, enum eai_missing what);
 void eai_reply_raw(struct eai_req *r, int status, const char *content_type,
                    const void *data, size_t len);
+/* The same without a copy: data stays readable until release(data, len,
+ * arg) runs (once; when written, or at once if it cannot be sent). */
+void eai_reply_ref(struct eai_req *r, int status, const char *content_type, const void *data, size_t len,
+                   void (*release)(const void *data, size_t len, void *arg), void *arg);
 
 /* --- Server-Sent Events */
 /* Streams end their connection (Connection: close); no read timeout while

@@ -123,7 +123,8 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
     r->owner_arg = s;
     r->evreq = evreq;
     r->start_ns = eai_monotonic_ns();
-    snprintf(r->method, sizeof(r->method), "%s", method_name(evhttp_request_get_command(evreq)));
+    const char *mn = method_name(evhttp_request_get_command(evreq));
+    memcpy(r->method, mn, strlen(mn) + 1); /* at most "CONNECT" */
     struct evkeyvalq *in = evhttp_request_get_input_headers(evreq);
     const char *rid = evhttp_find_header(in, "X-Request-Id");
     if (eai_http_request_id_ok(rid))
@@ -178,11 +179,12 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
         r->params = p;
         break;
     }
-    char sname[96];
-    snprintf(sname, sizeof(sname), "%s %s", r->method, r->route ? r->route->pattern : "unmatched");
     /* probes are not traced: a kubelet polling /healthz and /readyz would
      * fill the collector with spans nobody reads */
     int probe = r->route && (strcmp(r->route->pattern, "/healthz") == 0 || strcmp(r->route->pattern, "/readyz") == 0);
+    char sname[96] = "";
+    if (!probe && eai_trace_recording()) /* else the span keeps its ids only */
+        snprintf(sname, sizeof(sname), "%s %s", r->method, r->route ? r->route->pattern : "unmatched");
     r->span = probe ? NULL
                     : eai_span_start(sname, EAI_SPAN_SERVER, r->trace.trace_id,
                                      r->trace.valid ? r->trace.span_id : NULL);
@@ -399,6 +401,7 @@ void eai_server_stop(struct eai_app *app)
     app->http = NULL;
     while (s->g.conns)
         eai_conn_release_cb(-1, 0, s->g.conns);
+    free(s->g.byb);
     eai_tls_free(s->g.tls);
     eai_bearer_shutdown();
     g_srv = NULL;

@@ -30,6 +30,7 @@ struct eai_family {
 static pthread_mutex_t eai_metrics_mu = PTHREAD_MUTEX_INITIALIZER;
 static struct eai_family *eai_families, *eai_families_tail;
 static int eai_series_count;
+static unsigned eai_metrics_gen = 1; /* bumped by eai_metrics_reset: refs go stale */
 
 static struct eai_family *family_get(const char *name, enum eai_metric_type type, int create)
 {
@@ -100,11 +101,8 @@ void eai_metrics_describe_histogram(const char *name, const char *help, const do
     pthread_mutex_unlock(&eai_metrics_mu);
 }
 
-static void metrics_update(const char *name, const char *labels, double v, int mode)
+static void series_update(struct eai_family *f, struct eai_series *s, double v, int mode)
 {
-    pthread_mutex_lock(&eai_metrics_mu);
-    struct eai_family *f = family_get(name, mode == 1 ? EAI_METRIC_GAUGE : EAI_METRIC_COUNTER, 1);
-    struct eai_series *s = f ? series_get(f, labels) : NULL;
     if (s) {
         if (mode == 0)
             s->value += v;
@@ -118,8 +116,40 @@ static void metrics_update(const char *name, const char *labels, double v, int m
                     s->buckets[i] += 1;
         }
     }
+}
+
+static void metrics_update(const char *name, const char *labels, double v, int mode)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, mode == 1 ? EAI_METRIC_GAUGE : EAI_METRIC_COUNTER, 1);
+    series_update(f, f ? series_get(f, labels) : NULL, v, mode);
     pthread_mutex_unlock(&eai_metrics_mu);
 }
+
+int eai_metrics_ref(struct eai_metric_ref *ref, const char *name, const char *labels, int mode)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, mode == 1 ? EAI_METRIC_GAUGE : EAI_METRIC_COUNTER, 1);
+    struct eai_series *s = f ? series_get(f, labels) : NULL;
+    ref->family = f;
+    ref->series = s;
+    ref->gen = eai_metrics_gen;
+    pthread_mutex_unlock(&eai_metrics_mu);
+    return s ? 0 : -1;
+}
+
+static int ref_update(struct eai_metric_ref *ref, double v, int mode)
+{
+    pthread_mutex_lock(&eai_metrics_mu);
+    int ok = ref->series && ref->gen == eai_metrics_gen;
+    if (ok)
+        series_update(ref->family, ref->series, v, mode);
+    pthread_mutex_unlock(&eai_metrics_mu);
+    return ok ? 0 : -1;
+}
+
+int eai_metrics_ref_add(struct eai_metric_ref *ref, double v) { return ref_update(ref, v, 0); }
+int eai_metrics_ref_observe(struct eai_metric_ref *ref, double v) { return ref_update(ref, v, 2); }
 
 void eai_metrics_add(const char *name, const char *labels, double v) { metrics_update(name, labels, v, 0); }
 void eai_metrics_set(const char *name, const char *labels, double v) { metrics_update(name, labels, v, 1); }
@@ -255,5 +285,6 @@ void eai_metrics_reset(void)
     }
     eai_families = eai_families_tail = NULL;
     eai_series_count = 0;
+    eai_metrics_gen++;
     pthread_mutex_unlock(&eai_metrics_mu);
 }

@@ -12,6 +12,19 @@ void eai_metrics_describe_histogram(const char *name, const char *help,
 void eai_metrics_add(const char *name, const char *labels, double v);
 void eai_metrics_set(const char *name, const char *labels, double v);
 void eai_metrics_observe(const char *name, const char *labels, double v);
+/* A series resolved once, updated without formatting its labels or
+ * looking it up again (hot paths).  Zero-initialise; eai_metrics_ref_*
+ * return -1 while the ref is unresolved or stale (after
+ * eai_metrics_reset): resolve it with eai_metrics_ref() and retry. */
+struct eai_metric_ref {
+    void *series;
+    void *family;
+    unsigned gen;
+};
+/* mode as eai_metrics_add (0) / eai_metrics_observe (2). 0 or -1 (series limit). */
+int eai_metrics_ref(struct eai_metric_ref *ref, const char *name, const char *labels, int mode);
+int eai_metrics_ref_add(struct eai_metric_ref *ref, double v);
+int eai_metrics_ref_observe(struct eai_metric_ref *ref, double v);
 /* Current value (counters, gauges), 0 when absent. */
 double eai_metrics_get(const char *name, const char *labels);
 /* Prometheus text format 0.0.4 (malloc'd). */

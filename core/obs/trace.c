@@ -150,15 +150,27 @@ static int id_ok(const char *s, size_t n)
     return s && strlen(s) == n && hex_lower(s, n) && !all_zero(s, n);
 }
 
+int eai_trace_recording(void)
+{
+    pthread_mutex_lock(&eai_tr.mu);
+    int sink = eai_tr.ops != NULL;
+    pthread_mutex_unlock(&eai_tr.mu);
+    return sink || eai_log_enabled(EAI_LOG_DEBUG);
+}
+
 struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
                                 const char *trace_id, const char *parent_span_id)
 {
     struct eai_span *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    s->name = strdup(name ? name : "span");
-    s->attrs = json_object();
-    if (!s->name || !s->attrs) {
+    /* a span nobody will read (no exporter, log level above debug) keeps
+     * its ids (traceparent, children) and nothing else: no name, no
+     * attributes, no document at its end */
+    int rec = eai_trace_recording();
+    s->name = rec ? strdup(name ? name : "span") : NULL;
+    s->attrs = rec ? json_object() : NULL;
+    if (rec && (!s->name || !s->attrs)) {
         free(s->name);
         json_decref(s->attrs);
         free(s);
@@ -187,7 +199,7 @@ const char *eai_span_id(const struct eai_span *s) { return s ? s->span_id : NULL
 
 static void span_set(struct eai_span *s, const char *key, json_t *v)
 {
-    if (!s || !key || !v) {
+    if (!s || !key || !v || !s->attrs) {
         json_decref(v);
         return;
     }
@@ -200,18 +212,20 @@ static void span_set(struct eai_span *s, const char *key, json_t *v)
 
 void eai_span_set_str(struct eai_span *s, const char *key, const char *value)
 {
-    if (value)
+    if (value && s && s->attrs)
         span_set(s, key, json_string(value));  /* NULL on invalid UTF-8: dropped */
 }
 
 void eai_span_set_int(struct eai_span *s, const char *key, int64_t value)
 {
-    span_set(s, key, json_integer((json_int_t)value));
+    if (s && s->attrs)
+        span_set(s, key, json_integer((json_int_t)value));
 }
 
 void eai_span_set_double(struct eai_span *s, const char *key, double value)
 {
-    span_set(s, key, json_real(value));
+    if (s && s->attrs)
+        span_set(s, key, json_real(value));
 }
 
 static const char *kind_name(enum eai_span_kind k)
@@ -237,7 +251,7 @@ void eai_span_end(struct eai_span *s, int error)
     pthread_mutex_lock(&eai_tr.mu);
     int sink = eai_tr.ops != NULL;
     pthread_mutex_unlock(&eai_tr.mu);
-    if (!sink && !eai_log_enabled(EAI_LOG_DEBUG)) { /* nobody reads it: no document */
+    if (!s->attrs || (!sink && !eai_log_enabled(EAI_LOG_DEBUG))) { /* nobody reads it: no document */
         span_free(s);
         return;
     }

@@ -27,6 +27,10 @@ void eai_trace_ctx_generate(struct eai_trace_ctx *out);
 /* "00-<trace>-<span>-<flags>" for a span (or for ctx when span is NULL). */
 void eai_traceparent_format(const char *trace_id, const char *span_id, unsigned flags, char out[56]);
 
+/* 1 when finished spans are read (an exporter, or the log at debug): a
+ * caller may skip building a span's name and attributes otherwise. */
+int eai_trace_recording(void);
+
 struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
                                 const char *trace_id, const char *parent_span_id);
 /* Move the start back to an earlier wall-clock time (epoch ms), for spans

@@ -425,6 +425,31 @@ static void test_verify_concurrent_append(void)
 
 /* ================================================================ metrics */
 
+/* Resolved series refs (the HTTP request metrics' hot path): the same
+ * series as by name, stale after a reset until resolved again. */
+static void test_metrics_refs(void)
+{
+    eai_metrics_reset();
+    eai_obs_describe_metrics();
+    struct eai_metric_ref t = {0}, d = {0};
+    CU_ASSERT_EQUAL(eai_metrics_ref_add(&t, 1), -1); /* unresolved */
+    CU_ASSERT_EQUAL(eai_metrics_ref(&t, "eai_http_requests_total", "route=\"x\",code=\"200\"", 0), 0);
+    CU_ASSERT_EQUAL(eai_metrics_ref_add(&t, 1), 0);
+    CU_ASSERT_EQUAL(eai_metrics_ref_add(&t, 2), 0);
+    eai_metrics_add("eai_http_requests_total", "route=\"x\",code=\"200\"", 1);
+    CU_ASSERT_EQUAL(eai_metrics_get("eai_http_requests_total", "route=\"x\",code=\"200\""), 4);
+    CU_ASSERT_EQUAL(eai_metrics_ref(&d, "eai_http_request_duration_seconds", "route=\"x\"", 2), 0);
+    CU_ASSERT_EQUAL(eai_metrics_ref_observe(&d, 0.001), 0);
+    char *text = eai_metrics_render();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "eai_http_request_duration_seconds_count{route=\"x\"} 1"));
+    free(text);
+    eai_metrics_reset();
+    CU_ASSERT_EQUAL(eai_metrics_ref_add(&t, 1), -1); /* stale: never a freed series */
+    CU_ASSERT_EQUAL(eai_metrics_ref_observe(&d, 1), -1);
+    CU_ASSERT_EQUAL(eai_metrics_get("eai_http_requests_total", "route=\"x\",code=\"200\""), 0);
+}
+
 static void test_metrics_promtool(void)
 {
     eai_metrics_reset();
@@ -561,6 +586,7 @@ int main(void)
     CU_add_test(s, "concurrent append", test_verify_concurrent_append);
     s = CU_add_suite("metrics", NULL, NULL);
     CU_add_test(s, "promtool check metrics", test_metrics_promtool);
+    CU_add_test(s, "metric series refs", test_metrics_refs);
     s = CU_add_suite("otlp", NULL, NULL);
     CU_add_test(s, "OTEL_EXPORTER_OTLP_HEADERS", test_otlp_headers);
     s = CU_add_suite("spans", NULL, NULL);

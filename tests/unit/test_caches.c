@@ -139,7 +139,26 @@ static void test_docs(void)
     memset(huge, 'y', sizeof huge);
     eai_doc_cache_put(c, "ta", "sbx_5", huge, sizeof huge);
     CU_ASSERT_PTR_NULL(eai_doc_cache_get(c, "ta", "sbx_5", &n));
+    /* a held document (an answer still sending it) outlives its eviction,
+     * a clear and the cache itself, and is freed by its last release
+     * (LeakSanitizer and ASan builds check both ends) */
+    void *hold = NULL;
+    d = eai_doc_cache_hold(c, "ta", "sbx_4", &n, &hold);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(hold);
+    CU_ASSERT_EQUAL(n, sizeof big);
+    eai_doc_cache_clear(c);
+    CU_ASSERT_PTR_NULL(eai_doc_cache_get(c, "ta", "sbx_4", &n));
+    CU_ASSERT_EQUAL(d[0], 'x');
+    CU_ASSERT_EQUAL(d[sizeof big - 1], 'x');
+    eai_doc_cache_release(d, sizeof big, hold);
+    CU_ASSERT_PTR_NULL(eai_doc_cache_hold(c, "ta", "sbx_4", &n, &hold));
+    eai_doc_cache_put(c, "ta", "sbx_6", "{}", 2);
+    d = eai_doc_cache_hold(c, "ta", "sbx_6", &n, &hold);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     eai_doc_cache_free(c);
+    CU_ASSERT(memcmp(d, "{}", 2) == 0);
+    eai_doc_cache_release(d, 2, hold);
     c = eai_doc_cache_new(0); /* off */
     eai_doc_cache_put(c, "ta", "sbx_1", "{}", 2);
     CU_ASSERT_PTR_NULL(eai_doc_cache_get(c, "ta", "sbx_1", &n));
