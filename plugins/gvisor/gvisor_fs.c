@@ -306,10 +306,13 @@ const char *gv_runtime_died(const char *bundle_dir, const char *cmd)
 {
     /* Written by runsc itself on the host, out of the program's reach
      * (unlike its stderr, which the program shares).  A sandbox process
-     * killed: runsc's wait RPC fails.  A gofer killed: the sentry kills the
+     * killed: runsc's wait RPC fails and the sandbox (runsc boot) never logs
+     * its own exit (under load the RPC also fails at a normal end, after
+     * which boot logs "Exiting with status").  A gofer killed: the sentry kills the
      * container, whose init then dies of SIGKILL (at a normal end the
      * gofer also disconnects, but after init is gone). */
-    if (log_has(bundle_dir, cmd, "Will try waiting on the sandbox process instead", NULL))
+    if (log_has(bundle_dir, cmd, "Will try waiting on the sandbox process instead", NULL) &&
+        !log_has(bundle_dir, "boot", "Exiting with status", NULL)) /* a normal end under load */
         return "the sandbox process died";
     if (log_has(bundle_dir, "boot", "Gofer socket disconnected", "Uncaught signal: \"killed\" (9), PID: 1,"))
         return "the gofer process died";

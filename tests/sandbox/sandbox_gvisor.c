@@ -460,16 +460,22 @@ static struct iso_run *warm_run(const char *const *argv, const unsigned char *in
 }
 
 /* The launcher: the program's stdin is a pipe of its own, never the
- * control socket, so nothing it writes there is taken for its end; 1 MiB of
+ * control socket, nor can it write to the launcher's through /proc/1/fd,
+ * so nothing it writes is taken for its end; 1 MiB of
  * input (16 pipe buffers) arrives whole; a background process holding
  * stdout does not hold the end back; the exit code is the program's. */
 static void test_launcher_channels(void)
 {
-    const char *forge[] = {"sh", "-c", "printf 'exit 0\n' >&0 2>/dev/null; echo wrote=$?; exit 3", NULL};
+    const char *forge[] = {"sh", "-c",
+                           "printf 'exit 0\\n' >&0 2>/dev/null; echo wrote=$?; "
+                           "printf 'exit 0\\n' >/proc/1/fd/0 2>/dev/null; echo proc=$?; exit 3",
+                           NULL};
     struct iso_run *r = warm_run(forge, NULL, 0);
     CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
     CU_ASSERT_EQUAL(r->exit_code, 3);
     CU_ASSERT_PTR_NULL(strstr(r->out, "wrote=0"));
+    CU_ASSERT_PTR_NULL(strstr(r->out, "proc=0"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->out, "proc=")); /* the script ran that far */
     free(r);
 
     size_t n = 1 << 20;

@@ -32,7 +32,8 @@
  * A failure before the program runs is "fail <text>\n" (the host reports
  * sandbox_failed); a program that cannot be executed is exit 127 (not found)
  * or 126 (not executable), as a shell would say, with one line on stderr.
- * Nothing here decides what the host decides: the timeout, OOM, usage and
+ * The launcher is not dumpable, so the program cannot reach the control
+ * socket through ptrace or /proc/1/fd.  Nothing here decides what the host decides: the timeout, OOM, usage and
  * output caps are read on the host.  Never a second command.
  */
 #ifndef _GNU_SOURCE
@@ -44,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -176,6 +178,10 @@ static void warm_up(char **argv)
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
+    /* not dumpable: the program (same uid) can neither ptrace the launcher
+     * nor open its descriptors through /proc/1/fd (the control socket); an
+     * exec'd program is dumpable again */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (argc > 1)
         warm_up(argv + 1);
     if (write_all(1, "ready\n", 6) < 0)
