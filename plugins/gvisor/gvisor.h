@@ -27,6 +27,7 @@ struct event;
 #define GV_LAUNCHER_FILE "launcher.bin"
 #define GV_LAUNCHER_PATH "/.eai/launcher"
 #define GV_LAUNCH_MAX (4 << 20)       /* launch file bytes (MAX_LAUNCH of the launcher) */
+#define GV_LAUNCH_LINE_LEN 34         /* "/tmp/.eai-launch-<16 hex>\n" (LINE_LEN of the launcher) */
 #define GV_WARMUP_ARGS 16             /* config `warmup`: at most 16 arguments */
 #define GV_WARMUP_ARG_BYTES 256
 

@@ -131,6 +131,8 @@ int gv_launch_write(const struct eai_pc_bundle *b, const struct eai_iso_job *job
     }
     close(fd);
     free(buf);
-    snprintf(line, linelen, "/tmp/%s\n", name);
+    /* fixed length: the launcher reads exactly LINE_LEN (34) bytes */
+    if (snprintf(line, linelen, "/tmp/%s\n", name) != GV_LAUNCH_LINE_LEN)
+        return eai_pc_fail(msg, msglen, "launch line: not %d bytes", GV_LAUNCH_LINE_LEN);
     return 0;
 }

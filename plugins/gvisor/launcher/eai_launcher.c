@@ -13,8 +13,8 @@
  *      a fresh sandbox would read through its gofer on the critical path
  *      (a warm-up that fails is ignored);
  *   1. writes "ready\n" on stdout: the warm pool's boot signal;
- *   2. reads one line from the control socket, a byte at a time so that
- *      nothing after it is consumed: the path of the launch file the host
+ *   2. reads one line of a fixed length from the control socket (so that
+ *      nothing after it is consumed): the path of the launch file the host
  *      wrote into /tmp (its own tmpfs);
  *   3. reads that file and unlinks it:
  *        "EAI-LAUNCH-1" NUL  cwd NUL  argc NUL  argv... NUL  envc NUL
@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,8 @@
 #define MAX_LAUNCH (4 << 20)         /* bytes of the launch file */
 #define MAX_ARGS 65536
 #define WARMUP_S 10
+#define LINE_PREFIX "/tmp/.eai-launch-"
+#define LINE_LEN 34                  /* LINE_PREFIX, 16 hex digits, "\n" */
 
 static void say(const char *what, const char *detail)
 {
@@ -187,24 +190,22 @@ int main(int argc, char **argv)
     if (write_all(1, "ready\n", 6) < 0)
         return 125;
 
-    char path[256];
-    size_t n = 0;
-    for (;;) {
-        char c;
-        ssize_t r = read(CTL, &c, 1);
+    /* "/tmp/.eai-launch-<16 hex>\n" (gvisor_launcher.c): read whole, and
+     * nothing past it (a stream read never returns more than asked) */
+    char path[LINE_LEN + 1];
+    for (size_t n = 0; n < LINE_LEN;) {
+        ssize_t r = read(CTL, path + n, LINE_LEN - n);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r != 1)
+        if (r <= 0)
             return 125; /* the host went away before a command */
-        if (c == '\n')
-            break;
-        if (n >= sizeof(path) - 1)
-            fail("launch line", ENAMETOOLONG);
-        path[n++] = c;
+        n += (size_t)r;
     }
-    path[n] = '\0';
-    if (strncmp(path, "/tmp/", 5) != 0 || strstr(path, "/.."))
+    path[LINE_LEN] = '\0';
+    if (strncmp(path, LINE_PREFIX, strlen(LINE_PREFIX)) != 0 || path[LINE_LEN - 1] != '\n' ||
+        strspn(path + strlen(LINE_PREFIX), "0123456789abcdef") != LINE_LEN - 1 - strlen(LINE_PREFIX))
         fail("launch line", EINVAL);
+    path[LINE_LEN - 1] = '\0';
 
     size_t len = 0, off = 0;
     char *buf = read_file(path, MAX_LAUNCH, &len);
@@ -241,24 +242,28 @@ int main(int argc, char **argv)
     }
     close(pipefd[1]); /* the relay holds it, or none: EOF at once */
 
-    pid_t pid = fork();
-    if (pid < 0)
-        fail("fork", errno);
-    if (pid == 0) {
-        signal(SIGPIPE, SIG_DFL);
-        if (dup2(pipefd[0], 0) < 0)
-            _exit(125);
-        if (chdir(cwd) < 0) {
-            dprintf(2, "eai-launcher: %s: %s\n", cwd, strerror(errno));
-            _exit(125);
-        }
-        environ = envp; /* execvp looks prog[0] up in the program's PATH */
-        execvp(prog[0], prog);
-        int e = errno;
-        dprintf(2, "eai-launcher: %s: %s\n", prog[0], strerror(e));
-        _exit(e == ENOENT || e == ENOTDIR ? 127 : 126);
-    }
+    /* posix_spawn (a vfork: no copy of our address space to make, which
+     * under gVisor is a new host stub process) */
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t dflt;
+    sigemptyset(&dflt);
+    sigaddset(&dflt, SIGPIPE);
+    if (posix_spawn_file_actions_init(&fa) || posix_spawn_file_actions_adddup2(&fa, pipefd[0], 0) ||
+        posix_spawn_file_actions_addchdir_np(&fa, cwd) || posix_spawnattr_init(&at) ||
+        posix_spawnattr_setsigdefault(&at, &dflt) || posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGDEF))
+        fail("posix_spawn", ENOMEM);
+    environ = envp; /* posix_spawnp looks prog[0] up in the program's PATH */
+    pid_t pid;
+    int e = posix_spawnp(&pid, prog[0], &fa, &at, prog, envp);
     close(pipefd[0]);
+    if (e) {
+        dprintf(2, "eai-launcher: %s: %s\n", prog[0], strerror(e));
+        char code[16];
+        snprintf(code, sizeof(code), "%d", e == ENOENT || e == ENOTDIR ? 127 : 126);
+        say("exit", code);
+        return 0;
+    }
 
     int st = 0;
     while (waitpid(pid, &st, 0) < 0) {
