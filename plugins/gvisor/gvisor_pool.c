@@ -477,6 +477,10 @@ int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line
 {
     if (!p->launcher || p->state != GVP_TAKEN || !p->run || p->run_exited || p->rd_fd < 0 || p->ctl_fd < 0)
         return -1;
+    /* whatever runsc wrote on its stderr while booting is not the program's */
+    char junk[4096];
+    for (int i = 0; i < 16 && read(p->err_fd, junk, sizeof(junk)) > 0; i++) {
+    }
     size_t n = strlen(line);
     /* one short line into an empty socket: all of it or nothing */
     if (send(p->ctl_fd, line, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
