@@ -30,6 +30,7 @@ struct event;
 #define GV_LAUNCH_LINE_LEN 34         /* "/tmp/.eai-launch-<16 hex>\n" (LINE_LEN of the launcher) */
 #define GV_WARMUP_ARGS 16             /* config `warmup`: at most 16 arguments */
 #define GV_WARMUP_ARG_BYTES 256
+#define GV_WARMUP_MIN_MEMORY (128LL << 20) /* no warm-up in sandboxes with less memory */
 
 /* --------------------------------------------------------------- children */
 

@@ -315,9 +315,11 @@ static void prepare_work(void *arg)
             return;
         }
     }
-    /* the launcher, with the warm-up command as its arguments */
+    /* the launcher, with the warm-up command as its arguments (not under a
+     * small memory limit: a warm-up that fills it would kill the sandbox and
+     * pause the pool) */
     const char *largv[GV_WARMUP_ARGS + 2] = {GV_LAUNCHER_PATH};
-    for (int i = 0; i < p->g->nwarmup; i++)
+    for (int i = 0; i < p->g->nwarmup && (p->shape.memory <= 0 || p->shape.memory >= GV_WARMUP_MIN_MEMORY); i++)
         largv[i + 1] = p->g->warmup[i];
     struct eai_iso_job job;
     memset(&job, 0, sizeof(job));
