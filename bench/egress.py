@@ -7,7 +7,9 @@ internet of tests/net/testnet.py (198.18.0.0/15, namespaces made here):
 1. added latency: wall time from POST to the terminal record (long poll) of
    `python3 -c pass`, N runs each, without egress and with one granted name;
    once with the warm pool off (both cold: the namespace's own cost) and
-   once with the default warm pool (2; egress executions always boot cold);
+   once with the default warm pool (2; egress executions boot cold), and
+   once with pool 1 and gvisor `egress_pool: true`, each run waiting for
+   the pool to be full first (both warm; the pool hits are printed);
 2. throughput: R downloads (default 5, medians printed) of MB megabytes
    (default 100) by python urllib, 1 MiB reads, in five set-ups measured in
    the same run, so that the ratio blames the right component:
@@ -22,7 +24,8 @@ internet of tests/net/testnet.py (198.18.0.0/15, namespaces made here):
       eaid, a bench-made namespace with the same veth MTU) downloading from a
       server on the veth's host side, no gateway; VH the same download by a
       host-kernel client in that namespace: V/VH is gVisor's netstack cost.
-EAI_BENCH_ONLY=latency or =throughput runs one half; =warm only measures
+EAI_BENCH_ONLY=latency or =throughput runs one half; =pool only the both-warm
+latency line; =warm only measures
 `runsc exec` into a warm sandbox booted with --network=none against one
 booted with --network=sandbox in a namespace (the warm pool for egress,
 docs/egress.md), N each, twice.
@@ -57,17 +60,17 @@ DL = ("import time,urllib.request as u\nfor i in range(%d):\n t=time.monotonic()
       "  if not b: break\n  n+=len(b)\n print(n, time.monotonic()-t)" % R)
 
 
-def start(work, pool):
-    cfg = os.path.join(work, "eaid-%d.yaml" % pool)
+def start(work, pool, egress_pool=False):
+    cfg = os.path.join(work, "eaid-%d%s.yaml" % (pool, "e" if egress_pool else ""))
     with open(cfg, "w") as f:
         f.write("network:\n  resolver: \"198.18.2.53:53\"\n  pool: \"%s\"\n  prefix: %s\n"
                 "  max_bytes: 16Gi\n"
-                "isolation:\n  gvisor: {pool: %d}\n"
+                "isolation:\n  gvisor: {pool: %d, egress_pool: %s}\n"
                 "profiles:\n  net:\n    backend: gvisor\n    runtime_class: gvisor\n"
                 "    defaults: {cpu: 1000m, memory: 256Mi, timeout_s: 120}\n"
                 "    max: {cpu: 2000m, memory: 512Mi, timeout_s: 300}\n"
-                "    egress_allow: [\"allowed.test:80\"]\n" % (POOL, PREFIX, pool))
-    env = eaid_env.Env(config=cfg, tmp=os.path.join(work, "eaid-%d" % pool))
+                "    egress_allow: [\"allowed.test:80\"]\n" % (POOL, PREFIX, pool, "true" if egress_pool else "false"))
+    env = eaid_env.Env(config=cfg, tmp=os.path.join(work, "eaid-%d%s" % (pool, "e" if egress_pool else "")))
     env.make_key()
     env.start(ready_path="/readyz", timeout=90)
     return env
@@ -89,16 +92,41 @@ def run(env, command, egress, cpu=None):
         assert time.monotonic() - t0 < 300, "execution did not end"
 
 
-def latency(env, label):
+def metric(env, name, labels=""):
+    """Sum of the samples of name whose labels contain `labels`."""
+    with __import__("urllib.request").request.urlopen(env.url + "/metrics", timeout=10) as m:
+        text = m.read().decode()
+    tot = 0.0
+    for line in text.splitlines():
+        w = line.split()
+        if len(w) == 2 and (w[0] == name or w[0].startswith(name + "{")) and labels in w[0]:
+            tot += float(w[1])
+    return tot
+
+
+def latency(env, label, ready=0):
+    """ready: before each run, wait (up to 20 s) until the warm pool has that
+    many sandboxes ready, so that every run is served warm."""
     res = {}
+    takes = {}
     for egress in (False, True, False, True):  # interleaved, the first of each discarded as warm-up
         walls = []
+        name = "eai_pool_egress_takes_total" if egress else "eai_pool_takes_total"
+        hit0 = metric(env, name, 'result="hit"') if ready else 0
         for _ in range(N):
+            deadline = time.monotonic() + 20
+            while ready and metric(env, "eai_pool_ready") < ready and time.monotonic() < deadline:
+                time.sleep(0.05)
             w, rec = run(env, ["python3", "-c", "pass"], egress)
             assert rec["status"] == "succeeded", rec
             walls.append(w)
         res[egress] = walls
+        if ready:
+            takes[egress] = metric(env, name, 'result="hit"') - hit0
     p50 = {k: statistics.median(v) for k, v in res.items()}
+    if ready:
+        print("  (pool hits in the measured rounds: without egress %d/%d, with egress %d/%d)" %
+              (takes[False], N, takes[True], N), flush=True)
     print("%s: p50 without egress %.0f ms, with egress %.0f ms, added %.0f ms (n=%d each; p95 %.0f / %.0f ms)" %
           (label, p50[False] * 1000, p50[True] * 1000, (p50[True] - p50[False]) * 1000, N,
            sorted(res[False])[int(0.95 * (N - 1))] * 1000, sorted(res[True])[int(0.95 * (N - 1))] * 1000),
@@ -308,6 +336,19 @@ def main():
         return 1
     eaid_env.ensure_image()
     work = tempfile.mkdtemp(prefix="eai-bench-egress-")
+    if ONLY == "pool":  # only the both-warm latency (gvisor egress_pool)
+        net = TestNet(work, "bz%02x" % (os.getpid() & 0xff))
+        env = None
+        try:
+            assert net.up(), "test internet"
+            env = start(work, 1, egress_pool=True)
+            latency(env, "warm pool 1 + egress_pool (both warm)", ready=2)
+        finally:
+            if env:
+                env.stop(clean=False)
+            net.down()
+            subprocess.run(["rm", "-rf", work])
+        return 0
     if ONLY == "warm":  # no eaid, no test internet
         try:
             warm_exec(work)
@@ -328,6 +369,10 @@ def main():
             env = start(work, 2)
             envs.append(env)
             latency(env, "warm pool 2 (without egress warm, with egress cold)")
+            env.stop(clean=False)
+            env = start(work, 1, egress_pool=True)
+            envs.append(env)
+            latency(env, "warm pool 1 + egress_pool (both warm)", ready=2)
     finally:
         for e in envs:
             e.stop(clean=False)

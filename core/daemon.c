@@ -489,6 +489,7 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     if (profiles_build(app, err) < 0)
         goto fail;
     app->egress = eai_egress_host_start(app); /* NULL: granted egress is refused on local backends */
+    eai_host_set_egress(app->host, app->egress); /* the warm pool for egress (host->netns_take) */
     eai_obs_app_metrics(app);
     if (eai_exec_start(app, err) < 0)
         goto fail;
@@ -550,6 +551,7 @@ void eai_app_stop(struct eai_app *app)
     eai_sessions_free(app); /* no backend callback can come any more */
     app->nisolation = 0;
     /* after the backends: their sandboxes are gone, so are the namespaces */
+    eai_host_set_egress(app->host, NULL);
     eai_egress_host_stop(app->egress);
     app->egress = NULL;
     free(app->isolation);

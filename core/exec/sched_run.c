@@ -493,6 +493,28 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
             fail_run(s, r, EAI_E_EGRESS_UNSUPPORTED, "the backend cannot carry the granted egress");
             return;
         }
+        /* a pooled sandbox already booted in a namespace of core's: bind
+         * the grant to it and start at once (docs/egress.md, warm pool) */
+        if ((pr_caps & EAI_ISO_CAP_EGRESS_POOL) && ops->egress_claim) {
+            void *tok = ops->egress_claim(r->iso->self, &r->job);
+            const char *why = NULL;
+            struct eai_egress_lease *l =
+                tok ? eai_egress_lease_bind(s->app->egress, tok, r->id, r->prof->name, r->egress, &why) : NULL;
+            if (l) {
+                r->egress_lease = l;
+                r->job.netns_path = eai_egress_lease_netns(l);
+                r->job.dns_server = eai_egress_lease_dns(l);
+                run_launch(s, r, 0);
+                return;
+            }
+            if (tok) {
+                /* never run unbound: the namespace goes, the backend's
+                 * claimed sandbox is never started (its claim lapses) */
+                eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "%s: pooled egress sandbox not bound (%s): cold start",
+                        r->id, why ? why : "?");
+                eai_egress_ns_release(s->app->egress, tok);
+            }
+        }
         r->leasing = 1;
         s->nlive++;
         s->refs++;

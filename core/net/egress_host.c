@@ -52,6 +52,12 @@ struct eai_egress_lease {
     size_t nentries;
     eai_egress_lease_fn cb;
     void *arg;
+    /* a namespace without a grant (eai_egress_ns_take, the warm pool for
+     * egress): ns_cb instead of cb; bound later by eai_egress_lease_bind */
+    int unbound;
+    int released;                  /* released while still being made */
+    eai_netns_fn ns_cb;
+    void *ns_arg;
     int creating;                  /* create_work in flight */
     int deferred;                  /* taken from the spares: its callback is queued on the loop */
     int orphan;                    /* host stopped meanwhile: create_done removes it */
@@ -279,6 +285,23 @@ static void queue_destroy(struct eai_egress_lease *l)
 /* Register the grant of a lease whose namespace exists; its callback. */
 static void grant_and_ready(struct eai_egress_lease *l)
 {
+    if (l->released) {
+        /* released by its owner while being made: nobody waits for it */
+        unlink_lease(l);
+        queue_destroy(l);
+        return;
+    }
+    if (l->unbound) {
+        if (l->rc < 0) {
+            eai_log(EH_COMPONENT, EAI_LOG_WARN, "pooled namespace: %s", l->msg);
+            unlink_lease(l);
+            l->ns_cb(l->ns_arg, NULL, NULL, NULL, l->msg);
+            queue_destroy(l);
+            return;
+        }
+        l->ns_cb(l->ns_arg, l, l->ns.path, l->ns.host_ip, NULL);
+        return;
+    }
     if (l->rc == 0) {
         struct eai_error *err = NULL;
         l->grant = eai_egress_grant_add(l->h->eng, l->exec_id, l->sandbox_ip, (const char *const *)l->entries,
@@ -400,11 +423,47 @@ static void refill(struct eai_egress_host *h)
     }
 }
 
-int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *profile,
-                          const char *const *entries, eai_egress_lease_fn cb, void *arg)
+/* A spare namespace (ready: its callback on the next loop turn) or a new
+ * one (made on a worker), in h->leases; what waits for it is set by the
+ * caller before the callback can run.  NULL when none can be had. */
+static struct eai_egress_lease *lease_get(struct eai_egress_host *h, const char *why)
 {
-    if (!h || !exec_id || !entries || !cb)
-        return -1;
+    struct eai_egress_lease *l = NULL;
+    for (struct eai_egress_lease **pp = &h->spares; *pp; pp = &(*pp)->next)
+        if (!(*pp)->creating) {
+            l = *pp;
+            *pp = l->next;
+            l->next = NULL;
+            break;
+        }
+    if (l) {
+        /* the callback on the next loop turn, never inside the caller */
+        struct timeval now = {0, 0};
+        l->deferred = 1;
+        if (event_base_once(h->app->base, -1, EV_TIMEOUT, deferred_ready, l, &now) < 0) {
+            l->deferred = 0;
+            l->next = h->spares;
+            h->spares = l;
+            return NULL;
+        }
+    } else {
+        if (!(l = slot_lease(h, why)))
+            return NULL;
+        l->creating = 1;
+        if (eai_work_submit(create_work, create_done, l) < 0) {
+            h->slot_used[l->slot] = 0;
+            lease_free(l);
+            return NULL;
+        }
+    }
+    l->next = h->leases;
+    h->leases = l;
+    refill(h);
+    return l;
+}
+
+static char **entries_copy(const char *const *entries, size_t *nout)
+{
     size_t n = 0;
     while (entries[n])
         n++;
@@ -417,57 +476,107 @@ int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const 
         for (size_t i = 0; copy && i < n; i++)
             free(copy[i]);
         free(copy);
-        return -1;
+        return NULL;
     }
-    /* a ready spare, else a new one */
-    struct eai_egress_lease *l = NULL;
-    for (struct eai_egress_lease **pp = &h->spares; *pp; pp = &(*pp)->next)
-        if (!(*pp)->creating) {
-            l = *pp;
-            *pp = l->next;
-            l->next = NULL;
-            break;
-        }
-    int spare = l != NULL;
-    if (!l && !(l = slot_lease(h, exec_id))) {
+    *nout = n;
+    return copy;
+}
+
+int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *profile,
+                          const char *const *entries, eai_egress_lease_fn cb, void *arg)
+{
+    if (!h || !exec_id || !entries || !cb)
+        return -1;
+    size_t n = 0;
+    char **copy = entries_copy(entries, &n);
+    if (!copy)
+        return -1;
+    struct eai_egress_lease *l = lease_get(h, exec_id);
+    if (!l) {
         for (size_t i = 0; i < n; i++)
             free(copy[i]);
         free(copy);
         return -1;
     }
+    /* its callback runs on a later loop turn: set what it reads now */
     l->entries = copy;
     l->nentries = n;
     snprintf(l->exec_id, sizeof l->exec_id, "%s", exec_id);
     snprintf(l->profile, sizeof l->profile, "%s", profile ? profile : "");
     l->cb = cb;
     l->arg = arg;
-    struct timeval now = {0, 0};
-    if (spare) {
-        /* the callback on the next loop turn, never inside this call */
-        l->deferred = 1;
-        if (event_base_once(h->app->base, -1, EV_TIMEOUT, deferred_ready, l, &now) < 0) {
-            l->deferred = 0;
-            l->next = h->spares;
-            h->spares = l;
-            l->entries = NULL;
-            l->nentries = 0;
-            for (size_t i = 0; i < n; i++)
-                free(copy[i]);
-            free(copy);
-            return -1;
-        }
-    } else {
-        l->creating = 1;
-        if (eai_work_submit(create_work, create_done, l) < 0) {
-            h->slot_used[l->slot] = 0;
-            lease_free(l);
-            return -1;
-        }
-    }
-    l->next = h->leases;
-    h->leases = l;
-    refill(h);
     return 0;
+}
+
+void *eai_egress_ns_take(struct eai_egress_host *h, eai_netns_fn cb, void *arg)
+{
+    if (!h || !cb || h->app->shutting_down)
+        return NULL;
+    struct eai_egress_lease *l = lease_get(h, "pooled namespace");
+    if (!l)
+        return NULL;
+    l->unbound = 1;
+    l->ns_cb = cb;
+    l->ns_arg = arg;
+    return l;
+}
+
+/* token, when it is one of h's leases (never trust a pointer from a plugin). */
+static struct eai_egress_lease *lease_find(struct eai_egress_host *h, void *token)
+{
+    for (struct eai_egress_lease *l = h ? h->leases : NULL; l && token; l = l->next)
+        if (l == token)
+            return l;
+    return NULL;
+}
+
+void eai_egress_ns_release(struct eai_egress_host *h, void *token)
+{
+    struct eai_egress_lease *l = lease_find(h, token);
+    if (!l || !l->unbound)
+        return;
+    if (l->creating || l->deferred) {
+        l->released = 1; /* grant_and_ready removes it */
+        return;
+    }
+    json_decref(eai_egress_lease_close(l));
+}
+
+struct eai_egress_lease *eai_egress_lease_bind(struct eai_egress_host *h, void *token, const char *exec_id,
+                                               const char *profile, const char *const *entries, const char **why)
+{
+    struct eai_egress_lease *l = lease_find(h, token);
+    *why = NULL;
+    if (!l || !l->unbound || l->released || l->creating || l->deferred || l->grant || l->rc < 0 || !exec_id ||
+        !entries) {
+        *why = "not a ready namespace of core's";
+        return NULL;
+    }
+    size_t n = 0;
+    char **copy = entries_copy(entries, &n);
+    if (!copy) {
+        *why = "out of memory";
+        return NULL;
+    }
+    struct eai_error *err = NULL;
+    l->grant = eai_egress_grant_add(h->eng, exec_id, l->sandbox_ip, entries, n, &err);
+    if (!l->grant) {
+        snprintf(l->msg, sizeof l->msg, "%s", err && err->message ? err->message : "cannot register the grant");
+        *why = l->msg;
+        eai_error_free(err);
+        for (size_t i = 0; i < n; i++)
+            free(copy[i]);
+        free(copy);
+        return NULL;
+    }
+    l->unbound = 0;
+    l->ns_cb = NULL;
+    l->ns_arg = NULL;
+    l->entries = copy;
+    l->nentries = n;
+    snprintf(l->exec_id, sizeof l->exec_id, "%s", exec_id);
+    snprintf(l->profile, sizeof l->profile, "%s", profile ? profile : "");
+    return l;
 }
 
 const char *eai_egress_lease_netns(const struct eai_egress_lease *l)

@@ -15,6 +15,7 @@
 #include "obs/metrics.h"
 #include "base/util.h"
 #include "base/worker.h"
+#include "net/egress_host.h"
 
 struct eai_host_private {
     struct eai_host pub;
@@ -22,6 +23,7 @@ struct eai_host_private {
     char image_dir[PATH_MAX];
     char node_id[37];
     struct eai_http_client *http;
+    struct eai_egress_host *egress; /* netns_take: set once egress is up (eai_host_set_egress) */
 };
 
 /* One per plugin instance: pub is a copy of the shared table with
@@ -240,6 +242,22 @@ static int host_image_rootfs(const struct eai_host *h, const char *image, char *
     return eai_images_resolve(priv(h)->image_dir, image, buf, buflen);
 }
 
+static void *host_netns_take(const struct eai_host *h, eai_netns_fn cb, void *arg)
+{
+    return eai_egress_ns_take(priv(h)->egress, cb, arg);
+}
+
+static void host_netns_release(const struct eai_host *h, void *token)
+{
+    eai_egress_ns_release(priv(h)->egress, token);
+}
+
+void eai_host_set_egress(struct eai_host *h, struct eai_egress_host *egress)
+{
+    if (h)
+        priv(h)->egress = egress;
+}
+
 struct eai_host *eai_host_new(struct event_base *base, const char *data_dir)
 {
     struct eai_host_private *p = calloc(1, sizeof(*p));
@@ -273,6 +291,8 @@ struct eai_host *eai_host_new(struct event_base *base, const char *data_dir)
     h->plugin_name = NULL;
     h->error_new_h = host_error_new_h;
     h->error_wrap = host_error_wrap;
+    h->netns_take = host_netns_take;
+    h->netns_release = host_netns_release;
     return h;
 }
 

@@ -15,6 +15,9 @@ const char *eai_host_image_dir(const struct eai_host *h);
 /* The shared HTTP client (created lazily on the loop). */
 struct eai_http_client *eai_host_http_client(const struct eai_host *h);
 void eai_host_free(struct eai_host *h);
+/* Where netns_take / netns_release lead (NULL: egress off, they fail). */
+struct eai_egress_host;
+void eai_host_set_egress(struct eai_host *h, struct eai_egress_host *egress);
 
 /* A handle for one plugin instance: a copy of the shared host whose
  * plugin_name is set, so logs ("<name>/<component>"), metrics (label

@@ -39,6 +39,8 @@ _Static_assert(EAI_ISOLATION_OPS_SIZE_1_0 == 48, "isolation ops 1.0 layout chang
 _Static_assert(EAI_ISO_PROBE_SIZE_1_0 == 400, "iso probe 1.0 layout changed");
 _Static_assert(EAI_ISO_PROBE_SIZE_1_1 == 456, "iso probe 1.1 layout changed (append only)");
 _Static_assert(EAI_HOST_SIZE_1_1 == 144 && EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 == 112, "1.1 layout changed");
+_Static_assert(EAI_HOST_SIZE_NETNS == 160, "host netns_take/netns_release layout changed (append only)");
+_Static_assert(offsetof(struct eai_isolation_ops, egress_claim) == 96, "isolation ops layout changed (append only)");
 #endif
 
 /* Host-side copy of a loaded descriptor: today's size, its ops table

@@ -23,6 +23,9 @@ extern "C" {
  * docs/egress.md); without it or EAI_ISO_CAP_EGRESS a job with granted
  * egress is refused at admission (egress_unsupported). */
 #define EAI_ISO_CAP_EGRESS_NETNS  (1u << 5)
+/* Appended: egress executions can be served by pooled sandboxes booted in
+ * namespaces from host->netns_take (op egress_claim below). */
+#define EAI_ISO_CAP_EGRESS_POOL   (1u << 6)
 
 struct eai_iso_probe {
     size_t size;
@@ -262,6 +265,16 @@ struct eai_isolation_ops {
      * -1 and *err (conflict: jobs running, not running / not paused). */
     int (*session_pause)(void *self, const char *session_id, struct eai_error **err);
     int (*session_resume)(void *self, const char *session_id, struct eai_error **err);
+    /* ---- Appended, optional (warm pool for egress, docs/egress.md; only
+     * called when probe() announces EAI_ISO_CAP_EGRESS_POOL).  job has
+     * granted egress, no netns_path yet.  A ready pooled sandbox of the
+     * job's shape booted in a namespace of host->netns_take: the backend
+     * marks it claimed and returns its token, which is core's from then on
+     * (core binds the job's allow list to it and ends it with the job);
+     * core then calls start() at once with job->netns_path set to that
+     * namespace, and the backend runs the job in that sandbox.  NULL: none
+     * (core leases a namespace and the job boots cold).  Never blocks. */
+    void *(*egress_claim)(void *self, const struct eai_iso_job *job);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))

@@ -114,6 +114,12 @@ struct eai_http_request {
     int insecure;              /* skip TLS verification (tests only) */
 };
 
+/* netns_take() below: the namespace is ready (token set: its bind mount
+ * path and the IPv4 address of core's DNS for it) or could not be made
+ * (token NULL, why). */
+typedef void (*eai_netns_fn)(void *arg, void *token, const char *netns_path, const char *dns_server,
+                             const char *why);
+
 struct eai_host {
     size_t size;               /* sizeof(struct eai_host) in the host */
     unsigned abi_major, abi_minor;
@@ -169,11 +175,26 @@ struct eai_host {
      * e (NULL stays NULL).  For errors a plugin gets from a callee. */
     struct eai_error *(*error_wrap)(const struct eai_host *h, struct eai_error *e, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+    /* ---- Appended (warm pool for egress, docs/egress.md; read only when
+     * size >= EAI_HOST_SIZE_NETNS).  A network namespace core made (veth,
+     * address of its pool, its nftables rules) with NO allow list bound: its
+     * DNS questions are refused and its TCP connections reset until core
+     * binds an execution's grant to it (isolation op egress_claim).  Loop
+     * thread.  netns_take: the token, then cb once on a later loop turn
+     * (token NULL and why on failure; paths valid until the token ends), or
+     * NULL at once when core carries no egress.  netns_release: end a token
+     * the plugin still owns (pending or ready; no cb follows); once
+     * egress_claim handed a token to core, core ends it. */
+    void *(*netns_take)(const struct eai_host *h, eai_netns_fn cb, void *arg);
+    void (*netns_release)(const struct eai_host *h, void *token);
 };
 
 /* Frozen sizes of struct eai_host per minor (never change). */
 #define EAI_HOST_SIZE_1_0 offsetof(struct eai_host, plugin_name)
 #define EAI_HOST_SIZE_1_1 (offsetof(struct eai_host, error_wrap) + sizeof(void (*)(void)))
+/* A host carrying netns_take / netns_release (appended after 1.1). */
+#define EAI_HOST_SIZE_NETNS (offsetof(struct eai_host, netns_release) + sizeof(void (*)(void)))
 
 /* An error return in one statement, for plugins (core uses eai_error_set()):
  *     return eai_host_error_set(host, err, EAI_E_SANDBOX_FAILED, "k8s: %s", why);

@@ -32,6 +32,8 @@ static const struct eai_config_key gv_keys[] = {
     {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
     {"launcher", EAI_CFG_BOOL, 0, "true",
      "pooled sandboxes start their program with the embedded launcher, not runsc exec (docs/gvisor.md)"},
+    {"egress_pool", EAI_CFG_BOOL, 0, "false",
+     "executions with granted egress also take pooled sandboxes, booted in namespaces core makes (docs/egress.md)"},
     {"warmup", EAI_CFG_LIST, 0, "[\"python3\", \"-c\", \"pass\"]",
      "command the launcher runs once in a pooled sandbox before it is ready ([] = none)"},
     {NULL, 0, 0, NULL, NULL},
@@ -479,6 +481,9 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
     out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
     if (g->net_state > 0)
         out->caps |= EAI_ISO_CAP_EGRESS_NETNS; /* granted egress in core's namespace */
+    if (g->net_state > 0 && g->egress_pool && g->pool_size > 0 && g->host->size >= EAI_HOST_SIZE_NETNS &&
+        g->host->netns_take && g->host->netns_release)
+        out->caps |= EAI_ISO_CAP_EGRESS_POOL; /* egress_claim: pooled sandboxes in core's namespaces */
     out->max_path_bytes = EAI_PC_MAX_PATH_BYTES; /* ABI 1.1: checked at admission */
     out->max_name_bytes = EAI_PC_MAX_NAME_BYTES;
     snprintf(out->version, sizeof(out->version), "%s", g->version);
@@ -589,6 +594,8 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
         gv_free(g);
         return NULL;
     }
+    v = config ? json_object_get(config, "egress_pool") : NULL;
+    g->egress_pool = json_is_true(v);
     v = config ? json_object_get(config, "launcher") : NULL;
     launcher_start(g, json_is_boolean(v) ? json_is_true(v) : 1);
     probe_start(g);
@@ -596,6 +603,10 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     if (host->metric_add && host->metric_set) {
         host->metric_add(host, "eai_pool_takes_total", "result=\"hit\"", 0);
         host->metric_add(host, "eai_pool_takes_total", "result=\"miss\"", 0);
+        if (g->egress_pool) {
+            host->metric_add(host, "eai_pool_egress_takes_total", "result=\"hit\"", 0);
+            host->metric_add(host, "eai_pool_egress_takes_total", "result=\"miss\"", 0);
+        }
         host->metric_set(host, "eai_pool_ready", NULL, 0);
         host->metric_set(host, "eai_pool_size", NULL, g->pool_size);
     }
@@ -649,6 +660,7 @@ static const struct eai_isolation_ops gv_ops = {
     .session_file = gv_session_file,
     .session_pause = gv_session_pause,
     .session_resume = gv_session_resume,
+    .egress_claim = gv_egress_claim,
 };
 
 static const struct eai_plugin_descriptor gv_descriptor = {

@@ -48,6 +48,7 @@ struct gv_pooled;
 struct gv_shape {
     char rootfs[PATH_MAX];
     int64_t memory, cpu, disk, pids;
+    int net;                     /* booted in a namespace of host->netns_take (egress) */
 };
 
 struct gv {
@@ -82,6 +83,7 @@ struct gv {
     int nwarmup;
 
     int pool_size;               /* warm sandboxes per shape; 0 = off */
+    int egress_pool;             /* config egress_pool: egress shapes too (docs/egress.md) */
     struct gv_pooled *pool;
     struct {
         struct gv_shape shape;
@@ -127,6 +129,13 @@ struct eai_pc_runner *gv_runner_new(struct gv *g);
  * the pool for s in the background either way. */
 struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s);
 const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p);
+/* The warm pool for egress (isolation op egress_claim): a ready pooled
+ * sandbox of job's shape booted in a namespace of core's, now claimed; its
+ * namespace token, which is core's from now on; or NULL. */
+void *gv_egress_claim(void *self, const struct eai_iso_job *job);
+/* The claimed sandbox booted in netns (start() of the job core bound to
+ * it), now TAKEN; or NULL (it died meanwhile: the job boots cold there). */
+struct gv_pooled *gv_pool_claimed(struct gv *g, const char *netns);
 /* The execution is done with it: tear the sandbox down in the background. */
 void gv_pool_release(struct gv_pooled *p);
 /* 1 when p's init is the launcher. */

@@ -104,8 +104,14 @@ static void gv_admit(void *drv, struct eai_pc_run *run)
             run->b = *sb;
         return;
     }
-    if (gv_job_netns(run->job))
-        return; /* granted egress: its own namespace, so a cold sandbox (no warm pool) */
+    if (gv_job_netns(run->job)) {
+        /* granted egress: the pooled sandbox core claimed for it (booted in
+         * this very namespace, gv_egress_claim), else a cold one in it */
+        priv(run)->pooled = gv_pool_claimed(g, gv_job_netns(run->job));
+        if (priv(run)->pooled)
+            run->b = *gv_pooled_bundle(priv(run)->pooled);
+        return;
+    }
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));
     snprintf(sh.rootfs, sizeof(sh.rootfs), "%s", run->b.rootfs);

@@ -35,7 +35,11 @@
 #define GV_POOL_BOOT_TIMEOUT_MS 30000
 #define GV_POOL_BACKOFF_MS 30000
 
-enum gv_pool_state { GVP_BOOTING = 0, GVP_READY, GVP_TAKEN, GVP_DYING };
+/* CLAIMED: an egress sandbox handed to core (gv_egress_claim), whose job's
+ * start() comes at once and makes it TAKEN (gv_pool_claimed). */
+enum gv_pool_state { GVP_BOOTING = 0, GVP_READY, GVP_TAKEN, GVP_DYING, GVP_CLAIMED };
+
+#define GV_POOL_CLAIM_MS 10000         /* a claim not started by then lapses */
 
 struct gv_pooled {
     struct gv *g;
@@ -61,6 +65,11 @@ struct gv_pooled {
     struct eai_pc_run *user;    /*   the run told of the end (gv_launch_ended) */
     struct event *ev_timer;     /* boot timeout, then kill grace */
     int cleaning;
+    /* egress shapes (shape.net): the namespace core made for it */
+    void *ns_token;             /* host->netns_take's; core's once claimed (NULL here then) */
+    int ns_wait;                /* its callback still to come (holds the prepare step's inflight) */
+    char netns[PATH_MAX];
+    char dns[64];
 };
 
 static int64_t now_ms(void)
@@ -73,7 +82,7 @@ static int64_t now_ms(void)
 static int shape_eq(const struct gv_shape *a, const struct gv_shape *b)
 {
     return a->memory == b->memory && a->cpu == b->cpu && a->disk == b->disk && a->pids == b->pids &&
-           !strcmp(a->rootfs, b->rootfs);
+           a->net == b->net && !strcmp(a->rootfs, b->rootfs);
 }
 
 const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p)
@@ -194,6 +203,15 @@ static void pooled_kill(struct gv_pooled *p)
         return;
     p->state = GVP_DYING;
     p->user = NULL;
+    if (p->ns_token) {
+        /* never claimed: the namespace is still ours to end */
+        p->g->host->netns_release(p->g->host, p->ns_token);
+        p->ns_token = NULL;
+    }
+    if (p->ns_wait) {
+        p->ns_wait = 0;
+        gv_release(p->g); /* the prepare step never comes */
+    }
     if (p->rd_ev) {
         event_free(p->rd_ev);
         p->rd_ev = NULL;
@@ -246,6 +264,11 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
         boot_failed(p, "sandbox ended while idle");
         return;
     }
+    if (p->state == GVP_CLAIMED) {
+        /* its job, started later, finds no sandbox and boots cold in the namespace */
+        pooled_kill(p);
+        return;
+    }
     /* TAKEN: a launched program whose launcher did not answer ends with
      * runsc; otherwise the execution notices through its exec */
     struct eai_pc_run *user = p->user;
@@ -292,6 +315,8 @@ static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
     struct gv_pooled *p = arg;
     if (p->state == GVP_BOOTING)
         boot_failed(p, "boot timed out");
+    else if (p->state == GVP_CLAIMED)
+        pooled_kill(p); /* its start() never came */
 }
 
 static const char *const gv_pool_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
@@ -329,6 +354,11 @@ static void prepare_work(void *arg)
     job.cpu_millis = p->shape.cpu;
     job.disk_bytes = p->shape.disk;
     job.pids = p->shape.pids;
+    if (p->shape.net) {
+        /* core's namespace (config.json) and its DNS (resolv.conf) */
+        job.netns_path = p->netns;
+        job.dns_server = p->dns;
+    }
     p->b.launcher = p->launcher;
     if (gv_bundle_prepare(&p->b, &job, msg, sizeof(msg)) < 0)
         p->prep_failed = 1;
@@ -376,6 +406,12 @@ static void prepare_done(void *arg)
     /* runsc's own errors (gvisor_exec.c reads them when runsc ends a launched program) */
     snprintf(log, sizeof(log), "--log=%s/runsc-run.main.log", p->b.dir);
     char *argv[] = {g->runsc, root, log, dlog, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    /* egress: gVisor's netstack in core's namespace, as a cold egress run
+     * (gvisor_exec.c gv_spawn_argv: with the /proc/sys/net workaround) */
+    char *net_argv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
+                        g->runsc, root, log, dlog, "--network=sandbox", plat, "run", "--bundle", p->b.dir, p->b.cid,
+                        NULL};
+    char **av = !p->shape.net ? argv : g->net_state == 2 ? net_argv : net_argv + 8;
     /* An idle (or taken) warm sandbox must not outlive eaid either. */
     struct eai_pc_wd wd = {.runtime = g->runsc, .root_arg = root, .cid = p->b.cid, .cgpath = p->b.cgpath,
                            .dir = p->b.dir};
@@ -383,7 +419,7 @@ static void prepare_done(void *arg)
     if (p->wd_fd < 0)
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no watchdog (%s)", p->b.cid,
                      strerror(errno));
-    p->run = eai_pc_child_spawn(g->host->base, g, argv, ctl[1], out[1], err[1], 0, 0, run_done, p);
+    p->run = eai_pc_child_spawn(g->host->base, g, av, ctl[1], out[1], err[1], 0, 0, run_done, p);
     close(out[1]);
     close_fd(&err[1]);
     close_fd(&ctl[1]);
@@ -402,6 +438,29 @@ static void prepare_done(void *arg)
     if (!p->rd_ev || !p->ev_timer || event_add(p->rd_ev, NULL) < 0 || evtimer_add(p->ev_timer, &tv) < 0)
         boot_failed(p, "out of memory");
     gv_release(g);
+}
+
+/* The namespace of an egress pooled sandbox is made (or not): prepare. */
+static void ns_ready(void *arg, void *token, const char *netns_path, const char *dns_server, const char *why)
+{
+    struct gv_pooled *p = arg;
+    struct gv *g = p->g;
+    p->ns_wait = 0;
+    if (!token || !netns_path || !dns_server || snprintf(p->netns, sizeof(p->netns), "%s", netns_path) >=
+                                                    (int)sizeof(p->netns) ||
+        snprintf(p->dns, sizeof(p->dns), "%s", dns_server) >= (int)sizeof(p->dns)) {
+        if (!token)
+            p->ns_token = NULL; /* core has already ended it */
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no namespace (%s)", p->b.cid,
+                     why ? why : "bad path");
+        p->prep_failed = 1;
+        prepare_done(p);
+        return;
+    }
+    if (p->state != GVP_BOOTING || g->destroying || g->host->work_submit(g->host, prepare_work, prepare_done, p) < 0) {
+        p->prep_failed = p->state == GVP_BOOTING;
+        prepare_done(p);
+    }
 }
 
 static void pool_boot(struct gv *g, const struct gv_shape *s)
@@ -431,6 +490,17 @@ static void pool_boot(struct gv *g, const struct gv_shape *s)
     g->pool = p;
     g->inflight++; /* held by the pooled sandbox until cleanup_done */
     g->inflight++; /* held by the prepare step */
+    if (s->net) {
+        /* its namespace first (core makes it), then the bundle */
+        p->ns_wait = 1;
+        p->ns_token = g->host->netns_take(g->host, ns_ready, p);
+        if (!p->ns_token) {
+            p->ns_wait = 0;
+            p->prep_failed = 1;
+            prepare_done(p);
+        }
+        return;
+    }
     if (g->host->work_submit(g->host, prepare_work, prepare_done, p) < 0) {
         p->prep_failed = 1;
         prepare_done(p);
@@ -553,7 +623,8 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
         got->state = GVP_TAKEN;
     /* hit rate = hits / (hits + misses) (docs/observability.md) */
     if (g->host && g->host->metric_add)
-        g->host->metric_add(g->host, "eai_pool_takes_total", got ? "result=\"hit\"" : "result=\"miss\"", 1);
+        g->host->metric_add(g->host, s->net ? "eai_pool_egress_takes_total" : "eai_pool_takes_total",
+                            got ? "result=\"hit\"" : "result=\"miss\"", 1);
     pool_gauges(g);
     /* Refill only with spare CPUs: a pooled job costs a boot plus an exec,
      * more than one cold run, so when executions and boots already fill
@@ -578,6 +649,12 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
  * callbacks, which clean up synchronously. */
 void gv_pool_destroy_all(struct gv *g, int kill_only)
 {
+    /* still waiting for their namespace: nothing runs, end them now */
+    for (struct gv_pooled *p = g->pool, *n; p && !kill_only; p = n) {
+        n = p->next;
+        if (p->ns_wait)
+            pooled_kill(p);
+    }
     for (struct gv_pooled *p = g->pool; p; p = p->next) {
         if (p->run && !p->run_exited) {
             char root[PATH_MAX + 16];
@@ -592,4 +669,49 @@ void gv_pool_destroy_all(struct gv *g, int kill_only)
             }
         }
     }
+}
+
+/* ------------------------------------------------------------ egress */
+
+void *gv_egress_claim(void *self, const struct eai_iso_job *job)
+{
+    struct gv *g = self;
+    if (!g->egress_pool || g->net_state <= 0 || g->host->size < EAI_HOST_SIZE_NETNS || !g->host->netns_take ||
+        !job->egress || !job->egress[0] || (EAI_ISO_JOB_HAS_SESSION(job) && job->session_id))
+        return NULL;
+    struct gv_shape sh;
+    memset(&sh, 0, sizeof(sh));
+    if (!job->image || g->host->image_rootfs(g->host, job->image, sh.rootfs, sizeof(sh.rootfs)) < 0)
+        return NULL;
+    sh.memory = job->memory_bytes;
+    sh.cpu = job->cpu_millis;
+    sh.disk = job->disk_bytes;
+    sh.pids = job->pids;
+    sh.net = 1;
+    struct gv_pooled *p = gv_pool_take(g, &sh);
+    if (!p)
+        return NULL;
+    if (!p->ns_token || !p->netns[0]) {
+        pooled_kill(p);
+        return NULL;
+    }
+    void *tok = p->ns_token;
+    p->ns_token = NULL; /* core's now: it binds the job's grant to it and ends it */
+    p->state = GVP_CLAIMED;
+    struct timeval tv = {GV_POOL_CLAIM_MS / 1000, 0};
+    if (p->ev_timer)
+        evtimer_add(p->ev_timer, &tv);
+    return tok;
+}
+
+struct gv_pooled *gv_pool_claimed(struct gv *g, const char *netns)
+{
+    for (struct gv_pooled *p = g->pool; p && netns; p = p->next)
+        if (p->state == GVP_CLAIMED && !strcmp(p->netns, netns)) {
+            p->state = GVP_TAKEN;
+            if (p->ev_timer)
+                event_del(p->ev_timer);
+            return p;
+        }
+    return NULL;
 }
