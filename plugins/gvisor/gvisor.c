@@ -32,7 +32,7 @@ static const struct eai_config_key gv_keys[] = {
     {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
     {"launcher", EAI_CFG_BOOL, 0, "true",
      "pooled sandboxes start their program with the embedded launcher, not runsc exec (docs/gvisor.md)"},
-    {"egress_pool", EAI_CFG_BOOL, 0, "false",
+    {"egress_pool", EAI_CFG_BOOL, 0, "true",
      "executions with granted egress also take pooled sandboxes, booted in namespaces core makes (docs/egress.md)"},
     {"warmup", EAI_CFG_LIST, 0, "[\"python3\", \"-c\", \"pass\"]",
      "command the launcher runs once in a pooled sandbox before it is ready ([] = none)"},
@@ -595,7 +595,7 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
         return NULL;
     }
     v = config ? json_object_get(config, "egress_pool") : NULL;
-    g->egress_pool = json_is_true(v);
+    g->egress_pool = json_is_boolean(v) ? json_is_true(v) : 1;
     v = config ? json_object_get(config, "launcher") : NULL;
     launcher_start(g, json_is_boolean(v) ? json_is_true(v) : 1);
     probe_start(g);

@@ -113,6 +113,9 @@ def main():
         with open(cfg, "w") as f:
             f.write("network:\n  resolver: \"198.18.2.53:53\"\n  pool: \"%s\"\n  prefix: %s\n"
                     "  synthetic: \"198.51.100.0/24\"\n"
+                    # the cold egress path, whose leftovers are counted here
+                    # (the warm one is test_egress_pool.py's)
+                    "isolation:\n  gvisor: {egress_pool: false}\n"
                     "profiles:\n"
                     "  net:\n    backend: gvisor\n    runtime_class: gvisor\n"
                     "    defaults: {cpu: 1000m, memory: 256Mi, timeout_s: 60}\n"
