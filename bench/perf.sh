@@ -295,6 +295,9 @@ if only != "get" and burst > 0:
     t_all = time.monotonic() - t0
     stop.set(); sth.join()
     takes1 = pool_takes()
+    with open(os.path.join(work, "burst-samples.tsv"), "w") as f:  # PERF_KEEP=1 keeps it
+        f.write("t_s\trss_mib\tqueued\trunning\n")
+        for x in samples_q: f.write("%.2f\t%.2f\t%d\t%d\n" % x)
     ok = sum(1 for b in recs if b and b.get("status") == "succeeded")
     term = sum(1 for b in recs if b and b.get("status") not in ("queued", "running"))
     bad = {}
