@@ -86,9 +86,9 @@ state = os.path.join(work, "raw-state")
 os.makedirs(state, exist_ok=True)
 DEADLINE = time.monotonic() + 1800  # the whole bench: 30 min at most
 
-def rss_mib(pid):
+def rss_mib(pid, field="VmRSS"):
     for line in open("/proc/%d/status" % pid):
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024.0
     return 0.0
 
@@ -151,6 +151,7 @@ def eaid_once(conn, key):
 
 out = {}
 rss_idle = rss_mib(pid_w)
+print("RSS eaid idle: %.1f MiB (anon %.1f, file %.1f)" % (rss_idle, rss_mib(pid_w, "RssAnon"), rss_mib(pid_w, "RssFile")))
 if only == "all":
     wait_ready(port_w); wait_ready(port_c)
     cw, cc = connect(port_w), connect(port_c)
@@ -258,7 +259,7 @@ if only != "get" and burst > 0:
             except OSError:
                 c = connect(port_w); continue
             samples_q.append((time.monotonic() - t0, rss_mib(pid_w), metric(txt, "eai_sandbox_queued"),
-                              metric(txt, "eai_sandbox_running")))
+                              metric(txt, "eai_sandbox_running"), rss_mib(pid_w, "RssAnon"), rss_mib(pid_w, "RssFile")))
     def client():
         c = connect(port_w)
         while True:
@@ -296,8 +297,8 @@ if only != "get" and burst > 0:
     stop.set(); sth.join()
     takes1 = pool_takes()
     with open(os.path.join(work, "burst-samples.tsv"), "w") as f:  # PERF_KEEP=1 keeps it
-        f.write("t_s\trss_mib\tqueued\trunning\n")
-        for x in samples_q: f.write("%.2f\t%.2f\t%d\t%d\n" % x)
+        f.write("t_s\trss_mib\tqueued\trunning\tanon_mib\tfile_mib\n")
+        for x in samples_q: f.write("%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\n" % x)
     ok = sum(1 for b in recs if b and b.get("status") == "succeeded")
     term = sum(1 for b in recs if b and b.get("status") not in ("queued", "running"))
     bad = {}
@@ -309,21 +310,25 @@ if only != "get" and burst > 0:
         import datetime
         return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1000
     qw = [ms(b["started_at"]) - ms(b["created_at"]) for b in recs if b and b.get("started_at") and b.get("created_at")]
+    # slot occupancy: the time the 8 slots held a run over the burst's span
+    runs = [(ms(b["started_at"]), ms(b["finished_at"])) for b in recs if b and b.get("started_at") and b.get("finished_at")]
+    span = (max(f for _, f in runs) - min(st for st, _ in runs)) if runs else 0
+    occ = sum(f - st for st, f in runs) / (8 * span) if span > 0 else -1
     # the RSS while the queue is deepest (most queued, then most running)
-    deep = max(samples_q, key=lambda x: (x[2], x[3])) if samples_q else (0, rss_queued, -1, -1)
+    deep = max(samples_q, key=lambda x: (x[2], x[3])) if samples_q else (0, rss_queued, -1, -1, 0, 0)
     peak_rss = max([x[1] for x in samples_q] + [rss_queued])
     peak_run = max([x[3] for x in samples_q] or [-1])
     tput_b = len(ids) / t_all
     print("burst %d from 32 clients: accepted=%d terminal=%d succeeded=%d lost=%d errors=%d refused(429/503)=%d %s; "
           "submit %.1fs, all terminal %.1fs -> %.2f executions/s (steady c4 %.2f/s, ratio %.2f); "
-          "queue wait p50=%.0fms p99=%.0fms max=%.0fms; warm pool hits=%d misses=%d" % (
+          "queue wait p50=%.0fms p99=%.0fms max=%.0fms; run p50=%.0fms; slot occupancy %.2f; warm pool hits=%d misses=%d" % (
           burst, len(ids), term, ok, len(ids) - term, len(errs), refused[0] - refused0,
           json.dumps(bad) if bad else "", t_sub, t_all, tput_b, out["c4"], tput_b / out["c4"],
           pct(qw, 50) if qw else -1, pct(qw, 99) if qw else -1, max(qw) if qw else -1,
-          takes1[0] - takes0[0], takes1[1] - takes0[1]))
-    print("burst RSS: idle %.1f MiB; %.1f MiB with %d queued and %d running (t=%.1fs); after submissions %.1f MiB; "
-          "peak %.1f MiB; most running at once %d" % (rss_idle, deep[1], deep[2], deep[3], deep[0], rss_queued,
-                                                        peak_rss, peak_run))
+          pct([f - st for st, f in runs], 50) if runs else -1, occ, takes1[0] - takes0[0], takes1[1] - takes0[1]))
+    print("burst RSS: idle %.1f MiB; %.1f MiB (anon %.1f, file %.1f) with %d queued and %d running (t=%.1fs); "
+          "after submissions %.1f MiB; peak %.1f MiB; most running at once %d" % (
+          rss_idle, deep[1], deep[4], deep[5], deep[2], deep[3], deep[0], rss_queued, peak_rss, peak_run))
     if errs: print("burst errors: %r" % errs[:3])
     out.update(burst=tput_b, qw99=pct(qw, 99) if qw else -1, rss_deep=deep[1], lost=len(ids) - term)
 
