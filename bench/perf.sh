@@ -122,6 +122,13 @@ def hdr(key):
     return {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 
 refused = [0]
+def pool_takes():
+    """(hits, misses) of the warm eaid's pool so far (eai_pool_takes_total)."""
+    c = connect(port_w); c.request("GET", "/metrics"); txt = c.getresponse().read().decode(); c.close()
+    return tuple(int(float(m.group(1))) if m else 0 for m in
+                 (re.search(r'^eai_pool_takes_total\{[^}]*result="%s"[^}]*\} ([\d.e+]+)$' % k, txt, re.M)
+                  for k in ("hit", "miss")))
+
 def submit(conn, key, body=BODY):
     for _ in range(200):  # bounded retry of 429/503 (admission back-pressure)
         conn.request("POST", "/v1/sandbox/executions", body, hdr(key))
@@ -198,8 +205,11 @@ if only in ("all", "burst"):
         [x.start() for x in th]; [x.join() for x in th]
         if errs: raise SystemExit("errors: %r" % errs[:3])
         return n / (time.monotonic() - t)
+    tk0 = pool_takes()
     out["c4"] = tput(4, 32)
-    print("throughput c4 (eaid warm): %.2f executions/s" % out["c4"])
+    tk1 = pool_takes()
+    print("throughput c4 (eaid warm): %.2f executions/s (warm pool hits=%d misses=%d)" % (
+          out["c4"], tk1[0] - tk0[0], tk1[1] - tk0[1]))
 
 # ---- API: GET of one finished execution, wrk at 256 connections, beside evhttp
 rss_load = rss_mib(pid_w)
@@ -271,11 +281,6 @@ if only != "get" and burst > 0:
                 with lock: ids.append(eid)
             except BaseException as e:
                 errs.append(e)
-    def pool_takes():
-        c = connect(port_w); c.request("GET", "/metrics"); txt = c.getresponse().read().decode(); c.close()
-        return tuple(int(float(m.group(1))) if m else 0 for m in
-                     (re.search(r'^eai_pool_takes_total\{[^}]*result="%s"[^}]*\} ([\d.e+]+)$' % k, txt, re.M)
-                      for k in ("hit", "miss")))
     refused0 = refused[0]
     takes0 = pool_takes()
     t0 = time.monotonic()
@@ -330,11 +335,12 @@ if only != "get" and burst > 0:
           "after submissions %.1f MiB; peak %.1f MiB; most running at once %d" % (
           rss_idle, deep[1], deep[4], deep[5], deep[2], deep[3], deep[0], rss_queued, peak_rss, peak_run))
     if errs: print("burst errors: %r" % errs[:3])
-    out.update(burst=tput_b, qw99=pct(qw, 99) if qw else -1, rss_deep=deep[1], lost=len(ids) - term)
+    out.update(burst=tput_b, qw99=pct(qw, 99) if qw else -1, rss_deep=deep[1], rss_peak=peak_rss,
+               lost=len(ids) - term)
 
 if only == "burst":
-    print("burst_vs_c4=%.3f queue_wait_p99_ms=%.0f rss_queued_mib=%.1f lost=%d" % (
-          out["burst"] / out["c4"], out["qw99"], out["rss_deep"], out["lost"]))
+    print("burst_vs_c4=%.3f queue_wait_p99_ms=%.0f rss_queued_mib=%.1f rss_peak_mib=%.1f lost=%d" % (
+          out["burst"] / out["c4"], out["qw99"], out["rss_deep"], out["rss_peak"], out["lost"]))
 elif only == "get":
     print("warm_vs_exec_floor=NA cold_vs_raw=NA overhead_ms_p50=NA get_vs_evhttp=%.3f rss_after_load_mib=%.1f" % (
           eg[0] / ev_rps, rss_load))
