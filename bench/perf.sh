@@ -13,15 +13,17 @@
 # `GET /v1/sandbox/executions/{id}` of one finished execution with wrk at 256
 # connections beside bench/evhttp_min.c (a bare libevent evhttp server
 # answering a fixed 1 KB JSON body); eaid's RSS idle and after that load; a
-# burst of PERF_BURST (1000) submissions from 32 clients (every accepted one
-# must end terminal; queue wait p99, peak RSS); the last line is exactly
+# burst of PERF_BURST (1000) submissions from 32 clients to the warm eaid,
+# which lets one tenant use all 8 slots (every accepted one must end
+# terminal; throughput against c4, queue wait p99, slot occupancy, RSS with
+# the queue deepest and at its peak while 8 run); the last line is exactly
 #   warm_vs_exec_floor=<warm p50 / raw exec p50> cold_vs_raw=<cold p50 / raw run p50>
 #   overhead_ms_p50=<warm p50 - raw exec p50> get_vs_evhttp=<req/s ratio>
 #   rss_after_load_mib=<VmRSS after wrk>
 # Every loop is bounded in count and time.  PERF_ONLY=get runs only the API
 # part (one execution, pool off); PERF_ONLY=burst only the steady c4
 # throughput and the burst (its last line: burst_vs_c4=... queue_wait_p99_ms=...
-# rss_queued_mib=... lost=...).  Needs `wrk` (Debian: apt-get install wrk; installed
+# rss_queued_mib=... rss_peak_mib=... lost=...).  Needs `wrk` (Debian: apt-get install wrk; installed
 # here when missing and apt-get exists) and a C compiler with libevent headers.
 set -euo pipefail
 
