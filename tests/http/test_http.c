@@ -1127,6 +1127,34 @@ static void test_replayed_cancel_keeps_queue_bound(void)
     for (int i = 0; i < 100 && strcmp(status_of(run, st), "cancelled") != 0; i++)
         usleep(50 * 1000);
     CU_ASSERT_STRING_EQUAL(st, "cancelled");
+    /* leave nothing held: the slot went to a queued one, which the double
+     * would hold through the drain's 30 s (the suite's stop waits 10 s) */
+    int left = -1;
+    for (int i = 0; i < 100 && left != 0; i++) {
+        struct th_resp r;
+        const char *h[] = {auth_a, NULL};
+        left = 0;
+        if (req("GET", "/v1/sandbox/executions?limit=100", h, NULL, &r) == 200) {
+            size_t k;
+            const json_t *e;
+            json_array_foreach(json_object_get(r.json, "items"), k, e) {
+                const char *eid = json_string_value(json_object_get(e, "id"));
+                const char *est = json_string_value(json_object_get(e, "status"));
+                if (eid && est && (strcmp(est, "queued") == 0 || strcmp(est, "running") == 0)) {
+                    left++;
+                    char rid[64];
+                    snprintf(rid, sizeof rid, "cleanup-%d-%zu", i, k);
+                    cancel_with(eid, rid);
+                }
+            }
+        } else {
+            left = -1;
+        }
+        th_resp_free(&r);
+        if (left)
+            usleep(50 * 1000);
+    }
+    CU_ASSERT_EQUAL(left, 0);
 }
 
 /* ------------------------------------------------------------ suite: burst */
