@@ -10,16 +10,17 @@ pids=()
 
 free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
 
-# start_eaid NAME [POOL] -> sets port_NAME, key_NAME, pid_NAME; data dir
-# $work/NAME, log $work/NAME.log; with POOL a config $work/NAME.yaml setting
-# the gvisor warm pool, without it eaid's defaults.
+# start_eaid NAME [POOL [YAML]] -> sets port_NAME, key_NAME, pid_NAME; data
+# dir $work/NAME, log $work/NAME.log; with POOL a config $work/NAME.yaml
+# setting the gvisor warm pool (and holding the lines YAML, other top-level
+# sections), without it eaid's defaults.
 start_eaid() {
-  local name=$1 pool=${2:-} port
+  local name=$1 pool=${2:-} extra=${3:-} port
   port=$(free_port)
   mkdir -p "$work/$name" && chmod 700 "$work/$name"   # eaid refuses a data dir others can read
   local cfg=()
   if [ -n "$pool" ]; then
-    printf 'isolation:\n  gvisor:\n    pool: %s\n' "$pool" >"$work/$name.yaml"
+    printf 'isolation:\n  gvisor:\n    pool: %s\n%s' "$pool" "$extra" >"$work/$name.yaml"
     cfg=(--config "$work/$name.yaml")
   fi
   local env=(EAI_DATA_DIR="$work/$name" EAI_IMAGE_DIR="$IMAGES" EAI_PLUGIN_DIR="$BUILD/plugins"

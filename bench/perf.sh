@@ -13,13 +13,18 @@
 # `GET /v1/sandbox/executions/{id}` of one finished execution with wrk at 256
 # connections beside bench/evhttp_min.c (a bare libevent evhttp server
 # answering a fixed 1 KB JSON body); eaid's RSS idle and after that load; a
-# burst of PERF_BURST (1000) submissions from 32 clients (every accepted one
-# must end terminal; queue wait p99, peak RSS); the last line is exactly
+# burst of PERF_BURST (1000) submissions from 32 clients to the warm eaid,
+# which lets one tenant use all 8 slots (every accepted one must end
+# terminal; throughput against c4, queue wait p99, slot occupancy, RSS with
+# the queue deepest and at its peak while 8 run); the last line is exactly
 #   warm_vs_exec_floor=<warm p50 / raw exec p50> cold_vs_raw=<cold p50 / raw run p50>
 #   overhead_ms_p50=<warm p50 - raw exec p50> get_vs_evhttp=<req/s ratio>
 #   rss_after_load_mib=<VmRSS after wrk>
 # Every loop is bounded in count and time.  PERF_ONLY=get runs only the API
-# part (one execution, pool off).  Needs `wrk` (Debian: apt-get install wrk; installed
+# part (one execution, pool off); PERF_ONLY=burst only the steady c4
+# throughput, the burst and c4 again (its last line: burst_vs_c4=<burst
+# executions/s over the mean of the two c4 figures> queue_wait_p99_ms=...
+# rss_queued_mib=... rss_peak_mib=... lost=...).  Needs `wrk` (Debian: apt-get install wrk; installed
 # here when missing and apt-get exists) and a C compiler with libevent headers.
 set -euo pipefail
 
@@ -46,6 +51,9 @@ if [ "$ONLY" != get ]; then
 fi
 
 work=$(mktemp -d /tmp/eai-perf-XXXXXX)
+# the warm eaid lets one tenant use every slot (the default is 4 of 8): the
+# burst has 8 running beside its queue (the c4 and latency figures use fewer)
+BURST_YAML=$(printf 'scheduler:\n  max_concurrent: 8\n  max_per_tenant: 8\n')
 . "$SRC/bench/lib.sh"
 cleanup() {
   bench_stop
@@ -58,8 +66,11 @@ cc -O2 -o "$work/evhttp_min" "$SRC/bench/evhttp_min.c" -levent
 if [ "$ONLY" = get ]; then
   start_eaid warm 0
   start_eaid cold 0
+elif [ "$ONLY" = burst ]; then
+  start_eaid warm 2 "$BURST_YAML"
+  port_cold=0 key_cold=none
 else
-  start_eaid warm 2
+  start_eaid warm 2 "$BURST_YAML"
   start_eaid cold 0
 fi
 evport=$(free_port)
@@ -78,9 +89,9 @@ state = os.path.join(work, "raw-state")
 os.makedirs(state, exist_ok=True)
 DEADLINE = time.monotonic() + 1800  # the whole bench: 30 min at most
 
-def rss_mib(pid):
+def rss_mib(pid, field="VmRSS"):
     for line in open("/proc/%d/status" % pid):
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024.0
     return 0.0
 
@@ -113,11 +124,20 @@ BODY = json.dumps({"profile": "gvisor", "image": "python:3.11-slim", "command": 
 def hdr(key):
     return {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
 
+refused = [0]
+def pool_takes():
+    """(hits, misses) of the warm eaid's pool so far (eai_pool_takes_total)."""
+    c = connect(port_w); c.request("GET", "/metrics"); txt = c.getresponse().read().decode(); c.close()
+    return tuple(int(float(m.group(1))) if m else 0 for m in
+                 (re.search(r'^eai_pool_takes_total\{[^}]*result="%s"[^}]*\} ([\d.e+]+)$' % k, txt, re.M)
+                  for k in ("hit", "miss")))
+
 def submit(conn, key, body=BODY):
     for _ in range(200):  # bounded retry of 429/503 (admission back-pressure)
         conn.request("POST", "/v1/sandbox/executions", body, hdr(key))
         r = conn.getresponse(); b = json.loads(r.read())
         if r.status in (429, 503):
+            with lock: refused[0] += 1
             time.sleep(float(r.getheader("Retry-After") or 0.2) or 0.2)
             continue
         assert r.status in (200, 201, 202), (r.status, b)
@@ -141,7 +161,8 @@ def eaid_once(conn, key):
 
 out = {}
 rss_idle = rss_mib(pid_w)
-if only != "get":
+print("RSS eaid idle: %.1f MiB (anon %.1f, file %.1f)" % (rss_idle, rss_mib(pid_w, "RssAnon"), rss_mib(pid_w, "RssFile")))
+if only == "all":
     wait_ready(port_w); wait_ready(port_c)
     cw, cc = connect(port_w), connect(port_c)
     b0 = bundle(0, CMD)
@@ -165,7 +186,12 @@ if only != "get":
         print("%-22s p50=%6.1fms p90=%6.1fms p99=%6.1fms n=%d" % (name, 1000 * pct(v, 50), 1000 * pct(v, 90),
                                                                 1000 * pct(v, 99), len(v)))
     out.update(raw=raw, rex=rex, ecold=ecold, ewarm=ewarm)
+    cw.close(); cc.close()
 
+if only in ("all", "burst"):
+    if only == "burst":
+        wait_ready(port_w)
+        eaid_once(connect(port_w), key_w)  # warm caches
     # steady throughput at concurrency 4 (warm eaid)
     def tput(conc, n):
         done = [0]; errs = []
@@ -182,55 +208,71 @@ if only != "get":
         [x.start() for x in th]; [x.join() for x in th]
         if errs: raise SystemExit("errors: %r" % errs[:3])
         return n / (time.monotonic() - t)
+    tk0 = pool_takes()
     out["c4"] = tput(4, 32)
-    print("throughput c4 (eaid warm): %.2f executions/s" % out["c4"])
-    cw.close(); cc.close()
+    tk1 = pool_takes()
+    print("throughput c4 (eaid warm): %.2f executions/s (warm pool hits=%d misses=%d)" % (
+          out["c4"], tk1[0] - tk0[0], tk1[1] - tk0[1]))
 
 # ---- API: GET of one finished execution, wrk at 256 connections, beside evhttp
-c = connect(port_w)
-if only == "get":
-    wait_ready(port_w)
-eid = submit(c, key_w); wait_terminal(c, key_w, eid)
-url = "http://127.0.0.1:%d/v1/sandbox/executions/%s" % (port_w, eid)
-
-def wrk(url, headers):
-    argv = ["wrk", "-t2", "-c256", "-d%ds" % wrk_s, "--latency", "--timeout", "5s"]
-    for h in headers: argv += ["-H", h]
-    res = subprocess.run(argv + [url], capture_output=True, text=True, timeout=wrk_s + 60)
-    txt = res.stdout
-    rps = float(re.search(r"Requests/sec:\s*([\d.]+)", txt).group(1))
-    def lat(p):
-        m = re.search(r"^\s*%s%%\s+([\d.]+)(us|ms|s)" % p, txt, re.M)
-        v = float(m.group(1)); return v / 1000 if m.group(2) == "us" else v * 1000 if m.group(2) == "s" else v
-    non2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", txt)
-    errs = re.search(r"Socket errors:.*", txt)
-    return rps, lat(50), lat(99), int(non2xx.group(1)) if non2xx else 0, errs.group(0) if errs else ""
-
-# the body sizes, for the record
-c.request("GET", "/v1/sandbox/executions/" + eid, headers=hdr(key_w)); r = c.getresponse(); gb = r.read()
-assert r.status == 200, (r.status, gb)
-c.close()  # the load is wrk's 256 connections alone (limits.max_connections_per_tenant is 256)
-# evhttp first, then eaid, then evhttp again (the mean of the two is the baseline)
-ev1 = wrk("http://127.0.0.1:%d/" % evport, [])
-eg = wrk(url, ["Authorization: Bearer " + key_w])
-ev2 = wrk("http://127.0.0.1:%d/" % evport, [])
-ev_rps = (ev1[0] + ev2[0]) / 2
-time.sleep(2.5)  # settled: the load's connections are closed and swept
 rss_load = rss_mib(pid_w)
-print("GET wrk c256 %ds: evhttp %.0f/%.0f req/s p99=%.1f/%.1fms (1024 B body); eaid %.0f req/s p50=%.1fms p99=%.1fms "
-      "(%d B body, non-2xx=%d %s)" % (wrk_s, ev1[0], ev2[0], ev1[2], ev2[2], eg[0], eg[1], eg[2], len(gb), eg[3], eg[4]))
-print("RSS eaid: idle %.1f MiB, after GET load %.1f MiB" % (rss_idle, rss_load))
-if eg[3]:
-    raise SystemExit("bench: %d non-2xx answers to GET" % eg[3])
+if only != "burst":
+    c = connect(port_w)
+    if only == "get":
+        wait_ready(port_w)
+    eid = submit(c, key_w); wait_terminal(c, key_w, eid)
+    url = "http://127.0.0.1:%d/v1/sandbox/executions/%s" % (port_w, eid)
+
+    def wrk(url, headers):
+        argv = ["wrk", "-t2", "-c256", "-d%ds" % wrk_s, "--latency", "--timeout", "5s"]
+        for h in headers: argv += ["-H", h]
+        res = subprocess.run(argv + [url], capture_output=True, text=True, timeout=wrk_s + 60)
+        txt = res.stdout
+        rps = float(re.search(r"Requests/sec:\s*([\d.]+)", txt).group(1))
+        def lat(p):
+            m = re.search(r"^\s*%s%%\s+([\d.]+)(us|ms|s)" % p, txt, re.M)
+            v = float(m.group(1)); return v / 1000 if m.group(2) == "us" else v * 1000 if m.group(2) == "s" else v
+        non2xx = re.search(r"Non-2xx or 3xx responses:\s*(\d+)", txt)
+        errs = re.search(r"Socket errors:.*", txt)
+        return rps, lat(50), lat(99), int(non2xx.group(1)) if non2xx else 0, errs.group(0) if errs else ""
+
+    # the body sizes, for the record
+    c.request("GET", "/v1/sandbox/executions/" + eid, headers=hdr(key_w)); r = c.getresponse(); gb = r.read()
+    assert r.status == 200, (r.status, gb)
+    c.close()  # the load is wrk's 256 connections alone (limits.max_connections_per_tenant is 256)
+    # evhttp first, then eaid, then evhttp again (the mean of the two is the baseline)
+    ev1 = wrk("http://127.0.0.1:%d/" % evport, [])
+    eg = wrk(url, ["Authorization: Bearer " + key_w])
+    ev2 = wrk("http://127.0.0.1:%d/" % evport, [])
+    ev_rps = (ev1[0] + ev2[0]) / 2
+    time.sleep(2.5)  # settled: the load's connections are closed and swept
+    rss_load = rss_mib(pid_w)
+    print("GET wrk c256 %ds: evhttp %.0f/%.0f req/s p99=%.1f/%.1fms (1024 B body); eaid %.0f req/s p50=%.1fms p99=%.1fms "
+          "(%d B body, non-2xx=%d %s)" % (wrk_s, ev1[0], ev2[0], ev1[2], ev2[2], eg[0], eg[1], eg[2], len(gb), eg[3], eg[4]))
+    print("RSS eaid: idle %.1f MiB, after GET load %.1f MiB" % (rss_idle, rss_load))
+    if eg[3]:
+        raise SystemExit("bench: %d non-2xx answers to GET" % eg[3])
 
 # ---- burst: BURST submissions from 32 clients, every accepted one terminal
 if only != "get" and burst > 0:
-    ids, errs, peak = [], [], [rss_load]
+    ids, errs = [], []
     nxt = [0]
     stop = threading.Event()
+    # (seconds since t0, RSS MiB, queued, running) every 0.25 s: the queue
+    # gauge and this node's slots from /metrics (read on a worker each second)
+    samples_q = []
+    def metric(txt, name):
+        m = re.search(r"^%s(?:\{[^}]*\})? ([\d.e+]+)$" % name, txt, re.M)
+        return int(float(m.group(1))) if m else -1
     def sampler():
-        while not stop.wait(0.2):
-            peak[0] = max(peak[0], rss_mib(pid_w))
+        c = connect(port_w)
+        while not stop.wait(0.25):
+            try:
+                c.request("GET", "/metrics"); txt = c.getresponse().read().decode()
+            except OSError:
+                c = connect(port_w); continue
+            samples_q.append((time.monotonic() - t0, rss_mib(pid_w), metric(txt, "eai_sandbox_queued"),
+                              metric(txt, "eai_sandbox_running"), rss_mib(pid_w, "RssAnon"), rss_mib(pid_w, "RssFile")))
     def client():
         c = connect(port_w)
         while True:
@@ -242,8 +284,10 @@ if only != "get" and burst > 0:
                 with lock: ids.append(eid)
             except BaseException as e:
                 errs.append(e)
-    sth = threading.Thread(target=sampler); sth.start()
+    refused0 = refused[0]
+    takes0 = pool_takes()
     t0 = time.monotonic()
+    sth = threading.Thread(target=sampler); sth.start()
     th = [threading.Thread(target=client) for _ in range(32)]
     [x.start() for x in th]; [x.join() for x in th]
     t_sub = time.monotonic() - t0
@@ -259,19 +303,67 @@ if only != "get" and burst > 0:
     [x.start() for x in th]; [x.join() for x in th]
     t_all = time.monotonic() - t0
     stop.set(); sth.join()
+    takes1 = pool_takes()
+    with open(os.path.join(work, "burst-samples.tsv"), "w") as f:  # PERF_KEEP=1 keeps it
+        f.write("t_s\trss_mib\tqueued\trunning\tanon_mib\tfile_mib\n")
+        for x in samples_q: f.write("%.2f\t%.2f\t%d\t%d\t%.2f\t%.2f\n" % x)
     ok = sum(1 for b in recs if b and b.get("status") == "succeeded")
     term = sum(1 for b in recs if b and b.get("status") not in ("queued", "running"))
+    bad = {}
+    for b in recs:
+        if b and b.get("status") != "succeeded":
+            k = "%s/%s" % (b.get("status"), (b.get("error") or {}).get("code") if isinstance(b.get("error"), dict) else b.get("error"))
+            bad[k] = bad.get(k, 0) + 1
     def ms(s):
         import datetime
         return datetime.datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp() * 1000
     qw = [ms(b["started_at"]) - ms(b["created_at"]) for b in recs if b and b.get("started_at") and b.get("created_at")]
-    print("burst %d from 32 clients: accepted=%d terminal=%d succeeded=%d lost=%d errors=%d; submit %.1fs, "
-          "all terminal %.1fs -> %.2f executions/s (steady c4 %.2f/s); queue wait p50=%.0fms p99=%.0fms; "
-          "RSS after submissions %.1f MiB, peak %.1f MiB" % (
-          burst, len(ids), term, ok, len(ids) - term, len(errs), t_sub, t_all, len(ids) / t_all, out["c4"],
-          pct(qw, 50) if qw else -1, pct(qw, 99) if qw else -1, rss_queued, peak[0]))
+    # slot occupancy: the time the 8 slots held a run over the burst's span
+    runs = [(ms(b["started_at"]), ms(b["finished_at"])) for b in recs if b and b.get("started_at") and b.get("finished_at")]
+    span = (max(f for _, f in runs) - min(st for st, _ in runs)) if runs else 0
+    occ = sum(f - st for st, f in runs) / (8 * span) if span > 0 else -1
+    # the RSS while the queue is deepest (most queued, then most running)
+    deep = max(samples_q, key=lambda x: (x[2], x[3])) if samples_q else (0, rss_queued, -1, -1, 0, 0)
+    peak_rss = max([x[1] for x in samples_q] + [rss_queued])
+    peak_run = max([x[3] for x in samples_q] or [-1])
+    tput_b = len(ids) / t_all
+    print("burst %d from 32 clients: accepted=%d terminal=%d succeeded=%d lost=%d errors=%d refused(429/503)=%d %s; "
+          "submit %.1fs, all terminal %.1fs -> %.2f executions/s (steady c4 %.2f/s, ratio %.2f); "
+          "queue wait p50=%.0fms p99=%.0fms max=%.0fms; run p50=%.0fms; slot occupancy %.2f; warm pool hits=%d misses=%d" % (
+          burst, len(ids), term, ok, len(ids) - term, len(errs), refused[0] - refused0,
+          json.dumps(bad) if bad else "", t_sub, t_all, tput_b, out["c4"], tput_b / out["c4"],
+          pct(qw, 50) if qw else -1, pct(qw, 99) if qw else -1, max(qw) if qw else -1,
+          pct([f - st for st, f in runs], 50) if runs else -1, occ, takes1[0] - takes0[0], takes1[1] - takes0[1]))
+    print("burst RSS: idle %.1f MiB; %.1f MiB (anon %.1f, file %.1f) with %d queued and %d running (t=%.1fs); "
+          "after submissions %.1f MiB; peak %.1f MiB; most running at once %d" % (
+          rss_idle, deep[1], deep[4], deep[5], deep[2], deep[3], deep[0], rss_queued, peak_rss, peak_run))
+    if errs: print("burst errors: %r" % errs[:3])
+    # the first executions after the burst, one at a time 0.3 s apart (as the
+    # warm series): the pool is empty after a saturation and refills only
+    # when an execution takes from it
+    tk0, after = pool_takes(), []
+    c = connect(port_w)
+    for _ in range(4):
+        time.sleep(0.3)
+        after.append(1000 * eaid_once(c, key_w)[0])
+    tk1 = pool_takes()
+    print("after the burst, one at a time: %s ms (warm pool hits=%d misses=%d)" % (
+          " ".join("%.0f" % x for x in after), tk1[0] - tk0[0], tk1[1] - tk0[1]))
+    # c4 again (the machine may be shared: the baseline is the mean of the
+    # c4 figures before and after the burst)
+    tk0 = pool_takes()
+    c4b = tput(4, 32)
+    tk1 = pool_takes()
+    c4m = (out["c4"] + c4b) / 2
+    print("throughput c4 after the burst: %.2f executions/s (warm pool hits=%d misses=%d); "
+          "burst %.2f/s vs c4 mean %.2f/s: %.2f" % (c4b, tk1[0] - tk0[0], tk1[1] - tk0[1], tput_b, c4m, tput_b / c4m))
+    out.update(burst=tput_b, c4m=c4m, qw99=pct(qw, 99) if qw else -1, rss_deep=deep[1], rss_peak=peak_rss,
+               lost=len(ids) - term)
 
-if only == "get":
+if only == "burst":
+    print("burst_vs_c4=%.3f queue_wait_p99_ms=%.0f rss_queued_mib=%.1f rss_peak_mib=%.1f lost=%d" % (
+          out["burst"] / out["c4m"], out["qw99"], out["rss_deep"], out["rss_peak"], out["lost"]))
+elif only == "get":
     print("warm_vs_exec_floor=NA cold_vs_raw=NA overhead_ms_p50=NA get_vs_evhttp=%.3f rss_after_load_mib=%.1f" % (
           eg[0] / ev_rps, rss_load))
 else:

@@ -18,6 +18,7 @@
 #define EAI_SQ_SCHEMA_VERSION 1
 #define EAI_SQ_BEGIN_TRIES 4
 #define EAI_SQ_IDEMPOTENCY_MS (24LL * 3600 * 1000)
+#define EAI_SQ_CACHE_KIB 512          /* default PRAGMA cache_size of a connection */
 
 struct eai_sq_conn {
     sqlite3 *db;
@@ -30,6 +31,7 @@ struct eai_sq {
     int busy_ms;
     int test_delay_ms;           /* EAI_TEST_STORAGE_DELAY_MS: slow storage, tests only */
     int pool_max;
+    int cache_kib;               /* page cache of one connection (PRAGMA cache_size) */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct eai_sq_conn *idle;

@@ -2,10 +2,12 @@
  * HTTP integration test: the real build/eaid over loopback (docs/api.md).
  * Suite "no runtime": default config, EAI_SANDBOX_RUNSC=/nonexistent.
  * Suite "recording": a profile on the refusing test double (see
- * CMakeLists.txt) so executions are recorded.
+ * CMakeLists.txt) so executions are recorded.  Suite "burst": 400
+ * submissions from 32 threads on that double, none lost.
  */
 #include <curl/curl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -211,6 +213,33 @@ static int setup_queue(void)
                "  held:\n    backend: hold\n    runtime_class: none\n"
                "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 60}\n"
                "    max: {cpu: 500m, memory: 128Mi, timeout_s: 60}\n");
+    fclose(f);
+    return start_server(cfg);
+}
+
+/* A burst on the refusing double: every execution ends in error as soon as
+ * it is claimed; all 8 slots to one tenant and a short queue, so the burst
+ * meets admission back-pressure (429) as well as the scheduler. */
+static int setup_burst(void)
+{
+    if (common_setup() < 0)
+        return -1;
+    const char *pd = getenv("EAI_HTTP_PLUGIN_DIR");
+    if (!pd)
+        return -1;
+    setenv("EAI_PLUGIN_DIR", pd, 1);
+    unsetenv("EAI_SANDBOX_RUNSC");
+    char cfg[400];
+    snprintf(cfg, sizeof(cfg), "%s/eaid.yaml", tmpdir);
+    FILE *f = fopen(cfg, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "isolation:\n  refuse: {}\n"
+               "scheduler: {max_concurrent: 8, max_per_tenant: 8, max_queued_per_tenant: 50}\n"
+               "profiles:\n"
+               "  fake:\n    backend: refuse\n    runtime_class: none\n"
+               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n");
     fclose(f);
     return start_server(cfg);
 }
@@ -1098,6 +1127,117 @@ static void test_replayed_cancel_keeps_queue_bound(void)
     for (int i = 0; i < 100 && strcmp(status_of(run, st), "cancelled") != 0; i++)
         usleep(50 * 1000);
     CU_ASSERT_STRING_EQUAL(st, "cancelled");
+    /* leave nothing held: the slot went to a queued one, which the double
+     * would hold through the drain's 30 s (the suite's stop waits 10 s) */
+    int left = -1;
+    for (int i = 0; i < 100 && left != 0; i++) {
+        struct th_resp r;
+        const char *h[] = {auth_a, NULL};
+        left = 0;
+        if (req("GET", "/v1/sandbox/executions?limit=100", h, NULL, &r) == 200) {
+            size_t k;
+            const json_t *e;
+            json_array_foreach(json_object_get(r.json, "items"), k, e) {
+                const char *eid = json_string_value(json_object_get(e, "id"));
+                const char *est = json_string_value(json_object_get(e, "status"));
+                if (eid && est && (strcmp(est, "queued") == 0 || strcmp(est, "running") == 0)) {
+                    left++;
+                    char rid[64];
+                    snprintf(rid, sizeof rid, "cleanup-%d-%zu", i, k);
+                    cancel_with(eid, rid);
+                }
+            }
+        } else {
+            left = -1;
+        }
+        th_resp_free(&r);
+        if (left)
+            usleep(50 * 1000);
+    }
+    CU_ASSERT_EQUAL(left, 0);
+}
+
+/* ------------------------------------------------------------ suite: burst */
+
+/* BURST_N submissions from BURST_CLIENTS threads (issue 15 item 5 without a
+ * runtime): a 429 is retried; every 202 has a distinct id and ends terminal;
+ * nothing is lost between admission, the queue and the scheduler. */
+#define BURST_N 400
+#define BURST_CLIENTS 32
+static char burst_ids[BURST_N][64];
+static int burst_next, burst_accepted, burst_refused, burst_failed;
+static pthread_mutex_t burst_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *burst_client(void *arg)
+{
+    (void)arg;
+    static const char body[] = "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"]}";
+    const char *h[] = {auth_a, "Content-Type: application/json", NULL};
+    for (;;) {
+        pthread_mutex_lock(&burst_mu);
+        int i = burst_next < BURST_N ? burst_next++ : -1;
+        pthread_mutex_unlock(&burst_mu);
+        if (i < 0)
+            return NULL;
+        for (int tries = 0;; tries++) {
+            struct th_resp r;
+            long st = req("POST", "/v1/sandbox/executions", h, body, &r);
+            const char *id = json_string_value(json_object_get(r.json, "id"));
+            pthread_mutex_lock(&burst_mu);
+            if (st == 429 && tries < 600)
+                burst_refused++;
+            else if (st == 202 && id && strlen(id) < sizeof burst_ids[0])
+                snprintf(burst_ids[burst_accepted++], sizeof burst_ids[0], "%s", id);
+            else
+                burst_failed++;
+            pthread_mutex_unlock(&burst_mu);
+            th_resp_free(&r);
+            if (st != 429 || tries >= 600)
+                break;
+            usleep(50 * 1000); /* back-pressure: the queue drains meanwhile */
+        }
+    }
+}
+
+static int cmp_id(const void *a, const void *b) { return strcmp(a, b); }
+
+static void test_burst_none_lost(void)
+{
+    struct th_resp r;
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/readyz", NULL, NULL, &r), 200);
+    th_resp_free(&r);
+    pthread_t th[BURST_CLIENTS];
+    int started = 0;
+    for (; started < BURST_CLIENTS; started++)
+        if (pthread_create(&th[started], NULL, burst_client, NULL) != 0)
+            break;
+    for (int i = 0; i < started; i++)
+        pthread_join(th[i], NULL);
+    CHECK(started == BURST_CLIENTS, "%d client threads", started);
+    fprintf(stderr, "  burst: %d accepted, %d answers 429 (retried), %d failed\n", burst_accepted, burst_refused,
+            burst_failed);
+    CHECK(burst_failed == 0 && burst_accepted == BURST_N, "accepted %d of %d, %d failed", burst_accepted, BURST_N,
+          burst_failed);
+    CHECK(burst_refused > 0, "a queue of 50 and %d submissions: back-pressure expected", BURST_N);
+    qsort(burst_ids, (size_t)burst_accepted, sizeof burst_ids[0], cmp_id);
+    int dup = 0;
+    for (int i = 1; i < burst_accepted; i++)
+        dup += strcmp(burst_ids[i - 1], burst_ids[i]) == 0;
+    CHECK(dup == 0, "%d duplicate ids", dup);
+    /* every accepted one terminal (the double ends each as it starts) */
+    int terminal = 0;
+    char st[32] = "";
+    for (int i = 0; i < burst_accepted; i++) {
+        for (int k = 0; k < 200; k++) {
+            status_of(burst_ids[i], st);
+            if (*st && strcmp(st, "queued") != 0 && strcmp(st, "running") != 0)
+                break;
+            usleep(50 * 1000);
+        }
+        terminal += strcmp(st, "error") == 0;
+    }
+    CHECK(terminal == burst_accepted, "%d of %d terminal (error, from the double); last %s", terminal,
+          burst_accepted, st);
 }
 
 static int reg(void)
@@ -1125,6 +1265,9 @@ static int reg(void)
         return -1;
     CU_pSuite c = CU_add_suite("queue", setup_queue, common_teardown);
     if (!c || !CU_add_test(c, "replayed cancel keeps the queue bound", test_replayed_cancel_keeps_queue_bound))
+        return -1;
+    CU_pSuite d = CU_add_suite("burst", setup_burst, common_teardown);
+    if (!d || !CU_add_test(d, "400 submissions from 32 clients: none lost", test_burst_none_lost))
         return -1;
     return 0;
 }

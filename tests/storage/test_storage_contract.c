@@ -1630,6 +1630,72 @@ static void test_sqlite_second_instance(void)
     }
 }
 
+/* The page cache of each pooled connection is bounded by cache_kib: a
+ * store reading a table several MiB large through one connection keeps at
+ * most about that much (SQLite's default was 2 MiB a connection; with a
+ * deep queue the pool's copies were most of eaid's RSS).  The same reads
+ * with a large bound keep more: the measure can fail. */
+static sqlite3_int64 sqlite_cache_growth(int cache_kib, const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.db", g_dir, name);
+    json_t *cfg = json_pack("{s:s, s:i, s:i}", "path", path, "cache_kib", cache_kib, "pool_size", 1);
+    sqlite3_int64 before = sqlite3_memory_used();
+    struct eai_error *e = NULL;
+    void *st = g_desc->create(g_host, cfg, &e);
+    json_decref(cfg);
+    report("create with cache_kib", e);
+    if (!st)
+        return -1;
+    char t[37] = "";
+    json_t *out = NULL;
+    OK(g_ops->tenant_create(st, "cache", &out, err));
+    if (js(out, "id"))
+        snprintf(t, sizeof t, "%s", js(out, "id"));
+    json_decref(out);
+    char big[4001];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    enum { N = 600 };
+    static char ids[N][41];
+    for (int i = 0; i < N; i++) {
+        new_exec_id(ids[i]);
+        json_t *rec = exec_record(ids[i], NULL, NULL, NULL);
+        json_object_set_new(rec, "stdin", json_string(big));
+        json_t *existing = NULL;
+        OK(g_ops->exec_create(st, t, rec, NULL, &existing, err));
+        json_decref(existing);
+        json_decref(rec);
+    }
+    for (int i = 0; i < N; i++) {
+        json_t *x = NULL;
+        OK(g_ops->exec_get(st, t, ids[i], &x, err));
+        CU_ASSERT_PTR_NOT_NULL(x);
+        json_decref(x);
+    }
+    sqlite3_int64 grown = sqlite3_memory_used() - before;
+    g_desc->destroy(st);
+    const char *sfx[] = {"", "-wal", "-shm"};
+    for (size_t i = 0; i < 3; i++) {
+        char p[160];
+        snprintf(p, sizeof p, "%s%s", path, sfx[i]);
+        unlink(p);
+    }
+    return grown;
+}
+
+static void test_sqlite_cache_bound(void)
+{
+    if (!g_is_sqlite)
+        return;
+    sqlite3_int64 small = sqlite_cache_growth(256, "cache-small");
+    sqlite3_int64 large = sqlite_cache_growth(8192, "cache-large");
+    fprintf(stderr, "  sqlite memory of a store with 600 rows of 4 KB: cache_kib=256 %lld B, 8192 %lld B\n",
+            (long long)small, (long long)large);
+    CU_ASSERT(small >= 0 && small < 512 * 1024);
+    CU_ASSERT(large > 2 * 1024 * 1024);
+}
+
 /* ------------------------------------------------------------ main */
 
 static int setup(void)
@@ -1720,6 +1786,7 @@ int main(void)
     CU_add_test(s, "tenants and keys", test_tenants_keys);
     CU_add_test(s, "admin: tenant and key lists, key expiry", test_admin_lists_expiry);
     CU_add_test(s, "sqlite: key expiry column added to an old database", test_sqlite_key_expiry_upgrade);
+    CU_add_test(s, "sqlite: each connection's page cache bounded by cache_kib", test_sqlite_cache_bound);
     CU_add_test(s, "executions: create, get, list, tenant isolation", test_exec_create_get_list_isolation);
     CU_add_test(s, "executions: idempotency", test_idempotency);
     CU_add_test(s, "queue: claim fairness and counts", test_claim_fairness);
