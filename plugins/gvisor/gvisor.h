@@ -138,6 +138,8 @@ void *gv_egress_claim(void *self, const struct eai_iso_job *job);
 struct gv_pooled *gv_pool_claimed(struct gv *g, const char *netns);
 /* The execution is done with it: tear the sandbox down in the background. */
 void gv_pool_release(struct gv_pooled *p);
+/* A run ended (a CPU may be free): refill the recently used shapes. */
+void gv_pool_refill_all(struct gv *g);
 /* 1 when p's init is the launcher. */
 int gv_pooled_launcher(const struct gv_pooled *p);
 /* Loop: start run's program in the taken sandbox p: line (the launch

@@ -438,6 +438,8 @@ static void gv_retire(void *drv, struct eai_pc_run *run)
     }
     if (priv(run)->pooled)
         gv_pool_release(priv(run)->pooled);
+    /* after a burst the pool fills again as runs end, not at the next take */
+    gv_pool_refill_all(drv);
 }
 
 /* Shutdown, in two passes over the running sandboxes: pass 0 kills them

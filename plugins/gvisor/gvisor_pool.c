@@ -576,6 +576,42 @@ int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line
 
 /* ------------------------------------------------------------ take */
 
+/* Boot sandboxes of shape s, `warm` of which are ready or booting, up to
+ * pool_size.  Only with spare CPUs: a pooled job costs a boot plus a start,
+ * more than one cold run, so when executions and boots already fill the
+ * cores, misses run cold and the pool waits for a quieter moment (a run's
+ * end, gv_pool_refill_all; throughput at saturation stays that of plain
+ * runsc run). */
+static void pool_refill(struct gv *g, const struct gv_shape *s, int warm, int64_t now)
+{
+    int busy = eai_pc_runner_busy(g->runner);
+    for (struct gv_pooled *p = g->pool; p; p = p->next)
+        busy += p->state == GVP_BOOTING;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1)
+        ncpu = 1;
+    /* (and, while the launcher is being installed, wait for it) */
+    if (now >= g->pool_backoff_until && gv_ready_gate(g) && g->launcher_state != 0) {
+        for (; warm < g->pool_size && busy < ncpu; warm++, busy++)
+            pool_boot(g, s);
+    }
+}
+
+void gv_pool_refill_all(struct gv *g)
+{
+    if (g->pool_size <= 0 || g->destroying)
+        return;
+    int64_t now = now_ms();
+    for (int i = 0; i < GV_POOL_SHAPES; i++) {
+        if (!g->shapes[i].used || g->shapes[i].unpoolable)
+            continue;
+        int warm = 0;
+        for (struct gv_pooled *p = g->pool; p; p = p->next)
+            warm += shape_eq(&p->shape, &g->shapes[i].shape) && (p->state == GVP_READY || p->state == GVP_BOOTING);
+        pool_refill(g, &g->shapes[i].shape, warm, now);
+    }
+}
+
 struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
 {
     if (g->pool_size <= 0 || g->destroying)
@@ -626,21 +662,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
         g->host->metric_add(g->host, s->net ? "eai_pool_egress_takes_total" : "eai_pool_takes_total",
                             got ? "result=\"hit\"" : "result=\"miss\"", 1);
     pool_gauges(g);
-    /* Refill only with spare CPUs: a pooled job costs a boot plus an exec,
-     * more than one cold run, so when executions and boots already fill
-     * the cores, misses run cold and the pool waits for a quieter moment
-     * (throughput at saturation stays that of plain runsc run). */
-    int busy = eai_pc_runner_busy(g->runner);
-    for (struct gv_pooled *p = g->pool; p; p = p->next)
-        busy += p->state == GVP_BOOTING;
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 1)
-        ncpu = 1;
-    /* (and, while the launcher is being installed, wait for it) */
-    if (now >= g->pool_backoff_until && gv_ready_gate(g) && g->launcher_state != 0) {
-        for (; warm < g->pool_size && busy < ncpu; warm++, busy++)
-            pool_boot(g, s);
-    }
+    pool_refill(g, s, warm, now);
     return got;
 }
 
