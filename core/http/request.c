@@ -259,6 +259,18 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
     } else if (buf && data && len) {
         evbuffer_add(buf, data, len);
     }
+    /* Content-Length by hand (evhttp would printf it and check it as a
+     * client's value); HEAD and bodiless statuses are left to evhttp */
+    if (h && buf && status >= 200 && status != 204 && status != 304 && strcmp(r->method, "HEAD") != 0 &&
+        !evhttp_find_header(h, "Content-Length")) {
+        char cl[24], *e = cl + sizeof cl, *p = e;
+        size_t v = evbuffer_get_length(buf);
+        do {
+            *--p = (char)('0' + v % 10);
+            v /= 10;
+        } while (v);
+        header_put(h, "Content-Length", p, (size_t)(e - p));
+    }
     req_finish_metrics(r);
     evhttp_send_reply(r->evreq, status, eai_http_reason(status), buf);
     if (buf)
