@@ -3,14 +3,50 @@
  * pattern): CURLMOPT_SOCKETFUNCTION maps curl's sockets to events,
  * CURLMOPT_TIMERFUNCTION to one timer; completions are read with
  * curl_multi_info_read and each request's callback runs exactly once.
+ *
+ * libcurl is opened when the first client is made, not linked
+ * (base/dynlib.h): a server that never calls out never maps it nor GnuTLS,
+ * Kerberos and LDAP behind it, nor runs their initialisation.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <curl/curl.h>
 #include <event2/event.h>
 
+#include "base/dynlib.h"
+#include "base/log.h"
 #include "http_client.h"
+
+#define CURL_FNS(X)                                                                                                \
+    X(curl_easy_cleanup) X(curl_easy_getinfo) X(curl_easy_init) X(curl_easy_setopt) X(curl_easy_strerror)          \
+    X(curl_global_init) X(curl_multi_add_handle) X(curl_multi_assign) X(curl_multi_cleanup)                        \
+    X(curl_multi_info_read) X(curl_multi_init) X(curl_multi_remove_handle) X(curl_multi_setopt)                    \
+    X(curl_multi_socket_action) X(curl_slist_append) X(curl_slist_free_all)
+EAI_DYNLIB_TABLE(lc, "libcurl.so.4", CURL_FNS);
+/* curl.h wraps these in macros of the same name (type checks) */
+#undef curl_easy_getinfo
+#undef curl_easy_setopt
+#undef curl_multi_setopt
+#define curl_easy_cleanup (lc.curl_easy_cleanup)
+#define curl_easy_getinfo (lc.curl_easy_getinfo)
+#define curl_easy_init (lc.curl_easy_init)
+#define curl_easy_setopt (lc.curl_easy_setopt)
+#define curl_easy_strerror (lc.curl_easy_strerror)
+#define curl_global_init (lc.curl_global_init)
+#define curl_multi_add_handle (lc.curl_multi_add_handle)
+#define curl_multi_assign (lc.curl_multi_assign)
+#define curl_multi_cleanup (lc.curl_multi_cleanup)
+#define curl_multi_info_read (lc.curl_multi_info_read)
+#define curl_multi_init (lc.curl_multi_init)
+#define curl_multi_remove_handle (lc.curl_multi_remove_handle)
+#define curl_multi_setopt (lc.curl_multi_setopt)
+#define curl_multi_socket_action (lc.curl_multi_socket_action)
+#define curl_slist_append (lc.curl_slist_append)
+#define curl_slist_free_all (lc.curl_slist_free_all)
+
+static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 
 #define EAI_HTTP_MAX_BODY (64u << 20)
 #define EAI_HTTP_MAX_INFLIGHT 1024
@@ -178,11 +214,13 @@ static size_t write_cb(char *ptr, size_t size, size_t nmemb, void *userdata)
 
 struct eai_http_client *eai_http_client_new(struct event_base *base)
 {
-    static int inited;
-    if (!inited) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        inited = 1;
+    static pthread_once_t inited = PTHREAD_ONCE_INIT;
+    if (eai_dynlib_open(&lc_lib) < 0) {
+        eai_log("http", EAI_LOG_ERROR, "outbound HTTP unavailable, libcurl is needed (Debian: libcurl4): %s",
+                lc_lib.err);
+        return NULL;
     }
+    pthread_once(&inited, global_init);
     struct eai_http_client *c = calloc(1, sizeof(*c));
     if (!c)
         return NULL;

@@ -35,7 +35,8 @@ version=$(sed -n 's/^project([^)]*VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt | h
 [[ -n $version ]] || { echo "$0: no project VERSION in CMakeLists.txt" >&2; exit 1; }
 tag=${EAI_IMAGE_TAG:-$version}
 mirror=${EAI_IMAGE_MIRROR:-http://deb.debian.org/debian}
-# The runtime libraries of eaid and its plugins (checked with ldd below).
+# The runtime libraries of eaid and its plugins (checked with ldd below; libcurl4 and
+# libarchive13 are opened with dlopen at first use, still needed).
 runtime_pkgs=libevent-2.1-7,libevent-pthreads-2.1-7,libevent-openssl-2.1-7,libjansson4,libyaml-0-2,libcurl4,libsqlite3-0,libssl3,libpcre2-8-0,libarchive13,libpq5,ca-certificates
 
 apt_install "${EAI_BUILD_PACKAGES[@]}" mmdebstrap python3 gzip
@@ -75,6 +76,18 @@ libs=$(chroot "$root" sh -c 'ldd /usr/bin/eaid /usr/lib/eai/plugins/*.so' 2>&1) 
     echo "$libs" >&2
     exit 1
 }
+# libcurl and libarchive are opened with dlopen at their first use
+# (core/base/dynlib.h): ldd of eaid does not list them, so they are found
+# by soname here and their own libraries checked the same way.
+for so in libcurl.so.4 libarchive.so.13; do
+    path=$(chroot "$root" /sbin/ldconfig -p | awk -v so="$so" '$1 == so { print $NF; exit }')
+    if [ -z "$path" ]; then
+        echo "image: $so missing (eaid opens it with dlopen)" >&2
+        exit 1
+    fi
+    libs="$libs
+$(chroot "$root" ldd "$path" 2>&1)" || exit 1
+done
 if echo "$libs" | grep 'not found' >&2; then
     echo "image: missing runtime libraries (above)" >&2
     exit 1

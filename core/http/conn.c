@@ -472,8 +472,10 @@ static void conn_scan(struct eai_conn *c, const char *data, size_t n)
     /* search for the blank line from a little before the new bytes */
     size_t from = old > 3 ? old - 3 : 0;
     for (size_t i = from; i < c->acclen; i++) {
-        if (c->acc[i] != '\n')
-            continue;
+        const char *nl = memchr(c->acc + i, '\n', c->acclen - i); /* line by line, not byte by byte */
+        if (!nl)
+            break;
+        i = (size_t)(nl - c->acc);
         if (i + 1 < c->acclen && c->acc[i + 1] == '\n') {
             conn_header_done(c, i + 2);
             return;

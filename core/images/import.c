@@ -44,9 +44,43 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "base/dynlib.h"
 #include "base/util.h"
 #include "images/images.h"
 #include "images/images_int.h"
+
+/* libarchive is opened at the first import, not linked (base/dynlib.h):
+ * `eaid serve` never maps it nor ICU, libxml2 and libstdc++ behind it. */
+#define ARCHIVE_FNS(X)                                                                                             \
+    X(archive_entry_filetype) X(archive_entry_gid) X(archive_entry_hardlink) X(archive_entry_mtime)                \
+    X(archive_entry_pathname) X(archive_entry_perm) X(archive_entry_size) X(archive_entry_size_is_set)             \
+    X(archive_entry_symlink) X(archive_entry_uid) X(archive_error_string) X(archive_read_data)                     \
+    X(archive_read_free) X(archive_read_new) X(archive_read_next_header) X(archive_read_open_fd)                   \
+    X(archive_read_support_filter_bzip2) X(archive_read_support_filter_gzip) X(archive_read_support_filter_xz)     \
+    X(archive_read_support_filter_zstd) X(archive_read_support_format_gnutar) X(archive_read_support_format_tar)
+EAI_DYNLIB_TABLE(la, "libarchive.so.13", ARCHIVE_FNS);
+#define archive_entry_filetype (la.archive_entry_filetype)
+#define archive_entry_gid (la.archive_entry_gid)
+#define archive_entry_hardlink (la.archive_entry_hardlink)
+#define archive_entry_mtime (la.archive_entry_mtime)
+#define archive_entry_pathname (la.archive_entry_pathname)
+#define archive_entry_perm (la.archive_entry_perm)
+#define archive_entry_size (la.archive_entry_size)
+#define archive_entry_size_is_set (la.archive_entry_size_is_set)
+#define archive_entry_symlink (la.archive_entry_symlink)
+#define archive_entry_uid (la.archive_entry_uid)
+#define archive_error_string (la.archive_error_string)
+#define archive_read_data (la.archive_read_data)
+#define archive_read_free (la.archive_read_free)
+#define archive_read_new (la.archive_read_new)
+#define archive_read_next_header (la.archive_read_next_header)
+#define archive_read_open_fd (la.archive_read_open_fd)
+#define archive_read_support_filter_bzip2 (la.archive_read_support_filter_bzip2)
+#define archive_read_support_filter_gzip (la.archive_read_support_filter_gzip)
+#define archive_read_support_filter_xz (la.archive_read_support_filter_xz)
+#define archive_read_support_filter_zstd (la.archive_read_support_filter_zstd)
+#define archive_read_support_format_gnutar (la.archive_read_support_format_gnutar)
+#define archive_read_support_format_tar (la.archive_read_support_format_tar)
 
 #define IMP_DEFAULT_MAX_BYTES (8LL << 30) /* unpacked bytes, all layers together */
 #define IMP_MAX_ENTRIES 2000000           /* entries, all layers together */
@@ -1063,6 +1097,10 @@ int eai_images_import(const char *image_dir, int argc, char **argv)
     if (stat(src, &st) < 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
         fprintf(stderr, "images import: %s: not a directory or a file\n", src);
         return 2;
+    }
+    if (eai_dynlib_open(&la_lib) < 0) {
+        fprintf(stderr, "images import: libarchive is needed (Debian: libarchive13): %s\n", la_lib.err);
+        return 1;
     }
     int src_is_dir = S_ISDIR(st.st_mode);
     char namedir[PATH_MAX], final[PATH_MAX + 256], tmp[PATH_MAX + 256], p[PATH_MAX + 300], rnd[17];

@@ -133,7 +133,21 @@ void eai_trace_ctx_generate(struct eai_trace_ctx *out)
 
 void eai_traceparent_format(const char *trace_id, const char *span_id, unsigned flags, char out[56])
 {
-    snprintf(out, 56, "00-%.32s-%.16s-%02x", trace_id, span_id, flags & 0xffu);
+    /* on every answer: copies, not snprintf (same text: "%.32s" and "%.16s" stop at a NUL) */
+    static const char hx[] = "0123456789abcdef";
+    size_t tl = strnlen(trace_id, 32), sl = strnlen(span_id, 16), n = 0;
+    out[n++] = '0';
+    out[n++] = '0';
+    out[n++] = '-';
+    memcpy(out + n, trace_id, tl);
+    n += tl;
+    out[n++] = '-';
+    memcpy(out + n, span_id, sl);
+    n += sl;
+    out[n++] = '-';
+    out[n++] = hx[(flags >> 4) & 0xfu];
+    out[n++] = hx[flags & 0xfu];
+    out[n] = '\0';
 }
 
 /* ------------------------------------------------------------ spans */

@@ -260,12 +260,41 @@ static void test_health_headers(void)
     CU_ASSERT_STRING_EQUAL(th_header(&r, "X-Request-Id") ? th_header(&r, "X-Request-Id") : "", "test-req-42");
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_object_get(r.json, "error"), "request_id")),
                            "test-req-42");
+    /* the lines written as one block (http/request.c add_common_headers)
+     * arrive as separate headers, Date (formatted once a second) too */
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Content-Language") ? th_header(&r, "Content-Language") : "", "en");
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Vary") ? th_header(&r, "Vary") : "", "Accept-Language");
+    const char *tp = th_header(&r, "traceparent");
+    CU_ASSERT(tp && strlen(tp) == 55 && strncmp(tp, "00-", 3) == 0 && strcmp(tp + 52, "-01") == 0);
+    const char *date = th_header(&r, "Date");
+    CU_ASSERT(date && strlen(date) == 29 && strcmp(date + 25, " GMT") == 0);
     th_resp_free(&r);
     /* an insane one is replaced */
     const char *h2[] = {"X-Request-Id: has space", NULL};
     CU_ASSERT_EQUAL(req("GET", "/healthz", h2, NULL, &r), 200);
     CU_ASSERT(th_header(&r, "X-Request-Id") && strcmp(th_header(&r, "X-Request-Id"), "has space") != 0);
     th_resp_free(&r);
+}
+
+/* libcurl and libarchive are opened at their first use (core/base/dynlib.h):
+ * a serving eaid that made no outbound call and imported nothing maps
+ * neither, nor GnuTLS or ICU behind them (docs/performance.md "Memory"). */
+static void test_serve_maps(void)
+{
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)server_pid);
+    FILE *f = fopen(path, "r");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    int libs = 0, curl = 0, archive = 0;
+    while (fgets(line, sizeof line, f)) {
+        libs += strstr(line, "libc.so") != NULL;
+        curl += strstr(line, "libcurl") != NULL || strstr(line, "libgnutls") != NULL;
+        archive += strstr(line, "libarchive") != NULL || strstr(line, "libicu") != NULL;
+    }
+    fclose(f);
+    CU_ASSERT(libs > 0); /* the maps were read */
+    CU_ASSERT_EQUAL(curl, 0);
+    CU_ASSERT_EQUAL(archive, 0);
 }
 
 static void check_401(const char *const *headers)
@@ -1244,6 +1273,7 @@ static int reg(void)
 {
     CU_pSuite a = CU_add_suite("no runtime", setup_noruntime, common_teardown);
     if (!a || !CU_add_test(a, "health and common headers", test_health_headers) ||
+        !CU_add_test(a, "serve maps neither libcurl nor libarchive", test_serve_maps) ||
         !CU_add_test(a, "401 unauthenticated", test_401) ||
         !CU_add_test(a, "revoked key while running", test_revoke_while_running) ||
         !CU_add_test(a, "404 in French, 405", test_404_french) ||
