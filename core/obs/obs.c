@@ -51,6 +51,8 @@ void eai_obs_describe_metrics(void)
                          "POST /v1/sandbox/executions refused, by error code.");
     eai_metrics_describe("eai_pool_takes_total", EAI_METRIC_COUNTER,
                          "Runs that asked the warm pool, by result (hit or miss); hit rate = hit / (hit + miss).");
+    eai_metrics_describe("eai_pool_egress_takes_total", EAI_METRIC_COUNTER,
+                         "Runs with granted egress that asked the warm pool, by result (hit or miss).");
     eai_metrics_describe("eai_pool_ready", EAI_METRIC_GAUGE, "Warm pooled sandboxes ready to serve.");
     eai_metrics_describe("eai_pool_size", EAI_METRIC_GAUGE, "Configured warm sandboxes per shape.");
     eai_metrics_describe("eai_backend_ready", EAI_METRIC_GAUGE,
