@@ -192,10 +192,14 @@ static sqlite3 *eai_sq_open(struct eai_sq *s, struct eai_error **err)
         return NULL;
     }
     sqlite3_busy_timeout(db, s->busy_ms);
-    /* journal_mode=WAL persists in the file; setting it again is a no-op. */
+    /* journal_mode=WAL persists in the file; setting it again is a no-op.
+     * synchronous (docs/performance.md "Durability"): NORMAL, a commit is
+     * in the WAL file (the OS's page cache) when it returns and survives
+     * the death of the process, the WAL reaches the disk at checkpoints;
+     * FULL, every commit is fsynced before it returns. */
     if (eai_sq_exec_sql(s, db, "PRAGMA journal_mode=WAL", err) < 0 ||
         eai_sq_exec_sql(s, db, "PRAGMA foreign_keys=ON", err) < 0 ||
-        eai_sq_exec_sql(s, db, "PRAGMA synchronous=FULL", err) < 0) {
+        eai_sq_exec_sql(s, db, s->sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL", err) < 0) {
         sqlite3_close(db);
         return NULL;
     }
@@ -533,6 +537,14 @@ static void *eai_sq_create(const struct eai_host *host, const json_t *config, st
         s->busy_ms = 0;
     if (s->pool_max < 1)
         s->pool_max = 1;
+    const json_t *sync = json_object_get(config, "synchronous");
+    if (sync && (!json_is_string(sync) || (strcmp(json_string_value(sync), "normal") != 0 &&
+                                           strcmp(json_string_value(sync), "full") != 0))) {
+        eai_host_error_set(host, err, EAI_E_VALIDATION_FAILED, "sqlite: synchronous must be 'normal' or 'full'");
+        free(s);
+        return NULL;
+    }
+    s->sync_full = sync && strcmp(json_string_value(sync), "full") == 0;
     /* Test-only hook (docs/api.md, "Overload"): slow storage. */
     const char *delay = getenv("EAI_TEST_STORAGE_DELAY_MS");
     if (delay && atoi(delay) > 0 && atoi(delay) <= 10000) {
@@ -627,6 +639,8 @@ static const struct eai_config_key eai_sq_config_keys[] = {
     {"path", EAI_CFG_STRING, 1, NULL, "SQLite database file (core passes <data_dir>/eai.db)"},
     {"busy_timeout_ms", EAI_CFG_INT, 0, "5000", "how long a statement waits for a lock (ms)"},
     {"pool_size", EAI_CFG_INT, 0, "8", "connections kept open, one per thread in use"},
+    {"synchronous", EAI_CFG_STRING, 0, "normal",
+     "normal: a commit survives the death of eaid, fsync at checkpoints; full: fsync at every commit"},
     {NULL, 0, 0, NULL, NULL},
 };
 

@@ -30,6 +30,7 @@ struct eai_sq {
     int busy_ms;
     int test_delay_ms;           /* EAI_TEST_STORAGE_DELAY_MS: slow storage, tests only */
     int pool_max;
+    int sync_full;               /* synchronous: full (fsync at every commit) or normal */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     struct eai_sq_conn *idle;

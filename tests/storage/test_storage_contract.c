@@ -32,6 +32,7 @@
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "store/store_sqlite.h"
+#include "store/store_sqlite_int.h"
 #include "base/util.h"
 
 static const struct eai_plugin_descriptor *g_desc;
@@ -1630,6 +1631,44 @@ static void test_sqlite_second_instance(void)
     }
 }
 
+/* storage.synchronous (docs/performance.md "Durability"): NORMAL unless
+ * told "full"; any other value is refused at create.  Read on the
+ * instance's own pooled connection (the pragma is per connection). */
+static int sqlite_sync_of(const char *value, struct eai_error **e)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/eai.db", g_dir);
+    json_t *cfg = json_pack("{s:s}", "path", path);
+    if (value)
+        json_object_set_new(cfg, "synchronous", json_string(value));
+    struct eai_sq *sq = g_desc->create(g_host, cfg, e);
+    json_decref(cfg);
+    if (!sq)
+        return -1;
+    int v = -2;
+    sqlite3_stmt *st = NULL;
+    if (sq->idle && sqlite3_prepare_v2(sq->idle->db, "PRAGMA synchronous", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    g_desc->destroy(sq);
+    return v;
+}
+
+static void test_sqlite_synchronous(void)
+{
+    if (!g_is_sqlite)
+        return;
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(sqlite_sync_of(NULL, &e), 1);      /* NORMAL */
+    CU_ASSERT_EQUAL(sqlite_sync_of("normal", &e), 1);
+    CU_ASSERT_EQUAL(sqlite_sync_of("full", &e), 2);    /* FULL */
+    CU_ASSERT_PTR_NULL(e);
+    CU_ASSERT_EQUAL(sqlite_sync_of("sometimes", &e), -1);
+    CU_ASSERT_PTR_NOT_NULL(e && strstr(e->message, "synchronous"));
+    eai_error_free(e);
+}
+
 /* ------------------------------------------------------------ main */
 
 static int setup(void)
@@ -1736,6 +1775,7 @@ int main(void)
     CU_add_test(s, "ledger", test_ledger);
     CU_add_test(s, "kv", test_kv);
     CU_add_test(s, "sqlite: second instance, WAL", test_sqlite_second_instance);
+    CU_add_test(s, "sqlite: synchronous normal or full", test_sqlite_synchronous);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failures = CU_get_number_of_failures();
