@@ -32,6 +32,7 @@ struct eai_sq {
     int pool_max;
     int sync_full;               /* synchronous: full (fsync at every commit) or normal */
     pthread_mutex_t mu;
+    pthread_mutex_t wmu;         /* this process's writers, one at a time (eai_sq_begin) */
     pthread_cond_t cv;
     struct eai_sq_conn *idle;
     int open_count;

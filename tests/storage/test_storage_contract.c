@@ -1669,6 +1669,57 @@ static void test_sqlite_synchronous(void)
     eai_error_free(e);
 }
 
+/* The writers of one process queue on the store's writer mutex (storage.md
+ * "Transactions and concurrency"), not on SQLite's busy sleeps: a write
+ * waits while the mutex is held, though SQLite's own lock is free, and goes
+ * the moment it is released; a failed transaction gives it back. */
+struct sq_writer_arg {
+    void *st;
+    volatile int done;
+    int rc;
+};
+
+static void *sq_writer_thread(void *arg)
+{
+    struct sq_writer_arg *w = arg;
+    json_t *ids = NULL;
+    struct eai_error *e = NULL;
+    w->rc = g_ops->exec_renew(w->st, "writer-mutex-test", 30000, &ids, &e);
+    json_decref(ids);
+    eai_error_free(e);
+    w->done = 1;
+    return NULL;
+}
+
+static void test_sqlite_writer_mutex(void)
+{
+    if (!g_is_sqlite)
+        return;
+    struct eai_sq *sq = g_st;
+    struct sq_writer_arg w = {.st = g_st};
+    pthread_t th;
+    pthread_mutex_lock(&sq->wmu);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, sq_writer_thread, &w), 0);
+    usleep(150 * 1000);
+    CU_ASSERT_EQUAL(w.done, 0);            /* queued on the mutex */
+    pthread_mutex_unlock(&sq->wmu);
+    for (int i = 0; i < 200 && !w.done; i++)
+        usleep(10 * 1000);
+    CU_ASSERT_EQUAL(w.done, 1);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(w.rc, 0);
+    /* a transaction that fails (a finish of an unknown execution) gives the
+     * mutex back: the next writer of another thread is not stuck */
+    json_t *patch = json_pack("{s:s}", "status", "cancelled");
+    struct eai_error *e = NULL;
+    CU_ASSERT(g_ops->exec_finish(g_st, "00000000-0000-4000-8000-000000000000", "sbx_none", patch, NULL, NULL, NULL,
+                                 &e) < 0);
+    eai_error_free(e);
+    json_decref(patch);
+    CU_ASSERT_EQUAL(pthread_mutex_trylock(&sq->wmu), 0);
+    pthread_mutex_unlock(&sq->wmu);
+}
+
 /* ------------------------------------------------------------ main */
 
 static int setup(void)
@@ -1776,6 +1827,7 @@ int main(void)
     CU_add_test(s, "kv", test_kv);
     CU_add_test(s, "sqlite: second instance, WAL", test_sqlite_second_instance);
     CU_add_test(s, "sqlite: synchronous normal or full", test_sqlite_synchronous);
+    CU_add_test(s, "sqlite: writers queue on the writer mutex", test_sqlite_writer_mutex);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failures = CU_get_number_of_failures();
