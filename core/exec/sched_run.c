@@ -286,9 +286,9 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
         eai_span_end(r->span, st && strcmp(st, "error") == 0);
         r->span = NULL;
     }
-    /* output and files are encoded on the worker that records the end */
-    /* the freed slot is claimed again once the end is committed
-     * (finish_done): a claim now would race the finish for the write lock */
+    /* output and files are encoded on the worker that records the end; the
+     * freed slot is claimed again once that end is committed (finish_done):
+     * a claim now would race the finish for the write lock */
     sched_finish_record(s, r, r->rec, patch, raw, nraw, encode && res->files_truncated, encode);
 }
 
