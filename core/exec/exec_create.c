@@ -56,6 +56,7 @@ struct create_job {
     struct eai_exec *st;     /* held by the probe wait timer */
     struct event *park_ev;         /* waiting for a backend's first probe */
     int64_t park_until_ms;
+    struct eai_sched_claim *claim; /* the claim this job runs after its commit, or NULL */
 };
 
 static const struct probe_snap *snap_for(const struct create_job *j, const struct eai_profile *p)
@@ -192,11 +193,16 @@ static void create_work(void *arg)
     if (j->session_id[0])
         json_object_set_new(rec, "session_id", json_string(j->session_id));
     j->rc = app->store->exec_create(app->storage.self, j->tenant, rec, j->audit, &j->existing, &j->err);
+    /* a new row: claim it (and whatever else is queued) on this worker,
+     * without a round trip through the loop (scheduler.h) */
+    if (j->rc >= 0 && j->rc != EAI_STORE_EXISTS && j->rc != EAI_STORE_CONFLICT)
+        eai_sched_claim_work(j->claim);
     json_decref(rec);
 }
 
 static void create_job_free(struct create_job *j)
 {
+    eai_sched_claim_done(j->claim); /* not run: the job never ran or was answered without it */
     if (j->park_ev)
         event_free(j->park_ev);
     json_decref(j->body);
@@ -237,7 +243,8 @@ static void create_answer(struct eai_req *r, void *arg)
     } else {
         if (st) {
             eai_watch_queued(st->hub, j->id, j->tenant);
-            eai_sched_kick(st->sched);
+            if (!j->claim)
+                eai_sched_kick(st->sched);
         }
         if (eai_req_span(r))  /* only an accepted POST names an execution */
             eai_span_set_str(eai_req_span(r), "eai.execution_id", j->id);
@@ -245,6 +252,10 @@ static void create_answer(struct eai_req *r, void *arg)
                     j->id, j->prof ? j->prof->name : "?");
         exec_reply_accepted(r, 202, j->id, "queued");
     }
+    /* after the answer: what the claim took starts now (running is its next state) */
+    struct eai_sched_claim *c = j->claim;
+    j->claim = NULL;
+    eai_sched_claim_done(c);
 }
 
 static void create_free(void *arg)
@@ -310,6 +321,7 @@ static void create_park_cb(evutil_socket_t fd, short what, void *arg)
         event_add(j->park_ev, &tv);
         return; /* keeps the reference */
     } else {
+        j->claim = eai_sched_claim_take(st->sched);
         eai_park(st->parks, r, &create_ops, j);
     }
     exec_unref(st);
@@ -535,6 +547,7 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
             return;
         }
     }
+    j->claim = eai_sched_claim_take(st->sched);
     eai_park(st->parks, r, &create_ops, j);
 }
 

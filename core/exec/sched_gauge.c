@@ -70,7 +70,7 @@ static void gauge_timer_cb(evutil_socket_t fd, short what, void *arg)
 int sched_gauge_start(struct eai_sched *s)
 {
     if (!s->app->store->exec_counts)
-        return 0; /* a 1.0 storage plugin without counts: the claim path sets what it can */
+        return 0; /* a 1.0 storage plugin without counts: the gauge stays 0 */
     s->gauge_ev = evtimer_new(s->app->base, gauge_timer_cb, s);
     if (!s->gauge_ev)
         return -1;

@@ -286,9 +286,10 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
         eai_span_end(r->span, st && strcmp(st, "error") == 0);
         r->span = NULL;
     }
-    /* output and files are encoded on the worker that records the end */
+    /* output and files are encoded on the worker that records the end; the
+     * freed slot is claimed again once that end is committed (finish_done):
+     * a claim now would race the finish for the write lock */
     sched_finish_record(s, r, r->rec, patch, raw, nraw, encode && res->files_truncated, encode);
-    eai_sched_kick(s);
 }
 
 static const struct eai_iso_callbacks run_callbacks = {

@@ -95,8 +95,8 @@ struct claim_job {
     int max, per_tenant;
     json_t *exclude;               /* tenants at their bound (exec_claim_excluding) */
     json_t *out;
-    int64_t queued, running;
-    int rc, counts_rc;
+    int rc;
+    int ran;                       /* eai_sched_claim_work ran it */
     struct eai_error *err;
 };
 
@@ -110,10 +110,8 @@ static void claim_work(void *arg)
     else
         j->rc = app->store->exec_claim(sched_store_self(app), app->host->node_id, j->s->lease_ms, j->max,
                                        j->per_tenant, &j->out, &j->err);
-    struct eai_error *e2 = NULL;
-    j->counts_rc = app->store->exec_counts ? app->store->exec_counts(sched_store_self(app), &j->queued,
-                                                                     &j->running, &e2) : -1;
-    eai_error_free(e2);
+    /* the queue gauge is sched_gauge.c's (every second), not the claim's:
+     * no count on the path of a run */
 }
 
 static void claim_done(void *arg)
@@ -130,8 +128,6 @@ static void claim_done(void *arg)
         free(j);
         return;
     }
-    if (j->counts_rc == 0)
-        eai_metrics_set("eai_sandbox_queued", NULL, (double)j->queued);
     if (j->rc < 0) {
         int64_t now = eai_now_ms();
         if (now - s->last_claim_error_ms > 30000) {
@@ -158,13 +154,16 @@ static void claim_done(void *arg)
     free(j);
 }
 
-void eai_sched_kick(struct eai_sched *s)
+/* The next claim, or NULL when none is due now (stopping, draining, a
+ * claim in flight: it claims again when it returns; no free slot: the idle
+ * poll).  Sets claim_inflight. */
+static struct claim_job *claim_prepare(struct eai_sched *s)
 {
     if (!s || s->stopping || s->draining)
-        return;
+        return NULL;
     if (s->claim_inflight) {
         s->claim_again = 1;
-        return;
+        return NULL;
     }
     const struct eai_config *cfg = s->app->cfg;
     int maxc = cfg && cfg->max_concurrent > 0 ? cfg->max_concurrent : 8;
@@ -173,11 +172,11 @@ void eai_sched_kick(struct eai_sched *s)
     if (free_slots <= 0) {
         s->claim_again = 0;
         sched_timer_in(s->claim_ev, SCHED_IDLE_POLL_MS);
-        return;
+        return NULL;
     }
     struct claim_job *j = calloc(1, sizeof *j);
     if (!j)
-        return;
+        return NULL;
     j->s = s;
     j->max = free_slots;
     j->per_tenant = per < free_slots ? per : free_slots;
@@ -191,7 +190,7 @@ void eai_sched_kick(struct eai_sched *s)
             json_decref(count);
             json_decref(j->exclude);
             free(j);
-            return;
+            return NULL;
         }
         for (struct eai_run *r = s->runs; r; r = r->next)
             if (r->live)
@@ -210,11 +209,59 @@ void eai_sched_kick(struct eai_sched *s)
     }
     s->claim_inflight = 1;
     s->claim_again = 0;
+    return j;
+}
+
+void eai_sched_kick(struct eai_sched *s)
+{
+    struct claim_job *j = claim_prepare(s);
+    if (!j)
+        return;
     if (sched_submit(s, claim_work, claim_done, j) < 0) {
         s->claim_inflight = 0;
+        json_decref(j->exclude);
         free(j);
         sched_timer_in(s->claim_ev, SCHED_RETRY_MS);
     }
+}
+
+/* (scheduler.h) A claim carried by the caller's own worker job. */
+struct eai_sched_claim *eai_sched_claim_take(struct eai_sched *s)
+{
+    struct claim_job *j = claim_prepare(s);
+    if (j)
+        s->refs++; /* dropped by eai_sched_claim_done */
+    return (struct eai_sched_claim *)j;
+}
+
+void eai_sched_claim_work(struct eai_sched_claim *c)
+{
+    struct claim_job *j = (struct claim_job *)c;
+    if (!j || j->ran)
+        return;
+    claim_work(j);
+    j->ran = 1;
+}
+
+void eai_sched_claim_done(struct eai_sched_claim *c)
+{
+    struct claim_job *j = (struct claim_job *)c;
+    if (!j)
+        return;
+    struct eai_sched *s = j->s;
+    if (j->ran) {
+        claim_done(j);
+    } else {
+        /* not run (the job was refused or never ran): what it held back */
+        int again = s->claim_again;
+        s->claim_inflight = 0;
+        s->claim_again = 0;
+        json_decref(j->exclude);
+        free(j);
+        if (again)
+            eai_sched_kick(s);
+    }
+    sched_unref(s);
 }
 
 static void claim_timer_cb(evutil_socket_t fd, short what, void *arg)

@@ -29,6 +29,17 @@ struct eai_sched *eai_sched_start(struct eai_app *app, struct eai_watch *hub, st
 void eai_sched_stop(struct eai_sched *s);
 /* Work may be pending: claim soon (coalesced). */
 void eai_sched_kick(struct eai_sched *s);
+/* A claim run by the worker job that queues an execution, right after its
+ * commit: one loop-worker round trip less than eai_sched_kick after the
+ * answer.  Take it on the loop before submitting the job (NULL: none due
+ * now, kick after the commit instead); eai_sched_claim_work on the worker
+ * (only once the row is committed; not calling it is allowed); then
+ * eai_sched_claim_done on the loop, exactly once, whether it ran or not
+ * (starts what it claimed; NULL is a no-op). */
+struct eai_sched_claim;
+struct eai_sched_claim *eai_sched_claim_take(struct eai_sched *s);
+void eai_sched_claim_work(struct eai_sched_claim *c);
+void eai_sched_claim_done(struct eai_sched_claim *c);
 /* Ask the local run of id to stop: 1 when there is one, else 0. */
 int eai_sched_cancel_local(struct eai_sched *s, const char *id);
 /* Runs of this node (slots in use). */

@@ -32,7 +32,9 @@ struct eai_sq {
     int test_delay_ms;           /* EAI_TEST_STORAGE_DELAY_MS: slow storage, tests only */
     int pool_max;
     int cache_kib;               /* page cache of one connection (PRAGMA cache_size) */
+    int sync_full;               /* synchronous: full (fsync at every commit) or normal */
     pthread_mutex_t mu;
+    pthread_mutex_t wmu;         /* this process's writers, one at a time (eai_sq_begin) */
     pthread_cond_t cv;
     struct eai_sq_conn *idle;
     int open_count;

@@ -27,6 +27,7 @@
 #include "config/config.h"
 #include "base/errors.h"
 #include "exec/exec.h"
+#include "exec/exec_int.h"
 #include "exec/exec_validate.h"
 #include "exec/scheduler.h"
 #include "plugin/host.h"
@@ -311,6 +312,61 @@ static void test_statuses(void)
     CU_ASSERT_TRUE(max_seen_running <= 2);
 }
 
+static const char *stored_status(const char *id, char buf[32])
+{
+    json_t *e = get(id);
+    snprintf(buf, 32, "%s", jstr(e, "status"));
+    json_decref(e);
+    return buf;
+}
+
+/* A claim when none is in flight (the idle poll's may be, for a moment). */
+static struct eai_sched_claim *take_claim(struct eai_sched *sched)
+{
+    struct eai_sched_claim *c = NULL;
+    for (int i = 0; i < 200 && !(c = eai_sched_claim_take(sched)); i++)
+        loop_for_ms(10);
+    return c;
+}
+
+/* The claim a create job carries (scheduler.h eai_sched_claim_take): run on
+ * the job's own thread right after the commit, the row is running in
+ * storage before the loop sees the answer; one claim at a time; a claim
+ * released without running hands its turn on (a kick meanwhile claims). */
+static void test_claim_carried(void)
+{
+    const char *body = "{\"profile\": \"gvisor\", \"image\": \"" IMAGE "\", \"command\": [\"python3\", \"-c\","
+                       " \"print(6*7)\"]}";
+    struct eai_sched *sched = exec_state_of(&app)->sched;
+    char a[64], b[64], st[32];
+    struct eai_sched_claim *c = take_claim(sched);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_PTR_NULL(eai_sched_claim_take(sched)); /* one claim at a time */
+    CU_ASSERT_EQUAL_FATAL(submit(body, a), 0);
+    CU_ASSERT_STRING_EQUAL(stored_status(a, st), "queued");
+    eai_sched_claim_work(c);  /* what create_work does after its commit */
+    CU_ASSERT_STRING_EQUAL(stored_status(a, st), "running");
+    eai_sched_claim_done(c);  /* on the loop: starts it */
+    CU_ASSERT_TRUE_FATAL(wait_one(a, 60));
+    json_t *e = get(a);
+    CU_ASSERT_STRING_EQUAL(jstr(e, "status"), "succeeded");
+    CU_ASSERT_STRING_EQUAL(jstr(e, "stdout"), "42\n");
+    json_decref(e);
+
+    /* released without running: the kick it held back claims b */
+    c = take_claim(sched);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL_FATAL(submit(body, b), 0);
+    eai_exec_kick(&app);      /* coalesced into the claim held, as the idle poll's */
+    loop_for_ms(1500);        /* past the idle poll (SCHED_IDLE_POLL_MS) */
+    CU_ASSERT_STRING_EQUAL(stored_status(b, st), "queued");
+    eai_sched_claim_done(c);
+    loop_for_ms(300);         /* the kick it held back, not a timer, claims b */
+    CU_ASSERT_STRING_NOT_EQUAL(stored_status(b, st), "queued");
+    CU_ASSERT_TRUE_FATAL(wait_one(b, 60));
+    CU_ASSERT_STRING_EQUAL(stored_status(b, st), "succeeded");
+}
+
 static void test_output_and_files(void)
 {
     char flood[64], bin[64], files[64];
@@ -503,6 +559,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("scheduler", NULL, NULL);
     CU_add_test(s, "restart recovery", test_recovery);
     CU_add_test(s, "statuses and the concurrency bound", test_statuses);
+    CU_add_test(s, "a claim carried by the create job", test_claim_carried);
     CU_add_test(s, "output cap, encoding, files", test_output_and_files);
     CU_add_test(s, "cancel a running execution", test_cancel_running);
     CU_add_test(s, "not runnable: error codes", test_not_runnable);

@@ -32,6 +32,7 @@
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "store/store_sqlite.h"
+#include "store/store_sqlite_int.h"
 #include "base/util.h"
 
 static const struct eai_plugin_descriptor *g_desc;
@@ -1696,6 +1697,95 @@ static void test_sqlite_cache_bound(void)
     CU_ASSERT(large > 2 * 1024 * 1024);
 }
 
+/* storage.synchronous (docs/performance.md "Durability"): NORMAL unless
+ * told "full"; any other value is refused at create.  Read on the
+ * instance's own pooled connection (the pragma is per connection). */
+static int sqlite_sync_of(const char *value, struct eai_error **e)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/eai.db", g_dir);
+    json_t *cfg = json_pack("{s:s}", "path", path);
+    if (value)
+        json_object_set_new(cfg, "synchronous", json_string(value));
+    struct eai_sq *sq = g_desc->create(g_host, cfg, e);
+    json_decref(cfg);
+    if (!sq)
+        return -1;
+    int v = -2;
+    sqlite3_stmt *st = NULL;
+    if (sq->idle && sqlite3_prepare_v2(sq->idle->db, "PRAGMA synchronous", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    g_desc->destroy(sq);
+    return v;
+}
+
+static void test_sqlite_synchronous(void)
+{
+    if (!g_is_sqlite)
+        return;
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(sqlite_sync_of(NULL, &e), 1);      /* NORMAL */
+    CU_ASSERT_EQUAL(sqlite_sync_of("normal", &e), 1);
+    CU_ASSERT_EQUAL(sqlite_sync_of("full", &e), 2);    /* FULL */
+    CU_ASSERT_PTR_NULL(e);
+    CU_ASSERT_EQUAL(sqlite_sync_of("sometimes", &e), -1);
+    CU_ASSERT_PTR_NOT_NULL(e && strstr(e->message, "synchronous"));
+    eai_error_free(e);
+}
+
+/* The writers of one process queue on the store's writer mutex (storage.md
+ * "Transactions and concurrency"), not on SQLite's busy sleeps: a write
+ * waits while the mutex is held, though SQLite's own lock is free, and goes
+ * the moment it is released; a failed transaction gives it back. */
+struct sq_writer_arg {
+    void *st;
+    volatile int done;
+    int rc;
+};
+
+static void *sq_writer_thread(void *arg)
+{
+    struct sq_writer_arg *w = arg;
+    json_t *ids = NULL;
+    struct eai_error *e = NULL;
+    w->rc = g_ops->exec_renew(w->st, "writer-mutex-test", 30000, &ids, &e);
+    json_decref(ids);
+    eai_error_free(e);
+    w->done = 1;
+    return NULL;
+}
+
+static void test_sqlite_writer_mutex(void)
+{
+    if (!g_is_sqlite)
+        return;
+    struct eai_sq *sq = g_st;
+    struct sq_writer_arg w = {.st = g_st};
+    pthread_t th;
+    pthread_mutex_lock(&sq->wmu);
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&th, NULL, sq_writer_thread, &w), 0);
+    usleep(150 * 1000);
+    CU_ASSERT_EQUAL(w.done, 0);            /* queued on the mutex */
+    pthread_mutex_unlock(&sq->wmu);
+    for (int i = 0; i < 200 && !w.done; i++)
+        usleep(10 * 1000);
+    CU_ASSERT_EQUAL(w.done, 1);
+    pthread_join(th, NULL);
+    CU_ASSERT_EQUAL(w.rc, 0);
+    /* a transaction that fails (a finish of an unknown execution) gives the
+     * mutex back: the next writer of another thread is not stuck */
+    json_t *patch = json_pack("{s:s}", "status", "cancelled");
+    struct eai_error *e = NULL;
+    CU_ASSERT(g_ops->exec_finish(g_st, "00000000-0000-4000-8000-000000000000", "sbx_none", patch, NULL, NULL, NULL,
+                                 &e) < 0);
+    eai_error_free(e);
+    json_decref(patch);
+    CU_ASSERT_EQUAL(pthread_mutex_trylock(&sq->wmu), 0);
+    pthread_mutex_unlock(&sq->wmu);
+}
+
 /* ------------------------------------------------------------ main */
 
 static int setup(void)
@@ -1803,6 +1893,8 @@ int main(void)
     CU_add_test(s, "ledger", test_ledger);
     CU_add_test(s, "kv", test_kv);
     CU_add_test(s, "sqlite: second instance, WAL", test_sqlite_second_instance);
+    CU_add_test(s, "sqlite: synchronous normal or full", test_sqlite_synchronous);
+    CU_add_test(s, "sqlite: writers queue on the writer mutex", test_sqlite_writer_mutex);
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
     unsigned failures = CU_get_number_of_failures();
