@@ -181,6 +181,26 @@ int eai_images_write_text(const char *path, const char *text, mode_t mode)
     return rc;
 }
 
+int eai_images_add_mountpoints(const char *rootfs)
+{
+    char d[PATH_MAX + 16], f[PATH_MAX + 32];
+    struct stat st;
+    snprintf(d, sizeof(d), "%s" EAI_IMAGE_LAUNCHER_DIR, rootfs);
+    snprintf(f, sizeof(f), "%s" EAI_IMAGE_LAUNCHER_PATH, rootfs);
+    if (lstat(d, &st) < 0 && mkdir(d, 0755) < 0)
+        return -1;
+    if (lstat(d, &st) < 0 || !S_ISDIR(st.st_mode) || chmod(d, 0755) < 0) {
+        errno = errno ? errno : ENOTDIR;
+        return -1;
+    }
+    int fd = open(f, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0755);
+    if (fd < 0)
+        return -1;
+    int rc = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && fchmod(fd, 0755) == 0 ? 0 : -1;
+    close(fd);
+    return rc;
+}
+
 static int file_exists(const char *p)
 {
     struct stat st;
@@ -454,6 +474,11 @@ static int images_build(const char *image_dir, int argc, char **argv)
     unlink(p);
     if (eai_images_write_text(p, EAI_IMAGE_RESOLV, 0644) < 0) {
         fprintf(stderr, "images build: cannot write /etc/resolv.conf: %s\n", strerror(errno));
+        goto out;
+    }
+    if (eai_images_add_mountpoints(rootfs) < 0) {
+        fprintf(stderr, "images build: cannot add the launcher's mount point %s: %s\n", EAI_IMAGE_LAUNCHER_PATH,
+                strerror(errno));
         goto out;
     }
     if (shim) {

@@ -9,6 +9,12 @@
 #define EAI_IMAGE_PART_MAX 128
 #define EAI_IMAGE_SHIM_NAME "eai-statx-shim.so"
 #define EAI_IMAGE_SHIM_PATH "/usr/lib/eai-statx-shim.so"
+/* Where the gVisor backend binds its launcher in pooled sandboxes
+ * (GV_LAUNCHER_PATH in plugins/gvisor/gvisor.h): an image carries the empty
+ * mount point, so runsc never has to make it (its gofer would, in the image
+ * itself, with the server's umask). */
+#define EAI_IMAGE_LAUNCHER_DIR "/.eai"
+#define EAI_IMAGE_LAUNCHER_PATH "/.eai/launcher"
 
 /* NAME[:TAG] -> name, tag ("latest" when absent).  0 or -1 (malformed). */
 int eai_images_ref_split(const char *ref, char name[EAI_IMAGE_PART_MAX + 1], char tag[EAI_IMAGE_PART_MAX + 1]);
@@ -18,6 +24,9 @@ int eai_images_rm_tree(const char *path);
 int eai_images_find_shim(char *out, size_t len);
 int eai_images_copy_file(const char *src, const char *dst, mode_t mode);
 int eai_images_write_text(const char *path, const char *text, mode_t mode);
+/* The launcher's mount point in rootfs: /.eai (0755) and an empty
+ * /.eai/launcher (0755), never through a symlink.  0 or -1 with errno. */
+int eai_images_add_mountpoints(const char *rootfs);
 /* Move the complete tag directory tmp to final (swap when it exists);
  * after a swap tmp holds the old image, for the caller to remove. */
 int eai_images_place(const char *tmp, const char *final);

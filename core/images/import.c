@@ -1164,6 +1164,11 @@ int eai_images_import(const char *image_dir, int argc, char **argv)
     if (eai_images_rm_tree(p) < 0)
         goto out;
     snprintf(p, sizeof(p), "%s/rootfs", tmp);
+    /* (an image whose own /.eai is something else is still imported: its
+     * pooled sandboxes then start programs with runsc exec, docs/gvisor.md) */
+    if (eai_images_add_mountpoints(p) < 0)
+        fprintf(stderr, "images import: no launcher mount point %s (%s): warm sandboxes of this image use runsc exec\n",
+                EAI_IMAGE_LAUNCHER_PATH, strerror(errno));
     int shimmed = 0;
     if (shim && has_glibc(p)) {
         char shim_src[PATH_MAX], q[PATH_MAX + 400];

@@ -25,7 +25,7 @@ struct event;
  * <work_dir>/GV_LAUNCHER_FILE, bound read-only at GV_LAUNCHER_PATH in
  * pooled sandboxes, whose init it is. */
 #define GV_LAUNCHER_FILE "launcher.bin"
-#define GV_LAUNCHER_PATH "/.eai/launcher"
+#define GV_LAUNCHER_PATH "/.eai/launcher" /* its mount point is in the image (EAI_IMAGE_LAUNCHER_PATH) */
 #define GV_LAUNCH_MAX (4 << 20)       /* launch file bytes (MAX_LAUNCH of the launcher) */
 #define GV_LAUNCH_LINE_LEN 34         /* "/tmp/.eai-launch-<16 hex>\n" (LINE_LEN of the launcher) */
 #define GV_WARMUP_ARGS 16             /* config `warmup`: at most 16 arguments */

@@ -326,8 +326,19 @@ static void prepare_work(void *arg)
     struct gv_pooled *p = arg;
     char msg[256], path[PATH_MAX + 32];
     struct stat st;
-    /* Without the launcher only images with sh and sleep can idle; others
-     * always start cold.  The launcher needs nothing of the image. */
+    /* The launcher needs only its mount point in the image, /.eai/launcher
+     * (eaid images build and import add it): without it runsc's gofer would
+     * make it in the image itself, with eaid's umask (0700: the sandbox's
+     * user could not run what is bound there).  Such images idle in sh and
+     * sleep, and only images with those can idle then; others always start
+     * cold. */
+    snprintf(path, sizeof(path), "%s" GV_LAUNCHER_PATH, p->shape.rootfs);
+    char dir[PATH_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s/.eai", p->shape.rootfs);
+    struct stat dst;
+    if (p->launcher && (lstat(dir, &dst) < 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 0005) != 0005 ||
+                        lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
+        p->launcher = 0;
     if (!p->launcher) {
         snprintf(path, sizeof(path), "%s/bin/sh", p->shape.rootfs);
         int ok = stat(path, &st) == 0;
