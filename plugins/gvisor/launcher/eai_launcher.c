@@ -33,8 +33,9 @@
  * sandbox_failed); a program that cannot be executed is exit 127 (not found)
  * or 126 (not executable), as a shell would say, with one line on stderr.
  * The launcher is not dumpable, so the program cannot reach the control
- * socket through ptrace or /proc/1/fd.  Nothing here decides what the host decides: the timeout, OOM, usage and
- * output caps are read on the host.  Never a second command.
+ * socket through ptrace or /proc/1/fd.  Nothing here decides what the host
+ * decides: the timeout, OOM, usage and output caps are read on the host.
+ * Never a second command.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
