@@ -165,7 +165,9 @@ static int setup_noruntime(void)
     return start_server(NULL);
 }
 
-static int setup_recording(void)
+/* eaid on a test double of EAI_HTTP_PLUGIN_DIR (refuse, hold) with this
+ * config file text. */
+static int start_on_double(const char *yaml)
 {
     if (common_setup() < 0)
         return -1;
@@ -179,42 +181,33 @@ static int setup_recording(void)
     FILE *f = fopen(cfg, "w");
     if (!f)
         return -1;
-    fprintf(f, "# test config: one profile on the refusing test double\n"
-               "isolation:\n  refuse: {}\n"
-               "server:\n  max_body_bytes: 1Mi\n  max_connections: 4\n"
-               "profiles:\n"
-               "  fake:\n    backend: refuse\n    runtime_class: none\n"
-               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
-               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n"
-               "    egress_allow: [\"pypi.org:443\"]\n");
+    fputs(yaml, f);
     fclose(f);
     return start_server(cfg);
+}
+
+static int setup_recording(void)
+{
+    return start_on_double("# test config: one profile on the refusing test double\n"
+                           "isolation:\n  refuse: {}\n"
+                           "server:\n  max_body_bytes: 1Mi\n  max_connections: 4\n"
+                           "profiles:\n"
+                           "  fake:\n    backend: refuse\n    runtime_class: none\n"
+                           "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+                           "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n"
+                           "    egress_allow: [\"pypi.org:443\"]\n");
 }
 
 /* A profile on the holding test double: one execution runs (held until
  * cancelled), the others queue; at most 2 queued per tenant. */
 static int setup_queue(void)
 {
-    if (common_setup() < 0)
-        return -1;
-    const char *pd = getenv("EAI_HTTP_PLUGIN_DIR");
-    if (!pd)
-        return -1;
-    setenv("EAI_PLUGIN_DIR", pd, 1);
-    unsetenv("EAI_SANDBOX_RUNSC");
-    char cfg[400];
-    snprintf(cfg, sizeof(cfg), "%s/eaid.yaml", tmpdir);
-    FILE *f = fopen(cfg, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "isolation:\n  hold: {}\n"
-               "scheduler: {max_concurrent: 1, max_per_tenant: 1, max_queued_per_tenant: 2}\n"
-               "profiles:\n"
-               "  held:\n    backend: hold\n    runtime_class: none\n"
-               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 60}\n"
-               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 60}\n");
-    fclose(f);
-    return start_server(cfg);
+    return start_on_double("isolation:\n  hold: {}\n"
+                           "scheduler: {max_concurrent: 1, max_per_tenant: 1, max_queued_per_tenant: 2}\n"
+                           "profiles:\n"
+                           "  held:\n    backend: hold\n    runtime_class: none\n"
+                           "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 60}\n"
+                           "    max: {cpu: 500m, memory: 128Mi, timeout_s: 60}\n");
 }
 
 /* A burst on the refusing double: every execution ends in error as soon as
@@ -222,26 +215,12 @@ static int setup_queue(void)
  * meets admission back-pressure (429) as well as the scheduler. */
 static int setup_burst(void)
 {
-    if (common_setup() < 0)
-        return -1;
-    const char *pd = getenv("EAI_HTTP_PLUGIN_DIR");
-    if (!pd)
-        return -1;
-    setenv("EAI_PLUGIN_DIR", pd, 1);
-    unsetenv("EAI_SANDBOX_RUNSC");
-    char cfg[400];
-    snprintf(cfg, sizeof(cfg), "%s/eaid.yaml", tmpdir);
-    FILE *f = fopen(cfg, "w");
-    if (!f)
-        return -1;
-    fprintf(f, "isolation:\n  refuse: {}\n"
-               "scheduler: {max_concurrent: 8, max_per_tenant: 8, max_queued_per_tenant: 50}\n"
-               "profiles:\n"
-               "  fake:\n    backend: refuse\n    runtime_class: none\n"
-               "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
-               "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n");
-    fclose(f);
-    return start_server(cfg);
+    return start_on_double("isolation:\n  refuse: {}\n"
+                           "scheduler: {max_concurrent: 8, max_per_tenant: 8, max_queued_per_tenant: 50}\n"
+                           "profiles:\n"
+                           "  fake:\n    backend: refuse\n    runtime_class: none\n"
+                           "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
+                           "    max: {cpu: 500m, memory: 128Mi, timeout_s: 10}\n");
 }
 
 /* ------------------------------------------------------------ suite: no runtime */
