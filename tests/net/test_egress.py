@@ -32,19 +32,11 @@ COPY = ["--no-splice"] if "--no-splice" in sys.argv[2:] else []
 CAP = 64 << 20  # the grant's byte cap (both ways)
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from testnet import TestNet, sh, stop  # noqa: E402
+from testnet import TestNet, sh, stop, check, failed, passed  # noqa: E402
 
 TAG = "%04x" % (os.getpid() & 0xffff)
 PREFIX = "eat" + "abcdefghijklmnopqrstuvwxyz"[os.getpid() % 26]  # the harness's netns/nft prefix
 POOL = "198.19.%d.0/24" % (os.getpid() % 250)
-passed, failed = [], []
-T0 = time.monotonic()
-
-
-def check(cond, what):
-    what = "[%.1fs] %s" % (time.monotonic() - T0, what)
-    (passed if cond else failed).append(what)
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
 
 
 SBX = {}  # filled from the harness: path, sandbox_ip, host_ip

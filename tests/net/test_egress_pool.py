@@ -25,7 +25,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "hostile"))
 import eaid_env  # noqa: E402
-from testnet import TestNet, sh  # noqa: E402
+from testnet import TestNet, sh, check, failed, passed  # noqa: E402
 from test_egress_runsc import b64  # noqa: E402
 
 TAG = "%04x" % ((os.getpid() + 7) & 0xffff)
@@ -33,14 +33,6 @@ PREFIX = "eap" + "abcdefghijklmnopqrstuvwxyz"[os.getpid() % 26]
 POOL = "198.19.%d.0/24" % ((os.getpid() + 101) % 250)
 ALLOW = ["allowed.test:80", "tls.test:443"]
 SPARE = 2
-passed, failed = [], []
-T0 = time.monotonic()
-
-
-def check(cond, what):
-    what = "[%.1fs] %s" % (time.monotonic() - T0, what)
-    (passed if cond else failed).append(what)
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
 
 
 def metric(env, name, labels=""):

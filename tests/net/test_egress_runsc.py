@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "hostile"))
 import eaid_env  # noqa: E402
-from testnet import TestNet, sh  # noqa: E402
+from testnet import TestNet, sh, check, failed, passed  # noqa: E402
 
 TAG = "%04x" % (os.getpid() & 0xffff)
 PREFIX = "ear" + "abcdefghijklmnopqrstuvwxyz"[os.getpid() % 26]
@@ -33,14 +33,6 @@ ALLOW = ["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080"
          "meta.test:80"]
 # what an execution asks for (a subset of ALLOW: names, not patterns)
 GRANT = ["allowed.test:80", "tls.test:443", "a.wild.test:80", "198.18.2.20:8080", "rebind.test:80", "meta.test:80"]
-passed, failed = [], []
-T0 = time.monotonic()
-
-
-def check(cond, what):
-    what = "[%.1fs] %s" % (time.monotonic() - T0, what)
-    (passed if cond else failed).append(what)
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
 
 
 def b64(path):

@@ -7,8 +7,21 @@ certificate for tls.test and allowed.test.  Test addresses only
 import os
 import subprocess
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+# The checks of a test file: each printed "ok" or "FAIL" with the time
+# since start; the file ends with "N passed, M failed" and exits 1 on any.
+passed, failed = [], []
+T0 = time.monotonic()
+
+
+def check(cond, what):
+    what = "[%.1fs] %s" % (time.monotonic() - T0, what)
+    (passed if cond else failed).append(what)
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
 
 
 def sh(*cmd, check=True, **kw):
