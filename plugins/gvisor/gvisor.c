@@ -50,6 +50,8 @@ static void gv_free(struct gv *g)
 {
     if (g->reprobe_ev)
         event_free(g->reprobe_ev);
+    if (g->refill_ev)
+        event_free(g->refill_ev);
     eai_pc_runner_free(g->runner);
     free(g);
 }
@@ -621,6 +623,8 @@ static void gv_destroy(void *self)
     g->destroying = 1;
     g->inflight++; /* callbacks below must not free g under us */
     event_del(g->reprobe_ev);
+    if (g->refill_ev)
+        event_del(g->refill_ev);
     /* kill everything first, give the sandboxes a moment to die, then
      * delete them (fast once dead) */
     eai_pc_runner_shutdown(g->runner, 0);

@@ -43,6 +43,7 @@ struct event;
 struct gv_pooled;
 
 #define GV_POOL_SHAPES 4              /* distinct shapes kept warm (LRU) */
+#define GV_POOL_REFILL_DELAY_MS 40    /* a run's end refills the pool this much later */
 
 /* What a pooled sandbox must match to serve an execution. */
 struct gv_shape {
@@ -91,6 +92,7 @@ struct gv {
         int used, unpoolable;
     } shapes[GV_POOL_SHAPES];
     int64_t pool_backoff_until;  /* monotonic ms: no boots before */
+    struct event *refill_ev;     /* gv_pool_refill_soon: the deferred refill */
 
     struct eai_pc_runner *runner; /* every live execution (plugins/common) */
     struct gv_session *sessions;  /* live sessions (gvisor_session.c) */
@@ -140,6 +142,10 @@ struct gv_pooled *gv_pool_claimed(struct gv *g, const char *netns);
 void gv_pool_release(struct gv_pooled *p);
 /* A run ended (a CPU may be free): refill the recently used shapes. */
 void gv_pool_refill_all(struct gv *g);
+/* The same GV_POOL_REFILL_DELAY_MS from now (once), after the ended run's
+ * result is stored and answered: a boot started at once competes with that
+ * for the CPUs, and its spawn holds the loop while runsc execs. */
+void gv_pool_refill_soon(struct gv *g);
 /* 1 when p's init is the launcher. */
 int gv_pooled_launcher(const struct gv_pooled *p);
 /* Loop: start run's program in the taken sandbox p: line (the launch
@@ -202,9 +208,11 @@ void gv_cgroup_reset_peak(const struct eai_pc_bundle *b);
 
 void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st);
 /* Worker: SIGKILL every process of the bundle's cgroup leaf (the sandbox
- * and whatever the program left running) and wait up to ~1 s for them to
- * go, so nothing writes into the sandbox's /tmp while it is collected. */
-void gv_cgroup_kill(const struct eai_pc_bundle *b);
+ * and whatever the program left running) and wait up to wait_ms
+ * (GV_CGROUP_KILL_WAIT_MS) for them to go, so nothing writes into the
+ * sandbox's /tmp while it is collected; 0: signal them and return. */
+#define GV_CGROUP_KILL_WAIT_MS 1000
+void gv_cgroup_kill(const struct eai_pc_bundle *b, int wait_ms);
 /* Kill what is left in the leaves, remove them.  0 or -1. */
 int gv_cgroup_remove(const char *cgpath, int cg_v2);
 

@@ -623,6 +623,27 @@ void gv_pool_refill_all(struct gv *g)
     }
 }
 
+static void on_refill(evutil_socket_t fd, short what, void *arg)
+{
+    gv_pool_refill_all(arg);
+}
+
+void gv_pool_refill_soon(struct gv *g)
+{
+    if (g->pool_size <= 0 || g->destroying)
+        return;
+    if (!g->refill_ev)
+        g->refill_ev = evtimer_new(g->host->base, on_refill, g);
+    if (!g->refill_ev) {
+        gv_pool_refill_all(g);
+        return;
+    }
+    if (evtimer_pending(g->refill_ev, NULL))
+        return;
+    struct timeval tv = {0, GV_POOL_REFILL_DELAY_MS * 1000};
+    evtimer_add(g->refill_ev, &tv);
+}
+
 struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
 {
     if (g->pool_size <= 0 || g->destroying)
@@ -673,7 +694,12 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
         g->host->metric_add(g->host, s->net ? "eai_pool_egress_takes_total" : "eai_pool_takes_total",
                             got ? "result=\"hit\"" : "result=\"miss\"", 1);
     pool_gauges(g);
-    pool_refill(g, s, warm, now);
+    /* A take that leaves another sandbox of its shape ready or booting
+     * boots nothing: its run's end refills (gv_pool_refill_soon), so the
+     * boot does not share the CPUs with the run that took one.  A take that
+     * empties the pool boots now: the next take would miss. */
+    if (!got || warm == 0)
+        pool_refill(g, s, warm, now);
     return got;
 }
 
