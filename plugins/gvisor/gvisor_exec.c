@@ -356,9 +356,13 @@ static void gv_end_work(void *drv, struct eai_pc_run *run)
             run->stats.cpu_seconds = 0;
     }
     /* nothing of the sandbox (a detached process of the program) writes
-     * into its /tmp once the program has ended: killed before collect */
+     * into its /tmp once the program has ended: killed before collect.  A
+     * launcher that answered has killed and reaped every process of the
+     * program already (eai_launcher.c end_the_rest): what is left is runsc
+     * ending the sandbox, signalled here without waiting (the pool's
+     * teardown waits for the cgroup to empty). */
     if (!p->session) /* a session's sandbox and its other processes live on */
-        gv_cgroup_kill(&run->b);
+        gv_cgroup_kill(&run->b, p->launch && p->how == 'x' ? 0 : GV_CGROUP_KILL_WAIT_MS);
     /* runsc's own words: from its log, matched off the end of stderr (the
      * pipes are closed by now: err_tail no longer changes) */
     read_runtime_log(p);
@@ -439,7 +443,7 @@ static void gv_retire(void *drv, struct eai_pc_run *run)
     if (priv(run)->pooled)
         gv_pool_release(priv(run)->pooled);
     /* after a burst the pool fills again as runs end, not at the next take */
-    gv_pool_refill_all(drv);
+    gv_pool_refill_soon(drv);
 }
 
 /* Shutdown, in two passes over the running sandboxes: pass 0 kills them

@@ -182,12 +182,12 @@ void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
         st->cpu_seconds = (double)atoll(buf) / 1e9;
 }
 
-void gv_cgroup_kill(const struct eai_pc_bundle *b)
+void gv_cgroup_kill(const struct eai_pc_bundle *b, int wait_ms)
 {
     char leaf[PATH_MAX];
     if (!b->cg_made || cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, b->cg_v2) < 0)
         return;
-    (void)eai_pc_cg_kill(leaf, 1000);
+    (void)eai_pc_cg_kill(leaf, wait_ms);
 }
 
 int gv_cgroup_remove(const char *cgpath, int cg_v2)

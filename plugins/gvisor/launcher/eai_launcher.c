@@ -25,7 +25,9 @@
  *      stdin a pipe: fed by a relay child with what follows the line on the
  *      control socket up to its EOF (the host's end shut for writing), or
  *      closed at once when there is no input; never the control socket;
- *   5. waits for it and writes "exit <code>\n" on the control socket (code:
+ *   5. waits for it, kills and reaps every other process of the sandbox
+ *      (the program's detached children: nothing writes into /tmp once it
+ *      has ended) and writes "exit <code>\n" on the control socket (code:
  *      its exit status, or 128 + the signal that killed it, as runsc
  *      reports), then exits, which ends the sandbox.
  *
@@ -57,6 +59,7 @@
 #define MAX_LAUNCH (4 << 20)         /* bytes of the launch file */
 #define MAX_ARGS 65536
 #define WARMUP_S 10
+#define REAP_PASSES 200              /* kill(-1) + reap rounds at the end (~40 ms at most) */
 #define LINE_PREFIX "/tmp/.eai-launch-"
 #define LINE_LEN 34                  /* LINE_PREFIX, 16 hex digits, "\n" */
 
@@ -179,6 +182,29 @@ static void warm_up(char **argv)
     waitpid(pid, NULL, 0);
 }
 
+/* The program has ended: so does every other process in the sandbox (its
+ * detached children, the relay), killed and reaped before the answer, so
+ * that nothing writes into /tmp while the host collects its files.  The
+ * launcher is the sandbox's init: every orphan is its child.  Bounded: a
+ * process forking while kill(-1) walks the list is caught by the next pass;
+ * whatever still lives after REAP_PASSES is the host's (it kills the
+ * sandbox's cgroup when it tears the sandbox down). */
+static void end_the_rest(void)
+{
+    if (getpid() != 1)
+        return; /* kill(-1) only as the init of a namespace of its own */
+    for (int pass = 0; pass < REAP_PASSES; pass++) {
+        int none = kill(-1, SIGKILL) < 0 && errno == ESRCH;
+        pid_t w;
+        while ((w = waitpid(-1, NULL, WNOHANG)) > 0 || (w < 0 && errno == EINTR)) {
+        }
+        if (none && w < 0 && errno == ECHILD)
+            return;
+        struct timespec ts = {0, 200 * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -271,6 +297,7 @@ int main(int argc, char **argv)
         if (errno != EINTR)
             fail("waitpid", errno);
     }
+    end_the_rest();
     char code[16];
     snprintf(code, sizeof(code), "%d", WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st));
     say("exit", code);
