@@ -8,10 +8,12 @@
  * become the program's.  It runs exactly one command:
  *
  *   0. with arguments (`/.eai/launcher python3 -c pass`), runs them first as
- *      a warm-up, in /, with no input or output, for at most WARMUP_S
- *      seconds: the sandbox's caches then hold the runtime's files, which
- *      a fresh sandbox would read through its gofer on the critical path
- *      (a warm-up that fails is ignored);
+ *      a warm-up, twice at once, in /, with no input or output, for at most
+ *      WARMUP_S seconds: the sandbox's caches then hold the runtime's files,
+ *      which a fresh sandbox would read through its gofer on the critical
+ *      path, and its first process starts cost the next one less (two at
+ *      once measured ~8 ms faster than one; a warm-up that fails is
+ *      ignored);
  *   1. writes "ready\n" on stdout: the warm pool's boot signal;
  *   2. reads one line of a fixed length from the control socket (so that
  *      nothing after it is consumed): the path of the launch file the host
@@ -59,6 +61,7 @@
 #define MAX_LAUNCH (4 << 20)         /* bytes of the launch file */
 #define MAX_ARGS 65536
 #define WARMUP_S 10
+#define WARMUP_COPIES 2              /* the warm-up runs twice at once */
 #define REAP_PASSES 200              /* kill(-1) + reap rounds at the end (~40 ms at most) */
 #define LINE_PREFIX "/tmp/.eai-launch-"
 #define LINE_LEN 34                  /* LINE_PREFIX, 16 hex digits, "\n" */
@@ -162,24 +165,36 @@ static char **next_list(const char *buf, size_t len, size_t *off, int at_least_o
 
 static void warm_up(char **argv)
 {
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 || chdir("/") < 0)
-            _exit(125);
-        execvp(argv[0], argv);
-        _exit(127);
+    pid_t pids[WARMUP_COPIES];
+    int live = 0;
+    for (int c = 0; c < WARMUP_COPIES; c++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int null = open("/dev/null", O_RDWR);
+            if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0 || chdir("/") < 0)
+                _exit(125);
+            execvp(argv[0], argv);
+            _exit(127);
+        }
+        if (pid > 0)
+            pids[live++] = pid;
     }
-    if (pid < 0)
-        return;
-    for (int i = 0; i < WARMUP_S * 100; i++) {
-        if (waitpid(pid, NULL, WNOHANG) != 0)
-            return;
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+    for (int i = 0; i < WARMUP_S * 100 && live > 0; i++) {
+        for (int c = 0; c < live;) {
+            if (waitpid(pids[c], NULL, WNOHANG) != 0)
+                pids[c] = pids[--live];
+            else
+                c++;
+        }
+        if (live > 0) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
     }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
+    for (int c = 0; c < live; c++) {
+        kill(pids[c], SIGKILL);
+        waitpid(pids[c], NULL, 0);
+    }
 }
 
 /* The program has ended: so does every other process in the sandbox (its
