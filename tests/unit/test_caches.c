@@ -38,9 +38,7 @@ static json_t *rec(const char *tenant, const char *expires)
 
 static void put(struct eai_auth_cache *c, const char *secret, json_t *r, int64_t now)
 {
-    unsigned char d[32];
-    CU_ASSERT_EQUAL_FATAL(eai_auth_cache_digest(secret, d), 0);
-    eai_auth_cache_put(c, eai_auth_cache_gen(c), KID, d, r, now);
+    eai_auth_cache_put(c, eai_auth_cache_gen(c), KID, secret, r, now);
     json_decref(r);
 }
 
@@ -58,6 +56,26 @@ static void test_auth_hit_miss(void)
     memcpy(other, SEC, 65);
     other[63] = 'e';
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    /* the whole secret is compared: a first byte, a middle byte, a prefix,
+     * a longer one and the empty one all miss; the good one still hits */
+    other[63] = SEC[63];
+    other[0] = '1';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    other[0] = SEC[0];
+    other[31] = other[31] == 'f' ? '0' : 'f';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    memcpy(other, SEC, 65);
+    other[40] = '\0';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    char longer[80];
+    snprintf(longer, sizeof longer, "%s00", SEC);
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, longer, 1002, t, sizeof t), 0);
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, "", 1002, t, sizeof t), 0);
+    /* the same secret under another key id misses */
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, "fedcba9876543210", SEC, 1002, t, sizeof t), 0);
+    t[0] = '\0';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1002, t, sizeof t), 1);
+    CU_ASSERT_STRING_EQUAL(t, "tenant-a");
     /* past half the TTL: still good, once asking for a refresh */
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1600, t, sizeof t), 2);
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1601, t, sizeof t), 1);
@@ -102,10 +120,8 @@ static void test_auth_revocation_marker(void)
     uint64_t gen = eai_auth_cache_gen(c);
     CU_ASSERT_EQUAL(eai_auth_cache_notify(tmpdir), 0);
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1004, t, sizeof t), 0); /* sees the marker */
-    unsigned char d[32];
-    eai_auth_cache_digest(SEC, d);
     json_t *r = rec("tenant-a", NULL);
-    eai_auth_cache_put(c, gen, KID, d, r, 1005);
+    eai_auth_cache_put(c, gen, KID, SEC, r, 1005);
     json_decref(r);
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1006, t, sizeof t), 0);
     eai_auth_cache_free(c);
