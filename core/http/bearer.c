@@ -232,9 +232,8 @@ static const struct eai_park_ops auth_park_ops = {
     .what = "key lookup", .work = auth_work, .answer = auth_answer, .free = auth_free,
 };
 
-void eai_auth_start(struct eai_req *r)
+void eai_auth_start(struct eai_req *r, const char *h)
 {
-    const char *h = eai_req_header(r, "Authorization");
     char key_id[EAI_KEY_ID_LEN + 1], secret[EAI_KEY_SECRET_LEN + 1];
     _Static_assert(sizeof key_id == sizeof r->key_id, "key id sizes");
     if (!h || eai_auth_parse_bearer(h, key_id, secret) < 0) {

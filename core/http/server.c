@@ -108,6 +108,78 @@ static const char *method_name(enum evhttp_cmd_type t)
     }
 }
 
+/* Per route, the bytes of its pattern before its first capture ("/{"),
+ * or all of it: a path that does not start with them cannot match, and a
+ * pattern without a capture matches only the same path.  The scan of the
+ * table then calls eai_route_match only for routes that can match (the
+ * full match of every route before the hot one was 4% of a GET). */
+static size_t *g_route_lit;
+
+static void routes_prepare(void)
+{
+    free(g_route_lit);
+    g_route_lit = malloc(eai_nroutes * sizeof *g_route_lit);
+    for (size_t i = 0; g_route_lit && i < eai_nroutes; i++) {
+        const char *cap = strstr(eai_routes[i].pattern, "/{");
+        g_route_lit[i] = cap ? (size_t)(cap - eai_routes[i].pattern) + 1 : strlen(eai_routes[i].pattern);
+    }
+}
+
+/* 0: route i cannot match path (eai_route_match would say 0). */
+static int route_may_match(size_t i, const char *path)
+{
+    if (!g_route_lit)
+        return 1;
+    const char *pat = eai_routes[i].pattern;
+    size_t lit = g_route_lit[i];
+    if (strncmp(pat, path, lit) != 0)
+        return 0;
+    return pat[lit] != '\0' || path[lit] == '\0';
+}
+
+/* The request headers the server reads, in one pass over evhttp's list
+ * (each evhttp_find_header is a scan with a case-insensitive compare of
+ * every name); the first of each name, as evhttp_find_header. */
+struct req_heads {
+    const char *request_id, *accept_language, *traceparent, *authorization;
+};
+
+/* name equals lower (lowercase ASCII), ignoring ASCII case (as
+ * evutil_ascii_strcasecmp: no locale) */
+static int name_is(const char *name, const char *lower)
+{
+    for (; *lower; name++, lower++) {
+        unsigned char c = (unsigned char)*name;
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c + 32);
+        if (c != (unsigned char)*lower)
+            return 0;
+    }
+    return *name == '\0';
+}
+
+static void heads_read(struct evkeyvalq *in, struct req_heads *h)
+{
+    memset(h, 0, sizeof *h);
+    struct evkeyval *kv;
+    TAILQ_FOREACH(kv, in, next) {
+        const char *k = kv->key, **slot = NULL;
+        switch (k[0] | 0x20) {
+        case 'x': if (!h->request_id && name_is(k, "x-request-id")) slot = &h->request_id; break;
+        case 'a':
+            if (!h->authorization && name_is(k, "authorization"))
+                slot = &h->authorization;
+            else if (!h->accept_language && name_is(k, "accept-language"))
+                slot = &h->accept_language;
+            break;
+        case 't': if (!h->traceparent && name_is(k, "traceparent")) slot = &h->traceparent; break;
+        default: break;
+        }
+        if (slot)
+            *slot = kv->value;
+    }
+}
+
 static void gen_cb(struct evhttp_request *evreq, void *arg)
 {
     struct eai_server *s = arg;
@@ -125,14 +197,15 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
     r->start_ns = eai_monotonic_ns();
     const char *mn = method_name(evhttp_request_get_command(evreq));
     memcpy(r->method, mn, strlen(mn) + 1); /* at most "CONNECT" */
-    struct evkeyvalq *in = evhttp_request_get_input_headers(evreq);
-    const char *rid = evhttp_find_header(in, "X-Request-Id");
+    struct req_heads hd;
+    heads_read(evhttp_request_get_input_headers(evreq), &hd);
+    const char *rid = hd.request_id;
     if (eai_http_request_id_ok(rid))
         snprintf(r->request_id, sizeof(r->request_id), "%s", rid);
     else
         eai_uuid_v4(r->request_id);
-    r->lang = eai_http_negotiate_lang(evhttp_find_header(in, "Accept-Language"));
-    const char *tp = evhttp_find_header(in, "traceparent");
+    r->lang = eai_http_negotiate_lang(hd.accept_language);
+    const char *tp = hd.traceparent;
     if (!tp || eai_traceparent_parse(tp, &r->trace) < 0)
         eai_trace_ctx_generate(&r->trace);
     r->conn = eai_conn_of(&s->g, evreq);
@@ -159,6 +232,8 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
     char allow[64] = "";
     const char *m = strcmp(r->method, "HEAD") == 0 ? "GET" : r->method;
     for (size_t i = 0; r->path && i < eai_nroutes; i++) {
+        if (!route_may_match(i, r->path))
+            continue;
         struct eai_route_params p;
         int rc = eai_route_match(eai_routes[i].pattern, r->path, &p);
         if (rc < 0)
@@ -241,7 +316,7 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
     }
     struct eai_conn *conn = r->conn; /* still valid after r is answered */
     if (r->route->auth == EAI_AUTH_TENANT)
-        eai_auth_start(r);
+        eai_auth_start(r, hd.authorization); /* evreq's header list: valid in this callback */
     else
         r->route->fn(app, r);
     /* r may be freed now; the connection is still valid in this callback */
@@ -325,6 +400,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     }
     app->http = s->http;
     g_srv = s;
+    routes_prepare();
     eai_bearer_init(app);
     /* report the real port (listen "...:0" picks a free one) */
     struct sockaddr_storage ss;
@@ -404,6 +480,8 @@ void eai_server_stop(struct eai_app *app)
     free(s->g.byb);
     eai_tls_free(s->g.tls);
     eai_bearer_shutdown();
+    free(g_route_lit);
+    g_route_lit = NULL;
     g_srv = NULL;
     free(s);
 }
