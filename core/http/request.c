@@ -164,15 +164,18 @@ static void add_date(struct evkeyvalq *h)
     header_put(h, "Date", date, len);
 }
 
-/* X-Request-Id, Content-Language, Vary and traceparent as one entry of
- * evhttp's list ("id\r\nContent-Language: en\r\n..."): evhttp writes each
- * entry as "%s: %s\r\n", so the four lines cost one printf and three
- * allocations instead of four printfs and twelve allocations (the GET of a
+/* Content-Type (when ctype), X-Request-Id, Content-Language, Vary and
+ * traceparent as one entry of evhttp's list ("application/json\r\n
+ * X-Request-Id: id\r\nContent-Language: en\r\n..."): evhttp writes each
+ * entry as "%s: %s\r\n", so the five lines cost one printf and three
+ * allocations instead of five printfs and fifteen allocations (the GET of a
  * finished execution, docs/performance.md).  The bytes on the wire are the
- * same four header lines.  The request id is the client's only when it
- * passed eai_http_request_id_ok (no CR, LF or other control byte); checked
- * again here, with evhttp_add_header as the fallback. */
-static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
+ * same header lines.  The entry's name is Content-Type when there is one,
+ * which is what evhttp looks for before adding its default.  The request
+ * id is the client's only when it passed eai_http_request_id_ok (no CR, LF
+ * or other control byte); checked again here, as the content type, with
+ * evhttp_add_header as the fallback. */
+static void add_common_headers(struct eai_req *r, struct evkeyvalq *h, const char *ctype)
 {
     const char *lang = r->lang ? r->lang : "en";
     size_t il = strlen(r->request_id), ll = strlen(lang);
@@ -180,10 +183,17 @@ static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
     if (r->span)
         eai_traceparent_format(eai_span_trace_id(r->span), eai_span_id(r->span), r->trace.flags, tp);
     static const char l1[] = "\r\nContent-Language: ", l2[] = "\r\nVary: Accept-Language", l3[] = "\r\ntraceparent: ";
-    char block[320]; /* 128 + 16 + the fixed text + a traceparent (55) */
-    if (il <= 128 && ll <= 16 && !strpbrk(r->request_id, "\r\n") && !strpbrk(lang, "\r\n")) {
+    static const char l0[] = "\r\nX-Request-Id: ";
+    char block[448]; /* 128 + 128 + 16 + the fixed text + a traceparent (55) */
+    size_t cl = ctype ? strlen(ctype) : 0;
+    if (il <= 128 && ll <= 16 && cl <= 128 && !strpbrk(r->request_id, "\r\n") && !strpbrk(lang, "\r\n") &&
+        !(ctype && strpbrk(ctype, "\r\n"))) {
         size_t n = 0;
 #define PUT(p, l) (memcpy(block + n, (p), (l)), n += (l))
+        if (ctype) {
+            PUT(ctype, cl);
+            PUT(l0, sizeof l0 - 1);
+        }
         PUT(r->request_id, il);
         PUT(l1, sizeof l1 - 1);
         PUT(lang, ll);
@@ -193,9 +203,11 @@ static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
             PUT(tp, strlen(tp));
         }
 #undef PUT
-        if (header_put(h, "X-Request-Id", block, n) == 0)
+        if (header_put(h, ctype ? "Content-Type" : "X-Request-Id", block, n) == 0)
             return;
     }
+    if (ctype)
+        evhttp_add_header(h, "Content-Type", ctype);
     evhttp_add_header(h, "X-Request-Id", r->request_id);
     evhttp_add_header(h, "Content-Language", lang);
     evhttp_add_header(h, "Vary", "Accept-Language");
@@ -227,10 +239,9 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
     }
     struct evbuffer *buf = evbuffer_new();
     struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
+    int has_length = 0;
     if (h) {
-        if (ctype)
-            evhttp_add_header(h, "Content-Type", ctype);
-        add_common_headers(r, h);
+        add_common_headers(r, h, ctype);
         for (int i = 0; headers && headers[i]; i++) {
             const char *colon = strchr(headers[i], ':');
             if (!colon)
@@ -244,6 +255,8 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
             const char *v = colon + 1;
             while (*v == ' ')
                 v++;
+            if (strcasecmp(name, "Content-Length") == 0)
+                has_length = 1;
             evhttp_add_header(h, name, v);
         }
         if (status == 413 || (r->owner && r->owner->closing && r->owner->closing(r->owner_arg)))
@@ -262,7 +275,7 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
     /* Content-Length by hand (evhttp would printf it and check it as a
      * client's value); HEAD and bodiless statuses are left to evhttp */
     if (h && buf && status >= 200 && status != 204 && status != 304 && strcmp(r->method, "HEAD") != 0 &&
-        !evhttp_find_header(h, "Content-Length")) {
+        !has_length) { /* only headers[] may have set it: the list was ours */
         char cl[24], *e = cl + sizeof cl, *p = e;
         size_t v = evbuffer_get_length(buf);
         do {
@@ -364,7 +377,7 @@ void eai_stream_start(struct eai_req *r, const char *content_type)
     /* the connection ends with the stream: the timeouts changed below are
      * never those of a next request */
     evhttp_add_header(h, "Connection", "close");
-    add_common_headers(r, h);
+    add_common_headers(r, h, NULL);
     evhttp_send_reply_start(r->evreq, 200, "OK");
     /* evhttp keeps reading for close detection with request_timeout_s as
      * the read timeout, which would cut a live stream whose client (rightly)
