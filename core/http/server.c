@@ -366,6 +366,14 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     s->g.acc_cap = cfg->max_header_bytes + EAI_HTTP_MAX_REQUEST_LINE + 1024;
     s->g.max_header_bytes = cfg->max_header_bytes;
     s->g.read_timeout_s = cfg->read_timeout_s;
+    /* every connection's read deadline has one length: a common timeout
+     * (a list, O(1) to add and delete, instead of libevent's heap) */
+    struct timeval rt = {cfg->read_timeout_s, 0};
+    const struct timeval *crt = cfg->read_timeout_s > 0 ? event_base_init_common_timeout(app->base, &rt) : NULL;
+    if (crt) {
+        s->g.read_tv = *crt;
+        s->g.read_tv_set = 1;
+    }
     s->g.chunk_slack_cap = (int64_t)s->g.cap + (int64_t)s->g.cap / 4 + 65536;
     eai_metrics_describe("eai_http_connections", EAI_METRIC_GAUGE, "Open HTTP connections.");
     eai_metrics_set("eai_http_connections", NULL, 0);
@@ -380,7 +388,15 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     /* evhttp's own limit only backs ours up (it answers without an envelope) */
     evhttp_set_max_body_size(s->http, (ev_ssize_t)(2 * s->g.cap + (1 << 20)));
     evhttp_set_max_headers_size(s->http, (ev_ssize_t)cfg->max_header_bytes);
-    evhttp_set_timeout(s->http, cfg->request_timeout_s);
+    /* evhttp's read and write timeouts, re-added on each request of each
+     * connection: one length, so a common timeout too (evhttp copies the
+     * timeval to each connection's bufferevent, which adds it as given) */
+    struct timeval qt = {cfg->request_timeout_s, 0};
+    const struct timeval *cqt = cfg->request_timeout_s > 0 ? event_base_init_common_timeout(app->base, &qt) : NULL;
+    if (cqt)
+        evhttp_set_timeout_tv(s->http, cqt);
+    else
+        evhttp_set_timeout(s->http, cfg->request_timeout_s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
     evhttp_set_default_content_type(s->http, "application/json");
