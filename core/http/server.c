@@ -399,7 +399,10 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         evhttp_set_timeout(s->http, cfg->request_timeout_s);
     evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
                                         EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
-    evhttp_set_default_content_type(s->http, "application/json");
+    /* none: every reply of ours names its own (http/request.c req_send), in
+     * an entry evhttp does not look up by that name; evhttp's own error
+     * pages name text/html */
+    evhttp_set_default_content_type(s->http, NULL);
     s->sock = evhttp_bind_socket_with_handle(s->http, host, (ev_uint16_t)port);
     if (!s->sock) {
         int e = errno;
