@@ -10,7 +10,6 @@
 #include <pthread.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
 
 #include "http/auth_cache.h"
 #include "http/auth.h"
@@ -37,6 +36,26 @@ struct eai_auth_cache {
     uint64_t gen;                    /* bumped by every clear */
     struct slot slot[SLOTS];
 };
+
+/* a[0..n) == b[0..n), in time that depends on n only: the bytes are
+ * folded eight at a time into one difference, tested once at the end
+ * (CRYPTO_memcmp's byte loop was 460 instructions of a GET) */
+static int same_secret(const char *a, const char *b, size_t n)
+{
+    uint64_t diff = 0;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x, y;
+        memcpy(&x, a + i, 8);
+        memcpy(&y, b + i, 8);
+        diff |= x ^ y;
+    }
+    for (; i < n; i++)
+        diff |= (uint64_t)((unsigned char)a[i] ^ (unsigned char)b[i]);
+    /* no branch on diff before here; the one below is the verdict */
+    __asm__ volatile("" : "+r"(diff));
+    return diff == 0;
+}
 
 static unsigned slot_of(const char *key_id)
 {
@@ -158,7 +177,7 @@ int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const cha
     /* the whole presented secret against the whole stored one, in constant
      * time (the length is public: secrets have one length) */
     size_t sl = strnlen(secret, EAI_KEY_SECRET_LEN + 1);
-    if (sl != s->secret_len || CRYPTO_memcmp(secret, s->secret, sl) != 0)
+    if (sl != s->secret_len || !same_secret(secret, s->secret, sl))
         return 0; /* storage decides and says why */
     size_t tl = strnlen(s->tenant, sizeof s->tenant);
     if (tenant_sz == 0)
