@@ -175,6 +175,30 @@ static void test_docs(void)
     eai_doc_cache_free(c);
     CU_ASSERT(memcmp(d, "{}", 2) == 0);
     eai_doc_cache_release(d, 2, hold);
+    /* keys of every length around the hash's eight-byte steps: each finds
+     * its own document and no other's */
+    c = eai_doc_cache_new(1 << 20);
+    char tn[64], id[64], body[64];
+    for (int tl = 1; tl <= 20; tl++)
+        for (int il = 1; il <= 20; il++) {
+            snprintf(tn, sizeof tn, "%.*s", tl, "8c03c877-a4fe-4633-94c6-5e09a5fb42db");
+            snprintf(id, sizeof id, "%.*s", il, "sbx_9932e1d3-cc61-4e22-8b90-2b4519ed2f6b");
+            int bl = snprintf(body, sizeof body, "%d/%d", tl, il);
+            eai_doc_cache_put(c, tn, id, body, (size_t)bl);
+        }
+    int wrong = 0;
+    for (int tl = 1; tl <= 20; tl++)
+        for (int il = 1; il <= 20; il++) {
+            snprintf(tn, sizeof tn, "%.*s", tl, "8c03c877-a4fe-4633-94c6-5e09a5fb42db");
+            snprintf(id, sizeof id, "%.*s", il, "sbx_9932e1d3-cc61-4e22-8b90-2b4519ed2f6b");
+            int bl = snprintf(body, sizeof body, "%d/%d", tl, il);
+            d = eai_doc_cache_get(c, tn, id, &n);
+            wrong += !d || n != (size_t)bl || memcmp(d, body, n) != 0;
+            id[il - 1] ^= 1; /* the same length, one bit apart */
+            wrong += eai_doc_cache_get(c, tn, id, &n) != NULL;
+        }
+    CU_ASSERT_EQUAL(wrong, 0);
+    eai_doc_cache_free(c);
     c = eai_doc_cache_new(0); /* off */
     eai_doc_cache_put(c, "ta", "sbx_1", "{}", 2);
     CU_ASSERT_PTR_NULL(eai_doc_cache_get(c, "ta", "sbx_1", &n));
