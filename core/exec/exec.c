@@ -1,6 +1,5 @@
 /* Execution routes: state, shared replies, cancel, start and stop
  * (exec.h, exec_int.h, docs/executions.md). */
-#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
