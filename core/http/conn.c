@@ -397,6 +397,23 @@ static void conn_reject(struct eai_conn *c, enum eai_code code)
 
 static int acc_reserve(struct eai_conn *c, size_t need);
 
+/* A head checked where it lay in the input buffer, copied into acc when it
+ * is still needed: to answer a refusal now or later (408 for a body still
+ * to come, 413 for a chunked one past the cap), with its X-Request-Id and
+ * Accept-Language, as for a head that came in pieces. */
+static void acc_keep(struct eai_conn *c, const char *head, size_t end)
+{
+    if (head == c->acc)
+        return;
+    size_t k = end < c->g->acc_cap ? end : c->g->acc_cap;
+    if (acc_reserve(c, k) == 0) {
+        memcpy(c->acc, head, k);
+        c->acclen = k;
+    } else {
+        c->acclen = 0;
+    }
+}
+
 /* Content-Length and Transfer-Encoding of a header block (len bytes, the
  * request line first) in one pass: the first line of each name, its value
  * without the blanks around it (as hdr_find). */
@@ -475,15 +492,7 @@ static int conn_header_done(struct eai_conn *c, const char *head, size_t end, si
         c->state = CONN_PASS; /* pipelined behind a request in flight: evhttp answers */
         return 0;
     }
-    if (head != c->acc) { /* scanned in place: conn_reject reads the head from acc */
-        size_t k = end < s->acc_cap ? end : s->acc_cap;
-        if (acc_reserve(c, k) == 0) {
-            memcpy(c->acc, head, k);
-            c->acclen = k;
-        } else {
-            c->acclen = 0;
-        }
-    }
+    acc_keep(c, head, end); /* conn_reject reads the head from acc */
     conn_reject(c, hc);
     return 0;
 }
@@ -608,8 +617,10 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
         if (evbuffer_peek(buf, (ev_ssize_t)n, &pos, &v, 1) == 1 && v.iov_len >= n) {
             size_t end = head_end(v.iov_base, 0, n);
             if (end) {
-                if (!conn_header_done(c, v.iov_base, end, n) && c->state != CONN_REJECTED)
+                if (!conn_header_done(c, v.iov_base, end, n) && c->state != CONN_REJECTED) {
+                    acc_keep(c, v.iov_base, end); /* not all in: a 408 or 413 may still come */
                     deadline_arm(c);
+                }
                 return;
             }
         }

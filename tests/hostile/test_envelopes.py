@@ -171,9 +171,12 @@ def case_408_slow_request_head():
 
 
 def case_408_slow_body():
+    # the head arrives whole (checked where it lies in the input buffer):
+    # the 408 still answers with the client's request id and language
     out = raw(b"POST /v1/sandbox/executions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+              b"X-Request-Id: slow-body-1\r\nAccept-Language: fr\r\n"
               b"Content-Length: 100\r\n\r\n{\"a\":", read_timeout=20)
-    envelope(out, 408, "request_timeout")
+    envelope(out, 408, "request_timeout", lang="fr", rid="slow-body-1")
     still_serving()
 
 
