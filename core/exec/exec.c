@@ -1,6 +1,5 @@
 /* Execution routes: state, shared replies, cancel, start and stop
  * (exec.h, exec_int.h, docs/executions.md). */
-#include <ctype.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,10 +103,16 @@ void exec_reply_accepted(struct eai_req *r, int status, const char *id, const ch
 /* An execution id as we issue them: "sbx_" + uuid. */
 int exec_id_ok(const char *id)
 {
+    /* hex digits (either case, as isxdigit) and '-' */
+    static const unsigned char ok[256] = {
+        ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1, ['8'] = 1,
+        ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1, ['A'] = 1, ['B'] = 1,
+        ['C'] = 1, ['D'] = 1, ['E'] = 1, ['F'] = 1, ['-'] = 1,
+    };
     if (!id || strncmp(id, "sbx_", 4) != 0 || strlen(id) != 40)
         return 0;
     for (const char *p = id + 4; *p; p++)
-        if (!isxdigit((unsigned char)*p) && *p != '-')
+        if (!ok[(unsigned char)*p])
             return 0;
     return 1;
 }

@@ -2,10 +2,12 @@
  *
  * A key that passed the storage lookup and the HMAC check is remembered for
  * auth.cache_ttl_ms: the next requests with it are answered on the loop
- * (HMAC of the presented secret against the stored hash, expiry) without a
- * worker hop or a storage read: the presented secret's SHA-256 must equal
- * that of the secret which passed the HMAC check (secrets are 128 random
- * bits: a plain digest is enough, and cheaper than the HMAC).  Revocation: `eaid keys revoke` adds
+ * (expiry, the presented secret) without a worker hop or a storage read:
+ * the whole presented secret must equal, compared in constant time, the
+ * secret that passed the HMAC check (a SHA-256 of each presented secret
+ * was 10% of the instructions of a cached GET; the slot keeps the secret
+ * itself, as evhttp's buffers keep each request's, and zeroes it when the
+ * slot is emptied, replaced, or the cache cleared or freed).  Revocation: `eaid keys revoke` adds
  * one to the 8-byte counter <data_dir>/keys.gen, which the server maps
  * (shared) and reads before every cache hit (a memory load, no system
  * call): a changed value empties the cache, so a key revoked by the CLI of
@@ -34,17 +36,15 @@ void eai_auth_cache_free(struct eai_auth_cache *c);
 int eai_auth_cache_check(struct eai_auth_cache *c, const char *key_id, const char *secret, int64_t now_ms,
                          char *tenant, size_t tenant_sz);
 
-/* SHA-256 of a secret (any thread).  0 or -1. */
-int eai_auth_cache_digest(const char *secret, unsigned char out[32]);
-
 /* The generation before asking storage: a put with an older one (a
  * revocation was seen meanwhile) is dropped. */
 uint64_t eai_auth_cache_gen(struct eai_auth_cache *c);
 
-/* Remember a key record that just passed eai_auth_check(); gen from
+/* Remember a key record whose secret (NUL-terminated, at most
+ * EAI_KEY_SECRET_LEN) just passed eai_auth_check(); gen from
  * eai_auth_cache_gen() taken before the lookup. */
-void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_id,
-                        const unsigned char digest[32], const json_t *rec, int64_t now_ms);
+void eai_auth_cache_put(struct eai_auth_cache *c, uint64_t gen, const char *key_id, const char *secret,
+                        const json_t *rec, int64_t now_ms);
 
 /* After a background refresh: only_flag 1 (storage failed: the entry
  * stays until its TTL) or 0 (the key is no longer good: forget it). */

@@ -42,10 +42,8 @@ struct auth_job {
     struct eai_app *app;
     int refresh;        /* a background refresh of the cache: no request */
     uint64_t gen;       /* the cache's generation when storage was asked */
-    unsigned char digest[32]; /* SHA-256 of the secret, for the cache */
-    int digest_ok;
     char key_id[EAI_KEY_ID_LEN + 1];
-    char secret[EAI_KEY_SECRET_LEN + 1];
+    char secret[EAI_KEY_SECRET_LEN + 1]; /* for the check, then the cache; zeroed when j is freed */
     json_t *rec;
     struct eai_error *err;
     int rc;
@@ -85,9 +83,6 @@ static void auth_work(void *arg)
     j->rc = app->store->key_get(app->storage.self, j->key_id, &j->rec, &j->err);
     if (j->rc == 0)
         j->ok = eai_auth_check(j->rec, app->pepper, j->secret);
-    if (j->ok)
-        j->digest_ok = eai_auth_cache_digest(j->secret, j->digest) == 0;
-    explicit_bzero(j->secret, sizeof(j->secret));
 }
 
 /* A key that exists, live, whose secret fails the HMAC: a wrong secret,
@@ -168,7 +163,7 @@ static void waiters_answer(struct auth_job *j)
         struct auth_job *next = w->wnext;
         w->wnext = NULL;
         struct eai_req *wr = w->r;
-        int same = w->digest_ok && j->digest_ok && CRYPTO_memcmp(w->digest, j->digest, 32) == 0;
+        int same = CRYPTO_memcmp(w->secret, j->secret, sizeof w->secret) == 0; /* one length (eai_auth_parse_bearer) */
         if (!same) {
             auth_lookup(wr, w);
         } else {
@@ -191,8 +186,8 @@ static void auth_answer(struct eai_req *r, void *arg)
 {
     struct auth_job *j = arg;
     if (j->refresh) {
-        if (j->rc == 0 && j->ok && j->digest_ok)
-            eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
+        if (j->rc == 0 && j->ok)
+            eai_auth_cache_put(g_cache, j->gen, j->key_id, j->secret, j->rec, eai_now_ms());
         else
             eai_auth_cache_drop(g_cache, j->key_id, j->rc < 0);
         return;
@@ -208,8 +203,7 @@ static void auth_answer(struct eai_req *r, void *arg)
                 pepper_hint(r);
             auth_refuse(r, why);
         } else {
-            if (j->digest_ok)
-                eai_auth_cache_put(g_cache, j->gen, j->key_id, j->digest, j->rec, eai_now_ms());
+            eai_auth_cache_put(g_cache, j->gen, j->key_id, j->secret, j->rec, eai_now_ms());
             snprintf(r->tenant, sizeof(r->tenant), "%s", json_string_value(json_object_get(j->rec, "tenant_id")));
             auth_passed(r);
         }
@@ -229,7 +223,6 @@ static void auth_free(void *arg)
         auth_free(w);
     }
     explicit_bzero(j->secret, sizeof(j->secret));
-    explicit_bzero(j->digest, sizeof(j->digest));
     json_decref(j->rec);
     eai_error_free(j->err);
     free(j);
@@ -239,9 +232,8 @@ static const struct eai_park_ops auth_park_ops = {
     .what = "key lookup", .work = auth_work, .answer = auth_answer, .free = auth_free,
 };
 
-void eai_auth_start(struct eai_req *r)
+void eai_auth_start(struct eai_req *r, const char *h)
 {
-    const char *h = eai_req_header(r, "Authorization");
     char key_id[EAI_KEY_ID_LEN + 1], secret[EAI_KEY_SECRET_LEN + 1];
     _Static_assert(sizeof key_id == sizeof r->key_id, "key id sizes");
     if (!h || eai_auth_parse_bearer(h, key_id, secret) < 0) {
@@ -291,8 +283,7 @@ static void auth_lookup(struct eai_req *r, struct auth_job *j)
         eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
         return;
     }
-    j->digest_ok = eai_auth_cache_digest(j->secret, j->digest) == 0;
-    struct auth_job *lead = j->digest_ok ? flight_of(j->key_id) : NULL;
+    struct auth_job *lead = flight_of(j->key_id);
     if (lead) {
         j->wnext = lead->waiters;
         lead->waiters = j;

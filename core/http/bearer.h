@@ -7,7 +7,8 @@
 
 #include "http/request.h"
 
-void eai_auth_start(struct eai_req *r);
+/* authorization: the request's Authorization header (NULL: none). */
+void eai_auth_start(struct eai_req *r, const char *authorization);
 
 /* The cache of verified keys (http/auth_cache.h): made at server start
  * (auth.cache_ttl_ms, the data dir's revocation marker), freed at stop. */

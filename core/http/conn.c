@@ -60,6 +60,7 @@ struct eai_conn {
     struct event *release_ev;
     struct event *watch;              /* EOF watch while a request is handled */
     struct event *read_deadline;      /* 408 when a request is not all in by then */
+    int deadline_armed;               /* read_deadline added (and not deleted since) */
     struct eai_conn *prev, *next;
     struct eai_conn *bnext;           /* in the guard's bucket of this bev */
     char tenant[64];                  /* attributed to (eai_conn_attribute), "" none */
@@ -115,6 +116,26 @@ int eai_conn_attribute(struct eai_conn *c, const char *tenant)
 
 
 static void conn_schedule_release(struct eai_conn *c);
+
+/* The read deadline: a common timeout of the base (every connection's has
+ * the same length, so libevent keeps them in one list, O(1) to add and
+ * delete, instead of its heap), added at a request's first byte unless the
+ * request is all in already, deleted once it is dispatched. */
+static void deadline_arm(struct eai_conn *c)
+{
+    if (!c->read_deadline || c->deadline_armed || c->g->read_timeout_s <= 0)
+        return;
+    struct timeval t = {c->g->read_timeout_s, 0};
+    if (event_add(c->read_deadline, c->g->read_tv_set ? &c->g->read_tv : &t) == 0)
+        c->deadline_armed = 1;
+}
+
+static void deadline_disarm(struct eai_conn *c)
+{
+    if (c->read_deadline && c->deadline_armed)
+        event_del(c->read_deadline);
+    c->deadline_armed = 0;
+}
 
 /* Connections by bufferevent: a request finds its connection in O(1) (a
  * scan of the list cost 4% of a GET at 256 connections). */
@@ -209,8 +230,7 @@ static void conn_schedule_release(struct eai_conn *c)
         event_del(c->linger);
     if (c->watch)
         event_del(c->watch);
-    if (c->read_deadline)
-        event_del(c->read_deadline);
+    deadline_disarm(c);
     struct timeval zero = {0, 0};
     if (evtimer_add(c->release_ev, &zero) < 0)
         eai_log(SRV_COMPONENT, EAI_LOG_ERROR, "cannot schedule a connection release (leak)");
@@ -327,8 +347,7 @@ static void conn_reject(struct eai_conn *c, enum eai_code code)
     struct eai_conn_guard *s = c->g;
     c->state = CONN_REJECTED;
     c->closing = 1;
-    if (c->read_deadline)
-        event_del(c->read_deadline);
+    deadline_disarm(c);
     char rid[130] = "", al[256] = "";
     size_t n;
     const char *v;
@@ -376,48 +395,106 @@ static void conn_reject(struct eai_conn *c, enum eai_code code)
     }
 }
 
-/* Look at a complete header block in acc (ends at end). */
-static void conn_header_done(struct eai_conn *c, size_t end)
+static int acc_reserve(struct eai_conn *c, size_t need);
+
+/* A head checked where it lay in the input buffer, copied into acc when it
+ * is still needed: to answer a refusal now or later (408 for a body still
+ * to come, 413 for a chunked one past the cap), with its X-Request-Id and
+ * Accept-Language, as for a head that came in pieces. */
+static void acc_keep(struct eai_conn *c, const char *head, size_t end)
+{
+    if (head == c->acc)
+        return;
+    size_t k = end < c->g->acc_cap ? end : c->g->acc_cap;
+    if (acc_reserve(c, k) == 0) {
+        memcpy(c->acc, head, k);
+        c->acclen = k;
+    } else {
+        c->acclen = 0;
+    }
+}
+
+/* Content-Length and Transfer-Encoding of a header block (len bytes, the
+ * request line first) in one pass: the first line of each name, its value
+ * without the blanks around it (as hdr_find). */
+static void cl_te_find(const char *block, size_t len, const char **cl, size_t *cln, const char **te, size_t *ten)
+{
+    *cl = *te = NULL;
+    const char *p = memchr(block, '\n', len); /* skip the request line */
+    while (p && (size_t)(p - block) < len) {
+        p++;
+        const char *eol = memchr(p, '\n', len - (size_t)(p - block));
+        if (!eol)
+            break;
+        size_t ll = (size_t)(eol - p);
+        const char **v = NULL;
+        size_t *vn = NULL, nl = 0;
+        if ((p[0] | 0x20) == 'c' && !*cl && ll > 14 && p[14] == ':' && strncasecmp(p, "Content-Length", 14) == 0)
+            v = cl, vn = cln, nl = 14;
+        else if ((p[0] | 0x20) == 't' && !*te && ll > 17 && p[17] == ':' && strncasecmp(p, "Transfer-Encoding", 17) == 0)
+            v = te, vn = ten, nl = 17;
+        if (v) {
+            const char *b = p + nl + 1;
+            while (b < eol && (*b == ' ' || *b == '\t'))
+                b++;
+            const char *e = eol;
+            while (e > b && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+                e--;
+            *v = b;
+            *vn = (size_t)(e - b);
+            if (*cl && *te)
+                return;
+        }
+        p = eol;
+    }
+}
+
+/* A complete header block: head (end bytes, the blank line last), have
+ * bytes received from its start (the body's first bytes follow it).
+ * Answers ours when it is refused (acc then holds the head: conn_reject
+ * reads it); else the state for its body.  1: the request is all in
+ * (no body to wait for), 0 otherwise. */
+static int conn_header_done(struct eai_conn *c, const char *head, size_t end, size_t have)
 {
     struct eai_conn_guard *s = c->g;
-    enum eai_code hc = eai_http_head_check(c->acc, end, 1, s->max_header_bytes);
-    if (hc != EAI_OK) {
-        if (c->inflight == 0) {
-            conn_reject(c, hc);
-            return;
+    enum eai_code hc = eai_http_head_check(head, end, 1, s->max_header_bytes);
+    const char *v = NULL, *te = NULL;
+    size_t vl = 0, ten = 0;
+    uint64_t cl = 0;
+    int ok = 0;
+    if (hc == EAI_OK) {
+        cl_te_find(head, end, &v, &vl, &te, &ten);
+        c->chunked = 0;
+        if (te && ten >= 7) {
+            for (size_t i = 0; i + 7 <= ten; i++)
+                if (strncasecmp(te + i, "chunked", 7) == 0)
+                    c->chunked = 1;
         }
-        c->state = CONN_PASS; /* pipelined behind a request in flight: evhttp answers */
-        return;
-    }
-    size_t n;
-    const char *v = hdr_find(c->acc, end, "Content-Length", &n);
-    c->state = CONN_BODY;
-    c->chunked = 0;
-    c->body_seen = (int64_t)(c->acclen - end);
-    const char *te = hdr_find(c->acc, end, "Transfer-Encoding", &n);
-    if (te && n >= 7) {
-        for (size_t i = 0; i + 7 <= n; i++)
-            if (strncasecmp(te + i, "chunked", 7) == 0)
-                c->chunked = 1;
-    }
-    if (!c->chunked && v) {
-        size_t vl;
-        v = hdr_find(c->acc, end, "Content-Length", &vl);
-        uint64_t cl = 0;
-        int ok = vl > 0 && vl <= 19;
+        ok = v && vl > 0 && vl <= 19;
         for (size_t i = 0; ok && i < vl; i++) {
             if (v[i] < '0' || v[i] > '9')
                 ok = 0;
             else
                 cl = cl * 10 + (uint64_t)(v[i] - '0');
         }
-        if (ok && cl > s->cap && c->inflight == 0) {
-            conn_reject(c, EAI_E_PAYLOAD_TOO_LARGE);
-            return;
+        if (!c->chunked && ok && cl > s->cap && c->inflight == 0)
+            hc = EAI_E_PAYLOAD_TOO_LARGE;
+        else if (c->chunked && (int64_t)(have - end) > s->chunk_slack_cap && c->inflight == 0)
+            hc = EAI_E_PAYLOAD_TOO_LARGE;
+        else if (hc == EAI_OK) {
+            c->state = CONN_BODY;
+            c->body_seen = (int64_t)(have - end);
+            /* all in: no Transfer-Encoding, and no body or all of it */
+            return !te && (!v || (ok && cl <= have - end));
         }
     }
-    if (c->chunked && c->body_seen > s->chunk_slack_cap && c->inflight == 0)
-        conn_reject(c, EAI_E_PAYLOAD_TOO_LARGE);
+    if (c->inflight > 0) {
+        c->state = CONN_PASS; /* pipelined behind a request in flight: evhttp answers */
+        return 0;
+    }
+    acc_keep(c, head, end); /* conn_reject reads the head from acc */
+    conn_reject(c, hc);
+    return 0;
 }
 
 /* Room for need bytes of header block (need <= acc_cap): a connection
@@ -439,6 +516,23 @@ static int acc_reserve(struct eai_conn *c, size_t need)
         return -1;
     c->acc = p;
     c->accsize = sz;
+    return 0;
+}
+
+/* The end of a header block in p[0..len) (just past its blank line),
+ * searching line by line from from; 0 while it is not all there. */
+static size_t head_end(const char *p, size_t from, size_t len)
+{
+    for (size_t i = from; i < len; i++) {
+        const char *nl = memchr(p + i, '\n', len - i); /* line by line, not byte by byte */
+        if (!nl)
+            break;
+        i = (size_t)(nl - p);
+        if (i + 1 < len && p[i + 1] == '\n')
+            return i + 2;
+        if (i + 2 < len && p[i + 1] == '\r' && p[i + 2] == '\n')
+            return i + 3;
+    }
     return 0;
 }
 
@@ -465,26 +559,15 @@ static void conn_scan(struct eai_conn *c, const char *data, size_t n)
     }
     memcpy(c->acc + c->acclen, data, take);
     c->acclen += take;
-    if (old == 0 && take > 0 && c->read_deadline && s->read_timeout_s > 0) {
-        struct timeval t = {s->read_timeout_s, 0};
-        event_add(c->read_deadline, &t); /* the whole request, from its first byte */
-    }
     /* search for the blank line from a little before the new bytes */
-    size_t from = old > 3 ? old - 3 : 0;
-    for (size_t i = from; i < c->acclen; i++) {
-        const char *nl = memchr(c->acc + i, '\n', c->acclen - i); /* line by line, not byte by byte */
-        if (!nl)
-            break;
-        i = (size_t)(nl - c->acc);
-        if (i + 1 < c->acclen && c->acc[i + 1] == '\n') {
-            conn_header_done(c, i + 2);
-            return;
-        }
-        if (i + 2 < c->acclen && c->acc[i + 1] == '\r' && c->acc[i + 2] == '\n') {
-            conn_header_done(c, i + 3);
-            return;
-        }
+    size_t end = head_end(c->acc, old > 3 ? old - 3 : 0, c->acclen);
+    if (end) {
+        if (!conn_header_done(c, c->acc, end, c->acclen) && c->state != CONN_REJECTED)
+            deadline_arm(c); /* the body is still to come: the whole request, from its first byte */
+        return;
     }
+    if (take > 0)
+        deadline_arm(c); /* the head is still to come */
     /* the head so far: an oversized or malformed one is refused now */
     enum eai_code hc = eai_http_head_check(c->acc, c->acclen, 0, s->max_header_bytes);
     if (hc != EAI_OK) {
@@ -527,6 +610,21 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
     struct evbuffer_ptr pos;
     if (evbuffer_ptr_set(buf, &pos, len - n, EVBUFFER_PTR_SET) < 0)
         return;
+    if (c->acclen == 0) {
+        /* a request's first bytes, usually all of its head in one read: look
+         * at them where they are (no copy into acc) when they are contiguous */
+        struct evbuffer_iovec v;
+        if (evbuffer_peek(buf, (ev_ssize_t)n, &pos, &v, 1) == 1 && v.iov_len >= n) {
+            size_t end = head_end(v.iov_base, 0, n);
+            if (end) {
+                if (!conn_header_done(c, v.iov_base, end, n) && c->state != CONN_REJECTED) {
+                    acc_keep(c, v.iov_base, end); /* not all in: a 408 or 413 may still come */
+                    deadline_arm(c);
+                }
+                return;
+            }
+        }
+    }
     char tmp[4096];
     while (n > 0 && c->state == CONN_HEAD) {
         size_t k = n < sizeof(tmp) ? n : sizeof(tmp);
@@ -640,8 +738,7 @@ void eai_conn_watch_arm(struct eai_conn *c)
 void eai_conn_dispatched(struct eai_conn *c, struct eai_req *r)
 {
     conn_learn_evcon(c);
-    if (c->read_deadline)
-        event_del(c->read_deadline); /* the request is all in */
+    deadline_disarm(c); /* the request is all in */
     c->cur = r;
     c->inflight++;
     c->state = CONN_HEAD;

@@ -37,6 +37,8 @@ struct eai_conn_guard {
     int64_t chunk_slack_cap;          /* raw chunked bytes before takeover */
     size_t max_header_bytes;          /* 431 past it (http/http_head.c) */
     int read_timeout_s;               /* 408 when a request is not all in by then */
+    struct timeval read_tv;           /* the same as a common timeout of base (conn.c deadline_arm) */
+    int read_tv_set;
     struct eai_tls *tls;              /* NULL: plain HTTP (http/tls.c) */
     int stopping;
     int max_per_tenant;               /* connections one tenant may hold (0: no bound) */

@@ -143,8 +143,9 @@ static int header_put(struct evkeyvalq *h, const char *key, const char *value, s
     return 0;
 }
 
-/* Date, formatted once a second (evhttp would format it for every reply). */
-static void add_date(struct evkeyvalq *h)
+/* Date, formatted once a second (evhttp would format it for every reply);
+ * NULL when it cannot be (evhttp then adds its own). */
+static const char *date_now(size_t *dlen)
 {
     static __thread time_t last;
     static __thread char date[64];
@@ -153,26 +154,34 @@ static void add_date(struct evkeyvalq *h)
     if (now != last || !len) {
         struct tm tm;
         if (!gmtime_r(&now, &tm))
-            return; /* evhttp adds its own */
+            return NULL;
         len = evutil_date_rfc1123(date, sizeof date, &tm);
         if (len == 0 || len >= sizeof date) {
             len = 0;
-            return;
+            return NULL;
         }
         last = now;
     }
-    header_put(h, "Date", date, len);
+    *dlen = len;
+    return date;
 }
 
-/* X-Request-Id, Content-Language, Vary and traceparent as one entry of
- * evhttp's list ("id\r\nContent-Language: en\r\n..."): evhttp writes each
- * entry as "%s: %s\r\n", so the four lines cost one printf and three
- * allocations instead of four printfs and twelve allocations (the GET of a
+/* Date (when date), Content-Type (when ctype), X-Request-Id,
+ * Content-Language, Vary and traceparent as one entry of evhttp's list
+ * ("Wed, 02 Dec 2026 ... GMT\r\nContent-Type: application/json\r\n
+ * X-Request-Id: id\r\n..."): evhttp writes each entry as "%s: %s\r\n" (a
+ * printf) and frees each with three frees, so the six lines cost one
+ * printf and three allocations instead of six and eighteen (the GET of a
  * finished execution, docs/performance.md).  The bytes on the wire are the
- * same four header lines.  The request id is the client's only when it
- * passed eai_http_request_id_ok (no CR, LF or other control byte); checked
- * again here, with evhttp_add_header as the fallback. */
-static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
+ * same header lines.  The entry is named after its first line, Date when
+ * there is one: evhttp looks up Date (and Content-Length, written apart)
+ * before adding its own; it adds no Content-Type (the server sets no
+ * default: req_send names one for every reply with a body).  The request
+ * id is the client's only when it passed eai_http_request_id_ok (no CR, LF
+ * or other control byte); checked again here, as the content type, with
+ * one evhttp_add_header a line as the fallback. */
+static void add_common_headers(struct eai_req *r, struct evkeyvalq *h, const char *ctype, const char *date,
+                               size_t dl)
 {
     const char *lang = r->lang ? r->lang : "en";
     size_t il = strlen(r->request_id), ll = strlen(lang);
@@ -180,10 +189,27 @@ static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
     if (r->span)
         eai_traceparent_format(eai_span_trace_id(r->span), eai_span_id(r->span), r->trace.flags, tp);
     static const char l1[] = "\r\nContent-Language: ", l2[] = "\r\nVary: Accept-Language", l3[] = "\r\ntraceparent: ";
-    char block[320]; /* 128 + 16 + the fixed text + a traceparent (55) */
-    if (il <= 128 && ll <= 16 && !strpbrk(r->request_id, "\r\n") && !strpbrk(lang, "\r\n")) {
+    static const char l0[] = "\r\nX-Request-Id: ", lc[] = "\r\nContent-Type: ";
+    char block[512]; /* 63 + 128 + 128 + 16 + the fixed text + a traceparent (55) */
+    size_t cl = ctype ? strlen(ctype) : 0;
+    if (il <= 128 && ll <= 16 && cl <= 128 && dl < 64 && !strpbrk(r->request_id, "\r\n") &&
+        !strpbrk(lang, "\r\n") && !(ctype && strpbrk(ctype, "\r\n")) && !(date && memchr(date, '\n', dl))) {
         size_t n = 0;
+        const char *name = "X-Request-Id";
 #define PUT(p, l) (memcpy(block + n, (p), (l)), n += (l))
+        if (date) {
+            PUT(date, dl);
+            name = "Date";
+        }
+        if (ctype) {
+            if (date)
+                PUT(lc, sizeof lc - 1);
+            else
+                name = "Content-Type";
+            PUT(ctype, cl);
+        }
+        if (date || ctype)
+            PUT(l0, sizeof l0 - 1);
         PUT(r->request_id, il);
         PUT(l1, sizeof l1 - 1);
         PUT(lang, ll);
@@ -193,9 +219,13 @@ static void add_common_headers(struct eai_req *r, struct evkeyvalq *h)
             PUT(tp, strlen(tp));
         }
 #undef PUT
-        if (header_put(h, "X-Request-Id", block, n) == 0)
+        if (header_put(h, name, block, n) == 0)
             return;
     }
+    if (date)
+        header_put(h, "Date", date, dl);
+    if (ctype)
+        evhttp_add_header(h, "Content-Type", ctype);
     evhttp_add_header(h, "X-Request-Id", r->request_id);
     evhttp_add_header(h, "Content-Language", lang);
     evhttp_add_header(h, "Vary", "Accept-Language");
@@ -225,12 +255,17 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
         req_free(r);
         return;
     }
-    struct evbuffer *buf = evbuffer_new();
+    /* the body goes straight into the request's own output buffer */
+    struct evbuffer *buf = evhttp_request_get_output_buffer(r->evreq);
     struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
+    int has_length = 0;
+    /* what evhttp_response_needs_body says: a body, so a Content-Type
+     * (application/json unless named: evhttp's default before) */
+    int bodied = status >= 200 && status != 204 && status != 304 && strcmp(r->method, "HEAD") != 0;
     if (h) {
-        if (ctype)
-            evhttp_add_header(h, "Content-Type", ctype);
-        add_common_headers(r, h);
+        size_t dl = 0;
+        const char *date = date_now(&dl);
+        add_common_headers(r, h, ctype ? ctype : bodied ? "application/json" : NULL, date, dl);
         for (int i = 0; headers && headers[i]; i++) {
             const char *colon = strchr(headers[i], ':');
             if (!colon)
@@ -244,11 +279,12 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
             const char *v = colon + 1;
             while (*v == ' ')
                 v++;
+            if (strcasecmp(name, "Content-Length") == 0)
+                has_length = 1;
             evhttp_add_header(h, name, v);
         }
         if (status == 413 || (r->owner && r->owner->closing && r->owner->closing(r->owner_arg)))
             evhttp_add_header(h, "Connection", "close");
-        add_date(h);
     }
     if (release) {
         if (!buf || !data || !len || evbuffer_add_reference(buf, data, len, release, rarg) < 0) {
@@ -261,8 +297,7 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
     }
     /* Content-Length by hand (evhttp would printf it and check it as a
      * client's value); HEAD and bodiless statuses are left to evhttp */
-    if (h && buf && status >= 200 && status != 204 && status != 304 && strcmp(r->method, "HEAD") != 0 &&
-        !evhttp_find_header(h, "Content-Length")) {
+    if (h && buf && bodied && !has_length) { /* only headers[] may have set it: the list was ours */
         char cl[24], *e = cl + sizeof cl, *p = e;
         size_t v = evbuffer_get_length(buf);
         do {
@@ -272,9 +307,7 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
         header_put(h, "Content-Length", p, (size_t)(e - p));
     }
     req_finish_metrics(r);
-    evhttp_send_reply(r->evreq, status, eai_http_reason(status), buf);
-    if (buf)
-        evbuffer_free(buf);
+    evhttp_send_reply(r->evreq, status, eai_http_reason(status), NULL);
     req_free(r);
 }
 
@@ -364,7 +397,7 @@ void eai_stream_start(struct eai_req *r, const char *content_type)
     /* the connection ends with the stream: the timeouts changed below are
      * never those of a next request */
     evhttp_add_header(h, "Connection", "close");
-    add_common_headers(r, h);
+    add_common_headers(r, h, NULL, NULL, 0); /* evhttp adds Date */
     evhttp_send_reply_start(r->evreq, 200, "OK");
     /* evhttp keeps reading for close detection with request_timeout_s as
      * the read timeout, which would cut a live stream whose client (rightly)

@@ -171,9 +171,12 @@ def case_408_slow_request_head():
 
 
 def case_408_slow_body():
+    # the head arrives whole (checked where it lies in the input buffer):
+    # the 408 still answers with the client's request id and language
     out = raw(b"POST /v1/sandbox/executions HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+              b"X-Request-Id: slow-body-1\r\nAccept-Language: fr\r\n"
               b"Content-Length: 100\r\n\r\n{\"a\":", read_timeout=20)
-    envelope(out, 408, "request_timeout")
+    envelope(out, 408, "request_timeout", lang="fr", rid="slow-body-1")
     still_serving()
 
 
@@ -191,12 +194,49 @@ def case_idle_connection_is_not_408():
         s.close()
 
 
+def case_keepalive_closed_after_request_timeout():
+    # evhttp's timeout (server.request_timeout_s, 3 here) is a common timeout
+    # of the event base (core/http/server.c): an idle keep-alive connection
+    # stays open well before it and is closed soon after it, not at once
+    s = socket.create_connection(("127.0.0.1", ENV.port), timeout=20)
+    try:
+        s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        out = b""
+        while b"\r\n\r\n" not in out:
+            b = s.recv(65536)
+            check(b, "closed before the answer: %r" % out)
+            out += b
+        check(out.startswith(b"HTTP/1.1 200"), "answer %r" % out[:100])
+        t0 = time.monotonic()
+        s.settimeout(1.5)
+        try:
+            early = s.recv(65536)  # b"": closed
+        except socket.timeout:
+            early = None
+        check(early is None, "closed or sent %r %.1f s after the answer (request_timeout_s is 3)" %
+              (early, time.monotonic() - t0))
+        s.settimeout(10)
+        rest = b""
+        while True:
+            try:
+                b = s.recv(65536)
+            except ConnectionResetError:
+                b = b""
+            if not b:
+                break
+            rest += b
+        took = time.monotonic() - t0
+        check(2.5 <= took <= 8, "idle keep-alive closed after %.1f s (request_timeout_s is 3)" % took)
+    finally:
+        s.close()
+
+
 def main():
     global ENV
     cfg_dir = __import__("tempfile").mkdtemp(prefix="eai-env-cfg-")
     cfg = os.path.join(cfg_dir, "eaid.yaml")
     with open(cfg, "w") as f:
-        f.write("server:\n  read_timeout_s: 2\n  request_timeout_s: 30\n")
+        f.write("server:\n  read_timeout_s: 2\n  request_timeout_s: 3\n")
     ENV = Env(config=cfg, env={"EAI_SANDBOX_RUNSC": "/nonexistent"})
     try:
         ENV.start(ready_path="/healthz")

@@ -252,6 +252,59 @@ static void test_health_headers(void)
     const char *h2[] = {"X-Request-Id: has space", NULL};
     CU_ASSERT_EQUAL(req("GET", "/healthz", h2, NULL, &r), 200);
     CU_ASSERT(th_header(&r, "X-Request-Id") && strcmp(th_header(&r, "X-Request-Id"), "has space") != 0);
+    /* Content-Type goes out in the same entry (its own line on the wire) */
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Content-Type") ? th_header(&r, "Content-Type") : "", "application/json");
+    th_resp_free(&r);
+    /* the request headers are read in one pass (http/server.c heads_read):
+     * names in any case, the first of two of one name, as evhttp_find_header */
+    const char *h3[] = {"x-request-id: lower-7", "X-REQUEST-ID: second-8", "accept-LANGUAGE: fr",
+                        "TRACEPARENT: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h3, NULL, &r), 401);
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "X-Request-Id") ? th_header(&r, "X-Request-Id") : "", "lower-7");
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Content-Language") ? th_header(&r, "Content-Language") : "", "fr");
+    tp = th_header(&r, "traceparent");
+    CU_ASSERT(tp && strncmp(tp, "00-0af7651916cd43dd8448eb211c80319c-", 36) == 0);
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Content-Type") ? th_header(&r, "Content-Type") : "", "application/json");
+    th_resp_free(&r);
+    /* an Authorization in another case is read too */
+    char lower_auth[200];
+    snprintf(lower_auth, sizeof lower_auth, "authorization:%s", strchr(auth_a, ':') + 1);
+    const char *h4[] = {lower_auth, NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/profiles", h4, NULL, &r), 200);
+    th_resp_free(&r);
+}
+
+/* The route scan skips the routes whose literal start differs from the
+ * path (http/server.c route_may_match): the answers are those of a full
+ * scan (first match wins; 405 with every method of the path; 422 for a
+ * bad escape in a capture; 404 otherwise). */
+static void test_routing(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, NULL};
+    CU_ASSERT_EQUAL(req("PUT", "/v1/sandbox/executions", h, NULL, &r), 405);
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Allow") ? th_header(&r, "Allow") : "", "POST, GET");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("PUT", "/v1/manifests/tool/x", h, NULL, &r), 405);
+    CU_ASSERT_STRING_EQUAL(th_header(&r, "Allow") ? th_header(&r, "Allow") : "", "GET, DELETE");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_a%zz", h, NULL, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
+    th_resp_free(&r);
+    const char *missing[] = {"/healthzx", "/healthz/", "/v1/sandbox/executions/", "/v1/sandbox/executionsx",
+                             "/v1/sandbox/executions/x/files", "/v1/manifests/tool", "/", NULL};
+    for (int i = 0; missing[i]; i++) {
+        CU_ASSERT_EQUAL(req("GET", missing[i], h, NULL, &r), 404);
+        CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+        th_resp_free(&r);
+    }
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions/sbx_none", h, NULL, &r), 404);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions?limit=1", h, NULL, &r), 200);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/manifests", h, NULL, &r), 200);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/metrics", NULL, NULL, &r), 200);
     th_resp_free(&r);
 }
 
@@ -309,6 +362,18 @@ static void test_401(void)
     /* the real key works */
     struct th_resp r;
     const char *ok[] = {auth_a, NULL};
+    CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions", ok, NULL, &r), 200);
+    th_resp_free(&r);
+    /* now the key is cached (http/auth_cache.c): the same id with another
+     * secret (last or first byte changed) is still refused, and does not
+     * evict the good one */
+    check_401(h4);
+    char first[200];
+    snprintf(first, sizeof(first), "%s", auth_a);
+    char *sec = first + strlen("Authorization: Bearer eai_0123456789abcdef_");
+    *sec = *sec == 'a' ? 'b' : 'a';
+    const char *h5[] = {first, NULL};
+    check_401(h5);
     CU_ASSERT_EQUAL(req("GET", "/v1/sandbox/executions", ok, NULL, &r), 200);
     th_resp_free(&r);
 }
@@ -1256,6 +1321,7 @@ static int reg(void)
         !CU_add_test(a, "401 unauthenticated", test_401) ||
         !CU_add_test(a, "revoked key while running", test_revoke_while_running) ||
         !CU_add_test(a, "404 in French, 405", test_404_french) ||
+        !CU_add_test(a, "routing", test_routing) ||
         !CU_add_test(a, "422 with paths, 400, 415", test_422_400) ||
         !CU_add_test(a, "413 payload too large (70 MB)", test_413) ||
         !CU_add_test(a, "profiles list gvisor-small", test_profiles) ||

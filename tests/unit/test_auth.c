@@ -60,6 +60,24 @@ static void test_parse_malformed(void)
     for (int i = 0; bad[i]; i++)
         CU_ASSERT_EQUAL(eai_auth_parse_bearer(bad[i], id, sec), -1);
     CU_ASSERT_EQUAL(eai_auth_parse_bearer(NULL, id, sec), -1);
+    /* the hex check (a table) at every position of the id and the secret:
+     * only 0-9 and a-f pass; the neighbours of the ranges do not */
+    char good[128];
+    snprintf(good, sizeof good, "Bearer eai_0123456789abcdef_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+    CU_ASSERT_EQUAL(eai_auth_parse_bearer(good, id, sec), 0);
+    static const char odd[] = {'/', ':', '`', 'g', 'A', 'F', '@', (char)0x80, (char)0xb0};
+    size_t at0 = strlen("Bearer eai_");
+    for (size_t at = at0; at < strlen(good); at++) {
+        if (at == at0 + EAI_KEY_ID_LEN)
+            continue; /* the '_' between them */
+        char t = good[at];
+        for (size_t k = 0; k < sizeof odd; k++) {
+            good[at] = odd[k];
+            CU_ASSERT_EQUAL(eai_auth_parse_bearer(good, id, sec), -1);
+        }
+        good[at] = t;
+    }
+    CU_ASSERT_EQUAL(eai_auth_parse_bearer(good, id, sec), 0);
 }
 
 static void test_hash_check(void)

@@ -38,9 +38,7 @@ static json_t *rec(const char *tenant, const char *expires)
 
 static void put(struct eai_auth_cache *c, const char *secret, json_t *r, int64_t now)
 {
-    unsigned char d[32];
-    CU_ASSERT_EQUAL_FATAL(eai_auth_cache_digest(secret, d), 0);
-    eai_auth_cache_put(c, eai_auth_cache_gen(c), KID, d, r, now);
+    eai_auth_cache_put(c, eai_auth_cache_gen(c), KID, secret, r, now);
     json_decref(r);
 }
 
@@ -58,6 +56,26 @@ static void test_auth_hit_miss(void)
     memcpy(other, SEC, 65);
     other[63] = 'e';
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    /* the whole secret is compared: a first byte, a middle byte, a prefix,
+     * a longer one and the empty one all miss; the good one still hits */
+    other[63] = SEC[63];
+    other[0] = '1';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    other[0] = SEC[0];
+    other[31] = other[31] == 'f' ? '0' : 'f';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    memcpy(other, SEC, 65);
+    other[40] = '\0';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, other, 1002, t, sizeof t), 0);
+    char longer[80];
+    snprintf(longer, sizeof longer, "%s00", SEC);
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, longer, 1002, t, sizeof t), 0);
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, "", 1002, t, sizeof t), 0);
+    /* the same secret under another key id misses */
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, "fedcba9876543210", SEC, 1002, t, sizeof t), 0);
+    t[0] = '\0';
+    CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1002, t, sizeof t), 1);
+    CU_ASSERT_STRING_EQUAL(t, "tenant-a");
     /* past half the TTL: still good, once asking for a refresh */
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1600, t, sizeof t), 2);
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1601, t, sizeof t), 1);
@@ -102,10 +120,8 @@ static void test_auth_revocation_marker(void)
     uint64_t gen = eai_auth_cache_gen(c);
     CU_ASSERT_EQUAL(eai_auth_cache_notify(tmpdir), 0);
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1004, t, sizeof t), 0); /* sees the marker */
-    unsigned char d[32];
-    eai_auth_cache_digest(SEC, d);
     json_t *r = rec("tenant-a", NULL);
-    eai_auth_cache_put(c, gen, KID, d, r, 1005);
+    eai_auth_cache_put(c, gen, KID, SEC, r, 1005);
     json_decref(r);
     CU_ASSERT_EQUAL(eai_auth_cache_check(c, KID, SEC, 1006, t, sizeof t), 0);
     eai_auth_cache_free(c);
@@ -159,6 +175,30 @@ static void test_docs(void)
     eai_doc_cache_free(c);
     CU_ASSERT(memcmp(d, "{}", 2) == 0);
     eai_doc_cache_release(d, 2, hold);
+    /* keys of every length around the hash's eight-byte steps: each finds
+     * its own document and no other's */
+    c = eai_doc_cache_new(1 << 20);
+    char tn[64], id[64], body[64];
+    for (int tl = 1; tl <= 20; tl++)
+        for (int il = 1; il <= 20; il++) {
+            snprintf(tn, sizeof tn, "%.*s", tl, "8c03c877-a4fe-4633-94c6-5e09a5fb42db");
+            snprintf(id, sizeof id, "%.*s", il, "sbx_9932e1d3-cc61-4e22-8b90-2b4519ed2f6b");
+            int bl = snprintf(body, sizeof body, "%d/%d", tl, il);
+            eai_doc_cache_put(c, tn, id, body, (size_t)bl);
+        }
+    int wrong = 0;
+    for (int tl = 1; tl <= 20; tl++)
+        for (int il = 1; il <= 20; il++) {
+            snprintf(tn, sizeof tn, "%.*s", tl, "8c03c877-a4fe-4633-94c6-5e09a5fb42db");
+            snprintf(id, sizeof id, "%.*s", il, "sbx_9932e1d3-cc61-4e22-8b90-2b4519ed2f6b");
+            int bl = snprintf(body, sizeof body, "%d/%d", tl, il);
+            d = eai_doc_cache_get(c, tn, id, &n);
+            wrong += !d || n != (size_t)bl || memcmp(d, body, n) != 0;
+            id[il - 1] ^= 1; /* the same length, one bit apart */
+            wrong += eai_doc_cache_get(c, tn, id, &n) != NULL;
+        }
+    CU_ASSERT_EQUAL(wrong, 0);
+    eai_doc_cache_free(c);
     c = eai_doc_cache_new(0); /* off */
     eai_doc_cache_put(c, "ta", "sbx_1", "{}", 2);
     CU_ASSERT_PTR_NULL(eai_doc_cache_get(c, "ta", "sbx_1", &n));

@@ -1,6 +1,9 @@
 /* HTTP helpers: Accept-Language, request ids, route patterns. */
 #include <string.h>
 
+#include <stdio.h>
+
+#include "http/http_head.h"
 #include "http/http_util.h"
 #include "http/routes.h"
 #include "unit_main.h"
@@ -105,12 +108,65 @@ static void test_kind_slug(void)
     CU_ASSERT_PTR_NULL(eai_manifest_kind_slug(""));
 }
 
+/* The head check (http/http_head.c) tests eight bytes at a time: a bad
+ * byte at any offset of a value or a request target of any length, at
+ * every alignment, is still found; tab and bytes >= 0x80 in a value pass. */
+static enum eai_code head_with(const char *target, const char *value)
+{
+    char h[512];
+    int n = snprintf(h, sizeof h, "GET %s HTTP/1.1\r\nHost: x\r\nX-A: %s\r\n\r\n", target, value);
+    return eai_http_head_check(h, (size_t)n, 1, 8192);
+}
+
+static void test_head_check(void)
+{
+    char v[80], t[80];
+    CU_ASSERT_EQUAL(head_with("/a", "b"), EAI_OK);
+    for (size_t len = 1; len < 40; len++) {
+        memset(v, 'a', len);
+        v[len] = '\0';
+        CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
+        t[0] = '/';
+        memset(t + 1, 'p', len);
+        t[len + 1] = '\0';
+        CU_ASSERT_EQUAL(head_with(t, "x"), EAI_OK);
+        for (size_t at = 0; at < len; at++) {
+            static const unsigned char bad_v[] = {0x01, 0x1f, 0x7f, 0x0b};
+            for (size_t b = 0; b < sizeof bad_v; b++) {
+                v[at] = (char)bad_v[b];
+                if (head_with("/", v) != EAI_E_BAD_REQUEST)
+                    fprintf(stderr, "value byte 0x%02x at %zu of %zu passed\n", bad_v[b], at, len);
+                CU_ASSERT_EQUAL(head_with("/", v), EAI_E_BAD_REQUEST);
+            }
+            v[at] = '\t';
+            CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
+            v[at] = (char)0x80;
+            CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
+            v[at] = (char)0xff;
+            CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
+            v[at] = 'a';
+            static const unsigned char bad_t[] = {0x01, 0x1f, 0x7f, 0x09};
+            for (size_t b = 0; b < sizeof bad_t; b++) {
+                t[1 + at] = (char)bad_t[b];
+                if (head_with(t, "x") != EAI_E_BAD_REQUEST)
+                    fprintf(stderr, "target byte 0x%02x at %zu of %zu passed\n", bad_t[b], at, len);
+                CU_ASSERT_EQUAL(head_with(t, "x"), EAI_E_BAD_REQUEST);
+            }
+            t[1 + at] = ' '; /* a space ends the target: the rest is not "HTTP/1.1" */
+            CU_ASSERT_EQUAL(head_with(t, "x"), EAI_E_BAD_REQUEST);
+            t[1 + at] = (char)0x80;
+            CU_ASSERT_EQUAL(head_with(t, "x"), EAI_OK);
+            t[1 + at] = 'p';
+        }
+    }
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("http_util", NULL, NULL);
     if (!s || !CU_add_test(s, "Accept-Language", test_lang) || !CU_add_test(s, "request ids", test_request_id) ||
         !CU_add_test(s, "route patterns", test_routes) || !CU_add_test(s, "route table", test_table) ||
-        !CU_add_test(s, "manifest kinds", test_kind_slug))
+        !CU_add_test(s, "manifest kinds", test_kind_slug) || !CU_add_test(s, "head check", test_head_check))
         return -1;
     return 0;
 }
