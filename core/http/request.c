@@ -286,7 +286,20 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
         if (status == 413 || (r->owner && r->owner->closing && r->owner->closing(r->owner_arg)))
             evhttp_add_header(h, "Connection", "close");
     }
-    if (release) {
+    /* HEAD: the headers of the GET, no body (evhttp sends whatever is in
+     * the output buffer, which a keep-alive client would take for the next
+     * response); the Content-Length is the GET's */
+    int head = strcmp(r->method, "HEAD") == 0;
+    if (head) {
+        int statused = status >= 200 && status != 204 && status != 304;
+        if (h && statused && !has_length) {
+            char cl[24];
+            int n = snprintf(cl, sizeof(cl), "%zu", data ? len : (size_t)0);
+            header_put(h, "Content-Length", cl, (size_t)n);
+        }
+        if (release)
+            release(data, len, rarg);
+    } else if (release) {
         if (!buf || !data || !len || evbuffer_add_reference(buf, data, len, release, rarg) < 0) {
             if (buf && data && len)
                 evbuffer_add(buf, data, len);

@@ -591,6 +591,47 @@ static void test_keepalive(void)
     fclose(devnull);
 }
 
+static int raw_connect(void);
+
+/* HEAD then GET on one connection: the HEAD answer has the GET's headers
+ * (its Content-Length included) and no body, so the next answer starts
+ * right after its head (a body there was read as the next response). */
+static void test_head_keepalive(void)
+{
+    int fd = raw_connect();
+    CU_ASSERT_FATAL(fd >= 0);
+    const char *two = "HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    CU_ASSERT_EQUAL(write(fd, two, strlen(two)), (ssize_t)strlen(two));
+    char buf[4096];
+    size_t got = 0;
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    /* until the GET's body ({"status":"ok"}) is in */
+    while (got < sizeof(buf) - 1) {
+        ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        buf[got] = '\0';
+        const char *second = strstr(buf + 1, "HTTP/1.1 ");
+        if (second && strstr(second, "\r\n\r\n{\"status\":\"ok\"}"))
+            break;
+    }
+    buf[got] = '\0';
+    close(fd);
+    CU_ASSERT(strncmp(buf, "HTTP/1.1 200", 12) == 0);
+    const char *end = strstr(buf, "\r\n\r\n");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(end);
+    CU_ASSERT(strncmp(end + 4, "HTTP/1.1 200", 12) == 0); /* no body after the HEAD's head */
+    char *head_cl = strcasestr(buf, "Content-Length: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(head_cl);
+    CU_ASSERT(head_cl < end);
+    const char *get_cl = strcasestr(end, "Content-Length: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(get_cl);
+    CU_ASSERT_EQUAL(atoi(head_cl + 16), atoi(get_cl + 16)); /* the GET's length */
+    CU_ASSERT(atoi(head_cl + 16) > 0);
+}
+
 /* ------------------------------------------------------------ suite: recording */
 
 static const char *exec_body =
@@ -1327,6 +1368,7 @@ static int reg(void)
         !CU_add_test(a, "profiles list gvisor-small", test_profiles) ||
         !CU_add_test(a, "503 sandbox_unavailable and /readyz", test_sandbox_unavailable) ||
         !CU_add_test(a, "keep-alive", test_keepalive) ||
+        !CU_add_test(a, "HEAD then GET on one connection", test_head_keepalive) ||
         !CU_add_test(a, "private data dir and pepper", test_private_data_dir))
         return -1;
     CU_pSuite b = CU_add_suite("recording", setup_recording, common_teardown);
