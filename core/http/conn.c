@@ -318,27 +318,38 @@ static void linger_event_cb(struct bufferevent *bev, short what, void *arg)
     conn_abort(arg);
 }
 
+/* The header line after the one ending at p (the request line's end
+ * first) in block: its start, *eol its '\n'; NULL past the last line. */
+static const char *hdr_next(const char *block, size_t len, const char *p, const char **eol)
+{
+    if (!p || (size_t)(p - block) >= len)
+        return NULL;
+    p++;
+    *eol = memchr(p, '\n', len - (size_t)(p - block));
+    return *eol ? p : NULL;
+}
+
+/* The value of the header line l..eol whose name has nl bytes, without the
+ * blanks around it. */
+static const char *hdr_value(const char *l, size_t nl, const char *eol, size_t *vlen)
+{
+    const char *v = l + nl + 1;
+    while (v < eol && (*v == ' ' || *v == '\t'))
+        v++;
+    const char *e = eol;
+    while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
+        e--;
+    *vlen = (size_t)(e - v);
+    return v;
+}
+
 static const char *hdr_find(const char *block, size_t len, const char *name, size_t *vlen)
 {
     size_t nl = strlen(name);
-    const char *p = memchr(block, '\n', len); /* skip the request line */
-    while (p && (size_t)(p - block) < len) {
-        p++;
-        const char *eol = memchr(p, '\n', len - (size_t)(p - block));
-        if (!eol)
-            break;
-        if ((size_t)(eol - p) > nl && strncasecmp(p, name, nl) == 0 && p[nl] == ':') {
-            const char *v = p + nl + 1;
-            while (v < eol && (*v == ' ' || *v == '\t'))
-                v++;
-            const char *e = eol;
-            while (e > v && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-                e--;
-            *vlen = (size_t)(e - v);
-            return v;
-        }
-        p = eol;
-    }
+    const char *eol = NULL, *p = memchr(block, '\n', len); /* skip the request line */
+    for (const char *l; (l = hdr_next(block, len, p, &eol)); p = eol)
+        if ((size_t)(eol - l) > nl && strncasecmp(l, name, nl) == 0 && l[nl] == ':')
+            return hdr_value(l, nl, eol, vlen);
     return NULL;
 }
 
@@ -420,32 +431,18 @@ static void acc_keep(struct eai_conn *c, const char *head, size_t end)
 static void cl_te_find(const char *block, size_t len, const char **cl, size_t *cln, const char **te, size_t *ten)
 {
     *cl = *te = NULL;
-    const char *p = memchr(block, '\n', len); /* skip the request line */
-    while (p && (size_t)(p - block) < len) {
-        p++;
-        const char *eol = memchr(p, '\n', len - (size_t)(p - block));
-        if (!eol)
-            break;
-        size_t ll = (size_t)(eol - p);
-        const char **v = NULL;
-        size_t *vn = NULL, nl = 0;
-        if ((p[0] | 0x20) == 'c' && !*cl && ll > 14 && p[14] == ':' && strncasecmp(p, "Content-Length", 14) == 0)
-            v = cl, vn = cln, nl = 14;
-        else if ((p[0] | 0x20) == 't' && !*te && ll > 17 && p[17] == ':' && strncasecmp(p, "Transfer-Encoding", 17) == 0)
-            v = te, vn = ten, nl = 17;
-        if (v) {
-            const char *b = p + nl + 1;
-            while (b < eol && (*b == ' ' || *b == '\t'))
-                b++;
-            const char *e = eol;
-            while (e > b && (e[-1] == '\r' || e[-1] == ' ' || e[-1] == '\t'))
-                e--;
-            *v = b;
-            *vn = (size_t)(e - b);
-            if (*cl && *te)
-                return;
-        }
-        p = eol;
+    const char *eol = NULL, *p = memchr(block, '\n', len); /* skip the request line */
+    for (const char *l; (l = hdr_next(block, len, p, &eol)); p = eol) {
+        size_t ll = (size_t)(eol - l);
+        if ((l[0] | 0x20) == 'c' && !*cl && ll > 14 && l[14] == ':' && strncasecmp(l, "Content-Length", 14) == 0)
+            *cl = hdr_value(l, 14, eol, cln);
+        else if ((l[0] | 0x20) == 't' && !*te && ll > 17 && l[17] == ':' &&
+                 strncasecmp(l, "Transfer-Encoding", 17) == 0)
+            *te = hdr_value(l, 17, eol, ten);
+        else
+            continue;
+        if (*cl && *te)
+            return;
     }
 }
 
