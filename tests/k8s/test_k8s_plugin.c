@@ -1029,20 +1029,25 @@ static void test_token_rotation(void)
     CU_ASSERT_EQUAL_FATAL(run_job(r, 10), 0);
     CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
     CU_ASSERT_STRING_EQUAL(r->out, "rotated\n");
-    /* exactly one 401, then the re-read token */
+    /* the old token refused, then the re-read one used: a 401 for the
+     * request that found it stale (and at most one more, a request already
+     * in flight with it: seen once in CI), never one for the new token */
     json_t *all = standin("GET", "/_standin/requests", NULL);
     size_t i;
     json_t *q;
-    int n401 = 0, ok2 = 0;
+    int n401 = 0, ok2 = 0, new401 = 0;
     json_array_foreach(all, i, q)
     {
         const char *a = json_string_value(json_object_get(json_object_get(q, "headers"), "authorization"));
-        if (json_integer_value(json_object_get(q, "status")) == 401)
+        if (json_integer_value(json_object_get(q, "status")) == 401) {
             n401++;
+            new401 += a && !strcmp(a, "Bearer token-2");
+        }
         if (a && !strcmp(a, "Bearer token-2") && json_integer_value(json_object_get(q, "status")) < 300)
             ok2++;
     }
-    CU_ASSERT_EQUAL(n401, 1);
+    CU_ASSERT(n401 >= 1 && n401 <= 2);
+    CU_ASSERT_EQUAL(new401, 0);
     CU_ASSERT(ok2 > 0);
     json_decref(all);
     free(r);
