@@ -685,16 +685,19 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     if (g->shapes[slot].unpoolable)
         return NULL;
 
+    /* The oldest ready one (boots go to the head of the list): a sandbox
+     * just booted is still settling (its warm-up's end, the sentry's own
+     * clean-up), and a program started in it runs slower. */
     struct gv_pooled *got = NULL;
     int warm = 0;
     for (struct gv_pooled *p = g->pool; p; p = p->next) {
-        if (!shape_eq(&p->shape, s))
+        if (!shape_eq(&p->shape, s) || (p->state != GVP_READY && p->state != GVP_BOOTING))
             continue;
-        if (p->state == GVP_READY && !got)
+        warm++;
+        if (p->state == GVP_READY)
             got = p;
-        else if (p->state == GVP_READY || p->state == GVP_BOOTING)
-            warm++;
     }
+    warm -= got != NULL;
     if (got)
         got->state = GVP_TAKEN;
     /* hit rate = hits / (hits + misses) (docs/observability.md) */
