@@ -198,13 +198,19 @@ void gv_sessions_unpark(struct gv *g);
 /* Bundles: struct eai_pc_bundle (plugins/common/eai_pc.h). */
 
 /* Worker: mkdir bundle, mount the size-capped tmpfs, write input files,
- * config.json, create the cgroup leaves.  0 or -1 with msg. */
-int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen);
+ * config.json, create the cgroup leaves; idle: a warm sandbox, booted at
+ * the least CPU weight (gv_cgroup_weight gives it the default when an
+ * execution takes it).  0 or -1 with msg. */
+int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, int idle, char *msg, size_t msglen);
 /* Worker: the job's OCI process object as a file (runsc exec --process). */
 int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
                      size_t msglen);
 /* Worker: restart the leaf's peak memory counter (pooled sandboxes). */
 void gv_cgroup_reset_peak(const struct eai_pc_bundle *b);
+/* Worker: the leaf's CPU weight, the least (idle) or the default.  So a
+ * warm sandbox booting or ending beside an execution yields the CPUs to it
+ * (docs/gvisor.md "Warm pool"). */
+void gv_cgroup_weight(const struct eai_pc_bundle *b, int idle);
 
 void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st);
 /* Worker: SIGKILL every process of the bundle's cgroup leaf (the sandbox

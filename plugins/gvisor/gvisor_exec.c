@@ -148,7 +148,7 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
         return 0;
     }
     if (!p->pooled)
-        return gv_bundle_prepare(&run->b, run->job, msg, msglen);
+        return gv_bundle_prepare(&run->b, run->job, 0, msg, msglen);
     /* Warm sandbox: files into its tmpfs, the program as a launch file (or
      * a process file for runsc exec). */
     p->launch = gv_pooled_launcher(p->pooled);
@@ -159,6 +159,7 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
                    : gv_write_process(&run->b, run->job, p->procf, msg, msglen)) < 0)
         return -1;
     gv_cgroup_reset_peak(&run->b);
+    gv_cgroup_weight(&run->b, 0);
     struct eai_pc_stats st;
     gv_cgroup_stats(&run->b, &st);
     p->cpu0 = st.cpu_seconds;
@@ -361,8 +362,10 @@ static void gv_end_work(void *drv, struct eai_pc_run *run)
      * program already (eai_launcher.c end_the_rest): what is left is runsc
      * ending the sandbox, signalled here without waiting (the pool's
      * teardown waits for the cgroup to empty). */
-    if (!p->session) /* a session's sandbox and its other processes live on */
+    if (!p->session) { /* a session's sandbox and its other processes live on */
         gv_cgroup_kill(&run->b, p->launch && p->how == 'x' ? 0 : GV_CGROUP_KILL_WAIT_MS);
+        gv_cgroup_weight(&run->b, 1); /* its end yields to the next execution */
+    }
     /* runsc's own words: from its log, matched off the end of stderr (the
      * pipes are closed by now: err_tail no longer changes) */
     read_runtime_log(p);

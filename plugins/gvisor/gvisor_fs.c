@@ -123,10 +123,26 @@ static int cg_leaf(char *out, size_t len, const char *ctrl, const char *cgpath, 
     return (n > 0 && (size_t)n < len) ? 0 : -1;
 }
 
-static int cg_create(const struct eai_pc_bundle *b, int64_t memory, char *msg, size_t msglen)
+/* The CPU weight of a leaf: GV_CPU_WEIGHT_IDLE while a warm sandbox boots
+ * and idles, the default once an execution has it (gv_cgroup_weight). */
+#define GV_CPU_SHARES_IDLE "2"    /* v1 cpu.shares: the kernel's least */
+#define GV_CPU_SHARES_RUN "1024"  /* v1 default */
+#define GV_CPU_WEIGHT_IDLE "1"    /* v2 cpu.weight: the least */
+#define GV_CPU_WEIGHT_RUN "100"   /* v2 default */
+
+/* Pre-created leaves are the caller's to configure: runsc applies the
+ * spec's resources only to the controllers whose leaf it makes itself
+ * (cgroup v1), and to none under v2 when the leaf exists.  So eaid writes
+ * the memory limit, and the CPU quota and weight, itself. */
+static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *job, int idle, char *msg,
+                     size_t msglen)
 {
-    char leaf[PATH_MAX], v[32];
+    char leaf[PATH_MAX], v[32], q[48];
+    int64_t memory = job->memory_bytes;
     snprintf(v, sizeof(v), "%lld", (long long)memory);
+    long long quota = job->cpu_millis > 0 ? (long long)job->cpu_millis * 100 : 0; /* as eai_pc_oci_cpu */
+    if (quota > 0 && quota < 1000)
+        quota = 1000;
     if (b->cg_v2) {
         char parent[PATH_MAX];
         cg_leaf(parent, sizeof(parent), NULL, b->cgpath, 1);
@@ -139,6 +155,11 @@ static int cg_create(const struct eai_pc_bundle *b, int64_t memory, char *msg, s
         if (mkdir(leaf, 0755) < 0 || (memory > 0 && eai_pc_cg_write(leaf, "memory.max", v) < 0))
             goto fail;
         eai_pc_cg_write(leaf, "memory.swap.max", "0");
+        snprintf(q, sizeof(q), "%lld 100000", quota);
+        if (quota > 0 && eai_pc_cg_write(leaf, "cpu.max", q) < 0)
+            goto fail;
+        if (idle)
+            eai_pc_cg_write(leaf, "cpu.weight", GV_CPU_WEIGHT_IDLE);
         return 0;
     }
     if (cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0)
@@ -151,9 +172,31 @@ static int cg_create(const struct eai_pc_bundle *b, int64_t memory, char *msg, s
     /* cpuacct: pre-created so it outlives runsc and usage can be read. */
     if (cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0)
         goto fail;
+    /* cpu: pre-created only for a warm sandbox, booted at the least weight
+     * (runsc would make it with the default); quota and period as runsc
+     * writes them */
+    if (idle) {
+        snprintf(q, sizeof(q), "%lld", quota);
+        if (cg_leaf(leaf, sizeof(leaf), "cpu", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0 ||
+            (quota > 0 && (eai_pc_cg_write(leaf, "cpu.cfs_period_us", "100000") < 0 ||
+                           eai_pc_cg_write(leaf, "cpu.cfs_quota_us", q) < 0)))
+            goto fail;
+        eai_pc_cg_write(leaf, "cpu.shares", GV_CPU_SHARES_IDLE);
+    }
     return 0;
 fail:
     return eai_pc_fail(msg, msglen, "cgroup %s: %s", b->cgpath, strerror(errno));
+}
+
+void gv_cgroup_weight(const struct eai_pc_bundle *b, int idle)
+{
+    char leaf[PATH_MAX];
+    if (!b->cg_made || cg_leaf(leaf, sizeof(leaf), b->cg_v2 ? NULL : "cpu", b->cgpath, b->cg_v2) < 0)
+        return;
+    if (b->cg_v2)
+        eai_pc_cg_write(leaf, "cpu.weight", idle ? GV_CPU_WEIGHT_IDLE : GV_CPU_WEIGHT_RUN);
+    else
+        eai_pc_cg_write(leaf, "cpu.shares", idle ? GV_CPU_SHARES_IDLE : GV_CPU_SHARES_RUN);
 }
 
 void gv_cgroup_stats(const struct eai_pc_bundle *b, struct eai_pc_stats *st)
@@ -230,7 +273,7 @@ static int write_resolv(const struct eai_pc_bundle *b, const struct eai_iso_job 
     return 0;
 }
 
-int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, char *msg, size_t msglen)
+int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, int idle, char *msg, size_t msglen)
 {
     if (eai_pc_bundle_prepare(b, job, spec_new, msg, msglen) < 0)
         return -1;
@@ -240,7 +283,7 @@ int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, ch
         return -1;
     }
     b->cg_made = 1;
-    return cg_create(b, job->memory_bytes, msg, msglen);
+    return cg_create(b, job, idle, msg, msglen);
 }
 
 int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,

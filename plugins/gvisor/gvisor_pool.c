@@ -377,7 +377,7 @@ static void prepare_work(void *arg)
         job.dns_server = p->dns;
     }
     p->b.launcher = p->launcher;
-    if (gv_bundle_prepare(&p->b, &job, msg, sizeof(msg)) < 0)
+    if (gv_bundle_prepare(&p->b, &job, 1, msg, sizeof(msg)) < 0)
         p->prep_failed = 1;
 }
 

@@ -316,7 +316,7 @@ static void prepare_work(void *arg)
     job.disk_bytes = s->spec.disk_bytes;
     job.pids = s->spec.pids;
     char msg[200];
-    if (gv_bundle_prepare(&s->b, &job, msg, sizeof(msg)) < 0) {
+    if (gv_bundle_prepare(&s->b, &job, 0, msg, sizeof(msg)) < 0) {
         s->prep_failed = 1;
         snprintf(s->msg, sizeof(s->msg), "preparing the session's sandbox: %s", msg);
     }

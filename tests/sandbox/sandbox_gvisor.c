@@ -460,6 +460,84 @@ static void test_pool_serves_once(void)
     gv_assert_clean();
 }
 
+/* The warm sandboxes' cpu leaves (cgroup v1): how many have the least
+ * weight (cpu.shares 2), the default (1024), and the quota of the suite's
+ * jobs (sb_run_new: 1 CPU, cpu.cfs_quota_us 100000). */
+struct pool_cpu {
+    int leaves, idle, run, quota_ok;
+};
+
+static void pool_cpu_read(struct pool_cpu *pc)
+{
+    char sub[64], dir[PATH_MAX];
+    memset(pc, 0, sizeof(*pc));
+    our_subtree(sub, sizeof(sub));
+    snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu/%s", sub);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, "eai-pool-", 9))
+            continue;
+        char f[PATH_MAX + 300], v[64] = "";
+        pc->leaves++;
+        snprintf(f, sizeof(f), "%s/%s/cpu.shares", dir, e->d_name);
+        FILE *fp = fopen(f, "re");
+        if (fp && fgets(v, sizeof(v), fp)) {
+            pc->idle += atoi(v) == 2;
+            pc->run += atoi(v) == 1024;
+        }
+        if (fp)
+            fclose(fp);
+        snprintf(f, sizeof(f), "%s/%s/cpu.cfs_quota_us", dir, e->d_name);
+        fp = fopen(f, "re");
+        if (fp && fgets(v, sizeof(v), fp))
+            pc->quota_ok += atoi(v) == 100000;
+        if (fp)
+            fclose(fp);
+    }
+    closedir(d);
+}
+
+/* A warm sandbox boots and waits at the least CPU weight, so its boot
+ * yields the CPUs to a running execution; the one an execution takes has
+ * the default weight while it runs, and the job's CPU quota throughout
+ * (eaid, not runsc, configures the leaf it pre-creates). */
+static void test_pool_cpu_weight(void)
+{
+    if (access("/sys/fs/cgroup/cpu/cpu.shares", F_OK) != 0) {
+        fprintf(stderr, "  (no cgroup v1 cpu controller: skipped)\n");
+        return;
+    }
+    sb_loop_until(pool_hit_cond, NULL, 10);
+    sb_loop(3); /* the boots are done */
+    struct pool_cpu before, during, after;
+    pool_cpu_read(&before);
+    CU_ASSERT(before.leaves >= 1);
+    CU_ASSERT_EQUAL(before.idle, before.leaves);
+    CU_ASSERT_EQUAL(before.quota_ok, before.leaves);
+
+    const char *argv[] = {"sleep", "2", NULL};
+    struct iso_run *r = sb_run_new(argv);
+    void *h = NULL;
+    struct eai_error *err = NULL;
+    r->t_start = iso_now_s();
+    CU_ASSERT_EQUAL_FATAL(g_ops->start(g_iso, &r->job, &iso_run_cb, r, &h, &err), 0);
+    sb_loop(1.0);
+    pool_cpu_read(&during);
+    sb_loop_until(iso_run_done, r, 30);
+    CU_ASSERT(iso_run_done(r));
+    CU_ASSERT_EQUAL(r->exit_code, 0);
+    CU_ASSERT_EQUAL(during.run, 1); /* the taken one */
+    CU_ASSERT_EQUAL(during.idle, during.leaves - 1);
+    CU_ASSERT_EQUAL(during.quota_ok, during.leaves);
+    free(r);
+    pool_cpu_read(&after); /* the used one ends at the least weight, or is gone */
+    CU_ASSERT_EQUAL(after.run, 0);
+    gv_assert_clean();
+}
+
 /* A warm run of argv (the pool refilled first); r->exit_code etc. */
 static struct iso_run *warm_run(const char *const *argv, const unsigned char *in, size_t inlen)
 {
@@ -546,6 +624,7 @@ static int gv_register(void)
     sb_add_shared(pool);
     add_own(pool);
     CU_add_test(pool, "oom in a warm sandbox", test_oom_warm);
+    CU_add_test(pool, "warm sandboxes wait at the least CPU weight", test_pool_cpu_weight);
     CU_add_test(pool, "launcher: stdin, background, signals, no forged end", test_launcher_channels);
     CU_add_test(pool, "sweep after restart", test_sweep_restart);
     CU_add_test(pool, "destroy leaves nothing", test_destroy_leaves_nothing);
