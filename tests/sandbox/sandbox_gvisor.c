@@ -460,11 +460,13 @@ static void test_pool_serves_once(void)
     gv_assert_clean();
 }
 
-/* The warm sandboxes' cpu leaves (cgroup v1): how many have the least
+/* The live warm sandboxes' cpu leaves (cgroup v1): how many have the least
  * weight (cpu.shares 2), the default (1024), and the quota of the suite's
- * jobs (sb_run_new: 1 CPU, cpu.cfs_quota_us 100000). */
+ * jobs (sb_run_new: 1 CPU, cpu.cfs_quota_us 100000); the boot number of
+ * the oldest (eai-pool-<random>-<n>) and of the one at the default. */
 struct pool_cpu {
     int leaves, idle, run, quota_ok;
+    unsigned long oldest, run_seq;
 };
 
 static void pool_cpu_read(struct pool_cpu *pc)
@@ -481,12 +483,19 @@ static void pool_cpu_read(struct pool_cpu *pc)
         if (strncmp(e->d_name, "eai-pool-", 9))
             continue;
         char f[PATH_MAX + 300], v[64] = "";
-        pc->leaves++;
+        snprintf(f, sizeof(f), "%s/%s/cgroup.procs", dir, e->d_name);
+        if (sb_count_lines(f) == 0)
+            continue; /* a used one ending: its processes are gone */
+        unsigned long seq = strtoul(strrchr(e->d_name, '-') + 1, NULL, 10);
+        if (!pc->leaves++ || seq < pc->oldest)
+            pc->oldest = seq;
         snprintf(f, sizeof(f), "%s/%s/cpu.shares", dir, e->d_name);
         FILE *fp = fopen(f, "re");
         if (fp && fgets(v, sizeof(v), fp)) {
             pc->idle += atoi(v) == 2;
             pc->run += atoi(v) == 1024;
+            if (atoi(v) == 1024)
+                pc->run_seq = seq;
         }
         if (fp)
             fclose(fp);
@@ -501,9 +510,9 @@ static void pool_cpu_read(struct pool_cpu *pc)
 }
 
 /* A warm sandbox boots and waits at the least CPU weight, so its boot
- * yields the CPUs to a running execution; the one an execution takes has
- * the default weight while it runs, and the job's CPU quota throughout
- * (eaid, not runsc, configures the leaf it pre-creates). */
+ * yields the CPUs to a running execution; the one an execution takes (the
+ * oldest ready one) has the default weight while it runs, and the job's CPU
+ * quota throughout (eaid, not runsc, configures the leaf it pre-creates). */
 static void test_pool_cpu_weight(void)
 {
     if (access("/sys/fs/cgroup/cpu/cpu.shares", F_OK) != 0) {
@@ -529,7 +538,8 @@ static void test_pool_cpu_weight(void)
     sb_loop_until(iso_run_done, r, 30);
     CU_ASSERT(iso_run_done(r));
     CU_ASSERT_EQUAL(r->exit_code, 0);
-    CU_ASSERT_EQUAL(during.run, 1); /* the taken one */
+    CU_ASSERT_EQUAL(during.run, 1); /* the taken one, the oldest */
+    CU_ASSERT_EQUAL(during.run_seq, before.oldest);
     CU_ASSERT_EQUAL(during.idle, during.leaves - 1);
     CU_ASSERT_EQUAL(during.quota_ok, during.leaves);
     free(r);
