@@ -10,6 +10,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -46,49 +50,67 @@ static pthread_once_t rand_once = PTHREAD_ONCE_INIT;
 static void rand_child(void) { rand_avail = 0; }
 static void rand_init(void) { pthread_atfork(NULL, NULL, rand_child); }
 
+/* n (<= 64) bytes of the pool, refilled first when short; NULL when
+ * getrandom fails.  The caller wipes them once used (explicit_bzero). */
+static unsigned char *pool_take(size_t n)
+{
+    pthread_once(&rand_once, rand_init);
+    if (rand_avail < n) {
+        if (random_direct(rand_pool, RAND_POOL) < 0)
+            return NULL;
+        rand_avail = RAND_POOL;
+    }
+    unsigned char *src = rand_pool + (RAND_POOL - rand_avail);
+    rand_avail -= n;
+    return src;
+}
+
 int eai_random_bytes(void *buf, size_t n)
 {
     if (n > 64)
         return random_direct(buf, n);
-    pthread_once(&rand_once, rand_init);
-    if (rand_avail < n) {
-        if (random_direct(rand_pool, RAND_POOL) < 0)
-            return -1;
-        rand_avail = RAND_POOL;
-    }
-    unsigned char *src = rand_pool + (RAND_POOL - rand_avail);
+    unsigned char *src = pool_take(n);
+    if (!src)
+        return -1;
     memcpy(buf, src, n);
     explicit_bzero(src, n);
-    rand_avail -= n;
     return 0;
 }
 
+/* hex straight from the pool: no copy of the bytes to wipe as well */
 int eai_random_hex(char *out, size_t nbytes)
 {
-    unsigned char b[64];
-    if (nbytes > sizeof(b) || eai_random_bytes(b, nbytes) < 0)
+    unsigned char *src = nbytes > 64 ? NULL : pool_take(nbytes);
+    if (!src)
         return -1;
-    eai_hex(b, nbytes, out);
-    explicit_bzero(b, nbytes);
+    eai_hex(src, nbytes, out);
+    explicit_bzero(src, nbytes);
     return 0;
 }
 
 void eai_uuid_v4(char out[37])
 {
-    unsigned char b[16];
-    if (eai_random_bytes(b, sizeof(b)) < 0)
+    unsigned char *src = pool_take(16);
+    if (!src)
         abort(); /* no entropy: nothing safe to do */
+    unsigned char b[16];
+    memcpy(b, src, 16);
+    explicit_bzero(src, 16);
     b[6] = (unsigned char)((b[6] & 0x0f) | 0x40);
     b[8] = (unsigned char)((b[8] & 0x3f) | 0x80);
-    static const char hx[] = "0123456789abcdef";
-    char *o = out;
-    for (int i = 0; i < 16; i++) {
-        if (i == 4 || i == 6 || i == 8 || i == 10)
-            *o++ = '-';
-        *o++ = hx[b[i] >> 4];
-        *o++ = hx[b[i] & 15];
-    }
-    *o = '\0';
+    /* 8-4-4-4-12 hex digits: the 32 digits once, then the dashes */
+    char h[33];
+    eai_hex(b, 16, h);
+    memcpy(out, h, 8);
+    out[8] = '-';
+    memcpy(out + 9, h + 8, 4);
+    out[13] = '-';
+    memcpy(out + 14, h + 12, 4);
+    out[18] = '-';
+    memcpy(out + 19, h + 16, 4);
+    out[23] = '-';
+    memcpy(out + 24, h + 20, 12);
+    out[36] = '\0';
 }
 
 int64_t eai_now_ms(void)
@@ -168,15 +190,56 @@ int eai_time_parse_rfc3339(const char *s, int64_t *ms)
     return 0;
 }
 
+/* Lowercase hex (every HTTP request hexes its request, trace and span
+ * ids).  Each byte is split into its two nibbles, high first, and a nibble
+ * n becomes '0' + n, plus 'a' - '0' - 10 when n > 9: sixteen bytes at once
+ * with SSE2; else, on a little-endian machine, four bytes in a 64-bit word
+ * (spread to a nibble a byte; n + 6 carries into bit 4 exactly when n > 9). */
+#ifdef __SSE2__
+static __m128i hex_nibbles(__m128i n)
+{
+    __m128i gt9 = _mm_cmpgt_epi8(n, _mm_set1_epi8(9));
+    return _mm_add_epi8(_mm_add_epi8(n, _mm_set1_epi8('0')), _mm_and_si128(gt9, _mm_set1_epi8('a' - '0' - 10)));
+}
+#endif
+
 static void eai_hex(const unsigned char *b, size_t n, char *out)
 {
     static const char hx[] = "0123456789abcdef";
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+#ifdef __SSE2__
+    const __m128i low4 = _mm_set1_epi8(0x0f);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4), lo = _mm_and_si128(v, low4);
+        _mm_storeu_si128((__m128i *)(void *)(out + 2 * i), hex_nibbles(_mm_unpacklo_epi8(hi, lo)));
+        _mm_storeu_si128((__m128i *)(void *)(out + 2 * i + 16), hex_nibbles(_mm_unpackhi_epi8(hi, lo)));
+    }
+    for (; i + 8 <= n; i += 8) {
+        __m128i v = _mm_loadl_epi64((const __m128i *)(const void *)(b + i));
+        __m128i hi = _mm_and_si128(_mm_srli_epi16(v, 4), low4), lo = _mm_and_si128(v, low4);
+        _mm_storeu_si128((__m128i *)(void *)(out + 2 * i), hex_nibbles(_mm_unpacklo_epi8(hi, lo)));
+    }
+#elif defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    for (; i + 4 <= n; i += 4) {
+        uint32_t w;
+        memcpy(&w, b + i, 4);
+        uint64_t x = w;
+        x = (x | x << 16) & 0x0000ffff0000ffffull;
+        x = (x | x << 8) & 0x00ff00ff00ff00ffull;
+        uint64_t d = ((x >> 4) & 0x000f000f000f000full) | ((x & 0x000f000f000f000full) << 8);
+        d += 0x3030303030303030ull + (((d + 0x0606060606060606ull) >> 4) & 0x0101010101010101ull) * 0x27;
+        memcpy(out + 2 * i, &d, 8);
+    }
+#endif
+    for (; i < n; i++) {
         out[2 * i] = hx[b[i] >> 4];
         out[2 * i + 1] = hx[b[i] & 15];
     }
     out[2 * n] = '\0';
 }
+
+void eai_hex_encode(const void *b, size_t n, char *out) { eai_hex(b, n, out); }
 
 void eai_sha256_hex(const void *d, size_t n, char out[65])
 {

@@ -10,6 +10,8 @@ void eai_uuid_v4(char out[37]);
 int eai_random_bytes(void *buf, size_t n);
 /* Lowercase hex of n random bytes into out (2n+1). */
 int eai_random_hex(char *out, size_t nbytes);
+/* Lowercase hex of n bytes into out (2n + 1, NUL-terminated). */
+void eai_hex_encode(const void *b, size_t n, char *out);
 int64_t eai_now_ms(void);
 int64_t eai_monotonic_ns(void);
 /* "2026-11-29T10:00:00.000Z" */

@@ -6,6 +6,7 @@
  * by a mutex.  The export timer and the exporter calls run on the loop.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,9 +47,27 @@ static struct {
 
 /* ------------------------------------------------------------ traceparent */
 
+/* Eight characters at a time (every request checks its trace id): with
+ * no byte >= 0x80, adding 0x80 - c0 to each byte sets its top bit exactly
+ * when the byte is >= c0, and no sum carries into the next byte. */
+#define ONES8  0x0101010101010101ull
+#define HIGHS8 0x8080808080808080ull
+static int hex_lower8(const char *s)
+{
+    uint64_t w;
+    memcpy(&w, s, 8);
+    uint64_t digit = (w + ONES8 * (0x80 - '0')) & ~(w + ONES8 * (0x80 - '9' - 1));
+    uint64_t alpha = (w + ONES8 * (0x80 - 'a')) & ~(w + ONES8 * (0x80 - 'f' - 1));
+    return !(w & HIGHS8) && ((digit | alpha) & HIGHS8) == HIGHS8;
+}
+
 static int hex_lower(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        if (!hex_lower8(s + i))
+            return 0;
+    for (; i < n; i++) {
         char c = s[i];
         if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
             return 0;
@@ -58,7 +77,14 @@ static int hex_lower(const char *s, size_t n)
 
 static int all_zero(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w != ONES8 * '0')
+            return 0;
+    }
+    for (; i < n; i++)
         if (s[i] != '0')
             return 0;
     return 1;
@@ -161,15 +187,19 @@ static int64_t wall_ns(void)
 
 static int id_ok(const char *s, size_t n)
 {
-    return s && strlen(s) == n && hex_lower(s, n) && !all_zero(s, n);
+    return s && strnlen(s, n + 1) == n && hex_lower(s, n) && !all_zero(s, n);
+}
+
+/* Whether an exporter is set: one atomic load, no lock (every request asks,
+ * twice); the pointer is written under the lock with an atomic store. */
+static int have_sink(void)
+{
+    return __atomic_load_n(&eai_tr.ops, __ATOMIC_ACQUIRE) != NULL;
 }
 
 int eai_trace_recording(void)
 {
-    pthread_mutex_lock(&eai_tr.mu);
-    int sink = eai_tr.ops != NULL;
-    pthread_mutex_unlock(&eai_tr.mu);
-    return sink || eai_log_enabled(EAI_LOG_DEBUG);
+    return have_sink() || eai_log_enabled(EAI_LOG_DEBUG);
 }
 
 struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
@@ -262,9 +292,7 @@ void eai_span_end(struct eai_span *s, int error)
 {
     if (!s)
         return;
-    pthread_mutex_lock(&eai_tr.mu);
-    int sink = eai_tr.ops != NULL;
-    pthread_mutex_unlock(&eai_tr.mu);
+    int sink = have_sink();
     if (!s->attrs || (!sink && !eai_log_enabled(EAI_LOG_DEBUG))) { /* nobody reads it: no document */
         span_free(s);
         return;
@@ -384,7 +412,7 @@ int eai_trace_exporter_start(struct event_base *base, const struct eai_telemetry
         return -1;
     }
     pthread_mutex_lock(&eai_tr.mu);
-    eai_tr.ops = ops;
+    __atomic_store_n(&eai_tr.ops, ops, __ATOMIC_RELEASE);
     eai_tr.self = self;
     eai_tr.base = base;
     eai_tr.timer = t;
@@ -412,7 +440,7 @@ void eai_trace_exporter_stop(void)
     struct event *t = eai_tr.timer;
     size_t left = eai_tr.queue ? json_array_size(eai_tr.queue) : 0;
     eai_tr.timer = NULL;
-    eai_tr.ops = NULL;
+    __atomic_store_n(&eai_tr.ops, NULL, __ATOMIC_RELEASE);
     eai_tr.self = NULL;
     eai_tr.base = NULL;
     json_decref(eai_tr.queue);

@@ -86,6 +86,29 @@ static void test_traceparent_future(void)
     CU_ASSERT_EQUAL(c.flags, 1);  /* only the bits we know */
 }
 
+/* The hex check reads eight characters at a time: any byte that is not a
+ * lowercase hex digit, at any place of the trace or the parent id, is
+ * refused; each digit at each place is taken. */
+static void test_traceparent_every_byte(void)
+{
+    static const char good[] = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    struct eai_trace_ctx c;
+    char h[sizeof good];
+    for (size_t at = 3; at < 52; at++) {
+        if (at == 35)
+            continue;
+        for (unsigned v = 1; v < 256; v++) {
+            memcpy(h, good, sizeof good);
+            h[at] = (char)v;
+            int hex = (v >= '0' && v <= '9') || (v >= 'a' && v <= 'f');
+            int rc = eai_traceparent_parse(h, &c);
+            if (rc != (hex ? 0 : -1))
+                fprintf(stderr, "traceparent byte 0x%02x at %zu: %d\n", v, at, rc);
+            CU_ASSERT_EQUAL(rc, hex ? 0 : -1);
+        }
+    }
+}
+
 static void test_traceparent_generate_format(void)
 {
     struct eai_trace_ctx a, b, p;
@@ -574,6 +597,7 @@ int main(void)
     CU_add_test(s, "invalid", test_traceparent_invalid);
     CU_add_test(s, "future version", test_traceparent_future);
     CU_add_test(s, "generate and format", test_traceparent_generate_format);
+    CU_add_test(s, "every byte of the ids", test_traceparent_every_byte);
     s = CU_add_suite("canonical", NULL, NULL);
     CU_add_test(s, "fixed vectors", test_canonical_vectors);
     s = CU_add_suite("verify", NULL, NULL);

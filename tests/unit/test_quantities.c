@@ -1,5 +1,7 @@
-/* Kubernetes quantities of core/base/util.c, parsed exactly. */
+/* Kubernetes quantities of core/base/util.c, parsed exactly; its hex and
+ * random ids. */
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "unit_main.h"
@@ -81,12 +83,77 @@ static void test_format_roundtrip(void)
     }
 }
 
+/* eai_hex_encode works sixteen, eight or four bytes at a time: every byte
+ * value at every offset of every length up to 40 gives what printf gives,
+ * and nothing is written past the NUL. */
+static void test_hex_encode(void)
+{
+    unsigned char b[40];
+    char out[82], want[82];
+    for (size_t len = 0; len <= sizeof b; len++)
+        for (size_t at = 0; at < (len ? len : 1); at++)
+            for (unsigned v = 0; v < 256; v++) {
+                for (size_t i = 0; i < len; i++)
+                    b[i] = (unsigned char)(i * 37 + 11);
+                if (len)
+                    b[at] = (unsigned char)v;
+                for (size_t i = 0; i < len; i++)
+                    snprintf(want + 2 * i, 3, "%02x", b[i]);
+                want[2 * len] = '\0';
+                memset(out, '#', sizeof out);
+                eai_hex_encode(b, len, out);
+                if (strcmp(out, want) != 0 || (2 * len + 1 < sizeof out && out[2 * len + 1] != '#')) {
+                    fprintf(stderr, "hex of %zu bytes, 0x%02x at %zu: %s\n", len, v, at, out);
+                    CU_FAIL("hex");
+                    return;
+                }
+            }
+}
+
+static int is_lower_hex(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/* uuid v4 and random hex: their form, and no two alike */
+static void test_random_ids(void)
+{
+    char u[37], v[37];
+    eai_uuid_v4(u);
+    eai_uuid_v4(v);
+    CU_ASSERT_STRING_NOT_EQUAL(u, v);
+    for (int k = 0; k < 200; k++) {
+        eai_uuid_v4(u);
+        CU_ASSERT_EQUAL(strlen(u), 36);
+        CU_ASSERT(u[8] == '-' && u[13] == '-' && u[18] == '-' && u[23] == '-');
+        CU_ASSERT(is_lower_hex(u, 8) && is_lower_hex(u + 9, 4) && is_lower_hex(u + 14, 4) &&
+                  is_lower_hex(u + 19, 4) && is_lower_hex(u + 24, 12));
+        CU_ASSERT_EQUAL(u[14], '4');
+        CU_ASSERT(u[19] == '8' || u[19] == '9' || u[19] == 'a' || u[19] == 'b');
+    }
+    char h[129], g[129];
+    for (size_t n = 1; n <= 64; n++) {
+        memset(h, '#', sizeof h);
+        CU_ASSERT_EQUAL(eai_random_hex(h, n), 0);
+        CU_ASSERT_EQUAL(strlen(h), 2 * n);
+        CU_ASSERT(is_lower_hex(h, 2 * n));
+    }
+    CU_ASSERT_EQUAL(eai_random_hex(h, 16), 0);
+    CU_ASSERT_EQUAL(eai_random_hex(g, 16), 0);
+    CU_ASSERT_STRING_NOT_EQUAL(h, g);
+    CU_ASSERT_EQUAL(eai_random_hex(h, 65), -1);
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("quantities", NULL, NULL);
     if (!s || !CU_add_test(s, "cpu valid", test_cpu_valid) || !CU_add_test(s, "cpu invalid", test_cpu_invalid) ||
         !CU_add_test(s, "bytes valid", test_bytes_valid) || !CU_add_test(s, "bytes invalid", test_bytes_invalid) ||
-        !CU_add_test(s, "format round trip", test_format_roundtrip))
+        !CU_add_test(s, "format round trip", test_format_roundtrip) || !CU_add_test(s, "hex", test_hex_encode) ||
+        !CU_add_test(s, "random ids", test_random_ids))
         return -1;
     return 0;
 }
