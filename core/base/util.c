@@ -241,6 +241,34 @@ static void eai_hex(const unsigned char *b, size_t n, char *out)
 
 void eai_hex_encode(const void *b, size_t n, char *out) { eai_hex(b, n, out); }
 
+/* Eight characters a word: with no byte >= 0x80, adding 0x80 - c to each
+ * byte sets its top bit exactly when the byte is >= c, and no sum carries
+ * into the next byte (a byte >= 0x80 fails on its own top bit). */
+#define HEX_ONES  0x0101010101010101ull
+#define HEX_HIGHS 0x8080808080808080ull
+static uint64_t hex_lower_bad(uint64_t w)
+{
+    uint64_t digit = (w + HEX_ONES * (0x80 - '0')) & ~(w + HEX_ONES * (0x80 - '9' - 1));
+    uint64_t alpha = (w + HEX_ONES * (0x80 - 'a')) & ~(w + HEX_ONES * (0x80 - 'f' - 1));
+    return (w | ~(digit | alpha)) & HEX_HIGHS;
+}
+
+int eai_hex_lower_ok(const char *s, size_t n)
+{
+    uint64_t bad = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        bad |= hex_lower_bad(w);
+    }
+    if (i < n) {
+        w = HEX_ONES * '0';
+        memcpy(&w, s + i, n - i);
+        bad |= hex_lower_bad(w);
+    }
+    return bad == 0;
+}
+
 void eai_sha256_hex(const void *d, size_t n, char out[65])
 {
     unsigned char md[32];

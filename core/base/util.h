@@ -12,6 +12,9 @@ int eai_random_bytes(void *buf, size_t n);
 int eai_random_hex(char *out, size_t nbytes);
 /* Lowercase hex of n bytes into out (2n + 1, NUL-terminated). */
 void eai_hex_encode(const void *b, size_t n, char *out);
+/* 1 when the n bytes are all lowercase hex digits; the time taken does not
+ * depend on the bytes (key secrets go through it). */
+int eai_hex_lower_ok(const char *s, size_t n);
 int64_t eai_now_ms(void);
 int64_t eai_monotonic_ns(void);
 /* "2026-11-29T10:00:00.000Z" */

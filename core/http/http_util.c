@@ -126,23 +126,27 @@ static char *pct_decode(const char *s, size_t n)
     char *out = malloc(n + 1);
     if (!out)
         return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            if (i + 2 >= n) {
-                free(out);
-                return NULL;
-            }
-            int a = hexv((unsigned char)s[i + 1]), b = hexv((unsigned char)s[i + 2]);
-            if (a < 0 || b < 0 || (a == 0 && b == 0)) {
-                free(out);
-                return NULL;
-            }
-            out[o++] = (char)(a << 4 | b);
-            i += 2;
-        } else {
-            out[o++] = s[i];
+    size_t o = 0, i = 0;
+    for (;;) {
+        /* the run up to the next '%' in one copy (an id has none) */
+        const char *pct = memchr(s + i, '%', n - i);
+        size_t run = pct ? (size_t)(pct - (s + i)) : n - i;
+        memcpy(out + o, s + i, run);
+        o += run;
+        i += run;
+        if (!pct)
+            break;
+        if (i + 2 >= n) {
+            free(out);
+            return NULL;
         }
+        int a = hexv((unsigned char)s[i + 1]), b = hexv((unsigned char)s[i + 2]);
+        if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+            free(out);
+            return NULL;
+        }
+        out[o++] = (char)(a << 4 | b);
+        i += 3;
     }
     out[o] = '\0';
     return out;

@@ -47,34 +47,10 @@ static struct {
 
 /* ------------------------------------------------------------ traceparent */
 
-/* Eight characters at a time (every request checks its trace id): with
- * no byte >= 0x80, adding 0x80 - c0 to each byte sets its top bit exactly
- * when the byte is >= c0, and no sum carries into the next byte. */
-#define ONES8  0x0101010101010101ull
-#define HIGHS8 0x8080808080808080ull
-static int hex_lower8(const char *s)
-{
-    uint64_t w;
-    memcpy(&w, s, 8);
-    uint64_t digit = (w + ONES8 * (0x80 - '0')) & ~(w + ONES8 * (0x80 - '9' - 1));
-    uint64_t alpha = (w + ONES8 * (0x80 - 'a')) & ~(w + ONES8 * (0x80 - 'f' - 1));
-    return !(w & HIGHS8) && ((digit | alpha) & HIGHS8) == HIGHS8;
-}
+static int hex_lower(const char *s, size_t n) { return eai_hex_lower_ok(s, n); }
 
-static int hex_lower(const char *s, size_t n)
-{
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        if (!hex_lower8(s + i))
-            return 0;
-    for (; i < n; i++) {
-        char c = s[i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-            return 0;
-    }
-    return 1;
-}
-
+/* eight characters a word (every request checks its trace id) */
+#define ONES8 0x0101010101010101ull
 static int all_zero(const char *s, size_t n)
 {
     size_t i = 0;

@@ -67,6 +67,13 @@ static void test_routes(void)
     CU_ASSERT_EQUAL(eai_route_match("/v1/m/{kind}/{name}", "/v1/m/tool/a%zz", &p), -1);
     CU_ASSERT_EQUAL(eai_route_match("/v1/m/{kind}/{name}", "/v1/m/tool/a%00", &p), -1);
     CU_ASSERT_EQUAL(eai_route_match("/v1/m/{kind}/{name}", "/v1/m/tool/a%4", &p), -1);
+    CU_ASSERT_EQUAL(eai_route_match("/v1/m/{kind}/{name}", "/v1/m/tool/a%", &p), -1);
+    CU_ASSERT_EQUAL(eai_route_match("/v1/m/{kind}/{name}", "/v1/m/tool/a%41%", &p), -1);
+    /* escapes first, last, one after another, either case, between runs */
+    CU_ASSERT_EQUAL(eai_route_match("/v1/m/{kind}/{name}", "/v1/m/%41b%63%64/%2fx%2Fyy%7e", &p), 1);
+    CU_ASSERT_STRING_EQUAL(p.value[0], "Abcd");
+    CU_ASSERT_STRING_EQUAL(p.value[1], "/x/yy~");
+    eai_route_params_clear(&p);
 }
 
 static void test_table(void)

@@ -147,13 +147,34 @@ static void test_random_ids(void)
     CU_ASSERT_EQUAL(eai_random_hex(h, 65), -1);
 }
 
+/* eai_hex_lower_ok checks eight bytes a word: every byte value at every
+ * place of every length up to 40 is refused unless it is 0-9 or a-f. */
+static void test_hex_lower_ok(void)
+{
+    char s[40];
+    CU_ASSERT(eai_hex_lower_ok("", 0));
+    for (size_t len = 1; len <= sizeof s; len++)
+        for (size_t at = 0; at < len; at++)
+            for (unsigned v = 0; v < 256; v++) {
+                for (size_t i = 0; i < len; i++)
+                    s[i] = "0123456789abcdef"[(i * 7 + 3) % 16];
+                s[at] = (char)v;
+                int want = (v >= '0' && v <= '9') || (v >= 'a' && v <= 'f');
+                if (eai_hex_lower_ok(s, len) != want) {
+                    fprintf(stderr, "hex check of %zu bytes, 0x%02x at %zu: %d\n", len, v, at, !want);
+                    CU_FAIL("hex check");
+                    return;
+                }
+            }
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("quantities", NULL, NULL);
     if (!s || !CU_add_test(s, "cpu valid", test_cpu_valid) || !CU_add_test(s, "cpu invalid", test_cpu_invalid) ||
         !CU_add_test(s, "bytes valid", test_bytes_valid) || !CU_add_test(s, "bytes invalid", test_bytes_invalid) ||
         !CU_add_test(s, "format round trip", test_format_roundtrip) || !CU_add_test(s, "hex", test_hex_encode) ||
-        !CU_add_test(s, "random ids", test_random_ids))
+        !CU_add_test(s, "random ids", test_random_ids) || !CU_add_test(s, "hex check", test_hex_lower_ok))
         return -1;
     return 0;
 }
