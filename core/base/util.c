@@ -241,9 +241,35 @@ static void eai_hex(const unsigned char *b, size_t n, char *out)
 
 void eai_hex_encode(const void *b, size_t n, char *out) { eai_hex(b, n, out); }
 
-/* Eight characters a word: with no byte >= 0x80, adding 0x80 - c to each
- * byte sets its top bit exactly when the byte is >= c, and no sum carries
- * into the next byte (a byte >= 0x80 fails on its own top bit). */
+/* Sixteen characters at once with SSE2 (signed compares: a byte >= 0x80
+ * is below '0' and fails both ranges); else eight a word: with no byte
+ * >= 0x80, adding 0x80 - c to each byte sets its top bit exactly when the
+ * byte is >= c, and no sum carries into the next byte (a byte >= 0x80 fails
+ * on its own top bit).  A short end is padded with '0'. */
+#ifdef __SSE2__
+static int hex_lower_bad16(const char *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)p);
+    __m128i digit = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+    __m128i alpha = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('a' - 1)), _mm_cmplt_epi8(v, _mm_set1_epi8('f' + 1)));
+    return _mm_movemask_epi8(_mm_or_si128(digit, alpha)) ^ 0xffff;
+}
+
+int eai_hex_lower_ok(const char *s, size_t n)
+{
+    int bad = 0;
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        bad |= hex_lower_bad16(s + i);
+    if (i < n) {
+        char t[16];
+        memset(t, '0', sizeof t);
+        memcpy(t, s + i, n - i);
+        bad |= hex_lower_bad16(t);
+    }
+    return bad == 0;
+}
+#else
 #define HEX_ONES  0x0101010101010101ull
 #define HEX_HIGHS 0x8080808080808080ull
 static uint64_t hex_lower_bad(uint64_t w)
@@ -268,6 +294,7 @@ int eai_hex_lower_ok(const char *s, size_t n)
     }
     return bad == 0;
 }
+#endif
 
 void eai_sha256_hex(const void *d, size_t n, char out[65])
 {
