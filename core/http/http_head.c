@@ -1,6 +1,9 @@
 /* Request line and header block checks before evhttp (see http_head.h). */
 #include <stdint.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "http/http_head.h"
 
@@ -26,18 +29,31 @@ static const unsigned char tchar_tab[256] = {
 };
 static int tchar(unsigned char ch) { return tchar_tab[ch]; }
 
-/* Eight bytes at a time (every request head goes through here): a block
- * with no byte the byte loop would stop at is skipped whole.  The tests
- * may say yes for a block that has none (a borrow), never no for one that
- * has one; the byte loop then decides. */
+/* The run of bytes from p (avail of them readable) up to the first one
+ * below lim or 0x7f: sixteen bytes at once with SSE2, else a word of eight
+ * is skipped whole when it has no such byte.  Every request head goes
+ * through here (its target and each header value). */
+#ifdef __SSE2__
+static size_t ctl_span(const char *p, size_t avail, unsigned char lim)
+{
+    const __m128i low = _mm_set1_epi8((char)lim), del = _mm_set1_epi8(0x7f);
+    size_t i = 0;
+    for (; i + 16 <= avail; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        int at_least = _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_max_epu8(v, low), v)); /* v >= lim, unsigned */
+        int stop = (at_least ^ 0xffff) | _mm_movemask_epi8(_mm_cmpeq_epi8(v, del));
+        if (stop)
+            return i + (size_t)__builtin_ctz((unsigned)stop);
+    }
+    while (i < avail && (unsigned char)p[i] >= lim && p[i] != 0x7f)
+        i++;
+    return i;
+}
+#else
+/* The test may say yes for a word that has none (a borrow), never no for
+ * one that has one; the byte loop then decides. */
 #define ONES  0x0101010101010101ull
 #define HIGHS 0x8080808080808080ull
-static uint64_t load8(const char *p)
-{
-    uint64_t w;
-    memcpy(&w, p, 8);
-    return w;
-}
 /* some byte below n (n <= 128), or some byte 0x7f */
 static int maybe_ctl(uint64_t w, unsigned n)
 {
@@ -45,21 +61,37 @@ static int maybe_ctl(uint64_t w, unsigned n)
     return (((w - ONES * n) & ~w) | ((d - ONES) & ~d)) & HIGHS ? 1 : 0;
 }
 
+static size_t ctl_span(const char *p, size_t avail, unsigned char lim)
+{
+    size_t i = 0;
+    for (;;) {
+        uint64_t w;
+        while (i + 8 <= avail && (memcpy(&w, p + i, 8), !maybe_ctl(w, lim)))
+            i += 8;
+        size_t e = i + 8 < avail ? i + 8 : avail;
+        for (; i < e; i++)
+            if ((unsigned char)p[i] < lim || p[i] == 0x7f)
+                return i;
+        if (i >= avail)
+            return i;
+    }
+}
+#endif
+
 static const char *const served[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", NULL};
 
-/* One request line (without its line end). */
-static enum eai_code check_request_line(const char *l, size_t n)
+/* One request line (without its line end; room: the bytes readable from l,
+ * its line end among them). */
+static enum eai_code check_request_line(const char *l, size_t n, size_t room)
 {
     size_t m = 0;
     while (m < n && tchar((unsigned char)l[m]))
         m++;
     if (m == 0 || m >= n || l[m] != ' ')
         return EAI_E_BAD_REQUEST;
-    size_t t = m + 1, te = t;
-    while (te + 8 <= n && !maybe_ctl(load8(l + te), 0x21))
-        te += 8;
-    while (te < n && (unsigned char)l[te] > ' ' && l[te] != 0x7f)
-        te++;
+    size_t t = m + 1, te = t + ctl_span(l + t, room - t, 0x21);
+    if (te > n)
+        te = n;
     if (te == t || te >= n || l[te] != ' ')
         return EAI_E_BAD_REQUEST;
     const char *v = l + te + 1;
@@ -74,8 +106,8 @@ static enum eai_code check_request_line(const char *l, size_t n)
     return EAI_E_METHOD_NOT_ALLOWED;
 }
 
-/* One header field line (without its line end). */
-static enum eai_code check_field(const char *l, size_t n)
+/* One header field line (without its line end; room as above). */
+static enum eai_code check_field(const char *l, size_t n, size_t room)
 {
     if (n == 0)
         return EAI_OK;
@@ -86,16 +118,14 @@ static enum eai_code check_field(const char *l, size_t n)
         c++;
     if (c == 0 || c >= n || l[c] != ':')
         return EAI_E_BAD_REQUEST;
-    for (size_t i = c + 1; i < n; i++) {
-        if (i + 8 <= n && !maybe_ctl(load8(l + i), 0x20)) {
-            i += 7;
-            continue;
-        }
-        unsigned char ch = (unsigned char)l[i];
-        if ((ch < ' ' && ch != '\t') || ch == 0x7f)
+    /* the value: no control byte but tab */
+    for (size_t i = c + 1;; i++) {
+        i += ctl_span(l + i, room - i, 0x20);
+        if (i >= n)
+            return EAI_OK;
+        if (l[i] != '\t')
             return EAI_E_BAD_REQUEST;
     }
-    return EAI_OK;
 }
 
 enum eai_code eai_http_head_check(const char *acc, size_t len, int done, size_t max_header_bytes)
@@ -113,7 +143,7 @@ enum eai_code eai_http_head_check(const char *acc, size_t len, int done, size_t 
         return EAI_E_URI_TOO_LONG;
     if (memchr(acc + p, '\0', body))
         return EAI_E_BAD_REQUEST;
-    enum eai_code rc = check_request_line(acc + p, body);
+    enum eai_code rc = check_request_line(acc + p, body, len - p);
     if (rc != EAI_OK)
         return rc;
     /* header fields: complete lines only, the last one may still grow */
@@ -131,7 +161,7 @@ enum eai_code eai_http_head_check(const char *acc, size_t len, int done, size_t 
             break; /* the blank line: the head is complete */
         if (++fields > EAI_HTTP_MAX_HEADERS)
             return EAI_E_HEADERS_TOO_LARGE;
-        if ((rc = check_field(acc + q, fn)) != EAI_OK)
+        if ((rc = check_field(acc + q, fn, len - q)) != EAI_OK)
             return rc;
         q += n + 1;
     }

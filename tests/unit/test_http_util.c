@@ -115,9 +115,10 @@ static void test_kind_slug(void)
     CU_ASSERT_PTR_NULL(eai_manifest_kind_slug(""));
 }
 
-/* The head check (http/http_head.c) tests eight bytes at a time: a bad
- * byte at any offset of a value or a request target of any length, at
- * every alignment, is still found; tab and bytes >= 0x80 in a value pass. */
+/* The head check (http/http_head.c) tests sixteen (or eight) bytes at a
+ * time: a bad byte at any offset of a value or a request target of any
+ * length, at every alignment, is still found, and a second one after a
+ * tab; tab and bytes >= 0x80 in a value pass. */
 static enum eai_code head_with(const char *target, const char *value)
 {
     char h[512];
@@ -129,7 +130,7 @@ static void test_head_check(void)
 {
     char v[80], t[80];
     CU_ASSERT_EQUAL(head_with("/a", "b"), EAI_OK);
-    for (size_t len = 1; len < 40; len++) {
+    for (size_t len = 1; len < 72; len++) {
         memset(v, 'a', len);
         v[len] = '\0';
         CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
@@ -138,7 +139,7 @@ static void test_head_check(void)
         t[len + 1] = '\0';
         CU_ASSERT_EQUAL(head_with(t, "x"), EAI_OK);
         for (size_t at = 0; at < len; at++) {
-            static const unsigned char bad_v[] = {0x01, 0x1f, 0x7f, 0x0b};
+            static const unsigned char bad_v[] = {0x01, 0x1f, 0x7f, 0x0b, 0x0d};
             for (size_t b = 0; b < sizeof bad_v; b++) {
                 v[at] = (char)bad_v[b];
                 if (head_with("/", v) != EAI_E_BAD_REQUEST)
@@ -147,12 +148,19 @@ static void test_head_check(void)
             }
             v[at] = '\t';
             CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
+            for (size_t after = at + 1; after < len; after += 5) {
+                v[after] = 0x1f;
+                CU_ASSERT_EQUAL(head_with("/", v), EAI_E_BAD_REQUEST);
+                v[after] = '\t';
+                CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
+                v[after] = 'a';
+            }
             v[at] = (char)0x80;
             CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
             v[at] = (char)0xff;
             CU_ASSERT_EQUAL(head_with("/", v), EAI_OK);
             v[at] = 'a';
-            static const unsigned char bad_t[] = {0x01, 0x1f, 0x7f, 0x09};
+            static const unsigned char bad_t[] = {0x01, 0x1f, 0x7f, 0x09, 0x0d};
             for (size_t b = 0; b < sizeof bad_t; b++) {
                 t[1 + at] = (char)bad_t[b];
                 if (head_with(t, "x") != EAI_E_BAD_REQUEST)
