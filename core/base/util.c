@@ -54,7 +54,11 @@ static void rand_init(void) { pthread_atfork(NULL, NULL, rand_child); }
  * getrandom fails.  The caller wipes them once used (explicit_bzero). */
 static unsigned char *pool_take(size_t n)
 {
-    pthread_once(&rand_once, rand_init);
+    static __thread int ready; /* this thread has seen rand_once done */
+    if (!ready) {
+        pthread_once(&rand_once, rand_init);
+        ready = 1;
+    }
     if (rand_avail < n) {
         if (random_direct(rand_pool, RAND_POOL) < 0)
             return NULL;

@@ -126,8 +126,18 @@ static void random_id(char *out, size_t nbytes)
 void eai_trace_ctx_generate(struct eai_trace_ctx *out)
 {
     struct eai_trace_ctx c = {0};
-    random_id(c.trace_id, 16);
-    random_id(c.span_id, 8);
+    /* both ids from one draw (every request without a traceparent) */
+    char ids[49];
+    int rc;
+    while ((rc = eai_random_hex(ids, 24)) == 0 && (all_zero(ids, 32) || all_zero(ids + 32, 16)))
+        ;
+    if (rc == 0) {
+        memcpy(c.trace_id, ids, 32);
+        memcpy(c.span_id, ids + 32, 16);
+    } else {
+        random_id(c.trace_id, 16);
+        random_id(c.span_id, 8);
+    }
     c.flags = 0x01;
     c.valid = 0;
     *out = c;
