@@ -117,6 +117,16 @@ void eai_uuid_v4(char out[37])
     out[36] = '\0';
 }
 
+void *eai_zalloc(size_t n)
+{
+    void *p = malloc(n);
+    if (p) {
+        __asm__ volatile("" : : "r"(p) : "memory"); /* GCC folds malloc + memset into calloc */
+        memset(p, 0, n);
+    }
+    return p;
+}
+
 int64_t eai_now_ms(void)
 {
     struct timespec ts;

@@ -15,6 +15,10 @@ void eai_hex_encode(const void *b, size_t n, char *out);
 /* 1 when the n bytes are all lowercase hex digits; the time taken does not
  * depend on the bytes (key secrets go through it). */
 int eai_hex_lower_ok(const char *s, size_t n);
+/* n zeroed bytes, as calloc(1, n), for the per-request allocations: glibc
+ * 2.36's calloc does not take from the thread cache, malloc does (~170
+ * instructions less a request each). */
+void *eai_zalloc(size_t n);
 int64_t eai_now_ms(void);
 int64_t eai_monotonic_ns(void);
 /* "2026-11-29T10:00:00.000Z" */

@@ -184,7 +184,7 @@ static void gen_cb(struct evhttp_request *evreq, void *arg)
 {
     struct eai_server *s = arg;
     struct eai_app *app = s->app;
-    struct eai_req *r = calloc(1, sizeof(*r));
+    struct eai_req *r = eai_zalloc(sizeof(*r));
     if (!r) {
         evhttp_send_error(evreq, 500, NULL);
         return;

@@ -191,7 +191,7 @@ int eai_trace_recording(void)
 struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
                                 const char *trace_id, const char *parent_span_id)
 {
-    struct eai_span *s = calloc(1, sizeof(*s));
+    struct eai_span *s = eai_zalloc(sizeof(*s));
     if (!s)
         return NULL;
     /* a span nobody will read (no exporter, log level above debug) keeps

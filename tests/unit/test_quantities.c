@@ -2,6 +2,7 @@
  * random ids. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "unit_main.h"
@@ -168,13 +169,33 @@ static void test_hex_lower_ok(void)
             }
 }
 
+/* eai_zalloc zeroes what malloc hands back: a chunk just freed dirty (the
+ * thread cache gives the same one back) comes back all zero. */
+static void test_zalloc(void)
+{
+    for (size_t n = 1; n <= 1024; n = n * 3 + 1) {
+        unsigned char *d = malloc(n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+        memset(d, 0xa5, n);
+        free(d);
+        unsigned char *z = eai_zalloc(n);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(z);
+        size_t nz = 0;
+        for (size_t i = 0; i < n; i++)
+            nz += z[i] != 0;
+        CU_ASSERT_EQUAL(nz, 0);
+        free(z);
+    }
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("quantities", NULL, NULL);
     if (!s || !CU_add_test(s, "cpu valid", test_cpu_valid) || !CU_add_test(s, "cpu invalid", test_cpu_invalid) ||
         !CU_add_test(s, "bytes valid", test_bytes_valid) || !CU_add_test(s, "bytes invalid", test_bytes_invalid) ||
         !CU_add_test(s, "format round trip", test_format_roundtrip) || !CU_add_test(s, "hex", test_hex_encode) ||
-        !CU_add_test(s, "random ids", test_random_ids) || !CU_add_test(s, "hex check", test_hex_lower_ok))
+        !CU_add_test(s, "random ids", test_random_ids) || !CU_add_test(s, "hex check", test_hex_lower_ok) ||
+        !CU_add_test(s, "zeroed allocation", test_zalloc))
         return -1;
     return 0;
 }
