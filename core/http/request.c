@@ -260,8 +260,11 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
     struct evkeyvalq *h = evhttp_request_get_output_headers(r->evreq);
     int has_length = 0;
     /* what evhttp_response_needs_body says: a body, so a Content-Type
-     * (application/json unless named: evhttp's default before) */
-    int bodied = status >= 200 && status != 204 && status != 304 && strcmp(r->method, "HEAD") != 0;
+     * (application/json unless named: evhttp's default before); HEAD gets
+     * the GET's headers and no body */
+    int head = strcmp(r->method, "HEAD") == 0;
+    int statused = status >= 200 && status != 204 && status != 304;
+    int bodied = statused && !head;
     if (h) {
         size_t dl = 0;
         const char *date = date_now(&dl);
@@ -286,17 +289,10 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
         if (status == 413 || (r->owner && r->owner->closing && r->owner->closing(r->owner_arg)))
             evhttp_add_header(h, "Connection", "close");
     }
-    /* HEAD: the headers of the GET, no body (evhttp sends whatever is in
-     * the output buffer, which a keep-alive client would take for the next
-     * response); the Content-Length is the GET's */
-    int head = strcmp(r->method, "HEAD") == 0;
+    /* HEAD: nothing in the output buffer (evhttp sends whatever is there,
+     * which a keep-alive client would take for the next response) */
+    size_t body_len = data ? len : 0;
     if (head) {
-        int statused = status >= 200 && status != 204 && status != 304;
-        if (h && statused && !has_length) {
-            char cl[24];
-            int n = snprintf(cl, sizeof(cl), "%zu", data ? len : (size_t)0);
-            header_put(h, "Content-Length", cl, (size_t)n);
-        }
         if (release)
             release(data, len, rarg);
     } else if (release) {
@@ -309,10 +305,11 @@ static void req_send(struct eai_req *r, int status, const char *ctype, const voi
         evbuffer_add(buf, data, len);
     }
     /* Content-Length by hand (evhttp would printf it and check it as a
-     * client's value); HEAD and bodiless statuses are left to evhttp */
-    if (h && buf && bodied && !has_length) { /* only headers[] may have set it: the list was ours */
+     * client's value): the body's, for HEAD the GET's; bodiless statuses
+     * are left to evhttp */
+    if (h && statused && (head || buf) && !has_length) { /* only headers[] may have set it: the list was ours */
         char cl[24], *e = cl + sizeof cl, *p = e;
-        size_t v = evbuffer_get_length(buf);
+        size_t v = head ? body_len : evbuffer_get_length(buf);
         do {
             *--p = (char)('0' + v % 10);
             v /= 10;
