@@ -1,6 +1,7 @@
 """The Python side of bench/lib.sh, for bench/gvisor.sh and bench/perf.sh:
 the raw `runsc` bundle identical to what eaid runs (same image, user,
-limits, rlimits), percentiles, connections to eaid."""
+limits, rlimits), percentiles, connections to eaid, one warm execution
+(bench/warm_ab.sh, bench/warm_gap.sh)."""
 import http.client
 import json
 import os
@@ -66,3 +67,27 @@ def wait_ready(port):
             return
         time.sleep(0.2)
     raise SystemExit("eaid on %d not ready" % port)
+
+
+WARM_BODY = json.dumps({"profile": "gvisor", "image": "python:3.11-slim", "command": ["python3", "-c", "print(2+2)"],
+                        "limits": {"cpu": "1", "memory": "256Mi", "timeout_s": 30}})
+
+
+def warm_once(c, h, body=WARM_BODY):
+    """POST body then long-poll GET until terminal on connection c with
+    headers h; (client seconds, the terminal document), which must be a
+    success printing 4."""
+    t0 = time.monotonic()
+    c.request("POST", "/v1/sandbox/executions", body, h)
+    r = c.getresponse()
+    b = json.loads(r.read())
+    assert r.status == 202, (r.status, b)
+    for _ in range(20):
+        c.request("GET", "/v1/sandbox/executions/%s?wait_s=30" % b["id"], headers=h)
+        r = c.getresponse()
+        d = json.loads(r.read())
+        if d.get("status") not in ("queued", "running"):
+            break
+    dt = time.monotonic() - t0
+    assert d["status"] == "succeeded" and d.get("stdout") == "4\n", d
+    return dt, d

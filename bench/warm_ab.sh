@@ -24,37 +24,20 @@ trap 'bench_stop; rm -rf "$work"' EXIT
 BUILD=$A EAID=$A/eaid start_eaid a 2
 BUILD=$B EAID=$B/eaid start_eaid b 2
 PYTHONPATH="$BENCH_DIR" python3 - "$N" "$port_a" "$key_a" "$port_b" "$key_b" <<'PY'
-import json, sys, time
-from benchlib import connect, pct, wait_ready
+import sys, time
+from benchlib import connect, pct, wait_ready, warm_once
 n = int(sys.argv[1])
-BODY = json.dumps({"profile": "gvisor", "image": "python:3.11-slim", "command": ["python3", "-c", "print(2+2)"],
-                   "limits": {"cpu": "1", "memory": "256Mi", "timeout_s": 30}})
 sides = []
 for port, key in ((int(sys.argv[2]), sys.argv[3]), (int(sys.argv[4]), sys.argv[5])):
     wait_ready(port)
     sides.append({"c": connect(port), "h": {"Authorization": "Bearer " + key, "Content-Type": "application/json"},
                   "t": []})
 
-def once(sd):
-    c, h = sd["c"], sd["h"]
-    t0 = time.monotonic()
-    c.request("POST", "/v1/sandbox/executions", BODY, h)
-    r = c.getresponse(); b = json.loads(r.read())
-    assert r.status == 202, (r.status, b)
-    for _ in range(20):
-        c.request("GET", "/v1/sandbox/executions/%s?wait_s=30" % b["id"], headers=h)
-        r = c.getresponse(); d = json.loads(r.read())
-        if d.get("status") not in ("queued", "running"):
-            break
-    dt = time.monotonic() - t0
-    assert d["status"] == "succeeded" and d.get("stdout") == "4\n", d
-    return dt
-
 for sd in sides:  # warm caches and the pool
-    once(sd); time.sleep(1)
+    warm_once(sd["c"], sd["h"]); time.sleep(1)
 for i in range(n):
     for sd in (sides if i % 2 == 0 else sides[::-1]):
-        sd["t"].append(once(sd))
+        sd["t"].append(warm_once(sd["c"], sd["h"])[0])
         time.sleep(1)
 p = []
 for name, sd in zip("AB", sides):

@@ -25,34 +25,18 @@ work=$(mktemp -d /tmp/eai-warmgap-XXXXXX)
 trap 'bench_stop; rm -rf "$work"' EXIT
 start_eaid a "$POOL" >/dev/null
 PYTHONPATH="$BENCH_DIR" python3 - "$N" "$GAP" "$port_a" "$key_a" <<'PY'
-import json, sys, time
-from benchlib import connect, pct, wait_ready
+import sys, time
+from benchlib import connect, pct, wait_ready, warm_once
 n, gap, port, key = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 wait_ready(port)
 c = connect(port)
 h = {"Authorization": "Bearer " + key, "Content-Type": "application/json"}
-BODY = json.dumps({"profile": "gvisor", "image": "python:3.11-slim", "command": ["python3", "-c", "print(2+2)"],
-                   "limits": {"cpu": "1", "memory": "256Mi", "timeout_s": 30}})
-
-def once():
-    t0 = time.monotonic()
-    c.request("POST", "/v1/sandbox/executions", BODY, h)
-    r = c.getresponse(); b = json.loads(r.read())
-    assert r.status == 202, (r.status, b)
-    for _ in range(20):
-        c.request("GET", "/v1/sandbox/executions/%s?wait_s=30" % b["id"], headers=h)
-        r = c.getresponse(); d = json.loads(r.read())
-        if d.get("status") not in ("queued", "running"):
-            break
-    dt = time.monotonic() - t0
-    assert d["status"] == "succeeded" and d.get("stdout") == "4\n", d
-    return dt, d["usage"]["duration_s"]
-
 for _ in range(3):
-    once(); time.sleep(max(gap, 1.0))
+    warm_once(c, h); time.sleep(max(gap, 1.0))
 t, d = [], []
 for _ in range(n):
-    a, b = once()
+    a, doc = warm_once(c, h)
+    b = doc["usage"]["duration_s"]
     t.append(a); d.append(b)
     time.sleep(gap)
 print("gap=%.2fs client p50=%.1fms p90=%.1fms duration_s p50=%.1fms n=%d" % (
