@@ -685,9 +685,9 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     if (g->shapes[slot].unpoolable)
         return NULL;
 
-    /* The oldest ready one (boots go to the head of the list): a sandbox
-     * just booted is still settling (its warm-up's end, the sentry's own
-     * clean-up), and a program started in it runs slower. */
+    /* The oldest ready one (boots go to the head of the list): a program
+     * in a sandbox that has just become ready runs ~10 ms slower, for a
+     * reason not yet found (docs/gvisor.md "Warm pool"). */
     struct gv_pooled *got = NULL;
     int warm = 0;
     for (struct gv_pooled *p = g->pool; p; p = p->next) {
