@@ -460,11 +460,14 @@ static void test_pool_serves_once(void)
     gv_assert_clean();
 }
 
-/* The live warm sandboxes' cpu leaves (cgroup v1): how many have the least
- * weight (cpu.shares 2), the default (1024), and the quota of the suite's
- * jobs (sb_run_new: 1 CPU, cpu.cfs_quota_us 100000); the boot number of
- * the oldest (eai-pool-<random>-<n>) and of the one at the default. */
+/* The cpu leaves (cgroup v1) of the live warm sandboxes of one shape, told
+ * by its memory limit (the pool keeps sandboxes of each recent shape): how
+ * many have the least weight (cpu.shares 2), the
+ * default (1024), and the quota of the suite's jobs (sb_run_new: 1 CPU,
+ * cpu.cfs_quota_us 100000); the boot number of the oldest
+ * (eai-pool-<random>-<n>) and of the one at the default. */
 struct pool_cpu {
+    int64_t memory;
     int leaves, idle, run, quota_ok;
     unsigned long oldest, run_seq;
 };
@@ -472,7 +475,9 @@ struct pool_cpu {
 static void pool_cpu_read(struct pool_cpu *pc)
 {
     char sub[64], dir[PATH_MAX];
+    int64_t memory = pc->memory;
     memset(pc, 0, sizeof(*pc));
+    pc->memory = memory;
     our_subtree(sub, sizeof(sub));
     snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu/%s", sub);
     DIR *d = opendir(dir);
@@ -486,6 +491,13 @@ static void pool_cpu_read(struct pool_cpu *pc)
         snprintf(f, sizeof(f), "%s/%s/cgroup.procs", dir, e->d_name);
         if (sb_count_lines(f) == 0)
             continue; /* a used one ending: its processes are gone */
+        snprintf(f, sizeof(f), "/sys/fs/cgroup/memory/%s/%s/memory.limit_in_bytes", sub, e->d_name);
+        FILE *fm = fopen(f, "re");
+        int same = fm && fgets(v, sizeof(v), fm) && strtoll(v, NULL, 10) == memory;
+        if (fm)
+            fclose(fm);
+        if (!same)
+            continue; /* another shape's */
         unsigned long seq = strtoul(strrchr(e->d_name, '-') + 1, NULL, 10);
         if (!pc->leaves++ || seq < pc->oldest)
             pc->oldest = seq;
@@ -509,6 +521,14 @@ static void pool_cpu_read(struct pool_cpu *pc)
     closedir(d);
 }
 
+/* The shape's pool is full, and none of it is running at the default. */
+static int pool_cpu_full(void *arg)
+{
+    struct pool_cpu *pc = arg;
+    pool_cpu_read(pc);
+    return pc->leaves == g_pool && pc->idle == pc->leaves;
+}
+
 /* A warm sandbox boots and waits at the least CPU weight, so its boot
  * yields the CPUs to a running execution; the one an execution takes (the
  * oldest ready one) has the default weight while it runs, and the job's CPU
@@ -519,16 +539,28 @@ static void test_pool_cpu_weight(void)
         fprintf(stderr, "  (no cgroup v1 cpu controller: skipped)\n");
         return;
     }
-    sb_loop_until(pool_hit_cond, NULL, 10);
+    /* A shape of this test's own (a memory limit no other test uses), so
+     * that only the boots of its first run, a miss, are of it: sandboxes
+     * left from other tests' runs of the suite's shape, whether ready or
+     * still ending, would be older than those.  (CI once took the OOM
+     * tests' older sandbox for one of the suite's shape.) */
+    const int64_t memory = 272LL << 20;
+    const char *warm[] = {"true", NULL};
+    struct iso_run *r = sb_run_new(warm);
+    r->job.memory_bytes = memory;
+    CU_ASSERT_EQUAL_FATAL(sb_run_job(r, 60), 0);
+    free(r);
+    struct pool_cpu before = {.memory = memory}, during = before, after = before;
+    sb_loop_until(pool_cpu_full, &before, 20);
     sb_loop(3); /* the boots are done */
-    struct pool_cpu before, during, after;
     pool_cpu_read(&before);
-    CU_ASSERT(before.leaves >= 1);
+    CU_ASSERT_EQUAL(before.leaves, g_pool);
     CU_ASSERT_EQUAL(before.idle, before.leaves);
     CU_ASSERT_EQUAL(before.quota_ok, before.leaves);
 
     const char *argv[] = {"sleep", "2", NULL};
-    struct iso_run *r = sb_run_new(argv);
+    r = sb_run_new(argv);
+    r->job.memory_bytes = memory;
     void *h = NULL;
     struct eai_error *err = NULL;
     r->t_start = iso_now_s();
