@@ -171,7 +171,11 @@ const char *eai_pc_cfg_str(const json_t *cfg, const char *key);
  * HOME=/tmp, LANG=C.UTF-8 when absent, plus TRACEPARENT when given.  0
  * with both new arrays, or -1 (no argv, out of memory). */
 int eai_pc_oci_args_env(const struct eai_iso_job *job, json_t **args, json_t **env);
-/* OCI linux.resources.cpu for cpu_millis (quota per 100 ms period, at least 1 ms). */
+/* The CFS quota in microseconds per EAI_PC_CPU_PERIOD_US period for
+ * cpu_millis (at least 1 ms), or 0 for no quota (cpu_millis <= 0). */
+#define EAI_PC_CPU_PERIOD_US 100000
+int64_t eai_pc_cpu_quota(int64_t cpu_millis);
+/* OCI linux.resources.cpu for cpu_millis > 0 (eai_pc_cpu_quota's). */
 json_t *eai_pc_oci_cpu(int64_t cpu_millis);
 /* Worker: write doc (stolen; NULL: "cannot build <what>") to path.  0 or -1 with msg. */
 int eai_pc_write_json(const char *path, json_t *doc, const char *what, char *msg, size_t msglen);

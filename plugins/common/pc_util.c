@@ -90,12 +90,18 @@ int eai_pc_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job
     return eai_pc_write_json(p, spec(b, job), "config.json", msg, msglen);
 }
 
+int64_t eai_pc_cpu_quota(int64_t cpu_millis)
+{
+    if (cpu_millis <= 0)
+        return 0;
+    int64_t quota = cpu_millis * (EAI_PC_CPU_PERIOD_US / 1000);
+    return quota < 1000 ? 1000 : quota;
+}
+
 json_t *eai_pc_oci_cpu(int64_t cpu_millis)
 {
-    int64_t quota = cpu_millis * 100;
-    if (quota < 1000)
-        quota = 1000;
-    return json_pack("{s:I, s:I}", "quota", (json_int_t)quota, "period", 100000);
+    return json_pack("{s:I, s:I}", "quota", (json_int_t)eai_pc_cpu_quota(cpu_millis), "period",
+                     (json_int_t)EAI_PC_CPU_PERIOD_US);
 }
 
 static int env_has(const char *const *env, const char *key)

@@ -140,9 +140,7 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
     char leaf[PATH_MAX], v[32], q[48];
     int64_t memory = job->memory_bytes;
     snprintf(v, sizeof(v), "%lld", (long long)memory);
-    long long quota = job->cpu_millis > 0 ? (long long)job->cpu_millis * 100 : 0; /* as eai_pc_oci_cpu */
-    if (quota > 0 && quota < 1000)
-        quota = 1000;
+    long long quota = (long long)eai_pc_cpu_quota(job->cpu_millis); /* as the spec's (eai_pc_oci_cpu) */
     if (b->cg_v2) {
         char parent[PATH_MAX];
         cg_leaf(parent, sizeof(parent), NULL, b->cgpath, 1);
@@ -155,7 +153,7 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
         if (mkdir(leaf, 0755) < 0 || (memory > 0 && eai_pc_cg_write(leaf, "memory.max", v) < 0))
             goto fail;
         eai_pc_cg_write(leaf, "memory.swap.max", "0");
-        snprintf(q, sizeof(q), "%lld 100000", quota);
+        snprintf(q, sizeof(q), "%lld %d", quota, EAI_PC_CPU_PERIOD_US);
         if (quota > 0 && eai_pc_cg_write(leaf, "cpu.max", q) < 0)
             goto fail;
         if (idle)
@@ -176,9 +174,11 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
      * (runsc would make it with the default); quota and period as runsc
      * writes them */
     if (idle) {
+        char period[16];
         snprintf(q, sizeof(q), "%lld", quota);
+        snprintf(period, sizeof(period), "%d", EAI_PC_CPU_PERIOD_US);
         if (cg_leaf(leaf, sizeof(leaf), "cpu", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0 ||
-            (quota > 0 && (eai_pc_cg_write(leaf, "cpu.cfs_period_us", "100000") < 0 ||
+            (quota > 0 && (eai_pc_cg_write(leaf, "cpu.cfs_period_us", period) < 0 ||
                            eai_pc_cg_write(leaf, "cpu.cfs_quota_us", q) < 0)))
             goto fail;
         eai_pc_cg_write(leaf, "cpu.shares", GV_CPU_SHARES_IDLE);
