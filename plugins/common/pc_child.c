@@ -1,17 +1,30 @@
 /*
- * Child processes of the gVisor and Kata backends (runsc, ctr): spawned
- * with posix_spawn (fresh descriptors only, every other fd closed, default
- * signal dispositions, own process group) and watched with a pidfd on the
- * loop: never a blocking waitpid on the loop thread.
+ * Child processes of the gVisor and Kata backends (runsc, ctr): fresh
+ * descriptors only, every other fd closed, default signal dispositions,
+ * own process group; watched with a pidfd on the loop: never a blocking
+ * waitpid on the loop thread.
+ *
+ * On the loop they are forked (_Fork, then async-signal-safe calls only
+ * until execve), not posix_spawn'd: glibc's posix_spawn is a vfork, which
+ * holds the caller until the child has exec'd, and on a busy machine the
+ * child waits for a CPU first (50 ms of a stalled loop measured beside a
+ * sandbox boot, docs/performance.md).  A fork returns at once; its cost is
+ * the page tables of eaid's small heap.  A binary that cannot be run is
+ * refused before the fork (access X_OK, the usual failure); an execve that
+ * fails after it ends the child with 127 and a line on its stderr.  The
+ * blocking variant for workers (eai_pc_run_sync) keeps posix_spawn.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -92,6 +105,79 @@ static pid_t spawn_fds(char *const argv[], int fd_in, int fd_out, int fd_err)
     }
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
+    return pid;
+}
+
+/* In the forked child: "eai: cannot execute <argv0>: errno <n>" on fd 2. */
+static void child_exec_failed(const char *path, int err)
+{
+    char num[16];
+    int n = 0;
+    do
+        num[sizeof(num) - 1 - n++] = (char)('0' + err % 10);
+    while ((err /= 10) && n < (int)sizeof(num) - 1);
+    struct iovec iov[] = {{(void *)"eai: cannot execute ", 20},
+                          {(void *)path, strlen(path)},
+                          {(void *)": errno ", 8},
+                          {num + sizeof(num) - n, (size_t)n},
+                          {(void *)"\n", 1}};
+    ssize_t w = writev(2, iov, 5);
+    (void)w;
+}
+
+/* The forked child, up to execve: async-signal-safe calls only (the parent
+ * has other threads, whose locks the child may hold copies of).  Signals
+ * arrive blocked (fork_fds). */
+static void child_exec(char *const argv[], const int fds[3])
+{
+    for (int i = 0; i < 3; i++) {
+        if (fds[i] == i) {
+            if (fcntl(i, F_SETFD, 0) < 0)
+                _exit(127);
+        } else if (fds[i] >= 0) {
+            if (dup2(fds[i], i) < 0)
+                _exit(127);
+        } else {
+            int n = open("/dev/null", i == 0 ? O_RDONLY : O_WRONLY);
+            if (n < 0 || (n != i && (dup2(n, i) < 0 || close(n) < 0)))
+                _exit(127);
+        }
+    }
+    /* Nothing of the server leaks into runsc or ctr, even an fd without CLOEXEC. */
+    if (close_range(3, ~0U, 0) < 0)
+        _exit(127);
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    for (int s = 1; s < NSIG; s++)
+        sigaction(s, &dfl, NULL); /* (SIGKILL, SIGSTOP and glibc's own refuse: fine) */
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(argv[0], argv, environ);
+    child_exec_failed(argv[0], errno);
+    _exit(127);
+}
+
+/* fork + exec for the loop thread (see the top of the file): the pid, or
+ * -1 with errno (argv[0] not executable, no process). */
+static pid_t fork_fds(char *const argv[], int fd_in, int fd_out, int fd_err)
+{
+    if (access(argv[0], X_OK) < 0)
+        return -1;
+    int fds[3] = {fd_in, fd_out, fd_err};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* no handler of eaid's runs in the child */
+    pid_t pid = _Fork();
+    if (pid == 0)
+        child_exec(argv, fds);
+    int saved = errno;
+    if (pid > 0)
+        setpgid(pid, pid); /* (the child does it too: whichever runs first) */
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = saved;
     return pid;
 }
 
@@ -207,7 +293,7 @@ struct eai_pc_child *eai_pc_child_spawn(struct event_base *base, const void *own
         }
         fd_out = fd_err = cap[1];
     }
-    c->pid = spawn_fds(argv, fd_in, fd_out, fd_err);
+    c->pid = fork_fds(argv, fd_in, fd_out, fd_err);
     int saved = errno;
     if (cap[1] >= 0)
         close(cap[1]);

@@ -13,6 +13,7 @@
  * it does not prove is anything about runsc or ctr (tests/sandbox does).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stddef.h>
 #include <signal.h>
@@ -311,6 +312,22 @@ static void assert_idle(void)
 
 /* ------------------------------------------------------------ tests */
 
+/* The CFS quota every sandbox's cpu limit comes from (the OCI spec's and
+ * the leaves eaid writes itself): cpu_millis * 100 us per 100 ms, at least
+ * 1 ms, none for no limit. */
+static void test_cpu_quota(void)
+{
+    CU_ASSERT_EQUAL(eai_pc_cpu_quota(1000), 100000);
+    CU_ASSERT_EQUAL(eai_pc_cpu_quota(2500), 250000);
+    CU_ASSERT_EQUAL(eai_pc_cpu_quota(5), 1000);
+    CU_ASSERT_EQUAL(eai_pc_cpu_quota(0), 0);
+    CU_ASSERT_EQUAL(eai_pc_cpu_quota(-1), 0);
+    json_t *c = eai_pc_oci_cpu(250);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c, "quota")), 25000);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c, "period")), EAI_PC_CPU_PERIOD_US);
+    json_decref(c);
+}
+
 static void test_success(void)
 {
     reset_mock();
@@ -332,6 +349,88 @@ static void test_success(void)
     CU_ASSERT_EQUAL(M.stop_steps, 0);
     free(r);
     assert_idle();
+}
+
+/* What a runtime CLI starts with (plugins/common/pc_child.c): descriptors
+ * 0-2 only, even when eaid holds one without CLOEXEC; no signal ignored or
+ * blocked, though eaid ignores SIGPIPE and blocks SIGUSR1; a process group
+ * of its own (what a timeout kills). */
+static void test_child_start_state(void)
+{
+    reset_mock();
+    int leak = open("/dev/null", O_RDONLY); /* no O_CLOEXEC */
+    CU_ASSERT_FATAL(leak >= 3);
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old_pipe;
+    sigaction(SIGPIPE, &ign, &old_pipe);
+    sigset_t usr1, old_mask;
+    sigemptyset(&usr1);
+    sigaddset(&usr1, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &usr1, &old_mask);
+    struct iso_run *r = run_new("grep -E '^(SigBlk|SigIgn):' /proc/$$/status; ls /proc/$$/fd | tr '\\n' ' '; echo;"
+                                " set -- $(cut -d' ' -f5 /proc/$$/stat); echo pgid=$1 pid=$$");
+    run_to_end(r, 10);
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sigaction(SIGPIPE, &old_pipe, NULL);
+    close(leak);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->out, "SigBlk:\t0000000000000000\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->out, "SigIgn:\t0000000000000000\n"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->out, "\n0 1 2 \n")); /* the shell's own fds: 0-2 */
+    int pgid = -1, pid = -2;
+    const char *p = strstr(r->out, "pgid=");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    CU_ASSERT_EQUAL(sscanf(p, "pgid=%d pid=%d", &pgid, &pid), 2);
+    CU_ASSERT_EQUAL(pgid, pid);
+    CU_ASSERT_NOT_EQUAL(pgid, getpgrp());
+    if (!strstr(r->out, "\n0 1 2 \n"))
+        fprintf(stderr, "child said: %s\n", r->out);
+    free(r);
+    assert_idle();
+}
+
+struct child_end {
+    int done, status;
+    char out[256];
+};
+
+static void child_end_cb(void *arg, int status, const char *out, size_t outlen)
+{
+    struct child_end *e = arg;
+    e->done = 1;
+    e->status = status;
+    snprintf(e->out, sizeof(e->out), "%.*s", (int)outlen, out);
+}
+
+static int child_ended(void *arg)
+{
+    return ((struct child_end *)arg)->done;
+}
+
+/* A binary that cannot be run: refused at once when it is not executable
+ * (no child, errno); when execve refuses it after the fork (an executable
+ * file of no known format), the child ends with 127 and says why. */
+static void test_child_exec_failures(void)
+{
+    static int owner;
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/not-a-program", M.work);
+    FILE *f = fopen(path, "we");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs("\x01\x02 no format\n", f);
+    fclose(f);
+    char *argv[] = {path, NULL};
+    struct child_end e = {0};
+    errno = 0;
+    CU_ASSERT_PTR_NULL(eai_pc_child_spawn(g_base, &owner, argv, -1, -1, -1, 1, 5000, child_end_cb, &e));
+    CU_ASSERT_EQUAL(errno, EACCES);
+    CU_ASSERT_EQUAL(chmod(path, 0755), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(eai_pc_child_spawn(g_base, &owner, argv, -1, -1, -1, 1, 5000, child_end_cb, &e));
+    iso_loop_until(g_base, child_ended, &e, 10);
+    CU_ASSERT_EQUAL(e.done, 1);
+    CU_ASSERT(WIFEXITED(e.status) && WEXITSTATUS(e.status) == 127);
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.out, "eai: cannot execute "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(e.out, ": errno 8\n")); /* ENOEXEC */
+    unlink(path);
 }
 
 static void test_exit_code_and_stdin(void)
@@ -704,7 +803,10 @@ static int register_tests(void)
     CU_pSuite s = CU_add_suite("local runner with a mock driver", suite_init, suite_clean);
     if (!s)
         return -1;
+    CU_add_test(s, "cpu quota of a cpu limit", test_cpu_quota);
     CU_add_test(s, "success: output, on_started and on_exit once, every op", test_success);
+    CU_add_test(s, "a runtime CLI starts with fds 0-2, default signals, its own group", test_child_start_state);
+    CU_add_test(s, "a binary that cannot be run: refused, or 127 and why", test_child_exec_failures);
     CU_add_test(s, "non-zero exit, stdin, EOF", test_exit_code_and_stdin);
     CU_add_test(s, "timeout: TERM honoured", test_timeout_grace);
     CU_add_test(s, "timeout: grace then hard kill", test_timeout_hard_kill);
