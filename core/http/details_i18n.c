@@ -84,8 +84,9 @@ static const struct tmpl T[] = {
     {"unknown profile '{}'", "profil inconnu '{1}'"},
     {"unknown image '{}'; the images here are: {} (eaid images list)",
      "image inconnue '{1}' ; les images présentes sont : {2} (eaid images list)"},
-    {"unknown image '{}'; the image store is empty: build one with {}",
-     "image inconnue '{1}' ; le magasin d'images est vide : construisez-en une avec {2}"},
+    {"unknown image '{}'; the image store is empty: build one with {} or import one with {} ({})",
+     "image inconnue '{1}' ; le magasin d'images est vide : construisez-en une avec {2} ou importez-en une "
+     "avec {3} ({4})"},
     {"unknown image '{}'", "image inconnue '{1}'"},
     {"tool '{}' runs with profile '{}'", "l'outil '{1}' s'exécute avec le profil '{2}'"},
     {"{} exceeds the maximum {} of profile '{}'", "{1} dépasse le maximum {2} du profil '{3}'"},

@@ -26,6 +26,12 @@ static void test_templates(void)
            "1Gi dépasse le maximum 512Mi du profil 'gvisor-small'");
     expect("unknown image 'nosuch:1'; the images here are: python:3.11-slim, x:y (eaid images list)",
            "image inconnue 'nosuch:1' ; les images présentes sont : python:3.11-slim, x:y (eaid images list)");
+    /* the hint of core/exec/exec_create.c, whole: every part of it in French */
+    expect("unknown image 'py:3'; the image store is empty: build one with `eaid images build py:3 --packages x` "
+           "or import one with `eaid images import NAME:TAG ARCHIVE` (docs/images.md)",
+           "image inconnue 'py:3' ; le magasin d'images est vide : construisez-en une avec "
+           "`eaid images build py:3 --packages x` ou importez-en une avec `eaid images import NAME:TAG ARCHIVE` "
+           "(docs/images.md)");
     expect("unknown image 'a'", "image inconnue 'a'");
     expect("'evil.example:443' is not in the allow list of profile 'fake'",
            "'evil.example:443' n'est pas dans la liste autorisée du profil 'fake'");
