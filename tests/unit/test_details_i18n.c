@@ -55,6 +55,124 @@ static void test_templates(void)
     free(none);
 }
 
+/* Every producer's messages in French, as the producers format them (a
+ * message with no template would stay English in French). */
+static void test_producers(void)
+{
+    /* JSON Schema validator (core/schema/jsonschema_validate.c) */
+    expect("must be of type number or string, not boolean", "doit être de type number ou string, pas boolean");
+    expect("must be of type integer or string or null, not object",
+           "doit être de type integer, string ou null, pas object");
+    expect("must be of type object, not array", "doit être de type object, pas array");
+    expect("could not be matched against pattern '^[a-z]+$' (regex limit)",
+           "n'a pas pu être comparé au motif '^[a-z]+$' (limite des expressions régulières)");
+    expect("must contain an item matching the 'contains' schema",
+           "doit contenir un élément conforme au schéma de 'contains'");
+    expect("must contain at least 2 items matching the 'contains' schema",
+           "doit contenir au moins 2 éléments conformes au schéma de 'contains'");
+    expect("must contain at most 3 items matching the 'contains' schema",
+           "doit contenir au plus 3 éléments conformes au schéma de 'contains'");
+    expect("property name could not be matched against pattern '^x-'",
+           "le nom de propriété n'a pas pu être comparé au motif '^x-'");
+    expect("must be \"eai.dev/v1\"", "doit être \"eai.dev/v1\"");
+    expect("must be \"Tool\"", "doit être \"Tool\"");
+    expect("must be the constant value", "doit être la valeur constante");
+    expect("must be one of the allowed values", "doit être l'une des valeurs permises");
+    expect("must be one of [\"a\",\"b\"]", "doit être l'une des valeurs [\"a\",\"b\"]");
+    expect("schema nesting too deep (recursive $ref?)", "imbrication du schéma trop profonde ($ref récursif ?)");
+    expect("no schema or no instance", "pas de schéma ou pas d'instance");
+    expect("validation ran out of memory", "la validation a manqué de mémoire");
+    expect("validation could not complete", "la validation n'a pas pu aboutir");
+
+    /* admission (core/exec/exec_validate.c, core/obs/callback.c) */
+    expect("the backend of profile 'kata-small' cannot enforce network egress",
+           "le backend du profil 'kata-small' ne peut pas appliquer l'accès réseau sortant");
+    expect("'exa_mple.com' is not a valid host name", "'exa_mple.com' n'est pas un nom d'hôte valide");
+    expect("the tool manifest's 'exa_mple.com' is not a valid host name",
+           "(manifeste de l'outil) 'exa_mple.com' n'est pas un nom d'hôte valide");
+    /* manifests (core/http/routes_misc.c) and quotas (core/exec/quota.c) */
+    expect("unknown sandbox profile 'nope'", "profil de bac à sable inconnu 'nope'");
+    expect("1048576 bytes stored, 4096 more asked, quota 1000000",
+           "1048576 octets stockés, 4096 de plus demandés, quota 1000000");
+    expect("100 of 100 executions in the last 3600 s", "100 exécutions sur 100 dans les dernières 3600 s");
+    expect("50 manifests stored, quota 50, 1 more asked", "50 manifestes stockés, quota 50, 1 de plus demandé(s)");
+
+    /* routes (core/http/request.c, bearer.c, routes_misc.c, routes_manifests.c, core/exec/exec_read.c) */
+    expect("send application/json or application/yaml", "envoyez application/json ou application/yaml");
+    expect("send application/json", "envoyez application/json");
+    expect("the body is empty", "le corps de la requête est vide");
+    expect("too many connections for this tenant (limits.max_connections_per_tenant)",
+           "trop de connexions pour ce locataire (limits.max_connections_per_tenant)");
+    expect("too many open long-polls for this tenant (limits.max_polls_per_tenant)",
+           "trop d'attentes longues (long-polls) ouvertes pour ce locataire (limits.max_polls_per_tenant)");
+    expect("too many open event streams for this tenant (limits.max_streams_per_tenant)",
+           "trop de flux d'événements ouverts pour ce locataire (limits.max_streams_per_tenant)");
+    expect("metrics are served to loopback clients or with the ops token (ops.access)",
+           "les métriques sont servies aux clients de bouclage ou avec le jeton ops (ops.access)");
+    expect("storage is unreachable", "le stockage est injoignable");
+    expect("no isolation backend is ready", "aucun backend d'isolation n'est prêt");
+    expect("draining: running executions end, no new ones are taken",
+           "vidage : les exécutions en cours se terminent, aucune nouvelle n'est prise");
+    expect("this storage backend cannot list manifests (upgrade its plugin)",
+           "ce backend de stockage ne sait pas lister les manifestes (mettez à jour son plugin)");
+    /* FinOps usage (core/http/routes_finops.c) */
+    expect("expected an RFC 3339 time such as 2026-11-29T10:00:00Z",
+           "une date RFC 3339 est attendue, par exemple 2026-11-29T10:00:00Z");
+    expect("expected an RFC 3339 time or null", "une date RFC 3339 ou null est attendue");
+    expect("expected an integer from 1 to 1000", "un entier de 1 à 1000 est attendu");
+    expect("expected a string of at most 256 characters or null",
+           "une chaîne de 256 caractères au plus ou null est attendue");
+    expect("expected a number >= 0", "un nombre >= 0 est attendu");
+    expect("expected 1..128 characters of [A-Za-z0-9._:-]", "1 à 128 caractères parmi [A-Za-z0-9._:-] sont attendus");
+
+    /* sessions (core/session/) */
+    expect("the backend 'kata' of profile 'kata-small' does not support sessions",
+           "le backend 'kata' du profil 'kata-small' ne prend pas en charge les sessions");
+    expect("at most 10 live sessions per tenant (sessions.max_per_tenant)",
+           "10 sessions actives au plus par locataire (sessions.max_per_tenant)");
+    expect("a session has no network egress", "une session n'a pas d'accès réseau sortant");
+    expect("must be a boolean", "doit être un booléen");
+    expect("timeout_s and output_bytes are given per execution, not per session",
+           "timeout_s et output_bytes se donnent par exécution, pas par session");
+    expect("must be an integer within the configured bounds (docs/sessions.md)",
+           "doit être un entier dans les bornes configurées (docs/sessions.md)");
+    expect("resume it (POST .../resume) or create it with auto_resume",
+           "reprenez-la (POST .../resume) ou créez-la avec auto_resume");
+    expect("the session is still starting", "la session est encore en démarrage");
+    expect("the session has ended", "la session est terminée");
+    expect("the session is pausing, resuming or starting",
+           "la session est en cours de pause, de reprise ou de démarrage");
+    expect("another call on this session is waiting", "un autre appel sur cette session est en attente");
+    expect("boot failed", "échec du démarrage");
+    expect("must be a path under /tmp without '.', '..' or empty segments",
+           "doit être un chemin sous /tmp sans segment '.', '..' ou vide");
+    expect("the backend cannot pause sessions", "le backend ne sait pas mettre les sessions en pause");
+    expect("the backend cannot resume sessions", "le backend ne sait pas reprendre les sessions");
+    /* the session backend's refusals (plugins/gvisor/gvisor_session.c) */
+    expect("no such session", "pas de telle session");
+    expect("the session is not running", "la session ne tourne pas");
+    expect("executions are running in the session", "des exécutions tournent dans la session");
+    expect("the session is not paused", "la session n'est pas en pause");
+    expect("path must be under /tmp", "le chemin doit être sous /tmp");
+    expect("the file is larger than 1048576 bytes", "le fichier dépasse 1048576 octets");
+    expect("the directory is not empty", "le répertoire n'est pas vide");
+    expect("no such file", "pas de tel fichier");
+    expect("the session's /tmp is full", "le /tmp de la session est plein");
+    expect("image python:3.11-slim is not in the local image store",
+           "l'image python:3.11-slim n'est pas dans le magasin d'images local");
+    expect("the session's sandbox did not boot in time", "le bac à sable de la session n'a pas démarré à temps");
+    expect("the session's sandbox ended while booting",
+           "le bac à sable de la session s'est arrêté pendant son démarrage");
+    expect("the session's sandbox ended on its own", "le bac à sable de la session s'est arrêté de lui-même");
+    expect("the sandbox was lost while pausing", "le bac à sable a été perdu pendant la mise en pause");
+    expect("the restored sandbox did not run in time", "le bac à sable restauré n'a pas tourné à temps");
+    expect("runsc restore ended before the sandbox ran", "runsc restore s'est arrêté avant que le bac à sable tourne");
+    expect("pausing failed", "la mise en pause a échoué");
+    expect("runsc checkpoint failed: checkpoint: no space left on device",
+           "runsc checkpoint a échoué : checkpoint: no space left on device");
+
+}
+
 static void test_envelope(void)
 {
     json_t *d = json_pack("[{s:s, s:s}, {s:s, s:s}]", "path", "/limits/cpu", "message", "must be greater than zero",
@@ -79,7 +197,8 @@ static void test_envelope(void)
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("details_i18n", NULL, NULL);
-    if (!s || !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "envelope", test_envelope))
+    if (!s || !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "producers", test_producers) ||
+        !CU_add_test(s, "envelope", test_envelope))
         return -1;
     return 0;
 }
