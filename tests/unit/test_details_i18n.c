@@ -171,6 +171,71 @@ static void test_producers(void)
     expect("runsc checkpoint failed: checkpoint: no space left on device",
            "runsc checkpoint a échoué : checkpoint: no space left on device");
 
+    /* a body that does not parse: the location and jansson's text, nested */
+    expect("line 1, column 2: end of file expected near 'x'",
+           "ligne 1, colonne 2 : fin de fichier attendue près de 'x'");
+    expect("line 1, column 1: '[' or '{' expected near 'a'", "ligne 1, colonne 1 : '[' ou '{' attendu près de 'a'");
+    expect("line 3, column 0: string or '}' expected near end of file",
+           "ligne 3, colonne 0 : chaîne ou '}' attendue en fin de fichier");
+    expect("line 1, column 9: duplicate object key near '\"a\"'",
+           "ligne 1, colonne 9 : clé d'objet en double près de '\"a\"'");
+    expect("line 1, column 5: ':' expected near '1'", "ligne 1, colonne 5 : ':' attendu près de '1'");
+    expect("line 1, column 6: ']' expected near '}'", "ligne 1, colonne 6 : ']' attendu près de '}'");
+    expect("line 1, column 3: unexpected token near ','", "ligne 1, colonne 3 : élément inattendu près de ','");
+    expect("line 1, column 2: invalid token near 'tru'", "ligne 1, colonne 2 : élément invalide près de 'tru'");
+    expect("line 1, column 8: premature end of input near '\"abc'",
+           "ligne 1, colonne 8 : fin prématurée des données près de '\"abc'");
+    expect("line 1, column 6: unexpected newline near '\"ab'",
+           "ligne 1, colonne 6 : saut de ligne inattendu près de '\"ab'");
+    expect("line 1, column 4: control character 0x1 near '\"a'",
+           "ligne 1, colonne 4 : caractère de contrôle 0x1 près de '\"a'");
+    expect("line 1, column 4: invalid escape near '\"\\q'",
+           "ligne 1, colonne 4 : échappement invalide près de '\"\\q'");
+    expect("line 1, column 8: invalid Unicode escape '\\u12G4' near '\"\\u12G4'",
+           "ligne 1, colonne 8 : échappement Unicode invalide '\\u12G4' près de '\"\\u12G4'");
+    expect("line 1, column 8: invalid Unicode '\\uDC00' near '\"\\uDC00'",
+           "ligne 1, colonne 8 : Unicode invalide '\\uDC00' près de '\"\\uDC00'");
+    expect("line 1, column 1: unable to decode byte 0xff near '\"'",
+           "ligne 1, colonne 1 : impossible de décoder l'octet 0xff près de '\"'");
+    expect("line 1, column 2049: maximum parsing depth reached near '['",
+           "ligne 1, colonne 2049 : profondeur d'analyse maximale atteinte près de '['");
+    expect("line 1, column 30: too big integer near '99999999999999999999999999999'",
+           "ligne 1, colonne 30 : entier trop grand près de '99999999999999999999999999999'");
+    expect("line 1, column 31: too big negative integer near '-99999999999999999999999999999'",
+           "ligne 1, colonne 31 : entier négatif trop grand près de '-99999999999999999999999999999'");
+    expect("line 1, column 7: real number overflow near '1e999'",
+           "ligne 1, colonne 7 : nombre réel hors limites près de '1e999'");
+    expect("line 1, column 8: \\u0000 is not allowed without JSON_ALLOW_NUL near '\"\\u0000'",
+           "ligne 1, colonne 8 : \\u0000 n'est pas permis sans JSON_ALLOW_NUL près de '\"\\u0000'");
+    expect("line 1, column 10: NUL byte in object key not supported near '\"a\\u0000\"'",
+           "ligne 1, colonne 10 : octet NUL non pris en charge dans une clé d'objet près de '\"a\\u0000\"'");
+    /* YAML (core/schema/yamljson.c) */
+    expect("line 3, column 1: duplicate mapping key 'name'", "ligne 3, colonne 1 : clé de mapping en double 'name'");
+    expect("line 1, column 1: document expands to too many nodes (alias bomb?)",
+           "ligne 1, colonne 1 : le document se développe en trop de nœuds (bombe d'alias ?)");
+    expect("line 2, column 1: mapping keys are strings; tag 'tag:yaml.org,2002:int' is not supported here",
+           "ligne 2, colonne 1 : les clés de mapping sont des chaînes ; le tag 'tag:yaml.org,2002:int' n'est pas "
+           "pris en charge ici");
+    expect("line 2, column 7: unsupported tag '!custom'", "ligne 2, colonne 7 : tag non pris en charge '!custom'");
+    expect("line 2, column 7: 'abc' is not a valid value for tag 'tag:yaml.org,2002:int'",
+           "ligne 2, colonne 7 : 'abc' n'est pas une valeur valide pour le tag 'tag:yaml.org,2002:int'");
+    expect("line 2, column 7: '99999999999999999999': integer out of range",
+           "ligne 2, colonne 7 : '99999999999999999999' : entier hors limites");
+    expect("line 2, column 7: '1e999': number out of range", "ligne 2, colonne 7 : '1e999' : nombre hors limites");
+    expect("line 2, column 7: '1.000000000000000000000000000000000000': number too long",
+           "ligne 2, colonne 7 : '1.000000000000000000000000000000000000' : nombre trop long");
+    expect("line 2, column 7: '.inf': infinity and NaN cannot be represented in JSON",
+           "ligne 2, colonne 7 : '.inf' : l'infini et NaN ne peuvent pas être représentés en JSON");
+    expect("line 4, column 9: unknown alias '*base'", "ligne 4, colonne 9 : alias inconnu '*base'");
+    expect("line 4, column 3: alias '*k' used as a mapping key is not a string",
+           "ligne 4, colonne 3 : l'alias '*k' employé comme clé de mapping n'est pas une chaîne");
+    expect("line 2, column 1: mapping keys must be scalars",
+           "ligne 2, colonne 1 : les clés de mapping doivent être des scalaires");
+    expect("line 65, column 3: nesting deeper than 64", "ligne 65, colonne 3 : imbrication plus profonde que 64");
+    expect("line 4, column 1: only one YAML document is allowed",
+           "ligne 4, colonne 1 : un seul document YAML est permis");
+    expect("line 1, column 1: syntax error", "ligne 1, colonne 1 : erreur de syntaxe");
+    expect("line 1, column 1: out of memory", "ligne 1, colonne 1 : mémoire épuisée");
 }
 
 static void test_envelope(void)
