@@ -103,8 +103,11 @@ int eai_pc_bundle_tmpfs(const char *dir, int64_t disk_bytes, int *mounted, char 
  * 0 or -1 with msg. */
 int eai_pc_write_inputs(const char *dir, unsigned uid, const struct eai_iso_job *job, char *msg, size_t msglen);
 /* Worker: a probe bundle in dir: a tiny static ELF calling exit(0) as the
- * whole root fs (<dir>/rootfs/true), and its OCI config.json.  0 or -1. */
-int eai_pc_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen);
+ * whole root fs (<dir>/rootfs/true), and its OCI config.json, whose
+ * linux.cgroupsPath is cgroups_path (NULL: none; runsc then puts its leaves
+ * at the top of each hierarchy, where no sweep of ours looks, and a probe
+ * killed mid-run leaves them there).  0 or -1. */
+int eai_pc_probe_bundle(const char *dir, unsigned uid, const char *cgroups_path, char *msg, size_t msglen);
 
 /* Remove path (a tree) without following symlinks or crossing mounts. */
 int eai_pc_rm_tree(const char *path);

@@ -193,7 +193,7 @@ static const unsigned char pc_true_elf[] = {
 #error "isolation probe: no tiny ELF for this architecture"
 #endif
 
-int eai_pc_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen)
+int eai_pc_probe_bundle(const char *dir, unsigned uid, const char *cgroups_path, char *msg, size_t msglen)
 {
     char p[PATH_MAX + 32];
     static const char *const sub[] = {"", "/rootfs", "/rootfs/proc", "/rootfs/dev", "/rootfs/tmp", "/rootfs/sys"};
@@ -223,6 +223,11 @@ int eai_pc_probe_bundle(const char *dir, unsigned uid, char *msg, size_t msglen)
         "ambient", "noNewPrivileges", 1, "root", "path", rootfs, "readonly", 1, "mounts", "destination", "/proc",
         "type", "proc", "source", "proc", "linux", "namespaces", "type", "pid", "type", "network", "type", "ipc",
         "type", "uts", "type", "mount");
+    if (spec && cgroups_path &&
+        json_object_set_new(json_object_get(spec, "linux"), "cgroupsPath", json_string(cgroups_path)) < 0) {
+        json_decref(spec);
+        spec = NULL;
+    }
     if (!spec) {
         return eai_pc_fail(msg, msglen, "cannot build probe config.json");
     }

@@ -161,6 +161,7 @@ static void probe_finish(struct gv *g, int ok, const char *reason)
 struct probe_ctx {
     struct gv *g;
     char dir[PATH_MAX];
+    char cgpath[192]; /* "/<cg_parent>/<probe_cid>": under our subtree, where the sweep looks */
     char msg[256];
     int rc;
 };
@@ -249,7 +250,7 @@ static void probe_bundle_work(void *arg)
 {
     struct probe_ctx *p = arg;
     eai_pc_rm_tree(p->dir);
-    p->rc = eai_pc_probe_bundle(p->dir, p->g->uid, p->msg, sizeof(p->msg));
+    p->rc = eai_pc_probe_bundle(p->dir, p->g->uid, p->cgpath, p->msg, sizeof(p->msg));
 }
 
 static void probe_bundle_done(void *arg)
@@ -313,6 +314,7 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
     }
     p->g = g;
     snprintf(p->dir, sizeof(p->dir), "%s/%s", g->work_dir, g->probe_cid);
+    snprintf(p->cgpath, sizeof(p->cgpath), "/%s/%s", g->cg_parent, g->probe_cid);
     /* inflight stays taken by p until probe_cleanup_done. */
     if (g->host->work_submit(g->host, probe_bundle_work, probe_bundle_done, p) < 0) {
         probe_bundle_work(p);
@@ -426,8 +428,8 @@ static void sweep_work(void *arg)
             continue;
         struct dirent *e;
         while ((e = readdir(cd))) {
-            if (!has_prefix(e->d_name))
-                continue;
+            if (!has_prefix(e->d_name) || !strcmp(e->d_name, g->probe_cid))
+                continue; /* an earlier probe's leaf goes; this one's may be running */
             char leaf[PATH_MAX + 300];
             snprintf(leaf, sizeof(leaf), "%s/%s", g->cg_parent, e->d_name);
             if (gv_cgroup_remove(leaf, g->cg_v2) == 0)

@@ -229,7 +229,7 @@ static void probe_bundle_work(void *arg)
 {
     struct probe_ctx *p = arg;
     eai_pc_rm_tree(p->dir);
-    p->rc = eai_pc_probe_bundle(p->dir, p->k->uid, p->msg, sizeof(p->msg));
+    p->rc = eai_pc_probe_bundle(p->dir, p->k->uid, NULL, p->msg, sizeof(p->msg));
 }
 
 static void probe_bundle_done(void *arg)

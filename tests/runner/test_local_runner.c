@@ -328,6 +328,33 @@ static void test_cpu_quota(void)
     json_decref(c);
 }
 
+/* The start-up probe's bundle: its cgroups path when one is given (the
+ * gvisor probe's, under the subtree its sweep walks), none otherwise. */
+static void probe_cgroups_path(const char *cgp, const char *want)
+{
+    char dir[] = "/tmp/eai-probe-bundle-XXXXXX", msg[256] = "", cfg[64];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    CU_ASSERT_EQUAL(eai_pc_probe_bundle(dir, (unsigned)getuid(), cgp, msg, sizeof msg), 0);
+    snprintf(cfg, sizeof cfg, "%s/config.json", dir);
+    json_t *spec = json_load_file(cfg, 0, NULL);
+    CU_ASSERT_PTR_NOT_NULL(spec);
+    json_t *v = json_object_get(json_object_get(spec, "linux"), "cgroupsPath");
+    if (want) {
+        CU_ASSERT(json_is_string(v) && strcmp(json_string_value(v), want) == 0);
+    } else {
+        CU_ASSERT_PTR_NULL(v);
+    }
+    CU_ASSERT(json_is_array(json_object_get(json_object_get(spec, "linux"), "namespaces")));
+    json_decref(spec);
+    eai_pc_rm_tree(dir);
+}
+
+static void test_probe_bundle(void)
+{
+    probe_cgroups_path("/eai/0123456789abcdef/eai-probe-01020304", "/eai/0123456789abcdef/eai-probe-01020304");
+    probe_cgroups_path(NULL, NULL);
+}
+
 static void test_success(void)
 {
     reset_mock();
@@ -804,6 +831,7 @@ static int register_tests(void)
     if (!s)
         return -1;
     CU_add_test(s, "cpu quota of a cpu limit", test_cpu_quota);
+    CU_add_test(s, "the probe bundle's cgroups path", test_probe_bundle);
     CU_add_test(s, "success: output, on_started and on_exit once, every op", test_success);
     CU_add_test(s, "a runtime CLI starts with fds 0-2, default signals, its own group", test_child_start_state);
     CU_add_test(s, "a binary that cannot be run: refused, or 127 and why", test_child_exec_failures);
