@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "exec/scheduler.h"
 #include "exec/watch.h"
+#include "http/http_util.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "obs/metrics.h"
@@ -61,13 +62,8 @@ json_t *exec_detail1(const char *path, const char *msg)
 void exec_reply_error_headers(struct eai_req *r, enum eai_code code, json_t *details,
                                 const char *const *headers)
 {
-    const char *lang = eai_req_lang(r);
-    json_t *env = json_pack("{s:{s:s, s:s, s:{s:s, s:s}, s:s, s:o}}", "error",
-                            "code", eai_code_name(code), "message", eai_code_message(code, lang),
-                            "message_i18n", "en", eai_code_message(code, "en"),
-                            "fr", eai_code_message(code, "fr"),
-                            "request_id", eai_req_id(r) ? eai_req_id(r) : "",
-                            "details", details ? details : json_array());
+    /* the envelope of every error (details localised) */
+    json_t *env = eai_http_error_envelope(code, eai_req_lang(r), eai_req_id(r), details);
     if (!env) {
         eai_reply_error(r, code, NULL);
         return;

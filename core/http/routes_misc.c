@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "obs/obs_app.h"
+#include "http/http_util.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/routes.h"
@@ -99,12 +100,15 @@ static void ready_done(struct misc_job *j)
         json_array_append_new(details, json_pack("{s:s, s:s}", "path", "", "message",
                                                  app->shutting_down ? "shutting down"
                                                  : "draining: running executions end, no new ones are taken"));
-    json_t *env = json_pack("{s:{s:s, s:s, s:{s:s, s:s}, s:s, s:o}, s:s, s:o}", "error",
-                            "code", eai_code_name(code), "message", eai_code_message(code, eai_req_lang(j->r)),
-                            "message_i18n", "en", eai_code_message(code, "en"), "fr", eai_code_message(code, "fr"),
-                            "request_id", eai_req_id(j->r), "details", details,
-                            "status", app->draining && !app->shutting_down ? "draining" : "not_ready",
-                            "checks", checks);
+    /* the envelope of every error (details localised), and the checks */
+    json_t *env = eai_http_error_envelope(code, eai_req_lang(j->r), eai_req_id(j->r), details);
+    if (env) {
+        json_object_set_new(env, "status", json_string(app->draining && !app->shutting_down ? "draining"
+                                                                                                : "not_ready"));
+        json_object_set_new(env, "checks", checks);
+    } else {
+        json_decref(checks);
+    }
     eai_reply_json(j->r, 503, env);
 }
 

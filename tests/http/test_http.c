@@ -561,6 +561,15 @@ static void test_sandbox_unavailable(void)
     CU_ASSERT_EQUAL(req("GET", "/readyz", NULL, NULL, &r), 503);
     CU_ASSERT_STRING_EQUAL(th_code(&r), "sandbox_unavailable");
     CU_ASSERT(json_is_true(json_object_get(json_object_get(json_object_get(r.json, "checks"), "storage"), "ok")));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "status")), "not_ready");
+    th_resp_free(&r);
+    /* its details in both languages, as every error's (it builds its own envelope) */
+    const char *fr[] = {"Accept-Language: fr", NULL};
+    CU_ASSERT_EQUAL(req("GET", "/readyz", fr, NULL, &r), 503);
+    json_t *d0 = json_array_get(json_object_get(json_object_get(r.json, "error"), "details"), 0);
+    const char *dfr = json_string_value(json_object_get(json_object_get(d0, "message_i18n"), "fr"));
+    CU_ASSERT(dfr && strcmp(dfr, "aucun backend d'isolation n'est prêt") == 0);
+    CU_ASSERT(json_is_object(json_object_get(r.json, "checks")));
     th_resp_free(&r);
     CU_ASSERT_EQUAL(req("GET", "/metrics", NULL, NULL, &r), 200);
     CU_ASSERT_PTR_NOT_NULL(strstr(r.body, "eai_http_requests_total{route=\"readyz\",code=\"503\"}"));
@@ -1224,6 +1233,17 @@ static void test_replayed_cancel_keeps_queue_bound(void)
     CU_ASSERT_EQUAL(post_held(q1), 202);
     CU_ASSERT_EQUAL(post_held(q2), 202);
     CU_ASSERT_EQUAL(post_held(extra), 429); /* two queued: the cap */
+    {   /* that refusal: Retry-After, and its detail in both languages */
+        struct th_resp r;
+        const char *h[] = {auth_a, "Content-Type: application/json", "Accept-Language: fr", NULL};
+        CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h, held_body, &r), 429);
+        CU_ASSERT_STRING_EQUAL(th_code(&r), "rate_limited");
+        CU_ASSERT_STRING_EQUAL(th_header(&r, "Retry-After") ? th_header(&r, "Retry-After") : "", "5");
+        json_t *d0 = json_array_get(json_object_get(json_object_get(r.json, "error"), "details"), 0);
+        const char *dfr = json_string_value(json_object_get(json_object_get(d0, "message_i18n"), "fr"));
+        CU_ASSERT(dfr && strcmp(dfr, "trop d'exécutions en attente pour ce locataire") == 0);
+        th_resp_free(&r);
+    }
     /* cancel q1 once, then replay it twice with the same request id */
     CU_ASSERT_EQUAL(cancel_with(q1, "replay-1"), 202);
     CU_ASSERT_STRING_EQUAL(status_of(q1, st), "cancelled");
