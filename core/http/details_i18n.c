@@ -261,6 +261,8 @@ static const struct tmpl T[] = {
     {"out of memory", "mémoire épuisée"},
     {"duplicate mapping key '{}'", "clé de mapping en double '{1}'"},
     {"document expands to too many nodes (alias bomb?)", "le document se développe en trop de nœuds (bombe d'alias ?)"},
+    {"document expands to more than {} bytes (alias bomb?)",
+     "le document se développe en plus de {1} octets (bombe d'alias ?)"},
     {"mapping keys are strings; tag '{}' is not supported here",
      "les clés de mapping sont des chaînes ; le tag '{1}' n'est pas pris en charge ici"},
     {"unsupported tag '{}'", "tag non pris en charge '{1}'"},
@@ -371,6 +373,59 @@ char *eai_detail_fr(const char *en)
         return out;
     }
     return NULL;
+}
+
+/* Replace each hole of t ("{}" in English; "{n}" and "{Tn}" in French)
+ * by "Q<n>" into out; -1 when out is too small, a French hole names no
+ * English one (n > holes) or there are more than MAXCAP. */
+static int fill(const char *t, int french, int holes, char *out, size_t cap)
+{
+    size_t o = 0;
+    int n = 0;
+    while (*t) {
+        int k = 0, skip = 0;
+        if (!french && t[0] == '{' && t[1] == '}')
+            k = ++n, skip = 2;
+        else if (french && t[0] == '{' && t[1] >= '1' && t[1] <= '9' && t[2] == '}')
+            k = t[1] - '0', skip = 3;
+        else if (french && t[0] == '{' && t[1] == 'T' && t[2] >= '1' && t[2] <= '9' && t[3] == '}')
+            k = t[2] - '0', skip = 4;
+        if (skip) {
+            if (k > MAXCAP || (french && k > holes) || o + 3 >= cap)
+                return -1;
+            out[o++] = 'Q';
+            out[o++] = (char)('0' + k);
+            t += skip;
+            continue;
+        }
+        if (o + 1 >= cap)
+            return -1;
+        out[o++] = *t++;
+    }
+    out[o] = 0;
+    return n;
+}
+
+int eai_details_table_check(char *why, size_t whylen)
+{
+    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+        char en[512], want[512];
+        int holes = fill(T[i].en, 0, 0, en, sizeof en);
+        if (holes < 0 || fill(T[i].fr, 1, holes, want, sizeof want) < 0) {
+            snprintf(why, whylen, "entry %zu '%s': more than %d holes, or a French hole with no English one", i,
+                     T[i].en, MAXCAP);
+            return -1;
+        }
+        char *got = eai_detail_fr(en);
+        int ok = got && strcmp(got, want) == 0;
+        if (!ok)
+            snprintf(why, whylen, "entry %zu '%s': '%s' gives '%s', not '%s' (an earlier template takes it?)", i,
+                     T[i].en, en, got ? got : "(none)", want);
+        free(got);
+        if (!ok)
+            return -1;
+    }
+    return 0;
 }
 
 void eai_details_localize(json_t *details, const char *lang)

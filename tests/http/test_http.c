@@ -893,8 +893,10 @@ static void test_yaml_alias_bomb_http(void)
         json_t *e = json_object_get(r.json, "error");
         CU_ASSERT(json_is_string(json_object_get(json_object_get(e, "message_i18n"), "fr")));
         json_t *d0 = json_array_get(json_object_get(e, "details"), 0);
-        const char *m = json_string_value(json_object_get(d0, "message"));
+        const char *m = json_string_value(json_object_get(json_object_get(d0, "message_i18n"), "en"));
+        const char *mfr = json_string_value(json_object_get(d0, "message"));
         CHECK(m && strstr(m, "bytes"), "detail names the byte budget: %s", m ? m : "(none)");
+        CHECK(mfr && strstr(mfr, "octets"), "in French too: %s", mfr ? mfr : "(none)");
         CHECK(r.seconds < 2.0, "refused in %.3f s", r.seconds);
         CHECK(r.len < 4096, "the answer is small (%zu bytes)", r.len);
         th_resp_free(&r);

@@ -16,6 +16,16 @@ static void expect(const char *en, const char *fr)
     free(got);
 }
 
+/* every entry of the table is reachable and well formed */
+static void test_table_shape(void)
+{
+    char why[1024] = "";
+    int rc = eai_details_table_check(why, sizeof why);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", why);
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
 static void test_templates(void)
 {
     expect("is required", "est obligatoire");
@@ -213,6 +223,8 @@ static void test_producers(void)
     expect("line 3, column 1: duplicate mapping key 'name'", "ligne 3, colonne 1 : clé de mapping en double 'name'");
     expect("line 1, column 1: document expands to too many nodes (alias bomb?)",
            "ligne 1, colonne 1 : le document se développe en trop de nœuds (bombe d'alias ?)");
+    expect("line 4, column 12: document expands to more than 1048576 bytes (alias bomb?)",
+           "ligne 4, colonne 12 : le document se développe en plus de 1048576 octets (bombe d'alias ?)");
     expect("line 2, column 1: mapping keys are strings; tag 'tag:yaml.org,2002:int' is not supported here",
            "ligne 2, colonne 1 : les clés de mapping sont des chaînes ; le tag 'tag:yaml.org,2002:int' n'est pas "
            "pris en charge ici");
@@ -262,7 +274,7 @@ static void test_envelope(void)
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("details_i18n", NULL, NULL);
-    if (!s || !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "producers", test_producers) ||
+    if (!s || !CU_add_test(s, "table shape", test_table_shape) || !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "producers", test_producers) ||
         !CU_add_test(s, "envelope", test_envelope))
         return -1;
     return 0;
