@@ -307,10 +307,19 @@ static const struct tmpl T[] = {
 };
 
 #define MAXCAP 4
+/* Bounds of the work one message may cost (eai_details_localize runs on
+ * the event loop): longer messages keep their English text in French, and
+ * a nested message ({Tn}) is translated at most this deep. */
+#define MAX_EN_BYTES 2048 /* the longest of ours: unknown_image with its list of images, ~1.4k */
+#define MAX_NEST 3
 
-/* Match s against template t ("{}" holes, each at least one character),
- * backtracking; the holes' [start, end) into cs/ce. */
-static int match(const char *t, const char *s, const char *cs[MAXCAP], const char *ce[MAXCAP], int *ncap)
+/* Match s (its end at end) against template t ("{}" holes, each at least
+ * one character), shortest holes first, backtracking; the holes' [start,
+ * end) into cs/ce.  A hole is only tried up to where the text after it in
+ * t occurs in s (memmem), so the cost follows that text's occurrences, not
+ * every byte. */
+static int match(const char *t, const char *s, const char *end, const char *cs[MAXCAP], const char *ce[MAXCAP],
+                 int *ncap)
 {
     while (*t && !(t[0] == '{' && t[1] == '}')) {
         if (*t != *s)
@@ -319,13 +328,27 @@ static int match(const char *t, const char *s, const char *cs[MAXCAP], const cha
     }
     if (!*t)
         return *s == 0;
-    if (*ncap >= MAXCAP)
+    if (*ncap >= MAXCAP || s >= end)
         return 0;
     int k = (*ncap)++;
-    for (const char *e = s + 1; e <= s + strlen(s); e++) {
+    const char *lit = t + 2;
+    size_t ll = 0;
+    while (lit[ll] && !(lit[ll] == '{' && lit[ll + 1] == '}'))
+        ll++;
+    if (ll == 0 && !*lit) { /* the last hole takes the rest */
+        cs[k] = s;
+        ce[k] = end;
+        return 1;
+    }
+    for (const char *e = s + 1; e <= end; e++) {
+        if (ll) {
+            e = memmem(e, (size_t)(end - e), lit, ll);
+            if (!e)
+                break;
+        }
         cs[k] = s;
         ce[k] = e;
-        if (match(t + 2, e, cs, ce, ncap))
+        if (match(t + 2, e, end, cs, ce, ncap))
             return 1;
         *ncap = k + 1;
     }
@@ -333,16 +356,17 @@ static int match(const char *t, const char *s, const char *cs[MAXCAP], const cha
     return 0;
 }
 
-char *eai_detail_fr(const char *en)
+static char *detail_fr(const char *en, int depth)
 {
-    if (!en)
+    size_t enl = en ? strlen(en) : 0;
+    if (!en || enl > MAX_EN_BYTES || depth > MAX_NEST)
         return NULL;
     for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
         const char *cs[MAXCAP], *ce[MAXCAP];
         int n = 0;
-        if (!match(T[i].en, en, cs, ce, &n))
+        if (!match(T[i].en, en, en + enl, cs, ce, &n))
             continue;
-        size_t cap = strlen(T[i].fr) + strlen(en) * 2 + 64;
+        size_t cap = strlen(T[i].fr) + enl * 2 + 64;
         char *out = malloc(cap);
         if (!out)
             return NULL;
@@ -357,7 +381,7 @@ char *eai_detail_fr(const char *en)
                 size_t len = (size_t)(ce[k] - cs[k]);
                 char *piece = strndup(cs[k], len), *fr = NULL;
                 if (tr && piece)
-                    fr = eai_detail_fr(piece);  /* a nested message */
+                    fr = detail_fr(piece, depth + 1); /* a nested message */
                 const char *put = fr ? fr : piece ? piece : "";
                 o += (size_t)snprintf(out + o, cap - o, "%s", put);
                 free(fr);
@@ -373,6 +397,11 @@ char *eai_detail_fr(const char *en)
         return out;
     }
     return NULL;
+}
+
+char *eai_detail_fr(const char *en)
+{
+    return detail_fr(en, 0);
 }
 
 /* Replace each hole of t ("{}" in English; "{n}" and "{Tn}" in French)

@@ -16,6 +16,49 @@ static void expect(const char *en, const char *fr)
     free(got);
 }
 
+/* The work one message may cost is bounded (localisation runs on the
+ * event loop): a message over the cap keeps its English; nested messages
+ * are translated four deep, the rest stays English; a long message full of
+ * the texts between holes still matches, and right. */
+static void test_bounds(void)
+{
+    size_t n = 3000;
+    char *big = malloc(n + 32);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+    strcpy(big, "unknown image '");
+    size_t o = strlen(big);
+    memset(big + o, 'a', n);
+    strcpy(big + o + n, "'");
+    char *fr = eai_detail_fr(big);
+    CU_ASSERT_PTR_NULL(fr); /* over the cap: English in both */
+    free(fr);
+    big[o + 900] = '\0';
+    strcat(big, "'");
+    fr = eai_detail_fr(big); /* 916 bytes: under it */
+    CU_ASSERT(fr && strncmp(fr, "image inconnue 'aaa", 19) == 0);
+    free(fr);
+    /* 40 ", column " and ": " texts before the one that closes the match */
+    char msg[1024] = "line 1";
+    for (int i = 0; i < 40; i++)
+        strcat(msg, ", column 2");
+    strcat(msg, ", column 3: syntax error");
+    fr = eai_detail_fr(msg);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fr);
+    CU_ASSERT(strncmp(fr, "ligne 1, colonne 2, column 2, column 2", 38) == 0); /* the shortest first hole */
+    CU_ASSERT(strstr(fr, ", column 3 : erreur de syntaxe") != NULL);
+    free(fr);
+    /* nesting: four levels in French, the fifth and below English */
+    char nest[512] = "";
+    for (int i = 0; i < 6; i++)
+        strcat(nest, "line 1, column 1: ");
+    strcat(nest, "syntax error");
+    fr = eai_detail_fr(nest);
+    CU_ASSERT(fr && strcmp(fr, "ligne 1, colonne 1 : ligne 1, colonne 1 : ligne 1, colonne 1 : ligne 1, colonne 1 : "
+                               "line 1, column 1: line 1, column 1: syntax error") == 0);
+    free(fr);
+    free(big);
+}
+
 /* every entry of the table is reachable and well formed */
 static void test_table_shape(void)
 {
@@ -274,7 +317,8 @@ static void test_envelope(void)
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("details_i18n", NULL, NULL);
-    if (!s || !CU_add_test(s, "table shape", test_table_shape) || !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "producers", test_producers) ||
+    if (!s || !CU_add_test(s, "table shape", test_table_shape) || !CU_add_test(s, "bounds", test_bounds) ||
+        !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "producers", test_producers) ||
         !CU_add_test(s, "envelope", test_envelope))
         return -1;
     return 0;
