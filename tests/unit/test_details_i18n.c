@@ -37,7 +37,8 @@ static void test_bounds(void)
     fr = eai_detail_fr(big); /* 916 bytes: under it */
     CU_ASSERT(fr && strncmp(fr, "image inconnue 'aaa", 19) == 0);
     free(fr);
-    /* 40 ", column " and ": " texts before the one that closes the match */
+    /* 40 ", column " texts before the ": " that closes the match: the
+     * first hole is the shortest that leads to a whole match */
     char msg[1024] = "line 1";
     for (int i = 0; i < 40; i++)
         strcat(msg, ", column 2");
