@@ -313,6 +313,22 @@ static const struct tmpl T[] = {
 #define MAX_EN_BYTES 2048 /* the longest of ours: unknown_image with its list of images, ~1.4k */
 #define MAX_NEST 3
 
+/* A French hole at f: "{n}" (the n-th English hole) or "{Tn}" (that one,
+ * itself translated).  Its length, with *k = n - 1 and *tr; 0 when f is
+ * not at one. */
+static int fr_hole(const char *f, int *k, int *tr)
+{
+    if (f[0] == '{' && f[1] >= '1' && f[1] <= '9' && f[2] == '}') {
+        *k = f[1] - '1', *tr = 0;
+        return 3;
+    }
+    if (f[0] == '{' && f[1] == 'T' && f[2] >= '1' && f[2] <= '9' && f[3] == '}') {
+        *k = f[2] - '1', *tr = 1;
+        return 4;
+    }
+    return 0;
+}
+
 /* Match s (its end at end) against template t ("{}" holes, each at least
  * one character), shortest holes first, backtracking; the holes' [start,
  * end) into cs/ce.  A hole is only tried up to where the text after it in
@@ -372,12 +388,8 @@ static char *detail_fr(const char *en, int depth)
             return NULL;
         size_t o = 0;
         for (const char *f = T[i].fr; *f && o + 1 < cap;) {
-            int k = -1, tr = 0;
-            if (f[0] == '{' && f[1] >= '1' && f[1] <= '9' && f[2] == '}')
-                k = f[1] - '1';
-            else if (f[0] == '{' && f[1] == 'T' && f[2] >= '1' && f[2] <= '9' && f[3] == '}')
-                k = f[2] - '1', tr = 1;
-            if (k >= 0 && k < n) {
+            int k = -1, tr = 0, hl = fr_hole(f, &k, &tr);
+            if (hl && k < n) {
                 size_t len = (size_t)(ce[k] - cs[k]);
                 char *piece = strndup(cs[k], len), *fr = NULL;
                 if (tr && piece)
@@ -386,7 +398,7 @@ static char *detail_fr(const char *en, int depth)
                 o += (size_t)snprintf(out + o, cap - o, "%s", put);
                 free(fr);
                 free(piece);
-                f += tr ? 4 : 3;
+                f += hl;
                 if (o >= cap)
                     o = cap - 1;
                 continue;
@@ -412,13 +424,11 @@ static int fill(const char *t, int french, int holes, char *out, size_t cap)
     size_t o = 0;
     int n = 0;
     while (*t) {
-        int k = 0, skip = 0;
+        int k = 0, tr = 0, skip = 0;
         if (!french && t[0] == '{' && t[1] == '}')
             k = ++n, skip = 2;
-        else if (french && t[0] == '{' && t[1] >= '1' && t[1] <= '9' && t[2] == '}')
-            k = t[1] - '0', skip = 3;
-        else if (french && t[0] == '{' && t[1] == 'T' && t[2] >= '1' && t[2] <= '9' && t[3] == '}')
-            k = t[2] - '0', skip = 4;
+        else if (french && (skip = fr_hole(t, &k, &tr)) > 0)
+            k++; /* fr_hole counts from 0 */
         if (skip) {
             if (k > MAXCAP || (french && k > holes) || o + 3 >= cap)
                 return -1;
