@@ -58,6 +58,8 @@ void eai_obs_describe_metrics(void)
     eai_metrics_describe("eai_backend_ready", EAI_METRIC_GAUGE,
                          "1 when the isolation backend is ready to run executions, else 0.");
     eai_metrics_describe("eai_build_info", EAI_METRIC_GAUGE, "Always 1; the labels say which eaid this is.");
+    eai_metrics_describe("eai_backend_info", EAI_METRIC_GAUGE,
+                         "1 for the runtime version a ready isolation backend reports (gVisor: with its platform).");
     eai_metrics_describe("eai_callback_backlog", EAI_METRIC_GAUGE,
                          "Completion callbacks in the outbox not yet delivered (in the batch last read).");
     eai_metrics_describe("eai_callback_attempts_total", EAI_METRIC_COUNTER,

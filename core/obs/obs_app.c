@@ -94,6 +94,30 @@ static void process_metrics(void)
         eai_metrics_set("process_start_time_seconds", NULL, g_start_time);
 }
 
+/* eai_backend_info{backend, version}: 1 for the version (with what it
+ * runs on, e.g. gVisor's platform) that a ready backend reports; a version
+ * that changed (a new probe) leaves its old series at 0. */
+static void backend_info(int i, const char *backend_label, struct eai_iso_probe *pr)
+{
+    static char last[16][400];
+    if (i < 0 || i >= 16)
+        return;
+    pr->version[sizeof(pr->version) - 1] = '\0';
+    char *v = pr->ready ? eai_metrics_label_escape(pr->version) : NULL;
+    char l[400];
+    if (v)
+        snprintf(l, sizeof l, "%s,version=\"%s\"", backend_label, v);
+    free(v);
+    if (last[i][0] && (!pr->ready || strcmp(last[i], l) != 0)) {
+        eai_metrics_set("eai_backend_info", last[i], 0);
+        last[i][0] = '\0';
+    }
+    if (pr->ready) {
+        eai_metrics_set("eai_backend_info", l, 1);
+        snprintf(last[i], sizeof last[i], "%s", l);
+    }
+}
+
 void eai_obs_scrape(struct eai_app *app)
 {
     for (int i = 0; app && i < app->nisolation; i++) {
@@ -111,6 +135,7 @@ void eai_obs_scrape(struct eai_app *app)
         snprintf(l, sizeof l, "backend=\"%s\"", be ? be : "");
         free(be);
         eai_metrics_set("eai_backend_ready", l, pr.ready ? 1 : 0);
+        backend_info(i, l, &pr);
     }
     const char *name;
     json_t *why;

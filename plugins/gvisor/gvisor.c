@@ -26,7 +26,8 @@ static const struct eai_config_key gv_keys[] = {
     {"runsc", EAI_CFG_STRING, 0, "runsc", "runsc binary: absolute path, or a name looked up in PATH"},
     {"state_dir", EAI_CFG_STRING, 0, NULL, "runsc --root (default <data_dir>/gvisor/state)"},
     {"work_dir", EAI_CFG_STRING, 0, NULL, "per-execution bundles (default <data_dir>/gvisor/work)"},
-    {"platform", EAI_CFG_STRING, 0, "ptrace", "runsc --platform (ptrace; kvm hangs on nested hosts)"},
+    {"platform", EAI_CFG_STRING, 0, "auto",
+     "runsc --platform: auto (the probe tries systrap, then ptrace), or systrap, ptrace, kvm"},
     {"uid", EAI_CFG_INT, 0, "65534", "unprivileged uid/gid the program runs as inside the sandbox"},
     {"probe", EAI_CFG_BOOL, 0, "true", "run runsc --version and a trivial sandbox before accepting work"},
     {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
@@ -135,6 +136,19 @@ static void launcher_start(struct gv *g, int enabled)
 
 static void probe_start(struct gv *g);
 
+/* The platforms the probe tries, in order (docs/gvisor.md "Platform"):
+ * under `auto` systrap (runsc's own default since 2023, several times
+ * faster than ptrace for syscall-heavy programs), then ptrace (every runsc,
+ * Debian 12's included, which has no systrap); kvm only when asked for.
+ * NULL past the last. */
+static const char *gv_platform_candidate(const struct gv *g, int i)
+{
+    static const char *const autos[] = {"systrap", "ptrace"};
+    if (strcmp(g->platform_cfg, "auto") != 0)
+        return i == 0 ? g->platform_cfg : NULL;
+    return i >= 0 && i < (int)(sizeof(autos) / sizeof(autos[0])) ? autos[i] : NULL;
+}
+
 static void probe_finish(struct gv *g, int ok, const char *reason)
 {
     if (g->destroying)
@@ -142,8 +156,9 @@ static void probe_finish(struct gv *g, int ok, const char *reason)
     if (ok) {
         g->probe_state = 1;
         g->reason[0] = '\0';
-        g->host->log(g->host, GV_COMPONENT, EAI_LOG_INFO, "ready: %s (platform %s, state %s)", g->version,
-                     g->platform, g->state_dir);
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_INFO, "ready: %s (platform %s%s%s%s, state %s)", g->version,
+                     g->platform, strcmp(g->platform_cfg, "auto") ? "" : ", chosen by auto",
+                     g->plat_failed[0] ? "; " : "", g->plat_failed, g->state_dir);
     } else {
         g->probe_state = -1;
         snprintf(g->reason, sizeof(g->reason), "%s", reason);
@@ -214,6 +229,46 @@ static void probe_net_done(void *arg, int status, const char *out, size_t outlen
     }
 }
 
+static void probe_run_done(void *arg, int status, const char *out, size_t outlen);
+
+/* The trivial sandbox on g->platform, offline: 1 when spawned. */
+static int probe_spawn_run(struct probe_ctx *p)
+{
+    struct gv *g = p->g;
+    char root[PATH_MAX + 16], plat[64];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->dir, g->probe_cid, NULL};
+    return eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p) != NULL;
+}
+
+/* After the failed platform's sandbox is deleted (it may have left its
+ * state, or none: either way), the next platform's. */
+static void probe_deleted(void *arg, int status, const char *out, size_t outlen)
+{
+    struct probe_ctx *p = arg;
+    struct gv *g = p->g;
+    if (!g->destroying && probe_spawn_run(p))
+        return;
+    char reason[PATH_MAX + 64];
+    snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, g->destroying ? "shutting down" : strerror(errno));
+    probe_finish(g, 0, reason);
+    if (g->destroying || g->host->work_submit(g->host, probe_cleanup_work, probe_cleanup_done, p) < 0) {
+        probe_cleanup_work(p);
+        probe_cleanup_done(p);
+    }
+}
+
+/* Delete what the failed run left, then try g->platform: 1 when under way. */
+static int probe_retry(struct probe_ctx *p)
+{
+    struct gv *g = p->g;
+    char root[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    char *argv[] = {g->runsc, root, "delete", "--force", g->probe_cid, NULL};
+    return eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, probe_deleted, p) != NULL;
+}
+
 static void probe_run_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct probe_ctx *p = arg;
@@ -235,9 +290,21 @@ static void probe_run_done(void *arg, int status, const char *out, size_t outlen
     if (status == 0) {
         probe_finish(g, 1, NULL);
     } else {
-        snprintf(reason, sizeof(reason), "trivial sandbox failed (%s %d)%s%s",
+        snprintf(reason, sizeof(reason), "trivial sandbox failed on platform %s (%s %d)%s%s", g->platform,
                  WIFEXITED(status) ? "exit" : "signal", WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
                  line[0] ? ": " : "", line);
+        const char *next = g->destroying ? NULL : gv_platform_candidate(g, g->plat_idx + 1);
+        if (next) {
+            /* the next platform, in a sandbox of the same bundle once the
+             * failed one's state is gone */
+            g->host->log(g->host, GV_COMPONENT, EAI_LOG_INFO, "%s: trying platform %s", reason, next);
+            size_t n = strlen(g->plat_failed);
+            snprintf(g->plat_failed + n, sizeof(g->plat_failed) - n, "%s%s failed", n ? ", " : "", g->platform);
+            g->plat_idx++;
+            snprintf(g->platform, sizeof(g->platform), "%s", next);
+            if (probe_retry(p))
+                return;
+        }
         probe_finish(g, 0, reason);
     }
     if (g->destroying || g->host->work_submit(g->host, probe_cleanup_work, probe_cleanup_done, p) < 0) {
@@ -270,11 +337,7 @@ static void probe_bundle_done(void *arg)
         probe_cleanup_done(p);
         return;
     }
-    char root[PATH_MAX + 16], plat[64];
-    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-    snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
-    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", p->dir, g->probe_cid, NULL};
-    if (!eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 1, GV_PROBE_TIMEOUT_MS, probe_run_done, p)) {
+    if (!probe_spawn_run(p)) {
         char reason[300];
         snprintf(reason, sizeof(reason), "cannot run %s: %s", g->runsc, strerror(errno));
         probe_finish(g, 0, reason);
@@ -325,6 +388,9 @@ static void version_done(void *arg, int status, const char *out, size_t outlen)
 static void probe_start(struct gv *g)
 {
     g->probe_state = 0;
+    g->plat_idx = 0;
+    g->plat_failed[0] = '\0';
+    snprintf(g->platform, sizeof(g->platform), "%s", gv_platform_candidate(g, 0));
     snprintf(g->reason, sizeof(g->reason), "probe in progress");
     char name[PATH_MAX];
     snprintf(name, sizeof(name), "%s", g->runsc[0] ? g->runsc : "runsc");
@@ -336,6 +402,8 @@ static void probe_start(struct gv *g)
     }
     if (!g->probe_enabled) {
         snprintf(g->version, sizeof(g->version), "runsc (probe disabled)");
+        if (!strcmp(g->platform_cfg, "auto"))
+            snprintf(g->platform, sizeof(g->platform), "ptrace"); /* nothing tried: the one every runsc has */
         /* no probe: assume the quirk where the kernel shows net sysctls */
         g->net_state = access("/proc/sys/net/core/rmem_default", F_OK) != 0 ? 1 : access(GV_UNSHARE, X_OK) == 0 ? 2 : -1;
         if (g->net_state < 0)
@@ -490,7 +558,12 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
         out->caps |= EAI_ISO_CAP_EGRESS_POOL; /* egress_claim: pooled sandboxes in core's namespaces */
     out->max_path_bytes = EAI_PC_MAX_PATH_BYTES; /* ABI 1.1: checked at admission */
     out->max_name_bytes = EAI_PC_MAX_NAME_BYTES;
-    snprintf(out->version, sizeof(out->version), "%s", g->version);
+    /* the platform is part of what runs programs: readyz and
+     * eai_backend_info say which one the probe chose */
+    if (out->ready)
+        snprintf(out->version, sizeof(out->version), "%s, platform %s", g->version, g->platform);
+    else
+        snprintf(out->version, sizeof(out->version), "%s", g->version);
     if (!out->ready)
         snprintf(out->reason, sizeof(out->reason), "%s", g->reason);
 }
@@ -542,7 +615,7 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
         snprintf(g->work_dir, sizeof(g->work_dir), "%s", s);
     else
         snprintf(g->work_dir, sizeof(g->work_dir), "%s/gvisor/work", host->data_dir);
-    snprintf(g->platform, sizeof(g->platform), "%s", (s = eai_pc_cfg_str(config, "platform")) ? s : "ptrace");
+    snprintf(g->platform_cfg, sizeof(g->platform_cfg), "%s", (s = eai_pc_cfg_str(config, "platform")) ? s : "auto");
     json_t *v = config ? json_object_get(config, "uid") : NULL;
     g->uid = json_is_integer(v) ? (unsigned)json_integer_value(v) : 65534;
     v = config ? json_object_get(config, "probe") : NULL;
@@ -555,13 +628,12 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
         free(g);
         return NULL;
     }
-    for (const char *p = g->platform; *p; p++) {
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))) {
-            if (err)
-                *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: invalid platform '%s'", g->platform);
-            free(g);
-            return NULL;
-        }
+    if (!g->platform_cfg[0] ||
+        strspn(g->platform_cfg, "abcdefghijklmnopqrstuvwxyz0123456789") != strlen(g->platform_cfg)) {
+        if (err)
+            *err = host->error_new(EAI_E_VALIDATION_FAILED, 0, "gvisor: invalid platform '%s'", g->platform_cfg);
+        free(g);
+        return NULL;
     }
     if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || eai_pc_mkdir_p(g->state_dir, 0700) < 0 ||
         eai_pc_mkdir_p(g->work_dir, 0700) < 0) {

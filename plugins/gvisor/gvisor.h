@@ -57,7 +57,10 @@ struct gv {
     char runsc[PATH_MAX];
     char state_dir[PATH_MAX];
     char work_dir[PATH_MAX];
-    char platform[32];
+    char platform[32];           /* the one runs use: the probe's choice under auto */
+    char platform_cfg[32];       /* config `platform`: auto, or one runsc --platform */
+    int plat_idx;                /* the candidate the probe is trying (gv_platform_candidate) */
+    char plat_failed[200];       /* why the candidates before it failed */
     unsigned uid;
     int probe_enabled;
     char cg_parent[64];          /* "eai/<16 hex>": our cgroup subtree */

@@ -362,6 +362,9 @@ static void test_trace_finops_metrics(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_executions_total{profile=\"gvisor\",status=\"timeout\"} 0\n"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_sandbox_queue_wait_seconds_bucket{profile=\"gvisor-small\",le="));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_backend_ready{backend=\"gvisor\"} 1\n"));
+    /* the runtime and the platform the probe chose (docs/gvisor.md "Platform") */
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_backend_info{backend=\"gvisor\",version=\"runsc version "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, ", platform "));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_build_info{version=\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_pool_takes_total{plugin=\"gvisor\",result=\"hit\"}"));
     CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_pool_takes_total{plugin=\"gvisor\",result=\"miss\"}"));

@@ -372,6 +372,75 @@ static void test_bad_runsc_fail_closed(void)
     g_desc->destroy(bad);
 }
 
+/* isolation.gvisor.platform (docs/gvisor.md "Platform"): `auto` takes the
+ * first platform whose trivial sandbox runs (systrap, then ptrace) and says
+ * so in the probe's version; a platform named in the config is the only one
+ * tried, and when it fails nothing runs.  A wrapper of the real runsc that
+ * refuses systrap stands for a host where systrap does not work. */
+static void test_platform_auto(void)
+{
+    char state[PATH_MAX + 16], work[PATH_MAX + 16], wrap[PATH_MAX + 16], marker[PATH_MAX + 16];
+    snprintf(state, sizeof(state), "%s/plat-state", g_data);
+    snprintf(work, sizeof(work), "%s/plat-work", g_data);
+    snprintf(wrap, sizeof(wrap), "%s/runsc-no-systrap", g_data);
+    snprintf(marker, sizeof(marker), "%s/plat-ran-on-host", g_data);
+    FILE *f = fopen(wrap, "we");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f, "#!/bin/sh\nfor a; do [ \"$a\" = --platform=systrap ] && { echo 'systrap: not here (test)' >&2; "
+               "exit 1; }; done\nexec '%s' \"$@\"\n", g_runsc);
+    fclose(f);
+    chmod(wrap, 0755);
+    struct eai_iso_probe p;
+    const char *argv[] = {"sh", "-c", "echo plat-ok", NULL};
+
+    /* the real runsc under auto: systrap where runsc has it (every runsc
+     * but Debian 12's 0.0~20221219, which has only ptrace and kvm) */
+    void *iso = sb_make_instance(json_pack("{s:s, s:s, s:s, s:i}", "runsc", g_runsc, "state_dir", state,
+                                           "work_dir", work, "pool", 0), 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
+    memset(&p, 0, sizeof(p));
+    p.size = sizeof(p);
+    g_ops->probe(iso, &p);
+    CU_ASSERT_EQUAL(p.ready, 1);
+    int old_runsc = strstr(p.version, "0.0~2022") != NULL;
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.version, old_runsc ? ", platform ptrace" : ", platform systrap"));
+    fprintf(stderr, "  auto on %s: %s\n", g_runsc, p.version);
+    g_desc->destroy(iso);
+
+    /* systrap broken: auto runs on ptrace */
+    iso = sb_make_instance(json_pack("{s:s, s:s, s:s, s:i}", "runsc", wrap, "state_dir", state, "work_dir", work,
+                                     "pool", 0), 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
+    g_ops->probe(iso, &p);
+    CU_ASSERT_EQUAL(p.ready, 1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.version, ", platform ptrace"));
+    struct iso_run *r = sb_run_new(argv);
+    CU_ASSERT_EQUAL(sb_run_job_on(iso, r, 60, NULL), 0);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_STRING_EQUAL(r->out, "plat-ok\n");
+    free(r);
+    g_desc->destroy(iso);
+
+    /* systrap asked for and broken: not ready, nothing runs */
+    iso = sb_make_instance(json_pack("{s:s, s:s, s:s, s:i, s:s}", "runsc", wrap, "state_dir", state, "work_dir",
+                                     work, "pool", 0, "platform", "systrap"), 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
+    g_ops->probe(iso, &p);
+    CU_ASSERT_EQUAL(p.ready, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(p.reason, "platform systrap"));
+    char script[PATH_MAX + 32];
+    snprintf(script, sizeof(script), "touch %s", marker);
+    const char *touch[] = {"sh", "-c", script, NULL};
+    r = sb_run_new(touch);
+    enum eai_code code = EAI_OK;
+    CU_ASSERT_EQUAL(sb_run_job_on(iso, r, 1, &code), -1);
+    CU_ASSERT_EQUAL(code, EAI_E_SANDBOX_UNAVAILABLE);
+    struct stat st;
+    CU_ASSERT_NOT_EQUAL(lstat(marker, &st), 0);
+    free(r);
+    g_desc->destroy(iso);
+}
+
 /* Leftovers of a crashed server: a live container, a bundle with its tmpfs,
  * a cgroup leaf.  A new instance's sweep removes them all. */
 static void test_sweep_restart(void)
@@ -657,6 +726,7 @@ static int gv_register(void)
     sb_add_shared(cold);
     add_own(cold);
     CU_add_test(cold, "bad runsc: fail closed", test_bad_runsc_fail_closed);
+    CU_add_test(cold, "platform auto: systrap, else ptrace; a named one only", test_platform_auto);
     CU_add_test(cold, "sweep after restart", test_sweep_restart);
     CU_add_test(cold, "destroy leaves nothing", test_destroy_leaves_nothing);
     CU_pSuite pool = CU_add_suite("gvisor (warm pool)", suite_init_pool, suite_clean);
