@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
 # Fetch a pinned upstream gVisor release (runsc) and install it after
-# verifying its SHA-512.  For hosts that want a newer runsc than Debian's.
+# verifying its SHA-512 against the one pinned in this repository
+# (tools/runtime/runsc-release.sha512, one line per version and
+# architecture), never against a checksum fetched beside the binary.
+# For hosts that reach upstream's release storage; runsc from the Go module
+# is tools/runtime/build.sh.
 #
-#   tools/runtime/fetch.sh [--prefix DIR] [--version V] [--arch A] [--from DIR] [--print-url]
+#   tools/runtime/fetch.sh [--prefix DIR] [--version V] [--arch A] [--from DIR] [--sums FILE] [--print-url]
 #
 #   --prefix DIR  install DIR/bin/runsc (default /usr/local)
 #   --version V   release to fetch (default: the pinned one below)
 #   --arch A      x86_64 or aarch64 (default: uname -m)
-#   --from DIR    take runsc and runsc.sha512 from a local directory instead
-#                 of downloading (offline hosts, tests)
-#   --print-url   print the download URLs and exit
+#   --from DIR    take DIR/runsc instead of downloading (offline hosts, tests)
+#   --sums FILE   the table of pinned SHA-512s (default: runsc-release.sha512
+#                 beside this script)
+#   --print-url   print the download URL and exit
 #
-# Nothing is installed unless the checksum file is well formed and matches.
+# Nothing is installed unless the table pins a well-formed SHA-512 for the
+# version and architecture and the binary matches it.
 # Then point eaid at it: EAI_SANDBOX_RUNSC=<prefix>/bin/runsc.
 set -euo pipefail
 
@@ -22,6 +28,7 @@ prefix=/usr/local
 version=$PINNED_VERSION
 arch=$(uname -m)
 from=""
+sums="$(cd "$(dirname "$0")" && pwd)/runsc-release.sha512"
 print_url=0
 
 die() { echo "fetch.sh: $*" >&2; exit 1; }
@@ -32,8 +39,9 @@ while [ $# -gt 0 ]; do
     --version) version=${2:?}; shift 2 ;;
     --arch) arch=${2:?}; shift 2 ;;
     --from) from=${2:?}; shift 2 ;;
+    --sums) sums=${2:?}; shift 2 ;;
     --print-url) print_url=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) die "unknown argument: $1" ;;
   esac
 done
@@ -48,18 +56,21 @@ esac
 url="$BASE_URL/$version/$arch"
 if [ "$print_url" = 1 ]; then
   echo "$url/runsc"
-  echo "$url/runsc.sha512"
   exit 0
 fi
+
+# The pinned SHA-512: `<version> <arch> <128 hex>` lines, '#' comments.
+[ -f "$sums" ] || die "$sums: not found"
+want=$(awk -v v="$version" -v a="$arch" '$1 !~ /^#/ && $1 == v && $2 == a { print $3; n++ } END { if (n > 1) print "ambiguous" }' "$sums")
+[ -n "$want" ] || die "no SHA-512 pinned for runsc $version $arch in $sums"
+[[ $want =~ ^[0-9a-fA-F]{128}$ ]] || die "malformed SHA-512 pinned for runsc $version $arch in $sums"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [ -n "$from" ]; then
   [ -f "$from/runsc" ] || die "$from/runsc: not found"
-  [ -f "$from/runsc.sha512" ] || die "$from/runsc.sha512: not found"
   cp -- "$from/runsc" "$work/runsc"
-  cp -- "$from/runsc.sha512" "$work/runsc.sha512"
 else
   if command -v curl >/dev/null; then
     get() { curl -fsSL --proto '=https' --max-time 300 -o "$2" "$1"; }
@@ -69,14 +80,8 @@ else
     die "need curl or wget"
   fi
   get "$url/runsc" "$work/runsc" || die "download failed: $url/runsc"
-  get "$url/runsc.sha512" "$work/runsc.sha512" || die "download failed: $url/runsc.sha512"
 fi
 
-# The checksum file is `<128 hex>  runsc` (sha512sum format); accept only that.
-read -r want name rest < "$work/runsc.sha512" || die "empty checksum file"
-[[ $want =~ ^[0-9a-fA-F]{128}$ ]] || die "malformed checksum file"
-[ -z "${rest:-}" ] || die "malformed checksum file"
-case "${name:-runsc}" in runsc|\*runsc) ;; *) die "checksum file names '$name', not runsc" ;; esac
 have=$(sha512sum "$work/runsc" | cut -d' ' -f1)
 [ "${want,,}" = "$have" ] || die "SHA-512 mismatch for runsc: want $want, have $have"
 
