@@ -408,7 +408,8 @@ static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result
     int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
     if (p->errs[0])
         g->host->log(g->host, GV_COMPONENT, r->outcome == EAI_OUT_OOM || run->stats.oom ? EAI_LOG_INFO : EAI_LOG_WARN,
-                     "%s: runsc: %.1500s", run->b.cid, p->errs);
+                     "%s%s%s%s: runsc: %.1500s", run->b.cid, p->pooled ? " (execution " : "",
+                     p->pooled && run->job->id ? run->job->id : "", p->pooled ? ")" : "", p->errs);
     if (run->stats.oom) {
         r->outcome = EAI_OUT_OOM;
     } else if (p->how == 'x') {
