@@ -90,9 +90,13 @@ static void deliver(struct eai_pc_run *e)
     } else {
         R->ops->classify(R->drv, e, &res, e->msg, sizeof(e->msg));
     }
-    if (res.outcome == EAI_OUT_ERROR && !destroying(R))
-        R->host->log(R->host, R->ops->component, EAI_LOG_ERROR, "%s: %s%s%.300s", e->b.cid,
+    if (res.outcome == EAI_OUT_ERROR && !destroying(R)) {
+        /* a warm sandbox's name is not the execution's: then both */
+        const char *id = e->job->id && !strstr(e->b.cid, e->job->id) ? e->job->id : NULL;
+        R->host->log(R->host, R->ops->component, EAI_LOG_ERROR, "%s%s%s%s: %s%s%.300s", e->b.cid,
+                     id ? " (execution " : "", id ? id : "", id ? ")" : "",
                      res.error_message ? res.error_message : "", e->err_tail_len ? ": " : "", e->err_tail);
+    }
     res.stderr_runtime_bytes = eai_pc_runtime_delivered(&e->err, e->err_runtime_len);
     eai_pc_run_unlink(e);
     if (!destroying(R) && e->cb.on_exit)

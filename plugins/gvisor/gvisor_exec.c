@@ -37,6 +37,7 @@
 #include <jansson.h>
 
 #include "gvisor.h"
+#include "gvisor_log.h"
 
 /* Per-run driver state (run->priv). */
 struct gv_run {
@@ -52,10 +53,15 @@ struct gv_run {
     char procf[PATH_MAX + 32];
     char logf[PATH_MAX + 32];   /* runsc --log of this run */
     char logarg[PATH_MAX + 40];
-    char log[GV_RUNTIME_LOG_MAX + 1]; /* its text, read by end_work */
+    char log[GV_RUNTIME_LOG_MAX]; /* its last bytes, read by end_work */
+    size_t log_len;
     char dlog[PATH_MAX + 48];   /* --debug-log=<bundle>/runsc-%COMMAND%.log */
     const char *died;           /* end_work: the sandbox's runtime processes died under it */
-    char last_err[1600];        /* runsc's last error line in it ("" none) */
+    /* end_work: the errors in runsc's log (gvisor_log.c), for classify */
+    int nerr;                   /*   how many (0: runsc reported no failure) */
+    int err_start;              /*   one says it failed creating or starting the container */
+    int err_notfound;           /*   one says the program's executable was not found */
+    char errs[1600];            /*   the last ones, "; "-joined, for eaid's log */
     int launch;                 /* warm, started by the sandbox's launcher: */
     char line[PATH_MAX];        /*   what it is sent: "/tmp/<launch file>\n" */
     int how;                    /*   gv_launch_ended(): 'x', 'f', 'r' (0: not yet) */
@@ -283,53 +289,47 @@ static int gv_stop_step(void *drv, struct eai_pc_run *run, int step, struct eai_
     return 0;
 }
 
-/* Worker: the last GV_RUNTIME_LOG_MAX bytes of the run's runsc log. */
+/* Worker: the last GV_RUNTIME_LOG_MAX bytes of the run's runsc log (they
+ * may begin inside an object: gv_log_errors skips to the first one). */
 static void read_runtime_log(struct gv_run *p)
 {
-    p->log[0] = '\0';
+    p->log_len = 0;
     int fd = open(p->logf, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return;
     off_t end = lseek(fd, 0, SEEK_END);
     off_t from = end > GV_RUNTIME_LOG_MAX ? end - GV_RUNTIME_LOG_MAX : 0;
     ssize_t n = end > 0 ? pread(fd, p->log, GV_RUNTIME_LOG_MAX, from) : 0;
-    p->log[n > 0 ? n : 0] = '\0';
+    p->log_len = n > 0 ? (size_t)n : 0;
     close(fd);
 }
 
-/* runsc's error lines ({"msg", "level": "error"}) in its log, oldest first,
- * as an array of strings (empty when none; NULL out of memory). */
-static json_t *runtime_errors(const char *log)
+/* What runsc's errors say, for gv_classify: how many, whether one is a
+ * failure to create or start the container (runsc's words for each step:
+ * "creating container", "starting container", "executing processes" of a
+ * runsc exec) or an executable not found (a shell's 127), and the last
+ * ones for eaid's log. */
+static void runtime_errors_note(struct gv_run *p, const json_t *errs)
 {
-    json_t *msgs = json_array();
-    for (const char *line = log; msgs && line && *line;) {
-        const char *nl = strchr(line, '\n');
-        size_t len = nl ? (size_t)(nl - line) : strlen(line);
-        json_t *o = json_loadb(line, len, 0, NULL);
-        const char *lvl = json_string_value(json_object_get(o, "level"));
-        json_t *m = json_object_get(o, "msg");
-        if (lvl && !strcmp(lvl, "error") && json_is_string(m))
-            json_array_append(msgs, m);
-        json_decref(o);
-        line = nl ? nl + 1 : NULL;
+    size_t n = json_array_size(errs);
+    p->nerr = (int)n;
+    p->err_start = p->err_notfound = 0;
+    p->errs[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        const char *m = json_string_value(json_array_get(errs, i));
+        if (strstr(m, "creating container") || strstr(m, "starting container") || strstr(m, "executing processes"))
+            p->err_start = 1;
+        if (strstr(m, "error finding executable") ||
+            (strstr(m, "failed to load") && strstr(m, "no such file or directory")))
+            p->err_notfound = 1;
     }
-    return msgs;
-}
-
-/* runsc writes each of its error lines to its stderr too (msg + "\n"),
- * which is the program's: how many bytes at the end of the stderr tail are
- * those copies (matched from the last message backwards). */
-static size_t runtime_tail_len(const struct eai_pc_run *run, const json_t *msgs)
-{
-    size_t end = run->err_tail_len;
-    for (size_t i = json_array_size(msgs); i-- > 0;) {
-        const char *m = json_string_value(json_array_get(msgs, i));
-        size_t ml = strlen(m);
-        if (ml + 1 > end || run->err_tail[end - 1] != '\n' || memcmp(run->err_tail + end - 1 - ml, m, ml) != 0)
-            break;
-        end -= ml + 1;
+    /* the last three, oldest first, within the buffer */
+    size_t len = 0;
+    for (size_t i = n > 3 ? n - 3 : 0; i < n && len < sizeof(p->errs) - 1; i++) {
+        int w = snprintf(p->errs + len, sizeof(p->errs) - len, "%s%s", len ? "; " : "",
+                         json_string_value(json_array_get(errs, i)));
+        len = w < 0 ? len : len + (size_t)w;
     }
-    return run->err_tail_len - end;
 }
 
 static void gv_end_work(void *drv, struct eai_pc_run *run)
@@ -371,10 +371,15 @@ static void gv_end_work(void *drv, struct eai_pc_run *run)
     read_runtime_log(p);
     if (p->session)
         unlink(p->logf);
-    json_t *errs = runtime_errors(p->log);
-    size_t nerr = json_array_size(errs);
-    snprintf(p->last_err, sizeof(p->last_err), "%s", nerr ? json_string_value(json_array_get(errs, nerr - 1)) : "");
-    run->err_runtime_len = runtime_tail_len(run, errs);
+    json_t *errs = gv_log_errors(p->log, p->log_len);
+    if (!errs) {
+        /* out of memory: runsc failed if it says so by its status alone */
+        p->nerr = 0;
+        snprintf(p->errs, sizeof(p->errs), "(runsc's log not read: out of memory)");
+        return;
+    }
+    runtime_errors_note(p, errs);
+    run->err_runtime_len = gv_log_stderr_copies(run->err_tail, run->err_tail_len, errs);
     json_decref(errs);
 }
 
@@ -392,43 +397,46 @@ static void gv_teardown_work(void *drv, struct eai_pc_run *run)
 
 /* The outcome from runsc's exit status and its own log, never from text
  * the program could have written: a program that prints runsc's words and
- * exits 128 has exited 128. */
+ * exits 128 has exited 128.  runsc fails with status 128 and its error in
+ * the log (whichever of its processes wrote it: run, gofer or sandbox);
+ * with 137 (the program "killed") when a gofer or sandbox died under it. */
 static void gv_classify(void *drv, struct eai_pc_run *run, struct eai_iso_result *r, char *msg, size_t msglen)
 {
     struct gv *g = drv;
+    struct gv_run *p = priv(run);
     int ws = run->wait_status;
-    const char *last = priv(run)->last_err[0] ? priv(run)->last_err : NULL;
-    if (last)
+    int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    if (p->errs[0])
         g->host->log(g->host, GV_COMPONENT, r->outcome == EAI_OUT_OOM || run->stats.oom ? EAI_LOG_INFO : EAI_LOG_WARN,
-                     "%s: runsc: %.1500s", run->b.cid, last);
+                     "%s%s%s%s: runsc: %.1500s", run->b.cid, p->pooled ? " (execution " : "",
+                     p->pooled && run->job->id ? run->job->id : "", p->pooled ? ")" : "", p->errs);
     if (run->stats.oom) {
         r->outcome = EAI_OUT_OOM;
-    } else if (priv(run)->how == 'x') {
-        eai_pc_result_exited(r, priv(run)->code); /* the launcher's answer */
-    } else if (priv(run)->how == 'f') {
-        eai_pc_result_failed(r, msg, msglen, "the sandbox's launcher failed: %s", priv(run)->ltext);
-    } else if (priv(run)->died && !run->hard_killed && WIFEXITED(ws) && WEXITSTATUS(ws) == 128 + SIGKILL) {
+    } else if (p->how == 'x') {
+        eai_pc_result_exited(r, p->code); /* the launcher's answer */
+    } else if (p->how == 'f') {
+        eai_pc_result_failed(r, msg, msglen, "the sandbox's launcher failed: %s", p->ltext);
+    } else if (p->died && !run->hard_killed && code == 128 + SIGKILL) {
         /* runsc reports the program killed by SIGKILL, and its logs say the
          * sandbox or gofer process died first: the platform failed, not the
          * program (a wait RPC also fails, harmlessly, when the sandbox
          * ends normally under load: then the status is the program's) */
-        eai_pc_result_failed(r, msg, msglen, "the sandbox runtime failed: %s", priv(run)->died);
+        eai_pc_result_failed(r, msg, msglen, "the sandbox runtime failed: %s", p->died);
     } else if (WIFSIGNALED(ws)) {
         /* runsc itself died of a signal we did not send. */
         eai_pc_result_failed(r, msg, msglen, "runsc killed by signal %d", WTERMSIG(ws));
-    } else if (WEXITSTATUS(ws) == 128 && last &&
-               (strstr(last, "error finding executable") ||
-                (strstr(last, "failed to load") && strstr(last, "no such file or directory")))) {
+    } else if (code == 128 && p->err_notfound) {
         r->outcome = EAI_OUT_EXITED; /* like a shell: command not found */
         r->exit_code = 127;
-    } else if (WEXITSTATUS(ws) == 128 && last) {
-        int start = strstr(last, "creating container") || strstr(last, "starting container") ||
-                    strstr(last, "executing processes") || strstr(last, "running container: creating");
+    } else if (p->nerr > 0 && (code == 128 || (code == 128 + SIGKILL && !run->hard_killed))) {
+        /* a runsc process failed (its error is in the log): status 128 is
+         * runsc's own, and 137 the program killed as its gofer or sandbox
+         * died */
         eai_pc_result_failed(r, msg, msglen, "%s",
-                             start ? "the sandbox runtime failed to start the program"
-                                   : "the sandbox runtime failed while the program ran (details in the server log)");
+                             p->err_start ? "the sandbox runtime failed to start the program"
+                                          : "the sandbox runtime failed while the program ran (details in the server log)");
     } else {
-        eai_pc_result_exited(r, WEXITSTATUS(ws));
+        eai_pc_result_exited(r, code);
     }
 }
 
