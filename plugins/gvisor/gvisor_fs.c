@@ -359,6 +359,17 @@ const char *gv_runtime_died(const char *bundle_dir, const char *cmd)
         return "the sandbox process died";
     if (log_has(bundle_dir, "boot", "Gofer socket disconnected", "Uncaught signal: \"killed\" (9), PID: 1,"))
         return "the gofer process died";
+    /* runsc of 2026 (tools/runtime/build.sh) logs the same two lines, in
+     * other words, at every end ("Gofer socket disconnected, killing
+     * container", then "application exiting with killed by signal 9" when
+     * the program died of SIGKILL, by its own hand too): what tells a killed
+     * gofer is its own log, which lacks the line a gofer writes when it
+     * ends ("All lisafs servers exited"; runsc run reaps the gofer before it
+     * exits, so the line is there by now when it ended normally). */
+    if (log_has(bundle_dir, "boot", "Gofer socket disconnected", "application exiting with killed by signal 9") &&
+        log_has(bundle_dir, "gofer", "Serving \"/\"", NULL) &&
+        !log_has(bundle_dir, "gofer", "All lisafs servers exited", NULL))
+        return "the gofer process died";
     return NULL;
 }
 

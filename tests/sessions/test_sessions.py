@@ -289,7 +289,11 @@ def case_pause_resume():
     check(int(body) == frozen, "nothing runs while paused: %d then %s" % (frozen, body))
     st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid, timeout=60)
     check(st == 200 and b["status"] == "running", "resume: %s %s" % (st, b))
-    r = run(e, sid, ["sh", "-c", "cat /tmp/kept.txt; a=$(cat /tmp/count); sleep 1; b=$(cat /tmp/count); "
+    # the restored loop counts on: wait for its next write (at most 10 s: a
+    # loaded CI machine stalled a 0.5-CPU session's loop for over a second)
+    r = run(e, sid, ["sh", "-c", "cat /tmp/kept.txt; a=$(cat /tmp/count); i=0; b=$a; "
+                                 "while [ \"$b\" = \"$a\" ] && [ $i -lt 50 ]; do sleep 0.2; b=$(cat /tmp/count); "
+                                 "i=$((i+1)); done; "
                                  "test \"$b\" -gt \"$a\" && test \"$a\" -ge %d && echo counting" % frozen])
     check(r["stdout"] == "kept\ncounting\n", "files and the background process survive pause/resume: %s" % r)
     st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid)
