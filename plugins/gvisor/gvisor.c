@@ -711,6 +711,14 @@ static void gv_destroy(void *self)
     gv_session_destroy_all(g, 0);
     eai_pc_child_reap_all(g);
     eai_pc_watchdog_reap_all(); /* all disarmed by now: none outlives the .so */
+    /* runsc of 2026 bind-mounts an empty network namespace for its gofers
+     * at <root>/null-netns and leaves it there; stacked when two runsc made
+     * it at once.  Ours to remove when the last sandbox is gone (a state
+     * dir that cannot be removed otherwise: EBUSY). */
+    char nullns[PATH_MAX + 16];
+    snprintf(nullns, sizeof(nullns), "%s/null-netns", g->state_dir);
+    for (int i = 0; i < 64 && umount2(nullns, MNT_DETACH) == 0; i++)
+        ;
     /* Our cgroup subtree's parents, when empty. */
     static const char *const ctrls[] = {"memory", "cpuacct", "cpu", "pids", "cpuset", "blkio", "devices",
                                         "freezer", "systemd"};
