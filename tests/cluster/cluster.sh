@@ -1,0 +1,785 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes cluster on this host, for tests and developers
+# (docs/kubernetes.md, "Real cluster").  Everything is built from source
+# packages, bound to 127.0.0.1, and removed again by `down`.
+#
+#   tests/cluster/cluster.sh build    build (or find in the cache) every binary and image
+#   tests/cluster/cluster.sh up       build, then start etcd, the registry, containerd,
+#                                     the control plane and the kubelet; wait until ready
+#   tests/cluster/cluster.sh env      export lines: KUBECONFIG, kubectl, registry, eaid's kubeconfig
+#   tests/cluster/cluster.sh status   what runs, and what the API server says
+#   tests/cluster/cluster.sh down     stop everything; leave no process, mount, interface,
+#                                     netns or cgroup; restore the sysctls (idempotent)
+#
+# Components: etcd v3.6 (go.etcd.io/etcd/server/v3), kube-apiserver,
+# kube-controller-manager, kube-scheduler, kubelet, kubectl (k8s.io/kubernetes
+# v1.36), containerd v2 (+ ctr, containerd-shim-runc-v2), from the wrapper
+# modules in tests/cluster/modules/ (their go.sum pins every hash); CNI bridge,
+# host-local, loopback and the registry from Debian; gVisor's runsc and
+# containerd-shim-runsc-v1 from $EAI_RUNSC_DIR (tools/runtime/build.sh).
+#
+# Environment:
+#   EAI_CLUSTER_DIR    state (certificates, etcd, containerd, kubelet, logs)  /var/lib/eai-cluster
+#   EAI_CLUSTER_RUN    sockets, pid files, containerd and runsc state          /run/eai-cluster
+#   EAI_CLUSTER_CACHE  built binaries and images, by version                  /var/cache/eai-cluster
+#   EAI_RUNSC_DIR      runsc + containerd-shim-runsc-v1                       (gVisor cache, below)
+#   EAI_GO             the Go toolchain (>= 1.26)                             /usr/local/go/bin/go
+#   EAI_CLUSTER_BUILD_JOBS  go build -p                                       2
+#   EAI_CLUSTER_UP_TIMEOUT  seconds `up` waits for each readiness condition   180
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+MODULES=$HERE/modules
+
+STATE=${EAI_CLUSTER_DIR:-/var/lib/eai-cluster}
+RUN=${EAI_CLUSTER_RUN:-/run/eai-cluster}
+CACHE=${EAI_CLUSTER_CACHE:-/var/cache/eai-cluster}
+GO=${EAI_GO:-/usr/local/go/bin/go}
+JOBS=${EAI_CLUSTER_BUILD_JOBS:-2}
+UP_TIMEOUT=${EAI_CLUSTER_UP_TIMEOUT:-180}
+
+# Pinned versions (the wrapper modules' go.mod say the same; `build` checks).
+K8S_VERSION=v1.36.3
+K8S_DATE=2026-07-22T18:07:38Z          # the module's release time (proxy .info): buildDate
+ETCD_VERSION=v3.6.17
+CONTAINERD_VERSION=v2.2.10
+PAUSE_VERSION=3.10.2                   # build/pause/Makefile TAG of k8s.io/kubernetes v1.36.3
+GVISOR_VERSION=v0.0.0-20260905035102-160fafc42237
+RUNSC_DIR=${EAI_RUNSC_DIR:-/var/cache/eai-runtime/gvisor/$GVISOR_VERSION/bin}
+
+# Addresses: everything on 127.0.0.1; pod and service ranges from the
+# benchmarking block 198.18.0.0/15 (RFC 2544), never routed anywhere.
+ADDR=127.0.0.1
+NODE=127.0.0.1
+API_PORT=16443
+ETCD_PORT=12379
+ETCD_PEER_PORT=12380
+REGISTRY_PORT=15000
+KUBELET_PORT=10250
+KUBELET_HEALTHZ_PORT=10248
+CM_PORT=10257
+SCHED_PORT=10259
+POD_CIDR=198.18.0.0/24
+SERVICE_CIDR=198.19.0.0/24
+BRIDGE=eaicni0
+CGROUP=eai-cluster                     # cgroupRoot of the kubelet, in every hierarchy
+REGISTRY=$ADDR:$REGISTRY_PORT
+PAUSE_IMAGE=$REGISTRY/eai-cluster/pause:$PAUSE_VERSION
+BUSYBOX_IMAGE=$REGISTRY/eai-cluster/busybox:1
+# What the kubelet writes when protectKernelDefaults is false, plus the
+# forwarding switches a CNI plugin may turn on: saved by `up`, restored by `down`.
+SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+         kernel.keys.root_maxkeys kernel.keys.root_maxbytes
+         net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv6.conf.all.forwarding)
+
+K8S_BIN=$CACHE/kubernetes-$K8S_VERSION/bin
+ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
+CONTAINERD_BIN=$CACHE/containerd-$CONTAINERD_VERSION/bin
+IMAGES=$CACHE/images-pause-$PAUSE_VERSION
+PKI=$STATE/pki
+LOGS=$STATE/logs
+UNIFIED=/sys/fs/cgroup/unified         # cgroup v2 (hybrid host) or /sys/fs/cgroup (v2 host): process tracking
+[[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] && UNIFIED=/sys/fs/cgroup
+DAEMONS=(registry etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+
+say() { echo "cluster: $*" >&2; }
+die() { say "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------------------
+# Build
+
+need_go() {
+    [[ -x $GO ]] || die "no Go toolchain at $GO (set EAI_GO; Go >= 1.26 is needed)"
+    local v
+    v=$("$GO" env GOVERSION)
+    [[ $v =~ ^go1\.([0-9]+) ]] && ((BASH_REMATCH[1] >= 26)) || die "$GO is $v; Go >= 1.26 is needed"
+}
+
+# stamp MODDIR: what a cached build was made from (go.mod, go.sum, main.go, this script's flags).
+stamp() { cat "$1"/go.mod "$1"/go.sum "$1"/*.go 2>/dev/null | sha256sum | cut -c1-16; }
+
+# go_build NAME VERSION MODDIR TAGS LDFLAGS PKG...: build into $CACHE/NAME-VERSION/bin once.
+go_build() {
+    local name=$1 version=$2 moddir=$3 tags=$4 ldflags=$5
+    shift 5
+    local dir=$CACHE/$name-$version s
+    s=$(stamp "$moddir")
+    if [[ -f $dir/stamp && $(<"$dir/stamp") == "$s" ]]; then
+        return 0
+    fi
+    need_go
+    say "building $name $version (first time on this machine: see docs/kubernetes.md for how long)"
+    mkdir -p "$dir"
+    rm -rf "$dir/bin.new"
+    local t0=$SECONDS
+    if ! (cd "$moddir" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
+            nice -n 19 "$GO" build -p "$JOBS" -trimpath -tags "$tags" -ldflags "$ldflags" \
+            -o "$dir/bin.new/" "$@") >"$dir/build.log" 2>&1; then
+        tail -n 30 "$dir/build.log" >&2
+        die "building $name failed (log: $dir/build.log)"
+    fi
+    rm -rf "$dir/bin"
+    mv "$dir/bin.new" "$dir/bin"
+    echo "$((SECONDS - t0))" >"$dir/build-seconds"
+    echo "$s" >"$dir/stamp"
+    say "built $name $version in $((SECONDS - t0)) s"
+}
+
+build_kubernetes() {
+    local ld="-s -w" p minor=${K8S_VERSION#v1.}
+    minor=${minor%%.*}
+    # What hack/lib/version.sh stamps, so /version and `kubectl version` are true.
+    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+        ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+        ld+=" -X $p.gitTreeState=archive -X $p.buildDate=$K8S_DATE"
+    done
+    go_build kubernetes "$K8S_VERSION" "$MODULES/kubernetes" "" "$ld" \
+        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
+}
+
+build_etcd() {
+    go_build etcd "$ETCD_VERSION" "$MODULES/etcd" "" "-s -w" .   # the module's name: bin/etcd
+}
+
+build_containerd() {
+    local p=github.com/containerd/containerd/v2
+    # The Makefile's static build: tags and version stamps.
+    go_build containerd "$CONTAINERD_VERSION" "$MODULES/containerd" \
+        "urfave_cli_no_docs osusergo netgo static_build no_btrfs no_devmapper no_zfs" \
+        "-s -w -X $p/version.Version=$CONTAINERD_VERSION -X $p/version.Package=$p" \
+        $p/cmd/containerd $p/cmd/ctr $p/cmd/containerd-shim-runc-v2
+}
+
+# gVisor: runsc and its containerd shim, built by tools/runtime/build.sh.
+find_runsc() {
+    if [[ ! -x $RUNSC_DIR/runsc || ! -x $RUNSC_DIR/containerd-shim-runsc-v1 ]]; then
+        if [[ -z ${EAI_RUNSC_DIR:-} && -x $ROOT/tools/runtime/build.sh ]]; then
+            say "building gVisor with tools/runtime/build.sh"
+            "$ROOT/tools/runtime/build.sh" >&2 || die "tools/runtime/build.sh failed"
+        fi
+    fi
+    [[ -x $RUNSC_DIR/runsc && -x $RUNSC_DIR/containerd-shim-runsc-v1 ]] ||
+        die "no runsc and containerd-shim-runsc-v1 in $RUNSC_DIR (set EAI_RUNSC_DIR, or run tools/runtime/build.sh)"
+}
+
+# oci_image LAYOUT TAG ROOTFS-FILLER CMD...: a one-layer OCI image made with umoci.
+oci_image() {
+    local layout=$1 tag=$2 fill=$3
+    shift 3
+    local bundle
+    bundle=$(mktemp -d "$CACHE/bundle.XXXXXX")
+    [[ -d $layout ]] || umoci init --layout "$layout"
+    umoci new --image "$layout:$tag"
+    umoci unpack --image "$layout:$tag" "$bundle/b" >/dev/null
+    "$fill" "$bundle/b/rootfs"
+    umoci repack --image "$layout:$tag" "$bundle/b"
+    local args=()
+    for a in "$@"; do args+=(--config.cmd "$a"); done
+    umoci config --image "$layout:$tag" --author eai-cluster --history.created_by "tests/cluster/cluster.sh" "${args[@]}"
+    umoci gc --layout "$layout"
+    rm -rf "$bundle"
+}
+
+fill_pause() { install -m 0755 "$IMAGES/pause" "$1/pause"; }
+fill_busybox() {
+    mkdir -p "$1/bin" "$1/tmp"
+    chmod 1777 "$1/tmp"
+    install -m 0755 /bin/busybox "$1/bin/busybox"
+    local c
+    for c in sh cat dmesg echo env id ls ps sleep true false uname wc grep head; do
+        ln -s busybox "$1/bin/$c"
+    done
+}
+
+# The pod sandbox ("pause") image and a busybox image for smoke tests, built
+# here: no outside registry is ever asked.
+build_images() {
+    [[ -f $IMAGES/done ]] && return 0
+    command -v umoci >/dev/null || die "umoci missing (apt-get install umoci)"
+    ! ldd /bin/busybox >/dev/null 2>&1 || die "/bin/busybox is not static (apt-get install busybox-static)"
+    local src
+    src=$(cd "$MODULES/kubernetes" && GOFLAGS=-mod=readonly "$GO" list -m -f '{{.Dir}}' k8s.io/kubernetes)
+    [[ -f $src/build/pause/linux/pause.c ]] || die "pause.c missing in $src"
+    rm -rf "$IMAGES"
+    mkdir -p "$IMAGES"
+    gcc -Os -Wall -static -DVERSION="v$PAUSE_VERSION-eai" -o "$IMAGES/pause" "$src/build/pause/linux/pause.c"
+    strip "$IMAGES/pause"
+    oci_image "$IMAGES/oci" pause fill_pause /pause
+    oci_image "$IMAGES/oci" busybox fill_busybox /bin/sh
+    touch "$IMAGES/done"
+}
+
+cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by default
+    local missing=() p what=("$@")
+    ((${#what[@]})) || what=(etcd containerd kubernetes images runsc)
+    for p in containernetworking-plugins docker-registry skopeo umoci busybox-static openssl curl gcc libc6-dev; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if ((${#missing[@]})); then
+        say "apt-get install ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
+            die "apt-get install ${missing[*]} failed"
+    fi
+    mkdir -p "$CACHE"
+    for p in "${what[@]}"; do
+        case $p in
+            etcd | containerd | kubernetes | images) "build_$p" ;;
+            runsc) find_runsc ;;
+            *) die "unknown component: $p" ;;
+        esac
+    done
+}
+
+# ---------------------------------------------------------------------------
+# Certificates (openssl, ECDSA P-256), kubeconfigs
+
+cert() { # cert NAME SUBJECT [SAN]: a leaf signed by the cluster CA
+    local name=$1 subj=$2 san=${3:-} ext
+    ext="basicConstraints=CA:FALSE
+keyUsage=critical,digitalSignature,keyEncipherment
+extendedKeyUsage=serverAuth,clientAuth"
+    [[ -n $san ]] && ext+=$'\n'"subjectAltName=$san"
+    openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key" 2>/dev/null
+    openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
+    openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+        -days 30 -sha256 -extfile <(echo "$ext") -out "$PKI/$name.crt" 2>/dev/null
+    rm -f "$PKI/$name.csr"
+}
+
+make_pki() {
+    mkdir -p "$PKI"
+    chmod 700 "$PKI"
+    openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/ca.key" 2>/dev/null
+    openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=eai-cluster-ca" -days 30 -sha256 \
+        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
+        -out "$PKI/ca.crt" 2>/dev/null
+    local svc=${SERVICE_CIDR%.*}.1
+    cert etcd "/CN=etcd" "IP:$ADDR,DNS:localhost"
+    cert apiserver "/CN=kube-apiserver" \
+        "IP:$ADDR,IP:$svc,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+    cert apiserver-etcd-client "/CN=kube-apiserver-etcd-client"
+    cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
+    cert admin "/O=system:masters/CN=eai-cluster-admin"
+    cert controller-manager "/CN=system:kube-controller-manager"
+    cert scheduler "/CN=system:kube-scheduler"
+    cert kubelet-client "/O=system:nodes/CN=system:node:$NODE"
+    cert kubelet "/CN=$NODE" "IP:$ADDR,DNS:localhost"
+    openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null
+    openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+    rm -f "$PKI/ca.srl"
+}
+
+kubeconfig() { # kubeconfig FILE USER-CERT-NAME
+    cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: eai-cluster
+  cluster: {server: "https://$ADDR:$API_PORT", certificate-authority: "$PKI/ca.crt"}
+users:
+- name: $2
+  user: {client-certificate: "$PKI/$2.crt", client-key: "$PKI/$2.key"}
+contexts:
+- name: eai-cluster
+  context: {cluster: eai-cluster, user: $2}
+current-context: eai-cluster
+EOF
+    chmod 600 "$1"
+}
+
+# ---------------------------------------------------------------------------
+# Configuration files
+
+write_configs() {
+    mkdir -p "$STATE/cni/net.d" "$STATE/kubelet" "$STATE/registry" "$RUN/containerd" "$RUN/runsc" "$LOGS/runsc"
+    kubeconfig "$STATE/admin.kubeconfig" admin
+    kubeconfig "$STATE/controller-manager.kubeconfig" controller-manager
+    kubeconfig "$STATE/scheduler.kubeconfig" scheduler
+    kubeconfig "$STATE/kubelet.kubeconfig" kubelet-client
+
+    cat >"$STATE/registry.yml" <<EOF
+version: 0.1
+log: {level: info, formatter: text}
+storage:
+  filesystem: {rootdirectory: "$STATE/registry"}
+  delete: {enabled: true}
+http:
+  addr: "$REGISTRY"
+EOF
+
+    # Plain HTTP to the local registry only; every other registry is left
+    # to containerd's defaults (and unreachable from this host anyway).
+    mkdir -p "$STATE/containerd-certs.d/$REGISTRY"
+    cat >"$STATE/containerd-certs.d/$REGISTRY/hosts.toml" <<EOF
+server = "http://$REGISTRY"
+[host."http://$REGISTRY"]
+  capabilities = ["pull", "resolve"]
+EOF
+
+    # gVisor's shim reads this (ConfigPath): runsc's own flags under runsc_config.
+    cat >"$STATE/runsc.toml" <<EOF
+binary_name = "$RUNSC_DIR/runsc"
+root = "$RUN/runsc"
+log_path = "$LOGS/runsc/shim-%ID%.log"
+log_level = "info"
+[runsc_config]
+  platform = "systrap"
+  debug-log = "$LOGS/runsc/"
+EOF
+
+    cat >"$STATE/containerd.toml" <<EOF
+version = 3
+root = "$STATE/containerd"
+state = "$RUN/containerd"
+# Not needed here, and each would touch a host-wide path (/var/run/nri, /opt/containerd, ...).
+disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp",
+  "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.btrfs",
+  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
+  "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs",
+  "io.containerd.differ.v1.erofs"]
+
+[grpc]
+  address = "$RUN/containerd/containerd.sock"
+[ttrpc]
+  address = "$RUN/containerd/containerd.sock.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+
+[plugins.'io.containerd.internal.v1.opt']
+  path = "$STATE/containerd-opt"
+
+[plugins.'io.containerd.grpc.v1.cri']
+  disable_tcp_service = true
+  stream_server_address = "$ADDR"
+  stream_server_port = "0"
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "$PAUSE_IMAGE"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "$STATE/containerd-certs.d"
+
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_selinux = false
+  netns_mounts_under_state_dir = true
+  enable_cdi = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["/usr/lib/cni"]
+    conf_dir = "$STATE/cni/net.d"
+    max_conf_num = 1
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    # RuntimeClass gvisor -> handler runsc -> gVisor's shim and runsc.
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc]
+      runtime_type = "io.containerd.runsc.v1"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc.options]
+        TypeUrl = "io.containerd.runsc.v1.options"
+        ConfigPath = "$STATE/runsc.toml"
+    # Pods without a runtime class (none in the tests) run under runc.
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = "$RUN/runc"
+    # No "kata" handler on purpose: the k8s backend's refusal of a missing one is tested.
+EOF
+
+    # bridge + host-local: no gateway address on the host, no default route in
+    # pods (isGateway false), no masquerade: a pod reaches nothing but its
+    # neighbours on the bridge.
+    cat >"$STATE/cni/net.d/10-eai.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "eai-cluster",
+  "plugins": [
+    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": false,
+     "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam",
+              "ranges": [[{"subnet": "$POD_CIDR"}]]}},
+    {"type": "loopback"}
+  ]
+}
+EOF
+
+    : >"$STATE/kubelet/resolv.conf"     # pods get no name server
+    cat >"$STATE/kubelet/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $ADDR
+port: $KUBELET_PORT
+readOnlyPort: 0
+healthzBindAddress: $ADDR
+healthzPort: $KUBELET_HEALTHZ_PORT
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: "$PKI/ca.crt"}
+authorization: {mode: Webhook}
+tlsCertFile: "$PKI/kubelet.crt"
+tlsPrivateKeyFile: "$PKI/kubelet.key"
+containerRuntimeEndpoint: "unix://$RUN/containerd/containerd.sock"
+cgroupDriver: cgroupfs
+cgroupRoot: /$CGROUP
+# Kubernetes >= 1.35 refuses cgroup v1 unless told otherwise; this host is v1 (hybrid).
+failCgroupV1: false
+failSwapOn: false
+resolvConf: "$STATE/kubelet/resolv.conf"
+podLogsDir: "$STATE/pod-logs"
+volumePluginDir: "$STATE/kubelet/volume-plugins"
+maxPods: 32
+podPidsLimit: 1024
+serializeImagePulls: false
+evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
+imageGCHighThresholdPercent: 98
+imageGCLowThresholdPercent: 95
+protectKernelDefaults: false
+registerNode: true
+EOF
+}
+
+# ---------------------------------------------------------------------------
+# Processes: each daemon runs in the cgroup $UNIFIED/$CGROUP/daemons, so its
+# children (shims, runsc sandboxes) are found and killed by `down` too.
+
+pidfile() { echo "$RUN/$1.pid"; }
+alive() { local p; p=$(cat "$(pidfile "$1")" 2>/dev/null) && [[ -n $p ]] && kill -0 "$p" 2>/dev/null; }
+
+start() { # start NAME CMD...
+    local name=$1
+    shift
+    mkdir -p "$UNIFIED/$CGROUP/daemons"
+    (
+        echo "$BASHPID" >"$UNIFIED/$CGROUP/daemons/cgroup.procs"
+        exec setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null
+    ) &
+    echo $! >"$(pidfile "$name")"
+}
+
+fail_with_log() { # fail_with_log NAME MESSAGE
+    say "$2; last lines of $LOGS/$1.log:"
+    tail -n 40 "$LOGS/$1.log" >&2 2>/dev/null || true
+    exit 1
+}
+
+wait_for() { # wait_for NAME WHAT CMD...: until CMD succeeds, or the timeout, or NAME died
+    local name=$1 what=$2 end=$((SECONDS + UP_TIMEOUT))
+    shift 2
+    until "$@" >/dev/null 2>&1; do
+        alive "$name" || fail_with_log "$name" "$name exited while waiting for $what"
+        ((SECONDS < end)) || fail_with_log "$name" "timed out after ${UP_TIMEOUT}s waiting for $what"
+        sleep 0.5
+    done
+}
+
+kc() { "$K8S_BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" --request-timeout=20s "$@"; }
+api_get() { curl -fsS --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://$ADDR:$API_PORT$1"; }
+
+port_free() { ! (exec 3<>"/dev/tcp/$ADDR/$1") 2>/dev/null; }
+
+save_sysctls() {
+    local s
+    [[ -f $STATE/sysctls.saved ]] && return 0
+    for s in "${SYSCTLS[@]}"; do
+        [[ -e /proc/sys/${s//.//} ]] && echo "$s=$(sysctl -n "$s")"
+    done >"$STATE/sysctls.saved"
+}
+
+node_ready() {
+    [[ $(kc get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
+}
+
+cmd_up() {
+    [[ $(id -u) -eq 0 ]] || die "run as root (containerd, the kubelet and cgroups need it)"
+    if alive kube-apiserver || alive kubelet || alive containerd; then
+        die "a cluster is already running (tests/cluster/cluster.sh down first)"
+    fi
+    local t0=$SECONDS
+    cmd_build
+    # A previous run that died half way: clean it first.
+    cmd_down >/dev/null 2>&1 || true
+    local p
+    for p in $API_PORT $ETCD_PORT $ETCD_PEER_PORT $REGISTRY_PORT $KUBELET_PORT $KUBELET_HEALTHZ_PORT $CM_PORT $SCHED_PORT; do
+        port_free "$p" || die "port $ADDR:$p is in use"
+    done
+    ip link show "$BRIDGE" >/dev/null 2>&1 && die "interface $BRIDGE exists (another cluster?)"
+
+    mkdir -p "$STATE" "$RUN" "$LOGS"
+    rm -f "$LOGS"/*.log
+    save_sysctls
+    make_pki
+    write_configs
+    # The kubelet checks that its cgroup root exists in every hierarchy.
+    local h
+    for h in /sys/fs/cgroup/*/; do
+        [[ -f $h/cgroup.procs ]] && mkdir -p "$h$CGROUP"
+    done
+
+    say "starting the registry and etcd"
+    start registry /usr/bin/docker-registry serve "$STATE/registry.yml"
+    start etcd "$ETCD_BIN/etcd" --name eai --data-dir "$STATE/etcd" \
+        --listen-client-urls "https://$ADDR:$ETCD_PORT" --advertise-client-urls "https://$ADDR:$ETCD_PORT" \
+        --listen-peer-urls "http://$ADDR:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://$ADDR:$ETCD_PEER_PORT" \
+        --initial-cluster "eai=http://$ADDR:$ETCD_PEER_PORT" --initial-cluster-state new \
+        --cert-file "$PKI/etcd.crt" --key-file "$PKI/etcd.key" --trusted-ca-file "$PKI/ca.crt" --client-cert-auth \
+        --listen-metrics-urls "" --log-level warn
+    start containerd env PATH="$RUNSC_DIR:$CONTAINERD_BIN:/usr/sbin:/usr/bin:/sbin:/bin" \
+        "$CONTAINERD_BIN/containerd" --config "$STATE/containerd.toml"
+
+    wait_for registry "the registry" curl -fsS --max-time 2 "http://$REGISTRY/v2/"
+    local tag
+    for tag in pause busybox; do
+        local ref=$PAUSE_IMAGE
+        [[ $tag == busybox ]] && ref=$BUSYBOX_IMAGE
+        skopeo copy --quiet --dest-tls-verify=false "oci:$IMAGES/oci:$tag" "docker://$ref" ||
+            fail_with_log registry "pushing $ref failed"
+    done
+    wait_for etcd "etcd /health" curl -fsS --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-etcd-client.crt" \
+        --key "$PKI/apiserver-etcd-client.key" "https://$ADDR:$ETCD_PORT/health"
+
+    say "starting the control plane"
+    start kube-apiserver "$K8S_BIN/kube-apiserver" \
+        --bind-address "$ADDR" --advertise-address "$ADDR" --secure-port "$API_PORT" \
+        --etcd-servers "https://$ADDR:$ETCD_PORT" --etcd-cafile "$PKI/ca.crt" \
+        --etcd-certfile "$PKI/apiserver-etcd-client.crt" --etcd-keyfile "$PKI/apiserver-etcd-client.key" \
+        --client-ca-file "$PKI/ca.crt" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+        --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+        --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP \
+        --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$PKI/sa.pub" \
+        --service-account-signing-key-file "$PKI/sa.key" \
+        --service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC \
+        --enable-admission-plugins NodeRestriction --anonymous-auth=false --allow-privileged=false \
+        --endpoint-reconciler-type none --profiling=false --cert-dir "$STATE/apiserver"
+    wait_for kube-apiserver "the API server's /readyz" api_get /readyz
+
+    start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+        --kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
+        --bind-address "$ADDR" --secure-port "$CM_PORT" --cert-dir "$STATE/controller-manager" \
+        --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+        --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+        --use-service-account-credentials --service-cluster-ip-range "$SERVICE_CIDR" \
+        --leader-elect=false --profiling=false
+    start kube-scheduler "$K8S_BIN/kube-scheduler" \
+        --kubeconfig "$STATE/scheduler.kubeconfig" \
+        --authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
+        --authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
+        --bind-address "$ADDR" --secure-port "$SCHED_PORT" --cert-dir "$STATE/scheduler" \
+        --leader-elect=false --profiling=false
+
+    wait_for containerd "containerd's socket" test -S "$RUN/containerd/containerd.sock"
+    say "starting the kubelet"
+    start kubelet env PATH="/usr/sbin:/usr/bin:/sbin:/bin" "$K8S_BIN/kubelet" \
+        --config "$STATE/kubelet/config.yaml" --kubeconfig "$STATE/kubelet.kubeconfig" \
+        --root-dir "$STATE/kubelet" --cert-dir "$STATE/kubelet/pki" --hostname-override "$NODE" --v 1
+
+    wait_for kubelet "node $NODE Ready" node_ready
+    kc apply -f - >/dev/null <<EOF
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: gvisor}
+handler: runsc
+EOF
+    wait_for kube-apiserver "RuntimeClass gvisor" kc get runtimeclass gvisor
+    wait_for kube-controller-manager "the default ServiceAccount" kc -n default get serviceaccount default
+    make_eaid_access
+    say "up in $((SECONDS - t0)) s; eval \"\$($0 env)\""
+}
+
+# eaid's access, as the Helm chart grants it (deploy/helm/.../rbac.yaml,
+# plugins/k8s/api-calls.json): ServiceAccount eai-system/eai-sandbox, the
+# cluster part bound cluster-wide, the tenant part bound by eaid itself in
+# each tenant namespace (tenant_role, service_account).
+make_eaid_access() {
+    kc apply -f - >/dev/null <<'EOF'
+apiVersion: v1
+kind: Namespace
+metadata: {name: eai-system}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: eai-sandbox, namespace: eai-system}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: eai-sandbox-tenant}
+rules:
+  - {apiGroups: [""], resources: ["pods"], verbs: ["create", "get", "list", "delete"]}
+  - {apiGroups: [""], resources: ["pods/log"], verbs: ["get"]}
+  - {apiGroups: [""], resources: ["secrets"], verbs: ["create"]}
+  - {apiGroups: ["networking.k8s.io"], resources: ["networkpolicies"], verbs: ["create"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: eai-sandbox}
+rules:
+  - {apiGroups: [""], resources: ["namespaces"], verbs: ["create", "list"]}
+  - {apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], verbs: ["create"]}
+  - {apiGroups: ["node.k8s.io"], resources: ["runtimeclasses"], verbs: ["get"]}
+  - {apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["eai-sandbox-tenant"]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: eai-sandbox}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: eai-sandbox}
+subjects:
+  - {kind: ServiceAccount, name: eai-sandbox, namespace: eai-system}
+EOF
+    kc -n eai-system create token eai-sandbox --duration 24h >"$STATE/eaid.token"
+    chmod 600 "$STATE/eaid.token"
+    cat >"$STATE/eaid.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: eai-cluster
+  cluster: {server: "https://$ADDR:$API_PORT", certificate-authority: "$PKI/ca.crt"}
+users:
+- name: eai-sandbox
+  user: {tokenFile: "$STATE/eaid.token"}
+contexts:
+- name: eai-cluster
+  context: {cluster: eai-cluster, user: eai-sandbox}
+current-context: eai-cluster
+EOF
+    chmod 600 "$STATE/eaid.kubeconfig"
+}
+
+# ---------------------------------------------------------------------------
+# down: every step is safe to repeat and runs whatever state is left.
+
+our_mounts() { # mount points under our directories, deepest first
+    awk '{print $5}' /proc/self/mountinfo | while read -r m; do
+        m=$(printf '%b' "$m")
+        case $m in "$STATE"/* | "$RUN"/* | "$RUN" | /run/containerd/runsc/*) echo "$m" ;; esac
+    done | sort -r
+}
+
+cgroup_procs() { # every pid in our cgroup subtree of the process-tracking hierarchy
+    [[ -d $UNIFIED/$CGROUP ]] || return 0
+    find "$UNIFIED/$CGROUP" -name cgroup.procs -exec cat {} + 2>/dev/null
+}
+
+cmd_down() {
+    [[ $(id -u) -eq 0 ]] || die "run as root"
+    local name p i
+
+    # Pods first, while the kubelet can still tear down their sandboxes and networks.
+    if alive kube-apiserver && alive kubelet && [[ -x $K8S_BIN/kubectl ]]; then
+        kc delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+        for i in $(seq 40); do
+            [[ -z $(kc get pods -A -o name 2>/dev/null) ]] && break
+            sleep 0.5
+        done
+    fi
+
+    # Daemons in reverse order of start, then anything left in their cgroups.
+    for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
+        name=${DAEMONS[i]}
+        if alive "$name"; then
+            kill -TERM "$(cat "$(pidfile "$name")")" 2>/dev/null || true
+            for p in $(seq 20); do alive "$name" || break; sleep 0.5; done
+            alive "$name" && kill -KILL "$(cat "$(pidfile "$name")")" 2>/dev/null
+        fi
+        rm -f "$(pidfile "$name")"
+    done
+    if [[ -d $UNIFIED/$CGROUP ]]; then
+        for i in $(seq 20); do
+            [[ -z $(cgroup_procs) ]] && break
+            if [[ -f $UNIFIED/$CGROUP/cgroup.kill ]]; then
+                echo 1 >"$UNIFIED/$CGROUP/cgroup.kill" 2>/dev/null || true
+            else
+                for p in $(cgroup_procs); do kill -KILL "$p" 2>/dev/null || true; done
+            fi
+            sleep 0.5
+        done
+        [[ -z $(cgroup_procs) ]] || say "warning: processes left in $UNIFIED/$CGROUP: $(cgroup_procs | tr '\n' ' ')"
+    fi
+
+    # Mounts (volumes, rootfs, shm, netns), interfaces, network namespaces.
+    for i in 1 2 3; do
+        while read -r p; do
+            [[ -n $p ]] && { umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null || true; }
+        done < <(our_mounts)
+        [[ -z $(our_mounts) ]] && break
+    done
+    [[ -z $(our_mounts) ]] || say "warning: mounts left: $(our_mounts | tr '\n' ' ')"
+    if ip link show "$BRIDGE" >/dev/null 2>&1; then
+        for p in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+            ip link delete "$p" 2>/dev/null || true
+        done
+        ip link delete "$BRIDGE" 2>/dev/null || true
+    fi
+
+    # cgroups: ours in every hierarchy, deepest first.
+    local h
+    for h in /sys/fs/cgroup/*/ "$UNIFIED/"; do
+        [[ -d $h$CGROUP ]] && find "$h$CGROUP" -depth -type d -exec rmdir {} + 2>/dev/null || true
+        [[ -d $h$CGROUP ]] && say "warning: cgroup left: $h$CGROUP"
+    done
+
+    # Sysctls back to what they were before `up`.
+    if [[ -f $STATE/sysctls.saved ]]; then
+        while IFS='=' read -r name p; do
+            [[ $(sysctl -n "$name" 2>/dev/null) == "$p" ]] || sysctl -q -w "$name=$p" >/dev/null || true
+        done <"$STATE/sysctls.saved"
+    fi
+
+    # State, except the logs (kept for a post-mortem; the next `up` clears them).
+    if [[ -d $STATE ]]; then
+        find "$STATE" -mindepth 1 -maxdepth 1 ! -name logs -exec rm -rf --one-file-system {} +
+    fi
+    rm -rf --one-file-system "$RUN"
+    [[ -d /run/containerd/runsc && ! -f /run/containerd/containerd.sock ]] &&
+        rmdir /run/containerd/runsc/k8s.io /run/containerd/runsc 2>/dev/null || true
+    return 0
+}
+
+# ---------------------------------------------------------------------------
+
+cmd_env() {
+    [[ -f $STATE/admin.kubeconfig ]] || die "no cluster (tests/cluster/cluster.sh up)"
+    cat <<EOF
+export KUBECONFIG=$STATE/admin.kubeconfig
+export EAI_CLUSTER_KUBECTL=$K8S_BIN/kubectl
+export EAI_CLUSTER_API_URL=https://$ADDR:$API_PORT
+export EAI_CLUSTER_CA=$PKI/ca.crt
+export EAI_CLUSTER_REGISTRY=$REGISTRY
+export EAI_CLUSTER_BUSYBOX_IMAGE=$BUSYBOX_IMAGE
+export EAI_CLUSTER_EAID_KUBECONFIG=$STATE/eaid.kubeconfig
+export EAI_CLUSTER_TENANT_ROLE=eai-sandbox-tenant
+export EAI_CLUSTER_SERVICE_ACCOUNT=eai-system/eai-sandbox
+export EAI_CLUSTER_RUNTIME_CLASS=gvisor
+export PATH=$K8S_BIN:\$PATH
+EOF
+}
+
+cmd_status() {
+    local name rc=0
+    for name in "${DAEMONS[@]}"; do
+        if alive "$name"; then
+            printf '%-24s running (pid %s)\n' "$name" "$(cat "$(pidfile "$name")")"
+        else
+            printf '%-24s stopped\n' "$name"
+            rc=1
+        fi
+    done
+    if alive kube-apiserver; then
+        printf '%-24s %s\n' "/readyz" "$(api_get /readyz 2>&1 | tail -n1)"
+        kc get nodes -o wide 2>&1 || true
+        kc get runtimeclass 2>&1 || true
+    fi
+    return $rc
+}
+
+case ${1:-} in
+    build) shift; cmd_build "$@" ;;
+    up) cmd_up ;;
+    down) cmd_down ;;
+    env) cmd_env ;;
+    status) cmd_status ;;
+    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
+esac
