@@ -97,7 +97,7 @@ need_go() {
 }
 
 # stamp MODDIR: what a cached build was made from (go.mod, go.sum, main.go, this script's flags).
-stamp() { cat "$1"/go.mod "$1"/go.sum "$1"/*.go 2>/dev/null | sha256sum | cut -c1-16; }
+stamp() { cat "$1"/go.mod "$1"/go.sum "$1"/*.go "$1"/*.patch 2>/dev/null | sha256sum | cut -c1-16 || true; }
 
 # go_build NAME VERSION MODDIR TAGS LDFLAGS PKG...: build into $CACHE/NAME-VERSION/bin once.
 go_build() {
@@ -114,7 +114,7 @@ go_build() {
     rm -rf "$dir/bin.new"
     local t0=$SECONDS
     if ! (cd "$moddir" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
-            nice -n 19 "$GO" build -p "$JOBS" -trimpath -tags "$tags" -ldflags "$ldflags" \
+            nice -n 19 "$GO" build -p "$JOBS" -trimpath -tags "$tags" -ldflags "$ldflags" "${GO_EXTRA[@]}" \
             -o "$dir/bin.new/" "$@") >"$dir/build.log" 2>&1; then
         tail -n 30 "$dir/build.log" >&2
         die "building $name failed (log: $dir/build.log)"
@@ -125,6 +125,8 @@ go_build() {
     echo "$s" >"$dir/stamp"
     say "built $name $version in $((SECONDS - t0)) s"
 }
+
+GO_EXTRA=()   # more go build flags for one go_build
 
 build_kubernetes() {
     local ld="-s -w" p minor=${K8S_VERSION#v1.}
@@ -154,14 +156,59 @@ build_containerd() {
 
 # gVisor: runsc and its containerd shim, built by tools/runtime/build.sh.
 find_runsc() {
-    if [[ ! -x $RUNSC_DIR/runsc || ! -x $RUNSC_DIR/containerd-shim-runsc-v1 ]]; then
-        if [[ -z ${EAI_RUNSC_DIR:-} && -x $ROOT/tools/runtime/build.sh ]]; then
+    if [[ -z ${EAI_RUNSC_DIR:-} && -x $ROOT/tools/runtime/build.sh ]]; then
+        RUNSC_DIR=$("$ROOT/tools/runtime/build.sh" --print-dir) || die "tools/runtime/build.sh --print-dir failed"
+        if [[ ! -x $RUNSC_DIR/runsc || ! -x $RUNSC_DIR/containerd-shim-runsc-v1 ]]; then
             say "building gVisor with tools/runtime/build.sh"
             "$ROOT/tools/runtime/build.sh" >&2 || die "tools/runtime/build.sh failed"
         fi
     fi
     [[ -x $RUNSC_DIR/runsc && -x $RUNSC_DIR/containerd-shim-runsc-v1 ]] ||
         die "no runsc and containerd-shim-runsc-v1 in $RUNSC_DIR (set EAI_RUNSC_DIR, or run tools/runtime/build.sh)"
+}
+
+# Can a process here lower an OOM score (CAP_SYS_RESOURCE)?  The kubelet
+# asks for negative scores (pause -998, Guaranteed pods -997) and gVisor's
+# shim for -999; some hosts (microVMs) deny that to every process, root too.
+can_lower_oom_score() {
+    local p ok=1
+    sleep 5 &
+    p=$!
+    echo -999 >"/proc/$p/oom_score_adj" 2>/dev/null || ok=0
+    kill "$p" 2>/dev/null
+    wait "$p" 2>/dev/null || true
+    ((ok))
+}
+
+# gVisor's shim with modules/gvisor-shim/oom-score.patch, for hosts where
+# can_lower_oom_score fails: the stock shim refuses to start there.  The
+# pinned module is copied out of the module cache, patched, and used through
+# a replace line of a temporary go.mod (-modfile); every other module is
+# checked against modules/gvisor-shim/go.sum as usual.
+SHIM_DIR=$CACHE/gvisor-shim-$GVISOR_VERSION-oom/bin
+build_gvisor_shim() {
+    local moddir=$MODULES/gvisor-shim src dir=$CACHE/gvisor-shim-$GVISOR_VERSION-oom
+    if [[ -f $dir/stamp && $(<"$dir/stamp") == "$(stamp "$moddir")" ]]; then
+        return 0
+    fi
+    need_go
+    src=$(cd "$moddir" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$GO" mod download -json gvisor.dev/gvisor |
+          sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [[ -f $src/pkg/shim/v1/manager.go ]] || die "gvisor.dev/gvisor source not found (module download failed?)"
+    rm -rf "$dir/src" "$dir/mod"
+    mkdir -p "$dir/mod"
+    cp -r "$src" "$dir/src"
+    chmod -R u+w "$dir/src"
+    patch -s -d "$dir/src" -p1 <"$moddir/oom-score.patch" ||
+        die "modules/gvisor-shim/oom-score.patch does not apply to gvisor.dev/gvisor $GVISOR_VERSION"
+    cp "$moddir/go.mod" "$moddir/go.sum" "$dir/mod/"
+    echo "replace gvisor.dev/gvisor => $dir/src" >>"$dir/mod/go.mod"
+    GO_EXTRA=(-modfile "$dir/mod/go.mod")
+    go_build gvisor-shim "$GVISOR_VERSION-oom" "$moddir" "" "-s -w" gvisor.dev/gvisor/shim
+    GO_EXTRA=()
+    rm -rf "$dir/src" "$dir/mod"
+    [[ -x $SHIM_DIR/shim ]] && mv "$SHIM_DIR/shim" "$SHIM_DIR/containerd-shim-runsc-v1"
+    [[ -x $SHIM_DIR/containerd-shim-runsc-v1 ]] || die "no $SHIM_DIR/containerd-shim-runsc-v1"
 }
 
 # oci_image LAYOUT TAG ROOTFS-FILLER CMD...: a one-layer OCI image made with umoci.
@@ -226,7 +273,10 @@ cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by d
     for p in "${what[@]}"; do
         case $p in
             etcd | containerd | kubernetes | images) "build_$p" ;;
-            runsc) find_runsc ;;
+            runsc)
+                find_runsc
+                can_lower_oom_score || build_gvisor_shim
+                ;;
             *) die "unknown component: $p" ;;
         esac
     done
@@ -293,6 +343,8 @@ EOF
 # Configuration files
 
 write_configs() {
+    local restrict_oom=false
+    can_lower_oom_score || restrict_oom=true
     mkdir -p "$STATE/cni/net.d" "$STATE/kubelet" "$STATE/registry" "$RUN/containerd" "$RUN/runsc" "$LOGS/runsc"
     kubeconfig "$STATE/admin.kubeconfig" admin
     kubeconfig "$STATE/controller-manager.kubeconfig" controller-manager
@@ -368,6 +420,9 @@ disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor
   enable_selinux = false
   netns_mounts_under_state_dir = true
   enable_cdi = false
+  # true where no process may lower an OOM score (see can_lower_oom_score):
+  # scores below containerd's own (0) are raised to it.
+  restrict_oom_score_adj = $restrict_oom
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$STATE/cni/net.d"
@@ -517,6 +572,13 @@ cmd_up() {
     for h in /sys/fs/cgroup/*/; do
         [[ -f $h/cgroup.procs ]] && mkdir -p "$h$CGROUP"
     done
+    # cgroup v1 cpuset: a new group starts with no CPUs and no memory nodes.
+    if [[ -f /sys/fs/cgroup/cpuset/cpuset.cpus ]]; then
+        [[ -n $(<"/sys/fs/cgroup/cpuset/$CGROUP/cpuset.cpus") ]] ||
+            cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$CGROUP/cpuset.cpus"
+        [[ -n $(<"/sys/fs/cgroup/cpuset/$CGROUP/cpuset.mems") ]] ||
+            cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$CGROUP/cpuset.mems"
+    fi
 
     say "starting the registry and etcd"
     start registry /usr/bin/docker-registry serve "$STATE/registry.yml"
@@ -526,7 +588,9 @@ cmd_up() {
         --initial-cluster "eai=http://$ADDR:$ETCD_PEER_PORT" --initial-cluster-state new \
         --cert-file "$PKI/etcd.crt" --key-file "$PKI/etcd.key" --trusted-ca-file "$PKI/ca.crt" --client-cert-auth \
         --listen-metrics-urls "" --log-level warn
-    start containerd env PATH="$RUNSC_DIR:$CONTAINERD_BIN:/usr/sbin:/usr/bin:/sbin:/bin" \
+    local shims=$RUNSC_DIR
+    can_lower_oom_score || shims=$SHIM_DIR:$RUNSC_DIR
+    start containerd env PATH="$shims:$CONTAINERD_BIN:/usr/sbin:/usr/bin:/sbin:/bin" \
         "$CONTAINERD_BIN/containerd" --config "$STATE/containerd.toml"
 
     wait_for registry "the registry" curl -fsS --max-time 2 "http://$REGISTRY/v2/"
