@@ -8,6 +8,10 @@
 #                                     the control plane and the kubelet; wait until ready
 #   tests/cluster/cluster.sh env      export lines: KUBECONFIG, kubectl, registry, eaid's kubeconfig
 #   tests/cluster/cluster.sh status   what runs, and what the API server says
+#   tests/cluster/cluster.sh push ROOTFS NAME:TAG [CMD...]
+#                                     a root filesystem (e.g. an eaid image store's
+#                                     <image_dir>/<name>/<tag>/rootfs) as a one-layer
+#                                     image in the local registry: $REGISTRY/NAME:TAG
 #   tests/cluster/cluster.sh down     stop everything; leave no process, mount, interface,
 #                                     netns or cgroup; restore the sysctls (idempotent)
 #
@@ -82,6 +86,11 @@ LOGS=$STATE/logs
 UNIFIED=/sys/fs/cgroup/unified         # cgroup v2 (hybrid host) or /sys/fs/cgroup (v2 host): process tracking
 [[ $(stat -fc %T /sys/fs/cgroup) == cgroup2fs ]] && UNIFIED=/sys/fs/cgroup
 DAEMONS=(registry etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet)
+# Host paths written whatever the configuration says: the kubelet's device
+# plugin socket and container log links are hard-coded, and so is libcni's
+# result cache (containerd offers no setting).  `up` records which did not
+# exist; `down` removes what the cluster put there, then those it created.
+HOST_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers)
 
 say() { echo "cluster: $*" >&2; }
 die() { say "error: $*"; exit 1; }
@@ -563,8 +572,14 @@ cmd_up() {
     ip link show "$BRIDGE" >/dev/null 2>&1 && die "interface $BRIDGE exists (another cluster?)"
 
     mkdir -p "$STATE" "$RUN" "$LOGS"
-    rm -f "$LOGS"/*.log
+    rm -rf "$LOGS"/*.log "$LOGS/runsc"
+    # From here on, a failure stops whatever started (the logs stay).
+    # ($BASHPID: bash runs this trap in some subshells too, e.g. <(...).)
+    trap '[[ $BASHPID == "$$" ]] && { say "up failed: stopping what started (logs: $LOGS)"; cmd_down >/dev/null 2>&1; }' EXIT
     save_sysctls
+    for p in "${HOST_PATHS[@]}"; do
+        [[ -e $p ]] || echo "$p"
+    done >"$STATE/host-paths.created"
     make_pki
     write_configs
     # The kubelet checks that its cgroup root exists in every hierarchy.
@@ -651,6 +666,7 @@ EOF
     wait_for kube-apiserver "RuntimeClass gvisor" kc get runtimeclass gvisor
     wait_for kube-controller-manager "the default ServiceAccount" kc -n default get serviceaccount default
     make_eaid_access
+    trap - EXIT
     say "up in $((SECONDS - t0)) s; eval \"\$($0 env)\""
 }
 
@@ -785,6 +801,19 @@ cmd_down() {
         [[ -d $h$CGROUP ]] && say "warning: cgroup left: $h$CGROUP"
     done
 
+    # Hard-coded host paths: our entries, then the directories we created.
+    find /var/log/containers -maxdepth 1 -type l -lname "$STATE/*" -delete 2>/dev/null || true
+    find /var/lib/cni/results -maxdepth 1 -type f -name 'eai-cluster-*' -delete 2>/dev/null || true
+    # The kubelet leaves its socket behind (any other kubelet here would have
+    # had its own replaced by ours at start).
+    rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+    if [[ -f $STATE/host-paths.created ]]; then
+        while read -r p; do
+            [[ -d $p ]] && find "$p" -depth -type d -empty -delete 2>/dev/null
+            [[ -e $p ]] && say "warning: $p is not empty; left in place"
+        done <"$STATE/host-paths.created"
+    fi
+
     # Sysctls back to what they were before `up`.
     if [[ -f $STATE/sysctls.saved ]]; then
         while IFS='=' read -r name p; do
@@ -821,6 +850,25 @@ export PATH=$K8S_BIN:\$PATH
 EOF
 }
 
+# push ROOTFS NAME:TAG [CMD...]: eaid's image store keeps root filesystems
+# (docs/images.md); the kubelet pulls images.  This packs one as a one-layer
+# OCI image (umoci) and pushes it to the local registry (skopeo).
+cmd_push() {
+    local rootfs=${1:-} ref=${2:-}
+    shift 2 || true
+    [[ -d $rootfs && $ref =~ ^[a-z0-9._/-]+:[A-Za-z0-9._-]+$ ]] || die "usage: push ROOTFS NAME:TAG [CMD...]"
+    alive registry || die "the registry is not running (tests/cluster/cluster.sh up)"
+    fill_rootfs() { cp -a "$rootfs/." "$1/"; }
+    local tmp
+    mkdir -p "$CACHE"
+    tmp=$(mktemp -d "$CACHE/push.XXXXXX")
+    oci_image "$tmp/oci" img fill_rootfs "${@:-/bin/sh}"
+    skopeo copy --quiet --dest-tls-verify=false "oci:$tmp/oci:img" "docker://$REGISTRY/$ref" ||
+        { rm -rf "$tmp"; die "pushing $REGISTRY/$ref failed"; }
+    rm -rf "$tmp"
+    echo "$REGISTRY/$ref"
+}
+
 cmd_status() {
     local name rc=0
     for name in "${DAEMONS[@]}"; do
@@ -839,11 +887,17 @@ cmd_status() {
     return $rc
 }
 
-case ${1:-} in
-    build) shift; cmd_build "$@" ;;
-    up) cmd_up ;;
-    down) cmd_down ;;
-    env) cmd_env ;;
-    status) cmd_status ;;
-    *) sed -n '2,30p' "$0" >&2; exit 2 ;;
-esac
+main() {
+    case ${1:-} in
+        build) shift; cmd_build "$@" ;;
+        up) cmd_up ;;
+        down) cmd_down ;;
+        env) cmd_env ;;
+        status) cmd_status ;;
+        push) shift; cmd_push "$@" ;;
+        *) sed -n '2,34p' "$0" >&2; exit 2 ;;
+    esac
+}
+# One line: bash has read it whole before running it, so editing this file
+# while a long build runs cannot make bash run half a line afterwards.
+main "$@"; exit
