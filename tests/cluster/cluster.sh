@@ -88,9 +88,10 @@ UNIFIED=/sys/fs/cgroup/unified         # cgroup v2 (hybrid host) or /sys/fs/cgro
 DAEMONS=(registry etcd containerd kube-apiserver kube-controller-manager kube-scheduler kubelet)
 # Host paths written whatever the configuration says: the kubelet's device
 # plugin socket and container log links are hard-coded, and so is libcni's
-# result cache (containerd offers no setting).  `up` records which did not
-# exist; `down` removes what the cluster put there, then those it created.
-HOST_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers)
+# result cache (containerd offers no setting), and containerd's shim library
+# puts shim sockets in /run/containerd/s.  `up` records which did not exist;
+# `down` removes what the cluster put there, then the empty directories it created.
+HOST_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /run/containerd)
 
 say() { echo "cluster: $*" >&2; }
 die() { say "error: $*"; exit 1; }

@@ -36,6 +36,11 @@ fi
 SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
          kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 sysctls_before=$(sysctl "${SYSCTLS[@]}")
+# Host paths the kubelet, libcni and containerd's shims write whatever the
+# configuration says (cluster.sh HOST_PATHS), and /run/netns.
+HOST_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /run/netns)
+absent=()
+for p in "${HOST_PATHS[@]}"; do [[ -e $p ]] || absent+=("$p"); done
 trap '"$CLUSTER" down || true' EXIT
 
 t0=$SECONDS
@@ -165,6 +170,9 @@ c=$(find /sys/fs/cgroup -mindepth 1 -maxdepth 2 -type d -name eai-cluster 2>/dev
 [[ -z $c ]] && pass "no cgroup eai-cluster left" || fail "cgroups left: $c"
 n=$(ip netns list 2>/dev/null | grep -E '^cni-' || true)
 [[ -z $n ]] && pass "no cni-* netns left" || fail "netns left: $n"
+for p in "${absent[@]}"; do
+    [[ -e $p ]] && fail "$p did not exist before up and does now: $(ls -A "$p" | head -5 | tr '\n' ' ')"
+done
 left=$(ps -eo pid=,args= | grep -E "$STATE|$RUN" | grep -v grep || true)
 [[ -z $left ]] && pass "no process left" || fail "processes left: $left"
 [[ ! -d $RUN ]] && pass "$RUN removed" || fail "$RUN left"
