@@ -2,9 +2,10 @@
 # The real cluster's smoke test (ctest k8s-real; docs/kubernetes.md, "Real cluster"):
 #   1. build (or find cached) every binary: exit 77 (skipped) when that is impossible here;
 #   2. up; a pod with runtimeClassName gvisor, from the local registry, must print
-#      gVisor's kernel messages (dmesg) and gVisor's kernel version (uname), which
-#      no runc container on this host would; a pod shaped like plugins/k8s's
-#      (restricted, non-root, read-only root, Guaranteed) runs under gVisor too;
+#      gVisor's kernel messages (dmesg) and gVisor's kernel version (uname); a
+#      pod of the same image under runc (no class) shows the host's kernel; a pod
+#      shaped like plugins/k8s's (restricted, non-root, read-only root,
+#      Guaranteed) runs under gVisor too;
 #      a pod naming RuntimeClass kata is refused; eaid's kubeconfig may do what
 #      plugins/k8s needs and nothing on kube-system pods or secrets;
 #   3. down (twice); nothing it made is left: process, mount, interface, netns,
@@ -85,6 +86,17 @@ else
     fail "gvisor pod did not succeed"
     "$kubectl" describe pod smoke-gvisor || true
     tail -n 30 "$STATE/logs/containerd.log" "$STATE/logs/kubelet.log" || true
+fi
+
+# The same image under runc (pods without a class): the host's kernel, which
+# is what the gVisor pod above must not show.
+"$kubectl" run smoke-runc --image="$EAI_CLUSTER_BUSYBOX_IMAGE" --restart=Never -- uname -r
+if "$kubectl" wait pod/smoke-runc --for=jsonpath='{.status.phase}'=Succeeded --timeout=120s; then
+    out=$("$kubectl" logs smoke-runc)
+    [[ $out == "$(uname -r)" ]] && pass "runc pod (no class) sees the host's kernel: $out" ||
+        fail "runc pod: '$out'"
+else
+    fail "runc pod did not succeed"
 fi
 
 # A pod as plugins/k8s makes them (restricted Pod Security, non-root,
