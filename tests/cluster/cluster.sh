@@ -744,6 +744,19 @@ cgroup_procs() { # every pid in our cgroup subtree of the process-tracking hiera
     find "$UNIFIED/$CGROUP" -name cgroup.procs -exec cat {} + 2>/dev/null
 }
 
+stop_daemons() { # stop_daemons NAME...: TERM, up to 10 s, then KILL
+    local name i
+    for name in "$@"; do
+        alive "$name" && kill -TERM "$(cat "$(pidfile "$name")")" 2>/dev/null
+    done
+    for name in "$@"; do
+        for i in $(seq 50); do alive "$name" || break; sleep 0.2; done
+        alive "$name" && kill -KILL "$(cat "$(pidfile "$name")")" 2>/dev/null
+        rm -f "$(pidfile "$name")"
+    done
+    return 0
+}
+
 cmd_down() {
     [[ $(id -u) -eq 0 ]] || die "run as root"
     local name p i
@@ -757,16 +770,12 @@ cmd_down() {
         done
     fi
 
-    # Daemons in reverse order of start, then anything left in their cgroups.
-    for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do
-        name=${DAEMONS[i]}
-        if alive "$name"; then
-            kill -TERM "$(cat "$(pidfile "$name")")" 2>/dev/null || true
-            for p in $(seq 20); do alive "$name" || break; sleep 0.5; done
-            alive "$name" && kill -KILL "$(cat "$(pidfile "$name")")" 2>/dev/null
-        fi
-        rm -f "$(pidfile "$name")"
-    done
+    # Daemons in reverse order of start (those of one stage together), then
+    # anything left in their cgroups.
+    stop_daemons kubelet
+    stop_daemons kube-scheduler kube-controller-manager kube-apiserver
+    stop_daemons containerd
+    stop_daemons etcd registry
     if [[ -d $UNIFIED/$CGROUP ]]; then
         for i in $(seq 20); do
             [[ -z $(cgroup_procs) ]] && break
