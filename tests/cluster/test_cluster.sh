@@ -7,7 +7,9 @@
 #      shaped like plugins/k8s's (restricted, non-root, read-only root,
 #      Guaranteed) runs under gVisor too;
 #      a pod naming RuntimeClass kata is refused; eaid's kubeconfig may do what
-#      plugins/k8s needs and nothing on kube-system pods or secrets;
+#      plugins/k8s needs and nothing on kube-system pods or secrets; eaid (when
+#      the build's eaid and k8s plugin are there) runs one execution through
+#      the k8s backend on the cluster, under gVisor;
 #   3. down (twice); nothing it made is left: process, mount, interface, netns,
 #      cgroup; the sysctls are back.
 set -euo pipefail
@@ -165,6 +167,69 @@ eaid() { "$kubectl" --kubeconfig "$EAI_CLUSTER_EAID_KUBECONFIG" "$@" 2>/dev/null
 [[ $(eaid auth can-i create pods -n kube-system) == no ]] && pass "eaid may not create pods in kube-system" ||
     fail "eaid create pods in kube-system"
 [[ $(eaid auth can-i list secrets -A) == no ]] && pass "eaid may not list secrets" || fail "eaid list secrets"
+
+# eaid itself, with the k8s backend and the kubeconfig `env` gives it: one
+# execution end to end (tenant namespace, RoleBinding, policy, Secret, pod,
+# log, cleanup).  Needs the build's eaid and plugin (ctest passes their dirs).
+eaid_bin=${EAI_BUILD_DIR:-}/eaid
+if [[ -x $eaid_bin && -f ${EAI_PLUGIN_DIR:-}/eai-isolation-k8s.so ]]; then
+    d=$(mktemp -d /tmp/eai-k8s-real.XXXXXX)
+    chmod 700 "$d"
+    mkdir -m 700 "$d/data"
+    port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    cat >"$d/eaid.yaml" <<EOF
+server: {listen: "127.0.0.1:$port"}
+data_dir: $d/data
+isolation:
+  k8s:
+    kubeconfig: $EAI_CLUSTER_EAID_KUBECONFIG
+    runtime_class: $EAI_CLUSTER_RUNTIME_CLASS
+    tenant_role: $EAI_CLUSTER_TENANT_ROLE
+    service_account: $EAI_CLUSTER_SERVICE_ACCOUNT
+    images: {registries: ["$EAI_CLUSTER_REGISTRY"]}
+profiles:
+  k8s-gvisor:
+    backend: k8s
+    runtime_class: gvisor
+    defaults: {cpu: 500m, memory: 256Mi, timeout_s: 30}
+    max: {cpu: "1", memory: 512Mi, timeout_s: 60}
+EOF
+    tenant=$("$eaid_bin" tenants create k8s-real --config "$d/eaid.yaml" | sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+    key=$("$eaid_bin" keys create --tenant "$tenant" --config "$d/eaid.yaml" 2>/dev/null)
+    setsid "$eaid_bin" serve --config "$d/eaid.yaml" >"$d/eaid.log" 2>&1 </dev/null &
+    eaid_pid=$!
+    trap 'kill "$eaid_pid" 2>/dev/null || true; "$CLUSTER" down || true' EXIT
+    ready=
+    for i in $(seq 100); do
+        ready=$(curl -fsS "http://127.0.0.1:$port/readyz" 2>/dev/null || true)
+        [[ $ready == *'"k8s":{"ready":true'* ]] && break
+        sleep 0.2
+    done
+    [[ $ready == *'"k8s":{"ready":true'* ]] && pass "eaid ready with the k8s backend: $ready" ||
+        fail "eaid not ready: $ready $(tail -n 5 "$d/eaid.log")"
+    api() { curl -sS -H "Authorization: Bearer $key" -H 'Content-Type: application/json' "$@"; }
+    id=$(api -X POST "http://127.0.0.1:$port/v1/sandbox/executions" -d "{\"profile\": \"k8s-gvisor\",
+          \"image\": \"$EAI_CLUSTER_BUSYBOX_IMAGE\", \"stdin\": \"line one\\n\",
+          \"command\": [\"/bin/sh\", \"-c\", \"read l; echo got \$l; uname -r; dmesg | head -n 1\"]}" |
+         sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
+    body=
+    for i in $(seq 120); do
+        body=$(api "http://127.0.0.1:$port/v1/sandbox/executions/$id")
+        [[ $body == *'"status":"queued"'* || $body == *'"status":"running"'* ]] || break
+        sleep 0.5
+    done
+    echo "--- eaid execution: $body"
+    [[ $body == *'"status":"succeeded"'* && $body == *'got line one'* && $body == *'-gvisor'* &&
+       $body == *'Starting gVisor'* ]] && pass "eaid execution $id succeeded under gVisor in the cluster" ||
+        fail "eaid execution: $body"
+    left=$("$kubectl" get pods -n "eai-$tenant" -o name 2>&1)
+    [[ -z $left ]] && pass "eaid deleted its pod" || fail "pods left in eai-$tenant: $left"
+    kill "$eaid_pid" 2>/dev/null || true
+    wait "$eaid_pid" 2>/dev/null || true
+    rm -rf "$d"
+else
+    echo "(no eaid execution: EAI_BUILD_DIR/eaid or EAI_PLUGIN_DIR/eai-isolation-k8s.so missing)"
+fi
 
 # down, twice, and nothing left.
 "$CLUSTER" down && pass "cluster down" || fail "cluster down"
