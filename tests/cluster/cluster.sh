@@ -21,6 +21,7 @@
 # modules in tests/cluster/modules/ (their go.sum pins every hash); CNI bridge,
 # host-local, loopback and the registry from Debian; gVisor's runsc and
 # containerd-shim-runsc-v1 from $EAI_RUNSC_DIR (tools/runtime/build.sh).
+# lib/build.sh builds; lib/config.sh writes certificates and configurations.
 #
 # Environment:
 #   EAI_CLUSTER_DIR    state (certificates, etcd, containerd, kubelet, logs)  /var/lib/eai-cluster
@@ -96,415 +97,10 @@ HOST_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /run/containerd)
 say() { echo "cluster: $*" >&2; }
 die() { say "error: $*"; exit 1; }
 
-# ---------------------------------------------------------------------------
-# Build
-
-need_go() {
-    [[ -x $GO ]] || die "no Go toolchain at $GO (set EAI_GO; Go >= 1.26 is needed)"
-    local v
-    v=$("$GO" env GOVERSION)
-    [[ $v =~ ^go1\.([0-9]+) ]] && ((BASH_REMATCH[1] >= 26)) || die "$GO is $v; Go >= 1.26 is needed"
-}
-
-# stamp MODDIR: what a cached build was made from (go.mod, go.sum, main.go, this script's flags).
-stamp() { cat "$1"/go.mod "$1"/go.sum "$1"/*.go "$1"/*.patch 2>/dev/null | sha256sum | cut -c1-16 || true; }
-
-# go_build NAME VERSION MODDIR TAGS LDFLAGS PKG...: build into $CACHE/NAME-VERSION/bin once.
-go_build() {
-    local name=$1 version=$2 moddir=$3 tags=$4 ldflags=$5
-    shift 5
-    local dir=$CACHE/$name-$version s
-    s=$(stamp "$moddir")
-    if [[ -f $dir/stamp && $(<"$dir/stamp") == "$s" ]]; then
-        return 0
-    fi
-    need_go
-    say "building $name $version (first time on this machine: see docs/kubernetes.md for how long)"
-    mkdir -p "$dir"
-    rm -rf "$dir/bin.new"
-    local t0=$SECONDS
-    if ! (cd "$moddir" && CGO_ENABLED=0 GOFLAGS=-mod=readonly GOTOOLCHAIN=local \
-            nice -n 19 "$GO" build -p "$JOBS" -trimpath -tags "$tags" -ldflags "$ldflags" "${GO_EXTRA[@]}" \
-            -o "$dir/bin.new/" "$@") >"$dir/build.log" 2>&1; then
-        tail -n 30 "$dir/build.log" >&2
-        die "building $name failed (log: $dir/build.log)"
-    fi
-    rm -rf "$dir/bin"
-    mv "$dir/bin.new" "$dir/bin"
-    echo "$((SECONDS - t0))" >"$dir/build-seconds"
-    echo "$s" >"$dir/stamp"
-    say "built $name $version in $((SECONDS - t0)) s"
-}
-
-GO_EXTRA=()   # more go build flags for one go_build
-
-build_kubernetes() {
-    local ld="-s -w" p minor=${K8S_VERSION#v1.}
-    minor=${minor%%.*}
-    # What hack/lib/version.sh stamps, so /version and `kubectl version` are true.
-    for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-        ld+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
-        ld+=" -X $p.gitTreeState=archive -X $p.buildDate=$K8S_DATE"
-    done
-    go_build kubernetes "$K8S_VERSION" "$MODULES/kubernetes" "" "$ld" \
-        k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
-        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
-}
-
-build_etcd() {
-    go_build etcd "$ETCD_VERSION" "$MODULES/etcd" "" "-s -w" .   # the module's name: bin/etcd
-}
-
-build_containerd() {
-    local p=github.com/containerd/containerd/v2
-    # The Makefile's static build: tags and version stamps.
-    go_build containerd "$CONTAINERD_VERSION" "$MODULES/containerd" \
-        "urfave_cli_no_docs osusergo netgo static_build no_btrfs no_devmapper no_zfs" \
-        "-s -w -X $p/version.Version=$CONTAINERD_VERSION -X $p/version.Package=$p" \
-        $p/cmd/containerd $p/cmd/ctr $p/cmd/containerd-shim-runc-v2
-}
-
-# gVisor: runsc and its containerd shim, built by tools/runtime/build.sh.
-find_runsc() {
-    if [[ -z ${EAI_RUNSC_DIR:-} && -x $ROOT/tools/runtime/build.sh ]]; then
-        RUNSC_DIR=$("$ROOT/tools/runtime/build.sh" --print-dir) || die "tools/runtime/build.sh --print-dir failed"
-        if [[ ! -x $RUNSC_DIR/runsc || ! -x $RUNSC_DIR/containerd-shim-runsc-v1 ]]; then
-            say "building gVisor with tools/runtime/build.sh"
-            "$ROOT/tools/runtime/build.sh" >&2 || die "tools/runtime/build.sh failed"
-        fi
-    fi
-    [[ -x $RUNSC_DIR/runsc && -x $RUNSC_DIR/containerd-shim-runsc-v1 ]] ||
-        die "no runsc and containerd-shim-runsc-v1 in $RUNSC_DIR (set EAI_RUNSC_DIR, or run tools/runtime/build.sh)"
-}
-
-# Can a process here lower an OOM score (CAP_SYS_RESOURCE)?  The kubelet
-# asks for negative scores (pause -998, Guaranteed pods -997) and gVisor's
-# shim for -999; some hosts (microVMs) deny that to every process, root too.
-can_lower_oom_score() {
-    local p ok=1
-    sleep 5 &
-    p=$!
-    echo -999 >"/proc/$p/oom_score_adj" 2>/dev/null || ok=0
-    kill "$p" 2>/dev/null
-    wait "$p" 2>/dev/null || true
-    ((ok))
-}
-
-# gVisor's shim with modules/gvisor-shim/oom-score.patch, for hosts where
-# can_lower_oom_score fails: the stock shim refuses to start there.  The
-# pinned module is copied out of the module cache, patched, and used through
-# a replace line of a temporary go.mod (-modfile); every other module is
-# checked against modules/gvisor-shim/go.sum as usual.
-SHIM_DIR=$CACHE/gvisor-shim-$GVISOR_VERSION-oom/bin
-build_gvisor_shim() {
-    local moddir=$MODULES/gvisor-shim src dir=$CACHE/gvisor-shim-$GVISOR_VERSION-oom
-    if [[ -f $dir/stamp && $(<"$dir/stamp") == "$(stamp "$moddir")" ]]; then
-        return 0
-    fi
-    need_go
-    src=$(cd "$moddir" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$GO" mod download -json gvisor.dev/gvisor |
-          sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
-    [[ -f $src/pkg/shim/v1/manager.go ]] || die "gvisor.dev/gvisor source not found (module download failed?)"
-    rm -rf "$dir/src" "$dir/mod"
-    mkdir -p "$dir/mod"
-    cp -r "$src" "$dir/src"
-    chmod -R u+w "$dir/src"
-    patch -s -d "$dir/src" -p1 <"$moddir/oom-score.patch" ||
-        die "modules/gvisor-shim/oom-score.patch does not apply to gvisor.dev/gvisor $GVISOR_VERSION"
-    cp "$moddir/go.mod" "$moddir/go.sum" "$dir/mod/"
-    echo "replace gvisor.dev/gvisor => $dir/src" >>"$dir/mod/go.mod"
-    GO_EXTRA=(-modfile "$dir/mod/go.mod")
-    go_build gvisor-shim "$GVISOR_VERSION-oom" "$moddir" "" "-s -w" gvisor.dev/gvisor/shim
-    GO_EXTRA=()
-    rm -rf "$dir/src" "$dir/mod"
-    [[ -x $SHIM_DIR/shim ]] && mv "$SHIM_DIR/shim" "$SHIM_DIR/containerd-shim-runsc-v1"
-    [[ -x $SHIM_DIR/containerd-shim-runsc-v1 ]] || die "no $SHIM_DIR/containerd-shim-runsc-v1"
-}
-
-# oci_image LAYOUT TAG ROOTFS-FILLER CMD...: a one-layer OCI image made with umoci.
-oci_image() {
-    local layout=$1 tag=$2 fill=$3
-    shift 3
-    local bundle
-    bundle=$(mktemp -d "$CACHE/bundle.XXXXXX")
-    [[ -d $layout ]] || umoci init --layout "$layout"
-    umoci new --image "$layout:$tag"
-    umoci unpack --image "$layout:$tag" "$bundle/b" >/dev/null
-    "$fill" "$bundle/b/rootfs"
-    umoci repack --image "$layout:$tag" "$bundle/b"
-    local args=()
-    for a in "$@"; do args+=(--config.cmd "$a"); done
-    umoci config --image "$layout:$tag" --author eai-cluster --history.created_by "tests/cluster/cluster.sh" "${args[@]}"
-    umoci gc --layout "$layout"
-    rm -rf "$bundle"
-}
-
-fill_pause() { install -m 0755 "$IMAGES/pause" "$1/pause"; }
-fill_busybox() {
-    mkdir -p "$1/bin" "$1/tmp"
-    chmod 1777 "$1/tmp"
-    install -m 0755 /bin/busybox "$1/bin/busybox"
-    local c
-    for c in sh cat dmesg echo env id ls ps sleep true false uname wc grep head; do
-        ln -s busybox "$1/bin/$c"
-    done
-}
-
-# The pod sandbox ("pause") image and a busybox image for smoke tests, built
-# here: no outside registry is ever asked.
-build_images() {
-    [[ -f $IMAGES/done ]] && return 0
-    command -v umoci >/dev/null || die "umoci missing (apt-get install umoci)"
-    ! ldd /bin/busybox >/dev/null 2>&1 || die "/bin/busybox is not static (apt-get install busybox-static)"
-    local src
-    src=$(cd "$MODULES/kubernetes" && GOFLAGS=-mod=readonly "$GO" list -m -f '{{.Dir}}' k8s.io/kubernetes)
-    [[ -f $src/build/pause/linux/pause.c ]] || die "pause.c missing in $src"
-    rm -rf "$IMAGES"
-    mkdir -p "$IMAGES"
-    gcc -Os -Wall -static -DVERSION="v$PAUSE_VERSION-eai" -o "$IMAGES/pause" "$src/build/pause/linux/pause.c"
-    strip "$IMAGES/pause"
-    oci_image "$IMAGES/oci" pause fill_pause /pause
-    oci_image "$IMAGES/oci" busybox fill_busybox /bin/sh
-    touch "$IMAGES/done"
-}
-
-cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by default
-    local missing=() p what=("$@")
-    ((${#what[@]})) || what=(etcd containerd kubernetes images runsc)
-    for p in containernetworking-plugins docker-registry skopeo umoci busybox-static openssl curl gcc libc6-dev; do
-        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-    done
-    if ((${#missing[@]})); then
-        say "apt-get install ${missing[*]}"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
-            die "apt-get install ${missing[*]} failed"
-    fi
-    mkdir -p "$CACHE"
-    for p in "${what[@]}"; do
-        case $p in
-            etcd | containerd | kubernetes | images) "build_$p" ;;
-            runsc)
-                find_runsc
-                can_lower_oom_score || build_gvisor_shim
-                ;;
-            *) die "unknown component: $p" ;;
-        esac
-    done
-}
-
-# ---------------------------------------------------------------------------
-# Certificates (openssl, ECDSA P-256), kubeconfigs
-
-cert() { # cert NAME SUBJECT [SAN]: a leaf signed by the cluster CA
-    local name=$1 subj=$2 san=${3:-} ext
-    ext="basicConstraints=CA:FALSE
-keyUsage=critical,digitalSignature,keyEncipherment
-extendedKeyUsage=serverAuth,clientAuth"
-    [[ -n $san ]] && ext+=$'\n'"subjectAltName=$san"
-    openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/$name.key" 2>/dev/null
-    openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
-    openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
-        -days 30 -sha256 -extfile <(echo "$ext") -out "$PKI/$name.crt" 2>/dev/null
-    rm -f "$PKI/$name.csr"
-}
-
-make_pki() {
-    mkdir -p "$PKI"
-    chmod 700 "$PKI"
-    openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/ca.key" 2>/dev/null
-    openssl req -x509 -new -key "$PKI/ca.key" -subj "/CN=eai-cluster-ca" -days 30 -sha256 \
-        -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" \
-        -out "$PKI/ca.crt" 2>/dev/null
-    local svc=${SERVICE_CIDR%.*}.1
-    cert etcd "/CN=etcd" "IP:$ADDR,DNS:localhost"
-    cert apiserver "/CN=kube-apiserver" \
-        "IP:$ADDR,IP:$svc,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
-    cert apiserver-etcd-client "/CN=kube-apiserver-etcd-client"
-    cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client"
-    cert admin "/O=system:masters/CN=eai-cluster-admin"
-    cert controller-manager "/CN=system:kube-controller-manager"
-    cert scheduler "/CN=system:kube-scheduler"
-    cert kubelet-client "/O=system:nodes/CN=system:node:$NODE"
-    cert kubelet "/CN=$NODE" "IP:$ADDR,DNS:localhost"
-    openssl ecparam -name prime256v1 -genkey -noout -out "$PKI/sa.key" 2>/dev/null
-    openssl ec -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
-    rm -f "$PKI/ca.srl"
-}
-
-kubeconfig() { # kubeconfig FILE USER-CERT-NAME
-    cat >"$1" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: eai-cluster
-  cluster: {server: "https://$ADDR:$API_PORT", certificate-authority: "$PKI/ca.crt"}
-users:
-- name: $2
-  user: {client-certificate: "$PKI/$2.crt", client-key: "$PKI/$2.key"}
-contexts:
-- name: eai-cluster
-  context: {cluster: eai-cluster, user: $2}
-current-context: eai-cluster
-EOF
-    chmod 600 "$1"
-}
-
-# ---------------------------------------------------------------------------
-# Configuration files
-
-write_configs() {
-    local restrict_oom=false
-    can_lower_oom_score || restrict_oom=true
-    mkdir -p "$STATE/cni/net.d" "$STATE/kubelet" "$STATE/registry" "$RUN/containerd" "$RUN/runsc" "$LOGS/runsc"
-    kubeconfig "$STATE/admin.kubeconfig" admin
-    kubeconfig "$STATE/controller-manager.kubeconfig" controller-manager
-    kubeconfig "$STATE/scheduler.kubeconfig" scheduler
-    kubeconfig "$STATE/kubelet.kubeconfig" kubelet-client
-
-    cat >"$STATE/registry.yml" <<EOF
-version: 0.1
-log: {level: info, formatter: text}
-storage:
-  filesystem: {rootdirectory: "$STATE/registry"}
-  delete: {enabled: true}
-http:
-  addr: "$REGISTRY"
-EOF
-
-    # Plain HTTP to the local registry only; every other registry is left
-    # to containerd's defaults (and unreachable from this host anyway).
-    mkdir -p "$STATE/containerd-certs.d/$REGISTRY"
-    cat >"$STATE/containerd-certs.d/$REGISTRY/hosts.toml" <<EOF
-server = "http://$REGISTRY"
-[host."http://$REGISTRY"]
-  capabilities = ["pull", "resolve"]
-EOF
-
-    # gVisor's shim reads this (ConfigPath): runsc's own flags under runsc_config.
-    cat >"$STATE/runsc.toml" <<EOF
-binary_name = "$RUNSC_DIR/runsc"
-root = "$RUN/runsc"
-log_path = "$LOGS/runsc/shim-%ID%.log"
-log_level = "info"
-[runsc_config]
-  platform = "systrap"
-  debug-log = "$LOGS/runsc/"
-EOF
-
-    cat >"$STATE/containerd.toml" <<EOF
-version = 3
-root = "$STATE/containerd"
-state = "$RUN/containerd"
-# Not needed here, and each would touch a host-wide path (/var/run/nri, /opt/containerd, ...).
-disabled_plugins = ["io.containerd.nri.v1.nri", "io.containerd.tracing.processor.v1.otlp",
-  "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper",
-  "io.containerd.snapshotter.v1.blockfile", "io.containerd.snapshotter.v1.erofs",
-  "io.containerd.differ.v1.erofs"]
-
-[grpc]
-  address = "$RUN/containerd/containerd.sock"
-[ttrpc]
-  address = "$RUN/containerd/containerd.sock.ttrpc"
-[debug]
-  address = ""
-[metrics]
-  address = ""
-
-[plugins.'io.containerd.internal.v1.opt']
-  path = "$STATE/containerd-opt"
-
-[plugins.'io.containerd.grpc.v1.cri']
-  disable_tcp_service = true
-  stream_server_address = "$ADDR"
-  stream_server_port = "0"
-
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "overlayfs"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "$PAUSE_IMAGE"
-  [plugins.'io.containerd.cri.v1.images'.registry]
-    config_path = "$STATE/containerd-certs.d"
-
-[plugins.'io.containerd.cri.v1.runtime']
-  enable_selinux = false
-  netns_mounts_under_state_dir = true
-  enable_cdi = false
-  # true where no process may lower an OOM score (see can_lower_oom_score):
-  # scores below containerd's own (0) are raised to it.
-  restrict_oom_score_adj = $restrict_oom
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["/usr/lib/cni"]
-    conf_dir = "$STATE/cni/net.d"
-    max_conf_num = 1
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = "runc"
-    # RuntimeClass gvisor -> handler runsc -> gVisor's shim and runsc.
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc]
-      runtime_type = "io.containerd.runsc.v1"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runsc.options]
-        TypeUrl = "io.containerd.runsc.v1.options"
-        ConfigPath = "$STATE/runsc.toml"
-    # Pods without a runtime class (none in the tests) run under runc.
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        SystemdCgroup = false
-        Root = "$RUN/runc"
-    # No "kata" handler on purpose: the k8s backend's refusal of a missing one is tested.
-EOF
-
-    # bridge + host-local: no gateway address on the host, no default route in
-    # pods (isGateway false), no masquerade: a pod reaches nothing but its
-    # neighbours on the bridge.
-    cat >"$STATE/cni/net.d/10-eai.conflist" <<EOF
-{
-  "cniVersion": "1.0.0",
-  "name": "eai-cluster",
-  "plugins": [
-    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": false,
-     "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam",
-              "ranges": [[{"subnet": "$POD_CIDR"}]]}},
-    {"type": "loopback"}
-  ]
-}
-EOF
-
-    : >"$STATE/kubelet/resolv.conf"     # pods get no name server
-    cat >"$STATE/kubelet/config.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $ADDR
-port: $KUBELET_PORT
-readOnlyPort: 0
-healthzBindAddress: $ADDR
-healthzPort: $KUBELET_HEALTHZ_PORT
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: true}
-  x509: {clientCAFile: "$PKI/ca.crt"}
-authorization: {mode: Webhook}
-tlsCertFile: "$PKI/kubelet.crt"
-tlsPrivateKeyFile: "$PKI/kubelet.key"
-containerRuntimeEndpoint: "unix://$RUN/containerd/containerd.sock"
-cgroupDriver: cgroupfs
-cgroupRoot: /$CGROUP
-# Kubernetes >= 1.35 refuses cgroup v1 unless told otherwise; this host is v1 (hybrid).
-failCgroupV1: false
-failSwapOn: false
-resolvConf: "$STATE/kubelet/resolv.conf"
-podLogsDir: "$STATE/pod-logs"
-volumePluginDir: "$STATE/kubelet/volume-plugins"
-maxPods: 32
-podPidsLimit: 1024
-serializeImagePulls: false
-evictionHard: {memory.available: "100Mi", nodefs.available: "2%", imagefs.available: "2%"}
-imageGCHighThresholdPercent: 98
-imageGCLowThresholdPercent: 95
-protectKernelDefaults: false
-registerNode: true
-EOF
-}
+# shellcheck source=lib/build.sh
+source "$HERE/lib/build.sh"
+# shellcheck source=lib/config.sh
+source "$HERE/lib/config.sh"
 
 # ---------------------------------------------------------------------------
 # Processes: each daemon runs in the cgroup $UNIFIED/$CGROUP/daemons, so its
@@ -531,11 +127,11 @@ fail_with_log() { # fail_with_log NAME MESSAGE
 }
 
 wait_for() { # wait_for NAME WHAT CMD...: until CMD succeeds, or the timeout, or NAME died
-    local name=$1 what=$2 end=$((SECONDS + UP_TIMEOUT))
+    local name=$1 desc=$2 end=$((SECONDS + UP_TIMEOUT))
     shift 2
     until "$@" >/dev/null 2>&1; do
-        alive "$name" || fail_with_log "$name" "$name exited while waiting for $what"
-        ((SECONDS < end)) || fail_with_log "$name" "timed out after ${UP_TIMEOUT}s waiting for $what"
+        alive "$name" || fail_with_log "$name" "$name exited while waiting for $desc"
+        ((SECONDS < end)) || fail_with_log "$name" "timed out after ${UP_TIMEOUT}s waiting for $desc"
         sleep 0.5
     done
 }
@@ -745,13 +341,13 @@ cgroup_procs() { # every pid in our cgroup subtree of the process-tracking hiera
 }
 
 stop_daemons() { # stop_daemons NAME...: TERM, up to 10 s, then KILL
-    local name i
+    local name
     for name in "$@"; do
-        alive "$name" && kill -TERM "$(cat "$(pidfile "$name")")" 2>/dev/null
+        alive "$name" && { kill -TERM "$(cat "$(pidfile "$name")")" 2>/dev/null || true; }
     done
     for name in "$@"; do
-        for i in $(seq 50); do alive "$name" || break; sleep 0.2; done
-        alive "$name" && kill -KILL "$(cat "$(pidfile "$name")")" 2>/dev/null
+        for _ in $(seq 50); do alive "$name" || break; sleep 0.2; done
+        alive "$name" && { kill -KILL "$(cat "$(pidfile "$name")")" 2>/dev/null || true; }
         rm -f "$(pidfile "$name")"
     done
     return 0
@@ -759,12 +355,12 @@ stop_daemons() { # stop_daemons NAME...: TERM, up to 10 s, then KILL
 
 cmd_down() {
     [[ $(id -u) -eq 0 ]] || die "run as root"
-    local name p i
+    local name p
 
     # Pods first, while the kubelet can still tear down their sandboxes and networks.
     if alive kube-apiserver && alive kubelet && [[ -x $K8S_BIN/kubectl ]]; then
         kc delete pods --all --all-namespaces --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
-        for i in $(seq 40); do
+        for _ in $(seq 40); do
             [[ -z $(kc get pods -A -o name 2>/dev/null) ]] && break
             sleep 0.5
         done
@@ -777,7 +373,7 @@ cmd_down() {
     stop_daemons containerd
     stop_daemons etcd registry
     if [[ -d $UNIFIED/$CGROUP ]]; then
-        for i in $(seq 20); do
+        for _ in $(seq 20); do
             [[ -z $(cgroup_procs) ]] && break
             if [[ -f $UNIFIED/$CGROUP/cgroup.kill ]]; then
                 echo 1 >"$UNIFIED/$CGROUP/cgroup.kill" 2>/dev/null || true
@@ -790,7 +386,7 @@ cmd_down() {
     fi
 
     # Mounts (volumes, rootfs, shm, netns), interfaces, network namespaces.
-    for i in 1 2 3; do
+    for _ in 1 2 3; do
         while read -r p; do
             [[ -n $p ]] && { umount "$p" 2>/dev/null || umount -l "$p" 2>/dev/null || true; }
         done < <(our_mounts)

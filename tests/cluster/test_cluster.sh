@@ -200,7 +200,7 @@ EOF
     eaid_pid=$!
     trap 'kill "$eaid_pid" 2>/dev/null || true; "$CLUSTER" down || true' EXIT
     ready=
-    for i in $(seq 100); do
+    for _ in $(seq 100); do
         ready=$(curl -fsS "http://127.0.0.1:$port/readyz" 2>/dev/null || true)
         [[ $ready == *'"k8s":{"ready":true'* ]] && break
         sleep 0.2
@@ -213,7 +213,7 @@ EOF
           \"command\": [\"/bin/sh\", \"-c\", \"read l; echo got \$l; uname -r; dmesg | head -n 1\"]}" |
          sed -n 's/.*"id": *"\([^"]*\)".*/\1/p')
     body=
-    for i in $(seq 120); do
+    for _ in $(seq 120); do
         body=$(api "http://127.0.0.1:$port/v1/sandbox/executions/$id")
         [[ $body == *'"status":"queued"'* || $body == *'"status":"running"'* ]] || break
         sleep 0.5
