@@ -409,7 +409,9 @@ cmd_down() {
 
     # Hard-coded host paths: our entries, then the directories we created.
     find /var/log/containers -maxdepth 1 -type l -lname "$STATE/*" -delete 2>/dev/null || true
-    find /var/lib/cni/results -maxdepth 1 -type f -name 'eai-cluster-*' -delete 2>/dev/null || true
+    # libcni's cache: our entries name a netns under $RUN (network eai-cluster,
+    # and containerd's own cni-loopback).
+    { grep -lsF "\"netns\":\"$RUN/" /var/lib/cni/results/* 2>/dev/null || true; } | xargs -r rm -f
     # The kubelet leaves its socket behind (any other kubelet here would have
     # had its own replaced by ours at start).
     rm -f /var/lib/kubelet/device-plugins/kubelet.sock

@@ -145,8 +145,27 @@ else
     "$kubectl" -n smoke-restricted describe pod smoke-restricted || true
 fi
 
+# A pod still running when `down` comes: its sandbox, veth, netns and libcni
+# cache entry must go too.
+"$kubectl" run smoke-running --image="$EAI_CLUSTER_BUSYBOX_IMAGE" --restart=Never \
+    --overrides='{"spec":{"runtimeClassName":"gvisor"}}' -- sleep 600
+"$kubectl" wait pod/smoke-running --for=condition=Ready --timeout=120s && pass "a long-running gvisor pod is Ready" ||
+    fail "pod smoke-running not Ready"
+out=$("$kubectl" exec smoke-running -- uname -r 2>&1) || true
+[[ $out == *-gvisor ]] && pass "kubectl exec into it: $out" || fail "kubectl exec: $out"
+
+# Every socket the daemons listen on is bound to 127.0.0.1, and none of them
+# talks to another address.
+pids=$(cat "$RUN"/*.pid | paste -sd'|')
+bad=$(ss -Htulnp | grep -E "pid=($pids)," | awk '{print $5}' | grep -v '^127\.0\.0\.1:' || true)
+[[ -z $bad ]] && pass "every listener on 127.0.0.1" || fail "listeners elsewhere: $bad"
+bad=$(ss -Htunp | grep -E "pid=($pids)," | awk '{print $5}' | grep -v '^127\.0\.0\.1:' || true)
+[[ -z $bad ]] && pass "no connection to another address" || fail "connections elsewhere: $bad"
+
 # What the cluster made on the host while it runs, checked again after down.
 veths=$(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1 | tr '\n' ' ')
+[[ -n $veths ]] && pass "the running pod's veth: $veths" || fail "no veth on $BRIDGE"
+netns=$(ls "$RUN/containerd/io.containerd.grpc.v1.cri/netns" 2>/dev/null | tr '\n' ' ')
 ip link show "$BRIDGE" >/dev/null 2>&1 && pass "bridge $BRIDGE exists (veths: ${veths:-none})" ||
     fail "no bridge $BRIDGE"
 
@@ -246,7 +265,14 @@ m=$(awk '{print $5}' /proc/self/mountinfo | grep -E "^($STATE|$RUN)(/|$)" || tru
 c=$(find /sys/fs/cgroup -mindepth 1 -maxdepth 2 -type d -name eai-cluster 2>/dev/null || true)
 [[ -z $c ]] && pass "no cgroup eai-cluster left" || fail "cgroups left: $c"
 n=$(ip netns list 2>/dev/null | grep -E '^cni-' || true)
-[[ -z $n ]] && pass "no cni-* netns left" || fail "netns left: $n"
+[[ -z $n ]] && pass "no cni-* netns in /run/netns" || fail "netns left: $n"
+for n in $netns; do
+    grep -qF "$n" /proc/*/mountinfo 2>/dev/null && fail "netns $n still mounted"
+    [[ -e $RUN/containerd/io.containerd.grpc.v1.cri/netns/$n ]] && fail "netns file $n left"
+done
+[[ -n $netns ]] && pass "the pods' network namespaces gone: $netns"
+c=$(grep -lsF "\"netns\":\"$RUN/" /var/lib/cni/results/* 2>/dev/null || true)
+[[ -z $c ]] && pass "no libcni cache entry of ours left" || fail "libcni cache entries left: $c"
 for p in "${absent[@]}"; do
     [[ -e $p ]] && fail "$p did not exist before up and does now: $(ls -A "$p" | head -5 | tr '\n' ' ')"
 done
