@@ -175,7 +175,7 @@ build_images() {
 cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by default
     local missing=() p what=("$@")
     ((${#what[@]})) || what=(etcd containerd kubernetes images runsc)
-    for p in containernetworking-plugins docker-registry skopeo umoci busybox-static openssl curl gcc libc6-dev; do
+    for p in containernetworking-plugins docker-registry skopeo umoci busybox-static runc openssl curl gcc libc6-dev patch; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     if ((${#missing[@]})); then
