@@ -180,6 +180,7 @@ cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by d
     done
     if ((${#missing[@]})); then
         say "apt-get install ${missing[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 || true
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2 ||
             die "apt-get install ${missing[*]} failed"
     fi
