@@ -35,8 +35,9 @@ EAI_BUILD_PACKAGES=(build-essential cmake pkg-config python3 libevent-dev libjan
 # bubblewrap: the example vendor backend (examples/isolation-example, tests/vendor).
 EAI_RUN_PACKAGES=(runsc mmdebstrap ca-certificates curl jq bubblewrap)
 
+# build_all [CMAKE ARGS...]
 build_all() {
     echo "== build ($EAI_ROOT/build)"
-    cmake -S "$EAI_ROOT" -B "$EAI_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake -S "$EAI_ROOT" -B "$EAI_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
     cmake --build "$EAI_ROOT/build" -j"$(nproc)"
 }

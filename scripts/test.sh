@@ -21,7 +21,11 @@ apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev \
     "${EAI_SDK_PACKAGES[@]}" \
     "${node_pkgs[@]}"
-build_all
+# The real Kubernetes cluster's test (label k8s-real, tests/cluster,
+# docs/kubernetes.md "Real cluster") is part of the suite: its first run
+# builds Kubernetes, etcd and containerd from their Go modules (~11 min),
+# cached by version in /var/cache/eai-cluster.
+build_all -DEAI_TEST_K8S_REAL=ON
 
 # runsc from gVisor's Go module at the pinned version (tools/runtime/build.sh,
 # docs/gvisor.md "runsc from source"), cached by version: the suite runs on it.
