@@ -5,6 +5,7 @@ limits, rlimits), percentiles, connections to eaid, one warm execution
 import http.client
 import json
 import os
+import subprocess
 import time
 
 
@@ -32,9 +33,20 @@ def bundle(work, i, rootfs, args):
     return d
 
 
+def platform(runsc):
+    """The platform eaid's `platform: auto` takes with this runsc (docs/gvisor.md
+    "Platform"): systrap when runsc has it, else ptrace; EAI_BENCH_PLATFORM
+    says otherwise (for a host where systrap fails and auto fell back)."""
+    if os.environ.get("EAI_BENCH_PLATFORM"):
+        return os.environ["EAI_BENCH_PLATFORM"]
+    out = subprocess.run([runsc, "flags"], capture_output=True, text=True, timeout=30).stdout
+    return "systrap" if "systrap" in out else "ptrace"
+
+
 def raw_argv(runsc, state):
-    """runsc and the flags of every raw run: its own state dir, no network."""
-    return [runsc, "--root=" + state, "--network=none", "--platform=ptrace"]
+    """runsc and the flags of every raw run: its own state dir, no network,
+    the platform eaid's probe chooses."""
+    return [runsc, "--root=" + state, "--network=none", "--platform=" + platform(runsc)]
 
 
 def pct(v, p):

@@ -225,10 +225,14 @@ def vbundle(work, name, args, netns):
 
 
 def vrunsc(work, net, *args):
-    """runsc as eaid's gvisor backend runs it (ptrace; for --network=sandbox
-    the /proc/sys/net workaround, docs/gvisor.md)."""
-    cmd = ["runsc", "--root=" + os.path.join(work, "vstate"), "--network=" + net, "--platform=ptrace"] + list(args)
-    if net == "sandbox":
+    """runsc as eaid's gvisor backend runs it (the platform its probe
+    chooses; for --network=sandbox the /proc/sys/net workaround where that
+    runsc needs it, docs/gvisor.md)."""
+    runsc = os.environ.get("EAI_SANDBOX_RUNSC") or "runsc"
+    cmd = [runsc, "--root=" + os.path.join(work, "vstate"), "--network=" + net,
+           "--platform=" + benchlib.platform(runsc)] + list(args)
+    if net == "sandbox" and "0.0~2022" in subprocess.run([runsc, "--version"], capture_output=True,
+                                                         text=True).stdout:
         cmd = ["unshare", "-m", "--propagation", "private", "/bin/sh", "-c",
                'mount -t tmpfs -o ro,size=4k,mode=0555 eai-nonet /proc/sys/net && exec "$@"', "sh"] + cmd
     return cmd
