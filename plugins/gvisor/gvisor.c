@@ -553,7 +553,7 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
     out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
     if (g->net_state > 0)
         out->caps |= EAI_ISO_CAP_EGRESS_NETNS; /* granted egress in core's namespace */
-    if (g->net_state > 0 && g->egress_pool && g->pool_size > 0 && g->host->size >= EAI_HOST_SIZE_NETNS &&
+    if (g->net_state > 0 && g->egress_pool && g->pool_size > 0 && g->host->size >= EAI_HOST_SIZE_1_2 &&
         g->host->netns_take && g->host->netns_release)
         out->caps |= EAI_ISO_CAP_EGRESS_POOL; /* egress_claim: pooled sandboxes in core's namespaces */
     out->max_path_bytes = EAI_PC_MAX_PATH_BYTES; /* ABI 1.1: checked at admission */
