@@ -13,7 +13,7 @@
    loopback fails inside the sandbox, and the listener never sees a connection.
 Also: tests/fixtures/plugins/fixture_abi.c built out of tree against the installed
 FROZEN 1.0 headers (`pkg-config eai-plugin-1.0`) loads into that eaid (ABI 1.2) and runs an
-execution; a plugin built with a wrong fingerprint or no descriptor symbol is refused
+execution (and builds against eai-plugin-1.1 and eai-plugin-1.2); a plugin built with a wrong fingerprint or no descriptor symbol is refused
 by that eaid at start, with the loader's message in its log.
 
 Needs root (bwrap's user namespace as root), bubblewrap, cc, pkg-config.
@@ -155,6 +155,12 @@ def main():
         shutil.copy(os.path.join(SRC, "tests", "fixtures", "plugins", "fixture_abi.c"), src10)
         if not build_plugin(prefix, plugins, src10, name="eai-isolation-old10.so", pcname="eai-plugin-1.0"):
             return 1
+        # the same source against the installed headers of the later minors (built, not run here:
+        # tests/loader runs them)
+        for minor in (1, 2):
+            if not build_plugin(prefix, vendor, src10, name="eai-isolation-old1%d.so" % minor,
+                                pcname="eai-plugin-1.%d" % minor):
+                return 1
         nm = run(["nm", "-D", "--defined-only", os.path.join(plugins, "eai-isolation-example.so")])
         syms = [l.split()[-1] for l in nm.stdout.splitlines() if " T " in l]
         check(syms == ["eai_plugin_descriptor"], "the .so exports eai_plugin_descriptor only", repr(syms))
