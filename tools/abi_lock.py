@@ -135,7 +135,7 @@ def field_names(decl, where):
     decl = re.sub(r"\[[^\]]*\]", "", decl)
     parts = split_top(decl, ",")
     names = []
-    for k, p in enumerate(parts):
+    for p in parts:
         ids = re.findall(r"[A-Za-z_]\w*", p)
         if not ids:
             raise Problem("%s: cannot read a field name in '%s'" % (where, decl))
