@@ -69,7 +69,7 @@ int eai_cli_parse_expires(const char *s, int64_t now_ms, int64_t *out)
 
 int eai_cli_has_admin_ops(const struct eai_storage_ops *ops)
 {
-    return ops->size >= offsetof(struct eai_storage_ops, key_create_expiring) + sizeof ops->key_create_expiring &&
+    return ops->size >= EAI_STORAGE_OPS_SIZE_1_1 &&
            ops->tenant_list && ops->key_list && ops->key_create_expiring;
 }
 

@@ -198,15 +198,18 @@ static void cb_started(void *arg)
 /* Take the collected files out of the result for the worker that hashes
  * and encodes them: the backend frees them when on_exit returns, so they
  * are taken over when it allows it (files_movable: no copy on the loop),
- * else copied (one memcpy; docs/executions.md "Inside").  0 or -1. */
-static int take_files(const struct eai_iso_result *res, struct raw_file **out, size_t *nout)
+ * else copied (one memcpy; docs/executions.md "Inside").  files_movable is
+ * ABI 1.1 and lies where a 1.0 result has its tail padding (abi.lock:
+ * `padding eai_iso_result.files_movable`): the size alone cannot tell it
+ * from padding, the backend's minor can.  0 or -1. */
+static int take_files(const struct eai_iso_result *res, unsigned backend_minor, struct raw_file **out,
+                      size_t *nout)
 {
     *out = NULL;
     *nout = 0;
     if (!res->files || res->nfiles == 0)
         return 0;
-    int movable = res->size >= offsetof(struct eai_iso_result, files_movable) + sizeof res->files_movable &&
-                  res->files_movable;
+    int movable = backend_minor >= 1 && res->size >= EAI_ISO_RESULT_SIZE_1_1 && res->files_movable;
     struct raw_file *raw = calloc(res->nfiles, sizeof *raw);
     if (!raw)
         return -1;
@@ -254,10 +257,7 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     s->nlive--;
     sched_gauges(s);
     /* runsc's own failure line on the program's stderr: not the program's */
-    eai_watch_output_end(r->live_state, res->size >= offsetof(struct eai_iso_result, stderr_runtime_bytes) +
-                                                         sizeof res->stderr_runtime_bytes
-                                            ? res->stderr_runtime_bytes
-                                            : 0);
+    eai_watch_output_end(r->live_state, res->size >= EAI_ISO_RESULT_SIZE_1_2 ? res->stderr_runtime_bytes : 0);
     json_t *patch = eai_exec_result_patch(res);
     struct raw_file *raw = NULL;
     size_t nraw = 0;
@@ -270,7 +270,7 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
                                           "memory_mb_seconds", res->memory_mb_seconds < 0 ? 0 : res->memory_mb_seconds,
                                           "duration_s", res->duration_s < 0 ? 0 : res->duration_s));
         encode = 0;
-    } else if (take_files(res, &raw, &nraw) < 0) {
+    } else if (take_files(res, r->iso && r->iso->desc ? r->iso->desc->abi_minor : 0, &raw, &nraw) < 0) {
         /* the files are lost, not the run: usage and output are kept */
         eai_exec_patch_fail(patch, EAI_E_SANDBOX_FAILED, "out of memory recording the collected files");
     }

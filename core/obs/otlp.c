@@ -337,19 +337,20 @@ static const struct eai_config_key otlp_keys[] = {
 };
 
 static const struct eai_plugin_descriptor otlp_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "otlp",
     .kind = EAI_KIND_TELEMETRY,
-    .version = EAI_VERSION,
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = otlp_create,
     .destroy = otlp_destroy,
     .ops = &otlp_ops,
     .config_keys = otlp_keys,
 };
 
+/* A built-in: the descriptor a vendor's .so would have, but its function is
+ * not EAI_PLUGIN_DECLARE's exported eai_plugin_descriptor() (eaid holds
+ * several built-ins): core registers it (eai_plugin_register_builtin) and
+ * the loader checks it like a file's. */
 const struct eai_plugin_descriptor *eai_builtin_telemetry_otlp(void) { return &otlp_descriptor; }
 
 /* ------------------------------------------------------------ metrics export */

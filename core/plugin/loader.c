@@ -28,20 +28,10 @@ static const size_t eai_ops_cur_size[EAI_KIND_MAX] = {
     sizeof(struct eai_audit_ops), sizeof(struct eai_finops_ops), sizeof(struct eai_telemetry_ops),
 };
 
-/* The frozen sizes never move (x86_64/aarch64 LP64 values): a change here
- * means a field was inserted or reordered, which breaks every plugin. */
-#if defined(__LP64__)
-_Static_assert(EAI_PLUGIN_DESCRIPTOR_SIZE_1_0 == 72, "descriptor 1.0 layout changed");
-_Static_assert(EAI_HOST_SIZE_1_0 == 120, "host 1.0 layout changed");
-_Static_assert(EAI_STORAGE_OPS_SIZE_1_0 == 232, "storage ops 1.0 layout changed");
-_Static_assert(EAI_STORAGE_OPS_SIZE_1_1 == 272, "storage ops 1.1 layout changed");
-_Static_assert(EAI_ISOLATION_OPS_SIZE_1_0 == 48, "isolation ops 1.0 layout changed");
-_Static_assert(EAI_ISO_PROBE_SIZE_1_0 == 400, "iso probe 1.0 layout changed");
-_Static_assert(EAI_ISO_PROBE_SIZE_1_1 == 456, "iso probe 1.1 layout changed (append only)");
-_Static_assert(EAI_HOST_SIZE_1_1 == 144 && EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 == 112, "1.1 layout changed");
-_Static_assert(EAI_HOST_SIZE_NETNS == 160, "host netns_take/netns_release layout changed (append only)");
-_Static_assert(offsetof(struct eai_isolation_ops, egress_claim) == 96, "isolation ops layout changed (append only)");
-#endif
+/* The frozen sizes never move: include/eai/abi.lock records every
+ * struct's layout per released minor and the build checks the headers
+ * against it (tools/abi_lock.py), so a field inserted, moved or appended
+ * without a new minor stops the build before it reaches a plugin. */
 
 /* Host-side copy of a loaded descriptor: today's size, its ops table
  * normalised to today's size (Redis RM_CreateDataType: fields of a newer

@@ -693,19 +693,20 @@ static const struct eai_config_key eai_sq_config_keys[] = {
 };
 
 static const struct eai_plugin_descriptor eai_sq_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "sqlite",
     .kind = EAI_KIND_STORAGE,
-    .version = EAI_SQ_VERSION,
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = eai_sq_create,
     .destroy = eai_sq_destroy,
     .ops = &eai_sq_ops,
     .config_keys = eai_sq_config_keys,
 };
 
+/* A built-in: the descriptor a vendor's .so would have, but its function is
+ * not EAI_PLUGIN_DECLARE's exported eai_plugin_descriptor() (eaid holds
+ * several built-ins): core registers it (eai_plugin_register_builtin) and
+ * the loader checks it like a file's. */
 const struct eai_plugin_descriptor *eai_builtin_storage_sqlite(void)
 {
     return &eai_sq_descriptor;

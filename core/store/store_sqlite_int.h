@@ -14,7 +14,6 @@
 
 #include "store/store_sqlite.h"
 
-#define EAI_SQ_VERSION "1.0.0"
 #define EAI_SQ_SCHEMA_VERSION 1
 #define EAI_SQ_BEGIN_TRIES 4
 #define EAI_SQ_IDEMPOTENCY_MS (24LL * 3600 * 1000)

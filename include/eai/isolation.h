@@ -18,13 +18,13 @@ extern "C" {
 #define EAI_ISO_CAP_MEMORY_LIMIT  (1u << 2)
 #define EAI_ISO_CAP_FILES         (1u << 3) /* input files and collect */
 #define EAI_ISO_CAP_RECOVER       (1u << 4) /* can reattach after a restart */
-/* Added in 1.1: carries egress when core gives the job a network namespace
+/* Added in 1.2: carries egress when core gives the job a network namespace
  * (job->netns_path, core's DNS and gateway enforce the allow list: see
  * docs/egress.md); without it or EAI_ISO_CAP_EGRESS a job with granted
  * egress is refused at admission (egress_unsupported). */
 #define EAI_ISO_CAP_EGRESS_NETNS  (1u << 5)
-/* Appended: egress executions can be served by pooled sandboxes booted in
- * namespaces from host->netns_take (op egress_claim below). */
+/* Added in 1.2: egress executions can be served by pooled sandboxes booted
+ * in namespaces from host->netns_take (op egress_claim below). */
 #define EAI_ISO_CAP_EGRESS_POOL   (1u << 6)
 
 struct eai_iso_probe {
@@ -54,6 +54,7 @@ struct eai_iso_probe {
 #define EAI_ISO_LIMIT_ENV_NAMES_PORTABLE (1 << 0)
 #define EAI_ISO_PROBE_SIZE_1_0 offsetof(struct eai_iso_probe, pending)
 #define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, limit_flags) + sizeof(int64_t))
+#define EAI_ISO_PROBE_SIZE_1_2 EAI_ISO_PROBE_SIZE_1_1
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */
@@ -88,23 +89,29 @@ struct eai_iso_job {
     int64_t collect_max_files;
     int64_t collect_max_file_bytes;
     int64_t collect_max_total_bytes;
-    /* ---- Added in 1.1 (appended; read only when size covers them): set
+    /* ---- Added in 1.2 (read only when size >= EAI_ISO_JOB_SIZE_1_2): set
      * when the job has granted egress and the backend announced
      * EAI_ISO_CAP_EGRESS_NETNS.  The sandbox runs with its own network
      * stack inside this network namespace (path of a bind mount, e.g.
      * /var/run/netns/eaix-1a2b3c4d); its resolver is dns_server (IPv4). */
     const char *netns_path;
     const char *dns_server;
-    /* ---- Appended (sessions): when set, the job runs inside that live
+    /* ---- Added in 1.2 (sessions): when set, the job runs inside that live
      * session's sandbox (session_create below) instead of a sandbox of its
      * own; its limits are the session's, timeout_ms and output_bytes stay
      * per job.  Core sets it only for a backend with session_create. */
     const char *session_id;
 };
 #define EAI_ISO_JOB_SIZE_1_0 (offsetof(struct eai_iso_job, collect_max_total_bytes) + sizeof(int64_t))
-#define EAI_ISO_JOB_SIZE_1_1 (offsetof(struct eai_iso_job, dns_server) + sizeof(const char *))
-/* 1 when job carries the session field (a job of an older core does not). */
-#define EAI_ISO_JOB_HAS_SESSION(j) ((j)->size >= offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
+/* 1.1 added nothing to the job.  (netns_path and dns_server were appended
+ * after 1.1's release and this constant then moved to cover them: they
+ * are 1.2, and a test of job->size against _1_1 does not cover them.) */
+#define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
+#define EAI_ISO_JOB_SIZE_1_2 (offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
+/* Deprecated: 1 when the job carries session_id, i.e. size >=
+ * EAI_ISO_JOB_SIZE_1_2 (the same test; docs/plugins.md named this macro
+ * before 1.2 existed).  Kept for sources written against it, gone in 2.0. */
+#define EAI_ISO_JOB_HAS_SESSION(j) ((j)->size >= EAI_ISO_JOB_SIZE_1_2)
 
 enum eai_iso_stream { EAI_STREAM_STDOUT = 1, EAI_STREAM_STDERR = 2 };
 
@@ -137,21 +144,27 @@ struct eai_iso_result {
     const struct eai_iso_collected *files;
     size_t nfiles;
     int files_truncated;       /* a collect cap was hit */
-    /* Appended (size-checked by the host): when set, on_exit may take the
-     * bytes of files[i]: it stores NULL in files[i].data (the only field it
-     * writes) and frees them later with free(); the backend frees what is
-     * left as usual.  Lets the host hash and encode large collected files
-     * on a worker without copying them on the loop first. */
+    /* ---- Added in 1.1 (the host reads it only from a backend of ABI 1.1
+     * or later whose size covers it: in a 1.0 struct these bytes are tail
+     * padding).  When set, on_exit may take the bytes of files[i]: it
+     * stores NULL in files[i].data (the only field it writes) and frees
+     * them later with free(); the backend frees what is left as usual.
+     * Lets the host hash and encode large collected files on a worker
+     * without copying them on the loop first. */
     int files_movable;
-    /* Appended (size-checked by the host): how many bytes at the very end
-     * of the stderr the backend delivered through on_output were written
-     * by the runtime itself (runsc's own failure line shares the program's
-     * stderr descriptor), not by the program.  The host drops them from the
-     * stored stderr: the program's streams hold only what it wrote. */
+    /* ---- Added in 1.2 (size-checked by the host): how many bytes at the
+     * very end of the stderr the backend delivered through on_output were
+     * written by the runtime itself (runsc's own failure line shares the
+     * program's stderr descriptor), not by the program.  The host drops
+     * them from the stored stderr: the program's streams hold only what it
+     * wrote. */
     size_t stderr_runtime_bytes;
 };
 #define EAI_ISO_RESULT_SIZE_1_0 (offsetof(struct eai_iso_result, files_truncated) + sizeof(int))
-#define EAI_ISO_RESULT_SIZE_1_1 EAI_ISO_RESULT_SIZE_1_0
+/* 1.1's result as released holds files_movable (this constant said _1_0
+ * until 1.2; sizeof(struct eai_iso_result) in the 1.1 headers covers it). */
+#define EAI_ISO_RESULT_SIZE_1_1 (offsetof(struct eai_iso_result, files_movable) + sizeof(int))
+#define EAI_ISO_RESULT_SIZE_1_2 (offsetof(struct eai_iso_result, stderr_runtime_bytes) + sizeof(size_t))
 
 /* Callbacks into core, on the loop thread. */
 struct eai_iso_callbacks {
@@ -166,8 +179,12 @@ struct eai_iso_callbacks {
 };
 #define EAI_ISO_CALLBACKS_SIZE_1_0 (offsetof(struct eai_iso_callbacks, on_exit) + sizeof(void (*)(void)))
 #define EAI_ISO_CALLBACKS_SIZE_1_1 EAI_ISO_CALLBACKS_SIZE_1_0
+#define EAI_ISO_CALLBACKS_SIZE_1_2 EAI_ISO_CALLBACKS_SIZE_1_0
 
-/* ---- Sessions: one sandbox kept alive across executions (docs/sessions.md). */
+/* ---- Added in 1.2, sessions: one sandbox kept alive across executions
+ * (docs/sessions.md).  The three structs below and enum eai_iso_file_op
+ * are new in 1.2; core makes eai_iso_session and the callbacks, the
+ * backend eai_iso_session_end. */
 struct eai_iso_session {
     size_t size;
     const char *id;            /* "ses_<uuid>" */
@@ -182,6 +199,7 @@ struct eai_iso_session {
     int64_t disk_bytes;        /* size of /tmp */
     int max_concurrent;        /* executions at once inside it (>= 1); later ones wait */
 };
+#define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
 
 struct eai_iso_session_end {
     size_t size;
@@ -191,6 +209,7 @@ struct eai_iso_session_end {
     double peak_memory_mb;
     const char *message;       /* English, may be NULL */
 };
+#define EAI_ISO_SESSION_END_SIZE_1_2 (offsetof(struct eai_iso_session_end, message) + sizeof(const char *))
 
 /* Callbacks of one session, on the loop thread. */
 struct eai_iso_session_callbacks {
@@ -200,13 +219,15 @@ struct eai_iso_session_callbacks {
     /* Exactly once after on_ready(arg, NULL): the sandbox is gone
      * (session_destroy, or it died: OOM, crash) and everything of it freed. */
     void (*on_end)(void *arg, const struct eai_iso_session_end *end);
-    /* ---- Appended (pause / resume): the answer to session_pause or
+    /* Pause / resume: the answer to session_pause or
      * session_resume, once each (err NULL: done).  A failed pause leaves
      * the session running, or ended (on_end follows) when the sandbox was
      * lost; a failed resume ends it (on_end follows). */
     void (*on_paused)(void *arg, const struct eai_error *err);
     void (*on_resumed)(void *arg, const struct eai_error *err);
 };
+#define EAI_ISO_SESSION_CALLBACKS_SIZE_1_2 \
+    (offsetof(struct eai_iso_session_callbacks, on_resumed) + sizeof(void (*)(void)))
 
 enum eai_iso_file_op {
     EAI_ISO_FILE_PUT = 1,      /* data/len: create or replace path (parents made) */
@@ -238,8 +259,10 @@ struct eai_isolation_ops {
      * May be NULL.  Called once at start-up, before any start(). */
     void (*sweep)(void *self);
 
-    /* ---- Appended (sessions, docs/sessions.md).  Each may be NULL: core
-     * then refuses sessions on the backend (422 sessions_unsupported). */
+    /* ---- Added in 1.2 (sessions, docs/sessions.md).  Each may be NULL
+     * (and is, for a backend of an older minor: its table is NULL-filled at
+     * load): core then refuses sessions on the backend (422
+     * sessions_unsupported). */
     /* Boot the session's sandbox.  0: cb->on_ready follows once (then
      * on_end once if it was ready); -1 and *err: nothing follows. */
     int (*session_create)(void *self, const struct eai_iso_session *s,
@@ -257,7 +280,7 @@ struct eai_isolation_ops {
     int (*session_file)(void *self, const char *session_id, enum eai_iso_file_op op, const char *path,
                         const unsigned char *data, size_t len, int64_t max, unsigned char **out,
                         size_t *outlen, json_t **list, struct eai_error **err);
-    /* ---- Appended, optional (NULL: pause answers 422 sessions_unsupported).
+    /* Optional (NULL: pause answers 422 sessions_unsupported).
      * Pause: save the session's sandbox (processes, memory) to disk and
      * stop it, so it costs disk, not memory; only with no job running or
      * waiting in it.  Its /tmp stays readable and writable (session_file).
@@ -265,7 +288,7 @@ struct eai_isolation_ops {
      * -1 and *err (conflict: jobs running, not running / not paused). */
     int (*session_pause)(void *self, const char *session_id, struct eai_error **err);
     int (*session_resume)(void *self, const char *session_id, struct eai_error **err);
-    /* ---- Appended, optional (warm pool for egress, docs/egress.md; only
+    /* Optional (warm pool for egress, docs/egress.md; only
      * called when probe() announces EAI_ISO_CAP_EGRESS_POOL).  job has
      * granted egress, no netns_path yet.  A ready pooled sandbox of the
      * job's shape booted in a namespace of host->netns_take: the backend
@@ -279,6 +302,7 @@ struct eai_isolation_ops {
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_1 EAI_ISOLATION_OPS_SIZE_1_0
+#define EAI_ISOLATION_OPS_SIZE_1_2 (offsetof(struct eai_isolation_ops, egress_claim) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

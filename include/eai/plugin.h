@@ -10,20 +10,39 @@
  *    size and only grow at their end;
  *  - struct_size is sizeof(struct eai_plugin_descriptor) as the plugin saw it.
  *  - every versioned struct has a frozen size per minor (EAI_*_SIZE_1_0,
- *    EAI_*_SIZE_1_1, ...): the loader accepts a plugin's size from the 1.0
- *    size up to today's, refuses below, and copies the plugin's ops table
- *    into a host-side table of today's size, NULL-filling what the plugin's
- *    minor lacks (call sites test optional ops for NULL).
+ *    EAI_*_SIZE_1_1, EAI_*_SIZE_1_2, ...): the loader accepts a plugin's
+ *    size from the 1.0 size up to today's, refuses below, and copies the
+ *    plugin's ops table into a host-side table of today's size, NULL-filling
+ *    what the plugin's minor lacks (call sites test optional ops for NULL).
+ *    Whoever reads a field of a struct the other side made tests
+ *    `size >= EAI_<STRUCT>_SIZE_1_<minor that added it>` first.
  *  - since 1.1 the descriptor carries a build fingerprint (jansson and
  *    libevent versions, type sizes) compared at load: use
  *    EAI_PLUGIN_DESCRIPTOR_HEADER in the descriptor's initialiser.
+ *  - include/eai/abi.lock records every struct's layout per released minor
+ *    and the build checks these headers against it (tools/abi_lock.py):
+ *    nothing grows without a new minor.  The headers of every released
+ *    minor stay, frozen, in include/eai-abi-1.<N>/eai/.
  *
  * What each minor added (docs/plugins.md has the same table):
  *  1.0  the first release.
  *  1.1  eai_plugin_descriptor.build (fingerprint); eai_host.plugin_name,
  *       error_new_h, error_wrap (the per-instance host handle);
- *       eai_storage_ops.audit_heads, exec_claim_excluding;
- *       eai_telemetry_ops.export_metrics; eai_iso_probe.pending.
+ *       eai_storage_ops.audit_heads, exec_claim_excluding, tenant_list,
+ *       key_list, key_create_expiring; eai_telemetry_ops.export_metrics;
+ *       eai_iso_probe.pending, max_path_bytes, max_name_bytes,
+ *       max_input_bytes, max_files, max_env_name_bytes, limit_flags
+ *       (EAI_ISO_LIMIT_ENV_NAMES_PORTABLE); eai_iso_result.files_movable.
+ *  1.2  eai_host.netns_take, netns_release; eai_isolation_ops.session_create,
+ *       session_destroy, session_busy, session_file, session_pause,
+ *       session_resume, egress_claim; eai_iso_job.netns_path, dns_server,
+ *       session_id; eai_iso_result.stderr_runtime_bytes; the structs
+ *       eai_iso_session, eai_iso_session_end, eai_iso_session_callbacks
+ *       (with on_paused, on_resumed) and enum eai_iso_file_op;
+ *       eai_storage_ops.manifest_list, outbox_append, tenant_usage,
+ *       exec_prune; the caps EAI_ISO_CAP_EGRESS_NETNS, EAI_ISO_CAP_EGRESS_POOL.
+ *       (All of these were appended after 1.1 was released, some of them
+ *       labelled 1.1 or "appended"; 1.2 is where they belong.)
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H
@@ -47,7 +66,7 @@ extern "C" {
 #endif
 
 #define EAI_ABI_MAJOR 1
-#define EAI_ABI_MINOR 1
+#define EAI_ABI_MINOR 2
 
 #define EAI_PLUGIN_EXPORT __attribute__((visibility("default")))
 #define EAI_PLUGIN_DESCRIPTOR_SYMBOL "eai_plugin_descriptor"
@@ -176,25 +195,28 @@ struct eai_host {
     struct eai_error *(*error_wrap)(const struct eai_host *h, struct eai_error *e, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
-    /* ---- Appended (warm pool for egress, docs/egress.md; read only when
-     * size >= EAI_HOST_SIZE_NETNS).  A network namespace core made (veth,
-     * address of its pool, its nftables rules) with NO allow list bound: its
-     * DNS questions are refused and its TCP connections reset until core
-     * binds an execution's grant to it (isolation op egress_claim).  Loop
-     * thread.  netns_take: the token, then cb once on a later loop turn
-     * (token NULL and why on failure; paths valid until the token ends), or
-     * NULL at once when core carries no egress.  netns_release: end a token
-     * the plugin still owns (pending or ready; no cb follows); once
-     * egress_claim handed a token to core, core ends it. */
+    /* ---- Added in 1.2 (read only when size >= EAI_HOST_SIZE_1_2): the
+     * warm pool for egress, docs/egress.md.  A network namespace core made
+     * (veth, address of its pool, its nftables rules) with NO allow list
+     * bound: its DNS questions are refused and its TCP connections reset
+     * until core binds an execution's grant to it (isolation op
+     * egress_claim).  Loop thread.  netns_take: the token, then cb once on
+     * a later loop turn (token NULL and why on failure; paths valid until
+     * the token ends), or NULL at once when core carries no egress.
+     * netns_release: end a token the plugin still owns (pending or ready;
+     * no cb follows); once egress_claim handed a token to core, core ends it. */
     void *(*netns_take)(const struct eai_host *h, eai_netns_fn cb, void *arg);
     void (*netns_release)(const struct eai_host *h, void *token);
 };
 
-/* Frozen sizes of struct eai_host per minor (never change). */
+/* Frozen sizes of struct eai_host per minor (never change; abi.lock). */
 #define EAI_HOST_SIZE_1_0 offsetof(struct eai_host, plugin_name)
 #define EAI_HOST_SIZE_1_1 (offsetof(struct eai_host, error_wrap) + sizeof(void (*)(void)))
-/* A host carrying netns_take / netns_release (appended after 1.1). */
-#define EAI_HOST_SIZE_NETNS (offsetof(struct eai_host, netns_release) + sizeof(void (*)(void)))
+#define EAI_HOST_SIZE_1_2 (offsetof(struct eai_host, netns_release) + sizeof(void (*)(void)))
+/* Deprecated: the name netns_take / netns_release were tested with before
+ * they became 1.2 (docs/plugins.md told vendors to use it).  The same value
+ * as EAI_HOST_SIZE_1_2; kept for sources written against it, gone in 2.0. */
+#define EAI_HOST_SIZE_NETNS EAI_HOST_SIZE_1_2
 
 /* An error return in one statement, for plugins (core uses eai_error_set()):
  *     return eai_host_error_set(host, err, EAI_E_SANDBOX_FAILED, "k8s: %s", why);
@@ -288,9 +310,12 @@ struct eai_plugin_descriptor {
     struct eai_build_fingerprint build;
 };
 
-/* Frozen sizes of struct eai_plugin_descriptor per minor. */
+/* Frozen sizes of struct eai_plugin_descriptor per minor (1.2 added
+ * nothing).  _1_1 is today's sizeof: the minor that grows the descriptor
+ * writes it as the offset of its first new field (abi.lock checks it). */
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_0 offsetof(struct eai_plugin_descriptor, build)
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 sizeof(struct eai_plugin_descriptor)
+#define EAI_PLUGIN_DESCRIPTOR_SIZE_1_2 EAI_PLUGIN_DESCRIPTOR_SIZE_1_1
 
 /* Start every descriptor initialiser with this:
  *     static const struct eai_plugin_descriptor desc = {

@@ -209,15 +209,17 @@ struct eai_storage_ops {
                                const char *secret_hash_hex, const char *name,
                                int64_t expires_ms, struct eai_error **err);
 
-    /* --- manifest listing (GET /v1/manifests); may be NULL. */
-    /* At most limit (1..1000) manifests of one tenant and kind whose name
-     * is > after (NULL: from the start), ordered by name: [doc, ...]. */
+    /* ---- Added in 1.2; each may be NULL (and is, for a backend of an
+     * older minor: its table is NULL-filled at load): check the pointer. */
+    /* --- manifest listing (GET /v1/manifests): at most limit (1..1000)
+     * manifests of one tenant and kind whose name is > after (NULL: from
+     * the start), ordered by name: [doc, ...]. */
     int (*manifest_list)(void *self, const char *tenant, const char *kind, const char *after, int limit,
                          json_t **out, struct eai_error **err);
-    /* ---- Appended (sessions, docs/sessions.md); may be NULL: check size
-     * and pointer.  Insert one usage event into the outbox (delivered like
-     * an execution's) and append audit (may be NULL), in one transaction:
-     * a session's lifetime usage at its end.  0 or -1. */
+    /* --- sessions (docs/sessions.md): insert one usage event into the
+     * outbox (delivered like an execution's) and append audit (may be
+     * NULL), in one transaction: a session's lifetime usage at its end.
+     * 0 or -1. */
     int (*outbox_append)(void *self, const char *tenant, const json_t *usage_event,
                          const json_t *audit, struct eai_error **err);
     /* ---- quotas and retention (docs/configuration.md, "Quotas and
@@ -238,6 +240,7 @@ struct eai_storage_ops {
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
 #define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, key_create_expiring) + sizeof(void (*)(void)))
+#define EAI_STORAGE_OPS_SIZE_1_2 (offsetof(struct eai_storage_ops, exec_prune) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

@@ -176,21 +176,14 @@ static const struct eai_config_key audit_keys[] = {
 };
 
 static const struct eai_plugin_descriptor audit_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "http",
     .kind = EAI_KIND_AUDIT,
-    .version = "0.1.0",
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = audit_create,
     .destroy = audit_destroy,
     .ops = &audit_ops,
     .config_keys = audit_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
-{
-    return &audit_descriptor;
-}
+EAI_PLUGIN_DECLARE(audit_descriptor)

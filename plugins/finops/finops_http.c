@@ -137,21 +137,14 @@ static const struct eai_config_key finops_keys[] = {
 };
 
 static const struct eai_plugin_descriptor finops_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "http",
     .kind = EAI_KIND_FINOPS,
-    .version = "0.1.0",
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = finops_create,
     .destroy = finops_destroy,
     .ops = &finops_ops,
     .config_keys = finops_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
-{
-    return &finops_descriptor;
-}
+EAI_PLUGIN_DECLARE(finops_descriptor)

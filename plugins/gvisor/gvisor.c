@@ -553,7 +553,7 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
     out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
     if (g->net_state > 0)
         out->caps |= EAI_ISO_CAP_EGRESS_NETNS; /* granted egress in core's namespace */
-    if (g->net_state > 0 && g->egress_pool && g->pool_size > 0 && g->host->size >= EAI_HOST_SIZE_NETNS &&
+    if (g->net_state > 0 && g->egress_pool && g->pool_size > 0 && g->host->size >= EAI_HOST_SIZE_1_2 &&
         g->host->netns_take && g->host->netns_release)
         out->caps |= EAI_ISO_CAP_EGRESS_POOL; /* egress_claim: pooled sandboxes in core's namespaces */
     out->max_path_bytes = EAI_PC_MAX_PATH_BYTES; /* ABI 1.1: checked at admission */
@@ -750,21 +750,14 @@ static const struct eai_isolation_ops gv_ops = {
 };
 
 static const struct eai_plugin_descriptor gv_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "gvisor",
     .kind = EAI_KIND_ISOLATION,
-    .version = "0.1.0",
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = gv_create,
     .destroy = gv_destroy,
     .ops = &gv_ops,
     .config_keys = gv_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
-{
-    return &gv_descriptor;
-}
+EAI_PLUGIN_DECLARE(gv_descriptor)

@@ -107,11 +107,11 @@ struct gv {
 int gv_ready_gate(const struct gv *g); /* 1 when jobs may start now */
 void gv_release(void *self);           /* drop one inflight; frees when destroying */
 
-/* The network namespace core made for a job with granted egress (ABI 1.1
+/* The network namespace core made for a job with granted egress (ABI 1.2
  * fields, read only when the job's size covers them), or NULL. */
 static inline const char *gv_job_netns(const struct eai_iso_job *job)
 {
-    if (job->size < EAI_ISO_JOB_SIZE_1_1 || !job->netns_path || !job->netns_path[0])
+    if (job->size < EAI_ISO_JOB_SIZE_1_2 || !job->netns_path || !job->netns_path[0])
         return NULL;
     return job->netns_path;
 }

@@ -86,7 +86,7 @@ static int gv_gate(void *drv, char *why, size_t whylen)
 
 static const char *job_session(const struct eai_iso_job *job)
 {
-    return EAI_ISO_JOB_HAS_SESSION(job) && job->session_id && job->session_id[0] ? job->session_id : NULL;
+    return job->size >= EAI_ISO_JOB_SIZE_1_2 && job->session_id && job->session_id[0] ? job->session_id : NULL;
 }
 
 static int gv_hold(void *drv, struct eai_pc_run *run, char *why, size_t whylen)

@@ -746,8 +746,8 @@ void gv_pool_destroy_all(struct gv *g, int kill_only)
 void *gv_egress_claim(void *self, const struct eai_iso_job *job)
 {
     struct gv *g = self;
-    if (!g->egress_pool || g->net_state <= 0 || g->host->size < EAI_HOST_SIZE_NETNS || !g->host->netns_take ||
-        !job->egress || !job->egress[0] || (EAI_ISO_JOB_HAS_SESSION(job) && job->session_id))
+    if (!g->egress_pool || g->net_state <= 0 || g->host->size < EAI_HOST_SIZE_1_2 || !g->host->netns_take ||
+        !job->egress || !job->egress[0] || (job->size >= EAI_ISO_JOB_SIZE_1_2 && job->session_id))
         return NULL;
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));

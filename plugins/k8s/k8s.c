@@ -1203,21 +1203,14 @@ static const struct eai_isolation_ops k8s_ops = {
 };
 
 static const struct eai_plugin_descriptor k8s_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "k8s",
     .kind = EAI_KIND_ISOLATION,
-    .version = "0.1.0",
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = k8s_create,
     .destroy = k8s_destroy,
     .ops = &k8s_ops,
     .config_keys = k8s_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
-{
-    return &k8s_descriptor;
-}
+EAI_PLUGIN_DECLARE(k8s_descriptor)

@@ -298,7 +298,7 @@ static void call_send(struct k8s_call *c)
     headers[nh++] = "Accept: application/json";
     if (c->body)
         headers[nh++] = "Content-Type: application/json";
-    headers[nh++] = "User-Agent: eai-sandbox-k8s/0.1.0";
+    headers[nh++] = "User-Agent: eai-sandbox-k8s/" EAI_VERSION;
     headers[nh] = NULL;
     struct eai_http_request req;
     memset(&req, 0, sizeof req);

@@ -571,21 +571,14 @@ static const struct eai_isolation_ops kt_ops = {
 };
 
 static const struct eai_plugin_descriptor kt_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "kata",
     .kind = EAI_KIND_ISOLATION,
-    .version = "0.1.0",
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = kt_create,
     .destroy = kt_destroy,
     .ops = &kt_ops,
     .config_keys = kt_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
-{
-    return &kt_descriptor;
-}
+EAI_PLUGIN_DECLARE(kt_descriptor)

@@ -19,8 +19,6 @@
 
 #include "pg.h"
 
-#define EAI_PG_VERSION "0.1.0"
-
 /* ---------------------------------------------------------------- migrate, ping */
 
 /* Run a multi-statement script (simple query protocol) inside tx. */
@@ -254,22 +252,14 @@ static const struct eai_config_key eai_pg_config_keys[] = {
 };
 
 static const struct eai_plugin_descriptor eai_pg_descriptor = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "postgres",
     .kind = EAI_KIND_STORAGE,
-    .version = EAI_PG_VERSION,
+    .version = EAI_VERSION, /* the build's (CMake project version) */
     .create = eai_pg_create,
     .destroy = eai_pg_destroy,
     .ops = &eai_pg_ops,
     .config_keys = eai_pg_config_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void)
-{
-    return &eai_pg_descriptor;
-}
+EAI_PLUGIN_DECLARE(eai_pg_descriptor)

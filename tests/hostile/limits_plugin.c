@@ -85,10 +85,7 @@ static const struct eai_config_key lim_keys[] = {
 };
 
 static const struct eai_plugin_descriptor lim_desc = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT,
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "limits",
     .kind = EAI_KIND_ISOLATION,
     .version = "1",
@@ -98,5 +95,4 @@ static const struct eai_plugin_descriptor lim_desc = {
     .config_keys = lim_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void) { return &lim_desc; }
+EAI_PLUGIN_DECLARE(lim_desc)

@@ -151,10 +151,7 @@ static const struct eai_isolation_ops sc_ops = {
 static const struct eai_config_key sc_keys[] = {{NULL, 0, 0, NULL, NULL}};
 
 static const struct eai_plugin_descriptor sc_desc = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT,
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "script",
     .kind = EAI_KIND_ISOLATION,
     .version = "1",
@@ -164,5 +161,4 @@ static const struct eai_plugin_descriptor sc_desc = {
     .config_keys = sc_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void) { return &sc_desc; }
+EAI_PLUGIN_DECLARE(sc_desc)

@@ -83,10 +83,7 @@ static const struct eai_isolation_ops hold_ops = {
 static const struct eai_config_key hold_keys[] = {{NULL, 0, 0, NULL, NULL}};
 
 static const struct eai_plugin_descriptor hold_desc = {
-    .abi_major = EAI_ABI_MAJOR,
-    .abi_minor = EAI_ABI_MINOR,
-    .struct_size = sizeof(struct eai_plugin_descriptor),
-    .build = EAI_BUILD_FINGERPRINT, /* ABI 1.1: checked at load */
+    EAI_PLUGIN_DESCRIPTOR_HEADER, /* ABI version, size and build fingerprint */
     .name = "hold",
     .kind = EAI_KIND_ISOLATION,
     .version = "1",
@@ -96,5 +93,4 @@ static const struct eai_plugin_descriptor hold_desc = {
     .config_keys = hold_keys,
 };
 
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void);
-EAI_PLUGIN_EXPORT const struct eai_plugin_descriptor *eai_plugin_descriptor(void) { return &hold_desc; }
+EAI_PLUGIN_DECLARE(hold_desc)

@@ -54,7 +54,7 @@ static void test_valid_loads_and_creates(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
     CU_ASSERT_STRING_EQUAL(d->name, "valid");
     CU_ASSERT_EQUAL(d->kind, EAI_KIND_ISOLATION);
-    CU_ASSERT_EQUAL(d->abi_minor, 1);
+    CU_ASSERT_EQUAL(d->abi_minor, EAI_ABI_MINOR);
     CU_ASSERT_PTR_EQUAL(load("valid", NULL), d); /* one normalised copy per plugin */
     struct eai_host *h = eai_host_new(NULL, tmp_dir);
     struct eai_error *err = NULL;
@@ -117,23 +117,30 @@ static void test_wrong_major(void)
 {
     char file[PATH_MAX];
     snprintf(file, sizeof(file), "%s/eai-isolation-wrongmajor.so", fixture_dir);
-    const char *needles[] = {file, "built for ABI 2.1", "provides ABI 1.1", NULL};
+    char built[32], provides[32];
+    snprintf(built, sizeof built, "built for ABI 2.%d", EAI_ABI_MINOR);
+    snprintf(provides, sizeof provides, "provides ABI 1.%d", EAI_ABI_MINOR);
+    const char *needles[] = {file, built, provides, NULL};
     expect_refused("wrongmajor", needles);
 }
 
 static void test_newer_minor(void)
 {
-    const char *needles[] = {"eai-isolation-newerminor.so", "ABI 1.7", "ABI 1.1", NULL};
+    char host[32];
+    snprintf(host, sizeof host, "ABI 1.%d", EAI_ABI_MINOR);
+    const char *needles[] = {"eai-isolation-newerminor.so", "ABI 1.7", host, NULL};
     expect_refused("newerminor", needles);
 }
 
-/* Built against a (simulated) future 1.2: longer descriptor and ops. */
+/* Built against a (simulated) next minor: longer descriptor and ops. */
 static void test_future_minor_refused(void)
 {
-    const char *needles[] = {"eai-isolation-future12.so", "plugin was built for ABI 1.2",
-                             "this eaid provides ABI 1.1", "rebuild it against the headers of ABI 1.1 or older",
-                             NULL};
-    expect_refused("future12", needles);
+    char built[64], provides[64], rebuild[96];
+    snprintf(built, sizeof built, "plugin was built for ABI 1.%d", EAI_ABI_MINOR + 1);
+    snprintf(provides, sizeof provides, "this eaid provides ABI 1.%d", EAI_ABI_MINOR);
+    snprintf(rebuild, sizeof rebuild, "rebuild it against the headers of ABI 1.%d or older", EAI_ABI_MINOR);
+    const char *needles[] = {"eai-isolation-future.so", built, provides, rebuild, NULL};
+    expect_refused("future", needles);
 }
 
 static void test_short_struct(void)
@@ -156,7 +163,7 @@ static void test_long_ops(void)
     char too_long[64], knows[64];
     snprintf(too_long, sizeof too_long, "isolation ops table too long: %zu bytes",
              sizeof(struct eai_isolation_ops) + 8);
-    snprintf(knows, sizeof knows, "ABI 1.1 knows %zu", sizeof(struct eai_isolation_ops));
+    snprintf(knows, sizeof knows, "ABI 1.%d knows %zu", EAI_ABI_MINOR, sizeof(struct eai_isolation_ops));
     const char *needles[] = {"eai-isolation-longops.so", too_long, knows, NULL};
     expect_refused("longops", needles);
 }
@@ -277,7 +284,8 @@ static void test_failing_create(void)
     eai_host_free(h);
 }
 
-/* Built against the frozen 1.0 headers: loads into the 1.1 host and runs. */
+/* Built against the frozen headers of each released minor (fixture_abi.c):
+ * loads into today's host and runs; what its minor lacks is NULL. */
 static int f10_started, f10_exited;
 static char f10_out[64];
 static void f10_on_output(void *arg, enum eai_iso_stream s, const char *data, size_t len)
@@ -287,15 +295,23 @@ static void f10_on_output(void *arg, enum eai_iso_stream s, const char *data, si
 static void f10_on_started(void *arg) { f10_started++; }
 static void f10_on_exit(void *arg, const struct eai_iso_result *r) { f10_exited += r->outcome == EAI_OUT_EXITED; }
 
-static void test_abi_1_0_isolation_runs(void)
+/* Load eai-isolation-<name>.so, check its minor and table, probe it and
+ * run one job (session_id set when session is not NULL): its output. */
+static void old_isolation_runs(const char *name, unsigned minor, size_t ops_size, const char *session,
+                               const char *want_out)
 {
     struct eai_error *err = NULL;
-    const struct eai_plugin_descriptor *d = eai_plugin_load(fixture_dir, EAI_KIND_ISOLATION, "old10", &err);
+    const struct eai_plugin_descriptor *d = eai_plugin_load(fixture_dir, EAI_KIND_ISOLATION, name, &err);
     if (!d)
         fprintf(stderr, "\n%s\n", err && err->message ? err->message : "?");
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
-    CU_ASSERT_EQUAL(d->abi_minor, 0);
-    CU_ASSERT_EQUAL(d->build.size, 0); /* 1.0: no fingerprint, zero-filled in the copy */
+    CU_ASSERT_EQUAL(d->abi_minor, minor);
+    /* 1.0: no fingerprint, zero-filled in the copy */
+    CU_ASSERT_EQUAL(d->build.size, minor == 0 ? 0 : sizeof(struct eai_build_fingerprint));
+    /* the plugin's table is its minor's, the host's copy today's */
+    CU_ASSERT_EQUAL(eai_plugin_ops_size(d), ops_size);
+    const struct eai_isolation_ops *ops = d->ops;
+    CU_ASSERT_EQUAL(ops->size, sizeof(struct eai_isolation_ops));
     struct event_base *base = event_base_new();
     CU_ASSERT_PTR_NOT_NULL_FATAL(base);
     CU_ASSERT_EQUAL_FATAL(eai_workers_start(base, 1), 0);
@@ -303,18 +319,24 @@ static void test_abi_1_0_isolation_runs(void)
     void *self = NULL;
     struct eai_host *handle = NULL;
     CU_ASSERT_EQUAL_FATAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), 0);
-    const struct eai_isolation_ops *ops = d->ops;
     struct eai_iso_probe p;
     memset(&p, 0, sizeof(p));
     p.size = sizeof(p);
     ops->probe(self, &p);
     CU_ASSERT_EQUAL(p.ready, 1);
     CU_ASSERT_EQUAL(p.pending, 0);
-    CU_ASSERT_STRING_EQUAL(p.version, "fixture-abi-1.0");
-    const char *argv[] = {"hello", "-1.0", NULL};
-    struct eai_iso_job job = {.size = sizeof(job), .id = "sbx_10", .argv = argv};
+    CU_ASSERT_EQUAL(p.max_files, minor >= 1 ? 9 : 0); /* a 1.1 field: 0 from a 1.0 plugin */
+    char version[32];
+    snprintf(version, sizeof version, "fixture-abi-1.%u", minor);
+    CU_ASSERT_STRING_EQUAL(p.version, version);
+    char argv1[16];
+    snprintf(argv1, sizeof argv1, "-1.%u", minor);
+    const char *argv[] = {"hello", argv1, NULL};
+    struct eai_iso_job job = {.size = sizeof(job), .id = "sbx_10", .argv = argv, .session_id = session};
     struct eai_iso_callbacks cb = {.size = sizeof(cb), .on_output = f10_on_output, .on_started = f10_on_started,
                                    .on_exit = f10_on_exit};
+    f10_started = f10_exited = 0;
+    f10_out[0] = '\0';
     void *hd = NULL;
     CU_ASSERT_EQUAL(ops->start(self, &job, &cb, NULL, &hd, &err), 0);
     /* the callbacks come on the loop, after the plugin's work_submit */
@@ -325,29 +347,74 @@ static void test_abi_1_0_isolation_runs(void)
     }
     CU_ASSERT_EQUAL(f10_started, 1);
     CU_ASSERT_EQUAL(f10_exited, 1);
-    CU_ASSERT_STRING_EQUAL(f10_out, "hello-1.0");
+    CU_ASSERT_STRING_EQUAL(f10_out, want_out);
     CU_ASSERT_PTR_NULL(ops->recover); /* absent in the plugin's table: NULL */
     CU_ASSERT_PTR_NULL(ops->sweep);
+    /* 1.2 ops: NULL past an older plugin's table, so core never calls them
+     * (sessions answer 422 sessions_unsupported, no egress pool) */
+    if (minor < 2) {
+        CU_ASSERT_PTR_NULL(ops->session_create);
+        CU_ASSERT_PTR_NULL(ops->session_destroy);
+        CU_ASSERT_PTR_NULL(ops->session_busy);
+        CU_ASSERT_PTR_NULL(ops->session_file);
+    } else {
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ops->session_busy);
+        CU_ASSERT_EQUAL(ops->session_busy(self, "ses_1"), 0);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(ops->session_create);
+        struct eai_iso_session ses = {.size = sizeof(ses), .id = "ses_1"};
+        struct eai_iso_session_callbacks scb = {.size = sizeof(scb)};
+        CU_ASSERT_EQUAL(ops->session_create(self, &ses, &scb, NULL, &err), -1);
+        CU_ASSERT_PTR_NOT_NULL(err);
+        eai_error_free(err);
+        err = NULL;
+    }
+    CU_ASSERT_PTR_NULL(ops->session_pause);
+    CU_ASSERT_PTR_NULL(ops->session_resume);
+    CU_ASSERT_PTR_NULL(ops->egress_claim);
     eai_plugin_destroy(d, self, handle);
     eai_host_free(h);
     eai_workers_stop();
     event_base_free(base);
 }
 
-static void test_abi_1_0_storage_normalised(void)
+static void test_abi_1_0_isolation_runs(void)
+{
+    old_isolation_runs("old10", 0, EAI_ISOLATION_OPS_SIZE_1_0, NULL, "hello-1.0");
+}
+
+/* A 1.1 plugin knows no session_id: a job carrying one runs as any other
+ * (core never gives it one: it has no session ops). */
+static void test_abi_1_1_isolation_runs(void)
+{
+    old_isolation_runs("old11", 1, EAI_ISOLATION_OPS_SIZE_1_1, "ses_1", "hello-1.1");
+}
+
+static void test_abi_1_2_isolation_runs(void)
+{
+    old_isolation_runs("old12", 2, EAI_ISOLATION_OPS_SIZE_1_2, "ses_1", "hello-1.2 in ses_1");
+}
+
+/* Load eai-storage-<name>.so of a released minor: its table normalised,
+ * the 1.0 ops working, an error of the plugin named. */
+static void old_storage_normalised(const char *name, unsigned minor, size_t ops_size)
 {
     struct eai_error *err = NULL;
-    const struct eai_plugin_descriptor *d = eai_plugin_load(fixture_dir, EAI_KIND_STORAGE, "old10", &err);
+    const struct eai_plugin_descriptor *d = eai_plugin_load(fixture_dir, EAI_KIND_STORAGE, name, &err);
     if (!d)
         fprintf(stderr, "\n%s\n", err && err->message ? err->message : "?");
     CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    CU_ASSERT_EQUAL(d->abi_minor, minor);
     const struct eai_storage_ops *ops = d->ops;
-    /* the plugin's table is the 1.0 one, the host's copy today's */
-    CU_ASSERT_EQUAL(eai_plugin_ops_size(d), EAI_STORAGE_OPS_SIZE_1_0);
-    CU_ASSERT(EAI_STORAGE_OPS_SIZE_1_0 < sizeof(struct eai_storage_ops));
+    /* the plugin's table is its minor's, the host's copy today's */
+    CU_ASSERT_EQUAL(eai_plugin_ops_size(d), ops_size);
+    CU_ASSERT(ops_size <= sizeof(struct eai_storage_ops));
     CU_ASSERT_EQUAL(ops->size, sizeof(struct eai_storage_ops));
-    CU_ASSERT_PTR_NULL(ops->audit_heads);
+    CU_ASSERT((ops->audit_heads != NULL) == (minor >= 1)); /* set by the 1.1 and 1.2 fixtures */
     CU_ASSERT_PTR_NULL(ops->exec_claim_excluding);
+    CU_ASSERT((ops->manifest_list != NULL) == (minor >= 2)); /* 1.2: past a 1.0 or 1.1 table */
+    CU_ASSERT_PTR_NULL(ops->outbox_append);
+    CU_ASSERT_PTR_NULL(ops->tenant_usage);
+    CU_ASSERT_PTR_NULL(ops->exec_prune);
     CU_ASSERT_PTR_NOT_NULL(ops->kv_set);
     struct eai_host *h = eai_host_new(NULL, tmp_dir);
     void *self = NULL;
@@ -360,14 +427,38 @@ static void test_abi_1_0_storage_normalised(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(v);
     CU_ASSERT_STRING_EQUAL(v, "42");
     free(v);
-    /* an error made by a 1.0 plugin with the 1.0 error_new names it */
+    if (minor >= 1) {
+        json_t *heads = NULL;
+        CU_ASSERT_EQUAL(ops->audit_heads(self, &heads, &err), 0);
+        CU_ASSERT(json_is_array(heads));
+        json_decref(heads);
+    }
+    /* an error made by the plugin with the 1.0 error_new names it */
     json_t *out = NULL;
     CU_ASSERT_EQUAL(ops->exec_get(self, "t", "x", &out, &err), -1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(err);
-    CU_ASSERT_STRING_EQUAL(err->message, "plugin old10: not supported by this fixture");
+    char want[64];
+    snprintf(want, sizeof want, "plugin %s: not supported by this fixture", name);
+    CU_ASSERT_STRING_EQUAL(err->message, want);
     eai_error_free(err);
     eai_plugin_destroy(d, self, handle);
     eai_host_free(h);
+}
+
+static void test_abi_1_0_storage_normalised(void)
+{
+    old_storage_normalised("old10", 0, EAI_STORAGE_OPS_SIZE_1_0);
+    CU_ASSERT(EAI_STORAGE_OPS_SIZE_1_0 < sizeof(struct eai_storage_ops));
+}
+
+static void test_abi_1_1_storage_normalised(void)
+{
+    old_storage_normalised("old11", 1, EAI_STORAGE_OPS_SIZE_1_1);
+}
+
+static void test_abi_1_2_storage_normalised(void)
+{
+    old_storage_normalised("old12", 2, EAI_STORAGE_OPS_SIZE_1_2);
 }
 
 static void test_bad_names(void)
@@ -478,7 +569,7 @@ int main(void)
     CU_add_test(s, "instance handle names the plugin", test_instance_handle_attributes);
     CU_add_test(s, "wrong major refused naming both versions", test_wrong_major);
     CU_add_test(s, "newer minor refused", test_newer_minor);
-    CU_add_test(s, "future 1.2 plugin refused", test_future_minor_refused);
+    CU_add_test(s, "plugin of the next minor refused", test_future_minor_refused);
     CU_add_test(s, "short descriptor refused", test_short_struct);
     CU_add_test(s, "short ops table refused", test_short_ops);
     CU_add_test(s, "ops table longer than today's refused", test_long_ops);
@@ -488,6 +579,10 @@ int main(void)
     CU_add_test(s, "build fingerprint mismatch refused naming both", test_fingerprint_mismatch);
     CU_add_test(s, "1.0 isolation plugin loads and runs", test_abi_1_0_isolation_runs);
     CU_add_test(s, "1.0 storage plugin normalised and runs", test_abi_1_0_storage_normalised);
+    CU_add_test(s, "1.1 isolation plugin loads and runs, no 1.2 op", test_abi_1_1_isolation_runs);
+    CU_add_test(s, "1.1 storage plugin normalised and runs", test_abi_1_1_storage_normalised);
+    CU_add_test(s, "1.2 isolation plugin loads and runs with its session ops", test_abi_1_2_isolation_runs);
+    CU_add_test(s, "1.2 storage plugin normalised and runs", test_abi_1_2_storage_normalised);
     CU_add_test(s, "wrong kind or name refused", test_wrong_kind_and_name);
     CU_add_test(s, "failing create reports its error", test_failing_create);
     CU_add_test(s, "names with separators refused", test_bad_names);
