@@ -6,7 +6,7 @@
  * refusal;
  * an accepted entry's CIDR has no host bits set. */
 #include "fuzz_util.h"
-#include "net/egress_policy.h"
+#include "net/egress_proto.h"
 
 static int ldh(const char *s)
 {
