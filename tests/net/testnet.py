@@ -80,6 +80,15 @@ class TestNet:
         except OSError:
             return []
 
+    def accepts(self, addr, port):
+        """Unix times at which peers.py accepted a connection on addr:port."""
+        try:
+            with open(os.path.join(self.work, "accept.log")) as f:
+                rows = [line.split() for line in f]
+        except OSError:
+            return []
+        return [float(r[2]) for r in rows if len(r) == 3 and r[0] == addr and r[1] == str(port)]
+
     def udp_seen(self):
         return os.path.exists(os.path.join(self.work, "udp.log"))
 
