@@ -291,6 +291,9 @@ static void zc_dir_free(struct gw_dir *d)
     d->p[0] = d->p[1] = -1;
 }
 
+#define RST_CLIENT 1 /* conn_free: close the client's side with a reset */
+#define RST_BOTH 3   /* ... and the server's */
+
 static void conn_free(struct gw_conn *c, const char *end, int rst)
 {
     struct eai_egress_grant *g = c->g;
@@ -307,12 +310,12 @@ static void conn_free(struct gw_conn *c, const char *end, int rst)
     }
     struct linger l = {1, 0};
     if (c->cli) {
-        if (rst)
+        if (rst & RST_CLIENT)
             setsockopt(bufferevent_getfd(c->cli), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
         bufferevent_free(c->cli);
     }
     if (c->srv) {
-        if (rst && c->state == C_SPLICE)
+        if (rst == RST_BOTH && c->state == C_SPLICE)
             setsockopt(bufferevent_getfd(c->srv), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
         bufferevent_free(c->srv);
     }
@@ -339,7 +342,7 @@ static void conn_refuse(struct gw_conn *c, const char *reason)
         json_object_set_new(e, "address", json_string(c->address));
     log_commit(c->g, e);
     json_decref(e);
-    conn_free(c, reason, 1);
+    conn_free(c, reason, RST_CLIENT);
 }
 
 /* The inspector refused what one side sent (before or after the upstream
@@ -357,7 +360,7 @@ static void conn_refuse_insp(struct gw_conn *c)
         json_object_set_new(e, "checked", json_integer(c->insp.units)); /* heads or hellos passed before */
     log_commit(c->g, e);
     json_decref(e);
-    conn_free(c, reason, 1);
+    conn_free(c, reason, RST_BOTH);
 }
 
 static int cap_exceeded(struct gw_conn *c)
@@ -863,7 +866,7 @@ static void gai_cb(int result, struct evutil_addrinfo *res, void *arg)
         }
         log_commit(c->g, e);
         json_decref(e);
-        conn_free(c, "private_address", 1);
+        conn_free(c, "private_address", RST_CLIENT);
         return;
     }
     conn_connect(c, pick);
@@ -985,7 +988,7 @@ static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     if (!c->cli || !c->timer) {
         if (!c->cli)
             rst_fd(fd);
-        conn_free(c, "internal", 1);
+        conn_free(c, "internal", RST_CLIENT);
         return;
     }
     if ((eg->cfg.max_connections > 0 && g->open > eg->cfg.max_connections) ||
@@ -1092,7 +1095,7 @@ void eai_egress_grant_remove(struct eai_egress_grant *g)
     if (!g)
         return;
     while (g->conns)
-        conn_free(g->conns, "ended", 1);
+        conn_free(g->conns, "ended", RST_CLIENT);
     struct eai_egress *eg = g->eg;
     if (g->prev)
         g->prev->next = g->next;
