@@ -100,13 +100,15 @@ def run(case, args):
                 out["ended"] = "reset"
                 raise
             out.update(ok=True, body="|".join(out["responses"]))
-        elif case == "tlsx":                    # tlsx HOST PORT SNI CAFILE DELAY PER GAP
+        elif case == "tlsx":                    # tlsx HOST PORT SNI CAFILE DELAY PER GAP [1.2]
             # a TLS client that keeps silent DELAY s, then sends its
             # ClientHello re-framed into records of PER bytes (0: as is), one
             # TCP segment per record GAP s apart; then GET / with Host SNI
             delay, per, gap = float(args[4]), int(args[5]), float(args[6])
             ctx = ssl.create_default_context(cafile=args[3])
             ctx.check_hostname = False
+            if len(args) > 7 and args[7] == "1.2":  # at most TLS 1.2
+                ctx.maximum_version = ssl.TLSVersion.TLSv1_2
             s = socket.create_connection((args[0], int(args[1])), timeout=10)
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -153,7 +155,7 @@ def run(case, args):
                 except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
                     break
             body = data.partition(b"\r\n\r\n")[2]
-            out.update(ok=bool(body), body=body[:200].decode("latin-1"), n=len(body))
+            out.update(ok=bool(body), body=body[:200].decode("latin-1"), n=len(body), version=t.version())
         elif case == "tls":                     # tls HOST PORT SNI CAFILE: handshake with that SNI
             ctx = ssl.create_default_context(cafile=args[3])
             ctx.check_hostname = False

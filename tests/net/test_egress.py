@@ -142,6 +142,12 @@ def tricks(work, net, allowed_ip, tls_ip):
     r = client(work, "tlsx", tls_ip, "443", "tls.test", ca, "0", "40", "0.02")
     check(r["ok"] and r["body"] == "hello tls.test",
           "the allowed name's ClientHello split the same way: reassembled, works: %s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "tls.test", ca, "0", "0", "0", "1.2")
+    check(r["ok"] and r["body"] == "hello tls.test" and r.get("version") == "TLSv1.2",
+          "TLS 1.2 to the allowed name (its encrypted Finished passes, the version read from the server's hello): "
+          "%s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "split12.test", ca, "0", "40", "0", "1.2")
+    check(not r["ok"] and "split12" not in r["body"], "TLS 1.2, a split ClientHello for another name: refused: %s" % r)
     r = script(work, tls_ip, 443, ["send", r"GET / HTTP/1.1\r\nHost: tls.test\r\n\r\n"], ["eof", 5])
     check(r["ended"] == "reset", "plain HTTP on 443: refused: %s" % r)
     r = script(work, allowed_ip, 7000, ["sleep", 0.6], ["send", req("port7000.test")], ["eof", 5])
@@ -159,7 +165,7 @@ def check_tricks_log(log):
     for host in ("late-host.test", "late-header.test", "split-get.test", "crlf.test", "pipelined.test",
                  "keepalive.test", "after-body.test", "port7000.test"):
         check(len(refused("host_mismatch", "host", host)) == 1, "network log: host_mismatch with host %s" % host)
-    for sni in ("late-sni.test", "split-sni.test"):
+    for sni in ("late-sni.test", "split-sni.test", "split12.test"):
         check(len(refused("sni_mismatch", "sni", sni)) == 1, "network log: sni_mismatch with sni %s" % sni)
     check(len(refused("http2_refused")) == 1, "network log: http2_refused")
     check(len([e for e in refused("sniff_timeout") if e.get("name") in ("allowed.test", "tls.test")]) >= 2,
