@@ -252,6 +252,7 @@ def main():
         tricks(work, net, allowed_ip, tls_ip)  # before the byte cap is spent
         r = client(work, "url", "http://allowed.test/big?n=%d" % (CAP + (16 << 20)))
         check(not r["ok"] and "IncompleteRead" in r["error"], "a download past the byte cap is cut: %s" % r)
+        check(net.owns_route(), "the route to the test internet stayed this run's throughout")
         time.sleep(0.5)
         check(not net.udp_seen(), "UDP other than DNS goes nowhere")
         asked = net.dns_asked()
