@@ -21,11 +21,11 @@
 #include "base/errors.h"
 #include "base/util.h"
 #include "net/egress.h"
+#include "net/egress_inspect.h"
 
 #define SYNTH_MAX 1024               /* names one grant can resolve */
 #define SPLICE_HIGH (1024 * 1024)    /* pause the other side above this many queued bytes */
 #define SPLICE_IO (256 * 1024)       /* bytes per read or write call while splicing */
-#define SNIFF_MAX (16384 + 2048 + 5) /* a ClientHello record, or an HTTP head */
 #define ZC_PIPE (1024 * 1024)        /* pipe capacity asked per direction while splicing */
 #define ZC_BURST (4 * 1024 * 1024)   /* bytes one direction moves per callback, then yields */
 
@@ -68,16 +68,26 @@ struct eai_egress {
 
 enum conn_state { C_SNIFF = 0, C_RESOLVE, C_CONNECT, C_SPLICE };
 
-/* One direction of a spliced connection moved by splice(2) through a pipe:
- * the bytes go socket -> pipe -> socket inside the kernel, never through
- * eaid's memory.  The bufferevents stay (disabled) as the fds' owners. */
-struct zc_dir {
+/* One direction of a connection.  What the source sends waits in buf (the
+ * source bufferevent's input) until the inspector (egress_inspect.h) lets
+ * it pass: ok bytes at its front may.  With splice(2) (zc), passed bytes go
+ * through a pipe to the destination, and what passes unread (a body, a TLS
+ * record's content, an opaque stream) goes socket -> pipe -> socket inside
+ * the kernel, never through eaid's memory; the bufferevents stay (disabled)
+ * as the fds' owners.  Without, through the bufferevents. */
+struct gw_dir {
+    int out;                         /* 1: client -> server */
+    struct evbuffer *buf;            /* read, not passed yet (bounded: EAI_INSPECT_MAX + one read) */
+    struct evbuffer *own;            /* spliced: buf is this one of ours (a bufferevent's input is
+                                        frozen at its end between the bufferevent's own reads) */
+    size_t ok;                       /* bytes at buf's front judged to pass */
+    int64_t pend_ms;                 /* since when an unfinished unit waits (monotonic); 0: none */
+    /* splice(2) */
     int p[2];                        /* the pipe, both ends non-blocking; -1 when none */
     size_t inpipe, cap;              /* bytes in the pipe; its capacity */
     int src, dst;                    /* the sockets */
     struct event *rd, *wr;           /* src readable, dst writable (not persistent) */
     int eof, shut;                   /* src sent FIN; we sent FIN to dst */
-    int out;                         /* 1: client -> server */
 };
 
 struct gw_conn {
@@ -85,18 +95,19 @@ struct gw_conn {
     struct gw_conn *next, *prev;
     enum conn_state state;
     struct bufferevent *cli, *srv;
-    struct event *timer;             /* sniff deadline, then idle check */
+    struct event *timer;             /* first flight, unfinished units, idle */
     struct evdns_getaddrinfo_request *gai;
     char name[EAI_EGRESS_NAME_MAX + 1]; /* "" for an address entry */
     uint32_t dst;                    /* original destination, network order */
     uint16_t port;
     char address[INET_ADDRSTRLEN];   /* what we connect to */
     json_t *entry;                   /* its log entry (own reference) */
-    int64_t last_ms;
+    int64_t accept_ms, last_ms;      /* monotonic */
     int cli_eof, srv_eof;            /* that side sent FIN */
     int cli_shut, srv_shut;          /* we sent FIN to that side */
-    int zc;                          /* spliced with splice(2): up, down are live */
-    struct zc_dir up, down;          /* client -> server, server -> client */
+    int zc;                          /* spliced with splice(2): up, down's pipes are live */
+    struct gw_dir up, down;          /* client -> server, server -> client */
+    struct eai_inspect insp;         /* what is read of both directions */
 };
 
 /* ---------------------------------------------------------------- log */
@@ -241,12 +252,47 @@ static void dns_cb(struct evdns_server_request *req, void *arg)
 
 /* ---------------------------------------------------------------- gateway */
 
+static int64_t mono_ms(void)
+{
+    return eai_monotonic_ns() / 1000000;
+}
+
+static int64_t first_flight_ms(const struct eai_egress *eg)
+{
+    return eg->cfg.first_flight_ms > 0 ? eg->cfg.first_flight_ms : 10000;
+}
+
+static int64_t idle_ms(const struct eai_egress *eg)
+{
+    return (int64_t)(eg->cfg.idle_timeout_s > 0 ? eg->cfg.idle_timeout_s : 60) * 1000;
+}
+
 static void rst_fd(evutil_socket_t fd)
 {
     struct linger l = {1, 0}; /* close with RST: a refusal never looks open */
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l));
     close(fd);
 }
+
+static void zc_dir_free(struct gw_dir *d)
+{
+    if (d->own)
+        evbuffer_free(d->own);
+    d->own = NULL;
+    if (d->rd)
+        event_free(d->rd);
+    if (d->wr)
+        event_free(d->wr);
+    if (d->p[0] >= 0)
+        close(d->p[0]);
+    if (d->p[1] >= 0)
+        close(d->p[1]);
+    d->rd = d->wr = NULL;
+    d->p[0] = d->p[1] = -1;
+}
+
+#define RST_CLIENT 1 /* conn_free: close the client's side with a reset */
+#define RST_BOTH 3   /* ... and the server's */
 
 static void conn_free(struct gw_conn *c, const char *end, int rst)
 {
@@ -259,27 +305,20 @@ static void conn_free(struct gw_conn *c, const char *end, int rst)
     if (c->timer)
         event_free(c->timer);
     if (c->zc) {
-        struct zc_dir *ds[2] = {&c->up, &c->down};
-        for (int i = 0; i < 2; i++) {
-            if (ds[i]->rd)
-                event_free(ds[i]->rd);
-            if (ds[i]->wr)
-                event_free(ds[i]->wr);
-            if (ds[i]->p[0] >= 0)
-                close(ds[i]->p[0]);
-            if (ds[i]->p[1] >= 0)
-                close(ds[i]->p[1]);
-        }
+        zc_dir_free(&c->up);
+        zc_dir_free(&c->down);
     }
+    struct linger l = {1, 0};
     if (c->cli) {
-        if (rst) {
-            struct linger l = {1, 0};
+        if (rst & RST_CLIENT)
             setsockopt(bufferevent_getfd(c->cli), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
-        }
         bufferevent_free(c->cli);
     }
-    if (c->srv)
+    if (c->srv) {
+        if (rst == RST_BOTH && c->state == C_SPLICE)
+            setsockopt(bufferevent_getfd(c->srv), SOL_SOCKET, SO_LINGER, &l, sizeof(l));
         bufferevent_free(c->srv);
+    }
     if (c->entry) {
         if (c->state == C_SPLICE)
             json_object_set_new(c->entry, "end", json_string(end));
@@ -295,7 +334,7 @@ static void conn_free(struct gw_conn *c, const char *end, int rst)
     free(c);
 }
 
-/* A refusal after accept: logged, then RST. */
+/* A refusal: logged, then RST. */
 static void conn_refuse(struct gw_conn *c, const char *reason)
 {
     json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", reason);
@@ -303,7 +342,25 @@ static void conn_refuse(struct gw_conn *c, const char *reason)
         json_object_set_new(e, "address", json_string(c->address));
     log_commit(c->g, e);
     json_decref(e);
-    conn_free(c, reason, 1);
+    conn_free(c, reason, RST_CLIENT);
+}
+
+/* The inspector refused what one side sent (before or after the upstream
+ * connection): logged with the name the unit carried, then RST both ways;
+ * an allowed connection's entry ends with the reason. */
+static void conn_refuse_insp(struct gw_conn *c)
+{
+    const char *reason = c->insp.reason ? c->insp.reason : "http_malformed";
+    json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", reason);
+    if (e && c->address[0])
+        json_object_set_new(e, "address", json_string(c->address));
+    if (e && c->insp.seen[0])
+        json_object_set_new(e, strncmp(reason, "sni", 3) == 0 ? "sni" : "host", json_string(c->insp.seen));
+    if (e && c->state == C_SPLICE)
+        json_object_set_new(e, "checked", json_integer(c->insp.units)); /* heads or hellos passed before */
+    log_commit(c->g, e);
+    json_decref(e);
+    conn_free(c, reason, RST_BOTH);
 }
 
 static int cap_exceeded(struct gw_conn *c)
@@ -312,26 +369,106 @@ static int cap_exceeded(struct gw_conn *c)
     return g->eg->cfg.max_bytes > 0 && g->bytes_out + g->bytes_in > g->eg->cfg.max_bytes;
 }
 
-/* Move what one side sent to the other; pause the reader when the writer
- * has SPLICE_HIGH bytes queued (its write callback resumes it). */
-static void pump(struct gw_conn *c, struct bufferevent *from, struct bufferevent *to, int out)
+static void count_bytes(struct gw_conn *c, int out, size_t n)
 {
-    struct evbuffer *in = bufferevent_get_input(from);
-    size_t n = evbuffer_get_length(in);
-    if (n == 0)
-        return;
-    evbuffer_add_buffer(bufferevent_get_output(to), in);
-    c->last_ms = eai_now_ms();
-    if (out) {
+    c->last_ms = mono_ms();
+    if (out)
         c->g->bytes_out += (int64_t)n;
-    } else {
+    else
         c->g->bytes_in += (int64_t)n;
+    const char *key = out ? "bytes_out" : "bytes_in";
+    json_t *k = json_object_get(c->entry, key);
+    json_object_set_new(c->entry, key, json_integer((k ? json_integer_value(k) : 0) + (json_int_t)n));
+}
+
+/* The next deadline of c: its first flight (and, on other ports, the
+ * silence after which the server may speak first), an unfinished unit, or
+ * idleness. */
+static void conn_arm(struct gw_conn *c)
+{
+    const struct eai_egress *eg = c->g->eg;
+    int64_t due;
+    if (c->state == C_SNIFF) {
+        due = c->accept_ms + first_flight_ms(eg);
+        int64_t quiet = c->accept_ms + (eg->cfg.sniff_ms > 0 ? eg->cfg.sniff_ms : 300);
+        if (c->insp.proto == EAI_INSPECT_FIRST && evbuffer_get_length(c->up.buf) == 0 && quiet < due)
+            due = quiet;
+    } else if (c->state == C_SPLICE) {
+        due = c->last_ms + idle_ms(eg);
+        const struct gw_dir *ds[2] = {&c->up, &c->down};
+        for (int i = 0; i < 2; i++)
+            if (ds[i]->pend_ms && ds[i]->pend_ms + first_flight_ms(eg) < due)
+                due = ds[i]->pend_ms + first_flight_ms(eg);
+    } else {
+        return; /* resolving and connecting have their own timeouts */
     }
-    json_t *k = json_object_get(c->entry, out ? "bytes_out" : "bytes_in");
-    json_object_set_new(c->entry, out ? "bytes_out" : "bytes_in",
-                        json_integer((k ? json_integer_value(k) : 0) + (json_int_t)n));
-    if (evbuffer_get_length(bufferevent_get_output(to)) >= SPLICE_HIGH)
+    int64_t wait = due - mono_ms();
+    if (wait < 0)
+        wait = 0;
+    struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000) * 1000};
+    evtimer_add(c->timer, &tv);
+}
+
+/* Judge the front of d's buffer when nothing there is judged yet: sets
+ * d->ok (0: an unfinished unit waits, its wait bounded by the timer).
+ * -1: refused, c is gone. */
+static int judge(struct gw_conn *c, struct gw_dir *d)
+{
+    enum eai_inspect_side side = d->out ? EAI_INSPECT_CLIENT : EAI_INSPECT_SERVER;
+    size_t n = evbuffer_get_length(d->buf);
+    if (d->ok > 0 || n == 0)
+        return 0;
+    uint64_t pass = eai_inspect_passable(&c->insp, side);
+    long r;
+    if (pass > 0) {
+        r = (long)(pass < n ? pass : n); /* passes unread */
+        eai_inspect_skip(&c->insp, side, (uint64_t)r);
+    } else {
+        size_t look = n < EAI_INSPECT_MAX ? n : EAI_INSPECT_MAX;
+        const unsigned char *p = evbuffer_pullup(d->buf, (ev_ssize_t)look);
+        if (!p) {
+            conn_refuse(c, "internal");
+            return -1;
+        }
+        r = eai_inspect_step(&c->insp, side, p, look);
+    }
+    if (r < 0) {
+        conn_refuse_insp(c);
+        return -1;
+    }
+    if (r > 0) {
+        d->ok = (size_t)r;
+        d->pend_ms = 0;
+    } else if (!d->pend_ms) {
+        d->pend_ms = mono_ms();
+        conn_arm(c);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- bufferevents */
+
+/* Move what the inspector lets pass from one side's input to the other's
+ * output; pause the reader when the writer has SPLICE_HIGH bytes queued (its
+ * write callback resumes it).  -1: c is gone. */
+static int copy_side(struct gw_conn *c, int is_cli)
+{
+    struct gw_dir *d = is_cli ? &c->up : &c->down;
+    struct bufferevent *from = is_cli ? c->cli : c->srv, *to = is_cli ? c->srv : c->cli;
+    struct evbuffer *out = bufferevent_get_output(to);
+    for (;;) {
+        if (judge(c, d) < 0)
+            return -1;
+        if (d->ok == 0)
+            break;
+        size_t k = d->ok;
+        evbuffer_remove_buffer(d->buf, out, k);
+        d->ok = 0;
+        count_bytes(c, is_cli, k);
+    }
+    if (evbuffer_get_length(out) >= SPLICE_HIGH)
         bufferevent_disable(from, EV_READ);
+    return 0;
 }
 
 static void conn_end(struct gw_conn *c, const char *end)
@@ -341,17 +478,17 @@ static void conn_end(struct gw_conn *c, const char *end)
 
 static void cli_read(struct bufferevent *bev, void *arg)
 {
+    (void)bev;
     struct gw_conn *c = arg;
-    pump(c, bev, c->srv, 1);
-    if (cap_exceeded(c))
+    if (copy_side(c, 1) == 0 && cap_exceeded(c))
         conn_end(c, "byte_cap");
 }
 
 static void srv_read(struct bufferevent *bev, void *arg)
 {
+    (void)bev;
     struct gw_conn *c = arg;
-    pump(c, bev, c->cli, 0);
-    if (cap_exceeded(c))
+    if (copy_side(c, 0) == 0 && cap_exceeded(c))
         conn_end(c, "byte_cap");
 }
 
@@ -406,8 +543,10 @@ static void side_event(struct gw_conn *c, int is_cli, short what)
         return;
     }
     if (what & BEV_EVENT_EOF) {
-        struct bufferevent *self = is_cli ? c->cli : c->srv, *other = is_cli ? c->srv : c->cli;
-        pump(c, self, other, is_cli);
+        if (copy_side(c, is_cli) < 0)
+            return;
+        struct gw_dir *d = is_cli ? &c->up : &c->down;
+        evbuffer_drain(d->buf, evbuffer_get_length(d->buf)); /* an unfinished unit never passes */
         if (is_cli)
             c->cli_eof = 1;
         else
@@ -424,18 +563,6 @@ static void cli_event(struct bufferevent *bev, short what, void *arg)
 
 /* ---------------------------------------------------------------- splice(2) */
 
-static void zc_count(struct gw_conn *c, int out, size_t n)
-{
-    c->last_ms = eai_now_ms();
-    if (out)
-        c->g->bytes_out += (int64_t)n;
-    else
-        c->g->bytes_in += (int64_t)n;
-    const char *key = out ? "bytes_out" : "bytes_in";
-    json_t *k = json_object_get(c->entry, key);
-    json_object_set_new(c->entry, key, json_integer((k ? json_integer_value(k) : 0) + (json_int_t)n));
-}
-
 /* Both directions closed and drained: the end.  1: c is gone. */
 static int zc_finish(struct gw_conn *c)
 {
@@ -446,12 +573,32 @@ static int zc_finish(struct gw_conn *c)
     return 0;
 }
 
-/* Move what d's source sent on to its destination, until the kernel says
- * wait (then arm the event that ends the wait) or ZC_BURST bytes moved (then
- * yield to the loop with the read event armed).  A reset or error of
- * either socket ends the connection; so does the byte cap. */
-static void zc_pump(struct gw_conn *c, struct zc_dir *d)
+/* Read at most want bytes of fd onto the end of b: recv(2)'s answer. */
+static ssize_t buf_recv(struct evbuffer *b, int fd, size_t want)
 {
+    struct evbuffer_iovec v;
+    if (evbuffer_reserve_space(b, (ev_ssize_t)want, &v, 1) != 1) {
+        errno = ENOMEM;
+        return -1;
+    }
+    ssize_t n = recv(fd, v.iov_base, want < v.iov_len ? want : v.iov_len, 0);
+    if (n > 0) {
+        v.iov_len = (size_t)n;
+        evbuffer_commit_space(b, &v, 1);
+    }
+    return n;
+}
+
+/* Move what d's source sent on to its destination: the pipe first, then
+ * the bytes judged to pass, then judge what waits, then read more (spliced
+ * straight into the pipe when it passes unread, else into d->buf to be
+ * judged), until the kernel says wait (then arm the event that ends the
+ * wait) or ZC_BURST bytes moved (then yield to the loop with the read event
+ * armed).  A reset or error of either socket ends the connection; so do the
+ * byte cap and a refusal. */
+static void zc_pump(struct gw_conn *c, struct gw_dir *d)
+{
+    enum eai_inspect_side side = d->out ? EAI_INSPECT_CLIENT : EAI_INSPECT_SERVER;
     size_t moved = 0;
     for (;;) {
         while (d->inpipe > 0) {
@@ -469,7 +616,26 @@ static void zc_pump(struct gw_conn *c, struct zc_dir *d)
             conn_end(c, "reset");
             return;
         }
+        if (d->ok > 0) {
+            /* the pipe is empty: it takes them (at most its capacity) */
+            size_t k = d->ok < d->cap ? d->ok : d->cap;
+            int w = evbuffer_write_atmost(d->buf, d->p[1], (ev_ssize_t)k);
+            if (w <= 0) {
+                conn_end(c, "reset");
+                return;
+            }
+            d->ok -= (size_t)w;
+            d->inpipe += (size_t)w;
+            continue;
+        }
+        if (evbuffer_get_length(d->buf) > 0) {
+            if (judge(c, d) < 0)
+                return;
+            if (d->ok > 0)
+                continue;
+        }
         if (d->eof) {
+            evbuffer_drain(d->buf, evbuffer_get_length(d->buf)); /* an unfinished unit never passes */
             if (!d->shut) {
                 shutdown(d->dst, SHUT_WR); /* pass the half close on, once all is written */
                 d->shut = 1;
@@ -481,11 +647,25 @@ static void zc_pump(struct gw_conn *c, struct zc_dir *d)
             event_add(d->rd, NULL); /* fair to the other connections */
             return;
         }
-        ssize_t n = splice(d->src, NULL, d->p[1], NULL, d->cap - d->inpipe, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+        size_t have = evbuffer_get_length(d->buf);
+        uint64_t pass = have == 0 ? eai_inspect_passable(&c->insp, side) : 0;
+        ssize_t n;
+        if (pass > 0) {
+            n = splice(d->src, NULL, d->p[1], NULL, pass < d->cap ? (size_t)pass : d->cap,
+                       SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+            if (n > 0) {
+                d->inpipe += (size_t)n;
+                eai_inspect_skip(&c->insp, side, (uint64_t)n);
+            }
+        } else if (have < EAI_INSPECT_MAX) {
+            n = buf_recv(d->buf, d->src, EAI_INSPECT_MAX - have);
+        } else {
+            conn_end(c, "reset"); /* not reached: the inspector refuses a unit this long */
+            return;
+        }
         if (n > 0) {
-            d->inpipe += (size_t)n;
             moved += (size_t)n;
-            zc_count(c, d->out, (size_t)n);
+            count_bytes(c, d->out, (size_t)n);
             if (cap_exceeded(c)) {
                 conn_end(c, "byte_cap");
                 return;
@@ -527,12 +707,11 @@ static void zc_down_cb(evutil_socket_t fd, short what, void *arg)
     zc_pump(c, &c->down);
 }
 
-static int zc_dir_init(struct gw_conn *c, struct zc_dir *d, int src, int dst, int out)
+static int zc_dir_init(struct gw_conn *c, struct gw_dir *d, int src, int dst)
 {
     struct event_base *base = c->g->eg->base;
     d->src = src;
     d->dst = dst;
-    d->out = out;
     if (pipe2(d->p, O_NONBLOCK | O_CLOEXEC) < 0) {
         d->p[0] = d->p[1] = -1;
         return -1;
@@ -541,60 +720,45 @@ static int zc_dir_init(struct gw_conn *c, struct zc_dir *d, int src, int dst, in
     if (sz < 0)
         sz = fcntl(d->p[1], F_GETPIPE_SZ); /* the default (64 KiB) still works */
     d->cap = sz > 0 ? (size_t)sz : 65536;
-    event_callback_fn cb = out ? zc_up_cb : zc_down_cb;
+    event_callback_fn cb = d->out ? zc_up_cb : zc_down_cb;
     d->rd = event_new(base, src, EV_READ, cb, c);
     d->wr = event_new(base, dst, EV_WRITE, cb, c);
     return d->rd && d->wr ? 0 : -1;
 }
 
 /* Splice with splice(2) from now on; what the client sent while we decided
- * (in the client's bufferevent) goes into the upward pipe first.  -1: not
- * possible here (no pipes), the caller splices with bufferevents. */
+ * waits in its buffer (up.ok of it judged).  -1: not possible here (no
+ * pipes), the caller splices with bufferevents. */
 static int zc_start(struct gw_conn *c)
 {
     if (c->g->eg->cfg.no_splice)
         return -1;
     c->zc = 1;
-    c->up.p[0] = c->up.p[1] = c->down.p[0] = c->down.p[1] = -1;
+    c->up.rd = c->up.wr = c->down.rd = c->down.wr = NULL;
     int cfd = (int)bufferevent_getfd(c->cli), sfd = (int)bufferevent_getfd(c->srv);
-    struct evbuffer *early = bufferevent_get_input(c->cli);
-    size_t n = evbuffer_get_length(early);
-    if (zc_dir_init(c, &c->up, cfd, sfd, 1) < 0 || zc_dir_init(c, &c->down, sfd, cfd, 0) < 0 || n > c->up.cap)
-        goto undo;
-    if (n > 0) {
-        const unsigned char *p = evbuffer_pullup(early, (ev_ssize_t)n);
-        if (!p || write(c->up.p[1], p, n) != (ssize_t)n) /* fits: the pipe is empty and larger */
-            goto undo;
-        c->up.inpipe = n;
-        evbuffer_drain(early, n);
-        zc_count(c, 1, n);
+    if (zc_dir_init(c, &c->up, cfd, sfd) < 0 || zc_dir_init(c, &c->down, sfd, cfd) < 0 ||
+        !(c->up.own = evbuffer_new()) || !(c->down.own = evbuffer_new())) {
+        zc_dir_free(&c->up);
+        zc_dir_free(&c->down);
+        c->zc = 0;
+        return -1;
     }
+    evbuffer_add_buffer(c->up.own, c->up.buf); /* what came while we decided */
+    c->up.buf = c->up.own;
+    c->down.buf = c->down.own;
     bufferevent_disable(c->cli, EV_READ | EV_WRITE);
     bufferevent_disable(c->srv, EV_READ | EV_WRITE);
     bufferevent_setcb(c->cli, NULL, NULL, NULL, NULL);
     bufferevent_setcb(c->srv, NULL, NULL, NULL, NULL);
+    count_bytes(c, 1, evbuffer_get_length(c->up.buf)); /* read while we decided */
     event_add(c->down.rd, NULL);
-    zc_pump(c, &c->up); /* c may be gone after this (reset, byte cap) */
+    zc_pump(c, &c->up); /* c may be gone after this (reset, byte cap, refusal) */
     return 0;
-undo:
-    for (int i = 0; i < 2; i++) {
-        struct zc_dir *d = i ? &c->down : &c->up;
-        if (d->rd)
-            event_free(d->rd);
-        if (d->wr)
-            event_free(d->wr);
-        if (d->p[0] >= 0)
-            close(d->p[0]);
-        if (d->p[1] >= 0)
-            close(d->p[1]);
-        memset(d, 0, sizeof(*d));
-    }
-    c->zc = 0;
-    return -1; /* the early bytes are still in the bufferevent */
 }
 
 static void srv_event(struct bufferevent *bev, short what, void *arg)
 {
+    (void)bev;
     struct gw_conn *c = arg;
     if (c->state == C_CONNECT) {
         if (!(what & BEV_EVENT_CONNECTED)) {
@@ -602,7 +766,7 @@ static void srv_event(struct bufferevent *bev, short what, void *arg)
             return;
         }
         c->state = C_SPLICE;
-        c->last_ms = eai_now_ms();
+        c->last_ms = mono_ms();
         c->entry = log_entry(c->g, "connect", c->name, c->port, "allowed", NULL);
         if (c->entry) {
             json_object_set_new(c->entry, "address", json_string(c->address));
@@ -611,8 +775,9 @@ static void srv_event(struct bufferevent *bev, short what, void *arg)
         }
         log_commit(c->g, c->entry);
         bufferevent_set_timeouts(c->srv, NULL, NULL);
-        struct timeval tv = {c->g->eg->cfg.idle_timeout_s > 0 ? c->g->eg->cfg.idle_timeout_s : 60, 0};
-        evtimer_add(c->timer, &tv);
+        bufferevent_setwatermark(c->cli, EV_READ, 0, 0);
+        c->down.buf = bufferevent_get_input(c->srv);
+        conn_arm(c);
         if (zc_start(c) == 0)
             return; /* c may be gone already */
         bufferevent_setcb(c->cli, cli_read, cli_write, cli_event, c);
@@ -625,13 +790,16 @@ static void srv_event(struct bufferevent *bev, short what, void *arg)
         bufferevent_set_max_single_read(c->srv, SPLICE_IO);
         bufferevent_set_max_single_write(c->cli, SPLICE_IO);
         bufferevent_set_max_single_write(c->srv, SPLICE_IO);
-        pump(c, c->cli, c->srv, 1); /* what the client sent while we decided */
+        if (copy_side(c, 1) < 0) /* what the client sent while we decided */
+            return;
         bufferevent_enable(c->cli, EV_READ);
         bufferevent_enable(c->srv, EV_READ);
         return;
     }
     side_event(c, 0, what);
 }
+
+/* ---------------------------------------------------------------- connecting */
 
 static void conn_connect(struct gw_conn *c, uint32_t addr)
 {
@@ -698,13 +866,14 @@ static void gai_cb(int result, struct evutil_addrinfo *res, void *arg)
         }
         log_commit(c->g, e);
         json_decref(e);
-        conn_free(c, "private_address", 1);
+        conn_free(c, "private_address", RST_CLIENT);
         return;
     }
     conn_connect(c, pick);
 }
 
-/* The decision is made: resolve (a name) or connect (an address entry). */
+/* The first flight was checked (or, on another port, the client kept
+ * silent): resolve (a name) or connect (an address entry). */
 static void conn_proceed(struct gw_conn *c)
 {
     event_del(c->timer);
@@ -726,89 +895,17 @@ static void conn_proceed(struct gw_conn *c)
         c->gai = r; /* NULL: the callback already ran, and c may be gone */
 }
 
-/* An HTTP request line starts: 1..16 upper-case letters and a space. */
-static int http_like(const unsigned char *p, size_t n)
-{
-    size_t i = 0;
-    while (i < n && i < 17 && p[i] >= 'A' && p[i] <= 'Z')
-        i++;
-    return i > 0 && i <= 16 && i < n && p[i] == ' ';
-}
-
-/* Read what the client sends first: a TLS ClientHello's SNI or an HTTP
- * Host must name the allowed name; other protocols pass to the name's own
- * addresses.  Returns 1 when decided and proceeding, 0 to wait, -1 refused
- * (c freed). */
-static int sniff(struct gw_conn *c, int final)
-{
-    struct evbuffer *in = bufferevent_get_input(c->cli);
-    size_t n = evbuffer_get_length(in);
-    if (n == 0) {
-        if (final) {
-            conn_proceed(c); /* the server speaks first (SSH banner, SMTP, ...) */
-            return 1;
-        }
-        return 0;
-    }
-    size_t look = n < SNIFF_MAX ? n : SNIFF_MAX;
-    const unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)look);
-    char seen[EAI_EGRESS_NAME_MAX + 1];
-    if (p[0] == 0x16) {
-        int rc = eai_tls_sni(p, look, seen, sizeof(seen));
-        if (rc == -1 && !final && look < SNIFF_MAX)
-            return 0;
-        if (rc == -1 || rc == -2) {
-            conn_refuse(c, rc == -1 ? "sniff_timeout" : "tls_malformed");
-            return -1;
-        }
-        if (c->name[0]) {
-            if (rc == 0) {
-                conn_refuse(c, "sni_missing");
-                return -1;
-            }
-            if (strcmp(seen, c->name) != 0) {
-                c->address[0] = '\0';
-                json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", "sni_mismatch");
-                if (e)
-                    json_object_set_new(e, "sni", json_string(seen));
-                log_commit(c->g, e);
-                json_decref(e);
-                conn_free(c, "sni_mismatch", 1);
-                return -1;
-            }
-        }
-        conn_proceed(c);
-        return 1;
-    }
-    if (http_like(p, look)) {
-        uint16_t hport = 0;
-        int rc = eai_http_host((const char *)p, look, seen, sizeof(seen), &hport);
-        if (rc == -1 && !final && look < SNIFF_MAX)
-            return 0;
-        if (rc != 1) {
-            conn_refuse(c, rc == -1 ? "sniff_timeout" : "http_malformed");
-            return -1;
-        }
-        if (c->name[0] && (strcmp(seen, c->name) != 0 || (hport && hport != c->port))) {
-            json_t *e = log_entry(c->g, "connect", c->name, c->port, "refused", "host_mismatch");
-            if (e)
-                json_object_set_new(e, "host", json_string(seen));
-            log_commit(c->g, e);
-            json_decref(e);
-            conn_free(c, "host_mismatch", 1);
-            return -1;
-        }
-        conn_proceed(c);
-        return 1;
-    }
-    conn_proceed(c); /* another protocol: only ever reaches the name's addresses */
-    return 1;
-}
-
+/* Before any upstream connection: the client's first unit (request head,
+ * ClientHello, or the first bytes of another protocol) is judged as it
+ * comes; once it passes, connect. */
 static void sniff_read(struct bufferevent *bev, void *arg)
 {
     (void)bev;
-    sniff(arg, 0);
+    struct gw_conn *c = arg;
+    if (judge(c, &c->up) < 0)
+        return;
+    if (c->up.ok > 0)
+        conn_proceed(c);
 }
 
 static void sniff_event(struct bufferevent *bev, short what, void *arg)
@@ -824,20 +921,37 @@ static void conn_timer(evutil_socket_t fd, short what, void *arg)
     (void)fd;
     (void)what;
     struct gw_conn *c = arg;
+    const struct eai_egress *eg = c->g->eg;
+    int64_t now = mono_ms();
     if (c->state == C_SNIFF) {
-        sniff(c, 1);
+        if (now >= c->accept_ms + first_flight_ms(eg)) {
+            conn_refuse(c, "sniff_timeout"); /* no upstream connection was made */
+            return;
+        }
+        if (c->insp.proto == EAI_INSPECT_FIRST && evbuffer_get_length(c->up.buf) == 0 &&
+            now >= c->accept_ms + (eg->cfg.sniff_ms > 0 ? eg->cfg.sniff_ms : 300)) {
+            conn_proceed(c); /* another port, a silent client: the server may speak first (SSH, SMTP) */
+            return;
+        }
+        conn_arm(c);
         return;
     }
     if (c->state != C_SPLICE)
         return;
-    int idle = c->g->eg->cfg.idle_timeout_s > 0 ? c->g->eg->cfg.idle_timeout_s : 60;
-    int64_t quiet = eai_now_ms() - c->last_ms;
-    if (quiet >= (int64_t)idle * 1000) {
+    const struct gw_dir *ds[2] = {&c->up, &c->down};
+    for (int i = 0; i < 2; i++) {
+        if (ds[i]->pend_ms && now >= ds[i]->pend_ms + first_flight_ms(eg)) {
+            c->insp.reason = "sniff_timeout"; /* a unit begun and never finished */
+            c->insp.seen[0] = '\0';
+            conn_refuse_insp(c);
+            return;
+        }
+    }
+    if (now - c->last_ms >= idle_ms(eg)) {
         conn_end(c, "idle");
         return;
     }
-    struct timeval tv = {(idle * 1000 - quiet) / 1000 + 1, 0};
-    evtimer_add(c->timer, &tv);
+    conn_arm(c);
 }
 
 static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *peer, int plen, void *arg)
@@ -874,7 +988,7 @@ static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     if (!c->cli || !c->timer) {
         if (!c->cli)
             rst_fd(fd);
-        conn_free(c, "internal", 1);
+        conn_free(c, "internal", RST_CLIENT);
         return;
     }
     if ((eg->cfg.max_connections > 0 && g->open > eg->cfg.max_connections) ||
@@ -909,11 +1023,21 @@ static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         conn_refuse(c, other_port ? "port_not_allowed" : "not_allowed");
         return;
     }
+    c->accept_ms = mono_ms();
+    c->up.out = 1;
+    c->up.buf = bufferevent_get_input(c->cli);
+    c->up.p[0] = c->up.p[1] = c->down.p[0] = c->down.p[1] = -1;
+    eai_inspect_init(&c->insp, eai_inspect_proto_for_port(c->port), c->name, c->port);
+    if (c->insp.proto == EAI_INSPECT_OPAQUE) {
+        conn_proceed(c); /* an address entry: the address was the check */
+        return;
+    }
+    /* No upstream connection before the first flight is checked (on another
+     * port: or the client stays silent for sniff_ms). */
     bufferevent_setcb(c->cli, sniff_read, NULL, sniff_event, c);
-    bufferevent_setwatermark(c->cli, EV_READ, 0, SNIFF_MAX);
+    bufferevent_setwatermark(c->cli, EV_READ, 0, EAI_INSPECT_MAX);
     bufferevent_enable(c->cli, EV_READ);
-    struct timeval tv = {0, (eg->cfg.sniff_ms > 0 ? eg->cfg.sniff_ms : 300) * 1000};
-    evtimer_add(c->timer, &tv);
+    conn_arm(c);
 }
 
 /* ---------------------------------------------------------------- grants */
@@ -971,7 +1095,7 @@ void eai_egress_grant_remove(struct eai_egress_grant *g)
     if (!g)
         return;
     while (g->conns)
-        conn_free(g->conns, "ended", 1);
+        conn_free(g->conns, "ended", RST_CLIENT);
     struct eai_egress *eg = g->eg;
     if (g->prev)
         g->prev->next = g->next;

@@ -40,7 +40,11 @@ struct eai_egress_config {
     int max_connections_total;  /* per grant, over its life */
     int64_t max_bytes;          /* per grant, both directions */
     int idle_timeout_s;         /* a connection without traffic is closed */
-    int sniff_ms;               /* wait for the client's first bytes (SNI/Host) */
+    int sniff_ms;               /* other ports: a client silent this long may let the server
+                                   speak first (0: 300) */
+    int first_flight_ms;        /* the client's first unit (80/443: before any upstream
+                                   connection), and any later unit begun, must be complete
+                                   within this (0: 10000); else refused (sniff_timeout) */
     int connect_timeout_s;
     size_t log_max;             /* entries kept per grant; later ones only counted */
     int no_splice;              /* 1: splice through bufferevents (user-space copies) instead

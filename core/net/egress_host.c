@@ -145,6 +145,7 @@ struct eai_egress_host *eai_egress_host_start(struct eai_app *app)
         .max_bytes = c ? c->net_max_bytes : 1LL << 30,
         .idle_timeout_s = c ? (int)c->net_idle_timeout_s : 60,
         .sniff_ms = 300,
+        .first_flight_ms = 10000,
         .connect_timeout_s = 10,
         .log_max = 256,
     };

@@ -85,15 +85,4 @@ const char *eai_addr_class_name(enum eai_addr_class c);
 int eai_ip_parse(const char *s, struct eai_ip *out);
 int eai_ip_in(const struct eai_ip *ip, const struct eai_ip *net, int prefix);
 
-/* Server name of a TLS ClientHello at the start of buf.  1: found, copied
- * lower case into out; 0: a complete ClientHello without server_name;
- * -1: need more bytes; -2: not a TLS ClientHello, or malformed. */
-int eai_tls_sni(const uint8_t *buf, size_t len, char *out, size_t outlen);
-
-/* Host of a plain HTTP/1.x request at the start of buf (request line, then
- * exactly one Host header).  1: found (name lower case into out, port into
- * *port, 0 when absent); -1: need more bytes (headers not complete);
- * -2: not HTTP, no Host, two Host headers, or a malformed one. */
-int eai_http_host(const char *buf, size_t len, char *out, size_t outlen, uint16_t *port);
-
 #endif

@@ -1,12 +1,50 @@
-/* Egress policy readers (core/net/egress_policy.h): the first byte picks
- * the reader, the rest is its input: allow-list entry, TLS ClientHello,
- * HTTP request head.  Invariants: a name that comes out is lower-case LDH
- * without a trailing dot, and matches itself as a NAME entry; a prefix of a
- * ClientHello record the reader accepted only ever gets "need more" or a
- * refusal;
- * an accepted entry's CIDR has no host bits set. */
+/* Egress policy readers (core/net/egress_policy.h, egress_proto.h) and the
+ * stream inspector (egress_inspect.h): the first byte picks, the rest is
+ * the input.  First byte < 0x80: byte % 3 picks allow-list entry, TLS
+ * ClientHello, HTTP request head.  Invariants: a name that comes out is
+ * lower-case LDH without a trailing dot, and matches itself as a NAME entry;
+ * a prefix of a ClientHello record the reader accepted only ever gets "need
+ * more" or a refusal; an accepted entry's CIDR has no host bits set.
+ * First byte >= 0x80: the inspector, protocol (byte & 3), fed the rest as a
+ * client stream cut into segments of 1 + next byte % 64 bytes, then again
+ * whole; invariants: a step never passes more than it was given, never waits
+ * on EAI_INSPECT_MAX bytes, a refusal has a reason, and the outcome (bytes
+ * passed, refused or not, why) does not depend on the cut; the rest also
+ * goes through the server side. */
 #include "fuzz_util.h"
-#include "net/egress_policy.h"
+#include "net/egress_inspect.h"
+
+/* Feed data[0..n) as it arrives in segments of seg bytes (0: whole), as the
+ * gateway does; the bytes passed, *refused the reason or NULL. */
+static size_t feed(enum eai_inspect_proto proto, const uint8_t *data, size_t n, size_t seg, const char **refused)
+{
+    struct eai_inspect in;
+    eai_inspect_init(&in, proto, "allowed.test", proto == EAI_INSPECT_TLS ? 443 : 80);
+    size_t start = 0, avail = 0;
+    *refused = NULL;
+    while (avail < n) {
+        avail = seg && n - avail > seg ? avail + seg : n;
+        for (;;) {
+            size_t len = avail - start;
+            if (len == 0)
+                break;
+            size_t look = len < EAI_INSPECT_MAX ? len : EAI_INSPECT_MAX;
+            long r = eai_inspect_step(&in, EAI_INSPECT_CLIENT, data + start, look);
+            FZ_ASSERT(r >= -1 && r <= (long)look);
+            if (r < 0) {
+                FZ_ASSERT(in.reason != NULL);
+                *refused = in.reason;
+                return start;
+            }
+            if (r == 0) {
+                FZ_ASSERT(look < EAI_INSPECT_MAX);
+                break;
+            }
+            start += (size_t)r;
+        }
+    }
+    return start;
+}
 
 static int ldh(const char *s)
 {
@@ -22,6 +60,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
+    if (data[0] >= 0x80) {
+        enum eai_inspect_proto proto = (enum eai_inspect_proto)(data[0] & 3);
+        size_t seg = size > 1 ? 1 + data[1] % 64 : 1;
+        const uint8_t *p = data + (size > 1 ? 2 : 1);
+        size_t n = size - (size > 1 ? 2 : 1);
+        const char *why_cut, *why_whole;
+        size_t cut = feed(proto, p, n, seg, &why_cut);
+        size_t whole = feed(proto, p, n, 0, &why_whole);
+        FZ_ASSERT(cut == whole);
+        FZ_ASSERT((why_cut == NULL) == (why_whole == NULL));
+        FZ_ASSERT(!why_cut || strcmp(why_cut, why_whole) == 0);
+        struct eai_inspect in;
+        eai_inspect_init(&in, EAI_INSPECT_TLS, "allowed.test", 443);
+        long r = eai_inspect_step(&in, EAI_INSPECT_SERVER, p, n < EAI_INSPECT_MAX ? n : EAI_INSPECT_MAX);
+        FZ_ASSERT(r >= 0 && (size_t)r <= n);
+        return 0;
+    }
     uint8_t which = data[0] % 3;
     data++;
     size--;

@@ -11,6 +11,70 @@ import urllib.request
 
 
 
+def unescape(text):
+    return text.encode().decode("unicode_escape").encode("latin-1")
+
+
+def read_response(s, pending):
+    """One HTTP/1.1 response (head, then a Content-Length body): its body.
+    pending: bytes read past the previous response (pipelining), kept."""
+    data = pending.pop() if pending else b""
+    while b"\r\n\r\n" not in data:
+        b = s.recv(4096)
+        if not b:
+            raise ConnectionError("closed before a response")
+        data += b
+    head, _, rest = data.partition(b"\r\n\r\n")
+    n = 0
+    for line in head.split(b"\r\n")[1:]:
+        k, _, v = line.partition(b":")
+        if k.strip().lower() == b"content-length":
+            n = int(v)
+    while len(rest) < n:
+        b = s.recv(65536)
+        if not b:
+            raise ConnectionError("closed inside a body")
+        rest += b
+    pending.append(rest[n:])
+    return rest[:n].decode("latin-1")
+
+
+def reframe(hello, per):
+    """A ClientHello of one TLS record re-framed into records of per bytes."""
+    body, out = hello[5:], b""
+    for i in range(0, len(body), per):
+        k = body[i:i + per]
+        out += b"\x16\x03\x01" + len(k).to_bytes(2, "big") + k
+    return out
+
+
+def script(s, steps, out):
+    """Timed steps on one connection (the tricks of issue 36):
+    ["send", TEXT] (escapes decoded), ["sleep", S], ["resp"] (one response's
+    body into out["responses"]), ["eof", S] (wait up to S for the peer to
+    end the connection: out["ended"] "eof", "reset" or "open")."""
+    pending = []
+    for st in steps:
+        if st[0] == "send":
+            if "first_send" not in out:
+                out["first_send"] = time.time()
+            s.sendall(unescape(st[1]))
+        elif st[0] == "sleep":
+            time.sleep(st[1])
+        elif st[0] == "resp":
+            out["responses"].append(read_response(s, pending))
+        elif st[0] == "eof":
+            s.settimeout(st[1])
+            try:
+                while s.recv(4096):
+                    pass
+                out["ended"] = "eof"
+            except ConnectionResetError:
+                out["ended"] = "reset"
+            except socket.timeout:
+                out["ended"] = "open"
+
+
 def run(case, args):
     t0 = time.monotonic()
     out = {"ok": False, "error": "", "body": "", "n": 0}
@@ -27,6 +91,71 @@ def run(case, args):
             s.sendall(args[2].encode().decode("unicode_escape").encode("latin-1"))
             data = s.recv(4096)
             out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+        elif case == "script":                  # script HOST PORT STEPS_JSON (see script())
+            out.update(responses=[], ended="")
+            s = socket.create_connection((args[0], int(args[1])), timeout=10)
+            try:
+                script(s, json.loads(args[2]), out)
+            except ConnectionResetError:
+                out["ended"] = "reset"
+                raise
+            out.update(ok=True, body="|".join(out["responses"]))
+        elif case == "tlsx":                    # tlsx HOST PORT SNI CAFILE DELAY PER GAP [1.2]
+            # a TLS client that keeps silent DELAY s, then sends its
+            # ClientHello re-framed into records of PER bytes (0: as is), one
+            # TCP segment per record GAP s apart; then GET / with Host SNI
+            delay, per, gap = float(args[4]), int(args[5]), float(args[6])
+            ctx = ssl.create_default_context(cafile=args[3])
+            ctx.check_hostname = False
+            if len(args) > 7 and args[7] == "1.2":  # at most TLS 1.2
+                ctx.maximum_version = ssl.TLSVersion.TLSv1_2
+            s = socket.create_connection((args[0], int(args[1])), timeout=10)
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+            t = ctx.wrap_bio(inc, outg, server_hostname=args[2])
+            time.sleep(delay)
+            first = True
+
+            def flush():
+                data = outg.read()
+                if first and per:  # the ClientHello: one record as OpenSSL writes it
+                    recs = reframe(data, per)
+                    for i in range(0, len(recs), 5 + per):
+                        s.sendall(recs[i:i + 5 + per])
+                        time.sleep(gap)
+                elif data:
+                    s.sendall(data)
+
+            for _ in range(50):
+                try:
+                    t.do_handshake()
+                    flush()
+                    break
+                except ssl.SSLWantReadError:
+                    flush()
+                    first = False
+                    b = s.recv(65536)
+                    if not b:
+                        raise ConnectionError("closed during the handshake")
+                    inc.write(b)
+            t.write(b"GET / HTTP/1.1\r\nHost: " + args[2].encode() + b"\r\nConnection: close\r\n\r\n")
+            flush()
+            data = b""
+            while True:  # to the end: the server closes after its answer
+                try:
+                    b = t.read(65536)
+                    if not b:
+                        break
+                    data += b
+                except ssl.SSLWantReadError:
+                    b = s.recv(65536)
+                    if not b:
+                        break
+                    inc.write(b)
+                except (ssl.SSLZeroReturnError, ssl.SSLEOFError):
+                    break
+            body = data.partition(b"\r\n\r\n")[2]
+            out.update(ok=bool(body), body=body[:200].decode("latin-1"), n=len(body), version=t.version())
         elif case == "tls":                     # tls HOST PORT SNI CAFILE: handshake with that SNI
             ctx = ssl.create_default_context(cafile=args[3])
             ctx.check_hostname = False

@@ -4,7 +4,8 @@
  * tests/net/test_egress.py, which builds the network namespaces around it.
  *
  *   egress_harness --resolver IP:PORT --synthetic CIDR --netns PREFIX --pool CIDR
- *                  [--no-splice] [--max-bytes N] --grant EXEC_ID ENTRY[,ENTRY...] ...
+ *                  [--no-splice] [--max-bytes N] [--first-flight-ms N]
+ *                  --grant EXEC_ID ENTRY[,ENTRY...] ...
  *
  * With --netns it does what eaid does for each execution (core/net/netns.c):
  * sweeps the prefix's leftovers, installs the nftables table, makes one
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
     struct eai_egress_config cfg = {
         .listen_addr = "0.0.0.0", .synthetic_cidr = "198.51.100.0/24", .max_connections = 16,
         .max_connections_total = 200, .max_bytes = 512ll << 20, .idle_timeout_s = 20, .sniff_ms = 300,
-        .connect_timeout_s = 5, .log_max = 256,
+        .first_flight_ms = 10000, .connect_timeout_s = 5, .log_max = 256,
     };
     struct { const char *id; const char *entries[MAX_ENTRIES]; size_t n; struct eai_netns ns; } grants[MAX_GRANTS];
     size_t ngrants = 0;
@@ -59,6 +60,8 @@ int main(int argc, char **argv)
             cfg.synthetic_cidr = argv[++i];
         } else if (!strcmp(argv[i], "--max-bytes") && i + 1 < argc) {
             cfg.max_bytes = atoll(argv[++i]);
+        } else if (!strcmp(argv[i], "--first-flight-ms") && i + 1 < argc) {
+            cfg.first_flight_ms = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
             cfg.max_connections = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--no-splice")) {

@@ -7,8 +7,13 @@ namespace the test made (198.18.0.0/15 test addresses only).
 - DNS on 198.18.2.53:53 (UDP): answers from TABLE; every question is
   appended to LOGDIR/dns.log (so a test can prove a name was never asked);
 - HTTP on 198.18.2.10:80, 198.18.2.20:80 and 198.18.2.20:8080: "hello <Host>",
-  /big?n=BYTES, /redir -> 302 to http://other.test/;
-- HTTPS on 198.18.2.10:443 with CERT/KEY;
+  /big?n=BYTES, /redir -> 302 to http://other.test/; POST (Content-Length
+  or chunked): "posted <body bytes> <Host>"; keep-alive (HTTP/1.1);
+- HTTPS on 198.18.2.10:443 with CERT/KEY (the handshake in the connection's
+  own thread, so a silent client never holds the others up);
+- every connection these HTTP(S) servers accept is appended to
+  LOGDIR/accept.log as "ADDR PORT UNIXTIME" (so a test can prove the gateway
+  made no upstream connection, or made it only after the client spoke);
 - UDP on 198.18.2.20:9999: every datagram is logged to LOGDIR/udp.log;
 - TCP on 198.18.2.10:7000 ("count"): reads until the client's FIN, then
   answers "<bytes> <sha256 hex>" and closes (a half close must pass the
@@ -25,6 +30,7 @@ import ssl
 import struct
 import sys
 import threading
+import time
 
 TABLE = {
     "allowed.test": "198.18.2.10",
@@ -74,6 +80,25 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    def do_POST(self):
+        n = 0
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            while True:
+                size = int(self.rfile.readline().split(b";")[0], 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    break
+                n += len(self.rfile.read(size))
+                self.rfile.readline()
+        else:
+            n = len(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+        body = ("posted %d %s" % (n, self.headers.get("Host", ""))).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def do_GET(self):
         if self.path.startswith("/big"):
             n = int(self.path.split("n=")[1]) if "n=" in self.path else 1 << 20
@@ -101,6 +126,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    tls = None  # an SSLContext: wrap each accepted connection
+
+    def get_request(self):
+        sock, peer = self.socket.accept()
+        log("accept.log", "%s %d %.6f" % (self.server_address[0], self.server_address[1], time.time()))
+        if self.tls:
+            sock = self.tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, peer
+
+    def handle_error(self, request, client_address):
+        pass  # refused and reset connections are what the tests make
 
     def server_bind(self):
         # HTTPServer's own asks getfqdn(), a reverse DNS lookup that only
@@ -113,9 +149,8 @@ servers = []
 for addr, port in (("198.18.2.10", 80), ("198.18.2.20", 80), ("198.18.2.20", 8080), ("198.18.2.10", 443)):
     s = Server((addr, port), Handler)
     if port == 443:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(cert, key)
-        s.socket = ctx.wrap_socket(s.socket, server_side=True)
+        s.tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        s.tls.load_cert_chain(cert, key)
     servers.append(s)
     threading.Thread(target=s.serve_forever, daemon=True).start()
 dns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)

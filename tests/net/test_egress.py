@@ -30,6 +30,7 @@ import time
 HARNESS = sys.argv[1]
 COPY = ["--no-splice"] if "--no-splice" in sys.argv[2:] else []
 CAP = 64 << 20  # the grant's byte cap (both ways)
+FIRST_S = 2.0   # the harness's first-flight bound (eaid's is 10 s): a silent client is closed after it
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from testnet import TestNet, sh, stop, check, failed, passed  # noqa: E402
@@ -54,6 +55,130 @@ def client(work, *args):
         return {"ok": False, "error": "client: " + r.stderr[-300:], "elapsed": 0}
 
 
+def script(work, ip, port, *steps):
+    """client.py's script case: timed sends and reads on one connection."""
+    return client(work, "script", ip, str(port), json.dumps(list(steps)))
+
+
+def req(host, close=False):
+    """A GET request head, escaped as client.py's "send" takes it."""
+    return r"GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (host, r"Connection: close\r\n" if close else "")
+
+
+def unescaped_len(text):
+    return len(text.encode().decode("unicode_escape"))
+
+
+def tricks(work, net, allowed_ip, tls_ip):
+    """Issue 36, item 1: every request and every TLS handshake on an allowed
+    connection is checked whenever it comes; no upstream connection before
+    the first flight is checked.  Each trick uses its own name, so the log
+    check at the end can find its refusal, and a bypass would show as a
+    "hello <that name>" answer from the test server."""
+    ca = work + "/ca.pem"
+    r = script(work, allowed_ip, 80, ["sleep", 0.6], ["send", req("late-host.test")], ["resp"])
+    check(not r["ok"] and "late-host.test" not in r["body"],
+          "a request after 600 ms of silence with another name's Host: refused: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", r"GET / HTTP/1.1\r\n"], ["sleep", 0.6],
+               ["send", r"Host: late-header.test\r\n\r\n"], ["resp"])
+    check(not r["ok"] and "late-header" not in r["body"],
+          "a Host header 600 ms after its request line, another name: refused: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", r"GET / HTTP/1.1\r\n"], ["sleep", 0.6],
+               ["send", r"Host: allowed.test\r\nConnection: close\r\n\r\n"], ["resp"])
+    check(r["ok"] and r["responses"] == ["hello allowed.test"],
+          "the same with the allowed name: answered (slow is not refused): %s" % r)
+    r = script(work, allowed_ip, 80, ["send", "GET"], ["sleep", 0.05],
+               ["send", r" / HTTP/1.1\r\nHost: split-get.test\r\n\r\n"], ["resp"])
+    check(not r["ok"] and "split-get" not in r["body"], "`GET` alone, the rest 50 ms later with another Host: refused: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", r"\r\n" + req("crlf.test")], ["resp"])
+    check(not r["ok"] and "crlf" not in r["body"], "a leading CRLF, then a request with another Host: refused: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", req("allowed.test") + req("pipelined.test")], ["resp"], ["resp"])
+    check(not r["ok"] and "pipelined" not in r["body"],
+          "a second pipelined request with another Host: never answered, the connection reset: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", req("allowed.test")], ["resp"], ["send", req("keepalive.test")], ["resp"])
+    check(not r["ok"] and r["responses"] == ["hello allowed.test"],
+          "keep-alive: the first request answered, a second with another Host refused: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", req("allowed.test")], ["resp"], ["send", req("allowed.test", True)],
+               ["resp"])
+    check(r["ok"] and r["responses"] == ["hello allowed.test"] * 2,
+          "keep-alive: two requests to the allowed name, both answered: %s" % r)
+    r = script(work, allowed_ip, 80, ["send", req("allowed.test") + req("allowed.test", True)], ["resp"], ["resp"])
+    check(r["ok"] and r["responses"] == ["hello allowed.test"] * 2,
+          "pipelined: two requests to the allowed name, both answered: %s" % r)
+    inner = req("smuggled.test")  # a request inside a body is a body
+    r = script(work, allowed_ip, 80,
+               ["send", r"POST /up HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: %d\r\n\r\n" % unescaped_len(inner)
+                + inner], ["resp"],
+               ["send", r"POST /up HTTP/1.1\r\nHost: allowed.test\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + r"5\r\nhello\r\n0\r\n\r\n"], ["resp"],
+               ["send", req("after-body.test")], ["resp"])
+    check(not r["ok"] and r["responses"] == ["posted %d allowed.test" % unescaped_len(inner), "posted 5 allowed.test"],
+          "bodies (Content-Length, chunked) pass unread; the request after them is checked and refused: %s" % r)
+    before = len(net.accepts("198.18.2.10", 80))
+    r = script(work, allowed_ip, 80, ["send", r"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"], ["eof", 5])
+    check(r["ended"] == "reset" and len(net.accepts("198.18.2.10", 80)) == before,
+          "HTTP/2 prior knowledge on port 80: refused, no upstream connection: %s" % r)
+    r = script(work, allowed_ip, 80, ["eof", FIRST_S + 5])
+    check(r["ended"] == "reset" and FIRST_S - 0.3 <= r["elapsed"] < FIRST_S + 3 and
+          len(net.accepts("198.18.2.10", 80)) == before,
+          "a silent client on 80: closed at the first-flight bound, the test server saw no connection: %s" % r)
+    before443 = len(net.accepts("198.18.2.10", 443))
+    r = script(work, tls_ip, 443, ["eof", FIRST_S + 5])
+    check(r["ended"] == "reset" and FIRST_S - 0.3 <= r["elapsed"] < FIRST_S + 3 and
+          len(net.accepts("198.18.2.10", 443)) == before443,
+          "a silent client on 443: closed at the first-flight bound, the test server saw no connection: %s" % r)
+    r = script(work, allowed_ip, 80, ["sleep", 1.0], ["send", req("allowed.test", True)], ["resp"])
+    new = net.accepts("198.18.2.10", 80)[before:]
+    check(r["ok"] and r["responses"] == ["hello allowed.test"] and len(new) == 1 and new[0] >= r["first_send"],
+          "silent for 1 s, then a request: the upstream connection comes after the first bytes (%s >= %s): %s" %
+          (new, r.get("first_send"), r))
+    r = client(work, "tlsx", tls_ip, "443", "late-sni.test", ca, "0.6", "0", "0")
+    check(not r["ok"] and "late-sni" not in r["body"], "a ClientHello for another name after 600 ms: refused: %s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "tls.test", ca, "0.6", "0", "0")
+    check(r["ok"] and r["body"] == "hello tls.test", "the allowed name's ClientHello after 600 ms: works: %s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "split-sni.test", ca, "0", "40", "0.02")
+    check(not r["ok"] and "split-sni" not in r["body"],
+          "a ClientHello for another name in 40-byte records, a segment each: reassembled, refused: %s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "tls.test", ca, "0", "40", "0.02")
+    check(r["ok"] and r["body"] == "hello tls.test",
+          "the allowed name's ClientHello split the same way: reassembled, works: %s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "tls.test", ca, "0", "0", "0", "1.2")
+    check(r["ok"] and r["body"] == "hello tls.test" and r.get("version") == "TLSv1.2",
+          "TLS 1.2 to the allowed name (its encrypted Finished passes, the version read from the server's hello): "
+          "%s" % r)
+    r = client(work, "tlsx", tls_ip, "443", "split12.test", ca, "0", "40", "0", "1.2")
+    check(not r["ok"] and "split12" not in r["body"], "TLS 1.2, a split ClientHello for another name: refused: %s" % r)
+    r = script(work, tls_ip, 443, ["send", r"GET / HTTP/1.1\r\nHost: tls.test\r\n\r\n"], ["eof", 5])
+    check(r["ended"] == "reset", "plain HTTP on 443: refused: %s" % r)
+    r = script(work, allowed_ip, 7000, ["sleep", 0.6], ["send", req("port7000.test")], ["eof", 5])
+    check(r["ended"] == "reset", "another port: silent past the server-first window, then HTTP with another Host: "
+          "refused: %s" % r)
+
+
+def check_tricks_log(log):
+    """The refusals of tricks() in the network log, each with its name."""
+    ents = log["entries"]
+
+    def refused(reason, key=None, val=None):
+        return [e for e in ents if e.get("kind") == "connect" and e.get("decision") == "refused" and
+                e.get("reason") == reason and (key is None or e.get(key) == val)]
+    for host in ("late-host.test", "late-header.test", "split-get.test", "crlf.test", "pipelined.test",
+                 "keepalive.test", "after-body.test", "port7000.test"):
+        check(len(refused("host_mismatch", "host", host)) == 1, "network log: host_mismatch with host %s" % host)
+    for sni in ("late-sni.test", "split-sni.test", "split12.test"):
+        check(len(refused("sni_mismatch", "sni", sni)) == 1, "network log: sni_mismatch with sni %s" % sni)
+    check(len(refused("http2_refused")) == 1, "network log: http2_refused")
+    check(len([e for e in refused("sniff_timeout") if e.get("name") in ("allowed.test", "tls.test")]) >= 2,
+          "network log: sniff_timeout for the silent clients")
+    check(len(refused("tls_malformed", "name", "tls.test")) >= 1, "network log: tls_malformed for plain HTTP on 443")
+    check(not any("smuggled" in json.dumps(e) for e in ents), "the request inside a body was never read as one")
+    late = [e for h in ("pipelined.test", "keepalive.test", "after-body.test") for e in refused("host_mismatch", "host", h)]
+    check(len(late) == 3 and all(e.get("checked", 0) >= 1 and e.get("address") == "198.18.2.10" for e in late),
+          "refusals after the upstream connection: its address, and how many requests passed before: %s" % late)
+    ends = [e.get("end") for e in ents if e.get("decision") == "allowed" and e.get("kind") == "connect"]
+    check(ends.count("host_mismatch") >= 4, "their allowed entries end with host_mismatch: %s" % ends)
+
+
 def main():
     if os.geteuid() != 0 or not shutil.which("nft"):
         print("test_egress: needs root and nft (apt-get install nftables)")
@@ -67,7 +192,8 @@ def main():
         entries = ",".join(["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080",
                             "rebind.test:80", "meta.test:80", "allowed.test:7000"])
         harness = subprocess.Popen([HARNESS, "--resolver", "198.18.2.53:53", "--synthetic", "198.51.100.0/24",
-                                    "--netns", PREFIX, "--pool", POOL, "--max-bytes", str(CAP)] + COPY +
+                                    "--netns", PREFIX, "--pool", POOL, "--max-bytes", str(CAP),
+                                    "--first-flight-ms", str(int(FIRST_S * 1000))] + COPY +
                                    ["--grant", "sbx_test", entries],
                                    stdout=subprocess.PIPE, stderr=open(work + "/decisions.log", "w"), text=True)
         for line in iter(harness.stdout.readline, ""):
@@ -123,8 +249,10 @@ def main():
         check(r["ok"] and r["n"] == 8 << 20, "8 MiB download through the gateway: %s" % {k: r[k] for k in ("ok", "n", "error")})
         r = client(work, "count", allowed_ip, "7000", str(6 << 20))
         check(r["ok"], "6 MiB up, half close, the server's count and hash back to EOF: %s" % r)
+        tricks(work, net, allowed_ip, tls_ip)  # before the byte cap is spent
         r = client(work, "url", "http://allowed.test/big?n=%d" % (CAP + (16 << 20)))
         check(not r["ok"] and "IncompleteRead" in r["error"], "a download past the byte cap is cut: %s" % r)
+        check(net.owns_route(), "the route to the test internet stayed this run's throughout")
         time.sleep(0.5)
         check(not net.udp_seen(), "UDP other than DNS goes nowhere")
         asked = net.dns_asked()
@@ -154,6 +282,7 @@ def main():
               "bytes counted: %s in, %s out" % (log["bytes_in"], log["bytes_out"]))
         ends = [e.get("end") for e in log["entries"] if e.get("decision") == "allowed" and e.get("kind") == "connect"]
         check("byte_cap" in ends and "closed" in ends, "connections ended closed and byte_cap: %s" % ends)
+        check_tricks_log(log)
     finally:
         stop(harness)
         net.down()

@@ -35,6 +35,11 @@ ALLOW = ["allowed.test:80", "tls.test:443", "*.wild.test:80", "198.18.2.20:8080"
 GRANT = ["allowed.test:80", "tls.test:443", "a.wild.test:80", "198.18.2.20:8080", "rebind.test:80", "meta.test:80"]
 
 
+def req(host, close=False):
+    """A GET request head, escaped as client.py's "send" takes it."""
+    return r"GET / HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (host, r"Connection: close\r\n" if close else "")
+
+
 def b64(path):
     with open(path, "rb") as f:
         return base64.b64encode(f.read()).decode()
@@ -149,6 +154,17 @@ def main():
             ["udpconn", "198.18.2.20", "443"],
             ["tls", "tls.test", "443", "other.test", "/tmp/ca.pem"],
             ["raw", "allowed.test", "80", r"GET / HTTP/1.1\r\nHost: other.test\r\n\r\n"],
+            # issue 36 item 1 through gVisor's own netstack (test_egress.py has them all)
+            ["script", "allowed.test", "80", json.dumps([["send", req("allowed.test") + req("pipelined-gv.test")],
+                                                         ["resp"], ["resp"]])],
+            ["script", "allowed.test", "80", json.dumps([["sleep", 0.6], ["send", req("late-gv.test")], ["resp"]])],
+            ["script", "allowed.test", "80", json.dumps([["send", "GET"], ["sleep", 0.05],
+                                                         ["send", r" / HTTP/1.1\r\nHost: split-gv.test\r\n\r\n"],
+                                                         ["resp"]])],
+            ["tlsx", "tls.test", "443", "late-sni-gv.test", "/tmp/ca.pem", "0.6", "0", "0"],
+            ["tlsx", "tls.test", "443", "tls.test", "/tmp/ca.pem", "0", "40", "0.02"],
+            ["script", "allowed.test", "80", json.dumps([["send", req("allowed.test")], ["resp"],
+                                                         ["send", req("allowed.test", True)], ["resp"]])],
         ]
         rec, r = run_cases(env, work, cases)
         check(rec.get("status") == "succeeded" and len(r) == len(cases),
@@ -176,6 +192,17 @@ def main():
         check(not r[21]["ok"], "Host of another name (domain fronting over HTTP): refused: %s" % r[21])
         check(r[16]["ok"] and r[16]["n"] == 4 << 20, "4 MiB download through the gateway: %s" %
               {k: r[16].get(k) for k in ("ok", "n", "error")})
+        check(not r[22]["ok"] and "pipelined-gv" not in r[22]["body"],
+              "a second pipelined request with another Host: refused: %s" % r[22])
+        check(not r[23]["ok"] and "late-gv" not in r[23]["body"], "a request after 600 ms of silence, another Host: "
+              "refused: %s" % r[23])
+        check(not r[24]["ok"] and "split-gv" not in r[24]["body"], "`GET` alone, the rest 50 ms later: refused: %s" % r[24])
+        check(not r[25]["ok"] and "late-sni-gv" not in r[25]["body"],
+              "a ClientHello for another name after 600 ms: refused: %s" % r[25])
+        check(r[26]["ok"] and r[26]["body"] == "hello tls.test",
+              "the allowed name's ClientHello in 40-byte records: works: %s" % r[26])
+        check(r[27]["ok"] and r[27]["responses"] == ["hello allowed.test"] * 2,
+              "keep-alive: two requests to the allowed name: %s" % r[27])
 
         time.sleep(0.5)
         check(not net.udp_seen(), "UDP other than DNS goes nowhere")
@@ -197,6 +224,10 @@ def main():
                   ("connect", "tls.test", "refused", "sni_mismatch"),
                   ("connect", "allowed.test", "refused", "host_mismatch")]:
             check(st == 200 and w in reasons, "network log has %s" % (w,))
+        named = [(e.get("reason"), e.get("host") or e.get("sni")) for e in log.get("entries", [])]
+        for w in [("host_mismatch", "pipelined-gv.test"), ("host_mismatch", "late-gv.test"),
+                  ("host_mismatch", "split-gv.test"), ("sni_mismatch", "late-sni-gv.test")]:
+            check(w in named, "network log has %s" % (w,))
         check(log.get("bytes_in", 0) >= 4 << 20, "bytes counted: %s in" % log.get("bytes_in"))
         summ = (rec.get("network") or {}).get("summary") or {}
         check(summ.get("refused", 0) >= 8 and summ.get("allowed", 0) >= 5, "summary in the execution view: %s" % summ)

@@ -1,13 +1,13 @@
 /* Egress policy (core/net/egress_policy.c): allow-list grammar, address
- * classes, name matching, and the SNI and Host readers, the latter over a
- * real ClientHello written by OpenSSL. */
+ * classes, name matching; and the SNI and Host readers (egress_proto.c),
+ * the former over a real ClientHello written by OpenSSL. */
 #include <string.h>
 
 #include <openssl/bio.h>
 #include <openssl/ssl.h>
 
 #include "unit_main.h"
-#include "net/egress_policy.h"
+#include "net/egress_proto.h"
 
 static void test_rule_grammar(void)
 {
