@@ -44,6 +44,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "net"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "hostile"))
 import eaid_env  # noqa: E402
+import benchlib  # noqa: E402
 from testnet import TestNet  # noqa: E402
 
 N = min(int(sys.argv[1]) if len(sys.argv) > 1 else 10, 50)

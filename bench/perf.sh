@@ -41,7 +41,7 @@ IMAGES=${EAI_IMAGE_DIR:-$BUILD/images}
 EAID=$BUILD/eaid
 [ -x "$EAID" ] || { echo "bench: $EAID not built" >&2; exit 1; }
 if ! command -v wrk >/dev/null; then
-  command -v apt-get >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk >&2
+  command -v apt-get >/dev/null && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk; } >&2
   command -v wrk >/dev/null || { echo "bench: wrk missing (apt-get install wrk)" >&2; exit 1; }
 fi
 if [ "$ONLY" != get ]; then
