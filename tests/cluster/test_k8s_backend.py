@@ -266,6 +266,14 @@ def write_config(auth):
         json.dump(cfg, f, indent=1)
 
 
+def eaid_ready():
+    try:
+        with urllib.request.urlopen(C.eaid.url + "/readyz", timeout=5) as resp:
+            return resp.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
 def eaid_restart():
     C.eaid.stop(clean=False)
     C.eaid.start(ready_path="/readyz", timeout=90)
@@ -551,9 +559,15 @@ def t_apiserver_restart():
     d = C.a.wait(eid, 180)
     check(d["status"] == "succeeded" and d["stdout"] == "before\nafter\n", short(d))
     wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+    check("the API server answers again after" in C.eaid.log_text(), "no outage seen in eaid's log")
+    # eaid's probe may have seen the API down (not ready: 503 to new executions) until its next round
+    t1 = time.time()
+    wait_for(lambda: eaid_ready(), 60, "eaid ready again")
+    ready_s = time.time() - t1
     d = C.a.py("print('after the restart')")
     check(d["status"] == "succeeded", short(d))
-    C.notes.append("API server restart: back after %.1f s (8 s down); %s" % (back, err.strip().splitlines()[-1]))
+    C.notes.append("API server restart: back after %.1f s (8 s down; %s); eaid ready %.1f s after the execution"
+                   % (back, err.strip().splitlines()[-1], ready_s))
 
 
 @case("token rotation: eaid's token file rewritten, the old token revoked by the API server -> eaid follows")
@@ -584,7 +598,10 @@ def t_token_rotation():
     put(tokens[1])
     rc, out, err = kubectl("-n", sa_ns, "delete", "secret", "eai-test-token-1")
     check(rc == 0, "delete secret: %s" % err)
+    t0 = time.time()
     wait_for(lambda: api_server("GET", "/version", tokens[0])[0] == 401, 60, "the API server to refuse the old token")
+    C.notes.append("token rotation: the API server refused the revoked token %.1f s after its Secret was deleted"
+                   % (time.time() - t0))
     check(api_server("GET", "/version", tokens[1])[0] == 200, "the new token is refused")
     d = C.a.py("print('token two')")
     check(d["status"] == "succeeded" and d["stdout"] == "token two\n",
