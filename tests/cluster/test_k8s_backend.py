@@ -172,9 +172,13 @@ class PodWatch:
                     if ((o.get("metadata") or {}).get("labels") or {}).get(EXEC) == eid]
 
 
-def terminated(pod):
+def container_state(pod):
     cs = ((pod.get("status") or {}).get("containerStatuses") or [{}])[0]
-    return (cs.get("state") or {}).get("terminated") or {}
+    return cs.get("state") or {}
+
+
+def terminated(pod):
+    return container_state(pod).get("terminated") or {}
 
 
 def pods_of(eid, ns):
@@ -322,13 +326,17 @@ def t_exit_codes():
     check(d["status"] == "succeeded" and d["exit_code"] == 0 and d["stdout"] == "", short(d))
 
 
-@case("stdout and stderr: both arrive; the log API interleaves them into stdout, stderr empty (documented)")
+@case("stdout and stderr: both arrive, merged by the log API into stdout (stderr empty: documented)")
 def t_streams():
     d = C.a.py("import sys\nprint('to-out', flush=True)\nprint('to-err', file=sys.stderr, flush=True)\n"
                "print('out-again', flush=True)")
     check(d["status"] == "succeeded", short(d))
-    check(d["stdout"] == "to-out\nto-err\nout-again\n", "stdout %r" % d["stdout"])
+    lines = d["stdout"].splitlines()
+    # each stream keeps its own order; between the two streams the log has no order to keep
+    check(sorted(lines) == ["out-again", "to-err", "to-out"] and lines.index("to-out") < lines.index("out-again"),
+          "stdout %r" % d["stdout"])
     check(d["stderr"] == "", "stderr %r" % d["stderr"])
+    C.notes.append("stdout+stderr through the log API: %r" % d["stdout"])
 
 
 @case("stdin delivered through the input Secret")
@@ -550,8 +558,12 @@ def t_rbac():
 
 @case("API server killed mid-execution and restarted: the poll recovers, the execution ends succeeded")
 def t_apiserver_restart():
-    eid = C.a.submit(["python3", "-c", "import time\nprint('before', flush=True)\ntime.sleep(20)\nprint('after')"])
-    C.a.wait_running(eid)
+    eid = C.a.submit(["python3", "-c", "import time\nprint('before', flush=True)\ntime.sleep(20)\nprint('after')"],
+                     limits={"timeout_s": 120})
+    # the container itself running (eaid's `running` is earlier: the kubelet may still be mounting the
+    # input Secret, and a kubelet cut off from the API server then backs off for tens of seconds)
+    wait_for(lambda: any(container_state(o).get("running") for _, o in C.watch.of(eid)), 120,
+             "the container of %s to run" % eid)
     t0 = time.time()
     rc, out, err = cluster("restart-apiserver", "8", timeout=300)
     check(rc == 0, "restart-apiserver: %s %s" % (rc, err[-2000:]))
