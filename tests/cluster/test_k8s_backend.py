@@ -582,6 +582,22 @@ def t_apiserver_restart():
                    % (back, err.strip().splitlines()[-1], ready_s))
 
 
+@case("eaid killed (-9) mid-execution and restarted: it finds the pod by label, the execution ends succeeded")
+def t_eaid_recover():
+    eid = C.a.submit(["python3", "-c", "import time\nprint('before', flush=True)\ntime.sleep(12)\nprint('after')"],
+                     limits={"timeout_s": 120})
+    wait_for(lambda: any(container_state(o).get("running") for _, o in C.watch.of(eid)), 120,
+             "the container of %s to run" % eid)
+    C.eaid.proc.send_signal(signal.SIGKILL)
+    C.eaid.proc.wait(30)
+    check(pods_of(eid, C.ns_a), "the pod went with eaid")
+    C.eaid.start(ready_path="/readyz", timeout=90)
+    d = C.a.wait(eid, 120)
+    check(d["status"] == "succeeded" and d["stdout"] == "before\nafter\n", short(d))
+    check("reattached to pod sbx-" in C.eaid.log_text(), "no reattach in eaid's log")
+    wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+
+
 @case("token rotation: eaid's token file rewritten, the old token revoked by the API server -> eaid follows")
 def t_token_rotation():
     sa_ns, sa = C.env["EAI_CLUSTER_SERVICE_ACCOUNT"].split("/")
