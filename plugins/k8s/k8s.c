@@ -229,7 +229,8 @@ static int interrupted(struct k8s_job *j)
             step_logs(j);
         } else {
             char m[256];
-            snprintf(m, sizeof m, "the sandbox pod did not start within %lld ms", (long long)j->timeout_ms);
+            snprintf(m, sizeof m, "the sandbox pod did not start within %lld ms (timeout plus deadline_grace_ms)",
+                     (long long)(j->timeout_ms + j->k->cfg.deadline_grace_ms));
             set_error(j, EAI_E_SANDBOX_UNAVAILABLE, m);
             job_end(j);
         }

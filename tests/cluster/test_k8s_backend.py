@@ -245,7 +245,7 @@ def short(d):
         (d.get("stderr") or "")[:300])
 
 
-def write_config(auth):
+def write_config(auth, **extra):
     """eaid's config: the k8s backend with `auth` (kubeconfig or api_url + token_file)."""
     k8s = dict(auth)
     k8s.update({
@@ -258,6 +258,7 @@ def write_config(auth):
         "sweep_min_age_s": SWEEP_MIN_AGE_S,
         "token_reload_s": 3600,
     })
+    k8s.update(extra)
     cfg = {
         "isolation": {"k8s": k8s},
         "profiles": {PROFILE: {
@@ -481,6 +482,29 @@ def t_image_missing():
              .get("waiting", {}).get("reason") for _, o in C.watch.of(eid)}
     check(waits & {"ErrImagePull", "ImagePullBackOff"}, "kubelet reasons seen: %r" % waits)
     wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+
+
+@case("a pod the scheduler cannot place: eaid's own watchdog (timeout + deadline_grace_ms) ends it, sandbox_unavailable")
+def t_unschedulable():
+    kc = {"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}
+    write_config(kc, node_selector={"eai-sandbox.dev/test-nowhere": "true"}, deadline_grace_ms=3000)
+    eaid_restart()
+    try:
+        t0 = time.time()
+        eid = C.a.submit(["true"], limits={"timeout_s": 3})
+        d = C.a.wait(eid, 60)
+        took = time.time() - t0
+        check(d["status"] == "error" and (d.get("error") or {}).get("code") == "sandbox_unavailable" and
+              "did not start within" in d["error"]["message"], short(d))
+        check(5.5 < took < 30, "ended after %.1f s (watchdog at 3 + 3 s)" % took)
+        conds = [c for _, o in C.watch.of(eid) for c in (o.get("status") or {}).get("conditions") or []
+                 if c.get("type") == "PodScheduled"]
+        check(any(c.get("reason") == "Unschedulable" for c in conds), "the scheduler never said Unschedulable: %r" % conds)
+        wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+        C.notes.append("unschedulable: error after %.1f s: %s" % (took, d["error"]["message"]))
+    finally:
+        write_config(kc)
+        eaid_restart()
 
 
 @case("tenant namespace, RoleBinding, default-deny NetworkPolicy as the API server keeps them; Pod Security enforced")
