@@ -57,6 +57,7 @@ EXEC = "eai-sandbox.dev/execution-id"
 MANAGED = "app.kubernetes.io/managed-by"
 TERMINAL = ("succeeded", "failed", "timeout", "oom_killed", "cancelled", "error")
 SWEEP_MIN_AGE_S = 2
+EGRESS = "192.0.2.10:443"  # TEST-NET-1: never routed; the cluster enforces no policy anyway (docs)
 
 
 class Ctx:
@@ -210,8 +211,10 @@ class Client:
                 b = raw
             return e.code, {k.lower(): v for k, v in e.headers.items()}, b
 
-    def submit(self, command, limits=None, image=None, stdin=None):
+    def submit(self, command, limits=None, image=None, stdin=None, egress=None):
         body = {"profile": PROFILE, "image": image or C.py_image, "command": command}
+        if egress:
+            body["network"] = {"egress": egress}
         if limits:
             body["limits"] = limits
         if stdin is not None:
@@ -262,7 +265,7 @@ def write_config(auth, **extra):
     cfg = {
         "isolation": {"k8s": k8s},
         "profiles": {PROFILE: {
-            "backend": "k8s", "runtime_class": "gvisor",
+            "backend": "k8s", "runtime_class": "gvisor", "egress_allow": [EGRESS],
             "defaults": {"cpu": "500m", "memory": "256Mi", "timeout_s": 60},
             "max": {"cpu": "1", "memory": "512Mi", "timeout_s": 120}}},
     }
@@ -325,6 +328,39 @@ def t_exit_codes():
     check(d["signal"] is None, "signal %r" % d["signal"])
     d = C.a.py("import sys; sys.exit(0)")
     check(d["status"] == "succeeded" and d["exit_code"] == 0 and d["stdout"] == "", short(d))
+
+
+@case("egress NetworkPolicy and input Secret accepted by the API server, owned by the pod; the garbage collector "
+      "deletes them with it")
+def t_owned_objects():
+    eid = C.a.submit(["python3", "-c", "import sys, time\nprint(sys.stdin.read(), flush=True)\ntime.sleep(4)"],
+                     stdin="secret input", egress=[EGRESS])
+    wait_for(lambda: any(container_state(o).get("running") for _, o in C.watch.of(eid)), 120,
+             "the container of %s to run" % eid)
+    pod = C.watch.of(eid)[-1][1]
+    name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
+    owner = [{"apiVersion": "v1", "kind": "Pod", "name": name, "uid": uid}]
+    np = kget("networkpolicy", name + "-egress", "-n", C.ns_a)
+    check(np, "no egress policy %s-egress" % name)
+    owned = [{k: o.get(k) for k in ("apiVersion", "kind", "name", "uid")} for o in np["metadata"].get("ownerReferences", [])]
+    check(owned == owner, "policy owners %r" % np["metadata"].get("ownerReferences"))
+    check(np["spec"]["policyTypes"] == ["Egress"] and
+          np["spec"]["podSelector"] == {"matchLabels": {EXEC: eid}}, "policy spec %r" % np["spec"])
+    rules = np["spec"]["egress"]
+    check(any(t.get("ipBlock", {}).get("cidr") == "192.0.2.10/32" for r in rules for t in r.get("to", [])) and
+          any(p.get("port") == 443 and p.get("protocol") == "TCP" for r in rules for p in r.get("ports", [])),
+          "egress rules %r" % rules)
+    sec = kget("secret", name, "-n", C.ns_a)
+    check(sec and sec.get("immutable") is True, "input Secret %r" % (sec and sec.get("immutable")))
+    owned = [{k: o.get(k) for k in ("apiVersion", "kind", "name", "uid")} for o in sec["metadata"].get("ownerReferences", [])]
+    check(owned == owner, "secret owners %r" % sec["metadata"].get("ownerReferences"))
+    d = C.a.wait(eid, 120)
+    check(d["status"] == "succeeded" and d["stdout"] == "secret input\n", short(d))
+    wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+    t0 = time.time()
+    wait_for(lambda: kget("networkpolicy", name + "-egress", "-n", C.ns_a) is None and
+             kget("secret", name, "-n", C.ns_a) is None, 60, "the garbage collector to delete the policy and the Secret")
+    C.notes.append("garbage collector: policy and Secret gone %.1f s after the pod" % (time.time() - t0))
 
 
 @case("stdout and stderr: both arrive, merged by the log API into stdout (stderr empty: documented)")
