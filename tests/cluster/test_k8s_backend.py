@@ -14,13 +14,15 @@ kubelet, containerd and runsc:
   the seed's four acceptance tests (network refused inside the pod; timeout_s:
   the kubelet kills the pod, the execution is `timeout`; another tenant's id
   answers 404 like a missing one; errors in French), exit codes, stdout and
-  stderr (one stream through the log API), OOM from the kubelet's own
-  `OOMKilled`, cancel deleting the pod, an image the registry lacks, the tenant
-  namespace / RoleBinding / default-deny NetworkPolicy as the API server keeps
-  them (and Pod Security enforced there), eaid's RBAC (the API server answers
-  403 to verbs eaid was not granted), the poll surviving an API server crash
-  and restart, token rotation (the old token revoked by the API server), the
-  sweep at start-up.
+  stderr (one stream through the log API), stdin, the egress policy and input
+  Secret owned by the pod and removed by the garbage collector, OOM from the
+  kubelet's own `OOMKilled`, cancel deleting the pod, an image the registry
+  lacks, an unschedulable pod ended by eaid's watchdog, the tenant namespace /
+  RoleBinding / default-deny NetworkPolicy as the API server keeps them (and
+  Pod Security enforced there), eaid's RBAC (the API server answers 403 to
+  verbs eaid was not granted), the poll surviving an API server crash and
+  restart, eaid killed -9 and reattaching to its pod, token rotation (the old
+  token revoked by the API server), the sweep at start-up.
 
 Every wait is for a condition, bounded.  Everything listens on 127.0.0.1; pods
 live in 198.18.0.0/24 (the cluster's own range) and reach nothing else.
