@@ -38,10 +38,11 @@ struct k8s_job {
     enum job_state state;
     int busy;                  /* an API call or a worker job is in flight */
     int cancelled, deadline_hit, terminal, exited, pod_created, started, recovering;
-    int api_failures;
+    int api_failures;          /* consecutive refusals (4xx) reading the pod */
     struct event *timer, *watchdog;
     long poll_delay;
     int64_t t_start, t_running, t_terminal, waiting_since, c_started, c_finished;
+    int64_t outage_since;      /* first of the current run of 0/429/5xx answers to the poll */
     struct eai_iso_result res;
     char errmsg[512];
 };
@@ -228,7 +229,8 @@ static int interrupted(struct k8s_job *j)
             step_logs(j);
         } else {
             char m[256];
-            snprintf(m, sizeof m, "the sandbox pod did not start within %lld ms", (long long)j->timeout_ms);
+            snprintf(m, sizeof m, "the sandbox pod did not start within %lld ms (timeout plus deadline_grace_ms)",
+                     (long long)(j->timeout_ms + j->k->cfg.deadline_grace_ms));
             set_error(j, EAI_E_SANDBOX_UNAVAILABLE, m);
             job_end(j);
         }
@@ -641,6 +643,12 @@ static void call_done(void *arg, const struct k8s_result *r)
     case JS_POLL:
         if (st == 200 && r->json) {
             j->api_failures = 0;
+            if (j->outage_since) {
+                char m[96];
+                snprintf(m, sizeof m, "%lld ms", (long long)(k8s_now_ms() - j->outage_since));
+                log_job(j, EAI_LOG_INFO, "the API server answers again after ", m);
+                j->outage_since = 0;
+            }
             if (evaluate_pod(j, r->json)) {
                 if (j->res.outcome == EAI_OUT_ERROR)
                     job_end(j);
@@ -664,11 +672,26 @@ static void call_done(void *arg, const struct k8s_result *r)
         }
         if (interrupted(j))
             return;
-        if (++j->api_failures >= 5) {
+        if (st == 0 || st == 429 || st >= 500) {
+            /* The API server is away (restarting, overloaded), not the pod:
+             * the kubelet runs it and enforces its deadline meanwhile, so
+             * keep reading for api_outage_grace_ms (our watchdog still
+             * bounds it), logging the start of the outage once. */
+            int64_t now = k8s_now_ms();
+            if (!j->outage_since) {
+                j->outage_since = now;
+                log_job(j, EAI_LOG_WARN, "the Kubernetes API does not answer; polling on: ", r->message);
+            }
+            if (now - j->outage_since >= j->k->cfg.api_outage_grace_ms) {
+                fail_call(j, r, "reading the sandbox pod");
+                return;
+            }
+        } else if (++j->api_failures >= 5) {
             fail_call(j, r, "reading the sandbox pod");
             return;
+        } else {
+            log_job(j, EAI_LOG_WARN, "polling the pod failed, retrying: ", r->message);
         }
-        log_job(j, EAI_LOG_WARN, "polling the pod failed, retrying: ", r->message);
         j->poll_delay = j->k->cfg.poll_ms;
         next_poll(j);
         return;
@@ -1113,6 +1136,8 @@ static const struct eai_config_key k8s_keys[] = {
     {"api_retries", EAI_CFG_INT, 0, "3", "retries of failed (0, 429, 5xx) API requests"},
     {"deadline_grace_ms", EAI_CFG_INT, 0, "30000", "our watchdog fires this long after timeout_s"},
     {"image_pull_grace_ms", EAI_CFG_INT, 0, "60000", "how long ErrImagePull is tolerated"},
+    {"api_outage_grace_ms", EAI_CFG_INT, 0, "60000",
+     "how long reading a running pod may fail (API unreachable, 429, 5xx) before the execution fails"},
     {"token_reload_s", EAI_CFG_INT, 0, "60", "token file re-read period"},
     {"sweep_min_age_s", EAI_CFG_INT, 0, "600", "sweep deletes finished pods older than this"},
     {"probe_interval_s", EAI_CFG_INT, 0, "30", "API and RuntimeClass check period"},

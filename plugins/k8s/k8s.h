@@ -47,6 +47,7 @@ struct k8s_cfg {
     int api_retries;           /* retries of 0/429/5xx answers */
     long deadline_grace_ms;    /* our own watchdog past timeout_ms */
     long image_pull_grace_ms;  /* ErrImagePull tolerated this long */
+    long api_outage_grace_ms;  /* reading a pod may fail (0/429/5xx) this long */
     long token_reload_s;
     long sweep_min_age_s;
     long probe_interval_s;

@@ -292,12 +292,16 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     c->api_retries = (int)clong(cfg, "api_retries", 3);
     c->deadline_grace_ms = clong(cfg, "deadline_grace_ms", 30000);
     c->image_pull_grace_ms = clong(cfg, "image_pull_grace_ms", 60000);
+    c->api_outage_grace_ms = clong(cfg, "api_outage_grace_ms", 60000);
     c->token_reload_s = clong(cfg, "token_reload_s", 60);
     c->sweep_min_age_s = clong(cfg, "sweep_min_age_s", 600);
     c->probe_interval_s = clong(cfg, "probe_interval_s", 30);
     c->uid = clong(cfg, "uid", 65534);
-    if (c->poll_ms < 10 || c->api_timeout_ms < 100 || c->uid <= 0 || c->api_retries < 0) {
-        snprintf(msg, sizeof msg, "poll_ms >= 10, api_timeout_ms >= 100, uid > 0 and api_retries >= 0 are required");
+    if (c->poll_ms < 10 || c->api_timeout_ms < 100 || c->uid <= 0 || c->api_retries < 0 ||
+        c->api_outage_grace_ms < 0) {
+        snprintf(msg, sizeof msg,
+                 "poll_ms >= 10, api_timeout_ms >= 100, uid > 0, api_retries >= 0 and api_outage_grace_ms >= 0 "
+                 "are required");
         goto fail;
     }
     json_t *ns = cfg ? json_object_get(cfg, "node_selector") : NULL;

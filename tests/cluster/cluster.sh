@@ -12,6 +12,10 @@
 #                                     a root filesystem (e.g. an eaid image store's
 #                                     <image_dir>/<name>/<tag>/rootfs) as a one-layer
 #                                     image in the local registry: $REGISTRY/NAME:TAG
+#   tests/cluster/cluster.sh restart-apiserver [SECONDS]
+#                                     kill the API server (SIGKILL, as a crash), keep it
+#                                     down SECONDS (default 0), start it again with the
+#                                     same flags, wait for its /readyz
 #   tests/cluster/cluster.sh down     stop everything; leave no process, mount, interface,
 #                                     netns or cgroup; restore the sysctls (idempotent)
 #
@@ -153,6 +157,21 @@ node_ready() {
     [[ $(kc get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }
 
+start_apiserver() {
+    start kube-apiserver "$K8S_BIN/kube-apiserver" \
+        --bind-address "$ADDR" --advertise-address "$ADDR" --secure-port "$API_PORT" \
+        --etcd-servers "https://$ADDR:$ETCD_PORT" --etcd-cafile "$PKI/ca.crt" \
+        --etcd-certfile "$PKI/apiserver-etcd-client.crt" --etcd-keyfile "$PKI/apiserver-etcd-client.key" \
+        --client-ca-file "$PKI/ca.crt" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+        --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
+        --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP \
+        --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$PKI/sa.pub" \
+        --service-account-signing-key-file "$PKI/sa.key" \
+        --service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC \
+        --enable-admission-plugins NodeRestriction --anonymous-auth=false --allow-privileged=false \
+        --endpoint-reconciler-type none --profiling=false --cert-dir "$STATE/apiserver"
+}
+
 cmd_up() {
     [[ $(id -u) -eq 0 ]] || die "run as root (containerd, the kubelet and cgroups need it)"
     if alive kube-apiserver || alive kubelet || alive containerd; then
@@ -217,18 +236,7 @@ cmd_up() {
         --key "$PKI/apiserver-etcd-client.key" "https://$ADDR:$ETCD_PORT/health"
 
     say "starting the control plane"
-    start kube-apiserver "$K8S_BIN/kube-apiserver" \
-        --bind-address "$ADDR" --advertise-address "$ADDR" --secure-port "$API_PORT" \
-        --etcd-servers "https://$ADDR:$ETCD_PORT" --etcd-cafile "$PKI/ca.crt" \
-        --etcd-certfile "$PKI/apiserver-etcd-client.crt" --etcd-keyfile "$PKI/apiserver-etcd-client.key" \
-        --client-ca-file "$PKI/ca.crt" --tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
-        --kubelet-client-certificate "$PKI/apiserver-kubelet-client.crt" --kubelet-client-key "$PKI/apiserver-kubelet-client.key" \
-        --kubelet-certificate-authority "$PKI/ca.crt" --kubelet-preferred-address-types InternalIP \
-        --service-account-issuer https://kubernetes.default.svc --service-account-key-file "$PKI/sa.pub" \
-        --service-account-signing-key-file "$PKI/sa.key" \
-        --service-cluster-ip-range "$SERVICE_CIDR" --authorization-mode Node,RBAC \
-        --enable-admission-plugins NodeRestriction --anonymous-auth=false --allow-privileged=false \
-        --endpoint-reconciler-type none --profiling=false --cert-dir "$STATE/apiserver"
+    start_apiserver
     wait_for kube-apiserver "the API server's /readyz" api_get /readyz
 
     start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
@@ -439,6 +447,27 @@ cmd_down() {
     return 0
 }
 
+# restart-apiserver [SECONDS]: the API server dies (SIGKILL: no graceful
+# shutdown, connections cut) and comes back; etcd, the kubelet and the pods
+# keep running meanwhile.  For tests of clients that must survive it.
+cmd_restart_apiserver() {
+    [[ $(id -u) -eq 0 ]] || die "run as root"
+    local down=${1:-0} pid
+    [[ $down =~ ^[0-9]+$ ]] || die "usage: restart-apiserver [SECONDS]"
+    alive kube-apiserver || die "the API server is not running (tests/cluster/cluster.sh up)"
+    alive etcd || die "etcd is not running"
+    local t0=$SECONDS
+    pid=$(cat "$(pidfile kube-apiserver)")
+    kill -KILL "$pid"
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -0 "$pid" 2>/dev/null && die "the API server (pid $pid) survived SIGKILL"
+    say "API server killed; down for ${down}s"
+    sleep "$down"
+    start_apiserver
+    wait_for kube-apiserver "the API server's /readyz" api_get /readyz
+    say "API server back after $((SECONDS - t0)) s (pid $(cat "$(pidfile kube-apiserver)"))"
+}
+
 # ---------------------------------------------------------------------------
 
 cmd_env() {
@@ -503,7 +532,8 @@ main() {
         env) cmd_env ;;
         status) cmd_status ;;
         push) shift; cmd_push "$@" ;;
-        *) sed -n '2,34p' "$0" >&2; exit 2 ;;
+        restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
+        *) sed -n '2,37p' "$0" >&2; exit 2 ;;
     esac
 }
 # One line: bash has read it whole before running it, so editing this file

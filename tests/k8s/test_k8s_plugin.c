@@ -371,12 +371,13 @@ static int spawn_standin(const char *const *extra, pid_t *pid, int *stdin_fd, ch
 
 static json_t *base_config(void)
 {
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:i}",
                      "api_url", g_url, "token_file", g_token, "namespace_prefix", PREFIX,
                      "tenant_role", TENANT_ROLE, "service_account", SA,
                      "runtime_class", "gvisor", "poll_ms", 50, "api_timeout_ms", 1500,
                      "api_retries", 2, "deadline_grace_ms", 1500, "image_pull_grace_ms", 300,
-                     "token_reload_s", 3600, "probe_interval_s", 1, "sweep_min_age_s", 0);
+                     "token_reload_s", 3600, "probe_interval_s", 1, "sweep_min_age_s", 0,
+                     "api_outage_grace_ms", 1000);
 }
 
 static int ready_cond(void *arg)
@@ -1005,10 +1006,27 @@ static void test_api_errors(void)
     CU_ASSERT(now_s() - t0 < 15.0);
     free(r);
 
-    /* a non-JSON 502 from a proxy */
+    /* a non-JSON 502 from a proxy, for good: reading the pod gives up after
+     * api_outage_grace_ms (1 s here) with the proxy's words */
+    t0 = now_s();
     r = run_with_fault("{\"method\":\"GET\",\"path\":\"/pods/sbx-\",\"status\":502,\"raw\":\"bad gateway\",\"times\":-1}");
     CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_EQUAL(r->error_code, EAI_E_SANDBOX_UNAVAILABLE);
     CU_ASSERT_PTR_NOT_NULL(strstr(r->errmsg, "bad gateway"));
+    CU_ASSERT(now_s() - t0 >= 1.0 && now_s() - t0 < 8.0);
+    free(r);
+    /* an outage shorter than that (an API server restarting: 8 answers 503
+     * at poll_ms 50) is waited out: the execution ends as the pod did */
+    r = run_with_fault("{\"method\":\"GET\",\"path\":\"/pods/sbx-[^/]*$\",\"status\":503,\"reason\":\"ServiceUnavailable\","
+                       "\"times\":8}");
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
+    CU_ASSERT_EQUAL(r->exit_code, 0);
+    free(r);
+    /* a refusal (403) is not an outage: five in a row end it */
+    r = run_with_fault("{\"method\":\"GET\",\"path\":\"/pods/sbx-[^/]*$\",\"status\":403,\"reason\":\"Forbidden\","
+                       "\"message\":\"pods is forbidden\",\"times\":-1}");
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_ERROR);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r->errmsg, "pods is forbidden"));
     free(r);
 
     /* a real admission refusal: unknown RuntimeClass */
