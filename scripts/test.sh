@@ -30,9 +30,10 @@ build_all -DEAI_TEST_K8S_REAL=ON
 # runsc from gVisor's Go module at the pinned version (tools/runtime/build.sh,
 # docs/gvisor.md "runsc from source"), cached by version: the suite runs on it.
 # Debian's runsc (EAI_RUN_PACKAGES) stays installed and supported: the gVisor
-# sandbox suite runs on it too, at the end.  Needs Go >= 1.26 (/usr/local/go on
+# sandbox suite and the sessions run on it too, before the suite.  Needs Go >= 1.26 (/usr/local/go on
 # this kind of machine); without it (the fresh chroot, which runs no sandbox)
 # everything runs on Debian's runsc, said here.
+deb_path=$PATH # the PATH without the built runsc
 if "$EAI_ROOT/tools/runtime/build.sh" --print-dir >/dev/null && [[ -x /usr/local/go/bin/go ]] &&
     [[ ${EAI_DEBIAN_RUNSC:-0} != 1 ]]; then
     "$EAI_ROOT/tools/runtime/build.sh"
@@ -102,11 +103,10 @@ fi
 # the last line), when the suite runs on another.
 if (($# == 0)) && [[ ${EAI_SANDBOX_RUNSC:-} && ${EAI_SANDBOX_RUNSC} != /usr/bin/runsc ]]; then
     echo "== ctest on Debian's runsc: $(/usr/bin/runsc --version | head -1)"
-    (cd "$EAI_ROOT/build" && PATH=${PATH#"$runsc_dir:"} EAI_SANDBOX_RUNSC=/usr/bin/runsc \
+    (cd "$EAI_ROOT/build" && PATH=$deb_path EAI_SANDBOX_RUNSC=/usr/bin/runsc \
         ctest --output-on-failure --timeout 1800 -R '^(test_runtime_gvisor_sandbox|test_sessions)$')
 fi
 
 echo "== ctest"
 cd build
 ctest --output-on-failure -j2 --timeout 1800 "$@"
-
