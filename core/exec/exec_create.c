@@ -19,6 +19,7 @@
 #include "exec/exec_validate.h"
 #include "obs/callback.h"
 #include "images/images.h"
+#include "plugin/host.h"
 #include "net/egress_host.h"
 #include "exec/quota.h"
 #include "schema/jsonschema.h"
@@ -80,6 +81,25 @@ static int image_known_cb(void *arg, const struct eai_profile *p, const char *im
     return h && h->image_rootfs && h->image_rootfs(h, image, buf, sizeof buf) == 0;
 }
 
+/* No command given: the image's own (docs/images.md "The image's own command"). */
+static int image_command_cb(void *arg, const struct eai_profile *p, const char *image, json_t **argv, char *why,
+                            size_t whylen)
+{
+    const struct create_job *j = arg;
+    const struct probe_snap *ps = snap_for(j, p);
+    *argv = NULL;
+    if (!ps || !(ps->caps & EAI_ISO_CAP_LOCAL_IMAGES)) {
+        snprintf(why, whylen, "the backend of profile '%.64s' takes images from a registry and cannot tell an "
+                 "image's own command here", p->name);
+        return 0;
+    }
+    if (eai_images_command(eai_host_image_dir(j->app->host), image, argv) < 0)
+        snprintf(why, whylen, "unknown image '%.200s'", image);
+    else if (!*argv)
+        snprintf(why, whylen, "image '%.200s' has no command of its own (no Entrypoint or Cmd)", image);
+    return 0;
+}
+
 static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out)
 {
     const struct create_job *j = arg;
@@ -130,6 +150,7 @@ static void create_work(void *arg)
     struct eai_exec_vopts o = {
         .files_max_total_bytes = app->cfg ? app->cfg->files_max_total_bytes : 8 << 20,
         .image_known = image_known_cb,
+        .image_command = image_command_cb,
         .image_arg = j,
         .backend_limits = backend_limits_cb,
     };

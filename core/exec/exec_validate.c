@@ -283,6 +283,7 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     char path[64];
     json_t *d = json_array();
     json_t *rec = NULL, *env = NULL, *files_in = NULL, *collect = NULL, *egress = NULL;
+    json_t *own_cmd = NULL; /* the image's own command, when none is given */
     if (!d)
         goto oom;
     if (!json_is_object(body)) {
@@ -327,7 +328,9 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     if (!command && spec)
         command = json_object_get(spec, "command");
     if (!command) {
-        add_detail(d, "/command", "is required");
+        if (!opts || !opts->image_command)
+            add_detail(d, "/command", "is required");
+        /* else asked of the image below, once the profile is known */
     } else if (!json_is_array(command) || json_array_size(command) < 1 ||
                json_array_size(command) > 256) {
         add_detail(d, "/command", "must be an array of 1 to 256 strings");
@@ -650,6 +653,18 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
         goto refused;
     }
 
+    /* --- no command: the image's own (Entrypoint + Cmd), as Docker and Kubernetes run it */
+    if (!command) {
+        char why[300] = "";
+        if (opts->image_command(opts->image_arg, prof, json_string_value(image), &own_cmd, why, sizeof why) < 0 ||
+            !own_cmd) {
+            add_detail(d, "/command", "is required: %s", why[0] ? why : "the image has no command of its own");
+            code = EAI_E_VALIDATION_FAILED;
+            goto refused;
+        }
+        command = own_cmd;
+    }
+
     /* --- the record */
     char q[L_MAX][32];
     fmt_lim(L_CPU, val[L_CPU], q[L_CPU], sizeof q[0]);
@@ -683,6 +698,8 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
                     "agent_id", json_object_get(body, "agent_id"),
                     "run_id", json_object_get(body, "run_id"));
     env = files_in = collect = egress = NULL; /* stolen by json_pack even on failure */
+    json_decref(own_cmd);
+    own_cmd = NULL;
     if (!rec)
         goto oom;
     for (const char *const *k = (const char *const[]){"tool", "project_id", "agent_id", "run_id", NULL}; *k; k++)
@@ -698,12 +715,14 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     return 0;
 
 refused:
+    json_decref(own_cmd);
     json_decref(env);
     json_decref(files_in);
     json_decref(collect);
     json_decref(egress);
     return refuse(err, code, d);
 oom:
+    json_decref(own_cmd);
     json_decref(env);
     json_decref(files_in);
     json_decref(collect);

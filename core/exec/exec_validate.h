@@ -42,6 +42,12 @@ struct eai_exec_vopts {
      * 0 unknown.  NULL: images are not checked. */
     int (*image_known)(void *arg, const struct eai_profile *p, const char *image);
     void *image_arg;
+    /* The image's own command, asked when neither the body nor the tool
+     * gives one (arg = image_arg): 0 with *argv a new array of strings, or
+     * NULL with why (the image has none, or the backend cannot tell); -1
+     * with why on failure.  NULL: `command` is required. */
+    int (*image_command)(void *arg, const struct eai_profile *p, const char *image, json_t **argv, char *why,
+                         size_t whylen);
     /* The limits of the profile's backend (arg = image_arg).  NULL: core's
      * own bounds only.  The strictest of both applies at admission. */
     void (*backend_limits)(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out);

@@ -108,6 +108,13 @@ static const struct tmpl T[] = {
      "image inconnue '{1}' ; le magasin d'images est vide : construisez-en une avec {2} ou importez-en une "
      "avec {3} ({4})"},
     {"unknown image '{}'", "image inconnue '{1}'"},
+    {"is required: image '{}' has no command of its own (no Entrypoint or Cmd)",
+     "est obligatoire : l'image '{1}' n'a pas de commande propre (ni Entrypoint ni Cmd)"},
+    {"is required: unknown image '{}'", "est obligatoire : image inconnue '{1}'"},
+    {"is required: the backend of profile '{}' takes images from a registry and cannot tell an image's own "
+     "command here",
+     "est obligatoire : le backend du profil '{1}' prend ses images dans un registre et ne peut pas connaître "
+     "ici la commande propre d'une image"},
     {"tool '{}' runs with profile '{}'", "l'outil '{1}' s'exécute avec le profil '{2}'"},
     {"{} exceeds the maximum {} of profile '{}'", "{1} dépasse le maximum {2} du profil '{3}'"},
     {"'{}' is not in the allow list of profile '{}'", "'{1}' n'est pas dans la liste autorisée du profil '{2}'"},

@@ -2,7 +2,8 @@
  * The local image store (docs/images.md):
  *
  *   <image_dir>/<name>/<tag>/rootfs      the root filesystem, read-only for sandboxes
- *   <image_dir>/<name>/<tag>/meta.json   {name, tag, digest, created, source, suite, packages, shim}
+ *   <image_dir>/<name>/<tag>/meta.json   {name, tag, digest, created, source, suite, packages, shim,
+ *                                         command (image_cmd.c)}
  *
  * `eaid images build NAME[:TAG] --packages P,...` runs mmdebstrap
  * (--variant=essential, Debian bookworm) into a hidden directory beside the
@@ -372,6 +373,7 @@ void eai_images_usage(void)
 {
     fprintf(stderr,
             "usage: eaid images build NAME[:TAG] --packages P1,P2,... [--mirror URL] [--force] [--no-shim]\n"
+            "         [--cmd JSON]  the image's own command (default: [\"python3\"] or [\"bash\"] when there)\n"
             "       eaid images import NAME[:TAG] ARCHIVE [--force] [--max-size BYTES] [--no-shim]\n"
             "         ARCHIVE: an OCI image layout (directory or tar) or a `docker save` tar\n"
             "       eaid images list\n"
@@ -381,10 +383,14 @@ void eai_images_usage(void)
 
 static int images_build(const char *image_dir, int argc, char **argv)
 {
-    const char *ref = NULL, *packages = NULL, *mirror = getenv("EAI_IMAGE_MIRROR");
+    const char *ref = NULL, *packages = NULL, *mirror = getenv("EAI_IMAGE_MIRROR"), *cmd_arg = NULL;
     int force = 0, shim = 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--packages") && i + 1 < argc)
+        if (!strcmp(argv[i], "--cmd") && i + 1 < argc)
+            cmd_arg = argv[++i];
+        else if (!strncmp(argv[i], "--cmd=", 6))
+            cmd_arg = argv[i] + 6;
+        else if (!strcmp(argv[i], "--packages") && i + 1 < argc)
             packages = argv[++i];
         else if (!strncmp(argv[i], "--packages=", 11))
             packages = argv[i] + 11;
@@ -418,6 +424,17 @@ static int images_build(const char *image_dir, int argc, char **argv)
     if (mirror && (strncmp(mirror, "http://", 7) && strncmp(mirror, "https://", 8) && strncmp(mirror, "file://", 7))) {
         fprintf(stderr, "images build: --mirror must be an http(s):// or file:// URL\n");
         return 2;
+    }
+    /* --cmd '["python3", "-u"]': the image's own command (image_cmd.c) */
+    if (cmd_arg) {
+        json_t *cmd = json_loads(cmd_arg, JSON_REJECT_DUPLICATES, NULL);
+        int bad = !cmd || eai_images_command_check(cmd) < 0;
+        json_decref(cmd);
+        if (bad) {
+            fprintf(stderr, "images build: --cmd needs a JSON array of 1 to %d non-empty strings, e.g. "
+                            "'[\"python3\"]'\n", EAI_IMAGE_CMD_MAX_ARGS);
+            return 2;
+        }
     }
     char shim_src[PATH_MAX] = "";
     if (shim && eai_images_find_shim(shim_src, sizeof(shim_src)) < 0) {
@@ -517,8 +534,15 @@ static int images_build(const char *image_dir, int argc, char **argv)
     json_t *meta = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:b}", "name", name, "tag", tag, "digest",
                              digest, "created", created, "source", source, "suite", EAI_IMAGE_SUITE, "packages",
                              pk, "shim", shim);
-    if (!meta)
+    json_t *cmd = cmd_arg ? json_loads(cmd_arg, JSON_REJECT_DUPLICATES, NULL) : eai_images_command_default(rootfs);
+    if (!meta) {
+        json_decref(cmd);
         goto out;
+    }
+    if (cmd && json_object_set_new(meta, "command", cmd) < 0) {
+        json_decref(meta);
+        goto out;
+    }
     snprintf(p, sizeof(p), "%s/meta.json", tmp);
     int jrc = json_dump_file(meta, p, JSON_INDENT(2) | JSON_SORT_KEYS);
     json_decref(meta);

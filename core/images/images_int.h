@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include <jansson.h>
+
 #define EAI_IMAGE_PART_MAX 128
 #define EAI_IMAGE_SHIM_NAME "eai-statx-shim.so"
 #define EAI_IMAGE_SHIM_PATH "/usr/lib/eai-statx-shim.so"
@@ -30,6 +32,20 @@ int eai_images_add_mountpoints(const char *rootfs);
 /* Move the complete tag directory tmp to final (swap when it exists);
  * after a swap tmp holds the old image, for the caller to remove. */
 int eai_images_place(const char *tmp, const char *final);
+/* The image's own command (image_cmd.c): at most this many arguments and
+ * bytes (as an execution's `command`, core/exec/exec_validate.h). */
+#define EAI_IMAGE_CMD_MAX_ARGS 256
+#define EAI_IMAGE_CMD_MAX_BYTES (1 << 20)
+/* 0 when argv is 1..EAI_IMAGE_CMD_MAX_ARGS strings without NUL, the first
+ * non-empty, their bytes (with a NUL each) at most EAI_IMAGE_CMD_MAX_BYTES. */
+int eai_images_command_check(const json_t *argv);
+/* config.Entrypoint + config.Cmd of an OCI/Docker image config: 0 with
+ * *out a new array (NULL when the image has none), -1 with why when they are
+ * malformed (the import fails). */
+int eai_images_command_from_config(const json_t *config, json_t **out, char *why, size_t whylen);
+/* The command a built image gets when --cmd is not given: ["python3"] or
+ * ["bash"] when the rootfs has them, else NULL. */
+json_t *eai_images_command_default(const char *rootfs);
 /* `eaid images import NAME[:TAG] ARCHIVE ...` (import.c); exit code. */
 int eai_images_import(const char *image_dir, int argc, char **argv);
 void eai_images_usage(void);

@@ -20,7 +20,8 @@
  *      a directory fails the import; device nodes and sockets are dropped,
  *      setuid/setgid bits cleared, xattrs (file capabilities included)
  *      ignored; the unpacked bytes and the entry count are capped;
- *   4. meta.json records the image digest, and the tag directory is renamed
+ *   4. meta.json records the image digest and its own command (config.
+ *      Entrypoint + Cmd, image_cmd.c), and the tag directory is renamed
  *      into place.  Any failure removes the whole .import-* directory, so a
  *      failed import leaves nothing.
  *
@@ -818,10 +819,12 @@ struct plan {
     char *layers[IMP_MAX_LAYERS]; /* paths below the layout */
     char layer_digest[IMP_MAX_LAYERS][72];
     size_t nlayers;
+    json_t *command;   /* config.Entrypoint + config.Cmd, or NULL (image_cmd.c) */
 };
 
 static void plan_free(struct plan *p)
 {
+    json_decref(p->command);
     for (size_t i = 0; i < p->nlayers; i++)
         free(p->layers[i]);
 }
@@ -851,6 +854,21 @@ static json_t *pick_manifest(json_t *index)
             return m;
     }
     return NULL;
+}
+
+/* The image's own command from its config (already verified against its digest). */
+static int plan_command(const json_t *cfg, struct plan *p)
+{
+    char why[200];
+    if (!json_is_object(cfg)) {
+        FAIL("config %s: not a JSON object", p->config);
+        return -1;
+    }
+    if (eai_images_command_from_config(cfg, &p->command, why, sizeof(why)) < 0) {
+        FAIL("config %s: %s", p->config, why);
+        return -1;
+    }
+    return 0;
 }
 
 static int plan_oci(int layoutfd, struct plan *p)
@@ -907,6 +925,11 @@ static int plan_oci(int layoutfd, struct plan *p)
     snprintf(p->format, sizeof(p->format), "oci");
     snprintf(p->digest, sizeof(p->digest), "%s", dg);
     if (verify_descriptor(layoutfd, json_object_get(manifest, "config"), path, sizeof(path), p->config) < 0)
+        goto out;
+    json_t *cfg = load_json_at(layoutfd, path);
+    int crc = plan_command(cfg, p);
+    json_decref(cfg);
+    if (crc < 0)
         goto out;
     json_t *layers = json_object_get(manifest, "layers");
     if (!json_is_array(layers) || json_array_size(layers) > IMP_MAX_LAYERS) {
@@ -991,6 +1014,8 @@ static int plan_docker(int layoutfd, const char *ref, struct plan *p)
         FAIL("manifest.json Layers and config rootfs.diff_ids differ (or over %d layers)", IMP_MAX_LAYERS);
         goto out;
     }
+    if (plan_command(cfg, p) < 0)
+        goto out;
     snprintf(p->format, sizeof(p->format), "docker-archive");
     snprintf(p->digest, sizeof(p->digest), "%s", p->config);
     size_t i;
@@ -1207,7 +1232,7 @@ int eai_images_import(const char *image_dir, int argc, char **argv)
                      "digest", plan.digest, "config", plan.config, "format", plan.format, "created", created,
                      "source", source, "layers", layers, "unpacked_bytes", (json_int_t)im.bytes, "dropped",
                      "devices", (json_int_t)im.devices, "setid_bits", (json_int_t)im.setids, "shim", shimmed);
-    if (!meta)
+    if (!meta || (plan.command && json_object_set(meta, "command", plan.command) < 0))
         goto out;
     snprintf(p, sizeof(p), "%s/meta.json", tmp);
     if (json_dump_file(meta, p, JSON_INDENT(2) | JSON_SORT_KEYS) != 0) {

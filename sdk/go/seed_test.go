@@ -2,7 +2,6 @@ package eai_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"testing"
 	"time"
@@ -38,12 +37,14 @@ func TestSeedSnippetVerbatim(t *testing.T) {
 	ex, err := c.Sandbox.Execute(ctx, map[string]any{"image": image, "profile": "gvisor-small"})
 	// ---
 
-	// The snippet sends no command, which the API requires (API.md): the
-	// server refuses it with 422 validation_failed at /command, and the SDK
-	// returns that envelope as a *ValidationError, never a half execution.
-	var ve *eai.ValidationError
-	if ex != nil || !errors.As(err, &ve) || ve.Code != "validation_failed" || len(ve.Details) == 0 || ve.Details[0].Path != "/command" {
-		t.Fatalf("seed snippet: ex %v, err %v", ex, err)
+	// The snippet sends no command: the image's own runs, as Docker and
+	// Kubernetes run it (docs/images.md "The image's own command"): for the
+	// python image that is python3, which reads its empty stdin and ends 0.
+	if err != nil || ex == nil || ex.Status != eai.StatusSucceeded || ex.ExitCode == nil || *ex.ExitCode != 0 {
+		t.Fatalf("seed snippet: ex %+v, err %v", ex, err)
+	}
+	if len(ex.Command) == 0 || ex.Command[0] != "python3" {
+		t.Fatalf("seed snippet ran %v, not the image's own python3", ex.Command)
 	}
 }
 

@@ -54,9 +54,9 @@ type Network struct {
 	Egress []string `json:"egress"`
 }
 
-// ExecuteRequest is the typed body of POST /v1/sandbox/executions.  Image and
-// Command are required, and Profile unless Tool names a tool manifest that
-// gives one.
+// ExecuteRequest is the typed body of POST /v1/sandbox/executions.  Image is
+// required, and Profile unless Tool names a tool manifest that gives one;
+// without Command the image's own command runs (docs/images.md).
 type ExecuteRequest struct {
 	Profile   string            `json:"profile,omitempty"`
 	Image     string            `json:"image,omitempty"`

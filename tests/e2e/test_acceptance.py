@@ -302,6 +302,14 @@ def t_basic():
     C.basic_id = eid
 
 
+@case("no command: the image's own runs (python3, as its Docker image's Cmd), recorded")
+def t_image_command():
+    eid = C.a.submit({"profile": PROFILE, "image": IMAGE, "stdin": "print(6 * 7)"})
+    d = C.a.wait(eid)
+    check(d["status"] == "succeeded" and d["stdout"] == "42\n", short(d))
+    check(d["command"] == ["python3"], "command recorded %r" % d["command"])
+
+
 @case("exit 3 -> failed with exit_code 3")
 def t_exit3():
     d = C.a.py("import sys; print('bye'); sys.exit(3)")

@@ -63,6 +63,20 @@ static int known_images(void *arg, const struct eai_profile *p, const char *imag
     return strcmp(image, "python:3.11-slim") == 0 || strcmp(image, "busybox") == 0;
 }
 
+/* The image's own command, as exec_create.c asks the image store: python
+ * has one, busybox none (only when g_image_cmd). */
+static int g_image_cmd;
+static int image_command(void *arg, const struct eai_profile *p, const char *image, json_t **argv, char *why,
+                         size_t whylen)
+{
+    (void)arg;
+    (void)p;
+    *argv = strcmp(image, "python:3.11-slim") == 0 ? json_pack("[s]", "python3") : NULL;
+    if (!*argv)
+        snprintf(why, whylen, "image '%s' has no command of its own (no Entrypoint or Cmd)", image);
+    return 0;
+}
+
 /* Schema, then semantics, as the POST handler does. */
 static struct outcome run_full(const char *body_text, const char *tool_text, int64_t files_cap)
 {
@@ -86,7 +100,8 @@ static struct outcome run_full(const char *body_text, const char *tool_text, int
     }
     json_decref(errors);
     json_t *tool = tool_text ? json_loads(tool_text, 0, NULL) : NULL;
-    struct eai_exec_vopts opts = {.files_max_total_bytes = files_cap, .image_known = known_images};
+    struct eai_exec_vopts opts = {.files_max_total_bytes = files_cap, .image_known = known_images,
+                                  .image_command = g_image_cmd ? image_command : NULL};
     struct eai_error *err = NULL;
     o.rc = eai_exec_validate(body, tool, profiles, NPROFILES, &opts, &o.rec, &o.prof, &err);
     if (o.rc < 0 && err) {
@@ -307,6 +322,30 @@ static void test_profile_image(void)
     o = run("{\"profile\": \"gvisor\", \"image\": \"busybox\"}");
     EXPECT_REFUSED(o, EAI_E_VALIDATION_FAILED, "/command");
     outcome_free(&o);
+    /* no command: the image's own, when the image store has one */
+    g_image_cmd = 1;
+    o = run("{\"profile\": \"gvisor\", \"image\": \"python:3.11-slim\"}");
+    CU_ASSERT_EQUAL(o.rc, 0);
+    json_t *want = json_pack("[s]", "python3");
+    CU_ASSERT_TRUE(json_equal(json_object_get(o.rec, "command"), want) == 1);
+    json_decref(want);
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", \"image\": \"busybox\"}");
+    EXPECT_REFUSED(o, EAI_E_VALIDATION_FAILED, "/command");
+    {
+        const char *m = json_string_value(json_object_get(json_array_get(o.details, 0), "message"));
+        CU_ASSERT_PTR_NOT_NULL(m);
+        CU_ASSERT_PTR_NOT_NULL(m ? strstr(m, "is required: image 'busybox' has no command of its own") : NULL);
+    }
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", \"image\": \"nothere:1\"}"); /* the image's check comes first */
+    EXPECT_REFUSED(o, EAI_E_UNKNOWN_IMAGE, "/image");
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", \"image\": \"python:3.11-slim\", \"command\": [\"true\"]}");
+    CU_ASSERT_EQUAL(o.rc, 0); /* a given command wins */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(o.rec, "command"), 0)), "true");
+    outcome_free(&o);
+    g_image_cmd = 0;
     /* stdin with a NUL byte is kept, base64 */
     o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin\": \"a\\u0000b\"}");
     CU_ASSERT_EQUAL_FATAL(o.rc, 0);

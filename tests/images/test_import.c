@@ -24,6 +24,7 @@ static char g_dir[PATH_MAX];     /* scratch */
 static char g_store[PATH_MAX];   /* image store */
 static char g_outside[PATH_MAX]; /* a directory a hostile archive aims at */
 static int g_seq;
+static int g_bad_cmd; /* make_oci writes a malformed config.Cmd */
 
 enum { F, D, L, H, C, W }; /* file, dir, symlink, hardlink, char device, fifo */
 struct ent {
@@ -156,8 +157,11 @@ static void make_oci(char *out, size_t len, const char *const *layers, size_t n,
         json_array_append_new(ls, add_blob(out, layers[i], "application/vnd.oci.image.layer.v1.tar+gzip"));
         json_array_append_new(diff, json_string("sha256:unchecked"));
     }
-    json_t *cfg = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:[s]}}", "architecture", "amd64", "os", "linux",
-                            "rootfs", "type", "layers", "diff_ids", diff, "config", "Env", "PATH=/bin");
+    json_t *cfg = json_pack("{s:s, s:s, s:{s:s, s:o}, s:{s:[s], s:[s], s:[s,s]}}", "architecture", "amd64", "os",
+                            "linux", "rootfs", "type", "layers", "diff_ids", diff, "config", "Env", "PATH=/bin",
+                            "Entrypoint", "/bin/tool", "Cmd", "--flag", "x y");
+    if (g_bad_cmd) /* an image config whose Cmd is not an array: the import fails */
+        json_object_set_new(json_object_get(cfg, "config"), "Cmd", json_string("echo hi"));
     json_t *cd = add_json_blob(out, cfg, "application/vnd.oci.image.config.v1+json");
     json_t *man = json_pack("{s:i, s:s, s:o, s:o}", "schemaVersion", 2, "mediaType",
                             "application/vnd.oci.image.manifest.v1+json", "config", cd, "layers", ls);
@@ -323,6 +327,14 @@ static void test_oci_dir(void)
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "dropped"), "devices")), 1);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(j, "dropped"), "setid_bits")), 2);
     CU_ASSERT_EQUAL(json_array_size(json_object_get(j, "layers")), 2);
+    /* and the image's own command: config.Entrypoint + config.Cmd */
+    json_t *want = json_pack("[s,s,s]", "/bin/tool", "--flag", "x y"), *cmd = NULL;
+    CU_ASSERT_TRUE(json_equal(json_object_get(j, "command"), want));
+    CU_ASSERT_EQUAL(eai_images_command(g_store, "ocidir:1", &cmd), 0);
+    CU_ASSERT_TRUE(cmd && json_equal(cmd, want));
+    json_decref(cmd);
+    json_decref(want);
+    CU_ASSERT_EQUAL(eai_images_command(g_store, "nothere:1", &cmd), -1);
     json_decref(j);
     char out[PATH_MAX];
     CU_ASSERT_EQUAL(eai_images_resolve(g_store, "ocidir:1", out, sizeof(out)), 0);
@@ -338,6 +350,15 @@ static void test_oci_dir(void)
     CU_ASSERT_EQUAL(import("ocitar", tarp, NULL), 0);
     check_two_layers("ocitar/latest");
     CU_ASSERT_FALSE(exists("ocitar/latest/archive"));
+    /* a config.Cmd that is not an array: refused, nothing left */
+    snprintf(l1, sizeof(l1), "%s", layer_path());
+    snprintf(l2, sizeof(l2), "%s", layer_path());
+    two_layers(l1, l2);
+    g_bad_cmd = 1;
+    make_oci(lay, sizeof(lay), ls, 2, dg);
+    g_bad_cmd = 0;
+    CU_ASSERT_EQUAL(import("badcmd:1", lay, NULL), 1);
+    CU_ASSERT_FALSE(exists("badcmd"));
 }
 
 /* `docker save`: manifest.json, <hex>.json config, <id>/layer.tar, one of
@@ -398,6 +419,11 @@ static void test_docker_save(void)
     snprintf(want, sizeof(want), "sha256:%s", ch);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "digest")), want);
     CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(j, "format")), "docker-archive");
+    /* a config without Entrypoint or Cmd: no command of its own */
+    CU_ASSERT_PTR_NULL(json_object_get(j, "command"));
+    json_t *own = json_true();
+    CU_ASSERT_EQUAL(eai_images_command(g_store, "dock:1", &own), 0);
+    CU_ASSERT_PTR_NULL(own);
     json_decref(j);
     /* A tampered layer: the diff_id no longer matches. */
     f = fopen(l2, "r+b");

@@ -12,9 +12,10 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Typed body of {@code POST /v1/sandbox/executions}.  {@code image} and
- * {@code command} are required, and {@code profile} unless {@code tool} names a
- * tool manifest that gives one; null fields are left out.
+ * Typed body of {@code POST /v1/sandbox/executions}.  {@code image} is
+ * required, and {@code profile} unless {@code tool} names a tool manifest that
+ * gives one; without {@code command} the image's own command runs (its
+ * Entrypoint + Cmd, docs/images.md); null fields are left out.
  *
  * <pre>{@code
  * ExecuteRequest req = ExecuteRequest.builder("python:3.12-slim", "python", "-c", "print(1)")
@@ -60,7 +61,7 @@ public record ExecuteRequest(String profile, String image, List<String> command,
     }
 
     public static Builder builder(String image, String... command) {
-        return new Builder().image(image).command(List.of(command));
+        return new Builder().image(image).command(command.length == 0 ? null : List.of(command));
     }
 
     /** The JSON body (without the idempotency key). */
