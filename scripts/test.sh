@@ -8,7 +8,7 @@ need_root
 cd "$EAI_ROOT"
 # The SDK suites (sdk/, docs/sdk.md, label sdk): Python's wheel build and type
 # check from Debian; the TypeScript compiler comes from npm (package-lock.json).
-EAI_SDK_PACKAGES=(python3-build python3-setuptools python3-wheel mypy unzip)
+EAI_SDK_PACKAGES=(python3-build python3-setuptools python3-wheel python3-pytest mypy unzip)
 EAI_SDK_PACKAGES+=(maven default-jdk-headless libjackson2-databind-java junit5 libmaven-compiler-plugin-java libsurefire-java libmaven-resources-plugin-java) # Java SDK (Maven offline); Go's golang-go is below
 # Node and npm from Debian unless a node with its own npm is there already
 # (NodeSource's nodejs ships npm and conflicts with Debian's package).

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -301,9 +302,9 @@ func TestSessionLifecycle(t *testing.T) {
 }
 
 func TestSessionCreateNotRetriedAfterLostAnswer(t *testing.T) {
-	n := 0
+	var n atomic.Int32 // the handler runs on the server's goroutine
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		n++
+		n.Add(1)
 		conn, _, _ := w.(http.Hijacker).Hijack()
 		conn.Close()
 	}))
@@ -311,7 +312,7 @@ func TestSessionCreateNotRetriedAfterLostAnswer(t *testing.T) {
 	c, _ := newTest(t, srv)
 	_, err := c.Sandbox.Sessions.Create(context.Background(), SessionRequest{Image: "i"})
 	var ce *ConnectionError
-	if !errors.As(err, &ce) || n != 1 {
-		t.Fatalf("err %v after %d requests", err, n)
+	if !errors.As(err, &ce) || n.Load() != 1 {
+		t.Fatalf("err %v after %d requests", err, n.Load())
 	}
 }
