@@ -41,7 +41,7 @@
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "obs/obs_app.h"
-#include "obs/otlp.h"
+#include "obs/telemetry.h"
 #include "http/server.h"
 #include "store/store_sqlite.h"
 #include "base/util.h"

@@ -1,6 +1,6 @@
 /* The service's metric families, described once at start (docs/observability.md). */
 #include "obs/metrics.h"
-#include "obs/otlp.h"
+#include "obs/telemetry.h"
 
 void eai_obs_describe_metrics(void)
 {

@@ -1,6 +1,6 @@
 /*
  * W3C Trace Context (https://www.w3.org/TR/trace-context/#traceparent-header)
- * and spans with a bounded export queue (core/obs/otlp.h says how it drains).
+ * and spans with a bounded export queue (core/obs/telemetry.h says how it drains).
  *
  * Threading: spans may start and end on any thread; the queue is guarded
  * by a mutex.  The export timer and the exporter calls run on the loop.
@@ -16,7 +16,7 @@
 
 #include "base/log.h"
 #include "obs/metrics.h"
-#include "obs/otlp.h"
+#include "obs/telemetry.h"
 #include "obs/trace.h"
 #include "base/util.h"
 

@@ -2,7 +2,7 @@
 """Tiny HTTP receiver for the observability tests (stdlib only, loopback only).
 
 modes:
-  otlp    POST /v1/traces        -> 200 {}            (records each body)
+  otlp    POST /v1/traces, /v1/metrics -> 200 {}      (records each body)
   finops  POST /v1/finops/usage  -> 201, or 409 when the Idempotency-Key was seen
   audit   POST /<anything>       -> 200               (records each batch)
 Every request is appended as one JSON line to --out:
@@ -45,7 +45,7 @@ class Handler(BaseHTTPRequestHandler):
         mode = self.server.mode
         status = 200
         if mode == "otlp":
-            status = 200 if self.path == "/v1/traces" else 404
+            status = 200 if self.path in ("/v1/traces", "/v1/metrics") else 404
         elif mode == "finops":
             if self.path != "/v1/finops/usage":
                 status = 404

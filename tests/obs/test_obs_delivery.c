@@ -17,7 +17,7 @@
 #include "obs/delivery.h"
 #include "obs/metrics.h"
 #include "obs_common.h"
-#include "obs/otlp.h"
+#include "obs/telemetry.h"
 #include "obs/trace.h"
 #include "base/worker.h"
 

@@ -12,7 +12,8 @@
 #include "obs/audit_verify.h"
 #include "obs/metrics.h"
 #include "obs_common.h"
-#include "obs/otlp.h"
+#include "obs/telemetry.h"
+#include "otlp_json.h"
 #include "obs/trace.h"
 
 /* ================================================================ traceparent */
@@ -588,6 +589,108 @@ static void test_otlp_headers(void)
     CU_ASSERT_EQUAL(eai_otlp_parse_headers("a=1,b=2,c=3", h, 2), -1);   /* bounded */
 }
 
+/* The metrics exposition as OTLP: counters, gauges, histograms (per-bucket
+ * counts), escaped labels, NaN; a malformed line fails the whole export. */
+static const json_t *find_metric(const json_t *req, const char *name)
+{
+    const json_t *ms = json_object_get(
+        json_array_get(json_object_get(json_array_get(json_object_get(req, "resourceMetrics"), 0), "scopeMetrics"), 0),
+        "metrics");
+    size_t i;
+    const json_t *m;
+    json_array_foreach(ms, i, m)
+        if (!strcmp(json_string_value(json_object_get(m, "name")) ?: "", name))
+            return m;
+    return NULL;
+}
+
+static void test_otlp_metrics(void)
+{
+    static const char text[] =
+        "# HELP eai_sandbox_executions_total Executions by profile and status\n"
+        "# TYPE eai_sandbox_executions_total counter\n"
+        "eai_sandbox_executions_total{profile=\"gvisor\",status=\"succeeded\"} 3\n"
+        "eai_sandbox_executions_total{profile=\"gvi\\\"so\\\\r\\n\",status=\"failed\"} 1\n"
+        "# HELP eai_queue Queue\\nlength\n"
+        "# TYPE eai_queue gauge\n"
+        "eai_queue 7\n"
+        "eai_nan NaN\n"
+        "# TYPE eai_sandbox_duration_seconds histogram\n"
+        "eai_sandbox_duration_seconds_bucket{profile=\"gvisor\",le=\"0.1\"} 1\n"
+        "eai_sandbox_duration_seconds_bucket{profile=\"gvisor\",le=\"1\"} 3\n"
+        "eai_sandbox_duration_seconds_bucket{profile=\"gvisor\",le=\"+Inf\"} 4\n"
+        "eai_sandbox_duration_seconds_sum{profile=\"gvisor\"} 9.5\n"
+        "eai_sandbox_duration_seconds_count{profile=\"gvisor\"} 4\n"
+        "# TYPE eai_described_only counter\n";
+    char why[200] = "";
+    json_t *req = eai_otlp_encode_metrics(text, sizeof text - 1, "eaid-test", 1000, 2000, why, sizeof why);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(req);
+    const json_t *c = find_metric(req, "eai_sandbox_executions_total");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(c, "description")), "Executions by profile and status");
+    const json_t *sum = json_object_get(c, "sum");
+    CU_ASSERT_TRUE(json_is_true(json_object_get(sum, "isMonotonic")));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(sum, "aggregationTemporality")), 2);
+    const json_t *dps = json_object_get(sum, "dataPoints");
+    CU_ASSERT_EQUAL(json_array_size(dps), 2);
+    int seen_escaped = 0;
+    size_t i;
+    const json_t *dp;
+    json_array_foreach(dps, i, dp) {
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(dp, "startTimeUnixNano")), "1000");
+        CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(dp, "timeUnixNano")), "2000");
+        const json_t *a;
+        size_t k;
+        json_array_foreach(json_object_get(dp, "attributes"), k, a) {
+            const char *v = json_string_value(json_object_get(json_object_get(a, "value"), "stringValue"));
+            if (v && !strcmp(v, "gvi\"so\\r\n"))
+                seen_escaped = json_real_value(json_object_get(dp, "asDouble")) == 1.0;
+        }
+    }
+    CU_ASSERT_TRUE(seen_escaped);
+    const json_t *g = find_metric(req, "eai_queue");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(g, "description")), "Queue\nlength");
+    CU_ASSERT_EQUAL(json_real_value(json_object_get(json_array_get(json_object_get(json_object_get(g, "gauge"),
+                                                                                   "dataPoints"), 0), "asDouble")), 7.0);
+    const json_t *nan = find_metric(req, "eai_nan"); /* untyped: a gauge; NaN as the JSON mapping's string */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(nan, "gauge"),
+                                                                                            "dataPoints"), 0), "asDouble")), "NaN");
+    const json_t *h = json_object_get(find_metric(req, "eai_sandbox_duration_seconds"), "histogram");
+    const json_t *hp = json_array_get(json_object_get(h, "dataPoints"), 0);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(h, "dataPoints")), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(hp, "count")), "4");
+    CU_ASSERT_EQUAL(json_real_value(json_object_get(hp, "sum")), 9.5);
+    char *b = json_dumps(json_object_get(hp, "explicitBounds"), JSON_COMPACT);
+    char *bc = json_dumps(json_object_get(hp, "bucketCounts"), JSON_COMPACT);
+    CU_ASSERT_STRING_EQUAL(b, "[0.10000000000000001,1.0]");
+    CU_ASSERT_STRING_EQUAL(bc, "[\"1\",\"2\",\"1\"]"); /* per bucket, not cumulative; the last is +Inf's */
+    free(b);
+    free(bc);
+    CU_ASSERT_PTR_NULL(find_metric(req, "eai_described_only")); /* described, never observed */
+    json_decref(req);
+    /* refused whole */
+    static const char *const bad[] = {"x{a=\"1} 2\n", "x 1 2 3 four\n", "x{a=1} 2\n", "9x 1\n",
+                                      "# TYPE x kind\n", "x{a=\"b\"} notanumber\n",
+                                      "# TYPE h histogram\nh_bucket{a=\"b\"} 1\n"};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        why[0] = '\0';
+        json_t *r = eai_otlp_encode_metrics(bad[k], strlen(bad[k]), NULL, 0, 0, why, sizeof why);
+        CU_ASSERT_PTR_NULL(r);
+        CU_ASSERT_TRUE(strncmp(why, "line 1", 6) == 0 || strncmp(why, "line 2", 6) == 0);
+        if (r)
+            fprintf(stderr, "accepted: %s\n", bad[k]);
+        json_decref(r);
+    }
+    /* eaid's own /metrics, as rendered, converts whole */
+    char *mine = eai_metrics_render();
+    json_t *r = mine ? eai_otlp_encode_metrics(mine, strlen(mine), NULL, 1, 2, why, sizeof why) : NULL;
+    CU_ASSERT_PTR_NOT_NULL(r);
+    if (!r)
+        fprintf(stderr, "own metrics refused: %s\n", why);
+    json_decref(r);
+    free(mine);
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
@@ -613,6 +716,7 @@ int main(void)
     CU_add_test(s, "metric series refs", test_metrics_refs);
     s = CU_add_suite("otlp", NULL, NULL);
     CU_add_test(s, "OTEL_EXPORTER_OTLP_HEADERS", test_otlp_headers);
+    CU_add_test(s, "metrics exposition as OTLP", test_otlp_metrics);
     s = CU_add_suite("spans", NULL, NULL);
     CU_add_test(s, "queue bound and batches", test_span_queue_bound);
     CU_basic_set_mode(CU_BRM_VERBOSE);

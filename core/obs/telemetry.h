@@ -1,5 +1,5 @@
 /*
- * Span export (docs/observability.md).
+ * Span and metrics export (docs/observability.md).
  *
  * core/obs/trace.c keeps a bounded queue of finished spans (2048) and, when an
  * exporter is started, hands batches (256 spans, or whatever is queued
@@ -8,11 +8,13 @@
  * eai_trace_spans_dropped_total.  Without an exporter each finished span
  * is written to the log at debug level.
  *
- * core/obs/otlp.c is the built-in telemetry plugin "otlp": OTLP/HTTP with the
- * JSON encoding, POST <endpoint>/v1/traces through host->http_request.
+ * The OTLP exporter is the plugin plugins/otlp (eai-telemetry-otlp.so):
+ * OTLP/HTTP with the JSON encoding, POST <endpoint>/v1/traces and
+ * <endpoint>/v1/metrics through host->http_request.  core/obs/telemetry.c
+ * chooses and starts the telemetry plugin.
  */
-#ifndef EAI_CORE_OTLP_H
-#define EAI_CORE_OTLP_H
+#ifndef EAI_CORE_TELEMETRY_H
+#define EAI_CORE_TELEMETRY_H
 
 #include <eai/plugin.h>
 #include <eai/sinks.h>
@@ -35,26 +37,14 @@ void eai_trace_exporter_stop(void);
 int eai_trace_queued(void);
 int eai_trace_inflight(void);
 
-/* --- implemented in core/obs/otlp.c */
-/* The built-in telemetry descriptor (kind EAI_KIND_TELEMETRY, name "otlp").
- * Config: endpoint (string, required: base URL, "/v1/traces" is appended),
- * timeout_ms (int, default 10000), service_name (string, default "eaid"). */
-const struct eai_plugin_descriptor *eai_builtin_telemetry_otlp(void);
-/* OTLP/JSON ExportTraceServiceRequest for spans in the sinks.h shape (new
- * reference, NULL on bad input). */
-json_t *eai_otlp_encode(const json_t *spans, const char *service_name);
-/* OTEL_EXPORTER_OTLP_HEADERS ("k1=v1,k2=v2", values percent-encoded) as
- * malloc'd "k1: v1" strings into out (at most max); how many, or -1 when
- * malformed. */
-int eai_otlp_parse_headers(const char *list, char **out, int max);
-
+/* --- implemented in core/obs/telemetry.c */
 /* App wiring: with cfg->otlp_endpoint set, create the "otlp" exporter into
  * app->telemetry (unless one is loaded already) and start the export
  * timer; otherwise say once that spans go to the debug log.  0 or -1. */
 int eai_telemetry_start(struct eai_app *app, struct eai_error **err);
 /* Name and config of the telemetry backend chosen in cfg (endpoint added):
- * 0 with *conf NULL for the "log" fallback, else *conf is a new reference
- * (the built-in "otlp" registered).  -1 on out of memory. */
+ * 0 with *conf NULL for the "log" fallback, else *conf is a new reference.
+ * -1 on out of memory. */
 #define EAI_TELEMETRY_WHAT "telemetry exporter" /* start-up's name in errors */
 struct eai_config;
 int eai_telemetry_conf(const struct eai_config *cfg, const char **name, json_t **conf, struct eai_error **err);
