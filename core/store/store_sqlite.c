@@ -54,18 +54,6 @@ const char *eai_sq_jstr(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-int eai_sq_is_terminal(const char *status)
-{
-    static const char *const terminal[] = {"succeeded", "failed", "timeout",
-                                           "oom_killed", "cancelled", "error"};
-    if (!status)
-        return 0;
-    for (size_t i = 0; i < sizeof terminal / sizeof terminal[0]; i++)
-        if (strcmp(status, terminal[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* ------------------------------------------------------------ errors */
 
 int eai_sq_fail(struct eai_sq *s, struct eai_error **err, enum eai_code code,
