@@ -1,7 +1,7 @@
 /*
  * Executions and their collected files.
  *
- * Row layout (migrations/0001_init.sql): the queryable fields are columns;
+ * Row layout (migrations/postgres/0001_init.sql): the queryable fields are columns;
  * everything else of the record lives in the `doc` json column.  Reading a
  * row overlays the columns on the document (id gets its "sbx_" prefix back).
  */

@@ -1,6 +1,6 @@
 /*
  * `eaid migrate --app-role ROLE` semantics, through the plugin's migrate op,
- * as the owner (EAI_TEST_PG_OWNER_URL): applies every migrations/NNNN_name.sql file once,
+ * as the owner (EAI_TEST_PG_OWNER_URL): applies every migrations/postgres/NNNN_name.sql file once,
  * is idempotent, grants the application role only what it needs, and leaves
  * row-level security enabled and forced on every eai table with tenant_id.
  * This test is the ctest fixture that prepares the schema for the other
@@ -20,7 +20,7 @@ static size_t migration_files(void)
 {
     const char *src = getenv("EAI_SOURCE_DIR");
     char pat[512];
-    snprintf(pat, sizeof pat, "%s/migrations/*.sql", src ? src : ".");
+    snprintf(pat, sizeof pat, "%s/migrations/postgres/*.sql", src ? src : ".");
     glob_t g;
     size_t n = 0;
     if (glob(pat, 0, NULL, &g) == 0)
