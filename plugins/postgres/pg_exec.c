@@ -541,7 +541,8 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
     snprintf(status, sizeof status, "%s", eai_pg_jstr(rec, "status"));
     snprintf(finished, sizeof finished, "%s", eai_pg_jstr(rec, "finished_at"));
     const char *st = eai_pg_jstr(rec, "started_at");
-    if (st)
+    int has_started = st != NULL;
+    if (has_started)
         snprintf(started, sizeof started, "%s", st);
     for (int k = 0; eai_pg_column_keys[k]; k++)
         json_object_del(rec, eai_pg_column_keys[k]);
@@ -551,7 +552,7 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     char nows[24];
-    const char *p[6] = {uuid, status, text, finished, st ? started : NULL, eai_pg_i64(now, nows)};
+    const char *p[6] = {uuid, status, text, finished, has_started ? started : NULL, eai_pg_i64(now, nows)};
     rc = eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET status = $2, doc = $3::json,"
                         " finished_at = $4::timestamptz,"
                         " started_at = COALESCE($5::timestamptz, started_at),"
