@@ -44,6 +44,12 @@ struct eai_exec_record_ids {
  * 0, or -1 out of memory (rec then partly filled: drop it). */
 int eai_exec_record_init(json_t *rec, const struct eai_exec_record_ids *ids);
 
+/* The keys an exec_list item leaves out (storage.h): the output and the
+ * inputs, so a list never holds up to 100 x (inputs + 2 x the output cap).
+ * An X-macro, so each backend spells it in its SQL at compile time:
+ *   #define OMIT(k) ", '$." #k "'"   ->  json_remove(doc OMITS(OMIT)) */
+#define EAI_EXEC_RECORD_LIST_OMITS(X) X(stdout) X(stderr) X(output_events) X(files_in) X(stdin) X(env)
+
 /* 1 when k is a key storage assigns or keeps (id, tenant_id, seq,
  * created_at, updated_at, lease_owner, lease_until, cancel_requested,
  * idempotency_key, request_hash): never taken from a terminal patch. */

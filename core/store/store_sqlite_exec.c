@@ -9,6 +9,9 @@
 
 /* ------------------------------------------------------------ executions */
 
+/* a key an exec_list item leaves out, as a json_remove() path */
+#define SQ_LIST_OMIT(k) ", '$." #k "'"
+
 #define SQ_EXEC_COLS \
     "seq, status, lease_owner, lease_until, cancel_requested, updated_at, doc"
 
@@ -255,10 +258,10 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
         /* list items carry no output and no inputs (storage.h): the same
-         * columns as SQ_EXEC_COLS with stdout, stderr, files_in, stdin and
-         * env taken out of the document */
+         * columns as SQ_EXEC_COLS with the keys the record module names
+         * (EAI_EXEC_RECORD_LIST_OMITS) taken out of the document */
         "SELECT seq, status, lease_owner, lease_until, cancel_requested, updated_at,"
-        " json_remove(doc, '$.stdout', '$.stderr', '$.output_events', '$.files_in', '$.stdin', '$.env')"
+        " json_remove(doc" EAI_EXEC_RECORD_LIST_OMITS(SQ_LIST_OMIT) ")"
         " FROM sandbox_executions WHERE tenant_id = ?1"
         " AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR run_id = ?3)"
         " AND (?4 IS NULL OR seq < ?4) AND (?6 IS NULL OR id = ?6) ORDER BY seq DESC LIMIT ?5", err);

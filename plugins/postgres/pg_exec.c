@@ -19,9 +19,11 @@
     "floor(extract(epoch FROM e.finished_at) * 1000)::bigint, "                                 \
     "floor(extract(epoch FROM e.created_at) * 1000)::bigint, e.idempotency_key, e.request_hash"
 #define EAI_PG_EXEC_COLS EAI_PG_EXEC_COLS_WITH("e.doc")
-/* list items carry no output and no inputs (storage.h) */
+/* list items carry no output and no inputs (storage.h): the keys the
+ * record module names (EAI_EXEC_RECORD_LIST_OMITS) taken out of doc */
 #define EAI_PG_EXEC_LIST_COLS                                                                   \
-    EAI_PG_EXEC_COLS_WITH("(e.doc::jsonb - 'stdout' - 'stderr' - 'output_events' - 'files_in' - 'stdin' - 'env')::json")
+    EAI_PG_EXEC_COLS_WITH("(e.doc::jsonb" EAI_EXEC_RECORD_LIST_OMITS(EAI_PG_LIST_OMIT) ")::json")
+#define EAI_PG_LIST_OMIT(k) " - '" #k "'"
 
 enum {
     COL_ID, COL_TENANT, COL_SEQ, COL_STATUS, COL_LEASE_OWNER, COL_LEASE_UNTIL, COL_CANCEL,
