@@ -24,6 +24,7 @@
 #include "exec/quota.h"
 #include "schema/jsonschema.h"
 #include "obs/trace.h"
+#include "record/exec_record.h"
 
 /* ------------------------------------------------------------ create */
 
@@ -193,26 +194,17 @@ static void create_work(void *arg)
         json_decref(rec);
         return;
     }
-    json_object_set_new(rec, "id", json_string(j->id));
-    json_object_set_new(rec, "tenant_id", json_string(j->tenant));
-    json_object_set_new(rec, "status", json_string("queued"));
-    json_object_set_new(rec, "created_at", json_string(now));
-    json_object_set_new(rec, "started_at", json_null());
-    json_object_set_new(rec, "finished_at", json_null());
-    json_object_set_new(rec, "exit_code", json_null());
-    json_object_set_new(rec, "signal", json_null());
-    json_object_set_new(rec, "error", json_null());
-    json_object_set_new(rec, "usage", json_null());
-    json_object_set_new(rec, "files", json_array());
-    json_object_set_new(rec, "trace_id", j->trace_id[0] ? json_string(j->trace_id) : json_null());
-    json_object_set_new(rec, "span_id", j->span_id[0] ? json_string(j->span_id) : json_null());
-    json_object_set_new(rec, "traceparent", j->traceparent[0] ? json_string(j->traceparent) : json_null());
-    json_object_set_new(rec, "request_id", json_string(j->request_id));
-    json_object_set_new(rec, "idempotency_key", j->idem ? json_string(j->idem) : json_null());
-    json_object_set_new(rec, "request_hash", json_string(hash));
-    json_object_set_new(rec, "cancel_requested", json_false());
-    if (j->session_id[0])
-        json_object_set_new(rec, "session_id", json_string(j->session_id));
+    const struct eai_exec_record_ids ids = {
+        .id = j->id, .tenant_id = j->tenant, .created_at = now, .request_id = j->request_id,
+        .request_hash = hash, .idempotency_key = j->idem, .trace_id = j->trace_id,
+        .span_id = j->span_id, .traceparent = j->traceparent, .session_id = j->session_id,
+    };
+    if (eai_exec_record_init(rec, &ids) < 0) {
+        j->err = eai_error_new(EAI_E_INTERNAL, 0, "out of memory building the record");
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
     j->rc = app->store->exec_create(app->storage.self, j->tenant, rec, j->audit, &j->existing, &j->err);
     /* a new row: claim it (and whatever else is queued) on this worker,
      * without a round trip through the loop (scheduler.h) */

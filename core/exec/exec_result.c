@@ -8,6 +8,7 @@
 #include "obs/callback.h"
 #include "net/egress_host.h"
 #include "base/util.h"
+#include "record/exec_record.h"
 
 void eai_outbuf_init(struct eai_outbuf *b, size_t limit)
 {
@@ -204,11 +205,7 @@ json_t *eai_exec_result_patch(const struct eai_iso_result *res)
 
 int eai_exec_status_terminal(const char *s)
 {
-    static const char *const t[] = {"succeeded", "failed", "timeout", "oom_killed", "cancelled", "error"};
-    for (size_t i = 0; s && i < sizeof t / sizeof t[0]; i++)
-        if (strcmp(s, t[i]) == 0)
-            return 1;
-    return 0;
+    return eai_exec_record_is_terminal(s);   /* the record's statuses have one list */
 }
 
 json_t *eai_exec_view(const json_t *rec)

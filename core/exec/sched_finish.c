@@ -19,6 +19,7 @@
 #include "net/egress_host.h"
 #include "obs/delivery.h"
 #include "obs/metrics.h"
+#include "record/exec_record.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -160,8 +161,8 @@ static json_t *encode_files(const struct raw_file *raw, size_t n)
 }
 
 /* The stored record after exec_finish, for the waiters: the public fields
- * of rec, the patch and the public file list.  Built from copies (rec is
- * only read). */
+ * of rec made terminal by the record module's merge, as storage did
+ * (exec_record.h).  Built from copies (rec is only read). */
 static json_t *terminal_record(const json_t *rec, const json_t *patch, const json_t *files)
 {
     static const char *const keep[] = {"id", "tenant_id", "profile", "backend", "image", "command",
@@ -174,24 +175,12 @@ static json_t *terminal_record(const json_t *rec, const json_t *patch, const jso
         if (v)
             json_object_set_new(t, keep[i], json_deep_copy(v));
     }
-    json_t *p = t ? json_deep_copy(patch) : NULL;
-    if (!p) {
+    char now[32];
+    eai_time_rfc3339(eai_now_ms(), now);
+    if (t && eai_exec_record_terminal(t, patch, files, "error", now, NULL) < 0) {
         json_decref(t);
         return NULL;
     }
-    json_object_update(t, p);
-    json_decref(p);
-    json_t *pub = json_array();
-    size_t i;
-    const json_t *f;
-    json_array_foreach(files, i, f) {
-        json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"),
-                              "size", json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
-        if (e && json_object_get(f, "name_encoding"))
-            json_object_set(e, "name_encoding", json_object_get(f, "name_encoding"));
-        json_array_append_new(pub, e);
-    }
-    json_object_set_new(t, "files", pub);
     return t;
 }
 

@@ -54,18 +54,6 @@ const char *eai_sq_jstr(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-int eai_sq_is_terminal(const char *status)
-{
-    static const char *const terminal[] = {"succeeded", "failed", "timeout",
-                                           "oom_killed", "cancelled", "error"};
-    if (!status)
-        return 0;
-    for (size_t i = 0; i < sizeof terminal / sizeof terminal[0]; i++)
-        if (strcmp(status, terminal[i]) == 0)
-            return 1;
-    return 0;
-}
-
 /* ------------------------------------------------------------ errors */
 
 int eai_sq_fail(struct eai_sq *s, struct eai_error **err, enum eai_code code,
@@ -106,68 +94,9 @@ int eai_sq_oom(struct eai_sq *s, struct eai_error **err)
     return eai_sq_fail(s, err, EAI_E_INTERNAL, ENOMEM, "out of memory");
 }
 
-/* ------------------------------------------------------------ schema */
-
-static const char eai_sq_schema[] =
-    "CREATE TABLE IF NOT EXISTS schema_migrations ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, version INTEGER NOT NULL UNIQUE,"
-    " name TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS tenants ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL CHECK (tenant_id = id), name TEXT NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS api_keys ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL REFERENCES tenants(id) ON DELETE CASCADE,"
-    " hash TEXT NOT NULL, name TEXT, revoked INTEGER NOT NULL DEFAULT 0,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS api_keys_tenant ON api_keys(tenant_id);"
-    "CREATE TABLE IF NOT EXISTS sandbox_executions ("
-    " seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT NOT NULL,"
-    " status TEXT NOT NULL, run_id TEXT, project_id TEXT, idempotency_key TEXT, request_hash TEXT,"
-    " lease_owner TEXT, lease_until INTEGER, cancel_requested INTEGER NOT NULL DEFAULT 0,"
-    " created_at TEXT NOT NULL, created_ms INTEGER NOT NULL, updated_at TEXT NOT NULL,"
-    " doc TEXT NOT NULL);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_tenant_seq ON sandbox_executions(tenant_id, seq);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_status ON sandbox_executions(status, tenant_id, seq);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_idem ON sandbox_executions(tenant_id, idempotency_key)"
-    " WHERE idempotency_key IS NOT NULL;"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_run ON sandbox_executions(tenant_id, run_id, seq);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_project ON sandbox_executions(tenant_id, project_id);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_created ON sandbox_executions(tenant_id, created_at);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_created_ms ON sandbox_executions(tenant_id, created_ms);"
-    "CREATE INDEX IF NOT EXISTS sandbox_executions_lease ON sandbox_executions(lease_owner, status);"
-    "CREATE TABLE IF NOT EXISTS execution_files ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL,"
-    " execution_id TEXT NOT NULL REFERENCES sandbox_executions(id) ON DELETE CASCADE,"
-    " path TEXT NOT NULL, size INTEGER NOT NULL, sha256 TEXT NOT NULL, content BLOB NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE (tenant_id, execution_id, path));"
-    "CREATE INDEX IF NOT EXISTS execution_files_exec ON execution_files(execution_id);"
-    "CREATE TABLE IF NOT EXISTS manifests ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL,"
-    " doc TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
-    " UNIQUE (tenant_id, kind, name));"
-    "CREATE TABLE IF NOT EXISTS audit_events ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, seq INTEGER NOT NULL, time TEXT NOT NULL,"
-    " actor TEXT, action TEXT, target TEXT, decision TEXT, prev_hash TEXT NOT NULL,"
-    " hash TEXT NOT NULL, doc TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,"
-    " UNIQUE (tenant_id, seq));"
-    "CREATE TABLE IF NOT EXISTS usage_outbox ("
-    " ord INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, tenant_id TEXT NOT NULL,"
-    " event TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, last_attempt_at TEXT,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS usage_ledger ("
-    " ord INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL, tenant_id TEXT NOT NULL,"
-    " project_id TEXT, run_id TEXT, agent_id TEXT, execution_id TEXT,"
-    " occurred_ms INTEGER NOT NULL, event TEXT NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL, UNIQUE (tenant_id, id));"
-    "CREATE INDEX IF NOT EXISTS usage_ledger_time ON usage_ledger(tenant_id, occurred_ms);"
-    "CREATE INDEX IF NOT EXISTS usage_ledger_project ON usage_ledger(tenant_id, project_id, occurred_ms);"
-    "CREATE TABLE IF NOT EXISTS kv ("
-    " id TEXT PRIMARY KEY, tenant_id TEXT NOT NULL, value TEXT NOT NULL,"
-    " created_at TEXT NOT NULL, updated_at TEXT NOT NULL);";
-
 /* ------------------------------------------------------------ connections */
 
-static int eai_sq_exec_sql(struct eai_sq *s, sqlite3 *db, const char *sql, struct eai_error **err)
+int eai_sq_exec_sql(struct eai_sq *s, sqlite3 *db, const char *sql, struct eai_error **err)
 {
     char *msg = NULL;
     if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
@@ -502,34 +431,6 @@ out:
 }
 
 /* ------------------------------------------------------------ lifecycle */
-
-static int eai_sq_migrate_db(struct eai_sq *s, sqlite3 *db, struct eai_error **err)
-{
-    if (eai_sq_begin(s, db, err) < 0)
-        return -1;
-    if (eai_sq_exec_sql(s, db, eai_sq_schema, err) < 0 || eai_sq_keys_migrate(s, db, err) < 0)
-        goto fail;
-    char now_s[32], id[37];
-    eai_time_rfc3339(eai_now_ms(), now_s);
-    eai_uuid_v4(id);
-    sqlite3_stmt *st = eai_sq_prep(s, db,
-        "INSERT INTO schema_migrations (id, tenant_id, version, name, created_at, updated_at)"
-        " VALUES (?1, ?2, ?3, 'init', ?4, ?4) ON CONFLICT (version) DO NOTHING", err);
-    if (!st)
-        goto fail;
-    sqlite3_bind_text(st, 1, id, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(st, 2, EAI_SYSTEM_TENANT, -1, SQLITE_STATIC);
-    sqlite3_bind_int(st, 3, EAI_SQ_SCHEMA_VERSION);
-    sqlite3_bind_text(st, 4, now_s, -1, SQLITE_TRANSIENT);
-    int rc = eai_sq_step_done(s, db, st, "schema_migrations", err);
-    sqlite3_finalize(st);
-    if (rc < 0)
-        goto fail;
-    return eai_sq_commit(s, db, err);
-fail:
-    eai_sq_rollback(db);
-    return -1;
-}
 
 static int eai_sq_cfg_int(const json_t *config, const char *key, int def)
 {

@@ -3,36 +3,13 @@
  * tenant_list, key_list, key_create_expiring; `eaid tenants list`,
  * `eaid keys list|create --expires`, docs/api.md).
  *
- * Schema: api_keys.expires_ms (epoch ms, NULL = never) is added to older
- * databases by eai_sq_keys_migrate, called from the schema migration.  It
- * looks for the column itself instead of numbering a schema version, so it is
- * idempotent and independent of other additions.
+ * Schema: api_keys.expires_ms (epoch ms, NULL = never), added by
+ * migrations/sqlite/0002_key_expiry.sql (store_sqlite_migrate.c).
  */
 #include "store/store_sqlite_int.h"
 #include "base/util.h"
 
 #include <string.h>
-
-int eai_sq_keys_migrate(struct eai_sq *s, sqlite3 *db, struct eai_error **err)
-{
-    sqlite3_stmt *st = eai_sq_prep(s, db, "SELECT 1 FROM pragma_table_info('api_keys') WHERE name = 'expires_ms'",
-                                   err);
-    if (!st)
-        return -1;
-    int rc = sqlite3_step(st);
-    sqlite3_finalize(st);
-    if (rc == SQLITE_ROW)
-        return 0;
-    if (rc != SQLITE_DONE)
-        return eai_sq_db_fail(s, err, db, "api_keys columns");
-    char *msg = NULL;
-    if (sqlite3_exec(db, "ALTER TABLE api_keys ADD COLUMN expires_ms INTEGER", NULL, NULL, &msg) != SQLITE_OK) {
-        eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "api_keys.expires_ms: %s", msg ? msg : sqlite3_errmsg(db));
-        sqlite3_free(msg);
-        return -1;
-    }
-    return 0;
-}
 
 /* expires_ms column -> RFC 3339 string or JSON null */
 json_t *eai_sq_col_expiry(sqlite3_stmt *st, int i)

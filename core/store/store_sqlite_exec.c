@@ -1,12 +1,16 @@
 /* Built-in SQLite backend: executions and their collected files. */
 #include "store/store_sqlite_int.h"
 #include "base/util.h"
+#include "record/exec_record.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ------------------------------------------------------------ executions */
+
+/* a key an exec_list item leaves out, as a json_remove() path */
+#define SQ_LIST_OMIT(k) ", '$." #k "'"
 
 #define SQ_EXEC_COLS \
     "seq, status, lease_owner, lease_until, cancel_requested, updated_at, doc"
@@ -92,37 +96,16 @@ static int eai_sq_store_exec(struct eai_sq *s, sqlite3 *db, const json_t *e, str
     return rc;
 }
 
-/* Apply a terminal patch: merge, default status/finished_at, scrub inputs. */
-static int eai_sq_apply_terminal(struct eai_sq *s, json_t *e, const json_t *patch,
-                                 const char *default_status, const char *now_s,
-                             struct eai_error **err)
+/* Make a loaded row terminal: the record module merges and scrubs. */
+static int eai_sq_apply_terminal(struct eai_sq *s, json_t *e, const json_t *patch, const json_t *files,
+                                 const char *default_status, const char *now_s, struct eai_error **err)
 {
-    if (patch && !json_is_object(patch))
-        return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "terminal patch is not an object");
-    if (patch) {
-        json_t *p = json_deep_copy(patch);
-        if (!p)
-            return eai_sq_oom(s, err);
-        /* Keys storage owns are never taken from a patch. */
-        static const char *const owned[] = {"id", "tenant_id", "seq", "created_at",
-                                            "idempotency_key", "request_hash"};
-        for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
-            json_object_del(p, owned[i]);
-        json_object_update(e, p);
-        json_decref(p);
-    }
-    if (!eai_sq_jstr(e, "status") || !eai_sq_is_terminal(eai_sq_jstr(e, "status"))) {
-        if (!default_status)
-            return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0,
-                               "terminal patch without a terminal status");
-        json_object_set_new(e, "status", json_string(default_status));
-    }
-    if (!eai_sq_jstr(e, "finished_at"))
-        json_object_set_new(e, "finished_at", json_string(now_s));
-    json_object_set_new(e, "env", json_object());
-    json_object_set_new(e, "stdin", json_null());
-    json_object_set_new(e, "files_in", json_array());
-    json_object_set_new(e, "updated_at", json_string(now_s));
+    const char *why = NULL;
+    int rc = eai_exec_record_terminal(e, patch, files, default_status, now_s, &why);
+    if (rc == -2)
+        return eai_sq_oom(s, err);
+    if (rc < 0)
+        return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "%s", why);
     return 0;
 }
 
@@ -136,18 +119,9 @@ int eai_sq_exec_create(void *self, const char *tenant, const json_t *exec,
     int64_t now = eai_now_ms();
     char now_s[32];
     eai_time_rfc3339(now, now_s);
-    json_t *e = json_deep_copy(exec);
+    json_t *e = eai_exec_record_stored(exec, tenant, now_s);
     if (!e)
         return eai_sq_oom(s, err);
-    json_object_del(e, "seq");
-    json_object_set_new(e, "tenant_id", json_string(tenant));
-    json_object_set_new(e, "status", json_string("queued"));
-    json_object_set_new(e, "lease_owner", json_null());
-    json_object_set_new(e, "lease_until", json_null());
-    json_object_set_new(e, "cancel_requested", json_false());
-    if (!eai_sq_jstr(e, "created_at"))
-        json_object_set_new(e, "created_at", json_string(now_s));
-    json_object_set_new(e, "updated_at", json_string(now_s));
     int64_t created_ms;
     if (eai_sq_parse_time(eai_sq_jstr(e, "created_at"), &created_ms) < 0)
         created_ms = now;
@@ -284,10 +258,10 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
     int ret = -1;
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
         /* list items carry no output and no inputs (storage.h): the same
-         * columns as SQ_EXEC_COLS with stdout, stderr, files_in, stdin and
-         * env taken out of the document */
+         * columns as SQ_EXEC_COLS with the keys the record module names
+         * (EAI_EXEC_RECORD_LIST_OMITS) taken out of the document */
         "SELECT seq, status, lease_owner, lease_until, cancel_requested, updated_at,"
-        " json_remove(doc, '$.stdout', '$.stderr', '$.output_events', '$.files_in', '$.stdin', '$.env')"
+        " json_remove(doc" EAI_EXEC_RECORD_LIST_OMITS(SQ_LIST_OMIT) ")"
         " FROM sandbox_executions WHERE tenant_id = ?1"
         " AND (?2 IS NULL OR status = ?2) AND (?3 IS NULL OR run_id = ?3)"
         " AND (?4 IS NULL OR seq < ?4) AND (?6 IS NULL OR id = ?6) ORDER BY seq DESC LIMIT ?5", err);
@@ -500,7 +474,7 @@ int eai_sq_exec_cancel(void *self, const char *tenant, const char *id,
     }
     const char *status = eai_sq_jstr(e, "status");
     if (status && strcmp(status, "queued") == 0) {
-        if (eai_sq_apply_terminal(s, e, cancelled_patch, "cancelled", now_s, err) < 0)
+        if (eai_sq_apply_terminal(s, e, cancelled_patch, NULL, "cancelled", now_s, err) < 0)
             goto out;
     } else if (status && strcmp(status, "running") == 0 &&
                !json_is_true(json_object_get(e, "cancel_requested"))) {
@@ -575,26 +549,20 @@ static int eai_sq_outbox_insert(struct eai_sq *s, sqlite3 *db, const char *tenan
     return rc;
 }
 
-/* Insert collected files and return the public list [{path,size,sha256}]. */
-static json_t *eai_sq_files_insert(struct eai_sq *s, sqlite3 *db, const char *tenant,
-                                   const char *exec_id, const json_t *files, const char *now_s,
+/* Insert the rows of the collected files (content, size, sha256); the
+ * record's public list is the record module's. */
+static int eai_sq_files_insert(struct eai_sq *s, sqlite3 *db, const char *tenant,
+                               const char *exec_id, const json_t *files, const char *now_s,
                                struct eai_error **err)
 {
-    json_t *pub = json_array();
-    if (!pub) {
-        eai_sq_oom(s, err);
-        return NULL;
-    }
     sqlite3_stmt *st = eai_sq_prep(s, db,
         "INSERT INTO execution_files (id, tenant_id, execution_id, path, size, sha256, content,"
         " created_at, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)"
         " ON CONFLICT (tenant_id, execution_id, path) DO UPDATE SET size = excluded.size,"
         " sha256 = excluded.sha256, content = excluded.content, updated_at = excluded.updated_at",
         err);
-    if (!st) {
-        json_decref(pub);
-        return NULL;
-    }
+    if (!st)
+        return -1;
     size_t i;
     const json_t *f;
     json_array_foreach(files, i, f) {
@@ -625,22 +593,12 @@ static json_t *eai_sq_files_insert(struct eai_sq *s, sqlite3 *db, const char *te
         sqlite3_bind_text(st, 8, now_s, -1, SQLITE_STATIC);
         if (eai_sq_step_done(s, db, st, "file insert", err) < 0)
             goto fail;
-        json_t *o = json_pack("{s:s, s:I, s:s}", "path", path, "size", (json_int_t)len,
-                              "sha256", sha);
-        /* a name that was not UTF-8, percent-encoded by core (docs/executions.md) */
-        if (o && eai_sq_jstr(f, "name_encoding"))
-            json_object_set_new(o, "name_encoding", json_string(eai_sq_jstr(f, "name_encoding")));
-        if (!o || json_array_append_new(pub, o) < 0) {
-            eai_sq_oom(s, err);
-            goto fail;
-        }
     }
     sqlite3_finalize(st);
-    return pub;
+    return 0;
 fail:
     sqlite3_finalize(st);
-    json_decref(pub);
-    return NULL;
+    return -1;
 }
 
 int eai_sq_exec_finish(void *self, const char *tenant, const char *id, const json_t *patch,
@@ -672,16 +630,10 @@ int eai_sq_exec_finish(void *self, const char *tenant, const char *id, const jso
         ret = EAI_STORE_NOOP;
         goto out;
     }
-    if (eai_sq_apply_terminal(s, e, patch, NULL, now_s, err) < 0)
+    if (eai_sq_apply_terminal(s, e, patch, files, NULL, now_s, err) < 0)
         goto out;
-    if (files && json_array_size(files) > 0) {
-        json_t *pub = eai_sq_files_insert(s, c->db, tenant, id, files, now_s, err);
-        if (!pub)
-            goto out;
-        json_object_set_new(e, "files", pub);
-    } else if (!json_is_array(json_object_get(e, "files"))) {
-        json_object_set_new(e, "files", json_array());
-    }
+    if (json_array_size(files) > 0 && eai_sq_files_insert(s, c->db, tenant, id, files, now_s, err) < 0)
+        goto out;
     if (eai_sq_store_exec(s, c->db, e, err) < 0)
         goto out;
     if (usage_event && eai_sq_outbox_insert(s, c->db, tenant, usage_event, now_s, err) < 0)

@@ -14,7 +14,6 @@
 
 #include "store/store_sqlite.h"
 
-#define EAI_SQ_SCHEMA_VERSION 1
 #define EAI_SQ_BEGIN_TRIES 4
 #define EAI_SQ_IDEMPOTENCY_MS (24LL * 3600 * 1000)
 #define EAI_SQ_CACHE_KIB 512          /* default PRAGMA cache_size of a connection */
@@ -48,7 +47,6 @@ struct eai_sq {
 /* store_sqlite.c: helpers, errors, pool, transactions, audit append */
 int eai_sq_parse_time(const char *s, int64_t *out);
 const char *eai_sq_jstr(const json_t *o, const char *k);
-int eai_sq_is_terminal(const char *status);
 int eai_sq_fail(struct eai_sq *s, struct eai_error **err, enum eai_code code,
                 int errno_cause, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -57,6 +55,7 @@ int eai_sq_oom(struct eai_sq *s, struct eai_error **err);
 struct eai_sq_conn *eai_sq_acquire(struct eai_sq *s, struct eai_error **err);
 void eai_sq_release(struct eai_sq *s, struct eai_sq_conn *c);
 int eai_sq_begin(struct eai_sq *s, sqlite3 *db, struct eai_error **err);
+int eai_sq_exec_sql(struct eai_sq *s, sqlite3 *db, const char *sql, struct eai_error **err);
 int eai_sq_commit(struct eai_sq *s, sqlite3 *db, struct eai_error **err);
 void eai_sq_rollback(sqlite3 *db);
 sqlite3_stmt *eai_sq_prep(struct eai_sq *s, sqlite3 *db, const char *sql,
@@ -132,7 +131,6 @@ int eai_sq_kv_get(void *self, const char *key, char **value, struct eai_error **
 int eai_sq_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
 
 /* store_sqlite_admin.c: admin listings, key expiry (api_keys.expires_ms) */
-int eai_sq_keys_migrate(struct eai_sq *s, sqlite3 *db, struct eai_error **err);
 json_t *eai_sq_col_expiry(sqlite3_stmt *st, int i);
 int eai_sq_tenant_list(void *self, const char *after, int limit, json_t **out, struct eai_error **err);
 /* store_sqlite_quota.c */
@@ -142,5 +140,17 @@ int eai_sq_key_list(void *self, const char *tenant, json_t **out, struct eai_err
 int eai_sq_key_create_expiring(void *self, const char *tenant, const char *key_id,
                                const char *secret_hash_hex, const char *name, int64_t expires_ms,
                                struct eai_error **err);
+
+/* store_sqlite_migrate.c: migrations/sqlite/, embedded at build time
+ * (tools/embed_migrations.cmake -> eai_sq_migrations.c) */
+struct eai_sq_migration {
+    int version;
+    const char *name;   /* "NNNN_name.sql" */
+    const char *sql;
+};
+extern const struct eai_sq_migration eai_sq_migrations[];
+extern const int eai_sq_migrations_count;
+/* Apply the pending migrations in one transaction (idempotent). */
+int eai_sq_migrate_db(struct eai_sq *s, sqlite3 *db, struct eai_error **err);
 
 #endif

@@ -13,7 +13,13 @@
  * plus row-level security).  Ops marked SYSTEM work across tenants (queue
  * claim, outbox, verification) and are documented as such.
  *
- * Execution record (json object) keys, as stored and returned:
+ * Execution record (json object): its shape is contracts/v1/
+ * execution-record.schema.json, checked by the storage contract suite
+ * (tests/storage) against every record a backend returns; core builds it,
+ * and backends merge terminal patches and scrub with core/record/
+ * exec_record.h (the static library eai-record, linked by the in-tree
+ * backends: docs/storage.md, "The execution record").  Keys, as stored
+ * and returned:
  *   id "sbx_<uuid>", tenant_id, status, profile, backend, image, command[],
  *   limits{cpu,memory,timeout_s,pids,output_bytes,disk}, env{} (scrubbed to
  *   {} when terminal), stdin (string or null; scrubbed when terminal),
@@ -59,7 +65,7 @@ enum eai_store_result {
 struct eai_storage_ops {
     size_t size;
 
-    /* Schema: apply the embedded schema / migrations/ (idempotent).
+    /* Schema: apply the embedded migrations/<backend>/ files (idempotent).
      * app_role: PostgreSQL role to grant to (NULL: none). */
     int (*migrate)(void *self, const char *app_role, struct eai_error **err);
     /* 0 when reachable (a cheap round trip). */

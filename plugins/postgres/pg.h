@@ -188,7 +188,7 @@ int eai_pg_audit_heads(void *self, json_t **out, struct eai_error **err);
 int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err);
 void eai_pg_pool_close(struct eai_pg *pg);
 
-/* Embedded migrations (generated from migrations/NNNN_name.sql at build time). */
+/* Embedded migrations (generated from migrations/postgres/NNNN_name.sql at build time). */
 struct eai_pg_migration {
     int version;
     const char *name;

@@ -1,7 +1,7 @@
 /*
  * Executions and their collected files.
  *
- * Row layout (migrations/0001_init.sql): the queryable fields are columns;
+ * Row layout (migrations/postgres/0001_init.sql): the queryable fields are columns;
  * everything else of the record lives in the `doc` json column.  Reading a
  * row overlays the columns on the document (id gets its "sbx_" prefix back).
  */
@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pg.h"
+#include "exec_record.h"
 
 #define EAI_PG_EXEC_COLS_WITH(doc)                                                              \
     "e.id::text, e.tenant_id::text, e.seq, e.status, e.lease_owner, e.lease_until, "            \
@@ -18,9 +19,11 @@
     "floor(extract(epoch FROM e.finished_at) * 1000)::bigint, "                                 \
     "floor(extract(epoch FROM e.created_at) * 1000)::bigint, e.idempotency_key, e.request_hash"
 #define EAI_PG_EXEC_COLS EAI_PG_EXEC_COLS_WITH("e.doc")
-/* list items carry no output and no inputs (storage.h) */
+/* list items carry no output and no inputs (storage.h): the keys the
+ * record module names (EAI_EXEC_RECORD_LIST_OMITS) taken out of doc */
 #define EAI_PG_EXEC_LIST_COLS                                                                   \
-    EAI_PG_EXEC_COLS_WITH("(e.doc::jsonb - 'stdout' - 'stderr' - 'output_events' - 'files_in' - 'stdin' - 'env')::json")
+    EAI_PG_EXEC_COLS_WITH("(e.doc::jsonb" EAI_EXEC_RECORD_LIST_OMITS(EAI_PG_LIST_OMIT) ")::json")
+#define EAI_PG_LIST_OMIT(k) " - '" #k "'"
 
 enum {
     COL_ID, COL_TENANT, COL_SEQ, COL_STATUS, COL_LEASE_OWNER, COL_LEASE_UNTIL, COL_CANCEL,
@@ -32,21 +35,6 @@ static const char *const eai_pg_column_keys[] = {
     "id", "tenant_id", "seq", "status", "lease_owner", "lease_until", "cancel_requested",
     "started_at", "updated_at", "idempotency_key", "request_hash", NULL
 };
-
-static int eai_pg_is_terminal(const char *st)
-{
-    return strcmp(st, "queued") != 0 && strcmp(st, "running") != 0;
-}
-
-static int eai_pg_status_valid(const char *st)
-{
-    static const char *const ok[] = {"queued", "running", "succeeded", "failed", "timeout",
-                                     "oom_killed", "cancelled", "error", NULL};
-    for (int i = 0; st && ok[i]; i++)
-        if (strcmp(st, ok[i]) == 0)
-            return 1;
-    return 0;
-}
 
 static int eai_pg_set(json_t *o, const char *k, json_t *v)
 {
@@ -193,23 +181,17 @@ int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const
     int64_t now = eai_pg_now_ms();
     eai_pg_i64(now, c.now);
     eai_pg_i64(now - 24LL * 3600 * 1000, c.since);
-    char created[32];
-    const char *cs = eai_pg_jstr(exec, "created_at");
-    if (!cs) {
-        eai_pg_rfc3339(now, created);
-        cs = created;
-    }
-    c.created = cs;
-    json_t *doc = json_deep_copy(exec);
+    char now_s[32];
+    eai_pg_rfc3339(now, now_s);
+    json_t *doc = eai_exec_record_stored(exec, tenant, now_s);
     if (!doc) {
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     for (int i = 0; eai_pg_column_keys[i]; i++)
         json_object_del(doc, eai_pg_column_keys[i]);
-    if (json_object_set_new(doc, "created_at", json_string(cs)) < 0) {
-        json_decref(doc);
-        return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
-    }
+    char created[32];
+    snprintf(created, sizeof created, "%s", eai_pg_jstr(doc, "created_at"));
+    c.created = created;
     char *text = eai_pg_dump(doc);
     json_decref(doc);
     if (!text) {
@@ -503,55 +485,26 @@ int eai_pg_exec_counts(void *self, int64_t *queued, int64_t *running, struct eai
 
 /* ---------------------------------------------------------------- terminal transitions */
 
-/* Apply a terminal patch to a locked row: merge, scrub, files, update. */
+/* Make the locked row (row 0 of r) terminal: the record module merges the
+ * patch and scrubs; this writes the files, the document and its columns. */
 static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const char *uuid,
-                                 json_t *doc, const json_t *patch, const json_t *files,
-                                 struct eai_error **err)
+                                 const PGresult *r, const json_t *patch, const json_t *files,
+                                 const char *default_status, struct eai_error **err)
 {
     struct eai_pg *pg = tx->pg;
-    const char *status = eai_pg_jstr(patch, "status");
-    if (!eai_pg_status_valid(status) || !eai_pg_is_terminal(status)) {
-        return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "terminal patch without a terminal status");
-    }
     int64_t now = eai_pg_now_ms();
-    const char *started = eai_pg_jstr(patch, "started_at");
-    const char *finished = eai_pg_jstr(patch, "finished_at");
-    char fin[32];
-    if (!finished) {
-        eai_pg_rfc3339(now, fin);
-        finished = fin;
-    }
-    int bad = 0;
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)patch, k, v) {
-        int col = 0;
-        for (int i = 0; eai_pg_column_keys[i]; i++)
-            if (strcmp(k, eai_pg_column_keys[i]) == 0)
-                col = 1;
-        if (!col)
-            bad |= json_object_set(doc, k, v);
-    }
-    bad |= json_object_set_new(doc, "finished_at", json_string(finished));
-    bad |= json_object_set_new(doc, "env", json_object());
-    bad |= json_object_set_new(doc, "stdin", json_null());
-    bad |= json_object_set_new(doc, "files_in", json_array());
-    if (json_is_array(files) && !json_object_get(patch, "files")) {
-        json_t *list = json_array();
-        size_t i;
-        json_t *f;
-        json_array_foreach(files, i, f) {
-            json_t *e = json_pack("{s:O?, s:O?, s:O?}", "path", json_object_get(f, "path"), "size",
-                                  json_object_get(f, "size"), "sha256", json_object_get(f, "sha256"));
-            /* a name that was not UTF-8, percent-encoded by core */
-            if (e && json_is_string(json_object_get(f, "name_encoding")))
-                json_object_set(e, "name_encoding", json_object_get(f, "name_encoding"));
-            bad |= !e || !list || json_array_append_new(list, e) < 0;
-        }
-        bad |= json_object_set_new(doc, "files", list);
-    }
-    if (bad) {
+    char now_s[32];
+    eai_pg_rfc3339(now, now_s);
+    json_t *rec = eai_pg_exec_row(r, 0);
+    if (!rec) {
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
+    }
+    const char *why = NULL;
+    int rc = eai_exec_record_terminal(rec, patch, files, default_status, now_s, &why);
+    if (rc < 0) {
+        json_decref(rec);
+        return rc == -2 ? eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory")
+                        : eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "%s", why);
     }
     size_t i;
     json_t *f;
@@ -559,11 +512,13 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         const char *path = eai_pg_jstr(f, "path");
         const char *b64 = eai_pg_jstr(f, "content_b64");
         if (!path) {
+            json_decref(rec);
             return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "collected file without a path");
         }
         size_t len = 0;
         unsigned char *data = eai_pg_b64_decode(b64 ? b64 : "", &len);
         if (!data) {
+            json_decref(rec);
             return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "collected file %s: bad base64", path);
         }
         char size[24];
@@ -572,26 +527,39 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         const char *p[6] = {tenant, uuid, path, size, eai_pg_jstr(f, "sha256"), (const char *)data};
         int lens[6] = {0, 0, 0, 0, 0, (int)len};
         int fmts[6] = {0, 0, 0, 0, 0, 1};
-        PGresult *r = eai_pg_qx(tx, "INSERT INTO eai.execution_files (tenant_id, execution_id, path,"
-                                    " size, sha256, content) VALUES ($1, $2, $3, $4, $5, $6)"
-                                    " ON CONFLICT (execution_id, path) DO NOTHING",
-                                6, p, lens, fmts, err);
+        PGresult *fr = eai_pg_qx(tx, "INSERT INTO eai.execution_files (tenant_id, execution_id, path,"
+                                     " size, sha256, content) VALUES ($1, $2, $3, $4, $5, $6)"
+                                     " ON CONFLICT (execution_id, path) DO NOTHING",
+                                 6, p, lens, fmts, err);
         free(data);
-        if (!r)
+        if (!fr) {
+            json_decref(rec);
             return -1;
-        PQclear(r);
+        }
+        PQclear(fr);
     }
-    char *text = eai_pg_dump(doc);
+    /* the columns, then the document without them */
+    char status[16], finished[40], started[40];
+    snprintf(status, sizeof status, "%s", eai_pg_jstr(rec, "status"));
+    snprintf(finished, sizeof finished, "%s", eai_pg_jstr(rec, "finished_at"));
+    const char *st = eai_pg_jstr(rec, "started_at");
+    int has_started = st != NULL;
+    if (has_started)
+        snprintf(started, sizeof started, "%s", st);
+    for (int k = 0; eai_pg_column_keys[k]; k++)
+        json_object_del(rec, eai_pg_column_keys[k]);
+    char *text = eai_pg_dump(rec);
+    json_decref(rec);
     if (!text) {
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     char nows[24];
-    const char *p[6] = {uuid, status, text, finished, started, eai_pg_i64(now, nows)};
-    int rc = eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET status = $2, doc = $3::json,"
-                            " finished_at = $4::timestamptz,"
-                            " started_at = COALESCE($5::timestamptz, started_at),"
-                            " updated_at = to_timestamp($6::bigint / 1000.0)"
-                            " WHERE id = $1", 6, p, err);
+    const char *p[6] = {uuid, status, text, finished, has_started ? started : NULL, eai_pg_i64(now, nows)};
+    rc = eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET status = $2, doc = $3::json,"
+                        " finished_at = $4::timestamptz,"
+                        " started_at = COALESCE($5::timestamptz, started_at),"
+                        " updated_at = to_timestamp($6::bigint / 1000.0)"
+                        " WHERE id = $1", 6, p, err);
     free(text);
     return rc;
 }
@@ -621,18 +589,12 @@ static int eai_pg_finish_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
         PQclear(r);
         return eai_pg_fail(tx->pg, err, EAI_E_NOT_FOUND, "execution not found");
     }
-    if (eai_pg_is_terminal(PQgetvalue(r, 0, COL_STATUS))) {
+    if (eai_exec_record_is_terminal(PQgetvalue(r, 0, COL_STATUS))) {
         PQclear(r);
         return EAI_STORE_NOOP;
     }
-    json_t *doc = eai_pg_cell_json(r, 0, COL_DOC);
+    int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, r, c->patch, c->files, NULL, err);
     PQclear(r);
-    if (!json_is_object(doc)) {
-        json_decref(doc);
-        return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "stored execution document is not an object");
-    }
-    int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, doc, c->patch, c->files, err);
-    json_decref(doc);
     if (rc < 0)
         return -1;
     if (c->usage && !json_is_null(c->usage) &&
@@ -674,7 +636,7 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
     char status[16];
     snprintf(status, sizeof(status), "%s", PQgetvalue(r, 0, COL_STATUS));
     int requested = strcmp(status, "running") == 0 && PQgetvalue(r, 0, COL_CANCEL)[0] == 't';
-    if (eai_pg_is_terminal(status) || requested) {
+    if (eai_exec_record_is_terminal(status) || requested) {
         /* this call changes nothing: no write, no audit */
         c->out = eai_pg_exec_row(r, 0);
         PQclear(r);
@@ -692,14 +654,8 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
                        2, p, err) < 0)
             return -1;
     } else {
-        json_t *doc = eai_pg_cell_json(r, 0, COL_DOC);
+        int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, r, c->patch, NULL, "cancelled", err);
         PQclear(r);
-        if (!json_is_object(doc)) {
-            json_decref(doc);
-            return eai_pg_fail(tx->pg, err, EAI_E_INTERNAL, "stored execution document is not an object");
-        }
-        int rc = eai_pg_apply_terminal(tx, c->tenant, c->uuid, doc, c->patch, NULL, err);
-        json_decref(doc);
         if (rc < 0)
             return -1;
     }

@@ -11,7 +11,7 @@
  * transaction starts with set_config('app.tenant_id', <tenant>, true); the
  * queries also filter on tenant_id, but the database refuses other tenants'
  * rows on its own.  SYSTEM ops go through SECURITY DEFINER functions of
- * migrations/0001_init.sql.  See docs/postgres.md.
+ * migrations/postgres/0001_init.sql.  See docs/postgres.md.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,10 @@
 /*
  * `eaid migrate --app-role ROLE` semantics, through the plugin's migrate op,
- * as the owner (EAI_TEST_PG_OWNER_URL): applies every migrations/NNNN_name.sql file once,
+ * as the owner (EAI_TEST_PG_OWNER_URL): applies every migrations/postgres/NNNN_name.sql file once,
  * is idempotent, grants the application role only what it needs, and leaves
  * row-level security enabled and forced on every eai table with tenant_id.
+ * From every earlier schema (files 1..k applied as the runner of that
+ * release did) today's plugin migrates and the database serves.
  * This test is the ctest fixture that prepares the schema for the other
  * PostgreSQL tests.
  */
@@ -20,7 +22,7 @@ static size_t migration_files(void)
 {
     const char *src = getenv("EAI_SOURCE_DIR");
     char pat[512];
-    snprintf(pat, sizeof pat, "%s/migrations/*.sql", src ? src : ".");
+    snprintf(pat, sizeof pat, "%s/migrations/postgres/*.sql", src ? src : ".");
     glob_t g;
     size_t n = 0;
     if (glob(pat, 0, NULL, &g) == 0)
@@ -156,6 +158,144 @@ static void test_app_role_privileges(void)
     pgt_desc->destroy(st);
 }
 
+/* ------------------------------------------------------------ upgrade */
+
+/* url with its database name replaced by db (the URLs of pg_cluster.sh:
+ * postgresql://role@/eai?host=...). */
+static char *url_for_db(const char *url, const char *db)
+{
+    const char *at = strstr(url, "/eai?");
+    if (!at)
+        return NULL;
+    char *out = NULL;
+    if (asprintf(&out, "%.*s/%s?%s", (int)(at - url), url, db, at + 5) < 0)
+        return NULL;
+    return out;
+}
+
+static char *file_text(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    char *s = NULL;
+    size_t n = 0;
+    if (!f)
+        return NULL;
+    FILE *m = open_memstream(&s, &n);
+    int ch;
+    while (m && (ch = fgetc(f)) != EOF)
+        fputc(ch, m);
+    if (m)
+        fclose(m);
+    fclose(f);
+    return s;
+}
+
+/* A database at schema version k, as the runner of the release that had
+ * migrations 1..k left it (plugins/postgres/postgres.c, every release so
+ * far: eai.schema_migrations with version, name, checksum), then migrated
+ * by today's plugin and used through the application role. */
+static void upgrade_from(PGconn *super, const char *const *files, size_t k, size_t n)
+{
+    char db[32];
+    snprintf(db, sizeof db, "eai_upgrade_%zu", k);
+    char sql[256];
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", db);
+    pgt_exec(super, sql, NULL);
+    snprintf(sql, sizeof sql, "CREATE DATABASE %s OWNER eai_owner", db);
+    CU_ASSERT_FATAL(pgt_exec(super, sql, NULL) == PGRES_COMMAND_OK);
+    char *owner_url = url_for_db(pgt_owner_url, db), *app_url = url_for_db(pgt_app_url, db);
+    CU_ASSERT_FATAL(owner_url && app_url);
+
+    PGconn *c = pgt_connect(owner_url);
+    CU_ASSERT_FATAL(c != NULL);
+    CU_ASSERT_FATAL(pgt_exec(c, "SET client_min_messages = warning; CREATE SCHEMA IF NOT EXISTS eai;"
+                                " CREATE TABLE IF NOT EXISTS eai.schema_migrations ("
+                                "  version integer PRIMARY KEY, id uuid NOT NULL DEFAULT gen_random_uuid(),"
+                                "  name text NOT NULL, checksum text NOT NULL,"
+                                "  created_at timestamptz NOT NULL DEFAULT now(),"
+                                "  updated_at timestamptz NOT NULL DEFAULT now())", NULL) == PGRES_COMMAND_OK);
+    for (size_t i = 0; i < k; i++) {
+        char *text = file_text(files[i]);
+        CU_ASSERT_FATAL(text != NULL);
+        CU_ASSERT_FATAL(pgt_exec(c, text, NULL) == PGRES_COMMAND_OK);
+        const char *name = strrchr(files[i], '/') + 1;
+        char ver[16];
+        snprintf(ver, sizeof ver, "%d", atoi(name));
+        const char *p[3] = {ver, name, text};
+        PGresult *r = PQexecParams(c, "INSERT INTO eai.schema_migrations (version, name, checksum)"
+                                      " VALUES ($1::int, $2, encode(sha256(convert_to($3, 'UTF8')), 'hex'))",
+                                   3, NULL, p, NULL, NULL, 0);
+        CU_ASSERT_FATAL(PQresultStatus(r) == PGRES_COMMAND_OK);
+        PQclear(r);
+        free(text);
+    }
+
+    /* today's plugin applies the rest */
+    void *st = pgt_open(owner_url, 1);
+    CU_ASSERT_FATAL(st != NULL);
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(pgt_ops->migrate(st, app_role(), &e), 0);
+    pgt_report("migrate", e);
+    pgt_desc->destroy(st);
+    CU_ASSERT_EQUAL(pgt_long(c, "SELECT count(*) FROM eai.schema_migrations"), (long)n);
+    PQfinish(c);
+
+    /* and it serves: a tenant, an execution through create, claim, finish */
+    st = pgt_open(app_url, 2);
+    CU_ASSERT_FATAL(st != NULL);
+    json_t *t = NULL;
+    e = NULL;
+    CU_ASSERT_FATAL(pgt_ops->tenant_create(st, "upgraded", &t, &e) == 0);
+    const char *tenant = json_string_value(json_object_get(t, "id"));
+    char id[41] = "sbx_", uuid[37];
+    eai_uuid_v4(uuid);
+    strcat(id, uuid);
+    json_t *rec = json_pack("{s:s, s:s, s:s, s:[s]}", "id", id, "profile", "gvisor", "image", "python:3.11-slim",
+                            "command", "true");
+    CU_ASSERT_EQUAL(pgt_ops->exec_create(st, tenant, rec, NULL, NULL, &e), EAI_STORE_CREATED);
+    json_t *cl = NULL;
+    CU_ASSERT_FATAL(pgt_ops->exec_claim(st, "node-upgrade", 30000, 10, 10, &cl, &e) == 0);
+    CU_ASSERT_EQUAL(json_array_size(cl), 1);
+    json_t *patch = json_pack("{s:s, s:i}", "status", "succeeded", "exit_code", 0);
+    CU_ASSERT_EQUAL(pgt_ops->exec_finish(st, tenant, id, patch, NULL, NULL, NULL, &e), EAI_STORE_UPDATED);
+    json_t *got = NULL;
+    CU_ASSERT_FATAL(pgt_ops->exec_get(st, tenant, id, &got, &e) == 0);
+    CU_ASSERT(got && strcmp(json_string_value(json_object_get(got, "status")), "succeeded") == 0);
+    pgt_report("using the upgraded database", e);
+    json_decref(got);
+    json_decref(patch);
+    json_decref(cl);
+    json_decref(rec);
+    json_decref(t);
+    pgt_desc->destroy(st);
+
+    snprintf(sql, sizeof sql, "DROP DATABASE IF EXISTS %s", db);
+    pgt_exec(super, sql, NULL);
+    free(owner_url);
+    free(app_url);
+}
+
+/* From every earlier schema (the previous release's included) to today's. */
+static void test_upgrade(void)
+{
+    if (!pgt_super_url || !*pgt_super_url) {
+        printf("(no EAI_TEST_PG_SUPER_URL: no database to create, skipped) ");
+        return;
+    }
+    const char *src = getenv("EAI_SOURCE_DIR");
+    char pat[512];
+    snprintf(pat, sizeof pat, "%s/migrations/postgres/*.sql", src ? src : ".");
+    glob_t g;
+    CU_ASSERT_FATAL(glob(pat, 0, NULL, &g) == 0 && g.gl_pathc >= 2);
+    PGconn *super = pgt_connect(pgt_super_url);
+    CU_ASSERT_FATAL(super != NULL);
+    pgt_exec(super, "SET client_min_messages = warning", NULL);
+    for (size_t k = 1; k < g.gl_pathc; k++)
+        upgrade_from(super, (const char *const *)g.gl_pathv, k, g.gl_pathc);
+    PQfinish(super);
+    globfree(&g);
+}
+
 int main(void)
 {
     if (pgt_env() < 0)
@@ -167,6 +307,7 @@ int main(void)
     CU_pSuite s = CU_add_suite("postgres_migrate", NULL, NULL);
     CU_add_test(s, "migrate as owner, twice: idempotent, RLS forced", test_migrate_twice);
     CU_add_test(s, "app role: least privilege, SECURITY DEFINER functions", test_app_role_privileges);
+    CU_add_test(s, "upgrade from every earlier schema, then used", test_upgrade);
     int rc = pgt_run_suite(s);
     pgt_unload();
     return rc;

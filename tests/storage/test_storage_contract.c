@@ -34,6 +34,7 @@
 #include "store/store_sqlite.h"
 #include "store/store_sqlite_int.h"
 #include "base/util.h"
+#include "record_schema_check.h"
 
 static const struct eai_plugin_descriptor *g_desc;
 static const struct eai_storage_ops *g_ops;
@@ -1837,7 +1838,13 @@ static int setup(void)
         g_desc->destroy(owner);
     }
     fprintf(stderr, "storage contract: backend %s\n", g_desc->name);
-    g_ops = g_desc->ops;
+    /* every execution record the backend returns is checked against
+     * contracts/v1/execution-record.schema.json (record_schema_check.h) */
+    g_ops = record_schema_wrap(g_desc->ops);
+    if (!g_ops) {
+        json_decref(cfg);
+        return -1;
+    }
     g_st = g_desc->create(g_host, cfg, &err);
     json_decref(cfg);
     if (!g_st) {
@@ -1861,6 +1868,16 @@ static void teardown(void)
         rmdir(g_dir);
     }
     eai_host_free(g_host);
+    record_schema_done();
+}
+
+/* Runs last: the wrapped ops validated records all along. */
+static void test_record_schema(void)
+{
+    fprintf(stderr, "execution-record.schema.json: %ld records checked, %ld off the schema\n",
+            record_schema_checked(), record_schema_failed());
+    CU_ASSERT(record_schema_checked() > 0);
+    CU_ASSERT_EQUAL(record_schema_failed(), 0);
 }
 
 int main(void)
@@ -1896,6 +1913,7 @@ int main(void)
     CU_add_test(s, "sqlite: synchronous normal or full", test_sqlite_synchronous);
     CU_add_test(s, "sqlite: writers queue on the writer mutex", test_sqlite_writer_mutex);
     CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_add_test(s, "record schema: every execution record returned", test_record_schema);
     CU_basic_run_tests();
     unsigned failures = CU_get_number_of_failures();
     unsigned run = CU_get_number_of_tests_run();
