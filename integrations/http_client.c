@@ -248,6 +248,12 @@ int eai_http_client_request(struct eai_http_client *c, const struct eai_http_req
 int eai_http_client_request_pinned(struct eai_http_client *c, const struct eai_http_request *req,
                                    const char *resolve, eai_http_done_fn done, void *arg)
 {
+    return eai_http_client_request_via(c, req, resolve, NULL, done, arg);
+}
+
+int eai_http_client_request_via(struct eai_http_client *c, const struct eai_http_request *req,
+                                const char *resolve, const char *proxy, eai_http_done_fn done, void *arg)
+{
     if (!c || !req || !req->url || c->closing || c->inflight >= EAI_HTTP_MAX_INFLIGHT)
         return -1;
     struct eai_http_xfer *x = calloc(1, sizeof(*x));
@@ -272,6 +278,12 @@ int eai_http_client_request_pinned(struct eai_http_client *c, const struct eai_h
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
     curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+    /* A proxy only when eaid's own configuration names one (the caller's
+     * proxy): http_proxy, https_proxy, ALL_PROXY and NO_PROXY of eaid's
+     * environment are ignored, since a proxy would resolve names again,
+     * behind every address check (docs/configuration.md "Outbound HTTP"). */
+    curl_easy_setopt(e, CURLOPT_PROXY, proxy ? proxy : "");
+    curl_easy_setopt(e, CURLOPT_NOPROXY, "");
     const char *method = req->method ? req->method : "GET";
     if (strcmp(method, "GET") != 0)
         curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);

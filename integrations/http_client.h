@@ -20,6 +20,12 @@ int eai_http_client_request(struct eai_http_client *c, const struct eai_http_req
  * checked: no second DNS answer in between (completion callbacks). */
 int eai_http_client_request_pinned(struct eai_http_client *c, const struct eai_http_request *req,
                                    const char *resolve, eai_http_done_fn done, void *arg);
+/* The same through an HTTP proxy (a URL "http://host:port"; NULL: none):
+ * resolve then pins the proxy's host, whose addresses the caller checked.
+ * Without a proxy argument no proxy is used, whatever eaid's environment
+ * says (http_proxy, https_proxy, ALL_PROXY are ignored by every request). */
+int eai_http_client_request_via(struct eai_http_client *c, const struct eai_http_request *req,
+                                const char *resolve, const char *proxy, eai_http_done_fn done, void *arg);
 /* In-flight transfers. */
 int eai_http_client_inflight(const struct eai_http_client *c);
 void eai_http_client_free(struct eai_http_client *c);

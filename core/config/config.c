@@ -113,6 +113,7 @@ void eai_config_free(struct eai_config *c)
     free(c->runsc);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
+    free(c->callbacks_proxy);
     free(c->source);
     free(c);
 }

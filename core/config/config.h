@@ -94,6 +94,7 @@ struct eai_config {
     int64_t callbacks_timeout_ms;    /* 10000: one POST */
     int64_t callbacks_backoff_cap_ms;/* 300000: longest wait between attempts */
     int64_t callbacks_max_attempts;  /* 30: then the event is dropped (state gave_up) */
+    char *callbacks_proxy;           /* NULL: none ("http://host:port": callbacks go through it) */
     /* sessions (docs/sessions.md) */
     int sessions_max_per_tenant;        /* 10    live sessions of one tenant (sessions.max_per_tenant) */
     int sessions_max_concurrent;        /* 4     most executions at once a session may ask for */

@@ -11,6 +11,7 @@
 
 #include "config/cfg_read.h"
 #include "config/config.h"
+#include "obs/callback.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "http/ops_access.h"
@@ -231,14 +232,24 @@ static int sect_files(struct eai_config *c, const char *file, const char *path, 
 static int sect_callbacks(struct eai_config *c, const char *file, const char *path, const json_t *v,
                           struct eai_error **err)
 {
-    static const char *const k[] = {"allow", "timeout_ms", "backoff_cap_s", "max_attempts", NULL};
+    static const char *const k[] = {"allow", "timeout_ms", "backoff_cap_s", "max_attempts", "proxy", NULL};
     int64_t cap_s = c->callbacks_backoff_cap_ms / 1000;
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "proxy", &c->callbacks_proxy, err) < 0 ||
         eai_cfg_get_int(file, path, v, "timeout_ms", 100, 600000, &c->callbacks_timeout_ms, err) < 0 ||
         eai_cfg_get_int(file, path, v, "backoff_cap_s", 1, 86400, &cap_s, err) < 0 ||
         eai_cfg_get_int(file, path, v, "max_attempts", 1, 1000000, &c->callbacks_max_attempts, err) < 0)
         return -1;
     c->callbacks_backoff_cap_ms = cap_s * 1000;
+    if (c->callbacks_proxy) {
+        char host[EAI_CALLBACK_HOST_MAX];
+        uint16_t port;
+        int https;
+        const char *pp = c->callbacks_proxy;
+        if (strncmp(pp, "http://", 7) != 0 || eai_cb_url_parse(pp, host, sizeof host, &port, &https) < 0 ||
+            strchr(pp + 7, '/') || strchr(pp, '@'))
+            return eai_cfg_fail(err, file, path, "proxy", "expected \"http://host:port\" (no path, no user info)");
+    }
     const json_t *allow = json_object_get(v, "allow");
     if (!allow || json_is_null(allow))
         return 0;

@@ -40,6 +40,9 @@ struct eai_cb_sender {
     int64_t timeout_ms, backoff_cap_ms;
     int max_attempts;
     int warned;              /* the outbox batch was all callbacks (logged once) */
+    char *proxy;             /* callbacks.proxy ("http://host:port") or NULL */
+    char proxy_host[EAI_CALLBACK_HOST_MAX];
+    uint16_t proxy_port;
 };
 
 struct cb_job {
@@ -61,6 +64,7 @@ static void sender_unref(struct eai_cb_sender *s)
 {
     if (--s->refs == 0 && s->stopping) {
         eai_cb_policy_free(&s->pol);
+        free(s->proxy);
         json_decref(s->next);
         free(s);
     }
@@ -80,8 +84,19 @@ struct eai_cb_sender *eai_cb_sender_new(struct eai_app *app, struct eai_error **
     s->timeout_ms = c && c->callbacks_timeout_ms > 0 ? c->callbacks_timeout_ms : 10000;
     s->backoff_cap_ms = c && c->callbacks_backoff_cap_ms > 0 ? c->callbacks_backoff_cap_ms : 300000;
     s->max_attempts = c && c->callbacks_max_attempts > 0 ? c->callbacks_max_attempts : 30;
+    int https;
+    if (c && c->callbacks_proxy &&
+        (!(s->proxy = strdup(c->callbacks_proxy)) ||
+         eai_cb_url_parse(s->proxy, s->proxy_host, sizeof s->proxy_host, &s->proxy_port, &https) < 0)) {
+        eai_error_set(err, EAI_E_VALIDATION_FAILED, "callbacks.proxy is not an http://host:port URL");
+        free(s->proxy);
+        json_decref(s->next);
+        free(s);
+        return NULL;
+    }
     size_t bad = 0;
     if (eai_cb_policy_init(&s->pol, c ? c->callbacks_allow : NULL, &bad) < 0) {
+        free(s->proxy);
         eai_error_set(err, EAI_E_VALIDATION_FAILED, "callbacks.allow[%zu] is not an allow-list entry", bad);
         json_decref(s->next);
         free(s);
@@ -223,8 +238,10 @@ static void post(struct cb_job *j)
         .body_len = strlen(j->body), .timeout_ms = j->s->timeout_ms,
     };
     struct eai_http_client *hc = eai_host_http_client(h);
-    int rc = j->pin[0] ? (hc ? eai_http_client_request_pinned(hc, &hr, j->pin, http_done, j) : -1)
-                       : h->http_request(h, &hr, http_done, j);
+    int rc = j->pin[0] || j->s->proxy ? (hc ? eai_http_client_request_via(hc, &hr, j->pin[0] ? j->pin : NULL,
+                                                                          j->s->proxy, http_done, j)
+                                            : -1)
+                                      : h->http_request(h, &hr, http_done, j);
     if (rc != 0) {
         snprintf(j->status, sizeof j->status, "error: the HTTP client refused the request");
         attempt_end(j);
@@ -233,30 +250,21 @@ static void post(struct cb_job *j)
 
 /* ------------------------------------------------------------ address check (worker) */
 
-static void check_work(void *arg)
+/* Resolve host, check every address against the policy and pin them in
+ * j->pin ("host:port:addr,..."); a refusal or failure goes to j->status. */
+static void resolve_and_pin(struct cb_job *j, const char *host, uint16_t port, const char *what)
 {
-    struct cb_job *j = arg;
     const struct eai_cb_policy *p = &j->s->pol;
-    const char *url = jstr(json_object_get(j->row, "event"), "url");
-    char host[EAI_CALLBACK_HOST_MAX], why[200];
-    uint16_t port;
-    int https;
-    if (eai_cb_url_check(p, url, why, sizeof why) < 0 || eai_cb_url_parse(url, host, sizeof host, &port, &https) < 0) {
-        snprintf(j->status, sizeof j->status, "refused: %.180s", why);
-        return;
-    }
-    struct eai_ip ip;
-    if (eai_ip_parse(host, &ip) == 0)
-        return;  /* a literal: checked by eai_cb_url_check */
     int named = p->n > 0 && eai_egress_name_match(p->rules, p->n, host, port) >= 0;
     struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res = NULL;
     int rc = getaddrinfo(host, NULL, &hints, &res);
     if (rc != 0) {
-        snprintf(j->status, sizeof j->status, "error: cannot resolve '%.64s': %.100s", host, gai_strerror(rc));
+        snprintf(j->status, sizeof j->status, "error: cannot resolve %s'%.64s': %.100s", what, host, gai_strerror(rc));
         return;
     }
     size_t po = (size_t)snprintf(j->pin, sizeof j->pin, "%s:%u:", host, (unsigned)port);
     int naddr = 0;
+    struct eai_ip ip;
     for (struct addrinfo *a = res; a; a = a->ai_next) {
         memset(&ip, 0, sizeof ip);
         if (a->ai_family == AF_INET) {
@@ -277,7 +285,7 @@ static void check_work(void *arg)
         }
         if (!eai_cb_addr_ok(p, &ip, port, named)) {
             snprintf(j->status, sizeof j->status,
-                     "refused: '%.64s' resolves to a %s address not listed in callbacks.allow", host,
+                     "refused: %s'%.64s' resolves to a %s address not listed in callbacks.allow", what, host,
                      eai_addr_class_name(eai_addr_classify(&ip)));
             break;
         }
@@ -291,9 +299,41 @@ static void check_work(void *arg)
     }
     freeaddrinfo(res);
     if (!naddr && !j->status[0])
-        snprintf(j->status, sizeof j->status, "error: '%.64s' has no usable address", host);
-    if (!naddr)
+        snprintf(j->status, sizeof j->status, "error: %s'%.64s' has no usable address", what, host);
+    if (!naddr || j->status[0])
         j->pin[0] = 0;
+}
+
+static void check_work(void *arg)
+{
+    struct cb_job *j = arg;
+    const struct eai_cb_policy *p = &j->s->pol;
+    const char *url = jstr(json_object_get(j->row, "event"), "url");
+    char host[EAI_CALLBACK_HOST_MAX], why[200];
+    uint16_t port;
+    int https;
+    if (eai_cb_url_check(p, url, why, sizeof why) < 0 || eai_cb_url_parse(url, host, sizeof host, &port, &https) < 0) {
+        snprintf(j->status, sizeof j->status, "refused: %.180s", why);
+        return;
+    }
+    /* Through callbacks.proxy the proxy resolves the URL's name: what is
+     * checked and pinned is the proxy's address (docs/executions.md). */
+    if (j->s->proxy) {
+        struct eai_ip pip;
+        if (eai_ip_parse(j->s->proxy_host, &pip) == 0) {
+            if (!eai_cb_addr_ok(p, &pip, j->s->proxy_port, 0))
+                snprintf(j->status, sizeof j->status,
+                         "refused: the callbacks.proxy address is a %s address not listed in callbacks.allow",
+                         eai_addr_class_name(eai_addr_classify(&pip)));
+            return;
+        }
+        resolve_and_pin(j, j->s->proxy_host, j->s->proxy_port, "callbacks.proxy ");
+        return;
+    }
+    struct eai_ip ip;
+    if (eai_ip_parse(host, &ip) == 0)
+        return;  /* a literal: checked by eai_cb_url_check */
+    resolve_and_pin(j, host, port, "");
 }
 
 static void check_done(void *arg)

@@ -12,7 +12,11 @@
   refused with a detail at /callback...; a tool manifest's callback is
   checked too;
 - a name is resolved before each delivery: loopback answers refused unless an
-  address entry lists them, and the POST goes to the checked address.
+  address entry lists them, and the POST goes to the checked address;
+- proxies (issue 36 item 5): http_proxy/https_proxy/ALL_PROXY in eaid's
+  environment are ignored (the POST goes straight to the checked address, the
+  proxy sees nothing); callbacks.proxy sends it through the configured proxy,
+  whose address is what callbacks.allow must list (refused otherwise).
 The receiver checks each POST twice: with its own HMAC and with the
 verify() function of docs/executions.md ("Completion callbacks"), run as
 written."""
@@ -105,13 +109,15 @@ def write(path, text):
     return path
 
 
-def with_env(allow, fn, backoff_cap_s=2):
+def with_env(allow, fn, backoff_cap_s=2, proxy=None, env=None):
     tmp = tempfile.mkdtemp(prefix="eai-cb-")
     lines = "callbacks:\n  backoff_cap_s: %d\n  timeout_ms: 3000\n" % backoff_cap_s
+    if proxy:
+        lines += "  proxy: \"%s\"\n" % proxy
     if allow:
         lines += "  allow:\n" + "".join("    - \"%s\"\n" % a for a in allow)
     cfg = write(os.path.join(tmp, "eaid.yaml"), lines)
-    e = Env(config=cfg, tmp=tmp)
+    e = Env(config=cfg, tmp=tmp, env=env)
     try:
         e.make_key()
         e.start()
@@ -260,6 +266,104 @@ def case_names_at_delivery():
         rx.stop()
 
 
+class ForwardProxy:
+    """A plain HTTP forward proxy for the test: "POST http://NAME:PORT/path"
+    (absolute form) is forwarded to 127.0.0.1:PORT whatever NAME is (the proxy,
+    not eaid, resolves names).  Counts every connection and request."""
+
+    def __init__(self):
+        import http.client
+        import urllib.parse
+        self.port = free_port()
+        self.requests = []
+        px = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(n)
+                px.requests.append((self.command, self.path))
+                u = urllib.parse.urlsplit(self.path)
+                if u.scheme != "http" or not u.port:
+                    self.send_response(400)
+                    self.end_headers()
+                    return
+                c = http.client.HTTPConnection("127.0.0.1", u.port, timeout=5)
+                hdrs = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection", "host")}
+                c.request("POST", u.path, body=body, headers=hdrs)
+                r = c.getresponse()
+                data = r.read()
+                self.send_response(r.status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_CONNECT = do_GET = do_POST
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.srv.shutdown()
+
+
+def case_proxies():
+    ensure_image()
+    rx, px = Receiver(down_for=0), ForwardProxy()
+
+    def submit(e, url):
+        st, b = e.api("POST", "/v1/sandbox/executions", {
+            "profile": "gvisor-small", "image": IMAGE, "command": ["true"],
+            "callback": {"url": url, "secret": SECRET}})
+        check(st == 202, "create: %s %s" % (st, b))
+        e.wait_terminal(b["id"])
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            st, v = e.api("GET", "/v1/sandbox/executions/" + b["id"])
+            cb = v.get("callback") or {}
+            if cb.get("attempts", 0) >= 1:
+                return cb
+            time.sleep(0.3)
+        raise AssertionError("no attempt recorded")
+
+    try:
+        # 1. the environment's proxies are ignored: straight to the checked address
+        purl = "http://127.0.0.1:%d" % px.port
+        envp = {k: purl for k in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
+                                  "all_proxy")}
+
+        def direct(e):
+            cb = submit(e, "http://127.0.0.1:%d/hook" % rx.port)
+            check(cb.get("last_status") == 200, "not delivered straight: %s" % cb)
+            check(not px.requests, "the environment's proxy was used: %s" % px.requests)
+            check(len(rx.accepted) == 1, "receiver %s" % rx.posts)
+        with_env(["127.0.0.1:%d" % rx.port], direct, env=envp)
+        # 2. callbacks.proxy: the proxy resolves the name; its address is what is checked
+        name_url = "http://hooks.eai-test.invalid:%d/hook" % rx.port
+
+        def via(e):
+            cb = submit(e, name_url)
+            check(cb.get("last_status") == 200, "not delivered through the proxy: %s" % cb)
+            check(px.requests and px.requests[-1] == ("POST", name_url), "proxy saw %s" % px.requests)
+            check(len(rx.accepted) == 2, "receiver %s" % rx.posts)
+        with_env(["hooks.eai-test.invalid:%d" % rx.port, "127.0.0.1:%d" % px.port], via, proxy=purl)
+        # 3. a proxy whose (loopback) address callbacks.allow does not list: refused, nothing sent
+        n = len(px.requests)
+
+        def refused(e):
+            cb = submit(e, name_url)
+            check(str(cb.get("last_status", "")).startswith("refused:") and "callbacks.proxy" in cb["last_status"],
+                  "a proxy outside callbacks.allow: %s" % cb)
+            check(len(px.requests) == n, "the proxy got %s" % px.requests[n:])
+        with_env(["hooks.eai-test.invalid:%d" % rx.port], refused, proxy=purl)
+    finally:
+        rx.stop()
+        px.stop()
+
+
 if __name__ == "__main__":
     run_cases([("delivery", case_delivery), ("refusals", case_refusals),
-               ("names at delivery", case_names_at_delivery)])
+               ("names at delivery", case_names_at_delivery), ("proxies", case_proxies)])
