@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -662,6 +663,21 @@ static void signal_cb(evutil_socket_t sig, short what, void *arg)
     stop_serving(st);
 }
 
+/* Descriptors: the soft limit up to the hard one, what the host allows
+ * (often 1024 of 524288): the HTTP server, the egress gateway (~6 a
+ * connection) and the sandboxes' pipes budget below it (configuration.md). */
+static void raise_fd_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+        return;
+    rlim_t was = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+        eai_log(APP_COMPONENT, EAI_LOG_INFO, "descriptor limit raised from %llu to %llu", (unsigned long long)was,
+                (unsigned long long)rl.rlim_cur);
+}
+
 int eai_app_serve(const char *config_file)
 {
     struct eai_error *err = NULL;
@@ -672,6 +688,7 @@ int eai_app_serve(const char *config_file)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
+    raise_fd_limit();
     struct event_base *base = event_base_new();
     if (!base) {
         fprintf(stderr, "eaid: cannot create the event loop\n");

@@ -62,6 +62,7 @@ static struct eai_config *eai_config_defaults(void)
     c->sessions_ttl_s = 3600;
     c->sessions_max_ttl_s = 86400;
     c->net_max_connections = 32;
+    c->net_max_connections_tenant = 256;
     c->net_max_bytes = 1LL << 30;
     c->net_idle_timeout_s = 60;
     c->net_spare = 2;

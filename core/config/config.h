@@ -108,6 +108,8 @@ struct eai_config {
     char *net_synthetic;       /* synthetic DNS answers: "198.51.100.0/24" */
     char *net_prefix;          /* 4 letters naming namespaces, veths, nft table: "eaix" */
     int64_t net_max_connections;       /* per execution, open at once: 32 */
+    int64_t net_max_connections_tenant;/* one tenant's executions together, open at once: 256 (0: none) */
+    int64_t net_max_connections_node;  /* every execution together: 0 = from eaid's descriptor limit */
     int64_t net_max_bytes;             /* per execution, both directions: 1 GiB */
     int64_t net_idle_timeout_s;        /* 60 */
     int64_t net_spare;                 /* namespaces made ahead: 2 */

@@ -275,13 +275,17 @@ static int sect_network(struct eai_config *c, const char *file, const char *path
                         struct eai_error **err)
 {
     static const char *const k[] = {"resolver", "pool", "synthetic", "prefix", "max_connections", "max_bytes",
-                                    "idle_timeout_s", "spare", NULL};
+                                    "idle_timeout_s", "spare", "max_connections_per_tenant",
+                                    "max_connections_node", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_string(file, path, v, "resolver", &c->net_resolver, err) < 0 ||
         eai_cfg_get_string(file, path, v, "pool", &c->net_pool, err) < 0 ||
         eai_cfg_get_string(file, path, v, "synthetic", &c->net_synthetic, err) < 0 ||
         eai_cfg_get_string(file, path, v, "prefix", &c->net_prefix, err) < 0 ||
         eai_cfg_get_int(file, path, v, "max_connections", 1, 100000, &c->net_max_connections, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_connections_per_tenant", 0, 1000000, &c->net_max_connections_tenant,
+                        err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_connections_node", 0, 1000000, &c->net_max_connections_node, err) < 0 ||
         eai_cfg_get_size(file, path, v, "max_bytes", 0, 1LL << 40, &c->net_max_bytes, err) < 0 ||
         eai_cfg_get_int(file, path, v, "idle_timeout_s", 1, 86400, &c->net_idle_timeout_s, err) < 0 ||
         eai_cfg_get_int(file, path, v, "spare", 0, 16, &c->net_spare, err) < 0)

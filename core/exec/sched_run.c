@@ -500,7 +500,7 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
             void *tok = ops->egress_claim(r->iso->self, &r->job);
             const char *why = NULL;
             struct eai_egress_lease *l =
-                tok ? eai_egress_lease_bind(s->app->egress, tok, r->id, r->prof->name, r->egress, &why) : NULL;
+                tok ? eai_egress_lease_bind(s->app->egress, tok, r->id, r->tenant, r->prof->name, r->egress, &why) : NULL;
             if (l) {
                 r->egress_lease = l;
                 r->job.netns_path = eai_egress_lease_netns(l);
@@ -519,7 +519,7 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         r->leasing = 1;
         s->nlive++;
         s->refs++;
-        if (eai_egress_lease_open(s->app->egress, r->id, r->prof->name, r->egress, lease_ready, r) < 0) {
+        if (eai_egress_lease_open(s->app->egress, r->id, r->tenant, r->prof->name, r->egress, lease_ready, r) < 0) {
             r->leasing = 0;
             s->nlive--;
             s->refs--;

@@ -39,6 +39,7 @@ struct eai_egress_grant {
     struct eai_egress *eg;
     struct eai_egress_grant *next, *prev;
     char exec_id[64];
+    char tenant[128];                /* the connection budget it counts against */
     uint32_t ip;                     /* the sandbox's address, network order */
     struct eai_egress_rule *rules;
     size_t nrules;
@@ -64,6 +65,9 @@ struct eai_egress {
     struct eai_egress_grant *grants;
     eai_egress_decision_fn on_decision;
     void *arg;
+    int open;                        /* connections open, every grant together */
+    uint64_t accept_errors;          /* accept(2) failures (EMFILE, ENFILE, ENOBUFS, ...) */
+    struct event *accept_pause;      /* re-enables the listener after a failed accept */
 };
 
 enum conn_state { C_SNIFF = 0, C_RESOLVE, C_CONNECT, C_SPLICE };
@@ -331,6 +335,7 @@ static void conn_free(struct gw_conn *c, const char *end, int rst)
     if (c->next)
         c->next->prev = c->prev;
     g->open--;
+    g->eg->open--;
     free(c);
 }
 
@@ -954,6 +959,34 @@ static void conn_timer(evutil_socket_t fd, short what, void *arg)
     conn_arm(c);
 }
 
+/* Connections open by the grants of tenant (a grant without one is alone). */
+static int tenant_open(const struct eai_egress *eg, const char *tenant)
+{
+    int n = 0;
+    for (const struct eai_egress_grant *x = eg->grants; x; x = x->next)
+        if (tenant[0] && strcmp(x->tenant, tenant) == 0)
+            n += x->open;
+    return n;
+}
+
+static void accept_resume(evutil_socket_t fd, short what, void *arg)
+{
+    struct eai_egress *eg = arg;
+    evconnlistener_enable(eg->listener);
+}
+
+/* accept(2) failed (out of descriptors, most likely): the pending
+ * connection stays in the backlog, so the listener would fail again at
+ * once; it pauses 100 ms instead of spinning, and the failure is counted. */
+static void gw_accept_error(struct evconnlistener *l, void *arg)
+{
+    struct eai_egress *eg = arg;
+    eg->accept_errors++;
+    struct timeval tv = {0, 100 * 1000};
+    if (eg->accept_pause && evconnlistener_disable(l) == 0)
+        evtimer_add(eg->accept_pause, &tv);
+}
+
 static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *peer, int plen, void *arg)
 {
     (void)l;
@@ -983,6 +1016,7 @@ static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
         g->conns->prev = c;
     g->conns = c;
     g->open++;
+    eg->open++;
     c->cli = bufferevent_socket_new(eg->base, fd, BEV_OPT_CLOSE_ON_FREE);
     c->timer = evtimer_new(eg->base, conn_timer, c);
     if (!c->cli || !c->timer) {
@@ -994,6 +1028,13 @@ static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
     if ((eg->cfg.max_connections > 0 && g->open > eg->cfg.max_connections) ||
         (eg->cfg.max_connections_total > 0 && g->total >= eg->cfg.max_connections_total)) {
         conn_refuse(c, "connection_cap");
+        return;
+    }
+    /* the node's and the tenant's budgets: one tenant's executions cannot take
+     * every descriptor the gateway has */
+    if ((eg->cfg.max_connections_node > 0 && eg->open > eg->cfg.max_connections_node) ||
+        (eg->cfg.max_connections_tenant > 0 && tenant_open(eg, g->tenant) > eg->cfg.max_connections_tenant)) {
+        conn_refuse(c, "connection_budget");
         return;
     }
     g->total++;
@@ -1042,8 +1083,9 @@ static void gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 
 /* ---------------------------------------------------------------- grants */
 
-struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char *exec_id, const char *sandbox_ip,
-                                              const char *const *entries, size_t n, struct eai_error **err)
+struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char *exec_id, const char *tenant,
+                                              const char *sandbox_ip, const char *const *entries, size_t n,
+                                              struct eai_error **err)
 {
     struct in_addr a;
     if (!sandbox_ip || inet_pton(AF_INET, sandbox_ip, &a) != 1) {
@@ -1076,6 +1118,7 @@ struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char 
     g->eg = eg;
     g->ip = a.s_addr;
     snprintf(g->exec_id, sizeof(g->exec_id), "%s", exec_id ? exec_id : "");
+    snprintf(g->tenant, sizeof(g->tenant), "%s", tenant ? tenant : "");
     g->next = eg->grants;
     if (eg->grants)
         eg->grants->prev = g;
@@ -1181,12 +1224,15 @@ struct eai_egress *eai_egress_new(struct event_base *base, const struct eai_egre
     eg->listener = evconnlistener_new(base, gw_accept, eg, LEV_OPT_CLOSE_ON_FREE, -1, gw_fd);
     if (!eg->listener)
         close(gw_fd);
+    else
+        evconnlistener_set_error_cb(eg->listener, gw_accept_error);
+    eg->accept_pause = evtimer_new(base, accept_resume, eg);
     int flags = EVDNS_BASE_DISABLE_WHEN_INACTIVE;
     int have_resolver = cfg->resolver && *cfg->resolver;
     if (!have_resolver)
         flags |= EVDNS_BASE_INITIALIZE_NAMESERVERS; /* reads /etc/resolv.conf once, at start */
     eg->resolver = evdns_base_new(base, flags);
-    if (!eg->dns || !eg->listener || !eg->resolver) {
+    if (!eg->dns || !eg->listener || !eg->resolver || !eg->accept_pause) {
         eai_error_set(err, EAI_E_INTERNAL, "egress: DNS port, gateway listener or resolver could not be set up");
         goto fail;
     }
@@ -1196,6 +1242,11 @@ struct eai_egress *eai_egress_new(struct event_base *base, const struct eai_egre
     }
     evdns_base_set_option(eg->resolver, "timeout:", "3");
     evdns_base_set_option(eg->resolver, "attempts:", "2");
+    /* Names are asked as given: never with the host's search domains
+     * (resolv.conf's search/domain), which would let "db" reach
+     * db.corp.example of the host's network. */
+    evdns_base_search_clear(eg->resolver);
+    evdns_base_set_option(eg->resolver, "ndots:", "0");
     return eg;
 fail:
     eai_egress_free(eg);
@@ -1210,6 +1261,8 @@ void eai_egress_free(struct eai_egress *eg)
         eai_egress_grant_remove(eg->grants);
     if (eg->listener)
         evconnlistener_free(eg->listener);
+    if (eg->accept_pause)
+        event_free(eg->accept_pause);
     if (eg->dns)
         evdns_close_server_port(eg->dns);
     if (eg->dns_fd >= 0)
@@ -1227,4 +1280,14 @@ uint16_t eai_egress_dns_port(const struct eai_egress *eg)
 uint16_t eai_egress_gateway_port(const struct eai_egress *eg)
 {
     return eg->gw_port;
+}
+
+int eai_egress_open_connections(const struct eai_egress *eg)
+{
+    return eg ? eg->open : 0;
+}
+
+uint64_t eai_egress_accept_errors(const struct eai_egress *eg)
+{
+    return eg ? eg->accept_errors : 0;
 }

@@ -38,6 +38,9 @@ struct eai_egress_config {
     const char *synthetic_cidr; /* IPv4 range of synthetic answers ("198.51.100.0/24"...) */
     int max_connections;        /* per grant, open at once */
     int max_connections_total;  /* per grant, over its life */
+    int max_connections_tenant; /* the grants of one tenant together, open at once (0: no bound) */
+    int max_connections_node;   /* every grant together, open at once (0: no bound): the gateway's
+                                   share of eaid's descriptors (~6 a connection) */
     int64_t max_bytes;          /* per grant, both directions */
     int idle_timeout_s;         /* a connection without traffic is closed */
     int sniff_ms;               /* other ports: a client silent this long may let the server
@@ -61,10 +64,15 @@ uint16_t eai_egress_dns_port(const struct eai_egress *eg);
 uint16_t eai_egress_gateway_port(const struct eai_egress *eg);
 
 /* A grant for the sandbox at sandbox_ip with the allow-list entries (all
- * checked; a bad one fails the call).  NULL + *err on failure. */
-struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char *exec_id,
+ * checked; a bad one fails the call), counted against tenant's connection
+ * budget (NULL or "": a tenant of its own).  NULL + *err on failure. */
+struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char *exec_id, const char *tenant,
                                               const char *sandbox_ip, const char *const *entries,
                                               size_t n, struct eai_error **err);
+/* Connections open through the gateway now; accept failures (EMFILE, ...)
+ * since start. */
+int eai_egress_open_connections(const struct eai_egress *eg);
+uint64_t eai_egress_accept_errors(const struct eai_egress *eg);
 /* The grant's log: {"entries":[...], "dropped":n, "connections":n,
  * "bytes_out":n, "bytes_in":n} (new reference). */
 json_t *eai_egress_grant_log(const struct eai_egress_grant *g);

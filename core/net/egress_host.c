@@ -3,12 +3,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include <event2/event.h>
 
 #include "app.h"
 #include "base/errors.h"
 #include "base/log.h"
+#include "base/util.h"
 #include "base/worker.h"
 #include "config/config.h"
 #include "net/egress.h"
@@ -35,12 +37,17 @@ struct eai_egress_host {
     struct eai_egress_lease *spares; /* ready or being made */
     struct eai_egress_lease *closing; /* namespace being removed on a worker */
     int spare_target;
+    int64_t log_second;            /* refusals logged this second (EH_LOG_PER_S at most) */
+    int log_count, log_suppressed;
 };
+
+#define EH_LOG_PER_S 10
 
 struct eai_egress_lease {
     struct eai_egress_lease *next;
     struct eai_egress_host *h;
     char exec_id[64];
+    char tenant[128];
     char profile[64];
     uint32_t slot;
     char tag[9];
@@ -92,11 +99,28 @@ static void on_decision(void *arg, const char *exec_id, const json_t *entry)
     const char *kind = json_string_value(json_object_get(entry, "kind"));
     const char *dec = json_string_value(json_object_get(entry, "decision"));
     count(profile, dec ? dec : "refused", kind ? kind : "connect");
-    if (dec && strcmp(dec, "refused") == 0)
-        eai_log(EH_COMPONENT, EAI_LOG_INFO, "%s: %s %s:%lld refused (%s)", exec_id, kind ? kind : "?",
-                json_string_value(json_object_get(entry, "name")) ? json_string_value(json_object_get(entry, "name")) : "",
-                (long long)json_integer_value(json_object_get(entry, "port")),
-                json_string_value(json_object_get(entry, "reason")) ? json_string_value(json_object_get(entry, "reason")) : "?");
+    if (!dec || strcmp(dec, "refused") != 0)
+        return;
+    /* eaid's log gets at most EH_LOG_PER_S refusals a second (the network
+     * log of each execution and the metrics keep every one): a sandbox
+     * asking in a loop cannot flood it */
+    int64_t now_s = eai_now_ms() / 1000;
+    if (now_s != h->log_second) {
+        if (h->log_suppressed)
+            eai_log(EH_COMPONENT, EAI_LOG_INFO, "%d more egress refusals not logged (network logs keep them)",
+                    h->log_suppressed);
+        h->log_second = now_s;
+        h->log_count = 0;
+        h->log_suppressed = 0;
+    }
+    if (++h->log_count > EH_LOG_PER_S) {
+        h->log_suppressed++;
+        return;
+    }
+    const char *name = json_string_value(json_object_get(entry, "name"));
+    const char *reason = json_string_value(json_object_get(entry, "reason"));
+    eai_log(EH_COMPONENT, EAI_LOG_INFO, "%s: %s %s:%lld refused (%s)", exec_id, kind ? kind : "?", name ? name : "",
+            (long long)json_integer_value(json_object_get(entry, "port")), reason ? reason : "?");
 }
 
 static void destroy_work(void *arg);
@@ -113,11 +137,36 @@ static int any_profile_egress(const struct eai_app *app)
     return 0;
 }
 
+/* The gateway's share of eaid's descriptors: each connection holds ~6 (two
+ * sockets, two pipes); the HTTP server's connections and a reserve for
+ * storage, plugins and sandboxes come first. */
+#define EH_FDS_PER_CONN 6
+#define EH_FD_RESERVE 1024
+static int node_budget(const struct eai_config *c)
+{
+    if (c && c->net_max_connections_node > 0)
+        return (int)c->net_max_connections_node;
+    struct rlimit rl;
+    long nofile = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 65536;
+    long n = (nofile - EH_FD_RESERVE - (c ? c->max_connections : 1024)) / EH_FDS_PER_CONN;
+    return n < 64 ? 64 : n > 1000000 ? 1000000 : (int)n;
+}
+
 struct eai_egress_host *eai_egress_host_start(struct eai_app *app)
 {
-    if (!app || !any_profile_egress(app))
+    if (!app)
         return NULL;
     const struct eai_config *c = app->cfg;
+    if (!any_profile_egress(app)) {
+        /* egress off, but what an earlier eaid left (namespaces, veths, its
+         * nftables table) goes all the same (issue 36) */
+        const char *prefix = c && c->net_prefix ? c->net_prefix : EAI_NETNS_PREFIX;
+        int swept = eai_netns_sweep(prefix);
+        eai_nft_remove(prefix);
+        if (swept > 0)
+            eai_log(EH_COMPONENT, EAI_LOG_WARN, "removed %d network namespace(s) left by an earlier eaid", swept);
+        return NULL;
+    }
     struct eai_egress_host *h = calloc(1, sizeof *h);
     if (!h)
         return NULL;
@@ -142,6 +191,8 @@ struct eai_egress_host *eai_egress_host_start(struct eai_app *app)
         .synthetic_cidr = c && c->net_synthetic ? c->net_synthetic : EH_DEFAULT_SYNTHETIC,
         .max_connections = c ? (int)c->net_max_connections : 32,
         .max_connections_total = c ? (int)c->net_max_connections * 32 : 1024,
+        .max_connections_tenant = c ? (int)c->net_max_connections_tenant : 256,
+        .max_connections_node = node_budget(c),
         .max_bytes = c ? c->net_max_bytes : 1LL << 30,
         .idle_timeout_s = c ? (int)c->net_idle_timeout_s : 60,
         .sniff_ms = 300,
@@ -169,8 +220,11 @@ struct eai_egress_host *eai_egress_host_start(struct eai_app *app)
                          "Bytes through the egress gateway by profile and direction (out, in)");
     h->spare_target = c ? (int)c->net_spare : 2;
     refill(h);
-    eai_log(EH_COMPONENT, EAI_LOG_INFO, "egress on: DNS port %u, gateway port %u, pool %s (%u slots), table inet %s",
-            eai_egress_dns_port(h->eng), eai_egress_gateway_port(h->eng), h->pool, h->nslots, h->prefix);
+    eai_log(EH_COMPONENT, EAI_LOG_INFO,
+            "egress on: DNS port %u, gateway port %u, pool %s (%u slots), table inet %s, connections at once: "
+            "%d a tenant, %d in all",
+            eai_egress_dns_port(h->eng), eai_egress_gateway_port(h->eng), h->pool, h->nslots, h->prefix,
+            ec.max_connections_tenant, ec.max_connections_node);
     return h;
 }
 
@@ -305,8 +359,8 @@ static void grant_and_ready(struct eai_egress_lease *l)
     }
     if (l->rc == 0) {
         struct eai_error *err = NULL;
-        l->grant = eai_egress_grant_add(l->h->eng, l->exec_id, l->sandbox_ip, (const char *const *)l->entries,
-                                        l->nentries, &err);
+        l->grant = eai_egress_grant_add(l->h->eng, l->exec_id, l->tenant, l->sandbox_ip,
+                                        (const char *const *)l->entries, l->nentries, &err);
         if (!l->grant) {
             snprintf(l->msg, sizeof l->msg, "%s", err && err->message ? err->message : "cannot register the grant");
             l->rc = -1;
@@ -483,7 +537,7 @@ static char **entries_copy(const char *const *entries, size_t *nout)
     return copy;
 }
 
-int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *profile,
+int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *tenant, const char *profile,
                           const char *const *entries, eai_egress_lease_fn cb, void *arg)
 {
     if (!h || !exec_id || !entries || !cb)
@@ -503,6 +557,7 @@ int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const 
     l->entries = copy;
     l->nentries = n;
     snprintf(l->exec_id, sizeof l->exec_id, "%s", exec_id);
+    snprintf(l->tenant, sizeof l->tenant, "%s", tenant ? tenant : "");
     snprintf(l->profile, sizeof l->profile, "%s", profile ? profile : "");
     l->cb = cb;
     l->arg = arg;
@@ -544,7 +599,8 @@ void eai_egress_ns_release(struct eai_egress_host *h, void *token)
 }
 
 struct eai_egress_lease *eai_egress_lease_bind(struct eai_egress_host *h, void *token, const char *exec_id,
-                                               const char *profile, const char *const *entries, const char **why)
+                                               const char *tenant, const char *profile, const char *const *entries,
+                                               const char **why)
 {
     struct eai_egress_lease *l = lease_find(h, token);
     *why = NULL;
@@ -560,7 +616,7 @@ struct eai_egress_lease *eai_egress_lease_bind(struct eai_egress_host *h, void *
         return NULL;
     }
     struct eai_error *err = NULL;
-    l->grant = eai_egress_grant_add(h->eng, exec_id, l->sandbox_ip, entries, n, &err);
+    l->grant = eai_egress_grant_add(h->eng, exec_id, tenant, l->sandbox_ip, entries, n, &err);
     if (!l->grant) {
         snprintf(l->msg, sizeof l->msg, "%s", err && err->message ? err->message : "cannot register the grant");
         *why = l->msg;

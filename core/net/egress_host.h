@@ -38,9 +38,10 @@ int eai_egress_carried(const struct eai_app *app, unsigned caps);
 /* Called on the loop: lease ready (NULL + why on failure). */
 typedef void (*eai_egress_lease_fn)(void *arg, struct eai_egress_lease *l, const char *why);
 
-/* Lease a namespace for exec_id with the allow-list entries (NULL-terminated);
- * cb follows exactly once, on the loop.  0, or -1 (cb not called). */
-int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *profile,
+/* Lease a namespace for exec_id (of tenant: its connection budget) with the
+ * allow-list entries (NULL-terminated); cb follows exactly once, on the
+ * loop.  0, or -1 (cb not called). */
+int eai_egress_lease_open(struct eai_egress_host *h, const char *exec_id, const char *tenant, const char *profile,
                           const char *const *entries, eai_egress_lease_fn cb, void *arg);
 /* The warm pool for egress (docs/egress.md): a namespace with no grant
  * (host->netns_take of the plugin API: its DNS refused, its TCP reset);
@@ -53,7 +54,8 @@ void eai_egress_ns_release(struct eai_egress_host *h, void *token);
  * h's): the lease, from now on ended by eai_egress_lease_close like one of
  * eai_egress_lease_open; NULL and why (the token is left as it was). */
 struct eai_egress_lease *eai_egress_lease_bind(struct eai_egress_host *h, void *token, const char *exec_id,
-                                               const char *profile, const char *const *entries, const char **why);
+                                               const char *tenant, const char *profile, const char *const *entries,
+                                               const char **why);
 const char *eai_egress_lease_netns(const struct eai_egress_lease *l); /* /var/run/netns/... */
 const char *eai_egress_lease_dns(const struct eai_egress_lease *l);   /* host side IPv4 */
 /* End it: the grant's network log (new reference, NULL when out of memory)

@@ -259,6 +259,10 @@ int eai_nft_install(const char *prefix, uint16_t dns_port, uint16_t gateway_port
              "    iifname \"%1$s*\" meta nfproto ipv4 meta l4proto udp redirect to :9\n"
              "  }\n"
              "  chain input { type filter hook input priority filter; policy accept;\n"
+             /* the DNS and gateway sockets bind 0.0.0.0 (one socket serves every
+              * veth): nothing but the sandboxes' veths reaches them */
+             "    iifname != \"%1$s*\" udp dport %2$u reject with icmpx type port-unreachable\n"
+             "    iifname != \"%1$s*\" tcp dport %3$u reject with tcp reset\n"
              "    iifname \"%1$s*\" meta nfproto ipv4 udp dport %2$u accept\n"
              "    iifname \"%1$s*\" meta nfproto ipv4 tcp dport %3$u accept\n"
              "    iifname \"%1$s*\" meta l4proto udp reject with icmpx type port-unreachable\n"

@@ -217,6 +217,21 @@ def run(case, args):
             s.sendall(b"GET / HTTP/1.0\r\n\r\n")
             data = s.recv(4096)
             out.update(ok=bool(data), body=data[:200].decode("latin-1"), n=len(data))
+        elif case == "hold":                    # hold HOST PORT NAME N SECONDS: N keep-alive connections, a
+            socks, errs = [], []                 # request and its answer on each, all held SECONDS; n answered
+            for _ in range(int(args[3])):
+                try:
+                    s = socket.create_connection((args[0], int(args[1])), timeout=5)
+                    s.sendall(("GET / HTTP/1.1\r\nHost: %s\r\n\r\n" % args[2]).encode())
+                    read_response(s, [])
+                    socks.append(s)
+                except Exception as e:  # noqa: BLE001 - a refusal is a result
+                    errs.append("%s: %s" % (type(e).__name__, e))
+            out.update(ok=not errs, n=len(socks), error="; ".join(errs[:3]))
+            print(json.dumps({"held": len(socks)}), flush=True)
+            time.sleep(float(args[4]))
+            for s in socks:
+                s.close()
         else:
             out["error"] = "unknown case"
     except Exception as e:  # the refusal is what most cases expect

@@ -4,8 +4,9 @@
  * tests/net/test_egress.py, which builds the network namespaces around it.
  *
  *   egress_harness --resolver IP:PORT --synthetic CIDR --netns PREFIX --pool CIDR
- *                  [--no-splice] [--max-bytes N] [--first-flight-ms N]
- *                  --grant EXEC_ID ENTRY[,ENTRY...] ...
+ *                  [--no-splice] [--max-bytes N] [--first-flight-ms N] [--max-connections N]
+ *                  [--max-connections-tenant N] [--max-connections-node N]
+ *                  [--tenant T] --grant EXEC_ID ENTRY[,ENTRY...] ...   (--tenant: of the grants after it)
  *
  * With --netns it does what eaid does for each execution (core/net/netns.c):
  * sweeps the prefix's leftovers, installs the nftables table, makes one
@@ -50,7 +51,8 @@ int main(int argc, char **argv)
         .max_connections_total = 200, .max_bytes = 512ll << 20, .idle_timeout_s = 20, .sniff_ms = 300,
         .first_flight_ms = 10000, .connect_timeout_s = 5, .log_max = 256,
     };
-    struct { const char *id; const char *entries[MAX_ENTRIES]; size_t n; struct eai_netns ns; } grants[MAX_GRANTS];
+    struct { const char *id, *tenant; const char *entries[MAX_ENTRIES]; size_t n; struct eai_netns ns; } grants[MAX_GRANTS];
+    const char *tenant = NULL; /* --tenant T: the tenant of the grants after it */
     size_t ngrants = 0;
     const char *prefix = NULL, *pool = "198.19.0.0/24";
     for (int i = 1; i < argc; i++) {
@@ -64,6 +66,12 @@ int main(int argc, char **argv)
             cfg.first_flight_ms = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--max-connections") && i + 1 < argc) {
             cfg.max_connections = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--max-connections-tenant") && i + 1 < argc) {
+            cfg.max_connections_tenant = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--max-connections-node") && i + 1 < argc) {
+            cfg.max_connections_node = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--tenant") && i + 1 < argc) {
+            tenant = argv[++i];
         } else if (!strcmp(argv[i], "--no-splice")) {
             cfg.no_splice = 1; /* bufferevent copies instead of splice(2) */
         } else if (!strcmp(argv[i], "--netns") && i + 1 < argc) {
@@ -72,6 +80,7 @@ int main(int argc, char **argv)
             pool = argv[++i];
         } else if (!strcmp(argv[i], "--grant") && i + 2 < argc && ngrants < MAX_GRANTS) {
             grants[ngrants].id = argv[++i];
+            grants[ngrants].tenant = tenant;
             grants[ngrants].n = 0;
             for (char *tok = strtok(argv[++i], ","); tok && grants[ngrants].n < MAX_ENTRIES; tok = strtok(NULL, ","))
                 grants[ngrants].entries[grants[ngrants].n++] = tok;
@@ -110,7 +119,8 @@ int main(int argc, char **argv)
         }
         if (eai_netns_create(prefix, tag, host_ip, sandbox_ip, &grants[made].ns, &err) < 0)
             goto fail;
-        g[made] = eai_egress_grant_add(eg, grants[made].id, sandbox_ip, grants[made].entries, grants[made].n, &err);
+        g[made] = eai_egress_grant_add(eg, grants[made].id, grants[made].tenant, sandbox_ip, grants[made].entries,
+                                       grants[made].n, &err);
         if (!g[made]) {
             eai_netns_destroy(&grants[made].ns);
             goto fail;
