@@ -39,6 +39,7 @@ struct k8s_job {
     int busy;                  /* an API call or a worker job is in flight */
     int cancelled, deadline_hit, terminal, exited, pod_created, started, recovering;
     int api_failures;          /* consecutive refusals (4xx) reading the pod */
+    int watching;              /* joined its namespace's watch (k8s_watch.c) */
     struct event *timer, *watchdog;
     long poll_delay;
     int64_t t_start, t_running, t_terminal, waiting_since, c_started, c_finished;
@@ -94,6 +95,8 @@ static void job_free(struct k8s_job *j)
     json_decref(j->pod_body);
     json_decref(j->secret_data);
     json_decref(j->egress_rules);
+    if (j->watching)
+        k8s_watch_leave(j->k, j->ns);
     for (char **e = j->egress; e && *e; e++)
         free(*e);
     free(j->egress);
@@ -374,6 +377,10 @@ static void step_poll(struct k8s_job *j)
 static void next_poll(struct k8s_job *j)
 {
     j->state = JS_POLL;
+    if (!j->watching && j->k->cfg.watch) {
+        j->watching = 1;
+        k8s_watch_join(j->k, j->ns);
+    }
     j->poll_delay = j->poll_delay ? j->poll_delay * 2 : 50;
     if (j->poll_delay > j->k->cfg.poll_ms)
         j->poll_delay = j->k->cfg.poll_ms;
@@ -473,6 +480,23 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         }
     }
     return 0;
+}
+
+/* A pod read by the poll or delivered by the watch: terminal -> logs (or
+ * the end), else the next poll. */
+static void pod_read(struct k8s_job *j, const json_t *pod, const char *via)
+{
+    if (evaluate_pod(j, pod)) {
+        log_job(j, EAI_LOG_INFO, "terminal state seen by the ", via);
+        if (j->res.outcome == EAI_OUT_ERROR)
+            job_end(j);
+        else
+            step_logs(j);
+        return;
+    }
+    if (interrupted(j))
+        return;
+    next_poll(j);
 }
 
 /* ------------------------------------------------------------ call results */
@@ -649,16 +673,7 @@ static void call_done(void *arg, const struct k8s_result *r)
                 log_job(j, EAI_LOG_INFO, "the API server answers again after ", m);
                 j->outage_since = 0;
             }
-            if (evaluate_pod(j, r->json)) {
-                if (j->res.outcome == EAI_OUT_ERROR)
-                    job_end(j);
-                else
-                    step_logs(j);
-                return;
-            }
-            if (interrupted(j))
-                return;
-            next_poll(j);
+            pod_read(j, r->json, "poll");
             return;
         }
         if (st == 404) {
@@ -738,6 +753,28 @@ static void job_tick(evutil_socket_t fd, short what, void *arg)
     default:
         step_poll(j);
         break;
+    }
+}
+
+/* The watch saw a pod of ns: the job it belongs to, when that job is
+ * between two polls, reads it now (a poll in flight will read it anyway). */
+void k8s_pod_seen(struct k8s *k, const char *ns, const json_t *pod)
+{
+    const char *name = jstr2(pod, "metadata", "name");
+    const char *uid = jstr2(pod, "metadata", "uid");
+    if (!name || k->closing)
+        return;
+    for (struct k8s_job *j = jobs_of(k)->head; j; j = j->next) {
+        if (strcmp(j->pod, name) != 0 || strcmp(j->ns, ns) != 0)
+            continue;
+        if (j->state != JS_POLL || j->busy || j->terminal || j->exited || !j->pod_created || j->cancelled ||
+            j->deadline_hit ||
+            (j->uid[0] && uid && strcmp(j->uid, uid) != 0))
+            return;
+        evtimer_del(j->timer);
+        j->poll_delay /= 2; /* next_poll doubles it again: the watch does not slow the poll */
+        pod_read(j, pod, "watch");
+        return;
     }
 }
 
@@ -1141,6 +1178,8 @@ static const struct eai_config_key k8s_keys[] = {
     {"token_reload_s", EAI_CFG_INT, 0, "60", "token file re-read period"},
     {"sweep_min_age_s", EAI_CFG_INT, 0, "600", "sweep deletes finished pods older than this"},
     {"probe_interval_s", EAI_CFG_INT, 0, "30", "API and RuntimeClass check period"},
+    {"watch", EAI_CFG_BOOL, 0, "true", "also watch the pods of each tenant namespace (resumed by resourceVersion, relisted on 410)"},
+    {"watch_timeout_s", EAI_CFG_INT, 0, "1", "timeoutSeconds of one watch round (the HTTP client does not stream)"},
     {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
     {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
     {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},
@@ -1203,6 +1242,7 @@ static void k8s_destroy(void *self)
         return;
     k->closing = 1;
     k8s_api_stop(k);
+    k8s_watch_stop_all(k);
     if (k->probe_timer)
         evtimer_del(k->probe_timer);
     /* jobs waiting on a timer go now; those with a call in flight go when

@@ -51,6 +51,8 @@ struct k8s_cfg {
     long token_reload_s;
     long sweep_min_age_s;
     long probe_interval_s;
+    int watch;                 /* watch the pods of each tenant namespace (k8s_watch.c) */
+    long watch_timeout_s;      /* one watch round's timeoutSeconds (no streaming: below) */
     long uid;                  /* runAsUser / runAsGroup / fsGroup */
     json_t *node_selector;     /* object or NULL */
     json_t *tolerations;       /* array or NULL */
@@ -86,6 +88,7 @@ struct k8s {
     char version[128];
     char reason[256];
     json_t *tenants_ready;     /* tenant -> true once its namespace is set up */
+    struct k8s_watch *watches; /* one per namespace with live jobs */
 };
 
 void k8s_ref(struct k8s *k);
@@ -119,6 +122,21 @@ int k8s_token_start(struct k8s *k);
 void k8s_api_stop(struct k8s *k);
 /* Percent-encode a query value into out; -1 when it does not fit. */
 int k8s_qescape(const char *in, char *out, size_t outlen);
+
+/* The same with its own timeout (a watch round outlives api_timeout_ms). */
+int k8s_call_timeout(struct k8s *k, const char *method, const char *path, const json_t *body,
+                     unsigned flags, long timeout_ms, k8s_call_fn fn, void *arg);
+
+/* ---------------------------------------------------------------- watch (k8s_watch.c) */
+
+/* A job in namespace ns starts/stops needing the namespace's pod watch.
+ * The first join lists the namespace's sandbox pods and watches them from
+ * the list's resourceVersion; the last leave stops it. */
+void k8s_watch_join(struct k8s *k, const char *ns);
+void k8s_watch_leave(struct k8s *k, const char *ns);
+void k8s_watch_stop_all(struct k8s *k);
+/* k8s.c: a pod of namespace ns as the watch (or its list) saw it. */
+void k8s_pod_seen(struct k8s *k, const char *ns, const json_t *pod);
 
 /* ---------------------------------------------------------------- objects */
 

@@ -297,6 +297,12 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     c->sweep_min_age_s = clong(cfg, "sweep_min_age_s", 600);
     c->probe_interval_s = clong(cfg, "probe_interval_s", 30);
     c->uid = clong(cfg, "uid", 65534);
+    c->watch = cfg && json_is_false(json_object_get(cfg, "watch")) ? 0 : 1;
+    c->watch_timeout_s = clong(cfg, "watch_timeout_s", 1);
+    if (c->watch_timeout_s < 1 || c->watch_timeout_s > 300) {
+        snprintf(msg, sizeof msg, "watch_timeout_s must be 1 to 300");
+        goto fail;
+    }
     if (c->poll_ms < 10 || c->api_timeout_ms < 100 || c->uid <= 0 || c->api_retries < 0 ||
         c->api_outage_grace_ms < 0) {
         snprintf(msg, sizeof msg,

@@ -644,6 +644,50 @@ def t_apiserver_restart():
                    % (back, err.strip().splitlines()[-1], ready_s))
 
 
+@case("watch: the pod finishes while the API server is down after an etcd compaction -> a real 410 Gone, "
+      "relist, re-watch; the watch ends the execution (the poll slowed to minutes)")
+def t_watch_gone():
+    # the poll as a far fallback: after the outage it waits poll_ms (10 min) before its next read
+    write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}, poll_ms=600000)
+    eaid_restart()
+    try:
+        mark = len(C.eaid.log_text())
+        eid = C.a.submit(["python3", "-c", "import time\nprint('before', flush=True)\ntime.sleep(4)\nprint('after')"],
+                         limits={"timeout_s": 120})
+        wait_for(lambda: any(container_state(o).get("running") for _, o in C.watch.of(eid)), 120,
+                 "the container of %s to run" % eid)
+        listed = "watch of pods in %s: listed " % C.ns_a
+        check(listed in C.eaid.log_text()[mark:], "eaid's watch never listed %s" % C.ns_a)
+        # etcd forgets every revision before now; then the API server dies while the program runs
+        rc, out, err = cluster("compact-etcd", timeout=60)
+        check(rc == 0 and out.strip().isdigit(), "compact-etcd: %s %s" % (rc, err))
+        t_kill = time.time()
+        rc, out2, err2 = cluster("restart-apiserver", "10", timeout=300)
+        check(rc == 0, "restart-apiserver: %s %s" % (rc, err2[-2000:]))
+        t_back = time.time()
+        d = C.a.wait(eid, 60)
+        t_end = time.time()
+        check(d["status"] == "succeeded" and d["stdout"] == "before\nafter\n", short(d))
+        fin = [terminated(o).get("finishedAt") for _, o in C.watch.of(eid) if terminated(o).get("finishedAt")]
+        check(fin, "the pod's end was never seen")
+        fin_t = calendar.timegm(time.strptime(fin[0], "%Y-%m-%dT%H:%M:%SZ"))
+        check(fin_t <= t_back, "the program did not end while the API server was away (%s, back %.0f)" % (fin[0], t_back))
+        log = C.eaid.log_text()[mark:]
+        gone = [ln for ln in log.splitlines() if "watch of pods in %s: 410 Gone from resourceVersion" % C.ns_a in ln]
+        check(gone, "no 410 Gone in eaid's log")
+        check(log.count(listed) >= 2, "no relist after the 410")
+        check("%s: terminal state seen by the watch" % eid in log, "the watch did not end the execution")
+        wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+        C.notes.append("watch: etcd compacted at %s, pod finished %s while the API server was down, back %.1f s after "
+                       "the kill, execution ended %.1f s after that; eaid: %s" % (
+                           out.strip(), fin[0], t_back - t_kill, t_end - t_back, gone[0].split("410 Gone", 1)[1][:300]))
+        d = C.a.py("print('after the 410')")
+        check(d["status"] == "succeeded", short(d))
+    finally:
+        write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]})
+        eaid_restart()
+
+
 @case("eaid killed (-9) mid-execution and restarted: it finds the pod by label, the execution ends succeeded")
 def t_eaid_recover():
     eid = C.a.submit(["python3", "-c", "import time\nprint('before', flush=True)\ntime.sleep(12)\nprint('after')"],
