@@ -40,6 +40,11 @@ struct k8s_job {
     int cancelled, deadline_hit, terminal, exited, pod_created, started, recovering;
     int api_failures;          /* consecutive refusals (4xx) reading the pod */
     int watching;              /* joined its namespace's watch (k8s_watch.c) */
+    /* usage sampled from the node's kubelet while the container runs */
+    char host_ip[64];
+    struct event *usage_timer;
+    int usage_busy, usage_samples, usage_off;
+    double cpu_ns, mem_peak, mem_sum_mb;
     struct event *timer, *watchdog;
     long poll_delay;
     int64_t t_start, t_running, t_terminal, waiting_since, c_started, c_finished;
@@ -92,6 +97,8 @@ static void job_free(struct k8s_job *j)
         event_free(j->timer);
     if (j->watchdog)
         event_free(j->watchdog);
+    if (j->usage_timer)
+        event_free(j->usage_timer);
     json_decref(j->pod_body);
     json_decref(j->secret_data);
     json_decref(j->egress_rules);
@@ -129,16 +136,30 @@ static void job_finish(struct k8s_job *j)
         if (dur < 0)
             dur = 0;
         r->duration_s = dur;
-        /* reserved, not measured: limits x wall time (docs/kubernetes.md) */
-        r->cpu_seconds = dur * (double)j->cpu_millis / 1000.0;
-        r->memory_mb_seconds = dur * (double)j->memory_bytes / 1048576.0;
-        r->peak_memory_mb = 0;
+        if (j->usage_samples > 0) {
+            /* measured by the kubelet (docs/kubernetes.md "Usage figures"): CPU to the
+             * last sample, memory = mean working set x duration, peak = largest sample */
+            r->cpu_seconds = j->cpu_ns / 1e9;
+            r->memory_mb_seconds = dur * j->mem_sum_mb / j->usage_samples;
+            r->peak_memory_mb = j->mem_peak / 1048576.0;
+            if (!j->k->closing) {
+                char m[192];
+                snprintf(m, sizeof m, "%d samples, cpu %.3f s, mean working set %.1f MiB, peak %.1f MiB",
+                         j->usage_samples, r->cpu_seconds, j->mem_sum_mb / j->usage_samples, r->peak_memory_mb);
+                log_job(j, EAI_LOG_INFO, "usage from the kubelet: ", m);
+            }
+        } else {
+            /* reserved, not measured: limits x wall time (docs/kubernetes.md) */
+            r->cpu_seconds = dur * (double)j->cpu_millis / 1000.0;
+            r->memory_mb_seconds = dur * (double)j->memory_bytes / 1048576.0;
+            r->peak_memory_mb = 0;
+        }
         if (r->outcome == EAI_OUT_ERROR)
             r->error_message = j->errmsg;
         j->cb.on_exit(j->cb_arg, r);
     }
     j->exited = 1;
-    if (!j->busy)
+    if (!j->busy && !j->usage_busy)
         job_free(j);
 }
 
@@ -404,6 +425,95 @@ static const char *jstr2(const json_t *o, const char *a, const char *b)
     return json_string_value(json_object_get(json_object_get(o, a), b));
 }
 
+/* ------------------------------------------------------------ usage */
+
+/* While the container runs, every usage_interval_ms: the node's kubelet
+ * /stats/summary (cumulative CPU, working set of our container).  The
+ * kubelet drops a container's stats once it exits, so CPU counts to the
+ * last sample; without any sample the figures stay reserved ones. */
+static void usage_later(struct k8s_job *j, long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(j->usage_timer, &tv);
+}
+
+static void usage_done(void *arg, const struct k8s_result *r)
+{
+    struct k8s_job *j = arg;
+    j->usage_busy = 0;
+    if (j->exited || j->k->closing) {
+        if (!j->busy)
+            job_free(j);
+        return;
+    }
+    /* availableBytes can exceed int64 (2^64 - x when unlimited): reals */
+    json_t *sum = r->status == 200 ? json_loadb(r->body, r->body_len, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
+    if (!sum) {
+        j->usage_off = 1;
+        log_job(j, EAI_LOG_WARN, "cannot read the kubelet's stats (usage stays limits x duration): ",
+                r->message ? r->message : "not a JSON summary");
+        return;
+    }
+    size_t i, k;
+    json_t *p, *c;
+    json_array_foreach(json_object_get(sum, "pods"), i, p)
+    {
+        const json_t *ref = json_object_get(p, "podRef");
+        const char *n = json_string_value(json_object_get(ref, "name"));
+        const char *ns = json_string_value(json_object_get(ref, "namespace"));
+        if (!n || !ns || strcmp(n, j->pod) != 0 || strcmp(ns, j->ns) != 0)
+            continue;
+        json_array_foreach(json_object_get(p, "containers"), k, c)
+        {
+            if (!json_is_string(json_object_get(c, "name")) ||
+                strcmp(json_string_value(json_object_get(c, "name")), K8S_CONTAINER) != 0)
+                continue;
+            json_t *cpu = json_object_get(json_object_get(c, "cpu"), "usageCoreNanoSeconds");
+            json_t *ws = json_object_get(json_object_get(c, "memory"), "workingSetBytes");
+            if (!json_is_number(cpu) || !json_is_number(ws))
+                break;
+            if (json_number_value(cpu) > j->cpu_ns)
+                j->cpu_ns = json_number_value(cpu);
+            if (json_number_value(ws) > j->mem_peak)
+                j->mem_peak = json_number_value(ws);
+            j->mem_sum_mb += json_number_value(ws) / 1048576.0;
+            j->usage_samples++;
+            break;
+        }
+        break;
+    }
+    json_decref(sum);
+    if (!j->terminal)
+        usage_later(j, j->k->cfg.usage_interval_ms);
+}
+
+static void usage_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct k8s_job *j = arg;
+    if (j->exited || j->terminal || j->usage_busy || j->usage_off || j->k->closing)
+        return;
+    if (!j->host_ip[0]) {
+        usage_later(j, j->k->cfg.usage_interval_ms);
+        return;
+    }
+    char url[192];
+    int v6 = strchr(j->host_ip, ':') != NULL;
+    snprintf(url, sizeof url, "https://%s%s%s:%ld/stats/summary?only_cpu_and_memory=true", v6 ? "[" : "",
+             j->host_ip, v6 ? "]" : "", j->k->cfg.kubelet_port);
+    j->usage_busy = 1;
+    if (k8s_call(j->k, "GET", url, NULL, K8S_CALL_ABS, usage_done, j) < 0)
+        j->usage_busy = 0;
+}
+
+static void usage_start(struct k8s_job *j)
+{
+    if (!j->k->cfg.kubelet_stats || j->usage_timer)
+        return;
+    j->usage_timer = evtimer_new(j->k->host->base, usage_tick, j);
+    if (j->usage_timer)
+        usage_later(j, 0);
+}
+
 /* Read a pod; 1 when it reached a terminal state (j->res set). */
 static int evaluate_pod(struct k8s_job *j, const json_t *pod)
 {
@@ -416,10 +526,15 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
     const char *uid = jstr2(pod, "metadata", "uid");
     if (uid && !j->uid[0])
         snprintf(j->uid, sizeof j->uid, "%s", uid);
+    const char *hip = json_string_value(json_object_get(st, "hostIP"));
+    if (hip && !j->host_ip[0] && strlen(hip) < sizeof j->host_ip)
+        snprintf(j->host_ip, sizeof j->host_ip, "%s", hip);
     if ((json_object_get(state, "running") || term) && !j->started) {
         j->started = 1;
         j->t_running = k8s_now_ms();
         j->cb.on_started(j->cb_arg);
+        if (json_object_get(state, "running"))
+            usage_start(j);
     }
     if (term) {
         j->c_started = k8s_parse_time_ms(json_string_value(json_object_get(term, "startedAt")));
@@ -1180,6 +1295,10 @@ static const struct eai_config_key k8s_keys[] = {
     {"probe_interval_s", EAI_CFG_INT, 0, "30", "API and RuntimeClass check period"},
     {"watch", EAI_CFG_BOOL, 0, "true", "also watch the pods of each tenant namespace (resumed by resourceVersion, relisted on 410)"},
     {"watch_timeout_s", EAI_CFG_INT, 0, "1", "timeoutSeconds of one watch round (the HTTP client does not stream)"},
+    {"kubelet_stats", EAI_CFG_BOOL, 0, "false", "measure usage from the node's kubelet /stats/summary (RBAC nodes/stats get)"},
+    {"kubelet_port", EAI_CFG_INT, 0, "10250", "the kubelets' HTTPS port"},
+    {"kubelet_ca_file", EAI_CFG_STRING, 0, NULL, "CA of the kubelets' serving certificates (default: ca_file)"},
+    {"usage_interval_ms", EAI_CFG_INT, 0, "1000", "how often a running pod's usage is sampled from its kubelet"},
     {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
     {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
     {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},
@@ -1251,7 +1370,7 @@ static void k8s_destroy(void *self)
     while (j) {
         struct k8s_job *n = j->next;
         j->exited = 1;
-        if (!j->busy)
+        if (!j->busy && !j->usage_busy)
             job_free(j);
         j = n;
     }

@@ -53,6 +53,10 @@ struct k8s_cfg {
     long probe_interval_s;
     int watch;                 /* watch the pods of each tenant namespace (k8s_watch.c) */
     long watch_timeout_s;      /* one watch round's timeoutSeconds (no streaming: below) */
+    int kubelet_stats;         /* sample usage from the node's kubelet (/stats/summary) */
+    long kubelet_port;
+    char *kubelet_ca_file;     /* the kubelets' serving CA; default ca_file */
+    long usage_interval_ms;
     long uid;                  /* runAsUser / runAsGroup / fsGroup */
     json_t *node_selector;     /* object or NULL */
     json_t *tolerations;       /* array or NULL */
@@ -109,6 +113,7 @@ struct k8s_result {
 typedef void (*k8s_call_fn)(void *arg, const struct k8s_result *res);
 
 #define K8S_CALL_RETRY   1u    /* retry 0/429/5xx with backoff (idempotent, or create) */
+#define K8S_CALL_ABS     4u    /* path is a whole https:// URL (a kubelet), not under api_url */
 #define K8S_CALL_RETRY_403 2u  /* also retry 403 (a RoleBinding just created may take a
                                 * moment to be honoured by the API server's authorizer) */
 

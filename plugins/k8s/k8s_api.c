@@ -285,7 +285,8 @@ static void call_send(struct k8s_call *c)
 {
     struct k8s *k = c->k;
     char url[2048];
-    if ((size_t)snprintf(url, sizeof url, "%s%s", k->cfg.api_url, c->path) >= sizeof url) {
+    int abs = (c->flags & K8S_CALL_ABS) != 0;
+    if ((size_t)snprintf(url, sizeof url, "%s%s", abs ? "" : k->cfg.api_url, c->path) >= sizeof url) {
         deliver(c, 0, NULL, 0, "URL too long");
         return;
     }
@@ -309,7 +310,7 @@ static void call_send(struct k8s_call *c)
     req.body = c->body;
     req.body_len = c->body_len;
     req.timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : k->cfg.api_timeout_ms;
-    req.ca_file = k->cfg.ca_file;
+    req.ca_file = abs && k->cfg.kubelet_ca_file ? k->cfg.kubelet_ca_file : k->cfg.ca_file;
     req.client_cert = k->cfg.client_cert;
     req.client_key = k->cfg.client_key;
     req.insecure = k->cfg.insecure;

@@ -299,6 +299,14 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     c->uid = clong(cfg, "uid", 65534);
     c->watch = cfg && json_is_false(json_object_get(cfg, "watch")) ? 0 : 1;
     c->watch_timeout_s = clong(cfg, "watch_timeout_s", 1);
+    c->kubelet_stats = cfg && json_is_true(json_object_get(cfg, "kubelet_stats"));
+    c->kubelet_port = clong(cfg, "kubelet_port", 10250);
+    c->usage_interval_ms = clong(cfg, "usage_interval_ms", 1000);
+    c->kubelet_ca_file = dup_or_null(cstr(cfg, "kubelet_ca_file"));
+    if (c->kubelet_port < 1 || c->kubelet_port > 65535 || c->usage_interval_ms < 100) {
+        snprintf(msg, sizeof msg, "kubelet_port must be 1 to 65535 and usage_interval_ms >= 100");
+        goto fail;
+    }
     if (c->watch_timeout_s < 1 || c->watch_timeout_s > 300) {
         snprintf(msg, sizeof msg, "watch_timeout_s must be 1 to 300");
         goto fail;
@@ -355,6 +363,7 @@ void k8s_cfg_clear(struct k8s_cfg *c)
     free(c->client_key);
     free(c->ns_prefix);
     free(c->runtime_class);
+    free(c->kubelet_ca_file);
     json_decref(c->node_selector);
     json_decref(c->tolerations);
     free(c->tenant_role);

@@ -18,7 +18,8 @@
  *                       -> forget RV, LIST again, WATCH from the new RV
  *   0 / 429 / 5xx       -> the API server is away (restarting): keep RV, retry
  *                          with backoff 500 ms doubling to 5 s
- *   any other refusal   -> retry after 5 s from a new LIST
+ *   any other refusal   -> the same backoff, keeping RV (an API server just
+ *                          restarted answers 403 until its RBAC cache is primed)
  * Every round is bounded: timeoutSeconds on the server, timeoutSeconds +
  * api_timeout_ms on our side, the response at most the HTTP client's cap.
  */
@@ -101,9 +102,14 @@ static void round_failed(struct k8s_watch *w, const struct k8s_result *r)
         again(w, w->backoff_ms);
         return;
     }
-    wlog(w, EAI_LOG_WARN, "refused; listing again in 5 s: ", r->message);
-    w->rv[0] = '\0';
-    again(w, 5000);
+    /* e.g. 403 from an API server just restarted whose RBAC cache is not
+     * primed yet: keep the resourceVersion (only 410 or a broken answer
+     * makes us relist) */
+    wlog(w, EAI_LOG_WARN, "refused; retrying from the same resourceVersion: ", r->message);
+    w->backoff_ms = w->backoff_ms ? w->backoff_ms * 2 : 500;
+    if (w->backoff_ms > 5000)
+        w->backoff_ms = 5000;
+    again(w, w->backoff_ms);
 }
 
 static void set_rv(struct k8s_watch *w, const json_t *obj)

@@ -309,6 +309,7 @@ rules:
   - {apiGroups: [""], resources: ["namespaces"], verbs: ["create", "list"]}
   - {apiGroups: ["rbac.authorization.k8s.io"], resources: ["rolebindings"], verbs: ["create"]}
   - {apiGroups: ["node.k8s.io"], resources: ["runtimeclasses"], verbs: ["get"]}
+  - {apiGroups: [""], resources: ["nodes/stats"], verbs: ["get"]}
   - {apiGroups: ["rbac.authorization.k8s.io"], resources: ["clusterroles"], verbs: ["bind"], resourceNames: ["eai-sandbox-tenant"]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1

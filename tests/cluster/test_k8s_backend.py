@@ -432,6 +432,60 @@ def t_network():
     C.notes.append("network from the pod: %s" % res)
 
 
+NP_PEER = "198.18.0.250"  # on the pod bridge, above what host-local hands out here
+NP_BRIDGE = "eaicni0"     # cluster.sh's BRIDGE
+
+
+def ip(*args, check_rc=True):
+    r = subprocess.run(["ip"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    if check_rc:
+        check(r.returncode == 0, "ip %s: %s" % (" ".join(args), r.stderr.decode(errors="replace")))
+    return r
+
+
+@case("NetworkPolicy not enforced here (docs): default-deny in place, a peer the test starts in its own netns "
+      "on the pod bridge (198.18.0.250) is reached from the pod; without that peer nothing else is")
+def t_netpol_not_enforced():
+    pol = kget("networkpolicy", "eai-default-deny", "-n", C.ns_a)
+    check(pol and pol["spec"].get("policyTypes") == ["Ingress", "Egress"] and not pol["spec"].get("egress"),
+          "eai-default-deny: %r" % pol)
+    tag = "%d" % (os.getpid() % 100000)
+    ns, host_if, peer_if = "eai-np-" + tag, "eainph" + tag, "eainpp" + tag
+    ip("netns", "add", ns)
+    server = None
+    try:
+        ip("link", "add", host_if, "type", "veth", "peer", "name", peer_if)
+        ip("link", "set", peer_if, "netns", ns)
+        ip("link", "set", host_if, "master", NP_BRIDGE)
+        ip("link", "set", host_if, "up")
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", ns, "addr", "add", NP_PEER + "/24", "dev", peer_if)
+        ip("-n", ns, "link", "set", peer_if, "up")
+        # the peer: accepts one connection at a time, answers "peer", counts them; bounded by its own timeout
+        srv = ("import socket, sys\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+               "s.bind(('%s', 8080)); s.listen(4); s.settimeout(120)\nprint('listening', flush=True)\n"
+               "while True:\n    c, a = s.accept(); c.sendall(b'peer'); c.close(); print('conn', a[0], flush=True)\n"
+               % NP_PEER)
+        server = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", srv], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        check(server.stdout.readline().strip() == b"listening", "the peer did not start")
+        code = ("import socket\ns = socket.create_connection(('%s', 8080), timeout=5)\n"
+                "print(s.recv(16).decode())\n" % NP_PEER)
+        d = C.a.py(code)
+        check(d["status"] == "succeeded" and d["stdout"] == "peer\n",
+              "the pod did not reach the peer although no policy engine runs: " + short(d))
+        line = server.stdout.readline().decode().strip()
+        check(line.startswith("conn 198.18.0."), "the peer saw %r" % line)
+        C.notes.append("NetworkPolicy: eai-default-deny in %s, yet the pod reached %s:8080 on the bridge "
+                       "(peer saw %s): not enforced, as docs/kubernetes.md says" % (C.ns_a, NP_PEER, line))
+    finally:
+        if server:
+            server.kill()
+            server.wait(10)
+        ip("link", "del", host_if, check_rc=False)
+        ip("netns", "del", ns, check_rc=False)
+
+
 @case("seed 2, timeout: timeout_s 4 busy loop -> the kubelet ends the pod (DeadlineExceeded), status timeout")
 def t_timeout():
     eid = C.a.submit(["python3", "-c", "print('before-loop', flush=True)\nwhile True:\n    pass\n"],
@@ -683,6 +737,33 @@ def t_watch_gone():
                            out.strip(), fin[0], t_back - t_kill, t_end - t_back, gone[0].split("410 Gone", 1)[1][:300]))
         d = C.a.py("print('after the 410')")
         check(d["status"] == "succeeded", short(d))
+    finally:
+        write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]})
+        eaid_restart()
+
+
+@case("usage measured by the kubelet (kubelet_stats): an idle program holding 150 MB for 5 s -> cpu_seconds far "
+      "below 0.5 CPU x duration, memory_mb_seconds / duration near its working set (not the 256Mi limit)")
+def t_usage():
+    write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}, kubelet_stats=True, usage_interval_ms=500)
+    eaid_restart()
+    try:
+        mark = len(C.eaid.log_text())
+        code = ("import time\nb = bytearray(150 * 1024 * 1024)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
+                "time.sleep(5)\nprint('held')")
+        eid = C.a.submit(["python3", "-c", code])
+        d = C.a.wait(eid)
+        check(d["status"] == "succeeded" and d["stdout"] == "held\n", short(d))
+        u = d["usage"]
+        dur = u["duration_s"]
+        check(dur >= 4, "duration %r" % u)
+        line = [ln for ln in C.eaid.log_text()[mark:].splitlines() if eid in ln and "usage from the kubelet" in ln]
+        check(line, "no kubelet usage line for %s in eaid's log" % eid)
+        check(u["cpu_seconds"] < 0.5 * dur * 0.5, "cpu_seconds %r is not measured (reserved: %.2f)" % (u, 0.5 * dur))
+        mean = u["memory_mb_seconds"] / dur
+        check(80 <= mean <= 300, "mean working set %.1f MiB (reserved would be 256): %r" % (mean, u))
+        C.notes.append("usage from the kubelet: %s; API usage %r (reserved figures would be cpu %.2f s, %.0f MB.s)"
+                       % (line[0].split("usage from the kubelet: ", 1)[1], u, 0.5 * dur, 256 * dur))
     finally:
         write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]})
         eaid_restart()
