@@ -21,8 +21,12 @@ kubelet, containerd and runsc:
   RoleBinding / default-deny NetworkPolicy as the API server keeps them (and
   Pod Security enforced there), eaid's RBAC (the API server answers 403 to
   verbs eaid was not granted), the poll surviving an API server crash and
-  restart, eaid killed -9 and reattaching to its pod, token rotation (the old
-  token revoked by the API server), the sweep at start-up.
+  restart, the namespace watch getting a real 410 Gone after an etcd compaction
+  and an API server restart and ending the execution after its relist,
+  NetworkPolicy not enforced on this cluster (a peer in the test's own netns on
+  the pod bridge is reached), usage measured from the kubelet's summary, eaid
+  killed -9 and reattaching to its pod, token rotation (the old token revoked
+  by the API server), the sweep at start-up.
 
 Every wait is for a condition, bounded.  Everything listens on 127.0.0.1; pods
 live in 198.18.0.0/24 (the cluster's own range) and reach nothing else.
@@ -250,8 +254,9 @@ def short(d):
         (d.get("stderr") or "")[:300])
 
 
-def write_config(auth, **extra):
-    """eaid's config: the k8s backend with `auth` (kubeconfig or api_url + token_file)."""
+def write_config(auth, top=None, **extra):
+    """eaid's config: the k8s backend with `auth` (kubeconfig or api_url + token_file);
+    top: more top-level sections (e.g. collect caps)."""
     k8s = dict(auth)
     k8s.update({
         "runtime_class": C.env["EAI_CLUSTER_RUNTIME_CLASS"],
@@ -271,6 +276,7 @@ def write_config(auth, **extra):
             "defaults": {"cpu": "500m", "memory": "256Mi", "timeout_s": 60},
             "max": {"cpu": "1", "memory": "512Mi", "timeout_s": 120}}},
     }
+    cfg.update(top or {})
     # JSON is YAML: eaid reads it as its config file
     with open(C.config, "w") as f:
         json.dump(cfg, f, indent=1)
@@ -766,6 +772,97 @@ def t_usage():
                        % (line[0].split("usage from the kubelet: ", 1)[1], u, 0.5 * dur, 256 * dur))
     finally:
         write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]})
+        eaid_restart()
+
+
+COLLECTOR = os.path.join(eaid_env.BUILD, "plugins", "eai-k8s-collector")
+
+
+def collector_image():
+    """The collect sidecar's image: the build's static eai-k8s-collector alone, pushed once."""
+    if getattr(C, "collector_image", None):
+        return C.collector_image
+    check(os.path.exists(COLLECTOR), "%s missing (build first)" % COLLECTOR)
+    root = os.path.join(C.tmp, "collector-rootfs")
+    os.makedirs(root, exist_ok=True)
+    import shutil
+    shutil.copy2(COLLECTOR, os.path.join(root, "eai-k8s-collector"))
+    rc, out, err = cluster("push", root, "eai/collector:test", "/eai-k8s-collector", timeout=300)
+    check(rc == 0 and out.strip(), "push collector: %s" % err[-2000:])
+    C.collector_image = out.strip().splitlines()[-1]
+    return C.collector_image
+
+
+def collect_run(body):
+    st, _, b = C.a.req("POST", "/v1/sandbox/executions", dict({"profile": PROFILE, "image": C.py_image}, **body))
+    check(st == 202, "POST: %s %s" % (st, b))
+    d = C.a.wait(b["id"])
+    return d, {f["path"]: f for f in d.get("files") or []}
+
+
+def file_bytes(eid, path):
+    h = {"Authorization": "Bearer " + C.a.key}
+    r = urllib.request.Request(C.eaid.url + "/v1/sandbox/executions/%s/files%s" % (eid, path), headers=h)
+    with urllib.request.urlopen(r, timeout=30) as resp:
+        return resp.read()
+
+
+@case("collect (collector_image): plugins/common's shared cases (tests/sandbox/sandbox_cases.c test_files) through "
+      "eaid on the cluster: same files, order, symlinks and FIFOs left out, per-file and file-count caps -> "
+      "files_truncated, refusals of bad paths")
+def t_collect():
+    import hashlib
+    img = collector_image()
+    kc = {"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}
+    try:
+        write_config(kc, top={"collect": {"max_file_bytes": 4096}}, collector_image=img)
+        eaid_restart()
+        # sandbox_cases.c's script, minus `echo more >> /tmp/in/data.csv`: input files are mounted
+        # read-only in a pod (docs/kubernetes.md, "Limits")
+        script = ("set -e; mkdir -p /tmp/outputs/sub; wc -c < /tmp/in/deep/blob.bin; "
+                  "tr a-z A-Z < /tmp/in/data.csv > /tmp/outputs/result.csv; "
+                  "echo nested > /tmp/outputs/sub/n.txt; echo one > /tmp/single.txt; "
+                  "ln -s /etc/passwd /tmp/outputs/link; ln -s / /tmp/outputs/rootdir; "
+                  "mkfifo /tmp/outputs/fifo; yes | head -c 5000 > /tmp/outputs/zbig.bin")
+        d, files = collect_run({"command": ["sh", "-c", script],
+                                "files": [{"path": "/tmp/in/data.csv", "content": "a,b\n1,2\n"},
+                                          {"path": "/tmp/in/deep/blob.bin", "content_b64": "AAEC"}],
+                                "collect": ["/tmp/outputs", "/tmp/single.txt", "/tmp/missing"]})
+        check(d["status"] == "succeeded" and d["stdout"].strip() == "3", short(d))
+        paths = [f["path"] for f in d.get("files") or []]
+        check(paths == ["/tmp/outputs/result.csv", "/tmp/outputs/sub/n.txt", "/tmp/single.txt"],
+              "collected %r" % paths)
+        want = {"/tmp/outputs/result.csv": b"A,B\n1,2\n", "/tmp/outputs/sub/n.txt": b"nested\n",
+                "/tmp/single.txt": b"one\n"}
+        for f in d["files"]:
+            check(f["size"] == len(want[f["path"]]) and f["sha256"] == hashlib.sha256(want[f["path"]]).hexdigest(),
+                  "%r" % f)
+            check(file_bytes(d["id"], f["path"]) == want[f["path"]], "content of %s" % f["path"])
+        check(d.get("files_truncated") is True, "zbig.bin (5000 > 4096) did not set files_truncated: %r" % d)
+        # /tmp: every regular file, the input files included, binary exact
+        d, _ = collect_run({"command": ["sh", "-c", "printf '\\000\\377x' > /tmp/b.bin"],
+                            "files": [{"path": "/tmp/in/x.txt", "content": "x"}], "collect": ["/tmp"]})
+        paths = [f["path"] for f in d.get("files") or []]
+        check(d["status"] == "succeeded" and paths == ["/tmp/b.bin", "/tmp/in/x.txt"], "%r %s" % (paths, short(d)))
+        check(file_bytes(d["id"], "/tmp/b.bin") == b"\x00\xffx", "binary content")
+        check(not d.get("files_truncated"), "truncated without a cap hit: %r" % d)
+        # refusals: the same 422 whatever the backend (core and the backend's published limits)
+        for bad, where in ((["/etc/passwd"], "/collect/0"), (["/tmp/../etc"], "/collect/0"),
+                           (["/tmp/" + "x" * 256], "/collect/0")):
+            st, _, b = C.a.req("POST", "/v1/sandbox/executions",
+                               {"profile": PROFILE, "image": C.py_image, "command": ["true"], "collect": bad})
+            check(st == 422 and any(x.get("path") == where for x in (b.get("error", {}).get("details") or [])),
+                  "collect %r: %s %s" % (bad[0][:40], st, json.dumps(b)[:300]))
+        # the file-count cap
+        write_config(kc, top={"collect": {"max_files": 2}}, collector_image=img)
+        eaid_restart()
+        d, _ = collect_run({"command": ["sh", "-c", "mkdir /tmp/o; for i in 1 2 3 4 5; do echo $i > /tmp/o/f$i; done"],
+                            "collect": ["/tmp/o"]})
+        paths = [f["path"] for f in d.get("files") or []]
+        check(paths == ["/tmp/o/f1", "/tmp/o/f2"] and d.get("files_truncated") is True, "%r %r" % (paths, d))
+        C.notes.append("collect through the sidecar: shared cases hold (3 files in order, caps -> files_truncated)")
+    finally:
+        write_config(kc)
         eaid_restart()
 
 
