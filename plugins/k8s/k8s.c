@@ -23,7 +23,7 @@
 #include "k8s.h"
 
 enum job_state { JS_NS = 0, JS_NS_RBAC, JS_NS_POLICY, JS_RESOLVE, JS_POD, JS_POD_ADOPT, JS_EGRESS, JS_SECRET,
-                 JS_POLL, JS_LOGS, JS_DELETE, JS_RECOVER };
+                 JS_POLL, JS_LOGS, JS_COLLECT, JS_DELETE, JS_RECOVER };
 
 struct k8s_job {
     struct k8s *k;
@@ -45,6 +45,12 @@ struct k8s_job {
     struct event *usage_timer;
     int usage_busy, usage_samples, usage_off;
     double cpu_ns, mem_peak, mem_sum_mb;
+    /* collect through the sidecar (k8s_collector.c) */
+    int collecting;
+    int64_t collect_log_bytes;
+    struct eai_iso_collected *files;
+    size_t nfiles;
+    int files_truncated;
     struct event *timer, *watchdog;
     long poll_delay;
     int64_t t_start, t_running, t_terminal, waiting_since, c_started, c_finished;
@@ -99,6 +105,11 @@ static void job_free(struct k8s_job *j)
         event_free(j->watchdog);
     if (j->usage_timer)
         event_free(j->usage_timer);
+    for (size_t i = 0; i < j->nfiles; i++) {
+        free(j->files[i].path);
+        free(j->files[i].data);
+    }
+    free(j->files);
     json_decref(j->pod_body);
     json_decref(j->secret_data);
     json_decref(j->egress_rules);
@@ -156,6 +167,9 @@ static void job_finish(struct k8s_job *j)
         }
         if (r->outcome == EAI_OUT_ERROR)
             r->error_message = j->errmsg;
+        r->files = j->files;
+        r->nfiles = j->nfiles;
+        r->files_truncated = j->files_truncated;
         j->cb.on_exit(j->cb_arg, r);
     }
     j->exited = 1;
@@ -228,6 +242,84 @@ static void step_logs(struct k8s_job *j)
         snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s", j->ns, j->pod, K8S_CONTAINER);
     if (job_call(j, JS_LOGS, "GET", path, NULL, K8S_CALL_RETRY) < 0)
         job_end(j);
+}
+
+/* After the log: the collect sidecar's own log holds the files. */
+static void step_collect(struct k8s_job *j)
+{
+    char path[640];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%lld", j->ns, j->pod,
+             K8S_COLLECTOR, (long long)j->collect_log_bytes);
+    if (job_call(j, JS_COLLECT, "GET", path, NULL, K8S_CALL_RETRY) < 0)
+        job_end(j);
+}
+
+/* "EAI-COLLECT 1 N T\n" then N lines "<b64 path> <bytes> <b64 data>", then
+ * "EAI-COLLECT-END\n".  -1 + msg when it is not that. */
+static int collect_parse(struct k8s_job *j, const char *body, size_t len, char *msg, size_t msglen)
+{
+    const char *p = body, *end = body + len;
+    const char *nl = memchr(p, '\n', len);
+    unsigned long n = 0;
+    int trunc = 0;
+    if (!nl || sscanf(p, "EAI-COLLECT 1 %lu %d", &n, &trunc) != 2 || n > 1000000) {
+        snprintf(msg, msglen, "the collector printed no header (%.40s)", len ? body : "nothing");
+        return -1;
+    }
+    p = nl + 1;
+    j->files = n ? calloc(n, sizeof *j->files) : NULL;
+    if (n && !j->files) {
+        snprintf(msg, msglen, "out of memory");
+        return -1;
+    }
+    for (unsigned long i = 0; i < n; i++) {
+        nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
+        if (!nl) {
+            snprintf(msg, msglen, "the collector's output ends after %lu of %lu files (log cut short?)", i, n);
+            return -1;
+        }
+        size_t l = (size_t)(nl - p);
+        char *line = malloc(l + 1);
+        if (!line) {
+            snprintf(msg, msglen, "out of memory");
+            return -1;
+        }
+        memcpy(line, p, l);
+        line[l] = '\0';
+        char *sp1 = strchr(line, ' ');
+        char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
+        size_t plen = 0, dlen = 0;
+        unsigned char *path = NULL, *data = NULL;
+        if (sp1 && sp2) {
+            *sp1 = *sp2 = '\0';
+            path = k8s_b64_decode(line, &plen);
+            data = *(sp2 + 1) ? k8s_b64_decode(sp2 + 1, &dlen) : calloc(1, 1);
+        }
+        unsigned long long want = sp1 ? strtoull(sp1 + 1, NULL, 10) : 0;
+        free(line);
+        char *cpath = path ? malloc(plen + 1) : NULL;
+        if (!path || !data || !cpath || want != dlen || memchr(path, 0, plen)) {
+            free(path);
+            free(data);
+            free(cpath);
+            snprintf(msg, msglen, "the collector's line %lu is malformed", i + 1);
+            return -1;
+        }
+        memcpy(cpath, path, plen);
+        cpath[plen] = '\0';
+        free(path);
+        j->files[j->nfiles].path = cpath;
+        j->files[j->nfiles].data = data;
+        j->files[j->nfiles].len = dlen;
+        j->nfiles++;
+        p = nl + 1;
+    }
+    if ((size_t)(end - p) < 16 || strncmp(p, "EAI-COLLECT-END\n", 16) != 0) {
+        snprintf(msg, msglen, "the collector's output has no end line");
+        return -1;
+    }
+    j->files_truncated = trunc != 0;
+    return 0;
 }
 
 /* Cancel and watchdog requests, checked whenever the job is between steps.
@@ -830,8 +922,25 @@ static void call_done(void *arg, const struct k8s_result *r)
             j->cb.on_output(j->cb_arg, EAI_STREAM_STDOUT, r->body, r->body_len);
         else if (st != 200)
             log_job(j, EAI_LOG_WARN, "cannot read the pod's log: ", r->message);
+        if (j->collecting && (j->res.outcome == EAI_OUT_EXITED || j->res.outcome == EAI_OUT_TIMEOUT ||
+                              j->res.outcome == EAI_OUT_OOM)) {
+            step_collect(j);
+            return;
+        }
         step_delete(j);
         return;
+    case JS_COLLECT: {
+        char m[256];
+        if (st != 200) {
+            j->files_truncated = 1;
+            log_job(j, EAI_LOG_WARN, "cannot read the collected files: ", r->message);
+        } else if (collect_parse(j, r->body, r->body_len, m, sizeof m) < 0) {
+            j->files_truncated = 1; /* what was parsed is kept; the rest is missing, and said so */
+            log_job(j, EAI_LOG_WARN, "collected files incomplete: ", m);
+        }
+        step_delete(j);
+        return;
+    }
     case JS_DELETE:
         if (st != 200 && st != 202 && st != 404)
             log_job(j, EAI_LOG_WARN, "cannot delete the pod (sweep will): ", r->message);
@@ -984,6 +1093,12 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
     j->output_bytes = job->output_bytes;
     j->cpu_millis = job->cpu_millis;
     j->memory_bytes = job->memory_bytes;
+    if (k->cfg.collector_image && job->collect && job->collect[0]) {
+        int64_t nf, fb, tb;
+        k8s_collect_caps(job, &nf, &fb, &tb);
+        j->collecting = 1;
+        j->collect_log_bytes = k8s_collect_log_bytes(nf, fb, tb);
+    }
     size_t n = 0;
     for (const char *const *e = job->egress; e && *e; e++)
         n++;
@@ -1299,6 +1414,7 @@ static const struct eai_config_key k8s_keys[] = {
     {"kubelet_port", EAI_CFG_INT, 0, "10250", "the kubelets' HTTPS port"},
     {"kubelet_ca_file", EAI_CFG_STRING, 0, NULL, "CA of the kubelets' serving certificates (default: ca_file)"},
     {"usage_interval_ms", EAI_CFG_INT, 0, "1000", "how often a running pod's usage is sampled from its kubelet"},
+    {"collector_image", EAI_CFG_STRING, 0, NULL, "image holding /eai-k8s-collector: collect (a sidecar in each pod that collects)"},
     {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
     {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
     {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},

@@ -26,6 +26,8 @@
 #define K8S_LABEL_TENANT "eai-sandbox.dev/tenant"
 #define K8S_LABEL_PROFILE "eai-sandbox.dev/profile"
 #define K8S_CONTAINER "sandbox"
+#define K8S_COLLECTOR "eai-collect"     /* the collect sidecar (k8s_collector.c) */
+#define K8S_COLLECTOR_BIN "/eai-k8s-collector"
 #define K8S_INPUT_DIR "/var/run/eai/input"
 #define K8S_DEFAULT_DENY "eai-default-deny"
 #define K8S_SECRET_MAX (1024 * 1024) /* API server limit on a Secret's data */
@@ -57,6 +59,7 @@ struct k8s_cfg {
     long kubelet_port;
     char *kubelet_ca_file;     /* the kubelets' serving CA; default ca_file */
     long usage_interval_ms;
+    char *collector_image;     /* image with /eai-k8s-collector: collect (k8s_collector.c) */
     long uid;                  /* runAsUser / runAsGroup / fsGroup */
     json_t *node_selector;     /* object or NULL */
     json_t *tolerations;       /* array or NULL */
@@ -193,6 +196,11 @@ int k8s_cidr_parse(const char *cidr, int *family, unsigned char net[16], int *bi
 int k8s_cidrs_contain(const json_t *cidrs, int family, const unsigned char *addr);
 /* profiles.<profile>.egress_private_cidrs or NULL. */
 const json_t *k8s_profile_private_cidrs(const struct k8s_cfg *c, const char *profile);
+
+/* The effective collect caps of a job (core's, else the runner's defaults). */
+void k8s_collect_caps(const struct eai_iso_job *job, int64_t *files, int64_t *file_bytes, int64_t *total_bytes);
+/* Bytes the collector's log may take for these caps (limitBytes). */
+int64_t k8s_collect_log_bytes(int64_t files, int64_t file_bytes, int64_t total_bytes);
 
 /* base64 (standard, padded); malloc'd; NULL on allocation failure. */
 char *k8s_b64(const unsigned char *d, size_t n);

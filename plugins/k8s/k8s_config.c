@@ -303,6 +303,7 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     c->kubelet_port = clong(cfg, "kubelet_port", 10250);
     c->usage_interval_ms = clong(cfg, "usage_interval_ms", 1000);
     c->kubelet_ca_file = dup_or_null(cstr(cfg, "kubelet_ca_file"));
+    c->collector_image = dup_or_null(cstr(cfg, "collector_image"));
     if (c->kubelet_port < 1 || c->kubelet_port > 65535 || c->usage_interval_ms < 100) {
         snprintf(msg, sizeof msg, "kubelet_port must be 1 to 65535 and usage_interval_ms >= 100");
         goto fail;
@@ -364,6 +365,7 @@ void k8s_cfg_clear(struct k8s_cfg *c)
     free(c->ns_prefix);
     free(c->runtime_class);
     free(c->kubelet_ca_file);
+    free(c->collector_image);
     json_decref(c->node_selector);
     json_decref(c->tolerations);
     free(c->tenant_role);
