@@ -105,11 +105,7 @@ static void job_free(struct k8s_job *j)
         event_free(j->watchdog);
     if (j->usage_timer)
         event_free(j->usage_timer);
-    for (size_t i = 0; i < j->nfiles; i++) {
-        free(j->files[i].path);
-        free(j->files[i].data);
-    }
-    free(j->files);
+    k8s_collect_free(j->files, j->nfiles);
     json_decref(j->pod_body);
     json_decref(j->secret_data);
     json_decref(j->egress_rules);
@@ -252,74 +248,6 @@ static void step_collect(struct k8s_job *j)
              K8S_COLLECTOR, (long long)j->collect_log_bytes);
     if (job_call(j, JS_COLLECT, "GET", path, NULL, K8S_CALL_RETRY) < 0)
         job_end(j);
-}
-
-/* "EAI-COLLECT 1 N T\n" then N lines "<b64 path> <bytes> <b64 data>", then
- * "EAI-COLLECT-END\n".  -1 + msg when it is not that. */
-static int collect_parse(struct k8s_job *j, const char *body, size_t len, char *msg, size_t msglen)
-{
-    const char *p = body, *end = body + len;
-    const char *nl = memchr(p, '\n', len);
-    unsigned long n = 0;
-    int trunc = 0;
-    if (!nl || sscanf(p, "EAI-COLLECT 1 %lu %d", &n, &trunc) != 2 || n > 1000000) {
-        snprintf(msg, msglen, "the collector printed no header (%.40s)", len ? body : "nothing");
-        return -1;
-    }
-    p = nl + 1;
-    j->files = n ? calloc(n, sizeof *j->files) : NULL;
-    if (n && !j->files) {
-        snprintf(msg, msglen, "out of memory");
-        return -1;
-    }
-    for (unsigned long i = 0; i < n; i++) {
-        nl = p < end ? memchr(p, '\n', (size_t)(end - p)) : NULL;
-        if (!nl) {
-            snprintf(msg, msglen, "the collector's output ends after %lu of %lu files (log cut short?)", i, n);
-            return -1;
-        }
-        size_t l = (size_t)(nl - p);
-        char *line = malloc(l + 1);
-        if (!line) {
-            snprintf(msg, msglen, "out of memory");
-            return -1;
-        }
-        memcpy(line, p, l);
-        line[l] = '\0';
-        char *sp1 = strchr(line, ' ');
-        char *sp2 = sp1 ? strchr(sp1 + 1, ' ') : NULL;
-        size_t plen = 0, dlen = 0;
-        unsigned char *path = NULL, *data = NULL;
-        if (sp1 && sp2) {
-            *sp1 = *sp2 = '\0';
-            path = k8s_b64_decode(line, &plen);
-            data = *(sp2 + 1) ? k8s_b64_decode(sp2 + 1, &dlen) : calloc(1, 1);
-        }
-        unsigned long long want = sp1 ? strtoull(sp1 + 1, NULL, 10) : 0;
-        free(line);
-        char *cpath = path ? malloc(plen + 1) : NULL;
-        if (!path || !data || !cpath || want != dlen || memchr(path, 0, plen)) {
-            free(path);
-            free(data);
-            free(cpath);
-            snprintf(msg, msglen, "the collector's line %lu is malformed", i + 1);
-            return -1;
-        }
-        memcpy(cpath, path, plen);
-        cpath[plen] = '\0';
-        free(path);
-        j->files[j->nfiles].path = cpath;
-        j->files[j->nfiles].data = data;
-        j->files[j->nfiles].len = dlen;
-        j->nfiles++;
-        p = nl + 1;
-    }
-    if ((size_t)(end - p) < 16 || strncmp(p, "EAI-COLLECT-END\n", 16) != 0) {
-        snprintf(msg, msglen, "the collector's output has no end line");
-        return -1;
-    }
-    j->files_truncated = trunc != 0;
-    return 0;
 }
 
 /* Cancel and watchdog requests, checked whenever the job is between steps.
@@ -662,6 +590,14 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         }
         return 1;
     }
+    /* the collect sidecar (an init container) is started first: its image
+     * or config errors hold the sandbox container in PodInitializing */
+    const json_t *iwait = json_object_get(
+        json_object_get(json_array_get(json_object_get(st, "initContainerStatuses"), 0), "state"), "waiting");
+    const char *iwr = json_string_value(json_object_get(iwait, "reason"));
+    int sidecar = iwr && strcmp(iwr, "PodInitializing") != 0 && strcmp(iwr, "ContainerCreating") != 0;
+    if (sidecar)
+        wait = iwait;
     const char *wr = json_string_value(json_object_get(wait, "reason"));
     if (wr) {
         int image = !strcmp(wr, "ErrImagePull") || !strcmp(wr, "ImagePullBackOff") ||
@@ -675,11 +611,15 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
             if (!strcmp(wr, "InvalidImageName") || now - j->waiting_since >= j->k->cfg.image_pull_grace_ms) {
                 const char *wm = json_string_value(json_object_get(wait, "message"));
                 char m[512];
-                if (image)
+                if (sidecar)
+                    snprintf(m, sizeof m, "the collect sidecar (collector_image %.150s) cannot start (%s): %.250s",
+                             j->k->cfg.collector_image ? j->k->cfg.collector_image : "?", wr, wm ? wm : "");
+                else if (image)
                     snprintf(m, sizeof m, "image %.200s cannot be pulled (%s)", j->image, wr);
                 else
                     snprintf(m, sizeof m, "the container cannot be created (%s): %.300s", wr, wm ? wm : "");
-                set_error(j, image ? EAI_E_IMAGE_MISSING : EAI_E_SANDBOX_FAILED, m);
+                /* the sidecar's image is the operator's, not the request's */
+                set_error(j, image && !sidecar ? EAI_E_IMAGE_MISSING : EAI_E_SANDBOX_FAILED, m);
                 return 1;
             }
         } else {
@@ -934,7 +874,8 @@ static void call_done(void *arg, const struct k8s_result *r)
         if (st != 200) {
             j->files_truncated = 1;
             log_job(j, EAI_LOG_WARN, "cannot read the collected files: ", r->message);
-        } else if (collect_parse(j, r->body, r->body_len, m, sizeof m) < 0) {
+        } else if (k8s_collect_parse(r->body, r->body_len, &j->files, &j->nfiles, &j->files_truncated, m,
+                                     sizeof m) < 0) {
             j->files_truncated = 1; /* what was parsed is kept; the rest is missing, and said so */
             log_job(j, EAI_LOG_WARN, "collected files incomplete: ", m);
         }

@@ -201,6 +201,13 @@ const json_t *k8s_profile_private_cidrs(const struct k8s_cfg *c, const char *pro
 void k8s_collect_caps(const struct eai_iso_job *job, int64_t *files, int64_t *file_bytes, int64_t *total_bytes);
 /* Bytes the collector's log may take for these caps (limitBytes). */
 int64_t k8s_collect_log_bytes(int64_t files, int64_t file_bytes, int64_t total_bytes);
+/* k8s_collect.c: parse the collector's log ("EAI-COLLECT 1 N T", N lines
+ * "<b64 path> <bytes> <b64 data>", "EAI-COLLECT-END").  *files gets what
+ * parsed (free with k8s_collect_free) also on failure; -1 + msg when the
+ * output is malformed or cut short. */
+int k8s_collect_parse(const char *body, size_t len, struct eai_iso_collected **files, size_t *nfiles,
+                      int *truncated, char *msg, size_t msglen);
+void k8s_collect_free(struct eai_iso_collected *files, size_t n);
 
 /* base64 (standard, padded); malloc'd; NULL on allocation failure. */
 char *k8s_b64(const unsigned char *d, size_t n);

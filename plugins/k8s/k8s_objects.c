@@ -354,22 +354,6 @@ static int env_name_ok(const char *s, size_t n)
 
 static void quantity(char *out, size_t n, int64_t v) { snprintf(out, n, "%lld", (long long)v); }
 
-void k8s_collect_caps(const struct eai_iso_job *job, int64_t *files, int64_t *file_bytes, int64_t *total_bytes)
-{
-    /* plugins/common/pc_collect.c's defaults when core gives none */
-    *files = job->collect_max_files > 0 ? job->collect_max_files : 100;
-    *file_bytes = job->collect_max_file_bytes > 0 ? job->collect_max_file_bytes : 10LL << 20;
-    *total_bytes = job->collect_max_total_bytes > 0 ? job->collect_max_total_bytes : 50LL << 20;
-}
-
-int64_t k8s_collect_log_bytes(int64_t files, int64_t file_bytes, int64_t total_bytes)
-{
-    (void)file_bytes;
-    /* header and end lines; per file a base64 path (<= 4096 bytes), its
-     * size and separators; the data in base64 */
-    return 128 + files * (5464 + 32) + (total_bytes + 2) / 3 * 4 + files * 4;
-}
-
 /* The collect sidecar: a native sidecar (init container, restartPolicy
  * Always) sharing /tmp read-only; the kubelet sends it SIGTERM once the
  * sandbox container exited, and it prints the collected files. */

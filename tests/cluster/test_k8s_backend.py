@@ -860,6 +860,13 @@ def t_collect():
                             "collect": ["/tmp/o"]})
         paths = [f["path"] for f in d.get("files") or []]
         check(paths == ["/tmp/o/f1", "/tmp/o/f2"] and d.get("files_truncated") is True, "%r %r" % (paths, d))
+        # a collector image the registry lacks: the operator's error, said as such (not image_missing)
+        write_config(kc, collector_image=img.rsplit(":", 1)[0] + ":absent")
+        eaid_restart()
+        d, _ = collect_run({"command": ["true"]})
+        check(d["status"] == "error" and d["error"]["code"] == "sandbox_failed"
+              and "collect sidecar" in d["error"]["message"], short(d))
+        C.notes.append("missing collector image: %s" % d["error"]["message"][:200])
         C.notes.append("collect through the sidecar: shared cases hold (3 files in order, caps -> files_truncated)")
     finally:
         write_config(kc)
