@@ -7,9 +7,12 @@
  *   POST Pod -> POST egress NetworkPolicy -> POST input Secret
  *     (the pod waits for its Secret volume, so it cannot start before its
  *      egress policy exists; both are owned by the pod)
- *   poll the Pod with backoff up to poll_ms
- *   terminal: read the log, DELETE the Pod (the garbage collector takes
- *   the Secret and the policy), on_exit.
+ *   poll the Pod with backoff up to poll_ms, and the namespace's watch
+ *     (k8s_watch.c): whichever sees the terminal state first
+ *   while it runs: usage from the node's kubelet (kubelet_stats)
+ *   terminal: read the log, the collect sidecar's files (collector_image),
+ *   DELETE the Pod (the garbage collector takes the Secret and the
+ *   policy), on_exit.
  * Cancel deletes the pod; our own watchdog (timeout + deadline_grace_ms)
  * backs up activeDeadlineSeconds; API errors end the execution in `error`
  * with the API's message.  recover() finds the pod by label and polls it.

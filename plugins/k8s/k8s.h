@@ -6,6 +6,10 @@
  *                  token reload, retries with backoff, Status -> message
  *   k8s_objects.c  the Namespace, NetworkPolicy, Pod and Secret we send
  *   k8s_config.c   in-cluster and kubeconfig connection settings
+ *   k8s_watch.c    one watch of sandbox pods per tenant namespace (long-poll
+ *                  rounds from a resourceVersion, relist on 410 Gone)
+ *   k8s_collect.c  collected files: the sidecar's caps and output parser
+ *   k8s_collector.c  eai-k8s-collector, the static program of that sidecar
  *
  * Every call runs on the loop thread; file reads happen at create() or on a
  * worker (host->work_submit).  docs/kubernetes.md describes the objects.
