@@ -20,7 +20,8 @@ direct), then CONCURRENT executions at once each way: wall time to the last
 terminal state and per-execution percentiles.  Not a CI test: numbers depend
 on the machine (docs/performance.md keeps measured ones).
 
-Usage: bench/k8s.py [--rounds N] [--concurrent N]   (root; build first)
+Usage: bench/k8s.py [--rounds N] [--concurrent N] [--poll-ms 500,100] [--collector]
+       (root; build first)
 Environment as tests/cluster/test_k8s_backend.py (EAI_BUILD_DIR, ...).
 """
 import argparse
@@ -144,6 +145,9 @@ def main():
     ap.add_argument("--poll-ms", default="500,100",
                     help="the backend's poll_ms values to measure, comma-separated (the first also runs the "
                          "concurrent part; 500 is the default)")
+    ap.add_argument("--collector", action="store_true",
+                    help="eaid with collector_image (the build's eai-k8s-collector pushed): every execution "
+                         "then has the collect sidecar (core's default collect is /tmp/outputs)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (the cluster)")
@@ -157,7 +161,8 @@ def main():
         assert st
         polls = [int(x) for x in a.poll_ms.split(",") if x]
         for poll in reversed(polls):  # the first listed last: the concurrent part runs with it
-            T.write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}, poll_ms=poll)
+            extra = {"collector_image": T.collector_image()} if a.collector else {}
+            T.write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}, poll_ms=poll, **extra)
             T.eaid_restart()
             run_eaid(), run_direct()  # warm: the node has the image's layers, the tenant namespace exists
             e, d = [], []
@@ -166,7 +171,8 @@ def main():
                 for fn in order:
                     (e if fn is run_eaid else d).append(fn())
             me, md = statistics.median(e), statistics.median(d)
-            print("one execution, POST to terminal, poll_ms %d, %d rounds (median, min..max):" % (poll, a.rounds))
+            print("one execution, POST to terminal, poll_ms %d%s, %d rounds (median, min..max):"
+                  % (poll, ", with the collect sidecar" if a.collector else "", a.rounds))
             print("  eaid k8s backend  %.3f s  (%.3f..%.3f)" % (me, min(e), max(e)))
             print("  direct pod        %.3f s  (%.3f..%.3f)" % (md, min(d), max(d)))
             print("  ratio eaid/direct %.3f  (goal <= 1.10)" % (me / md), flush=True)
