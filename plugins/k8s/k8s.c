@@ -7,9 +7,12 @@
  *   POST Pod -> POST egress NetworkPolicy -> POST input Secret
  *     (the pod waits for its Secret volume, so it cannot start before its
  *      egress policy exists; both are owned by the pod)
- *   poll the Pod with backoff up to poll_ms
- *   terminal: read the log, DELETE the Pod (the garbage collector takes
- *   the Secret and the policy), on_exit.
+ *   poll the Pod with backoff up to poll_ms, and the namespace's watch
+ *     (k8s_watch.c): whichever sees the terminal state first
+ *   while it runs: usage from the node's kubelet (kubelet_stats)
+ *   terminal: read the log, the collect sidecar's files (collector_image),
+ *   DELETE the Pod (the garbage collector takes the Secret and the
+ *   policy), on_exit.
  * Cancel deletes the pod; our own watchdog (timeout + deadline_grace_ms)
  * backs up activeDeadlineSeconds; API errors end the execution in `error`
  * with the API's message.  recover() finds the pod by label and polls it.
@@ -23,7 +26,7 @@
 #include "k8s.h"
 
 enum job_state { JS_NS = 0, JS_NS_RBAC, JS_NS_POLICY, JS_RESOLVE, JS_POD, JS_POD_ADOPT, JS_EGRESS, JS_SECRET,
-                 JS_POLL, JS_LOGS, JS_DELETE, JS_RECOVER };
+                 JS_POLL, JS_LOGS, JS_COLLECT, JS_DELETE, JS_RECOVER };
 
 struct k8s_job {
     struct k8s *k;
@@ -39,6 +42,18 @@ struct k8s_job {
     int busy;                  /* an API call or a worker job is in flight */
     int cancelled, deadline_hit, terminal, exited, pod_created, started, recovering;
     int api_failures;          /* consecutive refusals (4xx) reading the pod */
+    int watching;              /* joined its namespace's watch (k8s_watch.c) */
+    /* usage sampled from the node's kubelet while the container runs */
+    char host_ip[64];
+    struct event *usage_timer;
+    int usage_busy, usage_samples, usage_off;
+    double cpu_ns, mem_peak, mem_sum_mb;
+    /* collect through the sidecar (k8s_collector.c) */
+    int collecting;
+    int64_t collect_log_bytes;
+    struct eai_iso_collected *files;
+    size_t nfiles;
+    int files_truncated;
     struct event *timer, *watchdog;
     long poll_delay;
     int64_t t_start, t_running, t_terminal, waiting_since, c_started, c_finished;
@@ -91,9 +106,14 @@ static void job_free(struct k8s_job *j)
         event_free(j->timer);
     if (j->watchdog)
         event_free(j->watchdog);
+    if (j->usage_timer)
+        event_free(j->usage_timer);
+    k8s_collect_free(j->files, j->nfiles);
     json_decref(j->pod_body);
     json_decref(j->secret_data);
     json_decref(j->egress_rules);
+    if (j->watching)
+        k8s_watch_leave(j->k, j->ns);
     for (char **e = j->egress; e && *e; e++)
         free(*e);
     free(j->egress);
@@ -126,16 +146,33 @@ static void job_finish(struct k8s_job *j)
         if (dur < 0)
             dur = 0;
         r->duration_s = dur;
-        /* reserved, not measured: limits x wall time (docs/kubernetes.md) */
-        r->cpu_seconds = dur * (double)j->cpu_millis / 1000.0;
-        r->memory_mb_seconds = dur * (double)j->memory_bytes / 1048576.0;
-        r->peak_memory_mb = 0;
+        if (j->usage_samples > 0) {
+            /* measured by the kubelet (docs/kubernetes.md "Usage figures"): CPU to the
+             * last sample, memory = mean working set x duration, peak = largest sample */
+            r->cpu_seconds = j->cpu_ns / 1e9;
+            r->memory_mb_seconds = dur * j->mem_sum_mb / j->usage_samples;
+            r->peak_memory_mb = j->mem_peak / 1048576.0;
+            if (!j->k->closing) {
+                char m[192];
+                snprintf(m, sizeof m, "%d samples, cpu %.3f s, mean working set %.1f MiB, peak %.1f MiB",
+                         j->usage_samples, r->cpu_seconds, j->mem_sum_mb / j->usage_samples, r->peak_memory_mb);
+                log_job(j, EAI_LOG_INFO, "usage from the kubelet: ", m);
+            }
+        } else {
+            /* reserved, not measured: limits x wall time (docs/kubernetes.md) */
+            r->cpu_seconds = dur * (double)j->cpu_millis / 1000.0;
+            r->memory_mb_seconds = dur * (double)j->memory_bytes / 1048576.0;
+            r->peak_memory_mb = 0;
+        }
         if (r->outcome == EAI_OUT_ERROR)
             r->error_message = j->errmsg;
+        r->files = j->files;
+        r->nfiles = j->nfiles;
+        r->files_truncated = j->files_truncated;
         j->cb.on_exit(j->cb_arg, r);
     }
     j->exited = 1;
-    if (!j->busy)
+    if (!j->busy && !j->usage_busy)
         job_free(j);
 }
 
@@ -203,6 +240,16 @@ static void step_logs(struct k8s_job *j)
     else
         snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s", j->ns, j->pod, K8S_CONTAINER);
     if (job_call(j, JS_LOGS, "GET", path, NULL, K8S_CALL_RETRY) < 0)
+        job_end(j);
+}
+
+/* After the log: the collect sidecar's own log holds the files. */
+static void step_collect(struct k8s_job *j)
+{
+    char path[640];
+    snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s/log?container=%s&limitBytes=%lld", j->ns, j->pod,
+             K8S_COLLECTOR, (long long)j->collect_log_bytes);
+    if (job_call(j, JS_COLLECT, "GET", path, NULL, K8S_CALL_RETRY) < 0)
         job_end(j);
 }
 
@@ -374,6 +421,10 @@ static void step_poll(struct k8s_job *j)
 static void next_poll(struct k8s_job *j)
 {
     j->state = JS_POLL;
+    if (!j->watching && j->k->cfg.watch) {
+        j->watching = 1;
+        k8s_watch_join(j->k, j->ns);
+    }
     j->poll_delay = j->poll_delay ? j->poll_delay * 2 : 50;
     if (j->poll_delay > j->k->cfg.poll_ms)
         j->poll_delay = j->k->cfg.poll_ms;
@@ -397,6 +448,95 @@ static const char *jstr2(const json_t *o, const char *a, const char *b)
     return json_string_value(json_object_get(json_object_get(o, a), b));
 }
 
+/* ------------------------------------------------------------ usage */
+
+/* While the container runs, every usage_interval_ms: the node's kubelet
+ * /stats/summary (cumulative CPU, working set of our container).  The
+ * kubelet drops a container's stats once it exits, so CPU counts to the
+ * last sample; without any sample the figures stay reserved ones. */
+static void usage_later(struct k8s_job *j, long ms)
+{
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(j->usage_timer, &tv);
+}
+
+static void usage_done(void *arg, const struct k8s_result *r)
+{
+    struct k8s_job *j = arg;
+    j->usage_busy = 0;
+    if (j->exited || j->k->closing) {
+        if (!j->busy)
+            job_free(j);
+        return;
+    }
+    /* availableBytes can exceed int64 (2^64 - x when unlimited): reals */
+    json_t *sum = r->status == 200 ? json_loadb(r->body, r->body_len, JSON_DECODE_INT_AS_REAL, NULL) : NULL;
+    if (!sum) {
+        j->usage_off = 1;
+        log_job(j, EAI_LOG_WARN, "cannot read the kubelet's stats (usage stays limits x duration): ",
+                r->message ? r->message : "not a JSON summary");
+        return;
+    }
+    size_t i, k;
+    json_t *p, *c;
+    json_array_foreach(json_object_get(sum, "pods"), i, p)
+    {
+        const json_t *ref = json_object_get(p, "podRef");
+        const char *n = json_string_value(json_object_get(ref, "name"));
+        const char *ns = json_string_value(json_object_get(ref, "namespace"));
+        if (!n || !ns || strcmp(n, j->pod) != 0 || strcmp(ns, j->ns) != 0)
+            continue;
+        json_array_foreach(json_object_get(p, "containers"), k, c)
+        {
+            if (!json_is_string(json_object_get(c, "name")) ||
+                strcmp(json_string_value(json_object_get(c, "name")), K8S_CONTAINER) != 0)
+                continue;
+            json_t *cpu = json_object_get(json_object_get(c, "cpu"), "usageCoreNanoSeconds");
+            json_t *ws = json_object_get(json_object_get(c, "memory"), "workingSetBytes");
+            if (!json_is_number(cpu) || !json_is_number(ws))
+                break;
+            if (json_number_value(cpu) > j->cpu_ns)
+                j->cpu_ns = json_number_value(cpu);
+            if (json_number_value(ws) > j->mem_peak)
+                j->mem_peak = json_number_value(ws);
+            j->mem_sum_mb += json_number_value(ws) / 1048576.0;
+            j->usage_samples++;
+            break;
+        }
+        break;
+    }
+    json_decref(sum);
+    if (!j->terminal)
+        usage_later(j, j->k->cfg.usage_interval_ms);
+}
+
+static void usage_tick(evutil_socket_t fd, short what, void *arg)
+{
+    struct k8s_job *j = arg;
+    if (j->exited || j->terminal || j->usage_busy || j->usage_off || j->k->closing)
+        return;
+    if (!j->host_ip[0]) {
+        usage_later(j, j->k->cfg.usage_interval_ms);
+        return;
+    }
+    char url[192];
+    int v6 = strchr(j->host_ip, ':') != NULL;
+    snprintf(url, sizeof url, "https://%s%s%s:%ld/stats/summary?only_cpu_and_memory=true", v6 ? "[" : "",
+             j->host_ip, v6 ? "]" : "", j->k->cfg.kubelet_port);
+    j->usage_busy = 1;
+    if (k8s_call(j->k, "GET", url, NULL, K8S_CALL_ABS, usage_done, j) < 0)
+        j->usage_busy = 0;
+}
+
+static void usage_start(struct k8s_job *j)
+{
+    if (!j->k->cfg.kubelet_stats || j->usage_timer)
+        return;
+    j->usage_timer = evtimer_new(j->k->host->base, usage_tick, j);
+    if (j->usage_timer)
+        usage_later(j, 0);
+}
+
 /* Read a pod; 1 when it reached a terminal state (j->res set). */
 static int evaluate_pod(struct k8s_job *j, const json_t *pod)
 {
@@ -409,10 +549,15 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
     const char *uid = jstr2(pod, "metadata", "uid");
     if (uid && !j->uid[0])
         snprintf(j->uid, sizeof j->uid, "%s", uid);
+    const char *hip = json_string_value(json_object_get(st, "hostIP"));
+    if (hip && !j->host_ip[0] && strlen(hip) < sizeof j->host_ip)
+        snprintf(j->host_ip, sizeof j->host_ip, "%s", hip);
     if ((json_object_get(state, "running") || term) && !j->started) {
         j->started = 1;
         j->t_running = k8s_now_ms();
         j->cb.on_started(j->cb_arg);
+        if (json_object_get(state, "running"))
+            usage_start(j);
     }
     if (term) {
         j->c_started = k8s_parse_time_ms(json_string_value(json_object_get(term, "startedAt")));
@@ -448,6 +593,14 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         }
         return 1;
     }
+    /* the collect sidecar (an init container) is started first: its image
+     * or config errors hold the sandbox container in PodInitializing */
+    const json_t *iwait = json_object_get(
+        json_object_get(json_array_get(json_object_get(st, "initContainerStatuses"), 0), "state"), "waiting");
+    const char *iwr = json_string_value(json_object_get(iwait, "reason"));
+    int sidecar = iwr && strcmp(iwr, "PodInitializing") != 0 && strcmp(iwr, "ContainerCreating") != 0;
+    if (sidecar)
+        wait = iwait;
     const char *wr = json_string_value(json_object_get(wait, "reason"));
     if (wr) {
         int image = !strcmp(wr, "ErrImagePull") || !strcmp(wr, "ImagePullBackOff") ||
@@ -461,11 +614,15 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
             if (!strcmp(wr, "InvalidImageName") || now - j->waiting_since >= j->k->cfg.image_pull_grace_ms) {
                 const char *wm = json_string_value(json_object_get(wait, "message"));
                 char m[512];
-                if (image)
+                if (sidecar)
+                    snprintf(m, sizeof m, "the collect sidecar (collector_image %.150s) cannot start (%s): %.250s",
+                             j->k->cfg.collector_image ? j->k->cfg.collector_image : "?", wr, wm ? wm : "");
+                else if (image)
                     snprintf(m, sizeof m, "image %.200s cannot be pulled (%s)", j->image, wr);
                 else
                     snprintf(m, sizeof m, "the container cannot be created (%s): %.300s", wr, wm ? wm : "");
-                set_error(j, image ? EAI_E_IMAGE_MISSING : EAI_E_SANDBOX_FAILED, m);
+                /* the sidecar's image is the operator's, not the request's */
+                set_error(j, image && !sidecar ? EAI_E_IMAGE_MISSING : EAI_E_SANDBOX_FAILED, m);
                 return 1;
             }
         } else {
@@ -473,6 +630,23 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         }
     }
     return 0;
+}
+
+/* A pod read by the poll or delivered by the watch: terminal -> logs (or
+ * the end), else the next poll. */
+static void pod_read(struct k8s_job *j, const json_t *pod, const char *via)
+{
+    if (evaluate_pod(j, pod)) {
+        log_job(j, EAI_LOG_INFO, "terminal state seen by the ", via);
+        if (j->res.outcome == EAI_OUT_ERROR)
+            job_end(j);
+        else
+            step_logs(j);
+        return;
+    }
+    if (interrupted(j))
+        return;
+    next_poll(j);
 }
 
 /* ------------------------------------------------------------ call results */
@@ -649,16 +823,7 @@ static void call_done(void *arg, const struct k8s_result *r)
                 log_job(j, EAI_LOG_INFO, "the API server answers again after ", m);
                 j->outage_since = 0;
             }
-            if (evaluate_pod(j, r->json)) {
-                if (j->res.outcome == EAI_OUT_ERROR)
-                    job_end(j);
-                else
-                    step_logs(j);
-                return;
-            }
-            if (interrupted(j))
-                return;
-            next_poll(j);
+            pod_read(j, r->json, "poll");
             return;
         }
         if (st == 404) {
@@ -700,8 +865,26 @@ static void call_done(void *arg, const struct k8s_result *r)
             j->cb.on_output(j->cb_arg, EAI_STREAM_STDOUT, r->body, r->body_len);
         else if (st != 200)
             log_job(j, EAI_LOG_WARN, "cannot read the pod's log: ", r->message);
+        if (j->collecting && (j->res.outcome == EAI_OUT_EXITED || j->res.outcome == EAI_OUT_TIMEOUT ||
+                              j->res.outcome == EAI_OUT_OOM)) {
+            step_collect(j);
+            return;
+        }
         step_delete(j);
         return;
+    case JS_COLLECT: {
+        char m[256];
+        if (st != 200) {
+            j->files_truncated = 1;
+            log_job(j, EAI_LOG_WARN, "cannot read the collected files: ", r->message);
+        } else if (k8s_collect_parse(r->body, r->body_len, &j->files, &j->nfiles, &j->files_truncated, m,
+                                     sizeof m) < 0) {
+            j->files_truncated = 1; /* what was parsed is kept; the rest is missing, and said so */
+            log_job(j, EAI_LOG_WARN, "collected files incomplete: ", m);
+        }
+        step_delete(j);
+        return;
+    }
     case JS_DELETE:
         if (st != 200 && st != 202 && st != 404)
             log_job(j, EAI_LOG_WARN, "cannot delete the pod (sweep will): ", r->message);
@@ -738,6 +921,28 @@ static void job_tick(evutil_socket_t fd, short what, void *arg)
     default:
         step_poll(j);
         break;
+    }
+}
+
+/* The watch saw a pod of ns: the job it belongs to, when that job is
+ * between two polls, reads it now (a poll in flight will read it anyway). */
+void k8s_pod_seen(struct k8s *k, const char *ns, const json_t *pod)
+{
+    const char *name = jstr2(pod, "metadata", "name");
+    const char *uid = jstr2(pod, "metadata", "uid");
+    if (!name || k->closing)
+        return;
+    for (struct k8s_job *j = jobs_of(k)->head; j; j = j->next) {
+        if (strcmp(j->pod, name) != 0 || strcmp(j->ns, ns) != 0)
+            continue;
+        if (j->state != JS_POLL || j->busy || j->terminal || j->exited || !j->pod_created || j->cancelled ||
+            j->deadline_hit ||
+            (j->uid[0] && uid && strcmp(j->uid, uid) != 0))
+            return;
+        evtimer_del(j->timer);
+        j->poll_delay /= 2; /* next_poll doubles it again: the watch does not slow the poll */
+        pod_read(j, pod, "watch");
+        return;
     }
 }
 
@@ -832,6 +1037,12 @@ static int k8s_start(void *self, const struct eai_iso_job *job, const struct eai
     j->output_bytes = job->output_bytes;
     j->cpu_millis = job->cpu_millis;
     j->memory_bytes = job->memory_bytes;
+    if (k->cfg.collector_image && job->collect && job->collect[0]) {
+        int64_t nf, fb, tb;
+        k8s_collect_caps(job, &nf, &fb, &tb);
+        j->collecting = 1;
+        j->collect_log_bytes = k8s_collect_log_bytes(nf, fb, tb);
+    }
     size_t n = 0;
     for (const char *const *e = job->egress; e && *e; e++)
         n++;
@@ -1141,6 +1352,13 @@ static const struct eai_config_key k8s_keys[] = {
     {"token_reload_s", EAI_CFG_INT, 0, "60", "token file re-read period"},
     {"sweep_min_age_s", EAI_CFG_INT, 0, "600", "sweep deletes finished pods older than this"},
     {"probe_interval_s", EAI_CFG_INT, 0, "30", "API and RuntimeClass check period"},
+    {"watch", EAI_CFG_BOOL, 0, "true", "also watch the pods of each tenant namespace (resumed by resourceVersion, relisted on 410)"},
+    {"watch_timeout_s", EAI_CFG_INT, 0, "1", "timeoutSeconds of one watch round (the HTTP client does not stream)"},
+    {"kubelet_stats", EAI_CFG_BOOL, 0, "false", "measure usage from the node's kubelet /stats/summary (RBAC nodes/stats get)"},
+    {"kubelet_port", EAI_CFG_INT, 0, "10250", "the kubelets' HTTPS port"},
+    {"kubelet_ca_file", EAI_CFG_STRING, 0, NULL, "CA of the kubelets' serving certificates (default: ca_file)"},
+    {"usage_interval_ms", EAI_CFG_INT, 0, "1000", "how often a running pod's usage is sampled from its kubelet"},
+    {"collector_image", EAI_CFG_STRING, 0, NULL, "image holding /eai-k8s-collector: collect (a sidecar in each pod that collects)"},
     {"uid", EAI_CFG_INT, 0, "65534", "runAsUser/runAsGroup/fsGroup of sandbox pods"},
     {"node_selector", EAI_CFG_MAP, 0, NULL, "nodeSelector of sandbox pods"},
     {"tolerations", EAI_CFG_LIST, 0, NULL, "tolerations of sandbox pods"},
@@ -1203,6 +1421,7 @@ static void k8s_destroy(void *self)
         return;
     k->closing = 1;
     k8s_api_stop(k);
+    k8s_watch_stop_all(k);
     if (k->probe_timer)
         evtimer_del(k->probe_timer);
     /* jobs waiting on a timer go now; those with a call in flight go when
@@ -1211,7 +1430,7 @@ static void k8s_destroy(void *self)
     while (j) {
         struct k8s_job *n = j->next;
         j->exited = 1;
-        if (!j->busy)
+        if (!j->busy && !j->usage_busy)
             job_free(j);
         j = n;
     }

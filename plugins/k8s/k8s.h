@@ -6,6 +6,10 @@
  *                  token reload, retries with backoff, Status -> message
  *   k8s_objects.c  the Namespace, NetworkPolicy, Pod and Secret we send
  *   k8s_config.c   in-cluster and kubeconfig connection settings
+ *   k8s_watch.c    one watch of sandbox pods per tenant namespace (long-poll
+ *                  rounds from a resourceVersion, relist on 410 Gone)
+ *   k8s_collect.c  collected files: the sidecar's caps and output parser
+ *   k8s_collector.c  eai-k8s-collector, the static program of that sidecar
  *
  * Every call runs on the loop thread; file reads happen at create() or on a
  * worker (host->work_submit).  docs/kubernetes.md describes the objects.
@@ -26,6 +30,8 @@
 #define K8S_LABEL_TENANT "eai-sandbox.dev/tenant"
 #define K8S_LABEL_PROFILE "eai-sandbox.dev/profile"
 #define K8S_CONTAINER "sandbox"
+#define K8S_COLLECTOR "eai-collect"     /* the collect sidecar (k8s_collector.c) */
+#define K8S_COLLECTOR_BIN "/eai-k8s-collector"
 #define K8S_INPUT_DIR "/var/run/eai/input"
 #define K8S_DEFAULT_DENY "eai-default-deny"
 #define K8S_SECRET_MAX (1024 * 1024) /* API server limit on a Secret's data */
@@ -51,6 +57,13 @@ struct k8s_cfg {
     long token_reload_s;
     long sweep_min_age_s;
     long probe_interval_s;
+    int watch;                 /* watch the pods of each tenant namespace (k8s_watch.c) */
+    long watch_timeout_s;      /* one watch round's timeoutSeconds (no streaming: below) */
+    int kubelet_stats;         /* sample usage from the node's kubelet (/stats/summary) */
+    long kubelet_port;
+    char *kubelet_ca_file;     /* the kubelets' serving CA; default ca_file */
+    long usage_interval_ms;
+    char *collector_image;     /* image with /eai-k8s-collector: collect (k8s_collector.c) */
     long uid;                  /* runAsUser / runAsGroup / fsGroup */
     json_t *node_selector;     /* object or NULL */
     json_t *tolerations;       /* array or NULL */
@@ -86,6 +99,7 @@ struct k8s {
     char version[128];
     char reason[256];
     json_t *tenants_ready;     /* tenant -> true once its namespace is set up */
+    struct k8s_watch *watches; /* one per namespace with live jobs */
 };
 
 void k8s_ref(struct k8s *k);
@@ -106,6 +120,7 @@ struct k8s_result {
 typedef void (*k8s_call_fn)(void *arg, const struct k8s_result *res);
 
 #define K8S_CALL_RETRY   1u    /* retry 0/429/5xx with backoff (idempotent, or create) */
+#define K8S_CALL_ABS     4u    /* path is a whole https:// URL (a kubelet), not under api_url */
 #define K8S_CALL_RETRY_403 2u  /* also retry 403 (a RoleBinding just created may take a
                                 * moment to be honoured by the API server's authorizer) */
 
@@ -119,6 +134,21 @@ int k8s_token_start(struct k8s *k);
 void k8s_api_stop(struct k8s *k);
 /* Percent-encode a query value into out; -1 when it does not fit. */
 int k8s_qescape(const char *in, char *out, size_t outlen);
+
+/* The same with its own timeout (a watch round outlives api_timeout_ms). */
+int k8s_call_timeout(struct k8s *k, const char *method, const char *path, const json_t *body,
+                     unsigned flags, long timeout_ms, k8s_call_fn fn, void *arg);
+
+/* ---------------------------------------------------------------- watch (k8s_watch.c) */
+
+/* A job in namespace ns starts/stops needing the namespace's pod watch.
+ * The first join lists the namespace's sandbox pods and watches them from
+ * the list's resourceVersion; the last leave stops it. */
+void k8s_watch_join(struct k8s *k, const char *ns);
+void k8s_watch_leave(struct k8s *k, const char *ns);
+void k8s_watch_stop_all(struct k8s *k);
+/* k8s.c: a pod of namespace ns as the watch (or its list) saw it. */
+void k8s_pod_seen(struct k8s *k, const char *ns, const json_t *pod);
 
 /* ---------------------------------------------------------------- objects */
 
@@ -170,6 +200,18 @@ int k8s_cidr_parse(const char *cidr, int *family, unsigned char net[16], int *bi
 int k8s_cidrs_contain(const json_t *cidrs, int family, const unsigned char *addr);
 /* profiles.<profile>.egress_private_cidrs or NULL. */
 const json_t *k8s_profile_private_cidrs(const struct k8s_cfg *c, const char *profile);
+
+/* The effective collect caps of a job (core's, else the runner's defaults). */
+void k8s_collect_caps(const struct eai_iso_job *job, int64_t *files, int64_t *file_bytes, int64_t *total_bytes);
+/* Bytes the collector's log may take for these caps (limitBytes). */
+int64_t k8s_collect_log_bytes(int64_t files, int64_t file_bytes, int64_t total_bytes);
+/* k8s_collect.c: parse the collector's log ("EAI-COLLECT 1 N T", N lines
+ * "<b64 path> <bytes> <b64 data>", "EAI-COLLECT-END").  *files gets what
+ * parsed (free with k8s_collect_free) also on failure; -1 + msg when the
+ * output is malformed or cut short. */
+int k8s_collect_parse(const char *body, size_t len, struct eai_iso_collected **files, size_t *nfiles,
+                      int *truncated, char *msg, size_t msglen);
+void k8s_collect_free(struct eai_iso_collected *files, size_t n);
 
 /* base64 (standard, padded); malloc'd; NULL on allocation failure. */
 char *k8s_b64(const unsigned char *d, size_t n);

@@ -23,6 +23,7 @@ struct k8s_call {
     char *body;
     size_t body_len;
     unsigned flags;
+    long timeout_ms;
     int attempt;
     int auth_retried;
     k8s_call_fn fn;
@@ -284,7 +285,8 @@ static void call_send(struct k8s_call *c)
 {
     struct k8s *k = c->k;
     char url[2048];
-    if ((size_t)snprintf(url, sizeof url, "%s%s", k->cfg.api_url, c->path) >= sizeof url) {
+    int abs = (c->flags & K8S_CALL_ABS) != 0;
+    if ((size_t)snprintf(url, sizeof url, "%s%s", abs ? "" : k->cfg.api_url, c->path) >= sizeof url) {
         deliver(c, 0, NULL, 0, "URL too long");
         return;
     }
@@ -307,8 +309,8 @@ static void call_send(struct k8s_call *c)
     req.headers = headers;
     req.body = c->body;
     req.body_len = c->body_len;
-    req.timeout_ms = k->cfg.api_timeout_ms;
-    req.ca_file = k->cfg.ca_file;
+    req.timeout_ms = c->timeout_ms > 0 ? c->timeout_ms : k->cfg.api_timeout_ms;
+    req.ca_file = abs && k->cfg.kubelet_ca_file ? k->cfg.kubelet_ca_file : k->cfg.ca_file;
     req.client_cert = k->cfg.client_cert;
     req.client_key = k->cfg.client_key;
     req.insecure = k->cfg.insecure;
@@ -323,10 +325,17 @@ static void call_send(struct k8s_call *c)
 int k8s_call(struct k8s *k, const char *method, const char *path, const json_t *body,
              unsigned flags, k8s_call_fn fn, void *arg)
 {
+    return k8s_call_timeout(k, method, path, body, flags, 0, fn, arg);
+}
+
+int k8s_call_timeout(struct k8s *k, const char *method, const char *path, const json_t *body,
+                     unsigned flags, long timeout_ms, k8s_call_fn fn, void *arg)
+{
     struct k8s_call *c = calloc(1, sizeof *c);
     if (!c)
         return -1;
     c->k = k;
+    c->timeout_ms = timeout_ms;
     c->flags = flags;
     c->fn = fn;
     c->arg = arg;

@@ -297,6 +297,21 @@ int k8s_cfg_load(struct k8s_cfg *c, const struct eai_host *h, const json_t *cfg,
     c->sweep_min_age_s = clong(cfg, "sweep_min_age_s", 600);
     c->probe_interval_s = clong(cfg, "probe_interval_s", 30);
     c->uid = clong(cfg, "uid", 65534);
+    c->watch = cfg && json_is_false(json_object_get(cfg, "watch")) ? 0 : 1;
+    c->watch_timeout_s = clong(cfg, "watch_timeout_s", 1);
+    c->kubelet_stats = cfg && json_is_true(json_object_get(cfg, "kubelet_stats"));
+    c->kubelet_port = clong(cfg, "kubelet_port", 10250);
+    c->usage_interval_ms = clong(cfg, "usage_interval_ms", 1000);
+    c->kubelet_ca_file = dup_or_null(cstr(cfg, "kubelet_ca_file"));
+    c->collector_image = dup_or_null(cstr(cfg, "collector_image"));
+    if (c->kubelet_port < 1 || c->kubelet_port > 65535 || c->usage_interval_ms < 100) {
+        snprintf(msg, sizeof msg, "kubelet_port must be 1 to 65535 and usage_interval_ms >= 100");
+        goto fail;
+    }
+    if (c->watch_timeout_s < 1 || c->watch_timeout_s > 300) {
+        snprintf(msg, sizeof msg, "watch_timeout_s must be 1 to 300");
+        goto fail;
+    }
     if (c->poll_ms < 10 || c->api_timeout_ms < 100 || c->uid <= 0 || c->api_retries < 0 ||
         c->api_outage_grace_ms < 0) {
         snprintf(msg, sizeof msg,
@@ -349,6 +364,8 @@ void k8s_cfg_clear(struct k8s_cfg *c)
     free(c->client_key);
     free(c->ns_prefix);
     free(c->runtime_class);
+    free(c->kubelet_ca_file);
+    free(c->collector_image);
     json_decref(c->node_selector);
     json_decref(c->tolerations);
     free(c->tenant_role);

@@ -354,6 +354,30 @@ static int env_name_ok(const char *s, size_t n)
 
 static void quantity(char *out, size_t n, int64_t v) { snprintf(out, n, "%lld", (long long)v); }
 
+/* The collect sidecar: a native sidecar (init container, restartPolicy
+ * Always) sharing /tmp read-only; the kubelet sends it SIGTERM once the
+ * sandbox container exited, and it prints the collected files. */
+static json_t *collector_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, const json_t *csc)
+{
+    int64_t nf, fb, tb;
+    k8s_collect_caps(job, &nf, &fb, &tb);
+    char a[32], b[32], d[32], mem[32];
+    snprintf(a, sizeof a, "%lld", (long long)nf);
+    snprintf(b, sizeof b, "%lld", (long long)fb);
+    snprintf(d, sizeof d, "%lld", (long long)tb);
+    quantity(mem, sizeof mem, tb + (32LL << 20)); /* the files in memory, plus the program */
+    json_t *cmd = json_pack("[s, s, s, s]", K8S_COLLECTOR_BIN, a, b, d);
+    for (const char *const *p = job->collect; cmd && p && *p; p++)
+        json_array_append_new(cmd, json_string(*p));
+    json_t *lim = json_pack("{s:s, s:s}", "cpu", "100m", "memory", mem);
+    json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:O, s:O}, s:O, s:[{s:s, s:s, s:b}]}",
+                          "name", K8S_COLLECTOR, "image", c->collector_image, "imagePullPolicy", "Always",
+                          "restartPolicy", "Always", "command", cmd, "resources", "limits", lim, "requests", lim,
+                          "securityContext", csc, "volumeMounts", "name", "tmp", "mountPath", "/tmp", "readOnly", 1);
+    json_decref(lim);
+    return o;
+}
+
 json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, const char *ns,
                     const char *pod, const char *node_id, json_t **secret_data,
                     const struct eai_host *h, struct eai_error **err)
@@ -508,6 +532,13 @@ json_t *k8s_pod_obj(const struct k8s_cfg *c, const struct eai_iso_job *job, cons
                              "defaultMode", 0444, "optional", 0);
     if (!spec)
         goto oom;
+    if (c->collector_image && job->collect && job->collect[0]) {
+        json_t *col = collector_obj(c, job, csc);
+        if (!col || json_object_set_new(spec, "initContainers", json_pack("[o]", col)) < 0)
+            goto oom;
+        /* time for the sidecar to print the files after its SIGTERM */
+        json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(10));
+    }
     if (rc && *rc)
         json_object_set_new(spec, "runtimeClassName", json_string(rc));
     if (json_is_object(c->node_selector) && json_object_size(c->node_selector))

@@ -21,8 +21,12 @@ kubelet, containerd and runsc:
   RoleBinding / default-deny NetworkPolicy as the API server keeps them (and
   Pod Security enforced there), eaid's RBAC (the API server answers 403 to
   verbs eaid was not granted), the poll surviving an API server crash and
-  restart, eaid killed -9 and reattaching to its pod, token rotation (the old
-  token revoked by the API server), the sweep at start-up.
+  restart, the namespace watch getting a real 410 Gone after an etcd compaction
+  and an API server restart and ending the execution after its relist,
+  NetworkPolicy not enforced on this cluster (a peer in the test's own netns on
+  the pod bridge is reached), usage measured from the kubelet's summary, eaid
+  killed -9 and reattaching to its pod, token rotation (the old token revoked
+  by the API server), the sweep at start-up.
 
 Every wait is for a condition, bounded.  Everything listens on 127.0.0.1; pods
 live in 198.18.0.0/24 (the cluster's own range) and reach nothing else.
@@ -250,8 +254,9 @@ def short(d):
         (d.get("stderr") or "")[:300])
 
 
-def write_config(auth, **extra):
-    """eaid's config: the k8s backend with `auth` (kubeconfig or api_url + token_file)."""
+def write_config(auth, top=None, **extra):
+    """eaid's config: the k8s backend with `auth` (kubeconfig or api_url + token_file);
+    top: more top-level sections (e.g. collect caps)."""
     k8s = dict(auth)
     k8s.update({
         "runtime_class": C.env["EAI_CLUSTER_RUNTIME_CLASS"],
@@ -271,6 +276,7 @@ def write_config(auth, **extra):
             "defaults": {"cpu": "500m", "memory": "256Mi", "timeout_s": 60},
             "max": {"cpu": "1", "memory": "512Mi", "timeout_s": 120}}},
     }
+    cfg.update(top or {})
     # JSON is YAML: eaid reads it as its config file
     with open(C.config, "w") as f:
         json.dump(cfg, f, indent=1)
@@ -430,6 +436,60 @@ def t_network():
         check(res.get(k, "").startswith("error"), "%s reachable: %r" % (k, res))
     check(not got, "the host listener received a connection")
     C.notes.append("network from the pod: %s" % res)
+
+
+NP_PEER = "198.18.0.250"  # on the pod bridge, above what host-local hands out here
+NP_BRIDGE = "eaicni0"     # cluster.sh's BRIDGE
+
+
+def ip(*args, check_rc=True):
+    r = subprocess.run(["ip"] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+    if check_rc:
+        check(r.returncode == 0, "ip %s: %s" % (" ".join(args), r.stderr.decode(errors="replace")))
+    return r
+
+
+@case("NetworkPolicy not enforced here (docs): default-deny in place, a peer the test starts in its own netns "
+      "on the pod bridge (198.18.0.250) is reached from the pod; without that peer nothing else is")
+def t_netpol_not_enforced():
+    pol = kget("networkpolicy", "eai-default-deny", "-n", C.ns_a)
+    check(pol and pol["spec"].get("policyTypes") == ["Ingress", "Egress"] and not pol["spec"].get("egress"),
+          "eai-default-deny: %r" % pol)
+    tag = "%d" % (os.getpid() % 100000)
+    ns, host_if, peer_if = "eai-np-" + tag, "eainph" + tag, "eainpp" + tag
+    ip("netns", "add", ns)
+    server = None
+    try:
+        ip("link", "add", host_if, "type", "veth", "peer", "name", peer_if)
+        ip("link", "set", peer_if, "netns", ns)
+        ip("link", "set", host_if, "master", NP_BRIDGE)
+        ip("link", "set", host_if, "up")
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", ns, "addr", "add", NP_PEER + "/24", "dev", peer_if)
+        ip("-n", ns, "link", "set", peer_if, "up")
+        # the peer: accepts one connection at a time, answers "peer", counts them; bounded by its own timeout
+        srv = ("import socket, sys\ns = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+               "s.bind(('%s', 8080)); s.listen(4); s.settimeout(120)\nprint('listening', flush=True)\n"
+               "while True:\n    c, a = s.accept(); c.sendall(b'peer'); c.close(); print('conn', a[0], flush=True)\n"
+               % NP_PEER)
+        server = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", srv], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE)
+        check(server.stdout.readline().strip() == b"listening", "the peer did not start")
+        code = ("import socket\ns = socket.create_connection(('%s', 8080), timeout=5)\n"
+                "print(s.recv(16).decode())\n" % NP_PEER)
+        d = C.a.py(code)
+        check(d["status"] == "succeeded" and d["stdout"] == "peer\n",
+              "the pod did not reach the peer although no policy engine runs: " + short(d))
+        line = server.stdout.readline().decode().strip()
+        check(line.startswith("conn 198.18.0."), "the peer saw %r" % line)
+        C.notes.append("NetworkPolicy: eai-default-deny in %s, yet the pod reached %s:8080 on the bridge "
+                       "(peer saw %s): not enforced, as docs/kubernetes.md says" % (C.ns_a, NP_PEER, line))
+    finally:
+        if server:
+            server.kill()
+            server.wait(10)
+        ip("link", "del", host_if, check_rc=False)
+        ip("netns", "del", ns, check_rc=False)
 
 
 @case("seed 2, timeout: timeout_s 4 busy loop -> the kubelet ends the pod (DeadlineExceeded), status timeout")
@@ -642,6 +702,175 @@ def t_apiserver_restart():
     check(d["status"] == "succeeded", short(d))
     C.notes.append("API server restart: back after %.1f s (8 s down; %s); eaid ready %.1f s after the execution"
                    % (back, err.strip().splitlines()[-1], ready_s))
+
+
+@case("watch: the pod finishes while the API server is down after an etcd compaction -> a real 410 Gone, "
+      "relist, re-watch; the watch ends the execution (the poll slowed to minutes)")
+def t_watch_gone():
+    # the poll as a far fallback: after the outage it waits poll_ms (10 min) before its next read
+    write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}, poll_ms=600000)
+    eaid_restart()
+    try:
+        mark = len(C.eaid.log_text())
+        eid = C.a.submit(["python3", "-c", "import time\nprint('before', flush=True)\ntime.sleep(4)\nprint('after')"],
+                         limits={"timeout_s": 120})
+        wait_for(lambda: any(container_state(o).get("running") for _, o in C.watch.of(eid)), 120,
+                 "the container of %s to run" % eid)
+        listed = "watch of pods in %s: listed " % C.ns_a
+        check(listed in C.eaid.log_text()[mark:], "eaid's watch never listed %s" % C.ns_a)
+        # etcd forgets every revision before now; then the API server dies while the program runs
+        rc, out, err = cluster("compact-etcd", timeout=60)
+        check(rc == 0 and out.strip().isdigit(), "compact-etcd: %s %s" % (rc, err))
+        t_kill = time.time()
+        rc, out2, err2 = cluster("restart-apiserver", "10", timeout=300)
+        check(rc == 0, "restart-apiserver: %s %s" % (rc, err2[-2000:]))
+        t_back = time.time()
+        d = C.a.wait(eid, 60)
+        t_end = time.time()
+        check(d["status"] == "succeeded" and d["stdout"] == "before\nafter\n", short(d))
+        fin = [terminated(o).get("finishedAt") for _, o in C.watch.of(eid) if terminated(o).get("finishedAt")]
+        check(fin, "the pod's end was never seen")
+        fin_t = calendar.timegm(time.strptime(fin[0], "%Y-%m-%dT%H:%M:%SZ"))
+        check(fin_t <= t_back, "the program did not end while the API server was away (%s, back %.0f)" % (fin[0], t_back))
+        log = C.eaid.log_text()[mark:]
+        gone = [ln for ln in log.splitlines() if "watch of pods in %s: 410 Gone from resourceVersion" % C.ns_a in ln]
+        check(gone, "no 410 Gone in eaid's log")
+        check(log.count(listed) >= 2, "no relist after the 410")
+        check("%s: terminal state seen by the watch" % eid in log, "the watch did not end the execution")
+        wait_for(lambda: not pods_of(eid, C.ns_a), 30, "the pod of %s to be deleted" % eid)
+        C.notes.append("watch: etcd compacted at %s, pod finished %s while the API server was down, back %.1f s after "
+                       "the kill, execution ended %.1f s after that; eaid: %s" % (
+                           out.strip(), fin[0], t_back - t_kill, t_end - t_back, gone[0].split("410 Gone", 1)[1][:300]))
+        d = C.a.py("print('after the 410')")
+        check(d["status"] == "succeeded", short(d))
+    finally:
+        write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]})
+        eaid_restart()
+
+
+@case("usage measured by the kubelet (kubelet_stats): an idle program holding 150 MB for 5 s -> cpu_seconds far "
+      "below 0.5 CPU x duration, memory_mb_seconds / duration near its working set (not the 256Mi limit)")
+def t_usage():
+    write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}, kubelet_stats=True, usage_interval_ms=500)
+    eaid_restart()
+    try:
+        mark = len(C.eaid.log_text())
+        code = ("import time\nb = bytearray(150 * 1024 * 1024)\nfor i in range(0, len(b), 4096):\n    b[i] = 1\n"
+                "time.sleep(5)\nprint('held')")
+        eid = C.a.submit(["python3", "-c", code])
+        d = C.a.wait(eid)
+        check(d["status"] == "succeeded" and d["stdout"] == "held\n", short(d))
+        u = d["usage"]
+        dur = u["duration_s"]
+        check(dur >= 4, "duration %r" % u)
+        line = [ln for ln in C.eaid.log_text()[mark:].splitlines() if eid in ln and "usage from the kubelet" in ln]
+        check(line, "no kubelet usage line for %s in eaid's log" % eid)
+        check(u["cpu_seconds"] < 0.5 * dur * 0.5, "cpu_seconds %r is not measured (reserved: %.2f)" % (u, 0.5 * dur))
+        mean = u["memory_mb_seconds"] / dur
+        check(80 <= mean <= 300, "mean working set %.1f MiB (reserved would be 256): %r" % (mean, u))
+        C.notes.append("usage from the kubelet: %s; API usage %r (reserved figures would be cpu %.2f s, %.0f MB.s)"
+                       % (line[0].split("usage from the kubelet: ", 1)[1], u, 0.5 * dur, 256 * dur))
+    finally:
+        write_config({"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]})
+        eaid_restart()
+
+
+COLLECTOR = os.path.join(eaid_env.BUILD, "plugins", "eai-k8s-collector")
+
+
+def collector_image():
+    """The collect sidecar's image: the build's static eai-k8s-collector alone, pushed once."""
+    if getattr(C, "collector_image", None):
+        return C.collector_image
+    check(os.path.exists(COLLECTOR), "%s missing (build first)" % COLLECTOR)
+    root = os.path.join(C.tmp, "collector-rootfs")
+    os.makedirs(root, exist_ok=True)
+    import shutil
+    shutil.copy2(COLLECTOR, os.path.join(root, "eai-k8s-collector"))
+    rc, out, err = cluster("push", root, "eai/collector:test", "/eai-k8s-collector", timeout=300)
+    check(rc == 0 and out.strip(), "push collector: %s" % err[-2000:])
+    C.collector_image = out.strip().splitlines()[-1]
+    return C.collector_image
+
+
+def collect_run(body):
+    st, _, b = C.a.req("POST", "/v1/sandbox/executions", dict({"profile": PROFILE, "image": C.py_image}, **body))
+    check(st == 202, "POST: %s %s" % (st, b))
+    d = C.a.wait(b["id"])
+    return d, {f["path"]: f for f in d.get("files") or []}
+
+
+def file_bytes(eid, path):
+    h = {"Authorization": "Bearer " + C.a.key}
+    r = urllib.request.Request(C.eaid.url + "/v1/sandbox/executions/%s/files%s" % (eid, path), headers=h)
+    with urllib.request.urlopen(r, timeout=30) as resp:
+        return resp.read()
+
+
+@case("collect (collector_image): plugins/common's shared cases (tests/sandbox/sandbox_cases.c test_files) through "
+      "eaid on the cluster: same files, order, symlinks and FIFOs left out, per-file and file-count caps -> "
+      "files_truncated, refusals of bad paths")
+def t_collect():
+    import hashlib
+    img = collector_image()
+    kc = {"kubeconfig": C.env["EAI_CLUSTER_EAID_KUBECONFIG"]}
+    try:
+        write_config(kc, top={"collect": {"max_file_bytes": 4096}}, collector_image=img)
+        eaid_restart()
+        # sandbox_cases.c's script, minus `echo more >> /tmp/in/data.csv`: input files are mounted
+        # read-only in a pod (docs/kubernetes.md, "Limits")
+        script = ("set -e; mkdir -p /tmp/outputs/sub; wc -c < /tmp/in/deep/blob.bin; "
+                  "tr a-z A-Z < /tmp/in/data.csv > /tmp/outputs/result.csv; "
+                  "echo nested > /tmp/outputs/sub/n.txt; echo one > /tmp/single.txt; "
+                  "ln -s /etc/passwd /tmp/outputs/link; ln -s / /tmp/outputs/rootdir; "
+                  "mkfifo /tmp/outputs/fifo; yes | head -c 5000 > /tmp/outputs/zbig.bin")
+        d, files = collect_run({"command": ["sh", "-c", script],
+                                "files": [{"path": "/tmp/in/data.csv", "content": "a,b\n1,2\n"},
+                                          {"path": "/tmp/in/deep/blob.bin", "content_b64": "AAEC"}],
+                                "collect": ["/tmp/outputs", "/tmp/single.txt", "/tmp/missing"]})
+        check(d["status"] == "succeeded" and d["stdout"].strip() == "3", short(d))
+        paths = [f["path"] for f in d.get("files") or []]
+        check(paths == ["/tmp/outputs/result.csv", "/tmp/outputs/sub/n.txt", "/tmp/single.txt"],
+              "collected %r" % paths)
+        want = {"/tmp/outputs/result.csv": b"A,B\n1,2\n", "/tmp/outputs/sub/n.txt": b"nested\n",
+                "/tmp/single.txt": b"one\n"}
+        for f in d["files"]:
+            check(f["size"] == len(want[f["path"]]) and f["sha256"] == hashlib.sha256(want[f["path"]]).hexdigest(),
+                  "%r" % f)
+            check(file_bytes(d["id"], f["path"]) == want[f["path"]], "content of %s" % f["path"])
+        check(d.get("files_truncated") is True, "zbig.bin (5000 > 4096) did not set files_truncated: %r" % d)
+        # /tmp: every regular file, the input files included, binary exact
+        d, _ = collect_run({"command": ["sh", "-c", "printf '\\000\\377x' > /tmp/b.bin"],
+                            "files": [{"path": "/tmp/in/x.txt", "content": "x"}], "collect": ["/tmp"]})
+        paths = [f["path"] for f in d.get("files") or []]
+        check(d["status"] == "succeeded" and paths == ["/tmp/b.bin", "/tmp/in/x.txt"], "%r %s" % (paths, short(d)))
+        check(file_bytes(d["id"], "/tmp/b.bin") == b"\x00\xffx", "binary content")
+        check(not d.get("files_truncated"), "truncated without a cap hit: %r" % d)
+        # refusals: the same 422 whatever the backend (core and the backend's published limits)
+        for bad, where in ((["/etc/passwd"], "/collect/0"), (["/tmp/../etc"], "/collect/0"),
+                           (["/tmp/" + "x" * 256], "/collect/0")):
+            st, _, b = C.a.req("POST", "/v1/sandbox/executions",
+                               {"profile": PROFILE, "image": C.py_image, "command": ["true"], "collect": bad})
+            check(st == 422 and any(x.get("path") == where for x in (b.get("error", {}).get("details") or [])),
+                  "collect %r: %s %s" % (bad[0][:40], st, json.dumps(b)[:300]))
+        # the file-count cap
+        write_config(kc, top={"collect": {"max_files": 2}}, collector_image=img)
+        eaid_restart()
+        d, _ = collect_run({"command": ["sh", "-c", "mkdir /tmp/o; for i in 1 2 3 4 5; do echo $i > /tmp/o/f$i; done"],
+                            "collect": ["/tmp/o"]})
+        paths = [f["path"] for f in d.get("files") or []]
+        check(paths == ["/tmp/o/f1", "/tmp/o/f2"] and d.get("files_truncated") is True, "%r %r" % (paths, d))
+        # a collector image the registry lacks: the operator's error, said as such (not image_missing)
+        write_config(kc, collector_image=img.rsplit(":", 1)[0] + ":absent")
+        eaid_restart()
+        d, _ = collect_run({"command": ["true"]})
+        check(d["status"] == "error" and d["error"]["code"] == "sandbox_failed"
+              and "collect sidecar" in d["error"]["message"], short(d))
+        C.notes.append("missing collector image: %s" % d["error"]["message"][:200])
+        C.notes.append("collect through the sidecar: shared cases hold (3 files in order, caps -> files_truncated)")
+    finally:
+        write_config(kc)
+        eaid_restart()
 
 
 @case("eaid killed (-9) mid-execution and restarted: it finds the pod by label, the execution ends succeeded")

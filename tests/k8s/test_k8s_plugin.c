@@ -1296,6 +1296,9 @@ static void test_calls_match_rbac(void)
         }
         const char *verb = !strcmp(m, "POST") ? "create" : !strcmp(m, "DELETE") ? (name ? "delete" : "deletecollection")
                                                                                : (name ? "get" : "list");
+        const char *wq = json_string_value(json_object_get(json_object_get(q, "query"), "watch"));
+        if (!strcmp(verb, "list") && wq && (!strcmp(wq, "1") || !strcmp(wq, "true")))
+            verb = "watch";
         char resource[128];
         snprintf(resource, sizeof resource, "%s%s%s", res, sub ? "/" : "", sub ? sub : "");
         int allowed = 0;

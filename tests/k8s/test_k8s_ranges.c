@@ -136,11 +136,62 @@ static void test_image_normalize(void)
     norm("x@sha256:1/y", NULL);
 }
 
+/* What plugins/k8s/k8s_collector.c prints, parsed (k8s_collect.c). */
+static int parse(const char *text, struct eai_iso_collected **f, size_t *n, int *trunc)
+{
+    char msg[160];
+    return k8s_collect_parse(text, strlen(text), f, n, trunc, msg, sizeof msg);
+}
+
+static void test_collect_parse(void)
+{
+    struct eai_iso_collected *f;
+    size_t n;
+    int t;
+    /* "/tmp/a" -> L3RtcC9h, "hi\n" -> aGkK; an empty file; binary "\0\377" -> AP8= */
+    CU_ASSERT_EQUAL(parse("EAI-COLLECT 1 3 1\nL3RtcC9h 3 aGkK\nL3RtcC9i 0 \nL3RtcC9j 2 AP8=\nEAI-COLLECT-END\n",
+                          &f, &n, &t), 0);
+    CU_ASSERT_EQUAL(n, 3);
+    CU_ASSERT_EQUAL(t, 1);
+    if (n == 3) {
+        CU_ASSERT_STRING_EQUAL(f[0].path, "/tmp/a");
+        CU_ASSERT(f[0].len == 3 && !memcmp(f[0].data, "hi\n", 3));
+        CU_ASSERT_STRING_EQUAL(f[1].path, "/tmp/b");
+        CU_ASSERT_EQUAL(f[1].len, 0);
+        CU_ASSERT(f[2].len == 2 && f[2].data[0] == 0 && f[2].data[1] == 0xff);
+    }
+    k8s_collect_free(f, n);
+    CU_ASSERT_EQUAL(parse("EAI-COLLECT 1 0 0\nEAI-COLLECT-END\n", &f, &n, &t), 0);
+    CU_ASSERT(n == 0 && t == 0);
+    k8s_collect_free(f, n);
+    /* cut short (limitBytes, log rotation): what parsed is kept, -1 */
+    CU_ASSERT_EQUAL(parse("EAI-COLLECT 1 2 0\nL3RtcC9h 3 aGkK\nL3RtcC9i 3 aG", &f, &n, &t), -1);
+    CU_ASSERT_EQUAL(n, 1);
+    k8s_collect_free(f, n);
+    CU_ASSERT_EQUAL(parse("EAI-COLLECT 1 1 0\nL3RtcC9h 3 aGkK\n", &f, &n, &t), -1); /* no end line */
+    CU_ASSERT_EQUAL(n, 1);
+    k8s_collect_free(f, n);
+    /* malformed: size disagrees, bad base64, NUL in a path, no header, empty */
+    const char *bad[] = {"EAI-COLLECT 1 1 0\nL3RtcC9h 4 aGkK\nEAI-COLLECT-END\n",
+                         "EAI-COLLECT 1 1 0\nL3R!cC9h 3 aGkK\nEAI-COLLECT-END\n",
+                         "EAI-COLLECT 1 1 0\nAA== 3 aGkK\nEAI-COLLECT-END\n",
+                         "EAI-COLLECT 1 1 0\nL3RtcC9h 3aGkK\nEAI-COLLECT-END\n",
+                         "hello\n", "", NULL};
+    for (int i = 0; bad[i]; i++) {
+        CU_ASSERT_EQUAL(parse(bad[i], &f, &n, &t), -1);
+        CU_ASSERT_EQUAL(n, 0);
+        k8s_collect_free(f, n);
+    }
+    /* the log bound covers the worst case of the caps */
+    CU_ASSERT(k8s_collect_log_bytes(64, 10 << 20, 32 << 20) > (32LL << 20) / 3 * 4 + 64 * 5464);
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("k8s policy", NULL, NULL);
     if (!s || !CU_add_test(s, "IPv4 ranges", test_v4) || !CU_add_test(s, "IPv6 ranges", test_v6) ||
-        !CU_add_test(s, "CIDR lists", test_cidrs) || !CU_add_test(s, "image references", test_image_normalize))
+        !CU_add_test(s, "CIDR lists", test_cidrs) || !CU_add_test(s, "image references", test_image_normalize) ||
+        !CU_add_test(s, "collector output", test_collect_parse))
         return -1;
     return 0;
 }
