@@ -91,9 +91,12 @@ static void launcher_done(void *arg)
         g->launcher_state = -1;
         if (!g->destroying)
             g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN,
-                         "launcher not installed (%s): warm sandboxes start programs with runsc exec", c->msg);
+                         "launcher not installed (%s): warm sandboxes and sessions start programs with runsc exec",
+                         c->msg);
     }
     free(c);
+    if (!g->destroying)
+        gv_sessions_unpark(g); /* sessions wait for it (their supervisor) */
     gv_release(g);
 }
 
