@@ -121,6 +121,16 @@ try:
     # one execution: stdin, stdout, stderr, cwd, env, exit code
     code, out, err = client(["sh", "-c", "cat; echo \"$MODE\"; pwd; echo oops >&2; exit 3"], stdin=b"in\n")
     check((code, out, err) == (3, b"in\nx y\n/tmp\n", b"oops\n"), "io, env, cwd, exit code: %r" % ((code, out, err),))
+    # a large output, whole and in order; input larger than a pipe
+    big = bytes(range(256)) * 4096
+    code, out, err = client(["sh", "-c", "cat; head -c 3000000 /dev/zero | tr '\\0' e >&2"], stdin=big)
+    check(code == 0 and out == big and err == b"e" * 3000000, "1 MiB in and out, 3 MB on stderr: %d %d %d"
+          % (code, len(out), len(err)))
+    # a background process holding the program's stdout does not hold the client
+    t0 = time.time()
+    code, out, err = client(["sh", "-c", "sleep 1005 & echo done"], timeout=10)
+    check((code, out) == (0, b"done\n") and time.time() - t0 < 3,
+          "answer while a background process holds stdout: %r %.1f s" % ((code, out), time.time() - t0))
     code, out, err = client(["sh", "-c", "kill -9 $$"])
     check(code == 137, "killed by a signal: 128 + 9: %d" % code)
     code, out, err = client(["no-such-program"])
@@ -136,6 +146,8 @@ try:
     check(ppid_of(prog) == init, "the program is the supervisor's child, not the client's: %d" % ppid_of(prog))
     fds = sorted(int(f) for f in os.listdir("/proc/%d/fd" % prog)) if prog > 0 else None
     check(fds == [0, 1, 2], "the program holds only 0, 1, 2: %s" % fds)
+    links = [os.readlink("/proc/%d/fd/%d" % (prog, f)) for f in (fds or [])]
+    check(all(l.startswith("pipe:") for l in links), "pipes of the client's, not its stdio: %s" % links)
     check(os.getsid(prog) == prog, "the program leads a session of its own")
     # its client killed (the host's timeout: runsc kill --pid of the client)
     p.send_signal(signal.SIGKILL)
@@ -197,7 +209,7 @@ try:
 finally:
     sup.kill()
     sup.wait()
-    for pid in pids_of(b"sleep\x001001\x00") + pids_of(b"sleep\x001002\x00"):
+    for pid in pids_of(b"sleep\x001001\x00") + pids_of(b"sleep\x001002\x00") + pids_of(b"sleep\x001005\x00"):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:

@@ -15,17 +15,25 @@
  *       and kills none of them.
  *
  *   launcher --run NAME PROG ARGS...   one execution (`runsc exec` of it):
- *       connects to "@NAME" and sends one request, with its own stdin,
- *       stdout and stderr attached (SCM_RIGHTS):
+ *       makes three pipes of the sandbox's own and connects to "@NAME",
+ *       sends one request with the program's ends of them attached
+ *       (SCM_RIGHTS: its stdin's read end, its stdout's and stderr's write
+ *       ends):
  *           be32 length, then "EAI-RUN-1" NUL cwd NUL argc NUL argv... NUL
  *           envc NUL env... NUL      (its own cwd and environment)
+ *       and relays its own stdin (runsc exec's, the host's pipe) to the
+ *       program's and the program's stdout and stderr to its own.  The
+ *       program never holds a host descriptor, nor does what it leaves in
+ *       the background: Debian's runsc cannot restore a sandbox in which a
+ *       process holds one that came with `runsc exec` (measured: the restore
+ *       fails), the runsc of 2026 leaves such a descriptor dead.
  *       The supervisor starts PROG as its own child in a session of its own
  *       (setsid), in cwd, with that argv (PROG looked up in the env's PATH)
- *       and env, and those three descriptors as its 0, 1, 2: the program's
- *       output goes straight to runsc exec's pipes, as before, and its
- *       input comes from them.  It answers "started <pid>\n", then
- *       "exit <code>\n" (its exit status, or 128 + the signal that killed
- *       it, as runsc reports) once it has reaped it; the client exits with
+ *       and env, and those three descriptors as its 0, 1, 2.  It answers
+ *       "started <pid>\n", then "exit <code>\n" (its exit status, or 128 +
+ *       the signal that killed it, as runsc reports) once it has reaped it;
+ *       the client copies what the program's pipes hold then (until empty,
+ *       not until EOF: a background process may hold them) and exits with
  *       that code, so runsc exec reports what it always did.  A request it
  *       refuses is answered "fail <text>\n" (the client says it on stderr
  *       and exits 125); a program that cannot be executed is 127 (or 126)
@@ -134,6 +142,140 @@ static int client_fail(const char *what)
     return 125;
 }
 
+/* Write all of p to fd, waiting while it is full (runsc may have made ours
+ * non-blocking). */
+static int put_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EAGAIN) {
+            struct pollfd pf = {.fd = fd, .events = POLLOUT};
+            poll(&pf, 1, 1000);
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* What the program's pipe holds now, to our fd; EOF or nothing more: stop
+ * (a background process still writing is not waited for, as the host reads
+ * runsc's pipes until empty, not until EOF). */
+static void drain(int from, int to)
+{
+    static char chunk[65536];
+    for (int i = 0; from >= 0 && i < 256; i++) {
+        ssize_t r = read(from, chunk, sizeof(chunk));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0 || put_all(to, chunk, (size_t)r) < 0)
+            return;
+    }
+}
+
+/* Relay our stdin to the program's, its stdout and stderr to ours, until
+ * the supervisor's answer: "started <pid>\n", then "exit <code>\n" or
+ * "fail <text>\n". */
+static int relay(int s, int in, int out, int err)
+{
+    fcntl(in, F_SETFL, O_NONBLOCK);
+    fcntl(out, F_SETFL, O_NONBLOCK);
+    fcntl(err, F_SETFL, O_NONBLOCK);
+    static char inbuf[65536], chunk[65536];
+    size_t inlen = 0, inoff = 0;
+    int our_in = 0; /* -1 once our stdin has ended */
+    char line[512];
+    size_t n = 0;
+    for (;;) {
+        struct pollfd pf[5];
+        int np = 0, i_ctl = np++, i_out = -1, i_err = -1, i_stdin = -1, i_in = -1;
+        pf[i_ctl] = (struct pollfd){.fd = s, .events = POLLIN};
+        if (out >= 0)
+            pf[i_out = np++] = (struct pollfd){.fd = out, .events = POLLIN};
+        if (err >= 0)
+            pf[i_err = np++] = (struct pollfd){.fd = err, .events = POLLIN};
+        if (our_in >= 0 && in >= 0 && inlen == 0)
+            pf[i_stdin = np++] = (struct pollfd){.fd = 0, .events = POLLIN};
+        if (in >= 0 && inlen > inoff)
+            pf[i_in = np++] = (struct pollfd){.fd = in, .events = POLLOUT};
+        if (poll(pf, (nfds_t)np, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            return client_fail("poll");
+        }
+        int fd2[2] = {out, err}, idx[2] = {i_out, i_err};
+        for (int k = 0; k < 2; k++) {
+            if (idx[k] < 0 || !pf[idx[k]].revents)
+                continue;
+            ssize_t r = read(fd2[k], chunk, sizeof(chunk));
+            if (r > 0) {
+                put_all(k ? 2 : 1, chunk, (size_t)r);
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                close(fd2[k]);
+                if (k)
+                    err = -1;
+                else
+                    out = -1;
+            }
+        }
+        if (i_stdin >= 0 && pf[i_stdin].revents) {
+            ssize_t r = read(0, inbuf, sizeof(inbuf));
+            if (r > 0) {
+                inlen = (size_t)r;
+                inoff = 0;
+            } else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+                our_in = -1;
+                close(in); /* EOF for the program */
+                in = -1;
+            }
+        }
+        if (i_in >= 0 && pf[i_in].revents) {
+            ssize_t w = write(in, inbuf + inoff, inlen - inoff);
+            if (w > 0)
+                inoff += (size_t)w;
+            else if (w < 0 && errno != EAGAIN && errno != EINTR) {
+                close(in); /* the program closed its stdin: the rest is dropped */
+                in = -1;
+            }
+            if (inoff == inlen)
+                inlen = inoff = 0;
+        }
+        if (!pf[i_ctl].revents)
+            continue;
+        ssize_t r = read(s, line + n, sizeof(line) - 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return client_fail("the session's supervisor went away");
+        n += (size_t)r;
+        line[n] = '\0';
+        char *nl;
+        while ((nl = memchr(line, '\n', n))) {
+            *nl = '\0';
+            if (!strncmp(line, "exit ", 5)) {
+                char *end = NULL;
+                long code = strtol(line + 5, &end, 10);
+                drain(out, 1);
+                drain(err, 2);
+                return end && !*end && code >= 0 && code <= 255 ? (int)code : client_fail("bad answer");
+            }
+            if (!strncmp(line, "fail ", 5))
+                return client_fail(line + 5);
+            if (strncmp(line, "started ", 8))
+                return client_fail("bad answer");
+            n -= (size_t)(nl + 1 - line);
+            memmove(line, nl + 1, n);
+        }
+        if (n >= sizeof(line) - 1)
+            return client_fail("bad answer");
+    }
+}
+
 int eai_launcher_run(int argc, char **argv)
 {
     /* argv: --run NAME PROG ARGS... */
@@ -173,8 +315,14 @@ int eai_launcher_run(int argc, char **argv)
     if (s < 0 || connect(s, (struct sockaddr *)&sa, salen) < 0)
         return client_fail("cannot reach the session's supervisor");
 
-    /* the first 4 bytes carry our stdin, stdout and stderr */
-    int fds[3] = {0, 1, 2};
+    /* the program's stdin, stdout and stderr: pipes of the sandbox's own,
+     * relayed here to and from ours (runsc exec's, the host's), so that
+     * nothing the program leaves in the background holds a host descriptor
+     * (Debian's runsc cannot restore a sandbox where one does) */
+    int in[2], out[2], err[2];
+    if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0)
+        return client_fail("pipe");
+    int fds[3] = {in[0], out[1], err[1]};
     char ctl[CMSG_SPACE(sizeof(fds))];
     memset(ctl, 0, sizeof(ctl));
     struct iovec iov = {buf, 4};
@@ -190,43 +338,10 @@ int eai_launcher_run(int argc, char **argv)
     if (w != 4 || write_all(s, buf + 4, len - 4) < 0)
         return client_fail("the session's supervisor refused the request");
     free(buf);
-
-    /* our stdin and stdout are the program's now; stderr stays for our words */
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-    }
-
-    /* "started <pid>\n", then "exit <code>\n" or "fail <text>\n" */
-    char line[512];
-    size_t n = 0;
-    for (;;) {
-        ssize_t r = read(s, line + n, sizeof(line) - 1 - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return client_fail("the session's supervisor went away");
-        n += (size_t)r;
-        line[n] = '\0';
-        char *nl;
-        while ((nl = memchr(line, '\n', n))) {
-            *nl = '\0';
-            if (!strncmp(line, "exit ", 5)) {
-                char *end = NULL;
-                long code = strtol(line + 5, &end, 10);
-                return end && !*end && code >= 0 && code <= 255 ? (int)code : client_fail("bad answer");
-            }
-            if (!strncmp(line, "fail ", 5))
-                return client_fail(line + 5);
-            if (strncmp(line, "started ", 8))
-                return client_fail("bad answer");
-            n -= (size_t)(nl + 1 - line);
-            memmove(line, nl + 1, n);
-        }
-        if (n >= sizeof(line) - 1)
-            return client_fail("bad answer");
-    }
+    close(in[0]);
+    close(out[1]);
+    close(err[1]);
+    return relay(s, in[1], out[0], err[0]);
 }
 
 /* ------------------------------------------------------------ the supervisor */
