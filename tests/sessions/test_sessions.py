@@ -352,6 +352,30 @@ def case_one_at_a_time():
     delete(e, sid)
 
 
+def case_two_at_once():
+    """max_concurrent_executions 2: two executions run together in the
+    session (two programs under its supervisor), each with its own stdin,
+    env, stdout, stderr and exit code."""
+    e = env()
+    sid = create(e, max_concurrent_executions=2)
+    prog = ("import os,sys,time;a=time.time();d=sys.stdin.read();time.sleep(1.0);w=os.environ['WHO'];"
+            "print('%.3f %.3f'%(a,time.time()),d,w);sys.stderr.write('e'+w);sys.exit(int(w))")
+    ids = {}
+    for who in ("3", "4"):
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                      {"command": ["python3", "-c", prog], "stdin": "in" + who, "env": {"WHO": who}})
+        check(st == 202, "post: %s %s" % (st, b))
+        ids[who] = b["id"]
+    rs = {who: e.wait_terminal(i) for who, i in ids.items()}
+    for who, r in rs.items():
+        out = r["stdout"].split()
+        check(r.get("exit_code") == int(who) and out[2:] == ["in" + who, who] and r["stderr"] == "e" + who,
+              "execution %s: its own input, env, output and exit code: %s" % (who, r))
+    spans = sorted(tuple(map(float, r["stdout"].split()[:2])) for r in rs.values())
+    check(spans[1][0] < spans[0][1], "the two executions ran at once: %s" % spans)
+    delete(e, sid)
+
+
 def case_idle_and_ttl():
     """idle_timeout_s ends an unused session; ttl_s ends a busy one; both
     free the sandbox."""
@@ -584,6 +608,7 @@ CASES = [
     ("timeout_kills_only_the_program", case_timeout_kills_only_the_program),
     ("pause_resume", case_pause_resume),
     ("one_at_a_time", case_one_at_a_time),
+    ("two_at_once", case_two_at_once),
     ("idle_and_ttl", case_idle_and_ttl),
     ("cross_tenant", case_cross_tenant),
     ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
