@@ -5,11 +5,20 @@
 #ifndef EAI_LAUNCHER_H
 #define EAI_LAUNCHER_H
 
+#include <stddef.h>
+
 /* `--session NAME`: a session sandbox's init, the supervisor.  Returns
  * only on a failure at start (125). */
 int eai_launcher_session(int argc, char **argv);
 /* `--run NAME PROG ARGS...`: one execution in the session; returns its exit
  * code (125: the supervisor refused or could not be reached). */
 int eai_launcher_run(int argc, char **argv);
+
+/* eai_launcher_session.c: shared by both modes. */
+struct sockaddr_un;
+int eai_launcher_name_ok(const char *name); /* 1: [A-Za-z0-9._-], 1 to 64 bytes */
+/* The abstract address "@name"; its length. */
+unsigned eai_launcher_addr(const char *name, struct sockaddr_un *sa);
+int eai_launcher_write_all(int fd, const char *p, size_t n);
 
 #endif
