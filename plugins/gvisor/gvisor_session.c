@@ -11,9 +11,10 @@
  * installed and the image has its mount point, else
  * `sh -c 'echo ready; exec sleep infinity'`.  Each execution of the session
  * is a `runsc exec --process` into it (gvisor_exec.c): with the supervisor,
- * of `/.eai/launcher --run eai-session <argv>`, a client that hands the
- * supervisor its stdio and waits for the program, which the supervisor
- * starts as its own child: the session's programs and what they leave in
+ * of `/.eai/launcher --run eai-session <argv>`, a client that has the
+ * supervisor start the program as its own child with pipes of the
+ * sandbox's own, relays them to and from runsc exec's, and exits with the
+ * program's code: the session's programs and what they leave in
  * the background are children of the sandbox's init, which gVisor keeps
  * across checkpoint and restore (it kills at restore every process
  * `runsc exec` started, since 2024).  Its cancel or timeout kills only its

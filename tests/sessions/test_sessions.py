@@ -452,6 +452,30 @@ def case_many_sessions_no_crosstalk():
         list(ex.map(lambda s: delete(e, s), sids))
 
 
+def case_without_supervisor():
+    """With the launcher off (`launcher: false`; also an image without its
+    mount point), a session idles in sh + sleep and each execution is
+    runsc exec of its program: output, exit code, a timeout killing only its
+    program, and pause/resume keeping the files."""
+    e = start_env(config=CONFIG + "isolation:\n  gvisor: {launcher: false}\n", tenant="ses-nolauncher")
+    try:
+        sid = create(e)
+        r = run(e, sid, ["sh", "-c", "echo kept > /tmp/k; cat /proc/1/cmdline | tr '\\0' ' '; exit 5"])
+        check(r.get("exit_code") == 5 and r["stdout"].startswith("sleep infinity"),
+              "runsc exec path, init sleep: %s" % r)
+        r = run(e, sid, ["sleep", "60"], timeout_s=2)
+        check(r["status"] == "timeout", "timeout on the runsc exec path: %s" % r)
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+        check(st == 200 and b["status"] == "paused", "pause: %s %s" % (st, b))
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid, timeout=60)
+        check(st == 200 and b["status"] == "running", "resume: %s %s" % (st, b))
+        r = run(e, sid, ["cat", "/tmp/k"])
+        check(r["stdout"] == "kept\n", "files across pause/resume: %s" % r)
+        delete(e, sid)
+    finally:
+        e.stop()
+
+
 def case_tenant_cap_and_validation():
     """sessions.max_per_tenant caps live sessions (429 session_limit);
     bad bodies are refused before any sandbox boots."""
@@ -609,6 +633,7 @@ CASES = [
     ("pause_resume", case_pause_resume),
     ("one_at_a_time", case_one_at_a_time),
     ("two_at_once", case_two_at_once),
+    ("without_supervisor", case_without_supervisor),
     ("idle_and_ttl", case_idle_and_ttl),
     ("cross_tenant", case_cross_tenant),
     ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
