@@ -65,6 +65,22 @@ def state_of(pid):
         return ""
 
 
+def kill(pid):
+    """SIGKILL one process of this test, never a pid <= 1: os.kill(-1, ...)
+    as root would signal every process of the machine."""
+    if pid > 1:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def first_pid(cmdline, s=5.0):
+    """The pid of the process with this cmdline, waited for; -1 if none."""
+    wait_for(lambda: pids_of(cmdline), s)
+    return (pids_of(cmdline) or [-1])[0]
+
+
 def wait_for(cond, s=5.0):
     end = time.time() + s
     while time.time() < end:
@@ -142,7 +158,7 @@ try:
     p = subprocess.Popen([launcher, "--run", NAME, "sleep", "1003"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV)
     check(wait_for(lambda: pids_of(b"sleep\x001003\x00")), "program started")
-    prog = (pids_of(b"sleep\x001003\x00") or [-1])[0]
+    prog = first_pid(b"sleep\x001003\x00")
     check(ppid_of(prog) == init, "the program is the supervisor's child, not the client's: %d" % ppid_of(prog))
     fds = sorted(int(f) for f in os.listdir("/proc/%d/fd" % prog)) if prog > 0 else None
     check(fds == [0, 1, 2], "the program holds only 0, 1, 2: %s" % fds)
@@ -160,7 +176,7 @@ try:
     b = subprocess.Popen([launcher, "--run", NAME, "sh", "-c", "sleep 1001 >/dev/null 2>&1 & exec sleep 1000"],
                          stdout=subprocess.DEVNULL, env=ENV)
     check(wait_for(lambda: pids_of(b"sleep\x001000\x00") and pids_of(b"sleep\x001001\x00")), "second program running")
-    bg = (pids_of(b"sleep\x001001\x00") or [-1])[0]
+    bg = first_pid(b"sleep\x001001\x00")
     b.send_signal(signal.SIGKILL)
     b.wait()
     check(wait_for(lambda: not pids_of(b"sleep\x001000\x00")), "the killed client's program is gone")
@@ -171,14 +187,14 @@ try:
 
     # an orphan: kept, reparented to the supervisor; reaped when it ends
     code, out, _ = client(["sh", "-c", "sleep 1002 >/dev/null 2>&1 &"])
-    orphan = (pids_of(b"sleep\x001002\x00") or [-1])[0]
+    orphan = first_pid(b"sleep\x001002\x00")
     check(code == 0 and state_of(orphan) == "S", "orphan alive after its parent's end: %d %r" % (code, state_of(orphan)))
     check(wait_for(lambda: ppid_of(orphan) == init), "orphan reparented to the supervisor: %d" % ppid_of(orphan))
     time.sleep(0.3)
     check(state_of(orphan) == "S", "the supervisor kills no orphan")
-    os.kill(orphan, signal.SIGKILL)
+    kill(orphan)
     check(wait_for(lambda: state_of(orphan) == ""), "orphan reaped once it ended (no zombie): %r" % state_of(orphan))
-    os.kill(bg, signal.SIGKILL)
+    kill(bg)
 
     # bad requests: refused, the connection closed, the supervisor serves on
     got = request(good_body(["true"]), length=0xFFFFFFF0)
@@ -210,9 +226,6 @@ finally:
     sup.kill()
     sup.wait()
     for pid in pids_of(b"sleep\x001001\x00") + pids_of(b"sleep\x001002\x00") + pids_of(b"sleep\x001005\x00"):
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
+        kill(pid)
 print("%d failed" % failed)
 sys.exit(1 if failed else 0)
