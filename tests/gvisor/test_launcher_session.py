@@ -220,6 +220,13 @@ try:
     idle.sendall(b"\0\0")
     code, out, _ = client(["echo", "still"])
     check((code, out) == (0, b"still\n"), "served on after bad requests: %r" % ((code, out),))
+    # ... and is refused once its 10 s are over
+    idle.settimeout(15)
+    try:
+        got = idle.recv(200)
+    except OSError as ex:
+        got = repr(ex).encode()
+    check(got.startswith(b"fail request not complete in time"), "an incomplete request times out: %r" % got)
     idle.close()
     check(sup.poll() is None, "supervisor still running")
 finally:

@@ -401,7 +401,7 @@ int eai_launcher_session(int argc, char **argv)
     struct pollfd pfd[MAX_CLIENTS + 1];
     int who[MAX_CLIENTS + 1];
     for (;;) {
-        int n = 0, busy = 0;
+        int n = 0, busy = 0, reading = 0;
         time_t now = time(NULL);
         for (int i = 0; i < MAX_CLIENTS; i++) {
             struct client *c = &clients[i];
@@ -412,6 +412,7 @@ int eai_launcher_session(int argc, char **argv)
             if (c->state == CL_FREE)
                 continue;
             busy++;
+            reading += c->state == CL_READING;
             pfd[n] = (struct pollfd){.fd = c->fd, .events = POLLIN};
             who[n++] = i;
         }
@@ -419,8 +420,10 @@ int eai_launcher_session(int argc, char **argv)
             pfd[n] = (struct pollfd){.fd = ls, .events = POLLIN};
             who[n++] = -1;
         }
+        /* woken each second only while a request is being read (its
+         * deadline); an idle session's init sleeps */
         struct timespec ts = {1, 0};
-        int r = ppoll(pfd, (nfds_t)n, &ts, &none);
+        int r = ppoll(pfd, (nfds_t)n, reading ? &ts : NULL, &none);
         if (got_chld || r < 0) {
             got_chld = 0;
             reap();
