@@ -204,17 +204,30 @@ static char **next_list(const char *buf, size_t len, size_t *off, int at_least_o
     return v;
 }
 
+int eai_launcher_request_parse(const char *req, size_t len, const char **cwd, char ***argv, char ***envp)
+{
+    size_t off = 0;
+    const char *magic = next_str(req, len, &off);
+    const char *dir = next_str(req, len, &off);
+    char **prog = magic && !strcmp(magic, MAGIC) && dir ? next_list(req, len, &off, 1) : NULL;
+    char **env = prog ? next_list(req, len, &off, 0) : NULL;
+    if (!env || off != len) {
+        free(prog);
+        free(env);
+        return -1;
+    }
+    *cwd = dir;
+    *argv = prog;
+    *envp = env;
+    return 0;
+}
+
 /* The whole request is in: start its program. */
 static void start(struct client *c)
 {
-    size_t off = 0;
-    const char *magic = next_str(c->req, c->req_len, &off);
-    const char *cwd = next_str(c->req, c->req_len, &off);
-    char **prog = magic && !strcmp(magic, MAGIC) && cwd ? next_list(c->req, c->req_len, &off, 1) : NULL;
-    char **envp = prog ? next_list(c->req, c->req_len, &off, 0) : NULL;
-    if (!envp || off != c->req_len) {
-        free(prog);
-        free(envp);
+    const char *cwd = NULL;
+    char **prog = NULL, **envp = NULL;
+    if (eai_launcher_request_parse(c->req, c->req_len, &cwd, &prog, &envp) < 0) {
         refuse(c, "bad request");
         return;
     }
