@@ -98,9 +98,9 @@ if (($# == 0)) && [[ ${EAI_SKIP_FUZZ:-0} != 1 ]]; then
 fi
 
 # Debian 12's runsc (0.0~20221219, ptrace only) is still supported: the gVisor
-# sandbox suite and the sessions (whose background processes survive a pause
-# only there: docs/sessions.md) on it first (the whole suite's summary stays
-# the last line), when the suite runs on another.
+# sandbox suite and the sessions (whose pause/resume, background processes
+# included, must work on both runsc: docs/sessions.md) on it first (the whole
+# suite's summary stays the last line), when the suite runs on another.
 if (($# == 0)) && [[ ${EAI_SANDBOX_RUNSC:-} && ${EAI_SANDBOX_RUNSC} != /usr/bin/runsc ]]; then
     echo "== ctest on Debian's runsc: $(/usr/bin/runsc --version | head -1)"
     (cd "$EAI_ROOT/build" && PATH=$deb_path EAI_SANDBOX_RUNSC=/usr/bin/runsc \

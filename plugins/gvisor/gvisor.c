@@ -32,7 +32,8 @@ static const struct eai_config_key gv_keys[] = {
     {"probe", EAI_CFG_BOOL, 0, "true", "run runsc --version and a trivial sandbox before accepting work"},
     {"pool", EAI_CFG_INT, 0, "2", "pre-booted single-use sandboxes kept per recent shape (0 = off)"},
     {"launcher", EAI_CFG_BOOL, 0, "true",
-     "pooled sandboxes start their program with the embedded launcher, not runsc exec (docs/gvisor.md)"},
+     "pooled sandboxes start their program with the embedded launcher, not runsc exec, and sessions run theirs "
+     "under its supervisor (docs/gvisor.md)"},
     {"egress_pool", EAI_CFG_BOOL, 0, "true",
      "executions with granted egress also take pooled sandboxes, booted in namespaces core makes (docs/egress.md)"},
     {"warmup", EAI_CFG_LIST, 0, "[\"python3\", \"-c\", \"pass\"]",
@@ -91,9 +92,12 @@ static void launcher_done(void *arg)
         g->launcher_state = -1;
         if (!g->destroying)
             g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN,
-                         "launcher not installed (%s): warm sandboxes start programs with runsc exec", c->msg);
+                         "launcher not installed (%s): warm sandboxes and sessions start programs with runsc exec",
+                         c->msg);
     }
     free(c);
+    if (!g->destroying)
+        gv_sessions_unpark(g); /* sessions wait for it (their supervisor) */
     gv_release(g);
 }
 

@@ -28,6 +28,9 @@ struct event;
 #define GV_LAUNCHER_PATH "/.eai/launcher" /* its mount point is in the image (EAI_IMAGE_LAUNCHER_PATH) */
 #define GV_LAUNCH_MAX (4 << 20)       /* launch file bytes (MAX_LAUNCH of the launcher) */
 #define GV_LAUNCH_LINE_LEN 34         /* "/tmp/.eai-launch-<16 hex>\n" (LINE_LEN of the launcher) */
+/* A session's supervisor (the launcher's --session mode): the abstract
+ * socket inside the sandbox its executions (--run) connect to. */
+#define GV_SES_SOCKET "eai-session"
 #define GV_WARMUP_ARGS 16             /* config `warmup`: at most 16 arguments */
 #define GV_WARMUP_ARG_BYTES 256
 #define GV_WARMUP_MIN_MEMORY (128LL << 20) /* no warm-up in sandboxes with less memory */
@@ -205,9 +208,11 @@ void gv_sessions_unpark(struct gv *g);
  * the least CPU weight (gv_cgroup_weight gives it the default when an
  * execution takes it).  0 or -1 with msg. */
 int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, int idle, char *msg, size_t msglen);
-/* Worker: the job's OCI process object as a file (runsc exec --process). */
-int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
-                     size_t msglen);
+/* Worker: the job's OCI process object as a file (runsc exec --process);
+ * supervised: its program started by the session's supervisor (its args
+ * behind `/.eai/launcher --run GV_SES_SOCKET`). */
+int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, int supervised,
+                     char *msg, size_t msglen);
 /* Worker: restart the leaf's peak memory counter (pooled sandboxes). */
 void gv_cgroup_reset_peak(const struct eai_pc_bundle *b);
 /* Worker: the leaf's CPU weight, the least (idle) or the default.  So a

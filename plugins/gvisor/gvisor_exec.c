@@ -22,9 +22,12 @@
  *
  * An execution inside a session (job->session_id, gvisor_session.c) is run
  * like a warm one in the session's sandbox, except: it may wait for a slot
- * (hold), its stop kills only its program (`runsc kill --pid`, the pid from
- * --internal-pid-file), its OOM is the cgroup's OOM count growing during
- * it, and nothing is torn down at its end.
+ * (hold), its program is started by the session's supervisor when the
+ * session has one (the process file runs `/.eai/launcher --run`, its
+ * client), its stop kills only its program (`runsc kill --pid` of what runsc
+ * exec started, the pid from --internal-pid-file: the client, whose end
+ * makes the supervisor kill the program), its OOM is the cgroup's OOM count
+ * growing during it, and nothing is torn down at its end.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,7 +148,7 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
         snprintf(p->procf, sizeof(p->procf), "%s/%s.process.json", run->b.dir, p->own_cid);
         snprintf(p->pidf, sizeof(p->pidf), "%s/%s.pid", run->b.dir, p->own_cid);
         if (eai_pc_write_inputs(run->b.dir, run->b.uid, run->job, msg, msglen) < 0 ||
-            gv_write_process(&run->b, run->job, p->procf, msg, msglen) < 0)
+            gv_write_process(&run->b, run->job, p->procf, run->b.launcher, msg, msglen) < 0)
             return -1;
         struct eai_pc_stats st;
         gv_cgroup_stats(&run->b, &st);
@@ -162,7 +165,7 @@ static int gv_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msgle
         snprintf(p->logf, sizeof(p->logf), "%s/runsc-run.main.log", run->b.dir); /* the pool's runsc run */
     if (eai_pc_write_inputs(run->b.dir, run->b.uid, run->job, msg, msglen) < 0 ||
         (p->launch ? gv_launch_write(&run->b, run->job, p->line, sizeof(p->line), msg, msglen)
-                   : gv_write_process(&run->b, run->job, p->procf, msg, msglen)) < 0)
+                   : gv_write_process(&run->b, run->job, p->procf, 0, msg, msglen)) < 0)
         return -1;
     gv_cgroup_reset_peak(&run->b);
     gv_cgroup_weight(&run->b, 0);

@@ -40,11 +40,24 @@ static json_t *rlimit(const char *type, int64_t v)
 }
 
 /* The OCI `process` object of a job (also runsc exec's --process file). */
-static json_t *process_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
+static json_t *process_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job, int supervised)
 {
     json_t *args, *env;
     if (eai_pc_oci_args_env(job, &args, &env) < 0)
         return NULL;
+    if (supervised) {
+        /* the client of the session's supervisor (launcher/eai_launcher_session.c),
+         * which starts the job's argv as a child of the sandbox's init */
+        json_t *via = json_pack("[s, s, s]", GV_LAUNCHER_PATH, "--run", GV_SES_SOCKET);
+        if (!via || json_array_extend(via, args) < 0) {
+            json_decref(via);
+            json_decref(args);
+            json_decref(env);
+            return NULL;
+        }
+        json_decref(args);
+        args = via;
+    }
     int64_t pids = job->pids > 0 ? job->pids : GV_DEFAULT_PIDS;
     json_t *caps = json_pack("{s:[], s:[], s:[], s:[], s:[]}", "bounding", "effective", "inheritable",
                              "permitted", "ambient");
@@ -57,7 +70,7 @@ static json_t *process_new(const struct eai_pc_bundle *b, const struct eai_iso_j
 
 static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job *job)
 {
-    json_t *process = process_new(b, job);
+    json_t *process = process_new(b, job, 0);
     if (!process)
         return NULL;
     int64_t disk = job->disk_bytes > 0 ? job->disk_bytes : GV_DEFAULT_DISK;
@@ -286,10 +299,10 @@ int gv_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job, in
     return cg_create(b, job, idle, msg, msglen);
 }
 
-int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, char *msg,
-                     size_t msglen)
+int gv_write_process(const struct eai_pc_bundle *b, const struct eai_iso_job *job, const char *path, int supervised,
+                     char *msg, size_t msglen)
 {
-    return eai_pc_write_json(path, process_new(b, job), "process.json", msg, msglen);
+    return eai_pc_write_json(path, process_new(b, job, supervised), "process.json", msg, msglen);
 }
 
 void gv_cgroup_reset_peak(const struct eai_pc_bundle *b)

@@ -4,12 +4,22 @@
  *
  * The sandbox is booted exactly like a warm pool sandbox (gvisor_pool.c):
  * a bundle with the session's limits (memory cgroup leaf, cpu, pids, a
- * size-capped host tmpfs at /tmp) whose init is
- * `sh -c 'echo ready; exec sleep infinity'` under an attached `runsc run`,
- * named eai-ses-<uuid> (the start-up sweep removes it after a crash).
- * Each execution of the session is a `runsc exec --process` into it
- * (gvisor_exec.c); its cancel or timeout kills only its program
- * (`runsc kill --pid`, the pid from --internal-pid-file), never the
+ * size-capped host tmpfs at /tmp) under an attached `runsc run`, named
+ * eai-ses-<uuid> (the start-up sweep removes it after a crash).  Its init
+ * is the launcher's session supervisor (`/.eai/launcher --session
+ * eai-session`, launcher/eai_launcher_session.c) when the launcher is
+ * installed and the image has its mount point, else
+ * `sh -c 'echo ready; exec sleep infinity'`.  Each execution of the session
+ * is a `runsc exec --process` into it (gvisor_exec.c): with the supervisor,
+ * of `/.eai/launcher --run eai-session <argv>`, a client that has the
+ * supervisor start the program as its own child with pipes of the
+ * sandbox's own, relays them to and from runsc exec's, and exits with the
+ * program's code: the session's programs and what they leave in
+ * the background are children of the sandbox's init, which gVisor keeps
+ * across checkpoint and restore (it kills at restore every process
+ * `runsc exec` started, since 2024).  Its cancel or timeout kills only its
+ * program (`runsc kill --pid` of the client, the pid from
+ * --internal-pid-file; the supervisor then kills the program), never the
  * sandbox.  The limits hold for everything the session runs together, as
  * they belong to the sandbox.  At most max_concurrent executions run in it
  * at once; the others wait (the runner's hold).  The sandbox dying (OOM,
@@ -290,18 +300,30 @@ static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
 }
 
 static const char *const gv_ses_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
+static const char *const gv_ses_supervisor_argv[] = {GV_LAUNCHER_PATH, "--session", GV_SES_SOCKET, NULL};
 
 static void prepare_work(void *arg)
 {
     struct gv_session *s = arg;
-    char path[PATH_MAX + 32];
-    struct stat st;
-    snprintf(path, sizeof(path), "%s/bin/sh", s->b.rootfs);
-    int ok = stat(path, &st) == 0;
-    snprintf(path, sizeof(path), "%s/usr/bin/sleep", s->b.rootfs);
-    int ok2 = stat(path, &st) == 0;
-    snprintf(path, sizeof(path), "%s/bin/sleep", s->b.rootfs);
-    ok2 = ok2 || stat(path, &st) == 0;
+    char path[PATH_MAX + 32], dir[PATH_MAX + 16];
+    struct stat st, dst;
+    /* The supervisor needs the launcher's mount point in the image (as the
+     * warm pool's launcher, gvisor_pool.c); without it the session idles in
+     * sh + sleep and its programs are runsc exec'd */
+    snprintf(path, sizeof(path), "%s" GV_LAUNCHER_PATH, s->b.rootfs);
+    snprintf(dir, sizeof(dir), "%s/.eai", s->b.rootfs);
+    if (s->b.launcher && (lstat(dir, &dst) < 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 0005) != 0005 ||
+                          lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
+        s->b.launcher = 0;
+    int ok = 1, ok2 = 1;
+    if (!s->b.launcher) {
+        snprintf(path, sizeof(path), "%s/bin/sh", s->b.rootfs);
+        ok = stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "%s/usr/bin/sleep", s->b.rootfs);
+        ok2 = stat(path, &st) == 0;
+        snprintf(path, sizeof(path), "%s/bin/sleep", s->b.rootfs);
+        ok2 = ok2 || stat(path, &st) == 0;
+    }
     if (!ok || !ok2) {
         s->prep_failed = 1;
         snprintf(s->msg, sizeof(s->msg), "the image has no sh and sleep: a session cannot idle in it");
@@ -310,7 +332,7 @@ static void prepare_work(void *arg)
     struct eai_iso_job job;
     memset(&job, 0, sizeof(job));
     job.size = sizeof(job);
-    job.argv = gv_ses_init_argv;
+    job.argv = s->b.launcher ? gv_ses_supervisor_argv : gv_ses_init_argv;
     job.memory_bytes = s->spec.memory_bytes;
     job.cpu_millis = s->spec.cpu_millis;
     job.disk_bytes = s->spec.disk_bytes;
@@ -363,6 +385,7 @@ static void ses_prepare(struct gv_session *s)
 {
     const struct eai_host *h = s->g->host;
     s->g->inflight++; /* held by the prepare step */
+    s->b.launcher = s->g->launcher_state == 1; /* the supervisor, if the image can bind it */
     if (h->work_submit(h, prepare_work, prepare_done, s) < 0) {
         s->prep_failed = 1;
         snprintf(s->msg, sizeof(s->msg), "worker queue full");
@@ -410,7 +433,7 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     g->inflight++; /* held by the session until cleanup_done */
     /* never during the first probe or the start-up sweep (it would take
      * the sandbox for a leftover): booted by gv_sessions_unpark then */
-    s->parked = !gv_ready_gate(g);
+    s->parked = !gv_ready_gate(g) || g->launcher_state == 0; /* and the launcher installed */
     if (!s->parked)
         ses_prepare(s);
     return 0;
@@ -425,7 +448,7 @@ void gv_sessions_unpark(struct gv *g)
         if (g->probe_state < 0) {
             s->parked = 0;
             ses_kill(s, g->reason);
-        } else if (gv_ready_gate(g)) {
+        } else if (gv_ready_gate(g) && g->launcher_state != 0) {
             s->parked = 0;
             ses_prepare(s);
         }

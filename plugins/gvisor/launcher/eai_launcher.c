@@ -40,6 +40,9 @@
  * socket through ptrace or /proc/1/fd.  Nothing here decides what the host
  * decides: the timeout, OOM, usage and output caps are read on the host.
  * Never a second command.
+ *
+ * `--session NAME` and `--run NAME PROG...` are a session's supervisor and
+ * its executions instead (eai_launcher_session.c).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -56,6 +59,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "eai_launcher.h"
 
 #define CTL 0                        /* the control socket */
 #define MAX_LAUNCH (4 << 20)         /* bytes of the launch file */
@@ -222,6 +227,11 @@ static void end_the_rest(void)
 
 int main(int argc, char **argv)
 {
+    /* a session's supervisor and its clients (eai_launcher_session.c) */
+    if (argc > 1 && !strcmp(argv[1], "--session"))
+        return eai_launcher_session(argc, argv);
+    if (argc > 1 && !strcmp(argv[1], "--run"))
+        return eai_launcher_run(argc, argv);
     signal(SIGPIPE, SIG_IGN);
     /* not dumpable: the program (same uid) can neither ptrace the launcher
      * nor open its descriptors through /proc/1/fd (the control socket); an
