@@ -590,10 +590,17 @@ struct serve_state {
 static void drain_cb(evutil_socket_t fd, short what, void *arg)
 {
     struct serve_state *st = arg;
-    if (eai_server_inflight(st->app) == 0 || eai_now_ms() >= st->deadline_ms) {
+    /* open requests, and the ends of the sessions the stop destroyed (their
+     * usage is read from their sandboxes' cgroups as they go) */
+    int sessions = eai_sessions_ending(st->app);
+    if ((eai_server_inflight(st->app) == 0 && sessions == 0) || eai_now_ms() >= st->deadline_ms) {
         if (eai_server_inflight(st->app) > 0)
             eai_log(APP_COMPONENT, EAI_LOG_WARN, "%lld request(s) still open after %d ms: closing them",
                     (long long)eai_server_inflight(st->app), APP_DRAIN_MS);
+        if (sessions > 0)
+            eai_log(APP_COMPONENT, EAI_LOG_WARN, "%d session(s) not ended after %d ms: billed as partial",
+                    sessions, APP_DRAIN_MS);
+        eai_sessions_stop(st->app);
         event_base_loopbreak(st->app->base);
         return;
     }
@@ -607,7 +614,7 @@ static void stop_serving(struct serve_state *st)
 {
     st->app->shutting_down = 1;
     eai_server_stop_accepting(st->app);
-    eai_sessions_stop(st->app);
+    eai_sessions_begin_stop(st->app);
     if (started_exec) {
         eai_exec_stop(st->app);
         started_exec = 0;

@@ -273,7 +273,7 @@ static void cb_ready(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
     struct eai_sessions *reg = s->reg;
-    if (reg->stopped) { /* stopping: eai_sessions_free frees it */
+    if (reg->stopping || reg->stopped) { /* stopping: eai_sessions_free frees it */
         if (err)
             s->backend_live = 0;
         return;
@@ -342,7 +342,7 @@ static void answer_pause_hold(struct eai_session *s, const struct eai_error *err
 static void cb_paused(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
-    if (s->reg->stopped)
+    if (s->reg->stopping || s->reg->stopped)
         return;
     if (err) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: pause failed: %s", s->id, err->message);
@@ -364,7 +364,7 @@ static void cb_paused(void *arg, const struct eai_error *err)
 static void cb_resumed(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
-    if (s->reg->stopped)
+    if (s->reg->stopping || s->reg->stopped)
         return;
     if (s->paused_ms) {
         s->paused_s += (double)(eai_now_ms() - s->paused_ms) / 1000.0;
@@ -512,27 +512,62 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
     return 0;
 }
 
+void eai_sessions_begin_stop(struct eai_app *app)
+{
+    struct eai_sessions *reg = app ? app->sessions : NULL;
+    if (!reg || reg->stopping || reg->stopped)
+        return;
+    reg->stopping = 1;
+    event_free(reg->tick);
+    reg->tick = NULL;
+    for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->hold) { /* a create, delete, pause or resume waiting for the backend */
+            struct eai_req *r = eai_park_release(s->hold);
+            s->hold = NULL;
+            if (r)
+                eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        }
+        if (!s->backend_live || !ses_live(s))
+            continue;
+        s->stop_end = 1; /* its end is awaited (eai_sessions_ending) */
+        if (s->state == SES_ENDING && s->end_reason[0])
+            continue;    /* already being ended (deleted, idle, ttl): that end stands */
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
+        /* its end comes through cb_end with the sandbox's usage, billed and
+         * audited as interrupted */
+        s->state = SES_ENDING;
+        snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+        ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
+    }
+}
+
+int eai_sessions_ending(const struct eai_app *app)
+{
+    const struct eai_sessions *reg = app ? app->sessions : NULL;
+    int n = 0;
+    for (const struct eai_session *s = reg && !reg->stopped ? reg->list : NULL; s; s = s->next)
+        if (s->stop_end && s->backend_live)
+            n++;
+    return n;
+}
+
 void eai_sessions_stop(struct eai_app *app)
 {
     struct eai_sessions *reg = app ? app->sessions : NULL;
     if (!reg || reg->stopped)
         return;
-    reg->stopped = 1;
-    event_free(reg->tick);
-    reg->tick = NULL;
+    eai_sessions_begin_stop(app);
     for (struct eai_session *s = reg->list; s; s = s->next) {
-        if (s->backend_live && ses_live(s)) {
-            eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s interrupted by the shutdown", s->id);
-            ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
-            /* its end, billed and audited as interrupted: the backend's
-             * numbers will not come (cpu and memory 0, "partial") */
+        if (s->stop_end && s->backend_live) {
+            /* the backend did not report in time: billed as interrupted with
+             * what is known (cpu and memory 0, "partial") */
             s->state = SES_ENDED;
             s->ended_ms = eai_now_ms();
-            snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
             s->interrupted = 1;
             record_end(reg, s);
         }
     }
+    reg->stopped = 1;
     /* answers the parked create / delete / pause requests (503); the end
      * records above still run on the workers */
     eai_park_set_close(reg->parks);

@@ -31,6 +31,15 @@ void eai_session_route_file_delete(struct eai_app *app, struct eai_req *r); /* D
 void eai_session_route_file_list(struct eai_app *app, struct eai_req *r);   /* GET    .../{id}/files */
 
 int eai_sessions_start(struct eai_app *app, struct eai_error **err);
+/* The shutdown, in two steps so that every end is billed with what its
+ * sandbox used (issue 36): begin_stop destroys every live session's sandbox
+ * (end reason "interrupted") and answers the requests they held; the loop
+ * runs on while the backends report each end with its cgroup's numbers
+ * (eai_sessions_ending counts those still awaited); eai_sessions_stop then
+ * records the ends that did not come as partial, and stops the registry
+ * (it begins the stop itself when begin_stop was not called). */
+void eai_sessions_begin_stop(struct eai_app *app);
+int eai_sessions_ending(const struct eai_app *app);
 void eai_sessions_stop(struct eai_app *app);
 /* After the isolation backends are closed (no callback can come): free. */
 void eai_sessions_free(struct eai_app *app);

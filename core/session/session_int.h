@@ -52,7 +52,9 @@ struct eai_session {
     int64_t created_ms, ready_ms, ended_ms, last_used_ms;
     int64_t executions;
     double cpu_seconds, peak_mb;
-    int interrupted;                 /* ended by the shutdown: its usage is partial */
+    int interrupted;                 /* ended by the shutdown before the backend's numbers came:
+                                        its usage is partial */
+    int stop_end;                    /* destroyed by the shutdown: its on_end is awaited */
     int backend_live;                /* the backend owes on_end (or on_ready) */
     struct eai_parked *hold;         /* the create or delete request waiting */
     int hold_is_delete;
@@ -61,6 +63,8 @@ struct eai_session {
 
 struct eai_sessions {
     struct eai_app *app;
+    int stopping;                    /* eai_sessions_begin_stop ran: live sessions are being destroyed,
+                                        their ends (with the backend's usage) still recorded */
     int stopped;                     /* eai_sessions_stop ran: callbacks only mark, never free */
     _Atomic int files_inflight;      /* file jobs that may still call the backend (worker) */
     struct eai_session *list;        /* newest first */

@@ -521,26 +521,38 @@ def case_unsupported_backend():
 
 def case_restart_leaves_nothing():
     """eaid stopping with live sessions: their sandboxes are gone (never
-    leaked); after a restart the old id answers 404."""
+    leaked), their end billed with what their cgroup used (issue 36: it was
+    0 and "partial" on every graceful stop); after a restart the old id
+    answers 404."""
     e = start_env(tenant="ses-restart")
     try:
         sid = create(e)
-        run(e, sid, ["true"])
+        # 2 s of CPU in the background, outside any execution: only the
+        # session's own end can bill it
+        run(e, sid, ["sh", "-c", "nohup python3 -c 'import time\nt = time.process_time()\n"
+                                 "while time.process_time() - t < 2: pass\nopen(\"/tmp/burnt\", \"w\").close()'"
+                                 " >/dev/null 2>&1 &"])
+        deadline = time.time() + 60
+        while run(e, sid, ["test", "-f", "/tmp/burnt"])["exit_code"] != 0:
+            check(time.time() < deadline, "the background work did not finish")
+            time.sleep(0.5)
         check(host_leftovers(e), "a live session has a sandbox on the host")
         e.stop(clean=False)
         check(not host_leftovers(e), "sandbox left after a stop: %s" % host_leftovers(e))
         e.start()
         st, _ = get(e, sid)
         check(st == 404, "session after a restart: %s" % st)
-        # its end was recorded at the stop: billed (partial) and audited as interrupted
+        # its end was recorded at the stop: billed with its cgroup's numbers, audited as interrupted
         found = []
         deadline = time.time() + 20
         while not found and time.time() < deadline:
             st, b = e.api("GET", "/v1/finops/usage")
             found = [u for u in b.get("usage", []) if u.get("session_id") == sid and u.get("kind") == "session"]
             time.sleep(0.5)
-        check(found and found[0]["end_reason"] == "interrupted" and found[0].get("partial") is True,
-              "usage of the interrupted session: %s" % found)
+        check(found and found[0]["end_reason"] == "interrupted" and not found[0].get("partial"),
+              "usage of the interrupted session, not partial: %s" % found)
+        check(found and found[0]["cpu_seconds"] >= 2.0 and found[0]["memory_mb_seconds"] > 0,
+              "the background CPU is billed at a graceful stop: %s" % found)
     finally:
         e.stop()
 
