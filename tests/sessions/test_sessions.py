@@ -551,7 +551,9 @@ def case_restart_leaves_nothing():
             time.sleep(0.5)
         check(found and found[0]["end_reason"] == "interrupted" and not found[0].get("partial"),
               "usage of the interrupted session, not partial: %s" % found)
-        check(found and found[0]["cpu_seconds"] >= 2.0 and found[0]["memory_mb_seconds"] > 0,
+        # (the cgroup's count, not the program's own clock: under Debian's runsc on ptrace
+        # 2 s of the program's process time were 1.6 s of the sandbox's cgroup)
+        check(found and found[0]["cpu_seconds"] >= 1.0 and found[0]["memory_mb_seconds"] > 0,
               "the background CPU is billed at a graceful stop: %s" % found)
     finally:
         e.stop()
