@@ -54,6 +54,10 @@ static void file_answer(struct eai_req *r, void *arg)
         return;
     if (j->rc < 0) {
         enum eai_code code = j->err ? j->err->code : EAI_E_INTERNAL;
+        if (code == EAI_E_NOT_FOUND) { /* a missing file (or a directory through a link the sandbox made) */
+            eai_reply_not_found(r, EAI_MISSING_SESSION_FILE);
+            return;
+        }
         json_t *d = j->err && j->err->message
                         ? json_pack("[{s:s, s:s}]", "path", j->path, "message", j->err->message)
                         : NULL;
@@ -102,7 +106,7 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         json_t *ev = eai_req_audit_event(r, action, ses_id_ok(id) ? id : "", "deny", "not_found");
         if (ev)
             eai_req_audit_async(app, eai_req_tenant(r), ev);
-        eai_reply_error(r, EAI_E_NOT_FOUND, NULL);
+        eai_reply_not_found(r, EAI_MISSING_SESSION);
         return;
     }
     /* a paused session's /tmp stays on the host: its files answer */

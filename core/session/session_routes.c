@@ -36,6 +36,11 @@ static void refuse(struct eai_app *app, struct eai_req *r, const char *action, c
                    enum eai_code code, json_t *details)
 {
     audit_deny(app, r, action, target, eai_code_name(code));
+    if (code == EAI_E_NOT_FOUND) { /* said of the session, never "Execution not found" */
+        json_decref(details);
+        eai_reply_not_found(r, EAI_MISSING_SESSION);
+        return;
+    }
     eai_reply_error(r, code, details);
 }
 

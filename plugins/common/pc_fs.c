@@ -129,15 +129,32 @@ static int put_file(int rootfd, const char *path, const unsigned char *data, siz
         dfd = nfd;
         s = slash + 1;
     }
-    int fd = openat(dfd, s, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-    close(dfd);
-    if (fd < 0)
+    /* written beside under a name of its own, then renamed over the target:
+     * a write that fails (the tmpfs full) leaves the old file or nothing,
+     * never an empty or cut one (issue 36) */
+    static _Atomic unsigned seq;
+    char tmp[64];
+    snprintf(tmp, sizeof(tmp), ".eai-put-%d-%u", (int)getpid(), ++seq);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        close(dfd);
+        errno = e;
         return -1;
+    }
     int rc = eai_pc_write_all(fd, data, len);
-    if (fchown(fd, uid, uid) < 0)
+    if (rc == 0 && fchown(fd, uid, uid) < 0)
         rc = -1;
     if (close(fd) < 0)
         rc = -1;
+    if (rc == 0 && renameat(dfd, tmp, dfd, s) < 0)
+        rc = -1;
+    if (rc < 0) {
+        int e = errno;
+        unlinkat(dfd, tmp, 0);
+        errno = e;
+    }
+    close(dfd);
     return rc;
 }
 
@@ -152,9 +169,11 @@ int eai_pc_write_inputs(const char *dir, unsigned uid, const struct eai_iso_job 
     for (size_t i = 0; i < job->nfiles; i++) {
         const struct eai_iso_file *f = &job->files[i];
         if (!eai_pc_tmp_path_valid(f->path) || put_file(rootfd, f->path, f->data, f->len, uid) < 0) {
+            int e = eai_pc_tmp_path_valid(f->path) ? errno : EINVAL;
             snprintf(msg, msglen, "input file %s: %s", f->path ? f->path : "(null)",
-                     eai_pc_tmp_path_valid(f->path) ? strerror(errno) : "invalid path");
+                     e != EINVAL ? strerror(e) : "invalid path");
             close(rootfd);
+            errno = e; /* the caller tells ENOSPC, ENOTDIR... apart */
             return -1;
         }
     }

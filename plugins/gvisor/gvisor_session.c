@@ -756,9 +756,13 @@ int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const c
         if (!eai_pc_tmp_path_valid(path))
             return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "path must be under /tmp");
         rc = eai_pc_tmp_put(dir, g->uid, path, data, len, msg, sizeof(msg));
+        if (rc < 0 && (errno == ENOSPC || errno == EDQUOT))
+            return eai_host_error_set(h, err, EAI_E_PAYLOAD_TOO_LARGE, "the session's /tmp is full");
+        if (rc < 0 && (errno == ENOTDIR || errno == ELOOP || errno == ENOENT))
+            /* a parent that is a file, or a link the sandbox made (never followed) */
+            return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such directory");
         if (rc < 0)
-            return eai_host_error_set(h, err, errno == ENOSPC ? EAI_E_PAYLOAD_TOO_LARGE : EAI_E_VALIDATION_FAILED,
-                                      "%s", errno == ENOSPC ? "the session's /tmp is full" : msg);
+            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "%s", msg);
         return 0;
     case EAI_ISO_FILE_GET:
         rc = eai_pc_tmp_get(dir, path, max, out, outlen);

@@ -211,7 +211,33 @@ def case_files_api():
     st, b = raw(e, "GET", base + "/tmp/rootlink/etc/hostname")
     check(st == 404, "GET through a symlinked dir: %s %r" % (st, b[:80]))
     st, b = raw(e, "PUT", base + "/tmp/rootlink/evil", data=b"x")
-    check(st != 200, "PUT through a symlinked dir refused: %s" % st)
+    check(st == 404, "PUT through a symlinked dir: 404 as documented (issue 36 12d): %s %r" % (st, b[:200]))
+    # every session 404 says what is missing (issue 36 12c), in both languages
+    st, b = raw(e, "GET", base + "/tmp/nothere")
+    err = json.loads(b)["error"]
+    check(st == 404 and err["message_i18n"]["en"] == "File not found in the session's /tmp" and
+          "session" in err["message_i18n"]["fr"], "a missing file says so: %s %s" % (st, err))
+    fake = "ses_00000000-0000-4000-8000-000000000000"
+    for method, path in (("GET", "/v1/sandbox/sessions/" + fake), ("GET", "/v1/sandbox/sessions/%s/files" % fake),
+                         ("GET", "/v1/sandbox/sessions/%s/files/tmp/x" % fake)):
+        st, b = raw(e, method, path)
+        err = json.loads(b)["error"]
+        check(st == 404 and err["message_i18n"]["en"] == "Session not found" and
+              err["message_i18n"]["fr"] == "Session introuvable", "%s %s: %s %s" % (method, path, st, err))
+    # a PUT the full /tmp refuses leaves nothing behind (issue 36 12e), and an
+    # old file it would have replaced stays whole
+    raw(e, "PUT", base + "/tmp/keep.txt", data=b"old content")
+    r = run(e, sid, ["sh", "-c", "dd if=/dev/zero of=/tmp/filler bs=1M count=64 2>/dev/null; echo done"])
+    check(r["stdout"] == "done\n", "filled /tmp: %s" % r)
+    for name in ("/tmp/new.bin", "/tmp/keep.txt"):
+        st, b = raw(e, "PUT", base + name, data=b"z" * (2 << 20))
+        check(st == 413, "PUT %s into a full /tmp: %s %r" % (name, st, b[:200]))
+    st, b = e.api("GET", base)
+    paths = sorted(i["path"] for i in b["items"])
+    check("/tmp/new.bin" not in paths and not any(".eai-put" in p for p in paths),
+          "a refused PUT left nothing: %s" % paths)
+    st, b = raw(e, "GET", base + "/tmp/keep.txt")
+    check(st == 200 and b == b"old content", "the file a refused PUT would replace is intact: %s %r" % (st, b))
     delete(e, sid)
     st, b = raw(e, "GET", base + "/tmp/in/data.bin")
     check(st == 409, "file call on an ended session: %s %r" % (st, b))
