@@ -464,10 +464,19 @@ int eai_sq_outbox_fetch(void *self, int limit, json_t **out, struct eai_error **
     struct eai_sq *s = self;
     SQ_WITH_CONN(s, err, c);
     int ret = -1;
+    /* oldest first, but at most EAI_OUTBOX_FAIR_SHARE(limit) rows of one
+     * tenant's usage events and as many of its callbacks: one tenant's
+     * backlog (callbacks retrying for hours) never holds back another's
+     * deliveries (storage.h, outbox_fetch) */
     sqlite3_stmt *st = eai_sq_prep(s, c->db,
-        "SELECT id, tenant_id, event, attempts FROM usage_outbox ORDER BY ord LIMIT ?1", err);
+        "SELECT id, tenant_id, event, attempts FROM ("
+        " SELECT id, tenant_id, event, attempts, ord, row_number() OVER ("
+        "  PARTITION BY tenant_id, coalesce(json_extract(event, '$.target') = 'callback', 0) ORDER BY ord) AS rn"
+        " FROM usage_outbox) WHERE rn <= ?2 ORDER BY ord LIMIT ?1", err);
     if (st) {
-        sqlite3_bind_int(st, 1, limit > 0 ? limit : 100);
+        int lim = limit > 0 ? limit : 100;
+        sqlite3_bind_int(st, 1, lim);
+        sqlite3_bind_int(st, 2, EAI_OUTBOX_FAIR_SHARE(lim));
         ret = eai_sq_collect(s, c->db, st, sq_row_outbox, "outbox fetch", out, err);
         sqlite3_finalize(st);
     }

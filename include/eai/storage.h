@@ -62,6 +62,9 @@ enum eai_store_result {
     EAI_STORE_NOOP = 5,        /* exec_finish: already terminal */
 };
 
+/* outbox_fetch's share of one tenant's rows of one kind in a fetch of limit rows */
+#define EAI_OUTBOX_FAIR_SHARE(limit) ((limit) / 8 > 16 ? (limit) / 8 : 16)
+
 struct eai_storage_ops {
     size_t size;
 
@@ -164,7 +167,10 @@ struct eai_storage_ops {
 
     /* --- usage outbox and in-process ledger */
     /* SYSTEM: undelivered outbox rows, oldest first:
-     * [{id, tenant_id, event{...}, attempts}] */
+     * [{id, tenant_id, event{...}, attempts}], at most
+     * EAI_OUTBOX_FAIR_SHARE(limit) of one tenant's usage events and as many
+     * of its callbacks (event.target "callback"), so that one tenant's
+     * backlog never holds back another tenant's deliveries. */
     int (*outbox_fetch)(void *self, int limit, json_t **out, struct eai_error **err);
     /* SYSTEM: delivered (delete or mark); attempts++ with error otherwise. */
     int (*outbox_ack)(void *self, const char *id, int delivered, struct eai_error **err);

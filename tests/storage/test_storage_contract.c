@@ -1153,6 +1153,68 @@ static void test_outbox_append(void)
     json_decref(ev);
 }
 
+/* One tenant's 300 pending callbacks hold back neither its own usage events
+ * nor another tenant's (issue 36 item 4): a fetch of 100 has both, and at
+ * most EAI_OUTBOX_FAIR_SHARE(100) callbacks of that tenant. */
+static void test_outbox_fair(void)
+{
+    if (!g_ops->outbox_append)
+        return;
+    char a[37], b[37], id[37];
+    new_tenant(a);
+    new_tenant(b);
+    for (int i = 0; i < 300; i++) {
+        eai_uuid_v4(id);
+        json_t *cb = json_pack("{s:s, s:s, s:s, s:i}", "id", id, "target", "callback", "url",
+                               "https://hooks.example/x", "n", i);
+        OK(g_ops->outbox_append(g_st, a, cb, NULL, err));
+        json_decref(cb);
+    }
+    char ua[37], ub[37];
+    eai_uuid_v4(ua);
+    eai_uuid_v4(ub);
+    json_t *u = json_pack("{s:s, s:s}", "id", ua, "kind", "execution");
+    OK(g_ops->outbox_append(g_st, a, u, NULL, err));
+    json_decref(u);
+    u = json_pack("{s:s, s:s}", "id", ub, "kind", "execution");
+    OK(g_ops->outbox_append(g_st, b, u, NULL, err));
+    json_decref(u);
+    json_t *ob = NULL;
+    OK(g_ops->outbox_fetch(g_st, 100, &ob, err));
+    int cbs = 0, usage_a = 0, usage_b = 0;
+    size_t i;
+    const json_t *f;
+    json_array_foreach(ob, i, f) {
+        const json_t *ev = json_object_get(f, "event");
+        const char *t = js(f, "tenant_id");
+        if (t && !strcmp(t, a) && js(ev, "target"))
+            cbs++;
+        if (js(ev, "id") && !strcmp(js(ev, "id"), ua))
+            usage_a++;
+        if (js(ev, "id") && !strcmp(js(ev, "id"), ub))
+            usage_b++;
+    }
+    json_decref(ob);
+    CU_ASSERT_EQUAL(usage_a, 1);
+    CU_ASSERT_EQUAL(usage_b, 1);
+    CU_ASSERT_TRUE(cbs > 0 && cbs <= EAI_OUTBOX_FAIR_SHARE(100));
+    /* clean up: every row of both tenants (fetches take a share at a time) */
+    for (int round = 0; round < 100; round++) {
+        OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
+        int acked = 0;
+        json_array_foreach(ob, i, f) {
+            const char *t = js(f, "tenant_id");
+            if (t && (!strcmp(t, a) || !strcmp(t, b))) {
+                OK(g_ops->outbox_ack(g_st, js(f, "id"), 1, err));
+                acked++;
+            }
+        }
+        json_decref(ob);
+        if (!acked)
+            break;
+    }
+}
+
 /* ------------------------------------------------------------ manifests */
 
 static void test_manifests(void)
@@ -1902,6 +1964,7 @@ int main(void)
     CU_add_test(s, "queue: renew, cancel, stale", test_renew_cancel_stale);
     CU_add_test(s, "finish: once, scrub, files, outbox", test_finish_scrub_files_outbox);
     CU_add_test(s, "outbox_append: a session's usage and audit", test_outbox_append);
+    CU_add_test(s, "outbox: one tenant's backlog holds back no one", test_outbox_fair);
     CU_add_test(s, "manifests", test_manifests);
     CU_add_test(s, "manifest list", test_manifest_list);
     CU_add_test(s, "outbox: several events of one finish", test_outbox_events_array);
