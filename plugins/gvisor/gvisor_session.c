@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -734,6 +735,42 @@ int gv_session_resume(void *self, const char *id, struct eai_error **err)
 
 /* ------------------------------------------------------------ files (worker) */
 
+/* A DELETE of the files API, done by the sandbox's own kernel (`runsc exec`
+ * of `/.eai/launcher --unlink`, as the sandbox's user): the space of a file
+ * the sandbox holds is given back at once, which an unlink on the host does
+ * not do (gVisor keeps its descriptor).  0, -1 with errno (ENOENT,
+ * ENOTEMPTY), -2 when the sandbox has no launcher (the host deletes). */
+static int ses_unlink_inside(struct gv *g, const char *cid, const char *path)
+{
+    char root[PATH_MAX + 16], user[32], launcher[PATH_MAX + 32];
+    struct stat st;
+    snprintf(launcher, sizeof(launcher), "%s/" GV_LAUNCHER_FILE, g->work_dir);
+    if (stat(launcher, &st) < 0)
+        return -2;
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(user, sizeof(user), "%u:%u", g->uid, g->uid);
+    char *argv[] = {g->runsc, root, "exec", "--user", user, (char *)cid, GV_LAUNCHER_PATH, "--unlink", (char *)path,
+                    NULL};
+    int status = eai_pc_run_sync(argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
+    if (status < 0 || !WIFEXITED(status))
+        return -2;
+    switch (WEXITSTATUS(status)) {
+    case 0:
+        return 0;
+    case 2:
+        errno = ENOENT;
+        return -1;
+    case 3:
+        errno = ENOTEMPTY;
+        return -1;
+    case 1:
+        errno = EINVAL;
+        return -1;
+    default: /* 127: no launcher in the image, or runsc could not exec */
+        return -2;
+    }
+}
+
 int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const char *path,
                     const unsigned char *data, size_t len, int64_t max, unsigned char **out, size_t *outlen,
                     json_t **list, struct eai_error **err)
@@ -768,7 +805,9 @@ int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const c
         rc = eai_pc_tmp_get(dir, path, max, out, outlen);
         break;
     case EAI_ISO_FILE_DELETE:
-        rc = eai_pc_tmp_delete(dir, path);
+        rc = ses_unlink_inside(g, cid, path);
+        if (rc == -2)
+            rc = eai_pc_tmp_delete(dir, path); /* no launcher in this sandbox: on the host */
         break;
     case EAI_ISO_FILE_LIST:
         rc = eai_pc_tmp_list(dir, path, GV_SES_LIST_MAX, list);

@@ -238,6 +238,12 @@ def case_files_api():
           "a refused PUT left nothing: %s" % paths)
     st, b = raw(e, "GET", base + "/tmp/keep.txt")
     check(st == 200 and b == b"old content", "the file a refused PUT would replace is intact: %s %r" % (st, b))
+    # a DELETE gives the space back at once (issue 36 12a: unlinked on the host,
+    # gVisor kept the file's blocks until the session ended)
+    st, b = raw(e, "DELETE", base + "/tmp/filler")
+    check(st == 200, "DELETE of the filler: %s %r" % (st, b[:200]))
+    r = run(e, sid, ["sh", "-c", "dd if=/dev/zero of=/tmp/again bs=1M count=48 2>&1 && echo written"])
+    check(r["stdout"].endswith("written\n"), "48 MiB fit again after the DELETE: %s" % r["stdout"][-300:])
     delete(e, sid)
     st, b = raw(e, "GET", base + "/tmp/in/data.bin")
     check(st == 409, "file call on an ended session: %s %r" % (st, b))

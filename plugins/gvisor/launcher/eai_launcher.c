@@ -225,8 +225,29 @@ static void end_the_rest(void)
     }
 }
 
+/* `--unlink PATH`: the session files API's DELETE, run by `runsc exec` in
+ * the session's sandbox (gvisor_session.c), so that gVisor's own kernel
+ * unlinks the file and gives its space back at once; unlinked from the host
+ * side, a file the sandbox has open (or once opened: gVisor caches it) kept
+ * its blocks in the session's /tmp until the session ended (issue 36).
+ * PATH was checked by the host (absolute, under /tmp, no "." or ".."
+ * segment).  A link is removed, never followed at its end.  Exit 0, 2 no
+ * such file, 3 a directory not empty, 1 anything else. */
+static int unlink_tmp(const char *path)
+{
+    if (strncmp(path, "/tmp/", 5) != 0 || strstr(path, "/../") || strstr(path, "/./"))
+        return 1;
+    if (unlink(path) == 0)
+        return 0;
+    if ((errno == EISDIR || errno == EPERM) && rmdir(path) == 0)
+        return 0;
+    return errno == ENOENT || errno == ENOTDIR ? 2 : errno == ENOTEMPTY || errno == EEXIST ? 3 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "--unlink"))
+        return unlink_tmp(argv[2]);
     /* a session's supervisor and its clients (eai_launcher_session.c) */
     if (argc > 1 && !strcmp(argv[1], "--session"))
         return eai_launcher_session(argc, argv);
