@@ -191,8 +191,9 @@ static void cb_output(void *arg, enum eai_iso_stream which, const char *data, si
 static void cb_started(void *arg)
 {
     struct eai_run *r = arg;
+    r->program_ms = eai_now_ms();
     if (r->span)
-        eai_span_set_int(r->span, "eai.queue_ms", eai_now_ms() - r->start_ms);
+        eai_span_set_int(r->span, "eai.queue_ms", r->program_ms - r->start_ms);
 }
 
 /* Take the collected files out of the result for the worker that hashes
@@ -276,6 +277,14 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     }
     if (patch && netlog)
         json_object_set(patch, "network", netlog); /* the network log, stored with the record */
+    /* started_at is when the program started, not when this node took the
+     * execution: an execution that waited inside its session for a slot
+     * says so (issue 36 12b) */
+    if (patch && r->program_ms > 0) {
+        char ts[32];
+        eai_time_rfc3339(r->program_ms, ts);
+        json_object_set_new(patch, "started_at", json_string(ts));
+    }
     json_decref(netlog);
     if (r->span) {
         const char *st = patch ? sched_jstr(patch, "status") : "error";

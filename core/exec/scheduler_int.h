@@ -38,6 +38,7 @@ struct eai_run {
     struct eai_live *live_state;   /* status and output, owned by the watch hub */
     size_t output_limit;
     int64_t start_ms;
+    int64_t program_ms;            /* when the backend said the program started (0: never) */
     char started_at[32];
     struct eai_span *span;
     /* the job and what it points to */

@@ -379,8 +379,22 @@ def case_one_at_a_time():
         st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["python3", "-c", prog]})
         check(st == 202, "post: %s %s" % (st, b))
         ids.append(b["id"])
-    spans = sorted(tuple(map(float, e.wait_terminal(i)["stdout"].split())) for i in ids)
+    recs = [e.wait_terminal(i) for i in ids]
+    spans = sorted(tuple(map(float, r["stdout"].split())) for r in recs)
     check(spans[1][0] >= spans[0][1] - 0.05, "executions overlapped in a max-1 session: %s" % spans)
+    # the one that waited for the slot says when its program started, not when it
+    # was taken (issue 36 12b): its started_at is after the other's end
+    import datetime
+
+    def ts(v):
+        return datetime.datetime.fromisoformat(v.replace("Z", "+00:00")).timestamp()
+    first, second = sorted(recs, key=lambda r: ts(r["started_at"]))
+    check(ts(second["started_at"]) >= ts(first["finished_at"]) - 0.1,
+          "started_at of the waiting one is its program's start: %s / %s" % (
+              (first["started_at"], first["finished_at"]), second["started_at"]))
+    check(ts(second["finished_at"]) - ts(second["started_at"]) < 3.0,
+          "its run time is its own (1 s program), not the wait: %s -> %s" % (second["started_at"],
+                                                                             second["finished_at"]))
     delete(e, sid)
 
 
