@@ -455,16 +455,24 @@ void ses_end(struct eai_session *s, const char *reason)
 static void prune(struct eai_sessions *reg, int64_t now)
 {
     int ended = 0;
+    json_t *per = json_object(); /* tenant -> ended sessions kept so far (newest first) */
     for (struct eai_session **pp = &reg->list; *pp;) {
         struct eai_session *s = *pp;
         int done = (s->state == SES_ENDED || s->state == SES_FAILED) && !s->backend_live && !s->hold;
-        if (done && (now - s->ended_ms > SES_KEEP_ENDED_MS || ++ended > SES_KEEP_ENDED_MAX)) {
+        int mine = 0;
+        if (done && per) {
+            mine = (int)json_integer_value(json_object_get(per, s->tenant)) + 1;
+            json_object_set_new(per, s->tenant, json_integer(mine));
+        }
+        if (done && (now - s->ended_ms > SES_KEEP_ENDED_MS || ++ended > SES_KEEP_ENDED_MAX ||
+                     mine > SES_KEEP_ENDED_TENANT)) {
             *pp = s->next;
             ses_free(s);
             continue;
         }
         pp = &s->next;
     }
+    json_decref(per);
 }
 
 static void on_tick(evutil_socket_t fd, short what, void *arg)

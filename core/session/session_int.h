@@ -19,6 +19,7 @@
 #define SES_TICK_MS 1000             /* idle and TTL checks */
 #define SES_KEEP_ENDED_MS (3600 * 1000) /* an ended session stays readable this long */
 #define SES_KEEP_ENDED_MAX 1000      /* and at most this many ended ones */
+#define SES_KEEP_ENDED_TENANT 100    /* of one tenant: another's churn never evicts them */
 #define SES_FILE_MAX (8LL << 20)     /* one file through the file API (files.max_total_bytes) */
 
 struct eai_parked;

@@ -16,9 +16,11 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <linux/magic.h>
 
 #include "eai_pc.h"
 
@@ -165,6 +167,15 @@ int eai_pc_write_inputs(const char *dir, unsigned uid, const struct eai_iso_job 
     int rootfd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (rootfd < 0) {
         return eai_pc_fail(msg, msglen, "open %s: %s", p, strerror(errno));
+    }
+    /* only into the sandbox's tmpfs: a write racing the end of a session
+     * (its tmpfs unmounted) must not land on the data directory's disk */
+    struct statfs sf;
+    if (fstatfs(rootfd, &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
+        close(rootfd);
+        eai_pc_fail(msg, msglen, "%s is not the sandbox's tmpfs (gone)", p);
+        errno = ENOENT;
+        return -1;
     }
     for (size_t i = 0; i < job->nfiles; i++) {
         const struct eai_iso_file *f = &job->files[i];

@@ -450,9 +450,15 @@ static void sweep_work(void *arg)
     struct gv *g = s->g;
     char root[PATH_MAX + 16];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-    char out[16384];
+    static char out[16384]; /* one sweep at a time (start-up) */
     char *list_argv[] = {g->runsc, root, "list", "-quiet", NULL};
-    if (access(g->runsc, X_OK) == 0 && eai_pc_run_sync(list_argv, GV_RUNSC_TIMEOUT_MS, out, sizeof(out)) == 0) {
+    /* In rounds of at most 256 (and what 16 KiB of `runsc list` holds), until
+     * none of ours is left: a crash with more sandboxes than one round (it
+     * used to stop at 256) leaves nothing either.  Bounded: 64 rounds. */
+    int last = -1;
+    for (int round = 0; round < 64 && access(g->runsc, X_OK) == 0 &&
+                        eai_pc_run_sync(list_argv, GV_RUNSC_TIMEOUT_MS, out, sizeof(out)) == 0;
+         round++) {
         /* Kill every leftover first, then delete them: a delete right after
          * its own kill waits for that sandbox to die, one after another
          * (seconds each after a crash with many running). */
@@ -466,6 +472,9 @@ static void sweep_work(void *arg)
             char *kill_argv[] = {g->runsc, root, "kill", id, "KILL", NULL};
             eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
         }
+        if (n == 0 || (last >= 0 && n >= last && n < 256))
+            break; /* none left, or the same ones again: runsc cannot delete them */
+        last = n;
         for (int i = 0; i < n; i++) {
             char *del_argv[] = {g->runsc, root, "delete", "--force", ids[i], NULL};
             eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);

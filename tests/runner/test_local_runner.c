@@ -832,6 +832,28 @@ static void test_files_handed_over(void)
     assert_idle();
 }
 
+/* Input files and session PUTs go only into the sandbox's tmpfs: a bundle
+ * whose /tmp is a plain directory (its tmpfs unmounted by a session's end
+ * racing the write) gets nothing written, ENOENT (issue 36). */
+static void test_inputs_only_into_tmpfs(void)
+{
+    char dir[PATH_MAX], p[PATH_MAX + 32], msg[256] = "";
+    const char *bd = getenv("EAI_BUILD_DIR"); /* on disk, not a tmpfs (/tmp may be one) */
+    snprintf(dir, sizeof(dir), "%s/eai-pc-notmpfs-XXXXXX", bd ? bd : ".");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+    snprintf(p, sizeof(p), "%s/tmp", dir);
+    CU_ASSERT_EQUAL_FATAL(mkdir(p, 0755), 0);
+    errno = 0;
+    CU_ASSERT_EQUAL(eai_pc_tmp_put(dir, 65534, "/tmp/x", (const unsigned char *)"x", 1, msg, sizeof(msg)), -1);
+    CU_ASSERT_EQUAL(errno, ENOENT);
+    struct stat st;
+    snprintf(p, sizeof(p), "%s/tmp/x", dir);
+    CU_ASSERT_NOT_EQUAL(lstat(p, &st), 0);
+    snprintf(p, sizeof(p), "%s/tmp", dir);
+    rmdir(p);
+    rmdir(dir);
+}
+
 static int register_tests(void)
 {
     CU_pSuite s = CU_add_suite("local runner with a mock driver", suite_init, suite_clean);
@@ -854,6 +876,7 @@ static int register_tests(void)
     CU_add_test(s, "settle: poked or timed out", test_settle);
     CU_add_test(s, "8 parallel runs", test_parallel);
     CU_add_test(s, "collected files handed over to on_exit (files_movable)", test_files_handed_over);
+    CU_add_test(s, "input files only into the sandbox's tmpfs", test_inputs_only_into_tmpfs);
     CU_add_test(s, "shutdown: no callback, nothing left", test_shutdown);
     return 0;
 }

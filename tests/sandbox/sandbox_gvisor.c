@@ -493,6 +493,52 @@ static void test_sweep_restart(void)
     gv_assert_clean();
 }
 
+/* More leftovers than one round of the start-up sweep (256; issue 36): a
+ * runsc of this test lists 300 more "eai-" containers, forgets each at its
+ * delete; a new instance's sweep must delete them all. */
+static void test_sweep_many(void)
+{
+    char fake[PATH_MAX + 32], wrap[PATH_MAX + 32], cmd[PATH_MAX * 4];
+    snprintf(fake, sizeof(fake), "%s/fake-leftovers", g_data);
+    snprintf(wrap, sizeof(wrap), "%s/runsc-many", g_data);
+    FILE *f = fopen(fake, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    for (int i = 0; i < 300; i++)
+        fprintf(f, "eai-fake-%d\n", i);
+    fclose(f);
+    f = fopen(wrap, "w");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "case \" $* \" in\n"
+            "  *\" list \"*) \"%s\" \"$@\"; cat \"%s\"; exit 0;;\n"
+            "  *\" kill eai-fake-\"*) exit 0;;\n"
+            "  *\" delete --force eai-fake-\"*) for id; do :; done\n"
+            "    grep -vx \"$id\" \"%s\" > \"%s.n\"; mv \"%s.n\" \"%s\"; exit 0;;\n"
+            "esac\n"
+            "exec \"%s\" \"$@\"\n",
+            g_runsc, fake, fake, fake, fake, fake, g_runsc);
+    fclose(f);
+    CU_ASSERT_EQUAL_FATAL(chmod(wrap, 0755), 0);
+    g_desc->destroy(g_iso);
+    g_iso = make_instance(wrap, g_state, g_work); /* its sweep lists 300 + the real ones */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_iso);
+    const char *argv[] = {"true", NULL};
+    struct iso_run *r = sb_run_new(argv);
+    CU_ASSERT_EQUAL(sb_run_job(r, 60), 0); /* waits for the probe and the sweep */
+    free(r);
+    struct stat st;
+    CU_ASSERT_EQUAL(stat(fake, &st), 0);
+    CU_ASSERT_EQUAL(st.st_size, 0); /* every one of the 300 deleted, in two rounds */
+    if (st.st_size != 0) {
+        snprintf(cmd, sizeof(cmd), "wc -l < %s >&2", fake);
+        (void)system(cmd);
+    }
+    g_desc->destroy(g_iso);
+    g_iso = make_instance(g_runsc, g_state, g_work);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_iso);
+}
+
 static void test_destroy_leaves_nothing(void)
 {
     g_desc->destroy(g_iso);
@@ -732,6 +778,7 @@ static int gv_register(void)
     CU_add_test(cold, "bad runsc: fail closed", test_bad_runsc_fail_closed);
     CU_add_test(cold, "platform auto: systrap, else ptrace; a named one only", test_platform_auto);
     CU_add_test(cold, "sweep after restart", test_sweep_restart);
+    CU_add_test(cold, "sweep of more leftovers than one round", test_sweep_many);
     CU_add_test(cold, "destroy leaves nothing", test_destroy_leaves_nothing);
     CU_pSuite pool = CU_add_suite("gvisor (warm pool)", suite_init_pool, suite_clean);
     if (!pool)
