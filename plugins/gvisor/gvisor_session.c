@@ -581,6 +581,14 @@ static void resumed(struct gv_session *s, const char *err)
     } else {
         s->state = GVS_READY;
         s->ckpt = 0;
+        /* the checkpoint image is not kept once the sandbox runs again (issue
+         * 36: a 302 MiB image stayed on the data disk for the session's life);
+         * what the restored sandbox still maps stays readable until it lets go */
+        char img[PATH_MAX + 16];
+        snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);
+        char *argv[] = {"/bin/rm", "-rf", "--", img, NULL};
+        if (spawn_cb(s, argv, GV_RUNSC_TIMEOUT_MS, helper_done) < 0)
+            h->log(h, GV_COMPONENT, EAI_LOG_WARN, "session %s: cannot remove its checkpoint image", s->id);
     }
     if (!s->g->destroying && s->cb.on_resumed) {
         struct eai_error *e = err ? h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", err) : NULL;

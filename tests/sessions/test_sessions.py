@@ -330,8 +330,16 @@ def case_pause_resume():
     time.sleep(0.8)
     st, body = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/count" % sid)
     check(int(body) == frozen, "nothing runs while paused: %d then %s" % (frozen, body))
+    import glob
+    ckpt = glob.glob(os.path.join(e.data, "gvisor", "work", "eai-ses-%s*" % sid[4:], "ckpt"))
+    check(len(ckpt) == 1 and os.listdir(ckpt[0]), "the checkpoint image while paused: %s" % ckpt)
     st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid, timeout=60)
     check(st == 200 and b["status"] == "running", "resume: %s %s" % (st, b))
+    # the image is removed once the sandbox runs again (issue 36 item 3)
+    deadline = time.time() + 15
+    while ckpt and os.path.exists(ckpt[0]) and time.time() < deadline:
+        time.sleep(0.2)
+    check(ckpt and not os.path.exists(ckpt[0]), "the checkpoint image is gone after the resume: %s" % ckpt)
     # The loop and the sleep started by earlier executions are back and run
     # on, on every runsc: a session's programs are children of its init (the
     # launcher's supervisor), not of `runsc exec`, whose processes gVisor
