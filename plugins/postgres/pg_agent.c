@@ -41,11 +41,11 @@ static json_t *run_item(const PGresult *r, int i)
 {
     char id[64];
     snprintf(id, sizeof id, "sbx_%s", PQgetvalue(r, i, 0));
-    json_t *u = PQgetisnull(r, i, 8) ? NULL : eai_pg_cell_json(r, i, 8);
-    if (!json_is_object(u)) {
-        json_decref(u);
-        u = json_null();
-    }
+    /* the usage columns (NULL until the execution is terminal) */
+    json_t *u = PQgetisnull(r, i, 8) ? json_null()
+                                     : json_pack("{s:f, s:f, s:f}", "cpu_seconds", cell_real(r, i, 8),
+                                                 "memory_mb_seconds", cell_real(r, i, 9), "duration_s",
+                                                 cell_real(r, i, 10));
     return json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "id", id, "status", cell_str_or_null(r, i, 1),
                      "profile", cell_str_or_null(r, i, 2), "session_id", cell_str_or_null(r, i, 3),
                      "trace_id", cell_str_or_null(r, i, 4), "created_at", eai_pg_cell_time(r, i, 5),

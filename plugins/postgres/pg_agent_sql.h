@@ -2,10 +2,9 @@
  * The SQL of the agent view on PostgreSQL (storage ops run_get, run_list,
  * agent_list, agent_get; plugins/postgres/pg_agent.c), apart so that
  * tests/storage/test_agent_view.c can EXPLAIN the very text the plugin
- * runs.  agent_id is the generated column of
- * migrations/postgres/0006_agent_view.sql (doc->>'agent_id'; a condition
- * on the json expression itself could not use an index under row-level
- * security, its function not being leakproof).  Every query runs as
+ * runs.  They read columns only (agent_id, trace_id, session_id, the
+ * usage: migrations/postgres/0006_agent_view.sql says why), never the json
+ * document.  Every query runs as
  * the application role under row-level security (app.tenant_id); the
  * explicit tenant_id = $1 lets the planner use the (tenant_id, ...)
  * indexes.  Times leave as epoch milliseconds (eai_pg_cell_time).
@@ -16,16 +15,15 @@
 #define EAI_PG_AGENT "e.agent_id"
 #define EAI_PG_MS(x) "floor(extract(epoch FROM " x ") * 1000)::bigint"
 #define EAI_PG_USAGE_SUMS                                                                   \
-    "coalesce(sum((e.doc->'usage'->>'cpu_seconds')::float8), 0), "                          \
-    "coalesce(sum((e.doc->'usage'->>'memory_mb_seconds')::float8), 0), "                    \
-    "coalesce(sum((e.doc->'usage'->>'duration_s')::float8), 0)"
+    "coalesce(sum(e.cpu_seconds), 0), coalesce(sum(e.memory_mb_seconds), 0), "              \
+    "coalesce(sum(e.duration_s), 0)"
 
 /* $1 tenant, $2 run_id, $3 limit: the run's executions, oldest first
  * (index sandbox_executions_tenant_run). */
 #define EAI_PG_RUN_ITEMS                                                                    \
-    "SELECT e.id::text, e.status, e.profile, e.doc->>'session_id', e.doc->>'trace_id',"    \
+    "SELECT e.id::text, e.status, e.profile, e.session_id, e.trace_id,"                     \
     " " EAI_PG_MS("e.created_at") ", " EAI_PG_MS("e.started_at") ", "                       \
-    EAI_PG_MS("e.finished_at") ", e.doc->'usage'"                                           \
+    EAI_PG_MS("e.finished_at") ", e.cpu_seconds, e.memory_mb_seconds, e.duration_s"        \
     " FROM eai.sandbox_executions e WHERE e.tenant_id = $1 AND e.run_id = $2"               \
     " ORDER BY e.seq LIMIT $3::int"
 

@@ -189,6 +189,31 @@ static json_t *runs(const char *tenant, const char *agent, const char *project, 
     return out;
 }
 
+/* An output holding a NUL (PostgreSQL keeps documents as json for it):
+ * the run and its agent still read, with the run's usage. */
+static void test_nul_output(void)
+{
+    char c[37], id[41], now[32];
+    new_tenant(c);
+    exec_in(c, "run-nul", "agent-nul", NULL, "gvisor", NULL, 0, id);
+    eai_time_rfc3339(eai_now_ms(), now);
+    json_t *patch = json_pack("{s:s, s:i, s:s%, s:{s:f, s:f, s:f}, s:s}", "status", "failed", "exit_code", 1,
+                              "stdout", "a\0b", (size_t)3, "usage", "cpu_seconds", 0.25, "memory_mb_seconds", 0.5,
+                              "duration_s", 0.75, "finished_at", now);
+    OK(g_ops->exec_finish(g_st, c, id, patch, NULL, NULL, NULL, err));
+    json_decref(patch);
+    json_t *run = NULL;
+    OK(g_ops->run_get(g_st, c, "run-nul", 10, &run, err));
+    CU_ASSERT_FATAL(json_is_object(run));
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(run, "counts"), "failed")), 1);
+    CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(json_object_get(run, "usage"), "duration_s")), 0.75, 1e-9);
+    json_decref(run);
+    json_t *a = NULL;
+    OK(g_ops->agent_get(g_st, c, "agent-nul", &a, err));
+    CU_ASSERT_EQUAL(ji(a, "executions"), 1);
+    json_decref(a);
+}
+
 static void test_run_list(void)
 {
     json_t *l = runs(g_a, "agent-x", NULL, NULL, 10);
@@ -461,6 +486,7 @@ int main(void)
     CU_add_test(s, "the 1.3 ops are there", test_ops_present);
     CU_add_test(s, "run_get: executions in order, counts, usage, cap, tenants", test_run_get);
     CU_add_test(s, "run_list: by agent, project, all, paged", test_run_list);
+    CU_add_test(s, "an output with a NUL: run and agent still read", test_nul_output);
     CU_add_test(s, "agent_list and agent_get: usage per profile", test_agents);
     CU_add_test(s, "sqlite: every query searches an index", test_sqlite_plans);
     CU_add_test(s, "postgres: every query uses an index scan", test_pg_plans);
