@@ -12,7 +12,7 @@ import enterprise_ai  # noqa: E402
 import enterprise_ai.agent  # noqa: E402
 import enterprise_ai.sandbox  # noqa: E402
 from enterprise_ai.agent import AgentsClient, RunsClient, SessionsClient  # noqa: E402
-from test_client import EID, Base, envelope  # noqa: E402
+from test_client import EID, KEY, Base, envelope  # noqa: E402
 
 RUN = {"run_id": "r 1", "agent_id": "a1", "project_id": "p1",
        "executions": [{"id": EID, "status": "succeeded", "profile": "gvisor", "session_id": None,
@@ -98,6 +98,19 @@ class TestAgents(Base):
             self.c.with_language("fr").agent.agents.get("x")
         self.assertEqual(cm.exception.message, "Agent introuvable")
         self.assertEqual(self.m.requests[0]["headers"].get("Accept-Language"), "fr")
+
+
+class TestAsync(Base):
+    def test_async_agent_view(self) -> None:
+        import asyncio
+        self.m.script = [(200, RUN), (200, {"items": [{"agent_id": "a1"}], "next": None})]
+
+        async def go() -> None:
+            async with enterprise_ai.AsyncEnterpriseAI(base_url=self.m.url, api_key=KEY) as ac:
+                run = await ac.agent.runs.get("r 1")
+                self.assertEqual(run.total, 3)
+                self.assertEqual([a.agent_id async for a in ac.agent.agents.list()], ["a1"])
+        asyncio.run(go())
 
 
 class TestSessions(Base):
