@@ -34,6 +34,11 @@ const struct eai_route eai_routes[] = {
     {"GET", "/v1/manifests/{kind}/{name}", EAI_AUTH_TENANT, eai_misc_manifest_get, "manifests.get"},
     {"DELETE", "/v1/manifests/{kind}/{name}", EAI_AUTH_TENANT, eai_misc_manifest_delete, "manifests.delete"},
 
+    {"GET", "/v1/runs", EAI_AUTH_TENANT, eai_agent_route_run_list, "runs.list"},
+    {"GET", "/v1/runs/{run_id}", EAI_AUTH_TENANT, eai_agent_route_run_get, "runs.get"},
+    {"GET", "/v1/agents", EAI_AUTH_TENANT, eai_agent_route_agent_list, "agents.list"},
+    {"GET", "/v1/agents/{agent_id}", EAI_AUTH_TENANT, eai_agent_route_agent_get, "agents.get"},
+
     {"GET", "/v1/finops/usage", EAI_AUTH_TENANT, eai_misc_usage_get, "finops.usage.get"},
     {"POST", "/v1/finops/usage", EAI_AUTH_TENANT, eai_misc_usage_post, "finops.usage.post"},
 };

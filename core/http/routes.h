@@ -17,6 +17,11 @@ void eai_misc_contract_validate(struct eai_app *app, struct eai_req *r);
 void eai_misc_manifest_apply(struct eai_app *app, struct eai_req *r);
 void eai_misc_manifest_get(struct eai_app *app, struct eai_req *r);
 void eai_misc_manifest_list(struct eai_app *app, struct eai_req *r);   /* GET /v1/manifests?kind=Tool */
+/* the agent view (routes_agent.c) */
+void eai_agent_route_run_get(struct eai_app *app, struct eai_req *r);    /* GET /v1/runs/{run_id} */
+void eai_agent_route_run_list(struct eai_app *app, struct eai_req *r);   /* GET /v1/runs */
+void eai_agent_route_agent_list(struct eai_app *app, struct eai_req *r); /* GET /v1/agents */
+void eai_agent_route_agent_get(struct eai_app *app, struct eai_req *r);  /* GET /v1/agents/{agent_id} */
 void eai_misc_manifest_delete(struct eai_app *app, struct eai_req *r);
 void eai_misc_usage_get(struct eai_app *app, struct eai_req *r);
 void eai_misc_usage_post(struct eai_app *app, struct eai_req *r);

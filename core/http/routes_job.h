@@ -25,7 +25,7 @@ struct misc_job {
     misc_done_fn done;
     char tenant[64];
     char kind[96];
-    char name[128];
+    char name[160];    /* manifest name, run_id or agent_id (<= 128) */
     json_t *in;        /* owned */
     json_t *audit;     /* owned */
     json_t *out;       /* owned */

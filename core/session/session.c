@@ -52,6 +52,29 @@ int ses_live_count(const struct eai_sessions *reg, const char *tenant)
     return n;
 }
 
+json_t *eai_sessions_of_run(struct eai_app *app, const char *tenant, const char *run_id, size_t max,
+                            int *truncated)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    json_t *out = json_array();
+    *truncated = 0;
+    if (!reg || !out)
+        return out;
+    /* the registry is newest first: prepend, so the answer is oldest first */
+    for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (strcmp(s->tenant, tenant) != 0 || strcmp(s->run_id, run_id) != 0)
+            continue;
+        if (json_array_size(out) >= max) {
+            *truncated = 1;
+            break;
+        }
+        json_t *v = ses_view(s);
+        if (v)
+            json_array_insert_new(out, 0, v);
+    }
+    return out;
+}
+
 int eai_sessions_live(const struct eai_app *app)
 {
     return app ? ses_live_count(app->sessions, NULL) : 0;
@@ -128,6 +151,9 @@ json_t *ses_view(const struct eai_session *s)
     if (!v)
         return NULL;
     json_object_set_new(v, "auto_resume", json_boolean(s->auto_resume));
+    json_object_set_new(v, "project_id", s->project_id[0] ? json_string(s->project_id) : json_null());
+    json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
+    json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
     if (s->state == SES_ENDED)
         json_object_set_new(v, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds,

@@ -44,6 +44,14 @@ void eai_sessions_stop(struct eai_app *app);
 /* After the isolation backends are closed (no callback can come): free. */
 void eai_sessions_free(struct eai_app *app);
 
+/* This node's sessions (live or ended, still in the registry) of tenant
+ * carrying run_id, oldest first, at most max (*truncated set when there
+ * are more): their views as GET /v1/sandbox/sessions/{id} gives them.
+ * Loop thread only.  Sessions live in memory: another node's are not
+ * seen (docs/sessions.md). */
+json_t *eai_sessions_of_run(struct eai_app *app, const char *tenant, const char *run_id, size_t max,
+                            int *truncated);
+
 /* Live sessions on this node (metrics). */
 int eai_sessions_live(const struct eai_app *app);
 

@@ -41,6 +41,7 @@ struct eai_session {
     char message[256];
     const struct eai_profile *prof;
     char image[256];
+    char project_id[129], agent_id[129], run_id[129]; /* "" when not given */
     json_t *limits;                  /* canonical {cpu, memory, pids, disk} */
     json_t *env;                     /* merged into every execution's env */
     int64_t cpu_millis, memory_bytes, pids, disk_bytes;

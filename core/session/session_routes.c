@@ -148,6 +148,12 @@ static void create_answer(struct eai_req *r, void *arg)
     snprintf(s->actor, sizeof s->actor, "%s", j->actor);
     snprintf(s->request_id, sizeof s->request_id, "%s", j->request_id);
     snprintf(s->image, sizeof s->image, "%s", json_string_value(json_object_get(j->rec, "image")));
+    const char *ids[3] = {json_string_value(json_object_get(j->rec, "project_id")),
+                          json_string_value(json_object_get(j->rec, "agent_id")),
+                          json_string_value(json_object_get(j->rec, "run_id"))};
+    snprintf(s->project_id, sizeof s->project_id, "%s", ids[0] ? ids[0] : "");
+    snprintf(s->agent_id, sizeof s->agent_id, "%s", ids[1] ? ids[1] : "");
+    snprintf(s->run_id, sizeof s->run_id, "%s", ids[2] ? ids[2] : "");
     s->reg = reg;
     s->prof = j->prof;
     s->limits = json_pack("{s:O?, s:O?, s:O?, s:O?}", "cpu", json_object_get(limits, "cpu"), "memory",
@@ -231,7 +237,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         return;
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
-                                          "max_concurrent_executions", "network", "auto_resume", NULL};
+                                          "max_concurrent_executions", "network", "auto_resume",
+                                          "project_id", "agent_id", "run_id", NULL};
     const char *k;
     json_t *v;
     json_object_foreach(body, k, v) {
@@ -288,7 +295,10 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     /* the limits, image, profile and env are those of an execution: one
      * validation (schema, then profile maxima, image, env) for both */
     json_t *pseudo = json_pack("{s:[s]}", "command", "sh");
-    static const char *const copy[] = {"profile", "image", "limits", "env", NULL};
+    /* project_id, agent_id, run_id: checked as an execution's (1..128
+     * characters), kept by the session, inherited by its executions and
+     * shown by GET /v1/runs/{run_id} (docs/sessions.md) */
+    static const char *const copy[] = {"profile", "image", "limits", "env", "project_id", "agent_id", "run_id", NULL};
     for (const char *const *c = copy; pseudo && *c; c++)
         if (json_object_get(body, *c))
             json_object_set(pseudo, *c, json_object_get(body, *c));
@@ -487,6 +497,12 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
         if (json_object_get(body, *c))
             json_object_set(eb, *c, json_object_get(body, *c));
     json_decref(body);
+    /* the session's ids unless the execution gives its own */
+    const char *const idk[] = {"project_id", "agent_id", "run_id"};
+    const char *const idv[] = {s->project_id, s->agent_id, s->run_id};
+    for (int n = 0; n < 3; n++)
+        if (idv[n][0] && !json_object_get(eb, idk[n]))
+            json_object_set_new(eb, idk[n], json_string(idv[n]));
     s->last_used_ms = eai_now_ms();
     s->executions++;
     eai_exec_create_in_session(app, r, eb, s->id);

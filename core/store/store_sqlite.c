@@ -581,6 +581,10 @@ static const struct eai_storage_ops eai_sq_ops = {
     .outbox_append = eai_sq_outbox_append,
     .tenant_usage = eai_sq_tenant_usage,
     .exec_prune = eai_sq_exec_prune,
+    .run_get = eai_sq_run_get,            /* 1.3: the agent view (store_sqlite_agent.c) */
+    .run_list = eai_sq_run_list,
+    .agent_list = eai_sq_agent_list,
+    .agent_get = eai_sq_agent_get,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

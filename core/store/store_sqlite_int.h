@@ -127,6 +127,13 @@ int eai_sq_ledger_insert(void *self, const char *tenant, const json_t *event,
                          struct eai_error **err);
 int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, json_t **out,
                         struct eai_error **err);
+/* store_sqlite_agent.c: the agent view (ABI 1.3) */
+int eai_sq_run_get(void *self, const char *tenant, const char *run_id, int limit, json_t **out,
+                   struct eai_error **err);
+int eai_sq_run_list(void *self, const char *tenant, const json_t *filter, json_t **out, struct eai_error **err);
+int eai_sq_agent_list(void *self, const char *tenant, const char *after, int limit, json_t **out,
+                      struct eai_error **err);
+int eai_sq_agent_get(void *self, const char *tenant, const char *agent_id, json_t **out, struct eai_error **err);
 int eai_sq_kv_get(void *self, const char *key, char **value, struct eai_error **err);
 int eai_sq_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
 

@@ -55,6 +55,7 @@ struct eai_iso_probe {
 #define EAI_ISO_PROBE_SIZE_1_0 offsetof(struct eai_iso_probe, pending)
 #define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, limit_flags) + sizeof(int64_t))
 #define EAI_ISO_PROBE_SIZE_1_2 EAI_ISO_PROBE_SIZE_1_1
+#define EAI_ISO_PROBE_SIZE_1_3 EAI_ISO_PROBE_SIZE_1_2
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */
@@ -108,6 +109,7 @@ struct eai_iso_job {
  * are 1.2, and a test of job->size against _1_1 does not cover them.) */
 #define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
 #define EAI_ISO_JOB_SIZE_1_2 (offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
+#define EAI_ISO_JOB_SIZE_1_3 EAI_ISO_JOB_SIZE_1_2
 /* Deprecated: 1 when the job carries session_id, i.e. size >=
  * EAI_ISO_JOB_SIZE_1_2 (the same test; docs/plugins.md named this macro
  * before 1.2 existed).  Kept for sources written against it, gone in 2.0. */
@@ -165,6 +167,7 @@ struct eai_iso_result {
  * until 1.2; sizeof(struct eai_iso_result) in the 1.1 headers covers it). */
 #define EAI_ISO_RESULT_SIZE_1_1 (offsetof(struct eai_iso_result, files_movable) + sizeof(int))
 #define EAI_ISO_RESULT_SIZE_1_2 (offsetof(struct eai_iso_result, stderr_runtime_bytes) + sizeof(size_t))
+#define EAI_ISO_RESULT_SIZE_1_3 EAI_ISO_RESULT_SIZE_1_2
 
 /* Callbacks into core, on the loop thread. */
 struct eai_iso_callbacks {
@@ -180,6 +183,7 @@ struct eai_iso_callbacks {
 #define EAI_ISO_CALLBACKS_SIZE_1_0 (offsetof(struct eai_iso_callbacks, on_exit) + sizeof(void (*)(void)))
 #define EAI_ISO_CALLBACKS_SIZE_1_1 EAI_ISO_CALLBACKS_SIZE_1_0
 #define EAI_ISO_CALLBACKS_SIZE_1_2 EAI_ISO_CALLBACKS_SIZE_1_0
+#define EAI_ISO_CALLBACKS_SIZE_1_3 EAI_ISO_CALLBACKS_SIZE_1_2
 
 /* ---- Added in 1.2, sessions: one sandbox kept alive across executions
  * (docs/sessions.md).  The three structs below and enum eai_iso_file_op
@@ -200,6 +204,7 @@ struct eai_iso_session {
     int max_concurrent;        /* executions at once inside it (>= 1); later ones wait */
 };
 #define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
+#define EAI_ISO_SESSION_SIZE_1_3 EAI_ISO_SESSION_SIZE_1_2
 
 struct eai_iso_session_end {
     size_t size;
@@ -210,6 +215,7 @@ struct eai_iso_session_end {
     const char *message;       /* English, may be NULL */
 };
 #define EAI_ISO_SESSION_END_SIZE_1_2 (offsetof(struct eai_iso_session_end, message) + sizeof(const char *))
+#define EAI_ISO_SESSION_END_SIZE_1_3 EAI_ISO_SESSION_END_SIZE_1_2
 
 /* Callbacks of one session, on the loop thread. */
 struct eai_iso_session_callbacks {
@@ -228,6 +234,7 @@ struct eai_iso_session_callbacks {
 };
 #define EAI_ISO_SESSION_CALLBACKS_SIZE_1_2 \
     (offsetof(struct eai_iso_session_callbacks, on_resumed) + sizeof(void (*)(void)))
+#define EAI_ISO_SESSION_CALLBACKS_SIZE_1_3 EAI_ISO_SESSION_CALLBACKS_SIZE_1_2
 
 enum eai_iso_file_op {
     EAI_ISO_FILE_PUT = 1,      /* data/len: create or replace path (parents made) */
@@ -303,6 +310,7 @@ struct eai_isolation_ops {
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_1 EAI_ISOLATION_OPS_SIZE_1_0
 #define EAI_ISOLATION_OPS_SIZE_1_2 (offsetof(struct eai_isolation_ops, egress_claim) + sizeof(void (*)(void)))
+#define EAI_ISOLATION_OPS_SIZE_1_3 EAI_ISOLATION_OPS_SIZE_1_2
 
 #ifdef __cplusplus
 }

@@ -25,6 +25,7 @@ struct eai_audit_ops {
 #define EAI_AUDIT_OPS_SIZE_1_0 (offsetof(struct eai_audit_ops, deliver) + sizeof(void (*)(void)))
 #define EAI_AUDIT_OPS_SIZE_1_1 EAI_AUDIT_OPS_SIZE_1_0
 #define EAI_AUDIT_OPS_SIZE_1_2 EAI_AUDIT_OPS_SIZE_1_0
+#define EAI_AUDIT_OPS_SIZE_1_3 EAI_AUDIT_OPS_SIZE_1_2
 
 struct eai_finops_ops {
     size_t size;
@@ -34,6 +35,7 @@ struct eai_finops_ops {
 #define EAI_FINOPS_OPS_SIZE_1_0 (offsetof(struct eai_finops_ops, deliver) + sizeof(void (*)(void)))
 #define EAI_FINOPS_OPS_SIZE_1_1 EAI_FINOPS_OPS_SIZE_1_0
 #define EAI_FINOPS_OPS_SIZE_1_2 EAI_FINOPS_OPS_SIZE_1_0
+#define EAI_FINOPS_OPS_SIZE_1_3 EAI_FINOPS_OPS_SIZE_1_2
 
 struct eai_telemetry_ops {
     size_t size;
@@ -50,6 +52,7 @@ struct eai_telemetry_ops {
 #define EAI_TELEMETRY_OPS_SIZE_1_0 offsetof(struct eai_telemetry_ops, export_metrics)
 #define EAI_TELEMETRY_OPS_SIZE_1_1 (offsetof(struct eai_telemetry_ops, export_metrics) + sizeof(void (*)(void)))
 #define EAI_TELEMETRY_OPS_SIZE_1_2 EAI_TELEMETRY_OPS_SIZE_1_1
+#define EAI_TELEMETRY_OPS_SIZE_1_3 EAI_TELEMETRY_OPS_SIZE_1_2
 
 #ifdef __cplusplus
 }

@@ -248,11 +248,44 @@ struct eai_storage_ops {
      * in the same transaction: the chain keeps verifying and records the
      * deletion.  *deleted: executions removed. */
     int (*exec_prune)(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err);
+
+    /* ---- Added in 1.3: the agent view (GET /v1/runs, /v1/agents;
+     * docs/api.md "Runs and agents", docs/storage.md "The agent view").
+     * Each may be NULL: core then answers those routes 503.  Every one
+     * reads through an index (tenant_id, run_id | agent_id | project_id):
+     * never a scan of the executions.  Times are RFC 3339 strings. */
+    /* One run of one tenant: *out = {"run_id", "executions": [{id, status,
+     * profile, session_id, trace_id, created_at, started_at, finished_at,
+     * usage}] oldest first (seq order), at most limit (1..1000),
+     * "truncated" (bool: the run has more), "total", "counts" {status: n},
+     * "usage" {cpu_seconds, memory_mb_seconds, duration_s} (sums over the
+     * whole run), "first_at" (oldest created_at), "last_at" (newest
+     * updated_at), "agent_id", "project_id"}; *out NULL when the tenant has
+     * no execution with that run_id. */
+    int (*run_get)(void *self, const char *tenant, const char *run_id, int limit, json_t **out,
+                   struct eai_error **err);
+    /* filter {agent_id?, project_id?, after? (a run_id: exclusive), limit
+     * (1..1000)}: the tenant's runs by run_id ascending: [{run_id,
+     * agent_id, project_id, executions, first_at, last_at}]. */
+    int (*run_list)(void *self, const char *tenant, const json_t *filter, json_t **out,
+                    struct eai_error **err);
+    /* At most limit (1..1000) agents of the tenant whose agent_id > after
+     * (NULL: from the start), ascending: [{agent_id, executions, runs,
+     * last_seen}]. */
+    int (*agent_list)(void *self, const char *tenant, const char *after, int limit, json_t **out,
+                      struct eai_error **err);
+    /* One agent: *out = {agent_id, executions, runs, newest_run (run_id of
+     * its newest execution carrying one, or null), last_seen, "usage":
+     * [{profile, executions, cpu_seconds, memory_mb_seconds, duration_s}]
+     * by profile}, NULL when the tenant has no execution of that agent. */
+    int (*agent_get)(void *self, const char *tenant, const char *agent_id, json_t **out,
+                     struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
 #define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, key_create_expiring) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_2 (offsetof(struct eai_storage_ops, exec_prune) + sizeof(void (*)(void)))
+#define EAI_STORAGE_OPS_SIZE_1_3 (offsetof(struct eai_storage_ops, agent_get) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

@@ -183,6 +183,13 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
 int eai_pg_kv_get(void *self, const char *key, char **value, struct eai_error **err);
 int eai_pg_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
 int eai_pg_audit_heads(void *self, json_t **out, struct eai_error **err);
+/* pg_agent.c: the agent view (ABI 1.3) */
+int eai_pg_run_get(void *self, const char *tenant, const char *run_id, int limit, json_t **out,
+                   struct eai_error **err);
+int eai_pg_run_list(void *self, const char *tenant, const json_t *filter, json_t **out, struct eai_error **err);
+int eai_pg_agent_list(void *self, const char *tenant, const char *after, int limit, json_t **out,
+                      struct eai_error **err);
+int eai_pg_agent_get(void *self, const char *tenant, const char *agent_id, json_t **out, struct eai_error **err);
 
 /* Pool lifecycle (pg_pool.c). */
 int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err);

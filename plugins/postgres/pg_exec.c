@@ -149,13 +149,17 @@ static int eai_pg_exec_create_body(struct eai_pg_tx *tx, void *arg, struct eai_e
         }
         PQclear(r);
     }
-    const char *p[11] = {c->uuid, c->tenant, eai_pg_jstr(c->exec, "profile"),
+    /* agent_id, trace_id, session_id: columns of the agent view too
+     * (0006_agent_view.sql), so its queries never parse a document */
+    const char *p[13] = {c->uuid, c->tenant, eai_pg_jstr(c->exec, "profile"),
                          eai_pg_jstr(c->exec, "run_id"), eai_pg_jstr(c->exec, "project_id"),
-                         idem, hash, c->doc_text, c->created, c->now, NULL};
+                         idem, hash, c->doc_text, c->created, c->now, eai_pg_jstr(c->exec, "agent_id"),
+                         eai_pg_jstr(c->exec, "trace_id"), eai_pg_jstr(c->exec, "session_id")};
     if (eai_pg_cmd(tx, "INSERT INTO eai.sandbox_executions (id, tenant_id, status, profile, run_id,"
-                       " project_id, idempotency_key, request_hash, doc, created_at, updated_at)"
+                       " project_id, idempotency_key, request_hash, doc, created_at, updated_at,"
+                       " agent_id, trace_id, session_id)"
                        " VALUES ($1, $2, 'queued', $3, $4, $5, $6, $7, $8::json, $9::timestamptz,"
-                       " to_timestamp($10::bigint / 1000.0))", 10, p, err) < 0)
+                       " to_timestamp($10::bigint / 1000.0), $11, $12, $13)", 13, p, err) < 0)
         return -1;
     if (c->audit && eai_pg_audit_append_tx(tx, c->tenant, c->audit, err) < 0)
         return -1;
@@ -546,6 +550,17 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
     int has_started = st != NULL;
     if (has_started)
         snprintf(started, sizeof started, "%s", st);
+    /* the usage, also in columns for the agent view's sums (0006_agent_view.sql) */
+    char us[3][40];
+    const char *uv[3] = {NULL, NULL, NULL};
+    static const char *const uk[3] = {"cpu_seconds", "memory_mb_seconds", "duration_s"};
+    for (int k = 0; k < 3; k++) {
+        const json_t *v = json_object_get(json_object_get(rec, "usage"), uk[k]);
+        if (json_is_number(v)) {
+            snprintf(us[k], sizeof us[k], "%.17g", json_number_value(v));
+            uv[k] = us[k];
+        }
+    }
     for (int k = 0; eai_pg_column_keys[k]; k++)
         json_object_del(rec, eai_pg_column_keys[k]);
     char *text = eai_pg_dump(rec);
@@ -554,12 +569,14 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
     char nows[24];
-    const char *p[6] = {uuid, status, text, finished, has_started ? started : NULL, eai_pg_i64(now, nows)};
+    const char *p[9] = {uuid, status, text, finished, has_started ? started : NULL, eai_pg_i64(now, nows),
+                        uv[0], uv[1], uv[2]};
     rc = eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET status = $2, doc = $3::json,"
                         " finished_at = $4::timestamptz,"
                         " started_at = COALESCE($5::timestamptz, started_at),"
-                        " updated_at = to_timestamp($6::bigint / 1000.0)"
-                        " WHERE id = $1", 6, p, err);
+                        " updated_at = to_timestamp($6::bigint / 1000.0),"
+                        " cpu_seconds = $7::float8, memory_mb_seconds = $8::float8, duration_s = $9::float8"
+                        " WHERE id = $1", 9, p, err);
     free(text);
     return rc;
 }

@@ -241,6 +241,8 @@ static const struct eai_storage_ops eai_pg_ops = {
     .manifest_list = eai_pg_manifest_list,
     .outbox_append = eai_pg_outbox_append,
     .tenant_usage = eai_pg_tenant_usage, .exec_prune = eai_pg_exec_prune, /* 0005_retention.sql */
+    .run_get = eai_pg_run_get, .run_list = eai_pg_run_list, /* 1.3: the agent view, 0006_agent_view.sql */
+    .agent_list = eai_pg_agent_list, .agent_get = eai_pg_agent_get,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

@@ -56,6 +56,8 @@ type Client struct {
 	Sandbox   *SandboxService
 	Contracts *ContractsService
 	Manifests *ManifestsService
+	// Agent is the agent view: Agent.Agents, Agent.Runs, Agent.Sessions.
+	Agent *AgentService
 
 	base           *url.URL
 	key            string
@@ -215,6 +217,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	c.Sandbox.Sessions = &SessionService{s: c.Sandbox}
 	c.Contracts = &ContractsService{c: c}
 	c.Manifests = &ManifestsService{c: c}
+	c.Agent = newAgentService(c)
 	return c, nil
 }
 

@@ -31,6 +31,10 @@ type SessionRequest struct {
 	IdleTimeoutS            int               `json:"idle_timeout_s,omitempty"`
 	TTLS                    int               `json:"ttl_s,omitempty"`
 	MaxConcurrentExecutions int               `json:"max_concurrent_executions,omitempty"`
+	// The agent's ids: its executions inherit them (docs/sessions.md).
+	ProjectID string `json:"project_id,omitempty"`
+	AgentID   string `json:"agent_id,omitempty"`
+	RunID     string `json:"run_id,omitempty"`
 }
 
 // SessionInfo is a session as the server reports it.
@@ -50,6 +54,9 @@ type SessionInfo struct {
 	EndReason               string     `json:"end_reason"`
 	Executions              int        `json:"executions"`
 	Usage                   *Usage     `json:"usage"`
+	ProjectID               *string    `json:"project_id"`
+	AgentID                 *string    `json:"agent_id"`
+	RunID                   *string    `json:"run_id"`
 }
 
 // SessionExecRequest is an execution inside a session (the session gives the

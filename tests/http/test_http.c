@@ -647,6 +647,86 @@ static const char *exec_body =
     "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"python3\",\"-c\",\"print(2+2)\"],"
     "\"project_id\":\"p1\",\"run_id\":\"r1\"}";
 
+/* The agent view (routes_agent.c): a run's executions, counts and trace
+ * ids; runs and agents listed and paged; another tenant's run and agent
+ * answer 404 in both languages; bounds give 422. */
+static void test_agent_view(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", "traceparent: "
+                       "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", NULL};
+    const char *body = "{\"profile\":\"fake\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                       "\"project_id\":\"proj-h\",\"agent_id\":\"agent-h\",\"run_id\":\"run-h1\"}";
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h, body, &r), 202);
+        th_resp_free(&r);
+    }
+    const char *ga[] = {auth_a, NULL};
+    const char *gb[] = {auth_b, NULL};
+    const char *gbfr[] = {auth_b, "Accept-Language: fr", NULL};
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/v1/runs/run-h1", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(r.json, "total")), 3);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "executions")), 3);
+    CU_ASSERT(json_is_false(json_object_get(r.json, "truncated")));
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "agent_id")), "agent-h");
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_array_get(json_object_get(r.json, "trace_ids"), 0)),
+                           "4bf92f3577b34da6a3ce929d0e0e4736");
+    CU_ASSERT(json_is_array(json_object_get(r.json, "sessions")));
+    CU_ASSERT(json_is_object(json_object_get(r.json, "usage")));
+    CU_ASSERT(json_is_object(json_object_get(r.json, "counts")));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/runs/run-h1?limit=2", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "executions")), 2);
+    CU_ASSERT(json_is_true(json_object_get(r.json, "truncated")));
+    th_resp_free(&r);
+    /* another tenant: 404 like a missing run, in French when asked */
+    struct th_resp other, missing;
+    CU_ASSERT_EQUAL(req("GET", "/v1/runs/run-h1", gb, NULL, &other), 404);
+    CU_ASSERT_EQUAL(req("GET", "/v1/runs/no-such-run", gb, NULL, &missing), 404);
+    json_object_del(json_object_get(other.json, "error"), "request_id");
+    json_object_del(json_object_get(missing.json, "error"), "request_id");
+    CU_ASSERT(json_equal(other.json, missing.json));
+    th_resp_free(&other);
+    th_resp_free(&missing);
+    CU_ASSERT_EQUAL(req("GET", "/v1/runs/run-h1", gbfr, NULL, &r), 404);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "not_found");
+    const char *fr = json_string_value(json_object_get(json_object_get(r.json, "error"), "message"));
+    CU_ASSERT(fr && strncmp(fr, "Run introuvable", 15) == 0);
+    th_resp_free(&r);
+    /* lists */
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/v1/runs?agent_id=agent-h", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    CU_ASSERT(json_is_null(json_object_get(r.json, "next")));
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/v1/runs?project_id=proj-h&limit=1", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/v1/agents?limit=100", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 1);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(json_array_get(json_object_get(r.json, "items"), 0),
+                                                             "agent_id")), "agent-h");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL_FATAL(req("GET", "/v1/agents/agent-h", ga, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(r.json, "runs")), 1);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(r.json, "executions")), 3);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(r.json, "newest_run")), "run-h1");
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "usage")), 1);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/agents/agent-h", gb, NULL, &r), 404);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/agents", gb, NULL, &r), 200);
+    CU_ASSERT_EQUAL(json_array_size(json_object_get(r.json, "items")), 0);
+    th_resp_free(&r);
+    /* bounds */
+    CU_ASSERT_EQUAL(req("GET", "/v1/runs?limit=101", ga, NULL, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/agents?limit=0", ga, NULL, &r), 422);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(req("GET", "/v1/runs/run-h1?limit=5000", ga, NULL, &r), 422);
+    th_resp_free(&r);
+}
+
 static void test_idempotency_and_tenants(void)
 {
     struct th_resp r;
@@ -1397,6 +1477,7 @@ static int reg(void)
     if (!b || !CU_add_test(b, "ready, configured body cap", test_recording_ready) ||
         !CU_add_test(b, "idempotency and cross-tenant 404", test_idempotency_and_tenants) ||
         !CU_add_test(b, "manifests", test_manifests) || !CU_add_test(b, "contracts", test_contracts) ||
+        !CU_add_test(b, "agent view: runs and agents", test_agent_view) ||
         !CU_add_test(b, "YAML alias bomb refused over HTTP", test_yaml_alias_bomb_http) ||
         !CU_add_test(b, "finops ledger", test_finops) ||
         !CU_add_test(b, "connection limit", test_connection_limit) ||

@@ -334,6 +334,42 @@ func call(st step, args map[string]any) (*result, error) {
 			return nil, err
 		}
 		return &result{raw: toRaw(v)}, nil
+	case "runs_get":
+		o := &eai.RunGetOptions{}
+		if l, ok := args["limit"].(float64); ok {
+			o.Limit = int(l)
+		}
+		v, err := c.Agent.Runs.Get(ctx, str(args, "run_id"), o)
+		if err != nil {
+			return nil, err
+		}
+		return &result{raw: toRaw(v)}, nil
+	case "runs_list":
+		o := eai.RunListOptions{AgentID: str(args, "agent_id"), ProjectID: str(args, "project_id")}
+		if l, ok := args["limit"].(float64); ok {
+			o.Limit = int(l)
+		}
+		v, err := c.Agent.Runs.All(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		return &result{raw: toRaw(v)}, nil
+	case "agents_get":
+		v, err := c.Agent.Agents.Get(ctx, str(args, "agent_id"))
+		if err != nil {
+			return nil, err
+		}
+		return &result{raw: toRaw(v)}, nil
+	case "agents_list":
+		limit := 0
+		if l, ok := args["limit"].(float64); ok {
+			limit = int(l)
+		}
+		v, err := c.Agent.Agents.All(ctx, limit)
+		if err != nil {
+			return nil, err
+		}
+		return &result{raw: toRaw(v)}, nil
 	}
 	return nil, fmt.Errorf("unknown call %q", st.Call)
 }

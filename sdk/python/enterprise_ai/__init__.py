@@ -15,6 +15,8 @@ from .errors import (APIConnectionError, APIError, AuthenticationError, Conflict
 from .models import (TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Session, SessionFile, Usage,
                      ValidationResult)
 from .sessions import SessionFiles, SessionHandle, Sessions
+from . import agent, sandbox
+from .agent import AgentsClient, RunsClient, SessionsClient
 from .webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify_signature
 
 __all__ = [
@@ -24,4 +26,5 @@ __all__ = [
     "Execution", "Event", "FileInfo", "Usage", "ValidationResult", "ManifestResult", "TERMINAL_STATUSES",
     "Session", "SessionFile", "Sessions", "SessionHandle", "SessionFiles",
     "verify_signature", "sign", "SIGNATURE_HEADER", "EVENT_ID_HEADER",
+    "agent", "sandbox", "AgentsClient", "RunsClient", "SessionsClient",
 ]

@@ -227,6 +227,55 @@ class AsyncManifests:
         return r
 
 
+class AsyncRunsClient:
+    """``client.agent.runs`` (enterprise_ai.agent.RunsClient), awaited."""
+
+    def __init__(self, sync: Any, run: _Runner) -> None:
+        self._r, self._run = sync, run
+
+    async def get(self, run_id: str, *, limit: Optional[int] = None) -> Any:
+        return await self._run.call(self._r.get, run_id, limit=limit)
+
+    def list(self, **kw: Any) -> AsyncIterator[Any]:
+        return self._run.iterate(self._r.list(**kw))
+
+    async def page(self, **kw: Any) -> Any:
+        return await self._run.call(self._r.page, **kw)
+
+
+class AsyncAgentsClient:
+    """``client.agent.agents`` (enterprise_ai.agent.AgentsClient), awaited."""
+
+    def __init__(self, sync: Any, run: _Runner) -> None:
+        self._a, self._run = sync, run
+
+    async def get(self, agent_id: str) -> Any:
+        return await self._run.call(self._a.get, agent_id)
+
+    def list(self, **kw: Any) -> AsyncIterator[Any]:
+        return self._run.iterate(self._a.list(**kw))
+
+    def runs(self, agent_id: str, **kw: Any) -> AsyncIterator[Any]:
+        return self._run.iterate(self._a.runs(agent_id, **kw))
+
+
+class AsyncSessionsClient(AsyncSessions):
+    """``client.agent.sessions`` (enterprise_ai.agent.SessionsClient), awaited."""
+
+    async def for_run(self, run_id: str) -> List[Session]:
+        r: List[Session] = await self._run.call(self._s.for_run, run_id)
+        return r
+
+
+class AsyncAgentView:
+    """``client.agent``: ``agents``, ``runs``, ``sessions``, awaited."""
+
+    def __init__(self, sync: Any, run: _Runner) -> None:
+        self.agents = AsyncAgentsClient(sync.agents, run)
+        self.runs = AsyncRunsClient(sync.runs, run)
+        self.sessions = AsyncSessionsClient(sync.sessions, run)
+
+
 class AsyncEnterpriseAI:
     """The asyncio client: the arguments of :class:`EnterpriseAI`, plus
     ``max_concurrency`` (calls in flight at once, default 32).  ``aclose()`` (or
@@ -239,6 +288,7 @@ class AsyncEnterpriseAI:
         self.sandbox = AsyncSandbox(self._sync.sandbox, self._run)
         self.contracts = AsyncContracts(self._sync.contracts, self._run)
         self.manifests = AsyncManifests(self._sync.manifests, self._run)
+        self.agent = AsyncAgentView(self._sync.agent, self._run)
 
     @property
     def base_url(self) -> str:

@@ -539,6 +539,8 @@ class EnterpriseAI:
         self.sandbox = Sandbox(self._t)
         self.contracts = Contracts(self._t)
         self.manifests = Manifests(self._t)
+        from .agent import AgentView
+        self.agent = AgentView(self)
 
     @property
     def base_url(self) -> str:
@@ -553,6 +555,8 @@ class EnterpriseAI:
         c = object.__new__(EnterpriseAI)
         c._t = self._t.copy(language)
         c.sandbox, c.contracts, c.manifests = Sandbox(c._t), Contracts(c._t), Manifests(c._t)
+        from .agent import AgentView
+        c.agent = AgentView(c)
         return c
 
     def __repr__(self) -> str:

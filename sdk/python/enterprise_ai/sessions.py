@@ -137,6 +137,7 @@ class Sessions:
                limits: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
                idle_timeout_s: Optional[int] = None, ttl_s: Optional[int] = None,
                max_concurrent_executions: Optional[int] = None, auto_resume: Optional[bool] = None,
+               project_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None,
                request: Optional[Mapping[str, Any]] = None, timeout: float = 120.0) -> SessionHandle:
         """POST a session; answers once its sandbox is ready (``timeout`` seconds for that).
         Sessions have no Idempotency-Key: a lost answer is not retried (429/503 are)."""
@@ -145,7 +146,8 @@ class Sessions:
             for k, v in (("profile", profile), ("image", image), ("limits", dict(limits) if limits else None),
                          ("env", dict(env) if env is not None else None), ("idle_timeout_s", idle_timeout_s),
                          ("ttl_s", ttl_s), ("max_concurrent_executions", max_concurrent_executions),
-                         ("auto_resume", auto_resume)):
+                         ("auto_resume", auto_resume), ("project_id", project_id), ("agent_id", agent_id),
+                         ("run_id", run_id)):
                 if v is not None:
                     body[k] = v
         r = self._t.request("POST", "/v1/sandbox/sessions", body, timeout=timeout, idempotent=False)

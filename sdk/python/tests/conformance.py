@@ -140,6 +140,15 @@ class Runner:
             return {"raw": c.manifests.get(a["kind"], a["name"])}
         if name == "manifests_delete":
             return {"raw": c.manifests.delete(a["kind"], a["name"])}
+        if name == "runs_get":
+            return {"raw": c.agent.runs.get(a["run_id"], limit=a.get("limit")).raw}
+        if name == "runs_list":
+            return {"raw": [r.raw for r in c.agent.runs.list(agent_id=a.get("agent_id"),
+                                                             project_id=a.get("project_id"), limit=a.get("limit"))]}
+        if name == "agents_get":
+            return {"raw": c.agent.agents.get(a["agent_id"]).raw}
+        if name == "agents_list":
+            return {"raw": [x.raw for x in c.agent.agents.list(limit=a.get("limit"))]}
         raise Fail("unknown call %r" % name)
 
     def check_error(self, exp: Dict[str, Any], err: BaseException) -> None:

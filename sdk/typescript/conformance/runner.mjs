@@ -99,6 +99,18 @@ async function call(c, name, a) {
     case "manifests_apply": return { raw: (await c.manifests.apply(a.manifest)).raw };
     case "manifests_get": return { raw: await c.manifests.get(a.kind, a.name) };
     case "manifests_delete": return { raw: await c.manifests.delete(a.kind, a.name) };
+    case "runs_get": return { raw: await c.agent.runs.get(a.run_id, { limit: a.limit }) };
+    case "runs_list": {
+      const out = [];
+      for await (const r of c.agent.runs.list({ agentId: a.agent_id, projectId: a.project_id, limit: a.limit })) out.push(r);
+      return { raw: out };
+    }
+    case "agents_get": return { raw: await c.agent.agents.get(a.agent_id) };
+    case "agents_list": {
+      const out = [];
+      for await (const x of c.agent.agents.list({ limit: a.limit })) out.push(x);
+      return { raw: out };
+    }
     default: throw new Fail(`unknown call ${name}`);
   }
 }

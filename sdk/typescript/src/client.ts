@@ -1,3 +1,4 @@
+import { AgentView } from "./agent.js";
 import {
   APIConnectionError, APIError, EnterpriseAIError, WaitTimeoutError, errorFromResponse,
 } from "./errors.js";
@@ -545,6 +546,8 @@ export class EnterpriseAI {
   readonly sandbox: Sandbox;
   readonly contracts: Contracts;
   readonly manifests: Manifests;
+  /** The agent view: `agents`, `runs`, `sessions` (agent.ts). */
+  readonly agent: AgentView;
   readonly #t: Transport;
   readonly #options: ClientOptions;
 
@@ -559,6 +562,7 @@ export class EnterpriseAI {
     this.sandbox = new Sandbox(this.#t);
     this.contracts = new Contracts(this.#t);
     this.manifests = new Manifests(this.#t);
+    this.agent = new AgentView(this.#t, this.sandbox);
   }
 
   get baseUrl(): string {

@@ -13,3 +13,5 @@ export type {
   ManifestResult, Usage, ValidationResult, CallbackView, SessionCreateRequest, SessionInfo, SessionExecRequest,
   SessionFileInfo,
 } from "./types.js";
+export { AgentsClient, RunsClient, SessionsClient, AgentView } from "./agent.js";
+export type { Agent, AgentSummary, Page, ProfileUsage, Run, RunExecution, RunListOptions, RunSummary } from "./agent.js";

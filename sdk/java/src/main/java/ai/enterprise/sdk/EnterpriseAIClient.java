@@ -31,12 +31,14 @@ public final class EnterpriseAIClient {
     private final Sandbox sandbox;
     private final Contracts contracts;
     private final Manifests manifests;
+    private final Agent agent;
 
     private EnterpriseAIClient(Transport t) {
         this.transport = t;
         this.sandbox = new Sandbox(t);
         this.contracts = new Contracts(t);
         this.manifests = new Manifests(t);
+        this.agent = new Agent(t, sandbox);
     }
 
     public static Builder builder() {
@@ -56,6 +58,11 @@ public final class EnterpriseAIClient {
     /** Tool manifests. */
     public Manifests manifests() {
         return manifests;
+    }
+
+    /** The agent view: {@code agent().agents()}, {@code agent().runs()}, {@code agent().sessions()}. */
+    public Agent agent() {
+        return agent;
     }
 
     public String baseUrl() {

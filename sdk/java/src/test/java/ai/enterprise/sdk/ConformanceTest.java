@@ -238,6 +238,24 @@ class ConformanceTest {
             case "manifests_apply" -> r.raw = c.manifests().apply(a.path("manifest"));
             case "manifests_get" -> r.raw = c.manifests().get(a.path("kind").asText(), a.path("name").asText());
             case "manifests_delete" -> r.raw = c.manifests().delete(a.path("kind").asText(), a.path("name").asText());
+            case "runs_get" -> r.raw = c.agent().runs().get(a.path("run_id").asText(),
+                    a.hasNonNull("limit") ? a.path("limit").asInt() : null);
+            case "runs_list" -> {
+                ArrayNode items = JSON.createArrayNode();
+                for (JsonNode it : c.agent().runs().list(text(a, "agent_id"), text(a, "project_id"),
+                        a.hasNonNull("limit") ? a.path("limit").asInt() : null)) {
+                    items.add(it);
+                }
+                r.raw = items;
+            }
+            case "agents_get" -> r.raw = c.agent().agents().get(a.path("agent_id").asText());
+            case "agents_list" -> {
+                ArrayNode items = JSON.createArrayNode();
+                for (JsonNode it : c.agent().agents().list(a.hasNonNull("limit") ? a.path("limit").asInt() : null)) {
+                    items.add(it);
+                }
+                r.raw = items;
+            }
             default -> throw new IllegalArgumentException("unknown call " + call);
         }
         return r;
