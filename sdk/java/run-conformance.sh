@@ -16,7 +16,7 @@ if [[ -z $out ]]; then
     cleanup=$out
 fi
 trap '[[ -n $cleanup ]] && rm -rf "$cleanup"' EXIT
-mvn=(mvn -o -B -q -Dstyle.color=never -Dmaven.repo.local=/usr/share/maven-repo -Deai.build.dir="$out")
+mvn=(mvn -o -B -q -Pdebian -Dstyle.color=never -Dmaven.repo.local=/usr/share/maven-repo -Deai.build.dir="$out")
 rc=0
 EAI_SDK_LIVE=1 "${mvn[@]}" -Dtest='ConformanceTest,SeedSnippetTest' -DfailIfNoTests=false test || rc=1
 echo "== java: examples/Seed.java against $EAI_URL (plain java, SDK jar + Debian's Jackson)"
