@@ -273,7 +273,12 @@ def case_cold():
                     seq += 1
                     eid = submit(e, "in-%d" % seq)
                     kill_when(e, eid, part, lambda: cold_bundle(e, eid), cold_stage(stage))
-                    check_end(e, eid, "cold, runsc-%s killed at %s (round %d)" % (part, stage, r + 1))
+                    # a gofer killed while the program only sleeps: gVisor's kernel
+                    # notices a dead gofer when it next needs it, so the program may
+                    # end on its own first (seen once in 24 on the runsc of 2026):
+                    # `succeeded` is true then; `failed` with runsc's words never is
+                    check_end(e, eid, "cold, runsc-%s killed at %s (round %d)" % (part, stage, r + 1),
+                              allow_success=(part == "gofer" and stage == "run"))
         # the service is whole: the next execution runs
         eid = submit(e, "after")
         b = e.wait_terminal(eid, timeout=90)
