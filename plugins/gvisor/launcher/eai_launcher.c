@@ -64,7 +64,6 @@
 
 #define CTL 0                        /* the control socket */
 #define MAX_LAUNCH (4 << 20)         /* bytes of the launch file */
-#define MAX_ARGS 65536
 #define WARMUP_S 10
 #define WARMUP_COPIES 2              /* the warm-up runs twice at once */
 #define REAP_PASSES 200              /* kill(-1) + reap rounds at the end (~40 ms at most) */
@@ -97,20 +96,6 @@ static void fail(const char *what, int err)
     _exit(125);
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The whole of a regular file (NUL-terminated), at most max bytes. */
 static char *read_file(const char *path, size_t max, size_t *len)
 {
@@ -139,33 +124,6 @@ static char *read_file(const char *path, size_t max, size_t *len)
     buf[got] = '\0';
     *len = got;
     return buf;
-}
-
-/* The next NUL-terminated string of the launch file, or NULL. */
-static const char *next_str(const char *buf, size_t len, size_t *off)
-{
-    if (*off >= len)
-        return NULL;
-    const char *s = buf + *off;
-    const char *nul = memchr(s, '\0', len - *off);
-    if (!nul)
-        return NULL;
-    *off += (size_t)(nul - s) + 1;
-    return s;
-}
-
-static char **next_list(const char *buf, size_t len, size_t *off, int at_least_one)
-{
-    const char *n = next_str(buf, len, off);
-    char *end = NULL;
-    long count = n ? strtol(n, &end, 10) : -1;
-    if (!n || !*n || *end || count < (at_least_one ? 1 : 0) || count > MAX_ARGS)
-        return NULL;
-    char **v = calloc((size_t)count + 1, sizeof(*v));
-    for (long i = 0; v && i < count; i++)
-        if (!(v[i] = (char *)next_str(buf, len, off)))
-            return NULL;
-    return v;
 }
 
 static void warm_up(char **argv)
@@ -260,7 +218,7 @@ int main(int argc, char **argv)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (argc > 1)
         warm_up(argv + 1);
-    if (write_all(1, "ready\n", 6) < 0)
+    if (eai_launcher_write_all(1, "ready\n", 6) < 0)
         return 125;
 
     /* "/tmp/.eai-launch-<16 hex>\n" (gvisor_launcher.c): read whole, and
@@ -285,11 +243,11 @@ int main(int argc, char **argv)
     if (!buf)
         fail(path, errno);
     unlink(path);
-    const char *magic = next_str(buf, len, &off);
-    const char *cwd = next_str(buf, len, &off);
-    char **prog = magic && !strcmp(magic, "EAI-LAUNCH-1") && cwd ? next_list(buf, len, &off, 1) : NULL;
-    char **envp = prog ? next_list(buf, len, &off, 0) : NULL;
-    const char *input = envp ? next_str(buf, len, &off) : NULL;
+    const char *magic = eai_launcher_next_str(buf, len, &off);
+    const char *cwd = eai_launcher_next_str(buf, len, &off);
+    char **prog = magic && !strcmp(magic, "EAI-LAUNCH-1") && cwd ? eai_launcher_next_list(buf, len, &off, 1) : NULL;
+    char **envp = prog ? eai_launcher_next_list(buf, len, &off, 0) : NULL;
+    const char *input = envp ? eai_launcher_next_str(buf, len, &off) : NULL;
     if (!input || (strcmp(input, "0") && strcmp(input, "1")))
         fail("launch file", EINVAL);
 
@@ -308,7 +266,7 @@ int main(int argc, char **argv)
             static char chunk[65536];
             ssize_t r;
             while ((r = read(CTL, chunk, sizeof(chunk))) > 0 || (r < 0 && errno == EINTR))
-                if (r > 0 && write_all(pipefd[1], chunk, (size_t)r) < 0)
+                if (r > 0 && eai_launcher_write_all(pipefd[1], chunk, (size_t)r) < 0)
                     break; /* the program closed its stdin */
             _exit(0);
         }

@@ -20,6 +20,11 @@ int eai_launcher_name_ok(const char *name); /* 1: [A-Za-z0-9._-], 1 to 64 bytes 
 /* The abstract address "@name"; its length. */
 unsigned eai_launcher_addr(const char *name, struct sockaddr_un *sa);
 int eai_launcher_write_all(int fd, const char *p, size_t n);
+/* NUL-separated strings of a launch file or request: the next one, or NULL;
+ * a count then that many strings as a new NULL-terminated array (the caller
+ * frees the array, the strings point into buf), or NULL. */
+const char *eai_launcher_next_str(const char *buf, size_t len, size_t *off);
+char **eai_launcher_next_list(const char *buf, size_t len, size_t *off, int at_least_one);
 /* A request's body (after its length): "EAI-RUN-1" NUL cwd NUL argc NUL
  * argv... NUL envc NUL env... NUL, nothing after.  0 with *cwd and the
  * strings of *argv (at least one) and *envp pointing into req (the two

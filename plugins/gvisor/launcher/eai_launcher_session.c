@@ -175,7 +175,7 @@ static void refuse(struct client *c, const char *why)
     client_close(c);
 }
 
-static const char *next_str(const char *buf, size_t len, size_t *off)
+const char *eai_launcher_next_str(const char *buf, size_t len, size_t *off)
 {
     if (*off >= len)
         return NULL;
@@ -187,16 +187,16 @@ static const char *next_str(const char *buf, size_t len, size_t *off)
     return s;
 }
 
-static char **next_list(const char *buf, size_t len, size_t *off, int at_least_one)
+char **eai_launcher_next_list(const char *buf, size_t len, size_t *off, int at_least_one)
 {
-    const char *n = next_str(buf, len, off);
+    const char *n = eai_launcher_next_str(buf, len, off);
     char *end = NULL;
     long count = n ? strtol(n, &end, 10) : -1;
     if (!n || !*n || *end || count < (at_least_one ? 1 : 0) || count > MAX_ARGS)
         return NULL;
     char **v = calloc((size_t)count + 1, sizeof(*v));
     for (long i = 0; v && i < count; i++) {
-        if (!(v[i] = (char *)next_str(buf, len, off))) {
+        if (!(v[i] = (char *)eai_launcher_next_str(buf, len, off))) {
             free(v);
             return NULL;
         }
@@ -207,10 +207,10 @@ static char **next_list(const char *buf, size_t len, size_t *off, int at_least_o
 int eai_launcher_request_parse(const char *req, size_t len, const char **cwd, char ***argv, char ***envp)
 {
     size_t off = 0;
-    const char *magic = next_str(req, len, &off);
-    const char *dir = next_str(req, len, &off);
-    char **prog = magic && !strcmp(magic, MAGIC) && dir ? next_list(req, len, &off, 1) : NULL;
-    char **env = prog ? next_list(req, len, &off, 0) : NULL;
+    const char *magic = eai_launcher_next_str(req, len, &off);
+    const char *dir = eai_launcher_next_str(req, len, &off);
+    char **prog = magic && !strcmp(magic, MAGIC) && dir ? eai_launcher_next_list(req, len, &off, 1) : NULL;
+    char **env = prog ? eai_launcher_next_list(req, len, &off, 0) : NULL;
     if (!env || off != len) {
         free(prog);
         free(env);
