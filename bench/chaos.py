@@ -142,9 +142,15 @@ class Node:
         except ProcessLookupError:
             pass
         e.proc.wait()
-        self.killed_at = time.time()
-        self.ready_at = None
+        with self.lock:  # one consistent pair for orphan_watch
+            self.ready_at = None
+            self.killed_at = time.time()
         return True
+
+    def kill_window(self):
+        """(killed_at, ready_at) of the last kill and the successor's start."""
+        with self.lock:
+            return self.killed_at, self.ready_at
 
     def live(self):
         with self.lock:
@@ -279,10 +285,11 @@ def main():
             while not stop.wait(1):
                 now = time.time()
                 for n in nodes:
-                    if n.killed_at is None or n.ready_at is None or now < n.ready_at + 30:
+                    killed_at, ready_at = n.kill_window()
+                    if killed_at is None or ready_at is None or now < ready_at + 30:
                         continue
                     for pid, start, cmd in procs_naming(n.data):
-                        if start < n.killed_at and pid not in [o[0] for o in orphans]:
+                        if start < killed_at and pid not in [o[0] for o in orphans]:
                             orphans.append((pid, n.name, cmd[:160]))
                             log("orphan of a killed %s: pid %d %s" % (n.name, pid, cmd[:120]))
 

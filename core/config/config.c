@@ -33,6 +33,7 @@ static struct eai_config *eai_config_defaults(void)
     c->max_body_bytes = 10u * 1024 * 1024;
     c->max_header_bytes = 16u * 1024;
     c->max_connections = 1024;
+    c->max_unauth_connections = -1;
     c->max_polls_per_tenant = 64;
     c->max_streams_per_tenant = 16;
     c->max_connections_per_tenant = 256;

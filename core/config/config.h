@@ -27,6 +27,7 @@ struct eai_config {
     size_t max_body_bytes;     /* 10 MiB                      (server.max_body_bytes) */
     size_t max_header_bytes;   /* 16 KiB                      (server.max_header_bytes) */
     int max_connections;       /* 1024                        (server.max_connections) */
+    int max_unauth_connections;/* -1: max_connections / 2; 0: none (server.max_unauthenticated_connections) */
     int request_timeout_s;     /* 75 (> 60 s long-poll)       (server.request_timeout_s) */
     int read_timeout_s;        /* 60: a whole request in      (server.read_timeout_s) */
     int drain_s;               /* 30: SIGTERM lets running executions end (server.drain_s) */

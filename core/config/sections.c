@@ -32,13 +32,15 @@ static int sect_server(struct eai_config *c, const char *file, const char *path,
                        struct eai_error **err)
 {
     static const char *const k[] = {"listen", "max_body_bytes", "max_header_bytes", "max_connections",
-                                    "request_timeout_s", "read_timeout_s", "drain_s", "tls", NULL};
+                                    "max_unauthenticated_connections", "request_timeout_s", "read_timeout_s", "drain_s", "tls", NULL};
     int64_t body = (int64_t)c->max_body_bytes, hdr = (int64_t)c->max_header_bytes;
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_string(file, path, v, "listen", &c->listen, err) < 0 ||
         eai_cfg_get_size(file, path, v, "max_body_bytes", 1024, 1LL << 31, &body, err) < 0 ||
         eai_cfg_get_size(file, path, v, "max_header_bytes", 1024, 1LL << 24, &hdr, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_connections", 1, 1000000, &c->max_connections, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_unauthenticated_connections", 0, 1000000,
+                          &c->max_unauth_connections, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "request_timeout_s", 1, 3600, &c->request_timeout_s, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "read_timeout_s", 1, 3600, &c->read_timeout_s, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "drain_s", 0, 3600, &c->drain_s, err) < 0 ||

@@ -92,6 +92,7 @@ static void tenant_drop(struct eai_conn *c)
         free(t);
     }
     c->tenant[0] = '\0';
+    c->g->nattributed--;
 }
 
 int eai_conn_attribute(struct eai_conn *c, const char *tenant)
@@ -111,6 +112,7 @@ int eai_conn_attribute(struct eai_conn *c, const char *tenant)
     (*pp)->n++;
     tenant_drop(c);
     snprintf(c->tenant, sizeof c->tenant, "%s", tenant);
+    g->nattributed++;
     return 0;
 }
 
@@ -638,6 +640,34 @@ static void conn_input_cb(struct evbuffer *buf, const struct evbuffer_cb_info *i
         conn_scan(c, NULL, n);
 }
 
+/* More unauthenticated connections than server.max_unauthenticated_connections:
+ * the oldest of them with no request being handled (idle after a refusal, or
+ * still sending its head) is closed, never the fresh one, never one that carries
+ * a tenant's request.  So clients that connect and say nothing (or only fail
+ * to authenticate) cannot hold every slot until the listener pauses: at least
+ * max_connections - max_unauthenticated_connections stay for tenants. */
+static void evict_unauthenticated(struct eai_conn_guard *s, struct eai_conn *fresh)
+{
+    struct eai_conn *oldest = NULL;
+    for (struct eai_conn *c = s->conns; c; c = c->next) /* newest first */
+        if (c != fresh && !c->tenant[0] && !c->cur && !c->inflight && !c->released && !c->closing)
+            oldest = c;
+    if (!oldest)
+        return;
+    conn_learn_evcon(oldest);
+    eai_metrics_add("eai_http_connections_evicted_total", NULL, 1);
+    static int64_t last_ms;
+    int64_t now = eai_now_ms();
+    if (!last_ms || now - last_ms >= 60000) { /* at most once a minute: a flood must not flood the log */
+        last_ms = now;
+        eai_log(SRV_COMPONENT, EAI_LOG_WARN,
+                "%d unauthenticated connections (server.max_unauthenticated_connections %d): closing the oldest idle one",
+                s->nconn - s->nattributed, s->max_unauth);
+    }
+    oldest->closing = 1;
+    conn_abort(oldest);
+}
+
 struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
 {
     struct eai_conn_guard *s = arg;
@@ -674,6 +704,8 @@ struct bufferevent *eai_conn_bev_cb(struct event_base *base, void *arg)
     s->conns = c;
     byb_add(s, c);
     s->nconn++;
+    if (s->max_unauth > 0 && s->nconn - s->nattributed > s->max_unauth)
+        evict_unauthenticated(s, c);
     eai_conn_listener_update(s);
     return bev;
 }

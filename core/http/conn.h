@@ -42,6 +42,8 @@ struct eai_conn_guard {
     struct eai_tls *tls;              /* NULL: plain HTTP (http/tls.c) */
     int stopping;
     int max_per_tenant;               /* connections one tenant may hold (0: no bound) */
+    int nattributed;                  /* connections attributed to a tenant (the others: unauthenticated) */
+    int max_unauth;                   /* unauthenticated connections before the oldest idle one is closed (0: no bound) */
     struct eai_tenant_conns *by_tenant; /* tenant -> connections attributed to it */
 };
 

@@ -362,6 +362,8 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     s->g.base = app->base;
     s->g.max_connections = cfg->max_connections;
     s->g.max_per_tenant = cfg->max_connections_per_tenant;
+    s->g.max_unauth = cfg->max_unauth_connections >= 0 ? cfg->max_unauth_connections
+                                                       : (cfg->max_connections + 1) / 2;
     s->g.cap = cfg->max_body_bytes;
     s->g.acc_cap = cfg->max_header_bytes + EAI_HTTP_MAX_REQUEST_LINE + 1024;
     s->g.max_header_bytes = cfg->max_header_bytes;
@@ -377,6 +379,9 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     s->g.chunk_slack_cap = (int64_t)s->g.cap + (int64_t)s->g.cap / 4 + 65536;
     eai_metrics_describe("eai_http_connections", EAI_METRIC_GAUGE, "Open HTTP connections.");
     eai_metrics_set("eai_http_connections", NULL, 0);
+    eai_metrics_describe("eai_http_connections_evicted_total", EAI_METRIC_COUNTER,
+                         "Idle unauthenticated HTTP connections closed to make room (server.max_unauthenticated_connections).");
+    eai_metrics_add("eai_http_connections_evicted_total", NULL, 0);
     s->http = evhttp_new(app->base);
     if (!s->http) {
         eai_tls_free(s->g.tls);

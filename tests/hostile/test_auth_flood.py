@@ -12,7 +12,10 @@ valid key keeps listing its executions:
 - targets are truncated (<= 131 bytes);
 - eai_auth_refused_total counts every refusal;
 - limits.max_connections_per_tenant bounds the connections one tenant holds
-  (429 past it), another tenant unaffected."""
+  (429 past it), another tenant unaffected;
+- server.max_unauthenticated_connections: clients that connect and say
+  nothing (or only fail to authenticate) cannot hold every connection slot:
+  the oldest idle unauthenticated one is closed, tenants still get in."""
 import http.client
 import json
 import os
@@ -150,6 +153,70 @@ def case_connections_per_tenant():
         e.stop()
 
 
+def case_unauthenticated_connections():
+    """server.max_connections 8, max_unauthenticated_connections 4: 12 silent
+    connections and 4 that got a 401 cannot lock a tenant out (before, the
+    listener paused at 8 until request_timeout_s, 75 s, for everyone); the
+    evicted ones are the oldest, counted in eai_http_connections_evicted_total;
+    a connection carrying a tenant's request is never evicted."""
+    import socket
+    tmp = tempfile.mkdtemp(prefix="eai-unauth-")
+    cfg = os.path.join(tmp, "eaid.yaml")
+    with open(cfg, "w") as f:
+        f.write("server:\n  max_connections: 8\n  max_unauthenticated_connections: 4\n")
+    e = Env(config=cfg, tmp=tmp, env={"EAI_SANDBOX_RUNSC": "/nonexistent"})
+    e.own_tmp = True
+    silent = []
+    try:
+        key = e.make_key("tenant")
+        e.start()
+        kept = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+        kept.request("GET", "/v1/sandbox/executions?limit=1", headers={"Authorization": "Bearer " + key})
+        r = kept.getresponse()
+        check(r.status == 200, "the tenant's first connection: %s" % r.status)
+        r.read()
+        for i in range(16):
+            s = socket.create_connection(("127.0.0.1", e.port), timeout=10)
+            if i % 4 == 0:  # one in four asks without a key: a 401, still unauthenticated
+                s.sendall(b"GET /v1/sandbox/executions HTTP/1.1\r\nHost: x\r\n\r\n")
+                check(b" 401 " in s.recv(4096), "no 401 for a request without a key")
+            silent.append(s)
+            time.sleep(0.02)
+        t0 = time.time()
+        c = http.client.HTTPConnection("127.0.0.1", e.port, timeout=10)
+        c.request("GET", "/v1/sandbox/executions?limit=1", headers={"Authorization": "Bearer " + key})
+        r = c.getresponse()
+        check(r.status == 200, "a tenant's new connection after 16 unauthenticated ones: %s" % r.status)
+        r.read()
+        check(time.time() - t0 < 5, "the tenant waited %.1f s for a slot" % (time.time() - t0))
+        kept.request("GET", "/v1/sandbox/executions?limit=1", headers={"Authorization": "Bearer " + key})
+        r = kept.getresponse()
+        check(r.status == 200, "the tenant's first connection was evicted: %s" % r.status)
+        r.read()
+        closed = 0
+        for s in silent[:8]:  # the oldest were closed by the server
+            s.settimeout(5)
+            try:
+                data = s.recv(4096)
+                while data and b" 401 " in data and not data.endswith(b"}"):
+                    data = s.recv(4096)
+                closed += data == b"" or s.recv(4096) == b""
+            except (ConnectionResetError, socket.timeout):
+                closed += 1
+        check(closed >= 8, "the 8 oldest unauthenticated connections closed: %d" % closed)
+        with urllib.request.urlopen(e.url + "/metrics", timeout=5) as m:
+            text = m.read().decode()
+        n = [float(l.split()[-1]) for l in text.splitlines() if l.startswith("eai_http_connections_evicted_total")]
+        check(n and n[0] >= 8, "eai_http_connections_evicted_total: %s" % n)
+        c.close()
+        kept.close()
+    finally:
+        for s in silent:
+            s.close()
+        e.stop()
+
+
 if __name__ == "__main__":
     run_cases([("flood_of_bad_keys", case_flood_of_bad_keys),
-               ("connections_per_tenant", case_connections_per_tenant)])
+               ("connections_per_tenant", case_connections_per_tenant),
+               ("unauthenticated_connections", case_unauthenticated_connections)])
