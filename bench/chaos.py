@@ -371,10 +371,10 @@ def main():
             if e is not None:
                 e.stop(clean=False)
         time.sleep(1)
-        left = procs_naming(work)
+        left = [p for p in procs_naming(work) if "postgres" not in p[2]]  # its cluster runs on until the end
         for pid, _, cmd in left:
             log("left after the graceful stop: pid %d %s" % (pid, cmd[:120]))
-        n_orphans = len(orphans) + len([p for p in left if "postgres" not in p[2]])
+        n_orphans = len(orphans) + len(left)
         ok = not (lost or twice or finish_not_once or usage_not_once or overrun or n_orphans)
         log("errors by code: %s; retries: %s" % (dict(errors), {k: v for k, v in counts.items() if "retry" in k}))
         print("executions=%d lost=%d twice=%d finish_not_once=%d usage_not_once=%d overrun=%d orphans=%d"

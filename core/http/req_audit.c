@@ -9,6 +9,7 @@
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "obs/metrics.h"
 
 #define SRV_COMPONENT "http"
 
@@ -71,10 +72,68 @@ static const struct eai_park_ops audit_park_ops = {
     .what = "audit append", .work = audit_work, .answer = audit_answer, .free = audit_free,
 };
 
+/* Refusals of ids that do not exist ("deny", "not_found": reads, files,
+ * cancels, sessions, runs) are what a probe or a buggy poller repeats
+ * without end: each tenant records at most NF_BURST of them at once and
+ * NF_PER_S a second after that.  The ones past it are counted; the next
+ * one recorded carries "suppressed": how many were not written since
+ * (docs/audit.md "Refusals of unknown ids").  Loop thread only.  A fixed
+ * table of tenants: a tenant that lands on a slot another one holds takes
+ * it over with a full bucket (at worst one more burst, never unbounded). */
+#define NF_SLOTS 1024
+#define NF_BURST 60.0
+#define NF_PER_S 1.0
+
+struct nf_slot {
+    char tenant[64];
+    double tokens;
+    int64_t at_ms;
+    int64_t suppressed;
+};
+
+static struct nf_slot g_nf[NF_SLOTS];
+
+static int not_found_admit(const char *tenant, json_t *event)
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (const char *p = tenant; *p; p++)
+        h = (h ^ (unsigned char)*p) * 1099511628211ull;
+    struct nf_slot *s = &g_nf[h % NF_SLOTS];
+    int64_t now = eai_now_ms();
+    if (strcmp(s->tenant, tenant) != 0) {
+        snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
+        s->tokens = NF_BURST;
+        s->suppressed = 0;
+    } else {
+        s->tokens += (double)(now - s->at_ms) / 1000.0 * NF_PER_S;
+        if (s->tokens > NF_BURST)
+            s->tokens = NF_BURST;
+    }
+    s->at_ms = now;
+    if (s->tokens < 1.0) {
+        s->suppressed++;
+        eai_metrics_add("eai_audit_suppressed_total", "reason=\"not_found\"", 1);
+        return 0;
+    }
+    s->tokens -= 1.0;
+    if (s->suppressed > 0) {
+        json_object_set_new(event, "suppressed", json_integer(s->suppressed));
+        s->suppressed = 0;
+    }
+    return 1;
+}
+
 void eai_req_audit_async(struct eai_app *app, const char *tenant, json_t *event)
 {
     if (!event)
         return;
+    const char *decision = json_string_value(json_object_get(event, "decision"));
+    const char *reason = json_string_value(json_object_get(event, "reason"));
+    if (decision && reason && !strcmp(decision, "deny") && !strcmp(reason, "not_found") &&
+        !not_found_admit(tenant ? tenant : EAI_SYSTEM_TENANT, event)) {
+        json_decref(event);
+        return;
+    }
     struct audit_job *j = calloc(1, sizeof(*j));
     if (!j || !app->store) {
         free(j);

@@ -9,6 +9,8 @@ void eai_obs_describe_metrics(void)
 
     eai_metrics_describe("eai_auth_refused_total", EAI_METRIC_COUNTER,
                          "Requests refused for a missing or bad API key (audited per source and window).");
+    eai_metrics_describe("eai_audit_suppressed_total", EAI_METRIC_COUNTER,
+                         "Refusals not written to the audit chain past a tenant's rate (reason not_found; docs/audit.md).");
     eai_metrics_describe("eai_sandbox_executions_total", EAI_METRIC_COUNTER,
                          "Executions that reached a terminal status, by profile and status.");
     eai_metrics_describe("eai_sandbox_cpu_seconds_total", EAI_METRIC_COUNTER,

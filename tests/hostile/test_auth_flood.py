@@ -15,7 +15,10 @@ valid key keeps listing its executions:
   (429 past it), another tenant unaffected;
 - server.max_unauthenticated_connections: clients that connect and say
   nothing (or only fail to authenticate) cannot hold every connection slot:
-  the oldest idle unauthenticated one is closed, tenants still get in."""
+  the oldest idle unauthenticated one is closed, tenants still get in;
+- refusals of unknown ids (not_found) are audited at most 60 at once and
+  1 a second per tenant: the rest counted, the next row says how many
+  were left out (`suppressed`), the chain still verifies."""
 import http.client
 import json
 import os
@@ -216,7 +219,48 @@ def case_unauthenticated_connections():
         e.stop()
 
 
+def case_not_found_probes():
+    """300 GETs of ids that do not exist: at most 60 + 1/s audit rows with
+    reason not_found (not 300), eai_audit_suppressed_total counts the rest,
+    the next one written after a pause carries `suppressed`, and the chain
+    verifies (`eaid audit verify`)."""
+    tmp = tempfile.mkdtemp(prefix="eai-probes-")
+    e = Env(tmp=tmp, env={"EAI_SANDBOX_RUNSC": "/nonexistent"})
+    e.own_tmp = True
+    try:
+        e.make_key("prober")
+        e.start()
+        t0 = time.time()
+        for i in range(300):
+            st, _ = e.api("GET", "/v1/sandbox/executions/sbx_%08d-0000-4000-8000-000000000000" % i)
+            check(st == 404, "unknown id: %s" % st)
+        took = time.time() - t0
+        time.sleep(2.2)  # two tokens back
+        st, _ = e.api("GET", "/v1/sandbox/executions/sbx_99999999-0000-4000-8000-000000000000")
+        check(st == 404, "unknown id: %s" % st)
+        with urllib.request.urlopen(e.url + "/metrics", timeout=5) as m:
+            text = m.read().decode()
+        sup = [float(l.split()[-1]) for l in text.splitlines() if l.startswith("eai_audit_suppressed_total")]
+        e.stop(clean=False)
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(e.data, "eai.db"), uri=True)
+        rows = [json.loads(d) for (d,) in db.execute("SELECT doc FROM audit_events WHERE action = 'sandbox.read'"
+                                                        " ORDER BY seq").fetchall()]
+        db.close()
+        nf = [r for r in rows if r.get("reason") == "not_found"]
+        print("not_found rows: %d for 301 probes in %.1f s; suppressed metric %s" % (len(nf), took, sup))
+        check(len(nf) <= 60 + int(took + 2.2) + 2, "%d not_found audit rows for 301 probes" % len(nf))
+        check(len(nf) >= 60, "fewer rows than the burst: %d" % len(nf))
+        check(sup and sup[0] + len(nf) == 301, "suppressed %s + written %d != 301" % (sup, len(nf)))
+        check(nf[-1].get("suppressed", 0) > 0, "the last row does not say how many were left out: %r" % nf[-1])
+        check(sum(r.get("suppressed", 0) for r in nf) == int(sup[0]), "suppressed members do not add up")
+        r = e.cmd("audit", "verify")
+        check(r.returncode == 0, "audit verify: %s %s" % (r.stdout, r.stderr))
+    finally:
+        e.stop()
+
+
 if __name__ == "__main__":
-    run_cases([("flood_of_bad_keys", case_flood_of_bad_keys),
+    run_cases([("not_found_probes", case_not_found_probes),
+               ("flood_of_bad_keys", case_flood_of_bad_keys),
                ("connections_per_tenant", case_connections_per_tenant),
                ("unauthenticated_connections", case_unauthenticated_connections)])

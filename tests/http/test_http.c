@@ -190,7 +190,7 @@ static int setup_recording(void)
 {
     return start_on_double("# test config: one profile on the refusing test double\n"
                            "isolation:\n  refuse: {}\n"
-                           "server:\n  max_body_bytes: 1Mi\n  max_connections: 4\n"
+                           "server:\n  max_body_bytes: 1Mi\n  max_connections: 4\n  max_unauthenticated_connections: 0\n"
                            "profiles:\n"
                            "  fake:\n    backend: refuse\n    runtime_class: none\n"
                            "    defaults: {cpu: 250m, memory: 64Mi, timeout_s: 5}\n"
@@ -1137,7 +1137,8 @@ static int raw_connect(void)
 
 static void test_connection_limit(void)
 {
-    /* max_connections is 4 in this suite: four idle connections fill it */
+    /* max_connections is 4 in this suite, with no bound on unauthenticated
+     * ones (test_auth_flood checks that bound): four idle connections fill it */
     int fds[4];
     for (int i = 0; i < 4; i++)
         fds[i] = raw_connect();
