@@ -103,17 +103,17 @@ static void pooled_unlink(struct gv_pooled *p)
     }
 }
 
-/* eai_pool_ready{plugin="gvisor"}: warm sandboxes ready to serve now;
- * eai_pool_size: the configured warm count per shape. */
+/* GV_M_READY: warm sandboxes ready to serve now; GV_M_SIZE: the
+ * configured warm count per shape. */
 static void pool_gauges(struct gv *g)
 {
-    if (!g || !g->host || !g->host->metric_set)
+    if (!g || !g->host)
         return;
     int ready = 0;
     for (struct gv_pooled *q = g->pool; q; q = q->next)
         ready += q->state == GVP_READY;
-    g->host->metric_set(g->host, "eai_pool_ready", NULL, ready);
-    g->host->metric_set(g->host, "eai_pool_size", NULL, g->pool_size > 0 ? g->pool_size : 0);
+    gv_metric(g, GV_M_READY, NULL, ready);
+    gv_metric(g, GV_M_SIZE, NULL, g->pool_size > 0 ? g->pool_size : 0);
 }
 
 static void close_fd(int *fd)
@@ -701,9 +701,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     if (got)
         got->state = GVP_TAKEN;
     /* hit rate = hits / (hits + misses) (docs/observability.md) */
-    if (g->host && g->host->metric_add)
-        g->host->metric_add(g->host, s->net ? "eai_pool_egress_takes_total" : "eai_pool_takes_total",
-                            got ? "result=\"hit\"" : "result=\"miss\"", 1);
+    gv_metric(g, s->net ? GV_M_EGRESS_TAKES : GV_M_TAKES, got ? "hit" : "miss", 1);
     pool_gauges(g);
     /* A take that leaves another sandbox of its shape ready or booting
      * boots nothing: its run's end refills (gv_pool_refill_soon), so the
