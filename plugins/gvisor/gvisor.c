@@ -696,8 +696,8 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
         free(g);
         return NULL;
     }
-    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || eai_pc_mkdir_p(g->state_dir, 0700) < 0 ||
-        eai_pc_mkdir_p(g->work_dir, 0700) < 0) {
+    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || eai_mkdir_p(g->state_dir, 0700) < 0 ||
+        eai_mkdir_p(g->work_dir, 0700) < 0) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, errno, "gvisor: cannot create %s or %s", g->state_dir,
                                    g->work_dir);

@@ -73,13 +73,6 @@ struct gv_pooled {
     char dns[64];
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int shape_eq(const struct gv_shape *a, const struct gv_shape *b)
 {
     return a->memory == b->memory && a->cpu == b->cpu && a->disk == b->disk && a->pids == b->pids &&
@@ -254,7 +247,7 @@ static void boot_failed(struct gv_pooled *p, const char *why)
 {
     struct gv *g = p->g;
     if (!g->destroying) {
-        g->pool_backoff_until = now_ms() + GV_POOL_BACKOFF_MS;
+        g->pool_backoff_until = eai_monotonic_ms() + GV_POOL_BACKOFF_MS;
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: %s (pool paused %d s)", p->b.cid, why,
                      GV_POOL_BACKOFF_MS / 1000);
     }
@@ -620,7 +613,7 @@ void gv_pool_refill_all(struct gv *g)
 {
     if (g->pool_size <= 0 || g->destroying)
         return;
-    int64_t now = now_ms();
+    int64_t now = eai_monotonic_ms();
     for (int i = 0; i < GV_POOL_SHAPES; i++) {
         if (!g->shapes[i].used || g->shapes[i].unpoolable)
             continue;
@@ -657,7 +650,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     if (g->pool_size <= 0 || g->destroying)
         return NULL;
     /* Remember the shape (LRU); forget the oldest one's idle sandboxes. */
-    int64_t now = now_ms();
+    int64_t now = eai_monotonic_ms();
     int slot = -1;
     for (int i = 0; i < GV_POOL_SHAPES && slot < 0; i++)
         if (g->shapes[i].used && shape_eq(&g->shapes[i].shape, s))
