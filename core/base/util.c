@@ -127,34 +127,6 @@ void *eai_zalloc(size_t n)
     return p;
 }
 
-int64_t eai_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t eai_monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-void eai_time_rfc3339(int64_t ms, char out[32])
-{
-    int64_t sec = ms / 1000, frac = ms % 1000;
-    if (frac < 0) {            /* before 1970: floor, not truncation */
-        frac += 1000;
-        sec--;
-    }
-    time_t s = (time_t)sec;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)frac);
-}
-
 int eai_time_parse_rfc3339(const char *s, int64_t *ms)
 {
     int Y, M, D, h, m, sec, n = 0;
@@ -527,50 +499,3 @@ void eai_format_cpu(int64_t millis, char *out, size_t len)
         snprintf(out, len, "%lldm", (long long)millis);
 }
 
-char *eai_read_file(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return NULL;
-    struct stat st;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-        close(fd);
-        errno = EINVAL;
-        return NULL;
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (buf && got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (!buf)
-        return NULL;
-    buf[got] = '\0';
-    if (len)
-        *len = got;
-    return buf;
-}
-
-int eai_mkdir_p(const char *path, unsigned mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}

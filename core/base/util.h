@@ -5,6 +5,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* eai_now_ms, eai_monotonic_ns, eai_time_rfc3339, eai_read_file, eai_mkdir_p,
+ * eai_write_all, eai_jstr: shared with the plugins, the launcher and the CLI */
+#include "eaibase.h"
+
 void eai_uuid_v4(char out[37]);
 /* Fill buf with n random bytes from getrandom(); 0 or -1. */
 int eai_random_bytes(void *buf, size_t n);
@@ -19,10 +23,6 @@ int eai_hex_lower_ok(const char *s, size_t n);
  * 2.36's calloc does not take from the thread cache, malloc does (~170
  * instructions less a request each). */
 void *eai_zalloc(size_t n);
-int64_t eai_now_ms(void);
-int64_t eai_monotonic_ns(void);
-/* "2026-11-29T10:00:00.000Z" */
-void eai_time_rfc3339(int64_t ms, char out[32]);
 /* Parse RFC 3339 (Z or offset, optional fraction) to epoch ms; 0 or -1. */
 int eai_time_parse_rfc3339(const char *s, int64_t *ms);
 
@@ -49,10 +49,5 @@ int eai_parse_bytes(const char *s, int64_t *out);
 /* Canonical text of a quantity for echoing ("500m", "256Mi"). */
 void eai_format_bytes(int64_t b, char *out, size_t len);
 void eai_format_cpu(int64_t millis, char *out, size_t len);
-
-/* Read a whole file (regular files only, at most max bytes). NULL on error. */
-char *eai_read_file(const char *path, size_t max, size_t *len);
-/* mkdir -p with mode. 0 or -1. */
-int eai_mkdir_p(const char *path, unsigned mode);
 
 #endif

@@ -19,11 +19,6 @@
 #include "http/req_audit.h"
 #include "obs/metrics.h"
 
-const char *exec_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 struct eai_exec *exec_state_of(struct eai_app *app)
 {
     struct eai_exec *st = app ? app->exec : NULL;
@@ -134,7 +129,7 @@ static void cancel_answer(struct eai_req *r, void *arg)
 {
     struct cancel_job *j = arg;
     struct eai_exec *st = exec_state_of(j->app);
-    const char *status = exec_jstr(j->out, "status");
+    const char *status = eai_jstr(j->out, "status");
     if (!r) {
         /* answered by eai_exec_stop */
     } else if (j->rc < 0) {

@@ -123,7 +123,7 @@ static void unknown_image_hint(struct eai_app *app, struct eai_error *e)
     size_t i;
     json_t *x;
     json_array_foreach(e->details, i, x) {
-        const char *m = exec_jstr(x, "message");
+        const char *m = eai_jstr(x, "message");
         if (!m || strncmp(m, "unknown image", 13) != 0)
             continue;
         if (n > 0)
@@ -141,7 +141,7 @@ static void create_work(void *arg)
     struct create_job *j = arg;
     struct eai_app *app = j->app;
     json_t *tool_doc = NULL;
-    const char *tool = exec_jstr(j->body, "tool");
+    const char *tool = eai_jstr(j->body, "tool");
     if (tool) {
         if (app->store->manifest_get(app->storage.self, j->tenant, "tool", tool, &tool_doc, &j->err) < 0) {
             j->rc = -1;
@@ -244,8 +244,8 @@ static void create_answer(struct eai_req *r, void *arg)
     } else if (j->rc < 0) {
         exec_reply_storage_error(r, "exec_create", j->err);
     } else if (j->rc == EAI_STORE_EXISTS) {
-        const char *id = exec_jstr(j->existing, "id") ? exec_jstr(j->existing, "id") : j->id;
-        const char *s = exec_jstr(j->existing, "status") ? exec_jstr(j->existing, "status") : "queued";
+        const char *id = eai_jstr(j->existing, "id") ? eai_jstr(j->existing, "id") : j->id;
+        const char *s = eai_jstr(j->existing, "status") ? eai_jstr(j->existing, "status") : "queued";
         if (eai_req_span(r))
             eai_span_set_str(eai_req_span(r), "eai.execution_id", id);
         exec_reply_accepted(r, 200, id, s);
@@ -359,7 +359,7 @@ struct eai_tool_check *eai_exec_tool_check_new(struct eai_app *app)
 int eai_exec_tool_check_run(struct eai_tool_check *c, const json_t *doc, struct eai_error **err)
 {
     struct eai_app *app = c->j.app;
-    const char *name = exec_jstr(json_object_get(doc, "metadata"), "name");
+    const char *name = eai_jstr(json_object_get(doc, "metadata"), "name");
     const json_t *spec = json_object_get(doc, "spec");
     json_t *body = json_pack("{s:s}", "tool", name ? name : "");
     if (!body)
@@ -395,7 +395,7 @@ int eai_exec_tool_check_run(struct eai_tool_check *c, const json_t *doc, struct 
     /* the execution's paths, as the manifest's */
     for (size_t i = 0; i < json_array_size(d); i++) {
         json_t *x = json_array_get(d, i);
-        const char *p = exec_jstr(x, "path");
+        const char *p = eai_jstr(x, "path");
         char np[160];
         if (!p)
             continue;
@@ -535,12 +535,12 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
         snprintf(j->span_id, sizeof j->span_id, "%s", eai_span_id(span));
         eai_span_set_str(span, "eai.tenant_id", tenant);
         eai_span_set_str(span, "gen_ai.operation.name", "execute_tool");
-        if (exec_jstr(body, "tool"))
-            eai_span_set_str(span, "gen_ai.tool.name", exec_jstr(body, "tool"));
-        if (exec_jstr(body, "agent_id"))
-            eai_span_set_str(span, "gen_ai.agent.id", exec_jstr(body, "agent_id"));
-        if (exec_jstr(body, "run_id"))
-            eai_span_set_str(span, "eai.run_id", exec_jstr(body, "run_id"));
+        if (eai_jstr(body, "tool"))
+            eai_span_set_str(span, "gen_ai.tool.name", eai_jstr(body, "tool"));
+        if (eai_jstr(body, "agent_id"))
+            eai_span_set_str(span, "gen_ai.agent.id", eai_jstr(body, "agent_id"));
+        if (eai_jstr(body, "run_id"))
+            eai_span_set_str(span, "eai.run_id", eai_jstr(body, "run_id"));
     } else if (tc) {
         snprintf(j->trace_id, sizeof j->trace_id, "%s", tc->trace_id);
         snprintf(j->span_id, sizeof j->span_id, "%s", tc->span_id);

@@ -34,7 +34,6 @@ struct eai_exec {
 /* Bytes of finished executions' GET documents kept in memory (docs/executions.md). */
 #define EXEC_DOC_CACHE_BYTES (1024 * 1024)
 
-const char *exec_jstr(const json_t *o, const char *k);
 /* app's state, NULL when stopping or stopped. */
 struct eai_exec *exec_state_of(struct eai_app *app);
 void exec_ref(struct eai_exec *st);

@@ -40,7 +40,7 @@ struct read_job {
  * Worker thread. */
 static void attach_callback_state(struct eai_app *app, json_t *rec)
 {
-    const char *id = exec_jstr(rec, "id");
+    const char *id = eai_jstr(rec, "id");
     if (!id || !json_object_get(rec, "callback") || !app->store->kv_get)
         return;
     char key[200], *val = NULL;
@@ -127,7 +127,7 @@ static int view_final(const json_t *rec)
 {
     if (!json_object_get(rec, "callback"))
         return 1;
-    const char *s = exec_jstr(rec, "callback_state");
+    const char *s = eai_jstr(rec, "callback_state");
     json_t *cs = s ? json_loads(s, 0, NULL) : NULL;
     int fin = cs && (json_is_string(json_object_get(cs, "delivered_at")) || json_is_true(json_object_get(cs, "gave_up")));
     json_decref(cs);
@@ -151,7 +151,7 @@ static void reply_terminal(struct eai_exec *st, struct eai_req *r, const char *t
         text[n] = '\0';
     }
     if (st && view_final(rec))
-        eai_doc_cache_put(st->docs, tenant, exec_jstr(rec, "id"), text, n);
+        eai_doc_cache_put(st->docs, tenant, eai_jstr(rec, "id"), text, n);
     eai_reply_raw(r, 200, "application/json", text, n);
     free(text);
 }
@@ -177,7 +177,7 @@ static void get_then(struct read_job *j)
     struct eai_exec *st = exec_state_of(c->app);
     if (!r) {
         /* answered already (read_answer, eai_exec_stop) */
-    } else if (eai_exec_status_terminal(exec_jstr(j->out, "status"))) {
+    } else if (eai_exec_status_terminal(eai_jstr(j->out, "status"))) {
         reply_terminal(st, r, j->tenant, j->out);
     } else if (c->wait_s > 0 && st && !eai_watch_room(st->hub, eai_req_tenant(r), 0)) {
         exec_reply_too_many_watches(r, "long-polls", "limits.max_polls_per_tenant");
@@ -248,7 +248,7 @@ static void network_then(struct read_job *j)
     const json_t *log = live ? live : json_object_get(j->out, "network");
     const json_t *eg = json_object_get(j->out, "egress");
     json_t *body = json_pack("{s:s, s:s?, s:O, s:O, s:o}", "execution_id", j->id,
-                             "status", exec_jstr(j->out, "status"),
+                             "status", eai_jstr(j->out, "status"),
                              "egress", eg ? (json_t *)eg : json_array(),
                              "log", log ? (json_t *)log : json_null(),
                              "summary", log ? eai_egress_log_summary(log) : json_null());
@@ -282,12 +282,12 @@ static void events_then(struct read_job *j)
     if (!r)
         return;
     int64_t last = eai_sse_last_id(r);
-    if (st && !eai_exec_status_terminal(exec_jstr(j->out, "status")) &&
+    if (st && !eai_exec_status_terminal(eai_jstr(j->out, "status")) &&
         !eai_watch_room(st->hub, eai_req_tenant(r), 1)) {
         exec_reply_too_many_watches(r, "event streams", "limits.max_streams_per_tenant");
         return;
     }
-    if (eai_exec_status_terminal(exec_jstr(j->out, "status")) || !st) {
+    if (eai_exec_status_terminal(eai_jstr(j->out, "status")) || !st) {
         if (last >= eai_sse_status_id(j->out)) {
             /* the client has every event: 204 tells an EventSource to stop reconnecting */
             eai_reply_raw(r, 204, "text/event-stream", "", 0);

@@ -13,11 +13,6 @@
 #include "obs/callback.h"
 #include "base/util.h"
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 __attribute__((format(printf, 3, 4)))
 static void add_detail(json_t *details, const char *path, const char *fmt, ...)
 {
@@ -127,8 +122,8 @@ void eai_exec_schema_filter(const json_t *body, json_t *errors)
         return;
     for (size_t i = json_array_size(errors); i-- > 0;) {
         const json_t *e = json_array_get(errors, i);
-        const char *path = jstr(e, "path");
-        const char *msg = jstr(e, "message");
+        const char *path = eai_jstr(e, "path");
+        const char *msg = eai_jstr(e, "message");
         if (path && msg && strcmp(msg, "is required") == 0 &&
             (strcmp(path, "/image") == 0 || strcmp(path, "/command") == 0))
             json_array_remove(errors, i);
@@ -292,7 +287,7 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     }
 
     /* --- tool */
-    const char *tool = jstr(body, "tool");
+    const char *tool = eai_jstr(body, "tool");
     const json_t *spec = NULL;
     if (json_object_get(body, "tool") && !tool)
         add_detail(d, "/tool", "must be a string");
@@ -307,8 +302,8 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     }
 
     /* --- profile, image, command */
-    const char *pname = jstr(body, "profile");
-    const char *tprof = spec ? jstr(spec, "sandbox_profile") : NULL;
+    const char *pname = eai_jstr(body, "profile");
+    const char *tprof = spec ? eai_jstr(spec, "sandbox_profile") : NULL;
     if (pname && tprof && strcmp(pname, tprof) != 0)
         add_detail(d, "/profile", "tool '%.128s' runs with profile '%.64s'", tool, tprof);
     if (!pname)

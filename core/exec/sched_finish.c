@@ -32,11 +32,11 @@ static json_t *sched_audit_event(const json_t *rec, const char *action, const ch
     eai_time_rfc3339(eai_now_ms(), now);
     json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s?, s:s?}",
                            "id", id, "time", now, "actor", "system:scheduler",
-                           "action", action, "target", sched_jstr(rec, "id") ? sched_jstr(rec, "id") : "",
+                           "action", action, "target", eai_jstr(rec, "id") ? eai_jstr(rec, "id") : "",
                            "decision", decision, "reason", reason,
-                           "trace_id", sched_jstr(rec, "trace_id"));
+                           "trace_id", eai_jstr(rec, "trace_id"));
     if (ev) {
-        const char *rid = sched_jstr(rec, "request_id");
+        const char *rid = eai_jstr(rec, "request_id");
         json_object_set_new(ev, "request_id", rid ? json_string(rid) : json_null());
     }
     return ev;
@@ -52,30 +52,30 @@ static json_t *sched_usage_event(const json_t *rec, const json_t *patch)
     double cpu = json_number_value(json_object_get(u, "cpu_seconds"));
     double mem = json_number_value(json_object_get(u, "memory_mb_seconds"));
     double dur = json_number_value(json_object_get(u, "duration_s"));
-    const char *fin = sched_jstr(patch, "finished_at");
+    const char *fin = eai_jstr(patch, "finished_at");
     json_t *ev = json_pack("{s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:s?, s:f, s:f, s:f, s:s?, s:s?, s:s?, s:s?, s:s}",
-                     "id", id, "tenant_id", sched_jstr(rec, "tenant_id"),
-                     "project_id", sched_jstr(rec, "project_id"), "agent_id", sched_jstr(rec, "agent_id"),
-                     "run_id", sched_jstr(rec, "run_id"), "profile", sched_jstr(rec, "profile"),
-                     "backend", sched_jstr(rec, "backend"),
+                     "id", id, "tenant_id", eai_jstr(rec, "tenant_id"),
+                     "project_id", eai_jstr(rec, "project_id"), "agent_id", eai_jstr(rec, "agent_id"),
+                     "run_id", eai_jstr(rec, "run_id"), "profile", eai_jstr(rec, "profile"),
+                     "backend", eai_jstr(rec, "backend"),
                      "cpu_seconds", cpu, "memory_mb_seconds", mem, "duration_s", dur,
-                     "execution_id", sched_jstr(rec, "id"), "trace_id", sched_jstr(rec, "trace_id"),
-                     "started_at", sched_jstr(patch, "started_at") ? sched_jstr(patch, "started_at") : sched_jstr(rec, "started_at"),
+                     "execution_id", eai_jstr(rec, "id"), "trace_id", eai_jstr(rec, "trace_id"),
+                     "started_at", eai_jstr(patch, "started_at") ? eai_jstr(patch, "started_at") : eai_jstr(rec, "started_at"),
                      "finished_at", fin ? fin : now, "created_at", now);
-    if (ev && sched_jstr(rec, "session_id"))
-        json_object_set_new(ev, "session_id", json_string(sched_jstr(rec, "session_id")));
+    if (ev && eai_jstr(rec, "session_id"))
+        json_object_set_new(ev, "session_id", json_string(eai_jstr(rec, "session_id")));
     return ev;
 }
 
 static void sched_metrics_finish(const json_t *rec, const json_t *patch)
 {
-    const char *profile = sched_jstr(rec, "profile") ? sched_jstr(rec, "profile") : "";
-    const char *status = sched_jstr(patch, "status") ? sched_jstr(patch, "status") : "error";
+    const char *profile = eai_jstr(rec, "profile") ? eai_jstr(rec, "profile") : "";
+    const char *status = eai_jstr(patch, "status") ? eai_jstr(patch, "status") : "error";
     char *pe = eai_metrics_label_escape(profile);
     if (!pe)
         return;
     char l2[320], l1[160];
-    const char *code = sched_jstr(json_object_get(patch, "error"), "code");
+    const char *code = eai_jstr(json_object_get(patch, "error"), "code");
     if (strcmp(status, "error") == 0 && code && strlen(code) < 48 && !strpbrk(code, "\"\\\n"))
         snprintf(l2, sizeof l2, "profile=\"%s\",status=\"%s\",code=\"%s\"", pe, status, code);
     else
@@ -299,13 +299,13 @@ static void finish_done(void *arg)
         if (j->rec)
             sched_metrics_finish(j->rec, j->patch);
         eai_log(SCHED_COMPONENT, EAI_LOG_INFO, "execution %s ended: %s", j->id,
-                sched_jstr(j->patch, "status") ? sched_jstr(j->patch, "status") : "?");
+                eai_jstr(j->patch, "status") ? eai_jstr(j->patch, "status") : "?");
         if (!s->stopping)
             eai_delivery_kick(s->app);
     }
     if (!s->stopping) {
         /* terminal (or already terminal elsewhere: the waiters re-read it) */
-        eai_watch_status(s->hub, j->id, j->tenant, sched_jstr(j->patch, "status"),
+        eai_watch_status(s->hub, j->id, j->tenant, eai_jstr(j->patch, "status"),
                          j->rc == EAI_STORE_UPDATED ? j->terminal : NULL);
     }
     struct eai_run *r = j->run;
@@ -338,7 +338,7 @@ void sched_finish_record(struct eai_sched *s, struct eai_run *run, const json_t 
 {
     struct finish_job *j = calloc(1, sizeof *j);
     if (!j || !patch) {
-        eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "out of memory finishing %s", sched_jstr(rec, "id"));
+        eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "out of memory finishing %s", eai_jstr(rec, "id"));
         free(j);
         json_decref(patch);
         for (size_t i = 0; i < nraw; i++) {
@@ -358,7 +358,7 @@ void sched_finish_record(struct eai_sched *s, struct eai_run *run, const json_t 
     j->encode_output = encode_output && run && run->live_state;
     char now[32];
     eai_time_rfc3339(eai_now_ms(), now);
-    if (!sched_jstr(patch, "finished_at"))
+    if (!eai_jstr(patch, "finished_at"))
         json_object_set_new(patch, "finished_at", json_string(now));
     if (!json_object_get(patch, "usage"))
         json_object_set_new(patch, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", 0.0,
@@ -385,11 +385,11 @@ void sched_finish_record(struct eai_sched *s, struct eai_run *run, const json_t 
         j->rec_own = json_deep_copy(rec);
         j->rec = j->rec_own;
     }
-    snprintf(j->id, sizeof j->id, "%s", sched_jstr(rec, "id") ? sched_jstr(rec, "id") : "");
-    snprintf(j->tenant, sizeof j->tenant, "%s", sched_jstr(rec, "tenant_id") ? sched_jstr(rec, "tenant_id") : "");
+    snprintf(j->id, sizeof j->id, "%s", eai_jstr(rec, "id") ? eai_jstr(rec, "id") : "");
+    snprintf(j->tenant, sizeof j->tenant, "%s", eai_jstr(rec, "tenant_id") ? eai_jstr(rec, "tenant_id") : "");
     j->patch = patch;
     j->usage = sched_usage_event(rec, patch);
-    j->audit = sched_audit_event(rec, "sandbox.finish", "allow", sched_jstr(patch, "status"));
+    j->audit = sched_audit_event(rec, "sandbox.finish", "allow", eai_jstr(patch, "status"));
     if (j->audit && json_object_get(patch, "network")) {
         /* the egress policy decisions, aggregated (docs/egress.md) */
         json_t *eg = eai_egress_log_audit(json_object_get(patch, "network"));

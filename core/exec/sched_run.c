@@ -130,12 +130,12 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
         for (size_t i = 0; i < nf; i++) {
             const json_t *f = json_array_get(fin, i);
             size_t len = 0;
-            unsigned char *data = eai_b64_decode(sched_jstr(f, "content_b64") ? sched_jstr(f, "content_b64") : "", &len);
-            if (!data || !sched_jstr(f, "path")) {
+            unsigned char *data = eai_b64_decode(eai_jstr(f, "content_b64") ? eai_jstr(f, "content_b64") : "", &len);
+            if (!data || !eai_jstr(f, "path")) {
                 free(data);
                 return -1;
             }
-            r->files[i].path = sched_jstr(f, "path");
+            r->files[i].path = eai_jstr(f, "path");
             r->files[i].data = data;
             r->files[i].len = len;
             r->nfiles++;
@@ -148,7 +148,7 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     jb->tenant_id = r->tenant;
     jb->profile = r->prof->name;
     jb->runtime_class = r->prof->runtime_class;
-    jb->image = sched_jstr(rec, "image");
+    jb->image = eai_jstr(rec, "image");
     jb->argv = r->argv;
     jb->env = r->envp;
     jb->stdin_data = r->stdin_data;
@@ -171,7 +171,7 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     jb->collect_max_total_bytes = cfg ? cfg->collect_max_total_bytes : 32 << 20;
     /* inside a session's sandbox (docs/sessions.md); only a backend with
      * session ops ever sees one: core refused the session otherwise */
-    jb->session_id = sched_jstr(rec, "session_id");
+    jb->session_id = eai_jstr(rec, "session_id");
     if (!jb->image)
         return -1;
     r->output_limit = (size_t)lim.output_bytes;
@@ -287,7 +287,7 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     }
     json_decref(netlog);
     if (r->span) {
-        const char *st = patch ? sched_jstr(patch, "status") : "error";
+        const char *st = patch ? eai_jstr(patch, "status") : "error";
         eai_span_set_str(r->span, "eai.status", st ? st : "error");
         if (res->exit_code >= 0)
             eai_span_set_int(r->span, "eai.exit_code", res->exit_code);
@@ -317,8 +317,8 @@ static struct eai_run *run_new(struct eai_sched *s, json_t *rec /* stolen */)
     }
     r->s = s;
     r->rec = rec;
-    r->id = sched_jstr(rec, "id");
-    r->tenant = sched_jstr(rec, "tenant_id");
+    r->id = eai_jstr(rec, "id");
+    r->tenant = eai_jstr(rec, "tenant_id");
     r->start_ms = eai_now_ms();
     return r;
 }
@@ -417,7 +417,7 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         sched_run_free(r);
         return;
     }
-    r->prof = eai_app_profile(s->app, sched_jstr(rec, "profile"));
+    r->prof = eai_app_profile(s->app, eai_jstr(rec, "profile"));
     r->iso = r->prof ? r->prof->iso : NULL;
     const struct eai_isolation_ops *ops = sched_iso_ops(r->iso);
     if (!r->prof || !ops) {
@@ -446,8 +446,8 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
     }
     /* queue wait: from the POST's record to this claim, by profile */
     int64_t queued_ms;
-    if (!recover && sched_jstr(rec, "created_at") &&
-        eai_time_parse_rfc3339(sched_jstr(rec, "created_at"), &queued_ms) == 0) {
+    if (!recover && eai_jstr(rec, "created_at") &&
+        eai_time_parse_rfc3339(eai_jstr(rec, "created_at"), &queued_ms) == 0) {
         char *pe = eai_metrics_label_escape(r->prof->name);
         char l[200];
         snprintf(l, sizeof l, "profile=\"%s\"", pe ? pe : "");
@@ -456,36 +456,36 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         eai_metrics_observe("eai_sandbox_queue_wait_seconds", l, wait < 0 ? 0 : wait);
     }
     /* the sandbox.run span, child of the request's span */
-    const char *trace_id = sched_jstr(rec, "trace_id");
+    const char *trace_id = eai_jstr(rec, "trace_id");
     struct eai_trace_ctx tc;
     unsigned flags = 1;
-    if (sched_jstr(rec, "traceparent") && eai_traceparent_parse(sched_jstr(rec, "traceparent"), &tc) == 0)
+    if (eai_jstr(rec, "traceparent") && eai_traceparent_parse(eai_jstr(rec, "traceparent"), &tc) == 0)
         flags = tc.flags;
     if (trace_id && strlen(trace_id) == 32 && !recover) {
         /* sandbox.schedule: from the POST's record to this claim (queue wait) */
         struct eai_span *sch = eai_span_start("sandbox.schedule", EAI_SPAN_INTERNAL, trace_id,
-                                              sched_jstr(rec, "span_id"));
+                                              eai_jstr(rec, "span_id"));
         int64_t created_ms;
-        if (sch && sched_jstr(rec, "created_at") && eai_time_parse_rfc3339(sched_jstr(rec, "created_at"), &created_ms) == 0)
+        if (sch && eai_jstr(rec, "created_at") && eai_time_parse_rfc3339(eai_jstr(rec, "created_at"), &created_ms) == 0)
             eai_span_set_start_ms(sch, created_ms);
         eai_span_set_str(sch, "gen_ai.operation.name", "execute_tool");
         eai_span_set_str(sch, "eai.tenant_id", r->tenant);
         eai_span_set_str(sch, "eai.execution_id", r->id);
-        eai_span_set_str(sch, "eai.run_id", sched_jstr(rec, "run_id"));
+        eai_span_set_str(sch, "eai.run_id", eai_jstr(rec, "run_id"));
         eai_span_set_str(sch, "eai.profile", r->prof->name);
         eai_span_set_str(sch, "eai.node_id", s->app->host->node_id);
         eai_span_end(sch, 0);
     }
     if (trace_id && strlen(trace_id) == 32) {
-        r->span = eai_span_start("sandbox.run", EAI_SPAN_INTERNAL, trace_id, sched_jstr(rec, "span_id"));
+        r->span = eai_span_start("sandbox.run", EAI_SPAN_INTERNAL, trace_id, eai_jstr(rec, "span_id"));
         if (r->span) {
             eai_span_set_str(r->span, "gen_ai.operation.name", "execute_tool");
-            if (sched_jstr(rec, "tool"))
-                eai_span_set_str(r->span, "gen_ai.tool.name", sched_jstr(rec, "tool"));
-            if (sched_jstr(rec, "agent_id"))
-                eai_span_set_str(r->span, "gen_ai.agent.id", sched_jstr(rec, "agent_id"));
-            if (sched_jstr(rec, "run_id"))
-                eai_span_set_str(r->span, "eai.run_id", sched_jstr(rec, "run_id"));
+            if (eai_jstr(rec, "tool"))
+                eai_span_set_str(r->span, "gen_ai.tool.name", eai_jstr(rec, "tool"));
+            if (eai_jstr(rec, "agent_id"))
+                eai_span_set_str(r->span, "gen_ai.agent.id", eai_jstr(rec, "agent_id"));
+            if (eai_jstr(rec, "run_id"))
+                eai_span_set_str(r->span, "eai.run_id", eai_jstr(rec, "run_id"));
             eai_span_set_str(r->span, "eai.tenant_id", r->tenant);
             eai_span_set_str(r->span, "eai.execution_id", r->id);
             eai_span_set_str(r->span, "eai.profile", r->prof->name);

@@ -72,11 +72,6 @@ int sched_submit(struct eai_sched *s, void (*fn)(void *), void (*done)(void *), 
     return 0;
 }
 
-const char *sched_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 void sched_timer_in(struct event *ev, int64_t ms)
 {
     struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
@@ -139,7 +134,7 @@ static void claim_done(void *arg)
     } else {
         for (size_t i = 0; i < n; i++) {
             json_t *rec = json_incref(json_array_get(j->out, i));
-            eai_watch_status(s->hub, sched_jstr(rec, "id"), sched_jstr(rec, "tenant_id"), "running", NULL);
+            eai_watch_status(s->hub, eai_jstr(rec, "id"), eai_jstr(rec, "tenant_id"), "running", NULL);
             sched_run_start(s, rec, 0);
         }
         if (s->claim_again || (n > 0 && ((int)n == j->max || j->exclude)))
@@ -302,7 +297,7 @@ static void renew_done(void *arg)
             size_t i;
             const json_t *c;
             json_array_foreach(j->cancel_ids, i, c)
-                eai_sched_cancel_local(s, sched_jstr(c, "id"));
+                eai_sched_cancel_local(s, eai_jstr(c, "id"));
         }
     }
     json_decref(j->cancel_ids);
@@ -353,11 +348,11 @@ static void stale_handle(struct eai_sched *s, json_t *list)
     size_t i;
     json_t *rec;
     json_array_foreach(list, i, rec) {
-        const char *id = sched_jstr(rec, "id");
+        const char *id = eai_jstr(rec, "id");
         if (!id || sched_find(s, id))
             continue; /* ours and alive: the next renewal extends it */
         eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "execution %s was left running by %s: recovering",
-                id, sched_jstr(rec, "lease_owner") ? sched_jstr(rec, "lease_owner") : "?");
+                id, eai_jstr(rec, "lease_owner") ? eai_jstr(rec, "lease_owner") : "?");
         sched_run_start(s, json_incref(rec), 1);
     }
 }

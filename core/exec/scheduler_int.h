@@ -81,7 +81,6 @@ struct raw_file {
 
 /* scheduler.c */
 void *sched_store_self(const struct eai_app *app);
-const char *sched_jstr(const json_t *o, const char *k);
 void sched_timer_in(struct event *ev, int64_t ms);
 void sched_unref(struct eai_sched *s);
 /* Work on a worker holding a reference on s; 0 or -1. */

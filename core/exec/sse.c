@@ -8,11 +8,6 @@
 #include "exec/exec_result.h"
 #include "base/util.h"
 
-static const char *sse_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 void eai_sse_event(struct eai_req *r, const char *event, int64_t id, json_t *data /* stolen */)
 {
     char *d = data ? json_dumps(data, JSON_COMPACT) : NULL;
@@ -50,8 +45,8 @@ void eai_sse_ping(struct eai_req *r)
 
 json_t *eai_sse_status_data(const json_t *rec)
 {
-    json_t *o = json_pack("{s:s}", "status", sse_jstr(rec, "status") ? sse_jstr(rec, "status") : "queued");
-    if (o && eai_exec_status_terminal(sse_jstr(rec, "status"))) {
+    json_t *o = json_pack("{s:s}", "status", eai_jstr(rec, "status") ? eai_jstr(rec, "status") : "queued");
+    if (o && eai_exec_status_terminal(eai_jstr(rec, "status"))) {
         for (const char *const *k = (const char *const[]){"exit_code", "signal", "error", NULL}; *k; k++)
             json_object_set(o, *k, json_object_get(rec, *k) ? json_object_get(rec, *k) : json_null());
     }
@@ -74,13 +69,13 @@ int64_t eai_sse_last_id(const struct eai_req *r)
 /* The stored bytes of one stream of a terminal record (decoded). */
 static unsigned char *stored_output(const json_t *rec, const char *key, size_t *len)
 {
-    const char *s = sse_jstr(rec, key);
+    const char *s = eai_jstr(rec, key);
     char ek[32];
     snprintf(ek, sizeof ek, "%s_encoding", key);
     *len = 0;
     if (!s || !*s)
         return NULL;
-    if (sse_jstr(rec, ek) && strcmp(sse_jstr(rec, ek), "base64") == 0)
+    if (eai_jstr(rec, ek) && strcmp(eai_jstr(rec, ek), "base64") == 0)
         return eai_b64_decode(s, len);
     size_t n = json_string_length(json_object_get(rec, key));
     unsigned char *d = malloc(n ? n : 1);
@@ -109,7 +104,7 @@ static json_t *events_of(const json_t *rec, size_t olen, size_t elen)
 
 int64_t eai_sse_status_id(const json_t *rec)
 {
-    const char *st = sse_jstr(rec, "status");
+    const char *st = eai_jstr(rec, "status");
     if (!eai_exec_status_terminal(st))
         return st && strcmp(st, "queued") != 0 ? EAI_SSE_ID_RUNNING : EAI_SSE_ID_QUEUED;
     const json_t *ev = json_object_get(rec, "output_events");
@@ -117,7 +112,7 @@ int64_t eai_sse_status_id(const json_t *rec)
     if (json_is_array(ev))
         n = json_array_size(ev);
     else
-        n = (sse_jstr(rec, "stdout") && *sse_jstr(rec, "stdout")) + (sse_jstr(rec, "stderr") && *sse_jstr(rec, "stderr"));
+        n = (eai_jstr(rec, "stdout") && *eai_jstr(rec, "stdout")) + (eai_jstr(rec, "stderr") && *eai_jstr(rec, "stderr"));
     return EAI_SSE_ID_FIRST_OUTPUT + (int64_t)n;
 }
 

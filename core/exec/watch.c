@@ -19,11 +19,6 @@
 #define WATCH_POLL_MS 1000          /* subscribers of executions not running here */
 #define WATCH_CANCEL_KEEP_MS 60000  /* a pending cancel is forgotten after this */
 
-const char *watch_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 static unsigned bucket_of(const char *id)
 {
     unsigned h = 5381;
@@ -209,8 +204,8 @@ struct eai_sub *watch_sub_add(struct eai_watch *w, struct eai_req *r, enum sub_k
 {
     if (w->closed)
         return NULL;
-    const char *id = watch_jstr(rec, "id");
-    const char *tenant = watch_jstr(rec, "tenant_id") ? watch_jstr(rec, "tenant_id") : eai_req_tenant(r);
+    const char *id = eai_jstr(rec, "id");
+    const char *tenant = eai_jstr(rec, "tenant_id") ? eai_jstr(rec, "tenant_id") : eai_req_tenant(r);
     struct eai_live *l = find_or_add(w, id, tenant);
     struct eai_sub *s = l ? calloc(1, sizeof *s) : NULL;
     if (!s) {
@@ -234,8 +229,8 @@ struct eai_sub *watch_sub_add(struct eai_watch *w, struct eai_req *r, enum sub_k
         struct timeval tv = {wait_s, 0};
         event_add(s->timer, &tv);
     }
-    if (!l->status[0] && watch_jstr(rec, "status"))
-        snprintf(l->status, sizeof l->status, "%s", watch_jstr(rec, "status"));
+    if (!l->status[0] && eai_jstr(rec, "status"))
+        snprintf(l->status, sizeof l->status, "%s", eai_jstr(rec, "status"));
     s->next = l->subs;
     l->subs = s;
     snprintf(s->tenant, sizeof s->tenant, "%s", eai_req_tenant(r) ? eai_req_tenant(r) : l->tenant);
@@ -243,7 +238,7 @@ struct eai_sub *watch_sub_add(struct eai_watch *w, struct eai_req *r, enum sub_k
     eai_req_on_gone(r, sub_gone_cb, s);
     poll_arm(w);
     /* ours, running when read, no longer here: it ended meanwhile */
-    const char *owner = watch_jstr(rec, "lease_owner");
+    const char *owner = eai_jstr(rec, "lease_owner");
     const char *node = w->app->host ? w->app->host->node_id : NULL;
     if (owner && node && strcmp(owner, node) == 0 && !l->local)
         reread(l);
@@ -276,7 +271,7 @@ int eai_watch_read(struct eai_app *app, const char *tenant, const char *id, json
     json_decref(filter);
     if (rc >= 0) {
         json_t *one = json_array_get(list, 0);
-        if (one && !eai_exec_status_terminal(watch_jstr(one, "status")))
+        if (one && !eai_exec_status_terminal(eai_jstr(one, "status")))
             *out = json_incref(one);
         else if (one) /* terminal: the record with its output (its inputs are scrubbed by then) */
             rc = st->exec_get(app->storage.self, tenant, id, out, err);
@@ -297,7 +292,7 @@ static void reread_answer(struct eai_req *unused, void *arg)
     (void)unused;
     struct reread_job *j = arg;
     struct eai_live *l = j->l; /* l->reading holds it until reread_free */
-    const char *status = watch_jstr(j->out, "status");
+    const char *status = eai_jstr(j->out, "status");
     int terminal = eai_exec_status_terminal(status);
     int changed = status && strcmp(status, l->status) != 0;
     if (status)
@@ -458,8 +453,8 @@ json_t *eai_watch_output_events(const struct eai_live *l)
 json_t *eai_watch_view(const struct eai_watch *w, const json_t *rec)
 {
     json_t *v = eai_exec_view(rec);
-    const struct eai_live *l = w ? find(w, watch_jstr(rec, "id")) : NULL;
-    if (!v || !l || !l->local || eai_exec_status_terminal(watch_jstr(rec, "status")))
+    const struct eai_live *l = w ? find(w, eai_jstr(rec, "id")) : NULL;
+    if (!v || !l || !l->local || eai_exec_status_terminal(eai_jstr(rec, "status")))
         return v;
     /* running here: the output so far (the same cap as the final record) */
     for (int k = 0; k < 2; k++) {

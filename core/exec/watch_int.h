@@ -68,7 +68,6 @@ struct eai_watch {
 };
 
 /* ---- watch.c */
-const char *watch_jstr(const json_t *o, const char *k);
 /* A subscriber of kind for r on the record rec (long-polls: wait_s); NULL
  * when it cannot (r is still the caller's). */
 struct eai_sub *watch_sub_add(struct eai_watch *w, struct eai_req *r, enum sub_kind kind, const json_t *rec,

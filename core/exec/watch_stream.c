@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "exec/watch_int.h"
+#include "base/util.h"
 #include "config/config.h"
 #include "exec/sse.h"
 
@@ -119,7 +120,7 @@ int eai_watch_stream(struct eai_watch *w, struct eai_req *r, const json_t *rec, 
         return -1;
     s->last_id = last_id;
     struct eai_live *l = s->l;
-    watch_sub_status(s, l->local ? "running" : watch_jstr(rec, "status") ? watch_jstr(rec, "status") : "queued");
+    watch_sub_status(s, l->local ? "running" : eai_jstr(rec, "status") ? eai_jstr(rec, "status") : "queued");
     if (l->local) {
         /* output so far (paced), then live events */
         s->attached = 1;

@@ -7,12 +7,15 @@
  * "{2}" in the French text put the matched texts back (in any order).  A
  * message with no template keeps its English text in both languages
  * (tests/unit/test_details_i18n.c checks the table's shape and a sample).
+ * A plugin's messages are not here: they ship in its descriptor (ABI 1.4,
+ * .messages) and are looked up after these (plugin/messages.h).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "http/details_i18n.h"
+#include "plugin/messages.h"
 
 struct tmpl {
     const char *en, *fr;
@@ -243,25 +246,6 @@ static const struct tmpl T[] = {
      "doit être un chemin sous /tmp sans segment '.', '..' ou vide"},
     {"the backend cannot pause sessions", "le backend ne sait pas mettre les sessions en pause"},
     {"the backend cannot resume sessions", "le backend ne sait pas reprendre les sessions"},
-    /* the session backend's refusals (plugins/gvisor/gvisor_session.c) */
-    {"no such session", "pas de telle session"},
-    {"the session is not running", "la session ne tourne pas"},
-    {"executions are running in the session", "des exécutions tournent dans la session"},
-    {"the session is not paused", "la session n'est pas en pause"},
-    {"path must be under /tmp", "le chemin doit être sous /tmp"},
-    {"the file is larger than {} bytes", "le fichier dépasse {1} octets"},
-    {"the directory is not empty", "le répertoire n'est pas vide"},
-    {"no such file", "pas de tel fichier"},
-    {"the session's /tmp is full", "le /tmp de la session est plein"},
-    {"image {} is not in the local image store", "l'image {1} n'est pas dans le magasin d'images local"},
-    {"the session's sandbox did not boot in time", "le bac à sable de la session n'a pas démarré à temps"},
-    {"the session's sandbox ended while booting", "le bac à sable de la session s'est arrêté pendant son démarrage"},
-    {"the session's sandbox ended on its own", "le bac à sable de la session s'est arrêté de lui-même"},
-    {"the sandbox was lost while pausing", "le bac à sable a été perdu pendant la mise en pause"},
-    {"the restored sandbox did not run in time", "le bac à sable restauré n'a pas tourné à temps"},
-    {"runsc restore ended before the sandbox ran", "runsc restore s'est arrêté avant que le bac à sable tourne"},
-    {"pausing failed", "la mise en pause a échoué"},
-    {"runsc checkpoint failed: {}", "runsc checkpoint a échoué : {1}"},
     /* a body that does not parse: JSON (jansson's words) and YAML
      * (core/schema/yamljson.c); libyaml's own problem texts stay English */
     {"line {}, column {}: {}", "ligne {1}, colonne {2} : {T3}"},
@@ -311,6 +295,8 @@ static const struct tmpl T[] = {
     {"real number overflow", "nombre réel hors limites"},
     {"\\u0000 is not allowed without JSON_ALLOW_NUL", "\\u0000 n'est pas permis sans JSON_ALLOW_NUL"},
     {"NUL byte in object key not supported", "octet NUL non pris en charge dans une clé d'objet"},
+    /* a plugin's error as its host handle attributes it (core/plugin/host.c) */
+    {"plugin {}: {}", "plugin {1} : {T2}"},
 };
 
 #define MAXCAP 4
@@ -379,22 +365,38 @@ static int match(const char *t, const char *s, const char *end, const char *cs[M
     return 0;
 }
 
+/* Template i: core's table (T) first, then the plugins' messages
+ * (plugin/messages.h, ABI 1.4) in the order they loaded. */
+static int tmpl_at(size_t i, struct tmpl *t)
+{
+    if (i < sizeof T / sizeof T[0]) {
+        *t = T[i];
+        return 1;
+    }
+    i -= sizeof T / sizeof T[0];
+    if (i >= eai_plugin_messages_count())
+        return 0;
+    eai_plugin_message_at(i, &t->en, &t->fr);
+    return t->en && t->fr;
+}
+
 static char *detail_fr(const char *en, int depth)
 {
     size_t enl = en ? strlen(en) : 0;
     if (!en || enl > MAX_EN_BYTES || depth > MAX_NEST)
         return NULL;
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+    struct tmpl t;
+    for (size_t i = 0; tmpl_at(i, &t); i++) {
         const char *cs[MAXCAP], *ce[MAXCAP];
         int n = 0;
-        if (!match(T[i].en, en, en + enl, cs, ce, &n))
+        if (!match(t.en, en, en + enl, cs, ce, &n))
             continue;
-        size_t cap = strlen(T[i].fr) + enl * 2 + 64;
+        size_t cap = strlen(t.fr) + enl * 2 + 64;
         char *out = malloc(cap);
         if (!out)
             return NULL;
         size_t o = 0;
-        for (const char *f = T[i].fr; *f && o + 1 < cap;) {
+        for (const char *f = t.fr; *f && o + 1 < cap;) {
             int k = -1, tr = 0, hl = fr_hole(f, &k, &tr);
             if (hl && k < n) {
                 size_t len = (size_t)(ce[k] - cs[k]);
@@ -454,19 +456,20 @@ static int fill(const char *t, int french, int holes, char *out, size_t cap)
 
 int eai_details_table_check(char *why, size_t whylen)
 {
-    for (size_t i = 0; i < sizeof T / sizeof T[0]; i++) {
+    struct tmpl t;
+    for (size_t i = 0; tmpl_at(i, &t); i++) {
         char en[512], want[512];
-        int holes = fill(T[i].en, 0, 0, en, sizeof en);
-        if (holes < 0 || fill(T[i].fr, 1, holes, want, sizeof want) < 0) {
+        int holes = fill(t.en, 0, 0, en, sizeof en);
+        if (holes < 0 || fill(t.fr, 1, holes, want, sizeof want) < 0) {
             snprintf(why, whylen, "entry %zu '%s': more than %d holes, or a French hole with no English one", i,
-                     T[i].en, MAXCAP);
+                     t.en, MAXCAP);
             return -1;
         }
         char *got = eai_detail_fr(en);
         int ok = got && strcmp(got, want) == 0;
         if (!ok)
             snprintf(why, whylen, "entry %zu '%s': '%s' gives '%s', not '%s' (an earlier template takes it?)", i,
-                     T[i].en, en, got ? got : "(none)", want);
+                     t.en, en, got ? got : "(none)", want);
         free(got);
         if (!ok)
             return -1;

@@ -20,13 +20,6 @@
 #include "base/util.h"
 #include "net/egress_int.h"
 
-/* ---------------------------------------------------------------- gateway */
-
-static int64_t mono_ms(void)
-{
-    return eai_monotonic_ns() / 1000000;
-}
-
 static int64_t first_flight_ms(const struct eai_egress *eg)
 {
     return eg->cfg.first_flight_ms > 0 ? eg->cfg.first_flight_ms : 10000;
@@ -139,7 +132,7 @@ static int cap_exceeded(struct gw_conn *c)
 
 static void count_bytes(struct gw_conn *c, int out, size_t n)
 {
-    c->last_ms = mono_ms();
+    c->last_ms = eai_monotonic_ms();
     if (out)
         c->g->bytes_out += (int64_t)n;
     else
@@ -170,7 +163,7 @@ static void conn_arm(struct gw_conn *c)
     } else {
         return; /* resolving and connecting have their own timeouts */
     }
-    int64_t wait = due - mono_ms();
+    int64_t wait = due - eai_monotonic_ms();
     if (wait < 0)
         wait = 0;
     struct timeval tv = {(time_t)(wait / 1000), (suseconds_t)(wait % 1000) * 1000};
@@ -208,7 +201,7 @@ static int judge(struct gw_conn *c, struct gw_dir *d)
         d->ok = (size_t)r;
         d->pend_ms = 0;
     } else if (!d->pend_ms) {
-        d->pend_ms = mono_ms();
+        d->pend_ms = eai_monotonic_ms();
         conn_arm(c);
     }
     return 0;
@@ -534,7 +527,7 @@ static void srv_event(struct bufferevent *bev, short what, void *arg)
             return;
         }
         c->state = C_SPLICE;
-        c->last_ms = mono_ms();
+        c->last_ms = eai_monotonic_ms();
         c->entry = eg_log_entry(c->g, "connect", c->name, c->port, "allowed", NULL);
         if (c->entry) {
             json_object_set_new(c->entry, "address", json_string(c->address));
@@ -690,7 +683,7 @@ static void conn_timer(evutil_socket_t fd, short what, void *arg)
     (void)what;
     struct gw_conn *c = arg;
     const struct eai_egress *eg = c->g->eg;
-    int64_t now = mono_ms();
+    int64_t now = eai_monotonic_ms();
     if (c->state == C_SNIFF) {
         if (now >= c->accept_ms + first_flight_ms(eg)) {
             conn_refuse(c, "sniff_timeout"); /* no upstream connection was made */
@@ -827,7 +820,7 @@ void eg_gw_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr 
         conn_refuse(c, other_port ? "port_not_allowed" : "not_allowed");
         return;
     }
-    c->accept_ms = mono_ms();
+    c->accept_ms = eai_monotonic_ms();
     c->up.out = 1;
     c->up.buf = bufferevent_get_input(c->cli);
     c->up.p[0] = c->up.p[1] = c->down.p[0] = c->down.p[1] = -1;

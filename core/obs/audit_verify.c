@@ -17,6 +17,7 @@
 #include "obs/audit.h"
 #include "obs/audit_verify.h"
 #include "base/errors.h"
+#include "eaibase.h"
 
 #define EAI_VERIFY_PAGE 1000
 
@@ -25,7 +26,6 @@ static int has_heads_op(const struct eai_storage_ops *ops)
     return ops->audit_heads != NULL; /* ABI 1.1, NULL-filled for 1.0 backends */
 }
 
-static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 struct eai_chain {
     char tenant[64];
@@ -59,11 +59,11 @@ static int fail(struct eai_audit_verify_result *res, const char *tenant, int64_t
 /* Check one event against its chain; 0 when good (and the chain moves on). */
 static int check_event(struct eai_chain *c, const json_t *ev, struct eai_audit_verify_result *res)
 {
-    const char *id = jstr(ev, "id");
+    const char *id = eai_jstr(ev, "id");
     json_t *jseq = json_object_get(ev, "seq");
     int64_t seq = json_is_integer(jseq) ? (int64_t)json_integer_value(jseq) : -1;
-    const char *prev = jstr(ev, "prev_hash");
-    const char *hash = jstr(ev, "hash");
+    const char *prev = eai_jstr(ev, "prev_hash");
+    const char *hash = eai_jstr(ev, "hash");
     json_t *mismatch = json_object_get(ev, "storage_mismatch");
 
     if (!json_is_object(ev))
@@ -76,9 +76,9 @@ static int check_event(struct eai_chain *c, const json_t *ev, struct eai_audit_v
         free(m);
         return 1;
     }
-    if (!jstr(ev, "tenant_id") || strcmp(jstr(ev, "tenant_id"), c->tenant) != 0)
+    if (!eai_jstr(ev, "tenant_id") || strcmp(eai_jstr(ev, "tenant_id"), c->tenant) != 0)
         return fail(res, c->tenant, seq, id, "event names tenant %s, not its chain's",
-                    jstr(ev, "tenant_id") ? jstr(ev, "tenant_id") : "(none)");
+                    eai_jstr(ev, "tenant_id") ? eai_jstr(ev, "tenant_id") : "(none)");
     if (seq != c->next_seq) {
         if (seq > c->next_seq)
             return fail(res, c->tenant, seq, id,
@@ -159,7 +159,7 @@ static int anchor_hash_check(const struct eai_storage_ops *ops, void *store, con
                              const json_t *ev, struct eai_audit_verify_result *res,
                              json_t *anchors)
 {
-    const char *a = jstr(anchors, tenant);
+    const char *a = eai_jstr(anchors, tenant);
     if (!a)
         return 0;
     long long aseq = 0;
@@ -167,8 +167,8 @@ static int anchor_hash_check(const struct eai_storage_ops *ops, void *store, con
     if (sscanf(a, "%lld:%64[0-9a-f]", &aseq, ahash) != 2)
         return 0;
     json_int_t seq = json_integer_value(json_object_get(ev, "seq"));
-    if (seq == aseq && strcmp(ahash, jstr(ev, "hash") ? jstr(ev, "hash") : "") != 0)
-        return fail(res, tenant, seq, jstr(ev, "id"),
+    if (seq == aseq && strcmp(ahash, eai_jstr(ev, "hash") ? eai_jstr(ev, "hash") : "") != 0)
+        return fail(res, tenant, seq, eai_jstr(ev, "id"),
                     "hash differs from the one recorded for seq %lld: the chain was rewritten", aseq);
     return 0;
 }
@@ -195,9 +195,9 @@ static int verify_events(const struct eai_storage_ops *ops, void *store, const j
     size_t i;
     json_t *ev;
     json_array_foreach(events, i, ev) {
-        const char *t = jstr(ev, "tenant_id");
+        const char *t = eai_jstr(ev, "tenant_id");
         if (!t)
-            return fail(res, c->tenant, c->next_seq, jstr(ev, "id"), "event without tenant_id");
+            return fail(res, c->tenant, c->next_seq, eai_jstr(ev, "id"), "event without tenant_id");
         if (!*started || strcmp(t, c->tenant) != 0) {
             if (*started) {
                 int r = check_anchor(ops, store, c, res, err);
@@ -264,7 +264,7 @@ int eai_audit_verify(const struct eai_storage_ops *ops, void *store, const char 
             size_t i;
             json_t *h;
             json_array_foreach(heads, i, h) {
-                const char *t = jstr(h, "tenant_id");
+                const char *t = eai_jstr(h, "tenant_id");
                 if (t && (r = verify_tenant(ops, store, t, anchors, res, err)) != 0)
                     break;
             }
@@ -328,12 +328,12 @@ int eai_audit_heads(const struct eai_storage_ops *ops, void *store, json_t **out
     for (i = 0; i < n; i++) {
         json_t *ev = json_array_get(all, i);
         json_t *nx = i + 1 < n ? json_array_get(all, i + 1) : NULL;
-        const char *t = jstr(ev, "tenant_id");
-        if (!t || (nx && jstr(nx, "tenant_id") && strcmp(jstr(nx, "tenant_id"), t) == 0))
+        const char *t = eai_jstr(ev, "tenant_id");
+        if (!t || (nx && eai_jstr(nx, "tenant_id") && strcmp(eai_jstr(nx, "tenant_id"), t) == 0))
             continue;
         json_array_append_new(heads, json_pack("{s:s, s:O, s:s}", "tenant_id", t, "seq",
                                                json_object_get(ev, "seq"), "hash",
-                                               jstr(ev, "hash") ? jstr(ev, "hash") : ""));
+                                               eai_jstr(ev, "hash") ? eai_jstr(ev, "hash") : ""));
     }
     json_decref(all);
     *out = heads;
@@ -347,7 +347,7 @@ int eai_audit_anchor_update(const struct eai_storage_ops *ops, void *store, cons
     json_t *h;
     int mismatches = 0;
     json_array_foreach(heads, i, h) {
-        const char *t = jstr(h, "tenant_id"), *hash = jstr(h, "hash");
+        const char *t = eai_jstr(h, "tenant_id"), *hash = eai_jstr(h, "hash");
         json_int_t seq = json_integer_value(json_object_get(h, "seq"));
         if (!t || !hash || seq <= 0)
             continue;
@@ -368,7 +368,7 @@ int eai_audit_anchor_update(const struct eai_storage_ops *ops, void *store, cons
             json_t *ev = NULL;
             if (ops->audit_list(store, t, oseq - 1, 1, &ev, err) < 0)
                 return -1;
-            const char *eh = jstr(json_array_get(ev, 0), "hash");
+            const char *eh = eai_jstr(json_array_get(ev, 0), "hash");
             int same = eh && strcmp(eh, ohash) == 0;
             json_decref(ev);
             if (!same) {

@@ -7,7 +7,6 @@
 #include "obs/callback.h"
 #include "base/util.h"
 
-static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 int eai_cb_policy_init(struct eai_cb_policy *p, const json_t *allow, size_t *bad)
 {
@@ -171,14 +170,14 @@ void eai_cb_sign(const char *secret, int64_t t, const char *body, size_t len, ch
 
 int eai_cb_is_callback(const json_t *event)
 {
-    const char *t = jstr(event, "target");
+    const char *t = eai_jstr(event, "target");
     return t && strcmp(t, "callback") == 0;
 }
 
 json_t *eai_cb_event(const json_t *rec, const json_t *terminal)
 {
     const json_t *cb = json_object_get(rec, "callback");
-    if (!jstr(cb, "url") || !jstr(cb, "secret"))
+    if (!eai_jstr(cb, "url") || !eai_jstr(cb, "secret"))
         return NULL;
     static const char *const keep[] = {"id", "status", "exit_code", "signal", "error", "usage", "profile",
                                        "image", "tool", "project_id", "agent_id", "run_id", "trace_id",
@@ -200,8 +199,8 @@ json_t *eai_cb_event(const json_t *rec, const json_t *terminal)
     if (!body)
         return NULL;
     return json_pack("{s:s, s:s, s:s?, s:s?, s:s, s:s, s:o}", "id", id, "target", "callback",
-                     "tenant_id", jstr(rec, "tenant_id"), "execution_id", jstr(rec, "id"),
-                     "url", jstr(cb, "url"), "secret", jstr(cb, "secret"), "body", body);
+                     "tenant_id", eai_jstr(rec, "tenant_id"), "execution_id", eai_jstr(rec, "id"),
+                     "url", eai_jstr(cb, "url"), "secret", eai_jstr(cb, "secret"), "body", body);
 }
 
 int64_t eai_cb_backoff_ms(int n, int64_t cap_ms)
@@ -217,13 +216,13 @@ int64_t eai_cb_backoff_ms(int n, int64_t cap_ms)
 json_t *eai_cb_view(const json_t *rec, const char *state)
 {
     const json_t *cb = json_object_get(rec, "callback");
-    if (!jstr(cb, "url"))
+    if (!eai_jstr(cb, "url"))
         return NULL;
     json_t *st = state ? json_loads(state, 0, NULL) : NULL;
     const json_t *a = json_object_get(st, "attempts");
     const json_t *ls = json_object_get(st, "last_status");
     const json_t *da = json_object_get(st, "delivered_at");
-    json_t *v = json_pack("{s:s, s:I, s:O, s:O}", "url", jstr(cb, "url"),
+    json_t *v = json_pack("{s:s, s:I, s:O, s:O}", "url", eai_jstr(cb, "url"),
                           "attempts", (json_int_t)(json_is_integer(a) ? json_integer_value(a) : 0),
                           "last_status", ls ? ls : json_null(), "delivered_at", da ? da : json_null());
     json_decref(st);

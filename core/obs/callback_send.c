@@ -58,7 +58,6 @@ struct cb_job {
     char idem[128], sig[EAI_CALLBACK_SIG_MAX + 32], sighdr[EAI_CALLBACK_SIG_MAX + 32];
 };
 
-static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 static void sender_unref(struct eai_cb_sender *s)
 {
@@ -125,7 +124,7 @@ static void state_work(void *arg)
     struct cb_job *j = arg;
     struct eai_app *app = j->s->app;
     const json_t *ev = json_object_get(j->row, "event");
-    const char *id = jstr(j->row, "id"), *exec_id = jstr(ev, "execution_id");
+    const char *id = eai_jstr(j->row, "id"), *exec_id = eai_jstr(ev, "execution_id");
     struct eai_error *e = NULL;
     int remove = j->ok || j->gave_up;
     if (id && app->store->outbox_ack(app->storage.self, id, remove, &e) < 0) {
@@ -178,7 +177,7 @@ static void state_done(void *arg)
 {
     struct cb_job *j = arg;
     struct eai_cb_sender *s = j->s;
-    const char *id = jstr(j->row, "id");
+    const char *id = eai_jstr(j->row, "id");
     s->inflight--;
     if (!s->stopping && id) {
         if (j->ok || j->gave_up)
@@ -189,7 +188,7 @@ static void state_done(void *arg)
         eai_metrics_add("eai_callback_attempts_total", j->ok ? "result=\"delivered\"" : "result=\"failed\"", 1);
         if (j->gave_up && !j->ok)
             eai_log(CB_LOG, EAI_LOG_WARN, "callback %s to %s: giving up after %lld attempts (%s)", id,
-                    jstr(json_object_get(j->row, "event"), "url"), (long long)j->attempts, j->status);
+                    eai_jstr(json_object_get(j->row, "event"), "url"), (long long)j->attempts, j->status);
     }
     job_free(j);
     sender_unref(s);
@@ -219,7 +218,7 @@ static void http_done(void *arg, const struct eai_http_response *resp)
 static void post(struct cb_job *j)
 {
     const json_t *ev = json_object_get(j->row, "event");
-    const char *secret = jstr(ev, "secret"), *url = jstr(ev, "url"), *id = jstr(ev, "id");
+    const char *secret = eai_jstr(ev, "secret"), *url = eai_jstr(ev, "url"), *id = eai_jstr(ev, "id");
     const struct eai_host *h = j->s->app->host;
     j->body = json_dumps(json_object_get(ev, "body"), JSON_COMPACT | JSON_SORT_KEYS);
     if (!j->body || !secret || !url || !id || !h || !h->http_request) {
@@ -308,7 +307,7 @@ static void check_work(void *arg)
 {
     struct cb_job *j = arg;
     const struct eai_cb_policy *p = &j->s->pol;
-    const char *url = jstr(json_object_get(j->row, "event"), "url");
+    const char *url = eai_jstr(json_object_get(j->row, "event"), "url");
     char host[EAI_CALLBACK_HOST_MAX], why[200];
     uint16_t port;
     int https;
@@ -366,7 +365,7 @@ void eai_cb_sender_offer(struct eai_cb_sender *s, const json_t *rows)
     const json_t *row;
     json_array_foreach(rows, i, row) {
         const json_t *ev = json_object_get(row, "event");
-        const char *id = jstr(row, "id");
+        const char *id = eai_jstr(row, "id");
         if (!id || !eai_cb_is_callback(ev))
             continue;
         ncb++;

@@ -67,7 +67,6 @@ struct eai_dlv {
 
 static void dlv_unref(struct eai_dlv *d);
 
-static int64_t now_ms(void) { return eai_now_ms(); }
 
 int64_t eai_delivery_backoff_ms(int n)
 {
@@ -86,7 +85,6 @@ static int64_t jittered(int64_t ms)
     return ms + (int64_t)(r % (unsigned)(ms / 5 + 1)); /* up to +20 % */
 }
 
-static const char *jstr(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 static void log_err(const char *what, struct eai_error *e)
 {
@@ -121,7 +119,7 @@ static void ob_fetch_work(void *arg)
     size_t i;
     json_t *row;
     json_array_foreach(j->rows, i, row) {
-        const char *id = jstr(row, "id"), *tenant = jstr(row, "tenant_id");
+        const char *id = eai_jstr(row, "id"), *tenant = eai_jstr(row, "tenant_id");
         json_t *ev = json_object_get(row, "event");
         if (eai_cb_is_callback(ev))
             continue;  /* the callback sender's (callback_send.c) */
@@ -129,7 +127,7 @@ static void ob_fetch_work(void *arg)
             j->failed++;
             continue;
         }
-        if (!jstr(ev, "tenant_id"))
+        if (!eai_jstr(ev, "tenant_id"))
             json_object_set_new(ev, "tenant_id", json_string(tenant));
         int r = j->ops->ledger_insert(j->store, tenant, ev, &j->err);
         if (r < 0 || j->ops->outbox_ack(j->store, id, 1, &j->err) < 0) {
@@ -142,7 +140,7 @@ static void ob_fetch_work(void *arg)
 
 static void ob_finish_cycle(struct eai_dlv *d, size_t fetched, size_t delivered, size_t failed)
 {
-    int64_t now = now_ms();
+    int64_t now = eai_now_ms();
     d->ob_busy = 0;
     if (failed) {
         d->ob_failures++;
@@ -217,7 +215,7 @@ static void ob_acks(struct eai_dlv *d)
     j->store = d->app->storage.self;
     j->acks = acks;
     for (size_t i = 0; i < d->ob_n; i++) {
-        const char *id = jstr(json_array_get(d->ob_rows, i), "id");
+        const char *id = eai_jstr(json_array_get(d->ob_rows, i), "id");
         if (!id || (d->ob_state[i] != ROW_OK && d->ob_state[i] != ROW_FAILED))
             continue;
         json_array_append_new(acks, json_pack("[s,b]", id, d->ob_state[i] == ROW_OK));
@@ -278,10 +276,10 @@ static void ob_send_more(struct eai_dlv *d)
             d->ob_state[i] = ROW_UNSENT;
             continue;
         }
-        if (!jstr(ev, "id") && jstr(row, "id"))
-            json_object_set_new(ev, "id", json_string(jstr(row, "id")));
-        if (!jstr(ev, "tenant_id") && jstr(row, "tenant_id"))
-            json_object_set_new(ev, "tenant_id", json_string(jstr(row, "tenant_id")));
+        if (!eai_jstr(ev, "id") && eai_jstr(row, "id"))
+            json_object_set_new(ev, "id", json_string(eai_jstr(row, "id")));
+        if (!eai_jstr(ev, "tenant_id") && eai_jstr(row, "tenant_id"))
+            json_object_set_new(ev, "tenant_id", json_string(eai_jstr(row, "tenant_id")));
         s->d = d;
         s->i = i;
         d->ob_state[i] = ROW_INFLIGHT;
@@ -354,7 +352,7 @@ static void ob_fetch_done(void *arg)
 
 static void ob_cycle(struct eai_dlv *d)
 {
-    if (d->stopping || d->ob_busy || now_ms() < d->ob_next_ms || !d->app->store)
+    if (d->stopping || d->ob_busy || eai_now_ms() < d->ob_next_ms || !d->app->store)
         return;
     struct ob_job *j = calloc(1, sizeof(*j));
     if (!j)
@@ -368,7 +366,7 @@ static void ob_cycle(struct eai_dlv *d)
     if (eai_work_submit(ob_fetch_work, ob_fetch_done, j) != 0) {
         d->ob_busy = 0;
         d->refs--;
-        d->ob_next_ms = now_ms() + EAI_DLV_IDLE_MS;
+        d->ob_next_ms = eai_now_ms() + EAI_DLV_IDLE_MS;
         free(j);
     }
 }
@@ -422,7 +420,7 @@ static void au_work(void *arg)
         size_t i;
         json_t *h;
         json_array_foreach(heads, i, h) {
-            const char *t = jstr(h, "tenant_id");
+            const char *t = eai_jstr(h, "tenant_id");
             int64_t head = (int64_t)json_integer_value(json_object_get(h, "seq"));
             int64_t cur = t ? cursor_get(j, t) : -1;
             if (cur < 0 || head <= cur)
@@ -451,7 +449,7 @@ static void au_work(void *arg)
 
 static void au_finish_cycle(struct eai_dlv *d, int failed, double backlog)
 {
-    int64_t now = now_ms();
+    int64_t now = eai_now_ms();
     d->au_busy = 0;
     if (failed) {
         d->au_failures++;
@@ -472,7 +470,7 @@ static void au_commit_work(void *arg)
         if (!json_is_true(json_object_get(b, "ok")))
             continue;
         char key[128], val[32];
-        snprintf(key, sizeof(key), "%s%s", EAI_DLV_CURSOR_PREFIX, jstr(b, "tenant_id"));
+        snprintf(key, sizeof(key), "%s%s", EAI_DLV_CURSOR_PREFIX, eai_jstr(b, "tenant_id"));
         snprintf(val, sizeof(val), "%" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(b, "last")));
         struct eai_error *e = NULL;
         if (j->ops->kv_set(j->store, key, val, &e) < 0) {
@@ -483,7 +481,7 @@ static void au_commit_work(void *arg)
             json_object_set_new(b, "ok", json_false());
             continue;
         }
-        json_object_set(j->cursors, jstr(b, "tenant_id"), json_object_get(b, "last"));
+        json_object_set(j->cursors, eai_jstr(b, "tenant_id"), json_object_get(b, "last"));
     }
 }
 
@@ -510,7 +508,7 @@ static void au_commit_done(void *arg)
             eai_metrics_add("eai_audit_sink_failures_total", NULL, 1);
         au_finish_cycle(d, failed, j->backlog - shipped);
         if (shipped && !failed)
-            d->au_next_ms = now_ms();  /* more may be waiting */
+            d->au_next_ms = eai_now_ms();  /* more may be waiting */
     }
     json_decref(j->batches);
     free(j);
@@ -596,7 +594,7 @@ static void au_work_done(void *arg)
 
 static void au_cycle(struct eai_dlv *d)
 {
-    int64_t now = now_ms();
+    int64_t now = eai_now_ms();
     int sink = d->app->audit_sink.desc != NULL;
     int anchors = now >= d->au_anchor_next_ms;
     if (d->stopping || d->au_busy || !d->app->store || (!anchors && (!sink || now < d->au_next_ms)))

@@ -20,6 +20,7 @@ struct eai_series {
 
 struct eai_family {
     char *name, *help;
+    char *owner;                /* the plugin that described it (eai_metrics_claim); NULL: core */
     enum eai_metric_type type;
     double bounds[EAI_METRIC_MAX_BUCKETS];
     int nbounds;
@@ -99,6 +100,112 @@ void eai_metrics_describe_histogram(const char *name, const char *help, const do
         memcpy(f->bounds, bounds, sizeof(double) * (size_t)f->nbounds);
     }
     pthread_mutex_unlock(&eai_metrics_mu);
+}
+
+static int name_char(char c, int first, int colon)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon && c == ':') ||
+           (!first && c >= '0' && c <= '9');
+}
+
+static int ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int eai_metrics_name_check(const char *name, enum eai_metric_type type, const char *const *labels, char *why,
+                           size_t whylen)
+{
+    static const char *const reserved[] = {"_total", "_count", "_sum", "_bucket", NULL};
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n > EAI_METRIC_NAME_MAX) {
+        snprintf(why, whylen, "metric name must be 1 to %d characters", EAI_METRIC_NAME_MAX);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!name_char(name[i], i == 0, 1)) {
+            snprintf(why, whylen, "metric name '%s' does not match [a-zA-Z_:][a-zA-Z0-9_:]*", name);
+            return -1;
+        }
+    if (type == EAI_METRIC_COUNTER && !ends_with(name, "_total")) {
+        snprintf(why, whylen, "counter '%s' must end in _total", name);
+        return -1;
+    }
+    for (int i = type == EAI_METRIC_COUNTER ? 1 : 0; reserved[i]; i++)
+        if (ends_with(name, reserved[i])) {
+            snprintf(why, whylen, "%s '%s' must not end in %s (a suffix Prometheus reserves for %s)",
+                     type == EAI_METRIC_GAUGE ? "gauge" : "histogram", name, reserved[i],
+                     i == 0 ? "counters" : "histograms and summaries");
+            return -1;
+        }
+    int k = 0;
+    for (; labels && labels[k]; k++) {
+        const char *l = labels[k];
+        size_t m = strlen(l);
+        if (k >= EAI_METRIC_LABELS_MAX) {
+            snprintf(why, whylen, "metric '%s' declares more than %d label names", name, EAI_METRIC_LABELS_MAX);
+            return -1;
+        }
+        int ok = m > 0 && m <= EAI_METRIC_NAME_MAX && strncmp(l, "__", 2) != 0;
+        for (size_t i = 0; ok && i < m; i++)
+            ok = name_char(l[i], i == 0, 0);
+        if (!ok) {
+            snprintf(why, whylen, "metric '%s': label name '%s' does not match [a-zA-Z_][a-zA-Z0-9_]* or starts "
+                     "with __", name, l);
+            return -1;
+        }
+        if (strcmp(l, "plugin") == 0 || (type == EAI_METRIC_HISTOGRAM && strcmp(l, "le") == 0)) {
+            snprintf(why, whylen, "metric '%s': label name '%s' is the host's (%s)", name, l,
+                     l[0] == 'p' ? "every plugin series carries plugin=" : "histogram buckets");
+            return -1;
+        }
+        for (int j = 0; j < k; j++)
+            if (strcmp(labels[j], l) == 0) {
+                snprintf(why, whylen, "metric '%s': label name '%s' is declared twice", name, l);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+int eai_metrics_claim(const char *name, enum eai_metric_type type, const char *help, const double *bounds,
+                      int nbounds, const char *owner, char *why, size_t whylen)
+{
+    if (!owner || !*owner || !help || !*help || strlen(help) > 512 || strchr(help, '\n')) {
+        snprintf(why, whylen, "metric '%s': help must be one line of 1 to 512 characters", name ? name : "?");
+        return -1;
+    }
+    if (type == EAI_METRIC_HISTOGRAM) {
+        int ok = bounds && nbounds >= 1 && nbounds <= EAI_METRIC_MAX_BUCKETS;
+        for (int i = 0; ok && i < nbounds; i++)
+            ok = isfinite(bounds[i]) && (i == 0 || bounds[i] > bounds[i - 1]);
+        if (!ok) {
+            snprintf(why, whylen, "histogram '%s': 1 to %d finite, increasing bucket bounds", name,
+                     EAI_METRIC_MAX_BUCKETS);
+            return -1;
+        }
+    }
+    int rc = 0;
+    pthread_mutex_lock(&eai_metrics_mu);
+    struct eai_family *f = family_get(name, type, 0);
+    if (f && (!f->owner || strcmp(f->owner, owner) != 0 || f->type != type)) {
+        snprintf(why, whylen, "metric '%s' is already described by %s%s", name, f->owner ? "plugin " : "",
+                 f->owner ? f->owner : "eaid");
+        rc = -1;
+    } else if (!f && !(f = family_get(name, type, 1))) {
+        snprintf(why, whylen, "metric '%s': out of memory", name);
+        rc = -1;
+    } else if (!f->owner) {
+        f->owner = strdup(owner);
+        f->help = strdup(help);
+        if (type == EAI_METRIC_HISTOGRAM) {
+            f->nbounds = nbounds;
+            memcpy(f->bounds, bounds, sizeof(double) * (size_t)nbounds);
+        }
+    }
+    pthread_mutex_unlock(&eai_metrics_mu);
+    return rc;
 }
 
 static void series_update(struct eai_family *f, struct eai_series *s, double v, int mode)
@@ -280,6 +387,7 @@ void eai_metrics_reset(void)
         }
         free(f->name);
         free(f->help);
+        free(f->owner);
         free(f);
         f = fn;
     }

@@ -1,4 +1,6 @@
-/* The service's metric families, described once at start (docs/observability.md). */
+/* The service's metric families, described once at start (docs/observability.md).
+ * Core's only: a plugin describes its own through its host handle (ABI 1.4,
+ * eai_host.metric_describe; the gVisor pool's are in plugins/gvisor/gvisor.c). */
 #include "obs/metrics.h"
 #include "obs/telemetry.h"
 
@@ -51,12 +53,6 @@ void eai_obs_describe_metrics(void)
                                    wait_bounds, (int)(sizeof wait_bounds / sizeof wait_bounds[0]));
     eai_metrics_describe("eai_sandbox_refusals_total", EAI_METRIC_COUNTER,
                          "POST /v1/sandbox/executions refused, by error code.");
-    eai_metrics_describe("eai_pool_takes_total", EAI_METRIC_COUNTER,
-                         "Runs that asked the warm pool, by result (hit or miss); hit rate = hit / (hit + miss).");
-    eai_metrics_describe("eai_pool_egress_takes_total", EAI_METRIC_COUNTER,
-                         "Runs with granted egress that asked the warm pool, by result (hit or miss).");
-    eai_metrics_describe("eai_pool_ready", EAI_METRIC_GAUGE, "Warm pooled sandboxes ready to serve.");
-    eai_metrics_describe("eai_pool_size", EAI_METRIC_GAUGE, "Configured warm sandboxes per shape.");
     eai_metrics_describe("eai_backend_ready", EAI_METRIC_GAUGE,
                          "1 when the isolation backend is ready to run executions, else 0.");
     eai_metrics_describe("eai_build_info", EAI_METRIC_GAUGE, "Always 1; the labels say which eaid this is.");

@@ -34,6 +34,16 @@ struct eai_host_instance {
     int slot;                  /* error_new trampoline, -1 when none */
     char name[65];
     char label[96];            /* plugin="<name>" */
+    struct eai_metric *metrics; /* the families it described (metric_describe), freed with it */
+};
+
+/* A plugin's handle on a family it described (ABI 1.4). */
+struct eai_metric {
+    struct eai_metric *next;
+    enum eai_metric_type type;
+    int nlabels;
+    char name[EAI_METRIC_NAME_MAX + 1];
+    char labels[EAI_METRIC_LABELS_MAX][EAI_METRIC_NAME_MAX + 1];
 };
 
 static struct eai_host_private *priv(const struct eai_host *h) { return (struct eai_host_private *)h->core; }
@@ -237,6 +247,77 @@ static void host_metric_set(const struct eai_host *h, const char *name, const ch
     eai_metrics_set(name, metric_labels(h, labels, buf, sizeof(buf)), v);
 }
 
+static struct eai_metric *host_metric_describe(const struct eai_host *h, const struct eai_metric_desc *d,
+                                               struct eai_error **err)
+{
+    struct eai_host_instance *in = (struct eai_host_instance *)instance_of(h);
+    char why[384];
+    if (!in) {
+        eai_error_set(err, EAI_E_INTERNAL, "metric_describe: call it with the plugin's own host handle");
+        return NULL;
+    }
+    if (!d || (unsigned)d->kind > EAI_METRIC_KIND_HISTOGRAM) {
+        eai_error_set(err, EAI_E_INTERNAL, "plugin %s: metric_describe: no description, or an unknown kind",
+                      in->name);
+        return NULL;
+    }
+    enum eai_metric_type type = d->kind == EAI_METRIC_KIND_COUNTER ? EAI_METRIC_COUNTER
+                                : d->kind == EAI_METRIC_KIND_GAUGE ? EAI_METRIC_GAUGE
+                                                                   : EAI_METRIC_HISTOGRAM;
+    if (eai_metrics_name_check(d->name, type, d->labels, why, sizeof why) < 0 ||
+        eai_metrics_claim(d->name, type, d->help, d->bounds, d->nbounds, in->name, why, sizeof why) < 0) {
+        eai_error_set(err, EAI_E_INTERNAL, "plugin %s: %s (docs/plugins.md, \"Metrics\")", in->name, why);
+        return NULL;
+    }
+    struct eai_metric *m = calloc(1, sizeof(*m));
+    if (!m) {
+        eai_error_set(err, EAI_E_INTERNAL, "plugin %s: out of memory", in->name);
+        return NULL;
+    }
+    m->type = type;
+    snprintf(m->name, sizeof m->name, "%s", d->name);
+    for (; d->labels && d->labels[m->nlabels]; m->nlabels++)
+        snprintf(m->labels[m->nlabels], sizeof m->labels[0], "%s", d->labels[m->nlabels]);
+    m->next = in->metrics;
+    in->metrics = m;
+    return m;
+}
+
+/* name="value",... of a family's labels; -1 when it does not fit (the
+ * update is dropped: bounded). */
+static int metric_values(const struct eai_metric *m, const char *const *values, char *out, size_t len)
+{
+    size_t o = 0;
+    out[0] = '\0';
+    for (int i = 0; i < m->nlabels; i++) {
+        if (!values || !values[i])
+            return -1;
+        char *esc = eai_metrics_label_escape(values[i]);
+        int n = esc ? snprintf(out + o, len - o, "%s%s=\"%s\"", i ? "," : "", m->labels[i], esc) : -1;
+        free(esc);
+        if (n < 0 || (size_t)n >= len - o)
+            return -1;
+        o += (size_t)n;
+    }
+    return 0;
+}
+
+static void host_metric_update(const struct eai_host *h, struct eai_metric *m, const char *const *values, double v)
+{
+    char own[512], buf[640];
+    if (!m || metric_values(m, values, own, sizeof own) < 0)
+        return;
+    const char *labels = metric_labels(h, own, buf, sizeof buf);
+    if (m->type == EAI_METRIC_COUNTER) {
+        if (v >= 0)
+            eai_metrics_add(m->name, labels, v);
+    } else if (m->type == EAI_METRIC_GAUGE) {
+        eai_metrics_set(m->name, labels, v);
+    } else {
+        eai_metrics_observe(m->name, labels, v);
+    }
+}
+
 static int host_image_rootfs(const struct eai_host *h, const char *image, char *buf, size_t buflen)
 {
     return eai_images_resolve(priv(h)->image_dir, image, buf, buflen);
@@ -293,6 +374,8 @@ struct eai_host *eai_host_new(struct event_base *base, const char *data_dir)
     h->error_wrap = host_error_wrap;
     h->netns_take = host_netns_take;
     h->netns_release = host_netns_release;
+    h->metric_describe = host_metric_describe;
+    h->metric_update = host_metric_update;
     return h;
 }
 
@@ -318,6 +401,11 @@ void eai_host_instance_free(struct eai_host *h)
 {
     if (h && instance_of(h)) {
         struct eai_host_instance *in = (struct eai_host_instance *)h;
+        while (in->metrics) {
+            struct eai_metric *m = in->metrics;
+            in->metrics = m->next;
+            free(m);
+        }
         slot_release(in->slot);
         free(in);
     }

@@ -14,6 +14,7 @@
 
 #include "base/errors.h"
 #include "plugin/loader.h"
+#include "plugin/messages.h"
 
 static const char *const eai_kind_names[EAI_KIND_MAX] = {"isolation", "storage", "audit", "finops", "telemetry"};
 
@@ -200,6 +201,13 @@ int eai_plugin_check(const struct eai_plugin_descriptor *d, enum eai_plugin_kind
             "plugin %s: describes itself as %s '%s', expected %s '%s'", what,
             eai_kind_name(d->kind), d->name ? d->name : "(null)", eai_kind_name(kind), name);
     }
+    if (d->abi_minor >= 4 && d->struct_size < EAI_PLUGIN_DESCRIPTOR_SIZE_1_4) {
+        return eai_error_set(err, EAI_E_INTERNAL,
+            "plugin %s: descriptor of %zu bytes for ABI %u.%u, which needs %zu (the message table)",
+            what, d->struct_size, d->abi_major, d->abi_minor, (size_t)EAI_PLUGIN_DESCRIPTOR_SIZE_1_4);
+    }
+    if (d->struct_size >= EAI_PLUGIN_DESCRIPTOR_SIZE_1_4 && eai_plugin_messages_check(d->messages, what, err) < 0)
+        return -1;
     if (!d->create || !d->destroy || !d->ops) {
         return eai_error_set(err, EAI_E_INTERNAL,
             "plugin %s: descriptor lacks create, destroy or ops (plugin ABI %u.%u, host ABI %u.%u)",
@@ -294,6 +302,14 @@ static const struct eai_plugin_descriptor *eai_plugin_normalise(const struct eai
         free(l);
         eai_error_set(err, EAI_E_INTERNAL, "plugin %s: mandatory %s op '%s' is NULL (plugin ABI %u.%u)", what,
                       eai_kind_name(kind), missing, d->abi_major, d->abi_minor);
+        return NULL;
+    }
+    /* its messages, for details[].message in French (http/details_i18n.c) */
+    if (d->struct_size >= EAI_PLUGIN_DESCRIPTOR_SIZE_1_4 && eai_plugin_messages_add(d->messages) < 0) {
+        pthread_mutex_unlock(&eai_loaded_lock);
+        free(l);
+        eai_error_set(err, EAI_E_INTERNAL, "plugin %s: the plugins' messages are more than %d together", what,
+                      EAI_PLUGIN_MESSAGES_MAX);
         return NULL;
     }
     l->next = eai_loaded_list;

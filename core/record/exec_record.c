@@ -1,5 +1,6 @@
 /* The execution record: build, store, merge, scrub (exec_record.h). */
 #include "exec_record.h"
+#include "eaibase.h"
 
 #include <string.h>
 
@@ -41,11 +42,6 @@ static int set(json_t *o, const char *k, json_t *v)
 static json_t *str_or_null(const char *s)
 {
     return s && *s ? json_string(s) : json_null();
-}
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
 }
 
 /* ------------------------------------------------------------ build */
@@ -95,7 +91,7 @@ json_t *eai_exec_record_stored(const json_t *exec, const char *tenant, const cha
     bad |= set(e, "lease_owner", json_null());
     bad |= set(e, "lease_until", json_null());
     bad |= set(e, "cancel_requested", json_false());
-    if (!jstr(e, "created_at"))
+    if (!eai_jstr(e, "created_at"))
         bad |= set(e, "created_at", json_string(now_s));
     bad |= set(e, "updated_at", json_string(now_s));
     if (bad) {
@@ -154,7 +150,7 @@ int eai_exec_record_terminal(json_t *rec, const json_t *patch, const json_t *fil
         *why = "terminal patch is not an object";
         return -1;
     }
-    const char *status = jstr(patch, "status");
+    const char *status = eai_jstr(patch, "status");
     if (!eai_exec_record_is_terminal(status))
         status = default_status;
     if (!eai_exec_record_is_terminal(status)) {
@@ -175,7 +171,7 @@ int eai_exec_record_terminal(json_t *rec, const json_t *patch, const json_t *fil
 
     int bad = 0;
     bad |= set(rec, "status", json_string(status));
-    if (!jstr(patch, "finished_at"))
+    if (!eai_jstr(patch, "finished_at"))
         bad |= set(rec, "finished_at", json_string(now_s));
     bad |= set(rec, "updated_at", json_string(now_s));
     if (json_array_size(files) > 0)

@@ -49,11 +49,6 @@ int eai_sq_parse_time(const char *s, int64_t *out)
     return eai_time_parse_rfc3339(s, out);
 }
 
-const char *eai_sq_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 /* ------------------------------------------------------------ errors */
 
 int eai_sq_fail(struct eai_sq *s, struct eai_error **err, enum eai_code code,
@@ -381,18 +376,18 @@ int eai_sq_audit_insert(struct eai_sq *s, sqlite3 *db, const char *tenant,
     int64_t now = eai_now_ms();
     char now_s[32];
     eai_time_rfc3339(now, now_s);
-    if (!eai_sq_jstr(ev, "id")) {
+    if (!eai_jstr(ev, "id")) {
         char id[37];
         eai_uuid_v4(id);
         json_object_set_new(ev, "id", json_string(id));
     }
-    if (!eai_sq_jstr(ev, "time"))
+    if (!eai_jstr(ev, "time"))
         json_object_set_new(ev, "time", json_string(now_s));
     json_object_set_new(ev, "tenant_id", json_string(tenant));
     json_object_set_new(ev, "seq", json_integer(seq));
     json_object_del(ev, "hash");
     json_object_del(ev, "prev_hash");
-    if (s->host->audit_seal(ev, prev) != 0 || !eai_sq_jstr(ev, "hash") || !eai_sq_jstr(ev, "prev_hash")) {
+    if (s->host->audit_seal(ev, prev) != 0 || !eai_jstr(ev, "hash") || !eai_jstr(ev, "prev_hash")) {
         eai_sq_fail(s, err, EAI_E_INTERNAL, 0, "audit_seal failed");
         goto out;
     }
@@ -407,16 +402,16 @@ int eai_sq_audit_insert(struct eai_sq *s, sqlite3 *db, const char *tenant,
         " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)", err);
     if (!st)
         goto out;
-    eai_sq_bind_str(st, 1, eai_sq_jstr(ev, "id"));
+    eai_sq_bind_str(st, 1, eai_jstr(ev, "id"));
     eai_sq_bind_str(st, 2, tenant);
     sqlite3_bind_int64(st, 3, seq);
-    eai_sq_bind_str(st, 4, eai_sq_jstr(ev, "time"));
-    eai_sq_bind_str(st, 5, eai_sq_jstr(ev, "actor"));
-    eai_sq_bind_str(st, 6, eai_sq_jstr(ev, "action"));
-    eai_sq_bind_str(st, 7, eai_sq_jstr(ev, "target"));
-    eai_sq_bind_str(st, 8, eai_sq_jstr(ev, "decision"));
-    eai_sq_bind_str(st, 9, eai_sq_jstr(ev, "prev_hash"));
-    eai_sq_bind_str(st, 10, eai_sq_jstr(ev, "hash"));
+    eai_sq_bind_str(st, 4, eai_jstr(ev, "time"));
+    eai_sq_bind_str(st, 5, eai_jstr(ev, "actor"));
+    eai_sq_bind_str(st, 6, eai_jstr(ev, "action"));
+    eai_sq_bind_str(st, 7, eai_jstr(ev, "target"));
+    eai_sq_bind_str(st, 8, eai_jstr(ev, "decision"));
+    eai_sq_bind_str(st, 9, eai_jstr(ev, "prev_hash"));
+    eai_sq_bind_str(st, 10, eai_jstr(ev, "hash"));
     sqlite3_bind_text(st, 11, doc, -1, SQLITE_STATIC);
     eai_sq_bind_str(st, 12, now_s);
     if (eai_sq_step_done(s, db, st, "audit insert", err) < 0)
@@ -462,7 +457,7 @@ static void eai_sq_destroy(void *self)
 
 static void *eai_sq_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
 {
-    const char *path = eai_sq_jstr(config, "path");
+    const char *path = eai_jstr(config, "path");
     if (!host || !host->error_new)
         return NULL;
     if (!path || !*path) {

@@ -513,7 +513,7 @@ static int64_t eai_sq_event_time(const json_t *ev, int64_t def)
     static const char *const keys[] = {"finished_at", "time", "timestamp", "created_at"};
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         int64_t t;
-        if (eai_sq_parse_time(eai_sq_jstr(ev, keys[i]), &t) == 0)
+        if (eai_sq_parse_time(eai_jstr(ev, keys[i]), &t) == 0)
             return t;
     }
     return def;
@@ -531,7 +531,7 @@ int eai_sq_ledger_insert(void *self, const char *tenant, const json_t *event,
     json_t *ev = json_deep_copy(event);
     if (!ev)
         return eai_sq_oom(s, err);
-    if (!eai_sq_jstr(ev, "id")) {
+    if (!eai_jstr(ev, "id")) {
         eai_uuid_v4(id);
         json_object_set_new(ev, "id", json_string(id));
     }
@@ -550,12 +550,12 @@ int eai_sq_ledger_insert(void *self, const char *tenant, const json_t *event,
             " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?9) ON CONFLICT (tenant_id, id) DO NOTHING",
             err);
         if (st) {
-            eai_sq_bind_str(st, 1, eai_sq_jstr(ev, "id"));
+            eai_sq_bind_str(st, 1, eai_jstr(ev, "id"));
             sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-            eai_sq_bind_str(st, 3, eai_sq_jstr(ev, "project_id"));
-            eai_sq_bind_str(st, 4, eai_sq_jstr(ev, "run_id"));
-            eai_sq_bind_str(st, 5, eai_sq_jstr(ev, "agent_id"));
-            eai_sq_bind_str(st, 6, eai_sq_jstr(ev, "execution_id"));
+            eai_sq_bind_str(st, 3, eai_jstr(ev, "project_id"));
+            eai_sq_bind_str(st, 4, eai_jstr(ev, "run_id"));
+            eai_sq_bind_str(st, 5, eai_jstr(ev, "agent_id"));
+            eai_sq_bind_str(st, 6, eai_jstr(ev, "execution_id"));
             sqlite3_bind_int64(st, 7, eai_sq_event_time(ev, now));
             sqlite3_bind_text(st, 8, doc, -1, SQLITE_STATIC);
             sqlite3_bind_text(st, 9, now_s, -1, SQLITE_STATIC);
@@ -573,7 +573,7 @@ int eai_sq_ledger_insert(void *self, const char *tenant, const json_t *event,
 static int eai_sq_filter_time(struct eai_sq *s, const json_t *filter, const char *key,
                               sqlite3_stmt *st, int idx, struct eai_error **err)
 {
-    const char *v = eai_sq_jstr(filter, key);
+    const char *v = eai_jstr(filter, key);
     int64_t t;
     if (!v || !*v) {
         sqlite3_bind_null(st, idx);
@@ -613,17 +613,17 @@ int eai_sq_ledger_query(void *self, const char *tenant, const json_t *filter, js
     if (!st)
         goto out;
     sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-    eai_sq_bind_str(st, 2, eai_sq_jstr(filter, "project_id"));
-    eai_sq_bind_str(st, 3, eai_sq_jstr(filter, "run_id"));
+    eai_sq_bind_str(st, 2, eai_jstr(filter, "project_id"));
+    eai_sq_bind_str(st, 3, eai_jstr(filter, "run_id"));
     if (eai_sq_filter_time(s, filter, "from", st, 4, err) < 0 ||
         eai_sq_filter_time(s, filter, "to", st, 5, err) < 0)
         goto out;
     sqlite3_bind_int64(st, 6, limit);
-    eai_sq_bind_str(st, 7, eai_sq_jstr(filter, "agent_id"));
+    eai_sq_bind_str(st, 7, eai_jstr(filter, "agent_id"));
     const json_t *after_ms = json_object_get(filter, "after_ms");
     if (json_is_integer(after_ms)) {
         sqlite3_bind_int64(st, 8, (sqlite3_int64)json_integer_value(after_ms));
-        sqlite3_bind_text(st, 9, eai_sq_jstr(filter, "after_id") ? eai_sq_jstr(filter, "after_id") : "", -1,
+        sqlite3_bind_text(st, 9, eai_jstr(filter, "after_id") ? eai_jstr(filter, "after_id") : "", -1,
                           SQLITE_STATIC);
     }
     ret = eai_sq_collect(s, c->db, st, sq_row_json0, "ledger query", out, err);

@@ -81,14 +81,14 @@ static int eai_sq_store_exec(struct eai_sq *s, sqlite3 *db, const json_t *e, str
     }
     const json_t *lu = json_object_get(e, "lease_until");
     sqlite3_bind_int64(st, 1, json_integer_value(json_object_get(e, "seq")));
-    eai_sq_bind_str(st, 2, eai_sq_jstr(e, "status"));
-    eai_sq_bind_str(st, 3, eai_sq_jstr(e, "lease_owner"));
+    eai_sq_bind_str(st, 2, eai_jstr(e, "status"));
+    eai_sq_bind_str(st, 3, eai_jstr(e, "lease_owner"));
     if (json_is_integer(lu))
         sqlite3_bind_int64(st, 4, json_integer_value(lu));
     else
         sqlite3_bind_null(st, 4);
     sqlite3_bind_int(st, 5, json_is_true(json_object_get(e, "cancel_requested")));
-    eai_sq_bind_str(st, 6, eai_sq_jstr(e, "updated_at"));
+    eai_sq_bind_str(st, 6, eai_jstr(e, "updated_at"));
     sqlite3_bind_text(st, 7, doc, -1, SQLITE_STATIC);
     int rc = eai_sq_step_done(s, db, st, "execution update", err);
     sqlite3_finalize(st);
@@ -113,7 +113,7 @@ int eai_sq_exec_create(void *self, const char *tenant, const json_t *exec,
                        const json_t *audit, json_t **existing, struct eai_error **err)
 {
     struct eai_sq *s = self;
-    const char *id = eai_sq_jstr(exec, "id");
+    const char *id = eai_jstr(exec, "id");
     if (!tenant || !json_is_object(exec) || !id)
         return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "exec_create: record without id");
     int64_t now = eai_now_ms();
@@ -123,10 +123,10 @@ int eai_sq_exec_create(void *self, const char *tenant, const json_t *exec,
     if (!e)
         return eai_sq_oom(s, err);
     int64_t created_ms;
-    if (eai_sq_parse_time(eai_sq_jstr(e, "created_at"), &created_ms) < 0)
+    if (eai_sq_parse_time(eai_jstr(e, "created_at"), &created_ms) < 0)
         created_ms = now;
-    const char *key = eai_sq_jstr(e, "idempotency_key");
-    const char *hash = eai_sq_jstr(e, "request_hash");
+    const char *key = eai_jstr(e, "idempotency_key");
+    const char *hash = eai_jstr(e, "request_hash");
     char *doc = eai_sq_dump(e);
     if (!doc) {
         json_decref(e);
@@ -185,11 +185,11 @@ int eai_sq_exec_create(void *self, const char *tenant, const json_t *exec,
         goto out;
     sqlite3_bind_text(st, 1, id, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
-    eai_sq_bind_str(st, 3, eai_sq_jstr(e, "run_id"));
-    eai_sq_bind_str(st, 4, eai_sq_jstr(e, "project_id"));
+    eai_sq_bind_str(st, 3, eai_jstr(e, "run_id"));
+    eai_sq_bind_str(st, 4, eai_jstr(e, "project_id"));
     eai_sq_bind_str(st, 5, key);
     eai_sq_bind_str(st, 6, hash);
-    eai_sq_bind_str(st, 7, eai_sq_jstr(e, "created_at"));
+    eai_sq_bind_str(st, 7, eai_jstr(e, "created_at"));
     sqlite3_bind_int64(st, 8, created_ms);
     sqlite3_bind_text(st, 9, now_s, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 10, doc, -1, SQLITE_STATIC);
@@ -267,12 +267,12 @@ int eai_sq_exec_list(void *self, const char *tenant, const json_t *filter, json_
         " AND (?4 IS NULL OR seq < ?4) AND (?6 IS NULL OR id = ?6) ORDER BY seq DESC LIMIT ?5", err);
     if (st) {
         sqlite3_bind_text(st, 1, tenant, -1, SQLITE_STATIC);
-        eai_sq_bind_str(st, 2, eai_sq_jstr(filter, "status"));
-        eai_sq_bind_str(st, 3, eai_sq_jstr(filter, "run_id"));
+        eai_sq_bind_str(st, 2, eai_jstr(filter, "status"));
+        eai_sq_bind_str(st, 3, eai_jstr(filter, "run_id"));
         if (has_after)
             sqlite3_bind_int64(st, 4, after_seq);
         sqlite3_bind_int64(st, 5, limit);
-        eai_sq_bind_str(st, 6, eai_sq_jstr(filter, "id"));
+        eai_sq_bind_str(st, 6, eai_jstr(filter, "id"));
         ret = eai_sq_collect_execs(s, c->db, st, out, err);
         sqlite3_finalize(st);
     }
@@ -472,7 +472,7 @@ int eai_sq_exec_cancel(void *self, const char *tenant, const char *id,
         ret = 0;
         goto out;
     }
-    const char *status = eai_sq_jstr(e, "status");
+    const char *status = eai_jstr(e, "status");
     if (status && strcmp(status, "queued") == 0) {
         if (eai_sq_apply_terminal(s, e, cancelled_patch, NULL, "cancelled", now_s, err) < 0)
             goto out;
@@ -522,7 +522,7 @@ static int eai_sq_outbox_insert(struct eai_sq *s, sqlite3 *db, const char *tenan
     json_t *ev = json_deep_copy(event);
     if (!ev)
         return eai_sq_oom(s, err);
-    if (!eai_sq_jstr(ev, "id")) {
+    if (!eai_jstr(ev, "id")) {
         char id[37];
         eai_uuid_v4(id);
         json_object_set_new(ev, "id", json_string(id));
@@ -537,7 +537,7 @@ static int eai_sq_outbox_insert(struct eai_sq *s, sqlite3 *db, const char *tenan
         "INSERT INTO usage_outbox (id, tenant_id, event, attempts, created_at, updated_at)"
         " VALUES (?1, ?2, ?3, 0, ?4, ?4)", err);
     if (st) {
-        eai_sq_bind_str(st, 1, eai_sq_jstr(ev, "id"));
+        eai_sq_bind_str(st, 1, eai_jstr(ev, "id"));
         sqlite3_bind_text(st, 2, tenant, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 3, doc, -1, SQLITE_STATIC);
         sqlite3_bind_text(st, 4, now_s, -1, SQLITE_STATIC);
@@ -566,8 +566,8 @@ static int eai_sq_files_insert(struct eai_sq *s, sqlite3 *db, const char *tenant
     size_t i;
     const json_t *f;
     json_array_foreach(files, i, f) {
-        const char *path = eai_sq_jstr(f, "path");
-        const char *b64 = eai_sq_jstr(f, "content_b64");
+        const char *path = eai_jstr(f, "path");
+        const char *b64 = eai_jstr(f, "content_b64");
         size_t len = 0;
         unsigned char *data = eai_b64_decode(b64 ? b64 : "", &len);
         char sha[65], id[37];
@@ -576,7 +576,7 @@ static int eai_sq_files_insert(struct eai_sq *s, sqlite3 *db, const char *tenant
             eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "file %zu: bad path or content_b64", i);
             goto fail;
         }
-        const char *given = eai_sq_jstr(f, "sha256");
+        const char *given = eai_jstr(f, "sha256");
         if (given && strlen(given) == 64)
             memcpy(sha, given, 65);
         else
@@ -625,7 +625,7 @@ int eai_sq_exec_finish(void *self, const char *tenant, const char *id, const jso
         eai_sq_fail(s, err, EAI_E_NOT_FOUND, 0, "execution %s not found", id);
         goto out;
     }
-    const char *status = eai_sq_jstr(e, "status");
+    const char *status = eai_jstr(e, "status");
     if (!status || (strcmp(status, "queued") != 0 && strcmp(status, "running") != 0)) {
         ret = EAI_STORE_NOOP;
         goto out;

@@ -46,7 +46,6 @@ struct eai_sq {
 
 /* store_sqlite.c: helpers, errors, pool, transactions, audit append */
 int eai_sq_parse_time(const char *s, int64_t *out);
-const char *eai_sq_jstr(const json_t *o, const char *k);
 int eai_sq_fail(struct eai_sq *s, struct eai_error **err, enum eai_code code,
                 int errno_cause, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

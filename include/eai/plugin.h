@@ -45,6 +45,10 @@
  *       labelled 1.1 or "appended"; 1.2 is where they belong.)
  *  1.3  eai_storage_ops.run_get, run_list, agent_list, agent_get (the
  *       agent view: GET /v1/runs, /v1/agents; docs/api.md).
+ *  1.4  eai_host.metric_describe, metric_update (a plugin's own metric
+ *       families, struct eai_metric_desc, enum eai_metric_kind);
+ *       eai_plugin_descriptor.messages (a plugin's translated messages,
+ *       struct eai_message).
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H
@@ -68,7 +72,7 @@ extern "C" {
 #endif
 
 #define EAI_ABI_MAJOR 1
-#define EAI_ABI_MINOR 3
+#define EAI_ABI_MINOR 4
 
 #define EAI_PLUGIN_EXPORT __attribute__((visibility("default")))
 #define EAI_PLUGIN_DESCRIPTOR_SYMBOL "eai_plugin_descriptor"
@@ -141,6 +145,23 @@ struct eai_http_request {
 typedef void (*eai_netns_fn)(void *arg, void *token, const char *netns_path, const char *dns_server,
                              const char *why);
 
+/* A plugin's metric family (1.4, eai_host.metric_describe). */
+enum eai_metric_kind { EAI_METRIC_KIND_COUNTER = 0, EAI_METRIC_KIND_GAUGE, EAI_METRIC_KIND_HISTOGRAM };
+
+#define EAI_METRIC_MAX_LABELS 8   /* label names a family may declare */
+#define EAI_METRIC_MAX_BOUNDS 16  /* histogram bucket bounds */
+
+struct eai_metric_desc {
+    const char *name;                /* "eai_pool_takes_total" */
+    const char *help;                /* one line, 1..512 bytes */
+    enum eai_metric_kind kind;
+    const char *const *labels;       /* NULL-terminated label names, or NULL */
+    const double *bounds;            /* histograms: increasing bucket bounds */
+    int nbounds;                     /* 1..EAI_METRIC_MAX_BOUNDS for histograms, else 0 */
+};
+
+struct eai_metric;                   /* the host's handle on a described family */
+
 struct eai_host {
     size_t size;               /* sizeof(struct eai_host) in the host */
     unsigned abi_major, abi_minor;
@@ -209,6 +230,23 @@ struct eai_host {
      * no cb follows); once egress_claim handed a token to core, core ends it. */
     void *(*netns_take)(const struct eai_host *h, eai_netns_fn cb, void *arg);
     void (*netns_release)(const struct eai_host *h, void *token);
+
+    /* ---- Added in 1.4 (read only when size >= EAI_HOST_SIZE_1_4): a
+     * plugin's own metric families (docs/plugins.md, "Metrics").  Describe
+     * each family once, from create() (loop thread), and keep the handle:
+     * the name is checked there, once (Prometheus naming: [a-zA-Z_:]
+     * [a-zA-Z0-9_:]*, a counter ends in _total, no other kind ends in
+     * _total, _count, _sum or _bucket; label names [a-zA-Z_]
+     * [a-zA-Z0-9_]*, not __*, not plugin, not le; a name another plugin or
+     * core described is refused), NULL + *err when it is refused.  The
+     * series carry plugin="<name>" by themselves.  metric_update: any
+     * thread; a counter adds v (>= 0), a gauge is set to v, a histogram
+     * observes v; values holds one value per label name of the family, in
+     * their order (NULL when it has none); escaped by the host.  Handles
+     * live as long as the plugin's instance. */
+    struct eai_metric *(*metric_describe)(const struct eai_host *h, const struct eai_metric_desc *desc,
+                                          struct eai_error **err);
+    void (*metric_update)(const struct eai_host *h, struct eai_metric *m, const char *const *values, double v);
 };
 
 /* Frozen sizes of struct eai_host per minor (never change; abi.lock). */
@@ -216,6 +254,7 @@ struct eai_host {
 #define EAI_HOST_SIZE_1_1 (offsetof(struct eai_host, error_wrap) + sizeof(void (*)(void)))
 #define EAI_HOST_SIZE_1_2 (offsetof(struct eai_host, netns_release) + sizeof(void (*)(void)))
 #define EAI_HOST_SIZE_1_3 EAI_HOST_SIZE_1_2
+#define EAI_HOST_SIZE_1_4 (offsetof(struct eai_host, metric_update) + sizeof(void (*)(void)))
 /* Deprecated: the name netns_take / netns_release were tested with before
  * they became 1.2 (docs/plugins.md told vendors to use it).  The same value
  * as EAI_HOST_SIZE_1_2; kept for sources written against it, gone in 2.0. */
@@ -292,6 +331,21 @@ struct eai_build_fingerprint {
             (uint32_t)sizeof(enum eai_code)                                                     \
     }
 
+/* ---------------------------------------------------------------- messages */
+
+/* A plugin's message, in English and French (1.4, descriptor.messages).
+ * en is the printf format the plugin formats it with (its conversions,
+ * %s %d %lld ..., are the holes); fr is the French, the English holes put
+ * back as {1}, {2}... in any order.  Both are written once, here: the
+ * plugin formats en, core turns what reaches a client (details[].message)
+ * into French by this table (docs/errors.md).  id names it for vendors and
+ * tests: "[a-z0-9_.]+", unique in the table. */
+struct eai_message {
+    const char *id;                  /* "gvisor.session.unknown"; NULL ends the table */
+    const char *en;                  /* "the file is larger than %lld bytes" */
+    const char *fr;                  /* "le fichier dépasse {1} octets" */
+};
+
 /* ---------------------------------------------------------------- descriptor */
 
 struct eai_plugin_descriptor {
@@ -311,15 +365,21 @@ struct eai_plugin_descriptor {
     const struct eai_config_key *config_keys;
     /* ---- Added in 1.1: what the plugin was built against. */
     struct eai_build_fingerprint build;
+    /* ---- Added in 1.4: the plugin's translated messages, ended by an
+     * entry whose id is NULL (NULL: none).  Read when struct_size >=
+     * EAI_PLUGIN_DESCRIPTOR_SIZE_1_4.  The loader refuses a plugin whose
+     * table has a message without its French (docs/plugins.md). */
+    const struct eai_message *messages;
 };
 
 /* Frozen sizes of struct eai_plugin_descriptor per minor (1.2 added
  * nothing).  _1_1 is today's sizeof: the minor that grows the descriptor
  * writes it as the offset of its first new field (abi.lock checks it). */
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_0 offsetof(struct eai_plugin_descriptor, build)
-#define EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 sizeof(struct eai_plugin_descriptor)
+#define EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 offsetof(struct eai_plugin_descriptor, messages)
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_2 EAI_PLUGIN_DESCRIPTOR_SIZE_1_1
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_3 EAI_PLUGIN_DESCRIPTOR_SIZE_1_2
+#define EAI_PLUGIN_DESCRIPTOR_SIZE_1_4 sizeof(struct eai_plugin_descriptor)
 
 /* Start every descriptor initialiser with this:
  *     static const struct eai_plugin_descriptor desc = {

@@ -286,6 +286,7 @@ struct eai_storage_ops {
 #define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, key_create_expiring) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_2 (offsetof(struct eai_storage_ops, exec_prune) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_3 (offsetof(struct eai_storage_ops, agent_get) + sizeof(void (*)(void)))
+#define EAI_STORAGE_OPS_SIZE_1_4 EAI_STORAGE_OPS_SIZE_1_3
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
 #ifndef EAI_PC_H
 #define EAI_PC_H
 
+#include "eaibase.h" /* eai_write_all, eai_mkdir_p, eai_monotonic_ns, eai_jstr ... */
 #include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -90,10 +91,6 @@ void eai_pc_watchdog_reap_all(void);
  * components, no empty components, at most EAI_PC_MAX_PATH_BYTES bytes
  * and segments of at most EAI_PC_MAX_NAME_BYTES. */
 int eai_pc_tmp_path_valid(const char *p);
-/* write(2) all of d, retrying on EINTR.  0 or -1. */
-int eai_pc_write_all(int fd, const void *d, size_t n);
-/* mkdir -p (every component with mode).  0 or -1 with errno. */
-int eai_pc_mkdir_p(const char *path, mode_t mode);
 
 /* Worker: mkdir <dir> (0700) and <dir>/tmp, mount a tmpfs of disk_bytes
  * (EAI_PC_DEFAULT_DISK when <= 0) there; *mounted = 1 once mounted.
@@ -195,7 +192,6 @@ int eai_pc_bundle_prepare(struct eai_pc_bundle *b, const struct eai_iso_job *job
 #define EAI_PC_DEFAULT_OUTPUT (1LL << 20)     /* per stream when job->output_bytes is 0 */
 #define EAI_PC_ERR_TAIL 4096                  /* stderr tail kept for the runtime's own errors */
 
-int64_t eai_pc_mono_ns(void);
 
 /* One output pipe of a run (our read end, non-blocking). */
 struct eai_pc_stream {

@@ -21,7 +21,7 @@ int eai_pc_cg_write(const char *dir, const char *file, const char *val)
     int fd = open(p, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
-    int rc = eai_pc_write_all(fd, val, strlen(val));
+    int rc = eai_write_all(fd, val, strlen(val));
     close(fd);
     return rc;
 }

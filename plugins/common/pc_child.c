@@ -340,13 +340,6 @@ void eai_pc_child_detach(struct eai_pc_child *c)
     c->cb = NULL;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int eai_pc_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t outlen)
 {
     int cap[2] = {-1, -1};
@@ -364,16 +357,16 @@ int eai_pc_run_sync(char *const argv[], int64_t timeout_ms, char *out, size_t ou
         return -1;
     }
     int pidfd = pc_pidfd_open(pid);
-    int64_t deadline = mono_ms() + timeout_ms;
+    int64_t deadline = eai_monotonic_ms() + timeout_ms;
     size_t got = 0;
     int status = -1;
     for (;;) {
         struct pollfd p[2] = {{.fd = pidfd, .events = POLLIN}, {.fd = cap[0], .events = POLLIN}};
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - eai_monotonic_ms();
         if (left <= 0) {
             kill(-pid, SIGKILL);
             kill(pid, SIGKILL);
-            deadline = mono_ms() + 60000;
+            deadline = eai_monotonic_ms() + 60000;
             left = 1000;
         }
         int n = poll(p, 2, (int)(left > 1000 ? 1000 : left));

@@ -44,39 +44,6 @@ int eai_pc_tmp_path_valid(const char *p)
     }
 }
 
-int eai_pc_write_all(int fd, const void *d, size_t n)
-{
-    const char *p = d;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-int eai_pc_mkdir_p(const char *path, mode_t mode)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf))
-        return -1;
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, mode) < 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    if (mkdir(buf, mode) < 0 && errno != EEXIST)
-        return -1;
-    return 0;
-}
-
 /* ------------------------------------------------------------ bundles */
 
 int eai_pc_bundle_tmpfs(const char *dir, int64_t disk_bytes, int *mounted, char *msg, size_t msglen)
@@ -144,7 +111,7 @@ static int put_file(int rootfd, const char *path, const unsigned char *data, siz
         errno = e;
         return -1;
     }
-    int rc = eai_pc_write_all(fd, data, len);
+    int rc = eai_write_all(fd, data, len);
     if (rc == 0 && fchown(fd, uid, uid) < 0)
         rc = -1;
     if (close(fd) < 0)
@@ -236,7 +203,7 @@ int eai_pc_probe_bundle(const char *dir, unsigned uid, const char *cgroups_path,
     }
     snprintf(p, sizeof(p), "%s/rootfs/true", dir);
     int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0755);
-    if (fd < 0 || eai_pc_write_all(fd, pc_true_elf, sizeof(pc_true_elf)) < 0 || fchmod(fd, 0755) < 0) {
+    if (fd < 0 || eai_write_all(fd, pc_true_elf, sizeof(pc_true_elf)) < 0 || fchmod(fd, 0755) < 0) {
         snprintf(msg, msglen, "write %s: %s", p, strerror(errno));
         if (fd >= 0)
             close(fd);

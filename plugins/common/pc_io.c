@@ -15,13 +15,6 @@
 
 #include "eai_pc.h"
 
-int64_t eai_pc_mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void eai_pc_stream_close(struct eai_pc_stream *s)
 {
     if (s->ev) {

@@ -134,7 +134,7 @@ void eai_pc_run_finish(struct eai_pc_run *e)
         return;
     e->state = PC_FINISHING;
     if (e->t_start_ns && !e->t_end_ns)
-        e->t_end_ns = eai_pc_mono_ns();
+        e->t_end_ns = eai_monotonic_ns();
     if (e->ev_timeout)
         event_del(e->ev_timeout);
     if (e->ev_stop)
@@ -326,7 +326,7 @@ static void child_done(void *arg, int status, const char *out, size_t outlen)
     e->child = NULL;
     e->run_exited = 1;
     e->wait_status = status;
-    e->t_end_ns = eai_pc_mono_ns();
+    e->t_end_ns = eai_monotonic_ns();
     /* Whatever the sandbox wrote before it ended is in the pipes now; do
      * not wait for EOF (a stray holder of the write end must not stall us). */
     stream_read(e, &e->out, 1);
@@ -497,7 +497,7 @@ static void prepare_done(void *arg)
     if (e->early_code || e->cancelled || destroying(R)) {
         eai_pc_run_finish(e);
     } else {
-        e->t_start_ns = eai_pc_mono_ns();
+        e->t_start_ns = eai_monotonic_ns();
         if (run_spawn(e) < 0) {
             e->early_code = EAI_E_SANDBOX_FAILED;
             eai_pc_run_finish(e);

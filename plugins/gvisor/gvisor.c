@@ -599,6 +599,54 @@ static void gv_cancel(void *self, void *handle)
     eai_pc_runner_cancel(g->runner, handle);
 }
 
+/* ---------------------------------------------------------------- metrics */
+
+static const char *const gv_result_label[] = {"result", NULL};
+
+/* The plugin's metric families (docs/observability.md): each name here
+ * once; the pool code updates them by enum gv_metric. */
+static const struct eai_metric_desc gv_metric_descs[GV_M_COUNT] = {
+    [GV_M_TAKES] = {"eai_pool_takes_total",
+                    "Runs that asked the warm pool, by result (hit or miss); hit rate = hit / (hit + miss).",
+                    EAI_METRIC_KIND_COUNTER, gv_result_label, NULL, 0},
+    [GV_M_EGRESS_TAKES] = {"eai_pool_egress_takes_total",
+                           "Runs with granted egress that asked the warm pool, by result (hit or miss).",
+                           EAI_METRIC_KIND_COUNTER, gv_result_label, NULL, 0},
+    [GV_M_READY] = {"eai_pool_ready", "Warm pooled sandboxes ready to serve.", EAI_METRIC_KIND_GAUGE, NULL, NULL, 0},
+    [GV_M_SIZE] = {"eai_pool_size", "Configured warm sandboxes per shape.", EAI_METRIC_KIND_GAUGE, NULL, NULL, 0},
+};
+
+int gv_metrics_describe(struct gv *g, struct eai_error **err)
+{
+    const struct eai_host *h = g->host;
+    if (!h || h->size < EAI_HOST_SIZE_1_4 || !h->metric_describe)
+        return 0; /* an older host: by name (gv_metric) */
+    for (int i = 0; i < GV_M_COUNT; i++)
+        if (!(g->metrics[i] = h->metric_describe(h, &gv_metric_descs[i], err)))
+            return -1;
+    return 0;
+}
+
+void gv_metric(struct gv *g, enum gv_metric m, const char *value, double v)
+{
+    const struct eai_host *h = g ? g->host : NULL;
+    if (!h || (unsigned)m >= GV_M_COUNT)
+        return;
+    const struct eai_metric_desc *d = &gv_metric_descs[m];
+    if (g->metrics[m]) {
+        const char *values[1] = {value};
+        h->metric_update(h, g->metrics[m], d->labels ? values : NULL, v);
+        return;
+    }
+    char labels[96];
+    if (d->labels && value)
+        snprintf(labels, sizeof labels, "%s=\"%s\"", d->labels[0], value);
+    if (d->kind == EAI_METRIC_KIND_COUNTER && h->metric_add)
+        h->metric_add(h, d->name, d->labels && value ? labels : NULL, v);
+    else if (d->kind == EAI_METRIC_KIND_GAUGE && h->metric_set)
+        h->metric_set(h, d->name, NULL, v);
+}
+
 static void *gv_create(const struct eai_host *host, const json_t *config, struct eai_error **err)
 {
     if (config && !json_is_object(config)) {
@@ -648,8 +696,8 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
         free(g);
         return NULL;
     }
-    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || eai_pc_mkdir_p(g->state_dir, 0700) < 0 ||
-        eai_pc_mkdir_p(g->work_dir, 0700) < 0) {
+    if (g->state_dir[0] != '/' || g->work_dir[0] != '/' || eai_mkdir_p(g->state_dir, 0700) < 0 ||
+        eai_mkdir_p(g->work_dir, 0700) < 0) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, errno, "gvisor: cannot create %s or %s", g->state_dir,
                                    g->work_dir);
@@ -688,17 +736,19 @@ static void *gv_create(const struct eai_host *host, const json_t *config, struct
     v = config ? json_object_get(config, "launcher") : NULL;
     launcher_start(g, json_is_boolean(v) ? json_is_true(v) : 1);
     probe_start(g);
-    /* every pool series present at zero from the start (dashboards) */
-    if (host->metric_add && host->metric_set) {
-        host->metric_add(host, "eai_pool_takes_total", "result=\"hit\"", 0);
-        host->metric_add(host, "eai_pool_takes_total", "result=\"miss\"", 0);
-        if (g->egress_pool) {
-            host->metric_add(host, "eai_pool_egress_takes_total", "result=\"hit\"", 0);
-            host->metric_add(host, "eai_pool_egress_takes_total", "result=\"miss\"", 0);
-        }
-        host->metric_set(host, "eai_pool_ready", NULL, 0);
-        host->metric_set(host, "eai_pool_size", NULL, g->pool_size);
+    if (gv_metrics_describe(g, err) < 0) {
+        gv_free(g);
+        return NULL;
     }
+    /* every pool series present at zero from the start (dashboards) */
+    gv_metric(g, GV_M_TAKES, "hit", 0);
+    gv_metric(g, GV_M_TAKES, "miss", 0);
+    if (g->egress_pool) {
+        gv_metric(g, GV_M_EGRESS_TAKES, "hit", 0);
+        gv_metric(g, GV_M_EGRESS_TAKES, "miss", 0);
+    }
+    gv_metric(g, GV_M_READY, NULL, 0);
+    gv_metric(g, GV_M_SIZE, NULL, g->pool_size);
     return g;
 }
 
@@ -771,6 +821,7 @@ static const struct eai_plugin_descriptor gv_descriptor = {
     .destroy = gv_destroy,
     .ops = &gv_ops,
     .config_keys = gv_keys,
+    .messages = gv_messages, /* gvisor_session.c */
 };
 
 EAI_PLUGIN_DECLARE(gv_descriptor)

@@ -55,6 +55,10 @@ struct gv_shape {
     int net;                     /* booted in a namespace of host->netns_take (egress) */
 };
 
+/* The plugin's metric families, described at create (gvisor.c,
+ * gv_metric_descs: each name written there once). */
+enum gv_metric { GV_M_TAKES = 0, GV_M_EGRESS_TAKES, GV_M_READY, GV_M_SIZE, GV_M_COUNT };
+
 struct gv {
     const struct eai_host *host;
     char runsc[PATH_MAX];
@@ -89,6 +93,7 @@ struct gv {
     char warmup[GV_WARMUP_ARGS][GV_WARMUP_ARG_BYTES + 1]; /* the launcher's warm-up argv */
     int nwarmup;
 
+    struct eai_metric *metrics[GV_M_COUNT]; /* handles of gv_metric_descs (host ABI >= 1.4) */
     int pool_size;               /* warm sandboxes per shape; 0 = off */
     int egress_pool;             /* config egress_pool: egress shapes too (docs/egress.md) */
     struct gv_pooled *pool;
@@ -240,5 +245,39 @@ const char *gv_runtime_died(const char *bundle_dir, const char *cmd);
 
 /* eai_pc_bundle_remove(dir), only when dir is one of our bundles. */
 int gv_bundle_remove(const char *dir);
+
+/* Describe the families of enum gv_metric (create): 0, or -1 + *err when
+ * the host refuses one.  A host older than ABI 1.4 has no metric_describe:
+ * updates then go by name through metric_add / metric_set. */
+int gv_metrics_describe(struct gv *g, struct eai_error **err);
+/* Update family m: a counter adds v, a gauge is set to v; value is the
+ * value of its one label (result), NULL for the gauges. */
+void gv_metric(struct gv *g, enum gv_metric m, const char *value, double v);
+
+/* The plugin's translated messages (descriptor.messages, gvisor_session.c):
+ * GV_MSG(GVS_M_...) is the English printf format of one. */
+enum gvs_message {
+    GVS_M_NO_SESSION = 0,
+    GVS_M_NOT_RUNNING,
+    GVS_M_BUSY,
+    GVS_M_NOT_PAUSED,
+    GVS_M_PATH_TMP,
+    GVS_M_FILE_TOO_LARGE,
+    GVS_M_DIR_NOT_EMPTY,
+    GVS_M_NO_FILE,
+    GVS_M_TMP_FULL,
+    GVS_M_NO_IMAGE,
+    GVS_M_BOOT_TIMEOUT,
+    GVS_M_ENDED_BOOTING,
+    GVS_M_ENDED_OWN,
+    GVS_M_LOST_PAUSING,
+    GVS_M_RESTORE_TIMEOUT,
+    GVS_M_RESTORE_ENDED,
+    GVS_M_PAUSE_FAILED,
+    GVS_M_CHECKPOINT_FAILED,
+    GVS_M_COUNT
+};
+extern const struct eai_message gv_messages[];
+#define GV_MSG(m) (gv_messages[(m)].en)
 
 #endif

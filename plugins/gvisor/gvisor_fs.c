@@ -158,7 +158,7 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
         char parent[PATH_MAX];
         cg_leaf(parent, sizeof(parent), NULL, b->cgpath, 1);
         *strrchr(parent, '/') = '\0';
-        if (eai_pc_mkdir_p(parent, 0755) < 0)
+        if (eai_mkdir_p(parent, 0755) < 0)
             goto fail;
         static const char *const ctrls[] = {"+memory", "+cpu", NULL};
         eai_pc_cg2_enable(b->cgpath, ctrls, 0); /* for children along the path */
@@ -173,7 +173,7 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
             eai_pc_cg_write(leaf, "cpu.weight", GV_CPU_WEIGHT_IDLE);
         return 0;
     }
-    if (cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0)
+    if (cg_leaf(leaf, sizeof(leaf), "memory", b->cgpath, 0) < 0 || eai_mkdir_p(leaf, 0755) < 0)
         goto fail;
     if (memory > 0) {
         if (eai_pc_cg_write(leaf, "memory.limit_in_bytes", v) < 0)
@@ -181,7 +181,7 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
         eai_pc_cg_write(leaf, "memory.memsw.limit_in_bytes", v); /* no swap escape, when accounted */
     }
     /* cpuacct: pre-created so it outlives runsc and usage can be read. */
-    if (cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0)
+    if (cg_leaf(leaf, sizeof(leaf), "cpuacct", b->cgpath, 0) < 0 || eai_mkdir_p(leaf, 0755) < 0)
         goto fail;
     /* cpu: pre-created only for a warm sandbox, booted at the least weight
      * (runsc would make it with the default); quota and period as runsc
@@ -190,7 +190,7 @@ static int cg_create(const struct eai_pc_bundle *b, const struct eai_iso_job *jo
         char period[16];
         snprintf(q, sizeof(q), "%lld", quota);
         snprintf(period, sizeof(period), "%d", EAI_PC_CPU_PERIOD_US);
-        if (cg_leaf(leaf, sizeof(leaf), "cpu", b->cgpath, 0) < 0 || eai_pc_mkdir_p(leaf, 0755) < 0 ||
+        if (cg_leaf(leaf, sizeof(leaf), "cpu", b->cgpath, 0) < 0 || eai_mkdir_p(leaf, 0755) < 0 ||
             (quota > 0 && (eai_pc_cg_write(leaf, "cpu.cfs_period_us", period) < 0 ||
                            eai_pc_cg_write(leaf, "cpu.cfs_quota_us", q) < 0)))
             goto fail;

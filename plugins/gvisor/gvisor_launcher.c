@@ -40,7 +40,7 @@ int gv_launcher_install(const char *work_dir, char *path, size_t pathlen, char *
     unlink(tmp);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0555);
     /* executable by the sandbox's user whatever eaid's umask */
-    if (fd < 0 || fchmod(fd, 0555) < 0 || eai_pc_write_all(fd, gv_launcher_elf, n) < 0 || fsync(fd) < 0) {
+    if (fd < 0 || fchmod(fd, 0555) < 0 || eai_write_all(fd, gv_launcher_elf, n) < 0 || fsync(fd) < 0) {
         int e = errno;
         if (fd >= 0) {
             close(fd);
@@ -120,7 +120,7 @@ int gv_launch_write(const struct eai_pc_bundle *b, const struct eai_iso_job *job
     /* in the sandbox's own tmpfs, its user's (the launcher unlinks it from
      * the sticky /tmp), never through a link */
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || fchown(fd, b->uid, b->uid) < 0 || eai_pc_write_all(fd, buf, len) < 0) {
+    if (fd < 0 || fchown(fd, b->uid, b->uid) < 0 || eai_write_all(fd, buf, len) < 0) {
         int e = errno;
         if (fd >= 0) {
             close(fd);

@@ -73,13 +73,6 @@ struct gv_pooled {
     char dns[64];
 };
 
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static int shape_eq(const struct gv_shape *a, const struct gv_shape *b)
 {
     return a->memory == b->memory && a->cpu == b->cpu && a->disk == b->disk && a->pids == b->pids &&
@@ -103,17 +96,17 @@ static void pooled_unlink(struct gv_pooled *p)
     }
 }
 
-/* eai_pool_ready{plugin="gvisor"}: warm sandboxes ready to serve now;
- * eai_pool_size: the configured warm count per shape. */
+/* GV_M_READY: warm sandboxes ready to serve now; GV_M_SIZE: the
+ * configured warm count per shape. */
 static void pool_gauges(struct gv *g)
 {
-    if (!g || !g->host || !g->host->metric_set)
+    if (!g || !g->host)
         return;
     int ready = 0;
     for (struct gv_pooled *q = g->pool; q; q = q->next)
         ready += q->state == GVP_READY;
-    g->host->metric_set(g->host, "eai_pool_ready", NULL, ready);
-    g->host->metric_set(g->host, "eai_pool_size", NULL, g->pool_size > 0 ? g->pool_size : 0);
+    gv_metric(g, GV_M_READY, NULL, ready);
+    gv_metric(g, GV_M_SIZE, NULL, g->pool_size > 0 ? g->pool_size : 0);
 }
 
 static void close_fd(int *fd)
@@ -254,7 +247,7 @@ static void boot_failed(struct gv_pooled *p, const char *why)
 {
     struct gv *g = p->g;
     if (!g->destroying) {
-        g->pool_backoff_until = now_ms() + GV_POOL_BACKOFF_MS;
+        g->pool_backoff_until = eai_monotonic_ms() + GV_POOL_BACKOFF_MS;
         g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: %s (pool paused %d s)", p->b.cid, why,
                      GV_POOL_BACKOFF_MS / 1000);
     }
@@ -620,7 +613,7 @@ void gv_pool_refill_all(struct gv *g)
 {
     if (g->pool_size <= 0 || g->destroying)
         return;
-    int64_t now = now_ms();
+    int64_t now = eai_monotonic_ms();
     for (int i = 0; i < GV_POOL_SHAPES; i++) {
         if (!g->shapes[i].used || g->shapes[i].unpoolable)
             continue;
@@ -657,7 +650,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     if (g->pool_size <= 0 || g->destroying)
         return NULL;
     /* Remember the shape (LRU); forget the oldest one's idle sandboxes. */
-    int64_t now = now_ms();
+    int64_t now = eai_monotonic_ms();
     int slot = -1;
     for (int i = 0; i < GV_POOL_SHAPES && slot < 0; i++)
         if (g->shapes[i].used && shape_eq(&g->shapes[i].shape, s))
@@ -701,9 +694,7 @@ struct gv_pooled *gv_pool_take(struct gv *g, const struct gv_shape *s)
     if (got)
         got->state = GVP_TAKEN;
     /* hit rate = hits / (hits + misses) (docs/observability.md) */
-    if (g->host && g->host->metric_add)
-        g->host->metric_add(g->host, s->net ? "eai_pool_egress_takes_total" : "eai_pool_takes_total",
-                            got ? "result=\"hit\"" : "result=\"miss\"", 1);
+    gv_metric(g, s->net ? GV_M_EGRESS_TAKES : GV_M_TAKES, got ? "hit" : "miss", 1);
     pool_gauges(g);
     /* A take that leaves another sandbox of its shape ready or booting
      * boots nothing: its run's end refills (gv_pool_refill_soon), so the

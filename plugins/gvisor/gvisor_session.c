@@ -249,14 +249,14 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
         return;
     }
     if (s->state == GVS_RESUMING) {
-        resumed(s, "runsc restore ended before the sandbox ran");
+        resumed(s, GV_MSG(GVS_M_RESTORE_ENDED));
         return;
     }
     if (s->state != GVS_DYING) {
         s->g->host->log(s->g->host, GV_COMPONENT, EAI_LOG_WARN, "session %s: its sandbox ended (%s)", s->id,
                         s->state == GVS_BOOTING ? "while booting" : "on its own");
-        ses_kill(s, s->state == GVS_BOOTING ? "the session's sandbox ended while booting"
-                                            : "the session's sandbox ended on its own");
+        ses_kill(s, s->state == GVS_BOOTING ? GV_MSG(GVS_M_ENDED_BOOTING)
+                                            : GV_MSG(GVS_M_ENDED_OWN));
     } else {
         maybe_cleanup(s);
     }
@@ -297,7 +297,7 @@ static void on_boot_timeout(evutil_socket_t fd, short what, void *arg)
 {
     struct gv_session *s = arg;
     if (s->state == GVS_BOOTING)
-        ses_kill(s, "the session's sandbox did not boot in time");
+        ses_kill(s, GV_MSG(GVS_M_BOOT_TIMEOUT));
 }
 
 static const char *const gv_ses_init_argv[] = {"sh", "-c", "echo ready; exec sleep infinity", NULL};
@@ -411,7 +411,7 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
         return eai_host_error_set(h, err, EAI_E_INTERNAL, "gvisor: out of memory");
     if (!spec->image || h->image_rootfs(h, spec->image, s->b.rootfs, sizeof(s->b.rootfs)) < 0) {
         free(s);
-        return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, "image %s is not in the local image store",
+        return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, GV_MSG(GVS_M_NO_IMAGE),
                                   spec->image ? spec->image : "(none)");
     }
     s->g = g;
@@ -621,7 +621,7 @@ static void pause_finish(struct gv_session *s)
     char *argv[] = {s->g->runsc, root, "delete", "--force", s->b.cid, NULL};
     if (spawn_cb(s, argv, GV_DELETE_TIMEOUT_MS, del_done) < 0) {
         paused(s, "cannot spawn runsc delete");
-        ses_kill(s, "pausing failed");
+        ses_kill(s, GV_MSG(GVS_M_PAUSE_FAILED));
     }
 }
 
@@ -635,11 +635,11 @@ static void ckpt_done(void *arg, int status, const char *out, size_t outlen)
     }
     if (status != 0) {
         char m[300];
-        snprintf(m, sizeof(m), "runsc checkpoint failed: %.200s", out ? out : "");
+        snprintf(m, sizeof(m), GV_MSG(GVS_M_CHECKPOINT_FAILED), out ? out : "");
         s->g->host->log(s->g->host, GV_COMPONENT, EAI_LOG_WARN, "session %s: %s", s->id, m);
         paused(s, m);
         if (s->run_exited) {
-            ses_kill(s, "the sandbox was lost while pausing");
+            ses_kill(s, GV_MSG(GVS_M_LOST_PAUSING));
         } else {
             s->state = GVS_READY;
             eai_pc_runner_retry_held(s->g->runner);
@@ -657,11 +657,11 @@ int gv_session_pause(void *self, const char *id, struct eai_error **err)
     struct gv *g = self;
     struct gv_session *s = ses_find(g, id);
     if (!s)
-        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "no such session");
+        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
     if (s->state != GVS_READY)
-        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "the session is not running");
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_RUNNING));
     if (s->running || s->waiting)
-        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "executions are running in the session");
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_BUSY));
     char root[PATH_MAX + 16], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);
@@ -691,7 +691,7 @@ static void state_done(void *arg, int status, const char *out, size_t outlen)
         return;
     }
     if (++s->polls >= GV_SES_RESTORE_POLLS) {
-        resumed(s, "the restored sandbox did not run in time");
+        resumed(s, GV_MSG(GVS_M_RESTORE_TIMEOUT));
         return;
     }
     poll_arm(s);
@@ -723,9 +723,9 @@ int gv_session_resume(void *self, const char *id, struct eai_error **err)
     struct gv *g = self;
     struct gv_session *s = ses_find(g, id);
     if (!s)
-        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "no such session");
+        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
     if (s->state != GVS_PAUSED)
-        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "the session is not paused");
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_PAUSED));
     char root[PATH_MAX + 16], plat[64], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
@@ -791,18 +791,18 @@ int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const c
      * (a worker thread).  Core checks the session is live first; a session
      * ending meanwhile makes the walk fail (not found). */
     if (ses_cid(id, cid, sizeof(cid)) < 0)
-        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such session");
+        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
     snprintf(dir, sizeof(dir), "%s/%s", g->work_dir, cid);
     if (stat(dir, &st) < 0)
-        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such session");
+        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
     int rc = -1;
     switch (op) {
     case EAI_ISO_FILE_PUT:
         if (!eai_pc_tmp_path_valid(path))
-            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "path must be under /tmp");
+            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "%s", GV_MSG(GVS_M_PATH_TMP));
         rc = eai_pc_tmp_put(dir, g->uid, path, data, len, msg, sizeof(msg));
         if (rc < 0 && (errno == ENOSPC || errno == EDQUOT))
-            return eai_host_error_set(h, err, EAI_E_PAYLOAD_TOO_LARGE, "the session's /tmp is full");
+            return eai_host_error_set(h, err, EAI_E_PAYLOAD_TOO_LARGE, "%s", GV_MSG(GVS_M_TMP_FULL));
         if (rc < 0 && (errno == ENOTDIR || errno == ELOOP || errno == ENOENT))
             /* a parent that is a file, or a link the sandbox made (never followed) */
             return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such directory");
@@ -826,11 +826,11 @@ int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const c
     if (rc == 0)
         return 0;
     if (errno == EFBIG)
-        return eai_host_error_set(h, err, EAI_E_PAYLOAD_TOO_LARGE, "the file is larger than %lld bytes",
+        return eai_host_error_set(h, err, EAI_E_PAYLOAD_TOO_LARGE, GV_MSG(GVS_M_FILE_TOO_LARGE),
                                   (long long)max);
     if (errno == EINVAL)
-        return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "path must be under /tmp");
+        return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "%s", GV_MSG(GVS_M_PATH_TMP));
     if (errno == ENOTEMPTY)
-        return eai_host_error_set(h, err, EAI_E_CONFLICT, "the directory is not empty");
-    return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "no such file");
+        return eai_host_error_set(h, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_DIR_NOT_EMPTY));
+    return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_FILE));
 }

@@ -133,7 +133,7 @@ static void job_finish(struct k8s_job *j)
     if (!j->exited && !j->k->closing) {
         j->exited = 1;
         struct eai_iso_result *r = &j->res;
-        int64_t end = j->t_terminal ? j->t_terminal : k8s_now_ms();
+        int64_t end = j->t_terminal ? j->t_terminal : eai_now_ms();
         int64_t begin = j->t_running ? j->t_running : end;
         double observed = (double)(end - begin) / 1000.0;
         double dur = observed;
@@ -224,7 +224,7 @@ static void job_end(struct k8s_job *j)
 {
     j->terminal = 1;
     if (!j->t_terminal)
-        j->t_terminal = k8s_now_ms();
+        j->t_terminal = eai_now_ms();
     if (j->pod_created)
         step_delete(j);
     else
@@ -268,7 +268,7 @@ static int interrupted(struct k8s_job *j)
     }
     if (j->deadline_hit) {
         j->terminal = 1;
-        j->t_terminal = k8s_now_ms();
+        j->t_terminal = eai_now_ms();
         if (j->started) {
             j->res.outcome = EAI_OUT_TIMEOUT;
             j->res.exit_code = -1;
@@ -554,7 +554,7 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         snprintf(j->host_ip, sizeof j->host_ip, "%s", hip);
     if ((json_object_get(state, "running") || term) && !j->started) {
         j->started = 1;
-        j->t_running = k8s_now_ms();
+        j->t_running = eai_now_ms();
         j->cb.on_started(j->cb_arg);
         if (json_object_get(state, "running"))
             usage_start(j);
@@ -570,7 +570,7 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         json_t *ec = json_object_get(term, "exitCode");
         json_t *sig = json_object_get(term, "signal");
         j->terminal = 1;
-        j->t_terminal = k8s_now_ms();
+        j->t_terminal = eai_now_ms();
         j->res.exit_code = json_is_integer(ec) ? (int)json_integer_value(ec) : -1;
         j->res.signal = json_is_integer(sig) ? (int)json_integer_value(sig) : 0;
         if (failed && preason && strcmp(preason, "DeadlineExceeded") == 0) {
@@ -608,7 +608,7 @@ static int evaluate_pod(struct k8s_job *j, const json_t *pod)
         int config = !strcmp(wr, "CreateContainerConfigError") || !strcmp(wr, "CreateContainerError") ||
                      !strcmp(wr, "RunContainerError");
         if (image || config) {
-            int64_t now = k8s_now_ms();
+            int64_t now = eai_now_ms();
             if (!j->waiting_since)
                 j->waiting_since = now;
             if (!strcmp(wr, "InvalidImageName") || now - j->waiting_since >= j->k->cfg.image_pull_grace_ms) {
@@ -819,7 +819,7 @@ static void call_done(void *arg, const struct k8s_result *r)
             j->api_failures = 0;
             if (j->outage_since) {
                 char m[96];
-                snprintf(m, sizeof m, "%lld ms", (long long)(k8s_now_ms() - j->outage_since));
+                snprintf(m, sizeof m, "%lld ms", (long long)(eai_now_ms() - j->outage_since));
                 log_job(j, EAI_LOG_INFO, "the API server answers again after ", m);
                 j->outage_since = 0;
             }
@@ -842,7 +842,7 @@ static void call_done(void *arg, const struct k8s_result *r)
              * the kubelet runs it and enforces its deadline meanwhile, so
              * keep reading for api_outage_grace_ms (our watchdog still
              * bounds it), logging the start of the outage once. */
-            int64_t now = k8s_now_ms();
+            int64_t now = eai_now_ms();
             if (!j->outage_since) {
                 j->outage_since = now;
                 log_job(j, EAI_LOG_WARN, "the Kubernetes API does not answer; polling on: ", r->message);
@@ -974,7 +974,7 @@ static struct k8s_job *job_new(struct k8s *k, const struct eai_iso_callbacks *cb
     j->cb_arg = cb_arg;
     j->res.size = sizeof j->res;
     j->res.exit_code = -1;
-    j->t_start = k8s_now_ms();
+    j->t_start = eai_now_ms();
     j->timer = evtimer_new(k->host->base, job_tick, j);
     j->watchdog = evtimer_new(k->host->base, on_watchdog, j);
     if (!j->timer || !j->watchdog) {
@@ -1132,7 +1132,7 @@ static void sweep_listed(void *arg, const struct k8s_result *r)
         free(s);
         return;
     }
-    int64_t now = k8s_now_ms(), min_age = (int64_t)k->cfg.sweep_min_age_s * 1000;
+    int64_t now = eai_now_ms(), min_age = (int64_t)k->cfg.sweep_min_age_s * 1000;
     size_t i, n = 0;
     json_t *pod;
     json_array_foreach(json_object_get(r->json, "items"), i, pod)

@@ -17,6 +17,7 @@
 #ifndef EAI_K8S_H
 #define EAI_K8S_H
 
+#include "eaibase.h" /* eai_now_ms */
 #include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
@@ -219,6 +220,5 @@ unsigned char *k8s_b64_decode(const char *s, size_t *outlen);
 
 /* RFC 3339 "2024-01-02T03:04:05Z" (fraction allowed) -> ms; -1 on error. */
 int64_t k8s_parse_time_ms(const char *s);
-int64_t k8s_now_ms(void);
 
 #endif

@@ -76,13 +76,6 @@ unsigned char *k8s_b64_decode(const char *s, size_t *outlen)
     return out;
 }
 
-int64_t k8s_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int64_t k8s_parse_time_ms(const char *s)
 {
     if (!s)

@@ -92,7 +92,7 @@ static void round_failed(struct k8s_watch *w, const struct k8s_result *r)
     long st = r->status;
     if (st == 0 || st == 429 || st >= 500) {
         if (!w->outage_since) {
-            w->outage_since = k8s_now_ms();
+            w->outage_since = eai_now_ms();
             wlog(w, EAI_LOG_WARN, "the API server does not answer; retrying from the same resourceVersion: ",
                  r->message);
         }
@@ -177,12 +177,12 @@ static void round_done(void *arg, const struct k8s_result *r)
     }
     if (w->outage_since) {
         char d[64];
-        snprintf(d, sizeof d, "%lld ms", (long long)(k8s_now_ms() - w->outage_since));
+        snprintf(d, sizeof d, "%lld ms", (long long)(eai_now_ms() - w->outage_since));
         wlog(w, EAI_LOG_INFO, "the API server answers again after ", d);
         w->outage_since = 0;
     }
     w->backoff_ms = 0;
-    int64_t gap = 250 - (k8s_now_ms() - w->round_start);
+    int64_t gap = 250 - (eai_now_ms() - w->round_start);
     long next = gap > 0 ? (long)gap : 0;
     if (w->listing) {
         if (!r->json) {
@@ -250,7 +250,7 @@ static void watch_round(struct k8s_watch *w)
         timeout = k->cfg.watch_timeout_s * 1000 + k->cfg.api_timeout_ms;
     }
     w->busy = 1;
-    w->round_start = k8s_now_ms();
+    w->round_start = eai_now_ms();
     if (k8s_call_timeout(k, "GET", path, NULL, 0, timeout, round_done, w) < 0) {
         w->busy = 0;
         again(w, 1000);

@@ -508,7 +508,7 @@ static void *kt_create(const struct eai_host *host, const json_t *config, struct
     }
     char fifo[PATH_MAX + 8];
     snprintf(fifo, sizeof(fifo), "%s/fifo", k->work_dir);
-    if (eai_pc_mkdir_p(k->work_dir, 0700) < 0 || eai_pc_mkdir_p(fifo, 0700) < 0) {
+    if (eai_mkdir_p(k->work_dir, 0700) < 0 || eai_mkdir_p(fifo, 0700) < 0) {
         if (err)
             *err = host->error_new(EAI_E_INTERNAL, errno, "kata: cannot create %s", k->work_dir);
         free(k);

@@ -25,7 +25,7 @@ int kt_cgroup_create(const struct eai_pc_bundle *b, char *msg, size_t msglen)
     char dir[PATH_MAX];
     if (b->cg_v2) {
         snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s", b->cgpath);
-        if (eai_pc_mkdir_p(dir, 0755) < 0)
+        if (eai_mkdir_p(dir, 0755) < 0)
             goto fail;
         static const char *const ctrls[] = {"+memory", "+cpu", "+pids", NULL};
         eai_pc_cg2_enable(b->cgpath, ctrls, 1); /* for children along the path and the task's */
@@ -34,7 +34,7 @@ int kt_cgroup_create(const struct eai_pc_bundle *b, char *msg, size_t msglen)
     static const char *const ctrls[] = {"memory", "cpuacct"};
     for (size_t i = 0; i < sizeof(ctrls) / sizeof(ctrls[0]); i++) {
         snprintf(dir, sizeof(dir), "/sys/fs/cgroup/%s/%s", ctrls[i], b->cgpath);
-        if (eai_pc_mkdir_p(dir, 0755) < 0)
+        if (eai_mkdir_p(dir, 0755) < 0)
             goto fail;
     }
     return 0;

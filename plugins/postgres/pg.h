@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <libpq-fe.h>
 #include <eai/storage.h>
+#include "eaibase.h" /* eai_now_ms, eai_monotonic_ms, eai_time_rfc3339, eai_jstr */
 
 #define EAI_PG_COMPONENT "postgres"
 
@@ -107,9 +108,6 @@ int eai_pg_uuid_valid(const char *s);
 void eai_pg_uuid_v4(char out[37]);
 /* "sbx_<uuid>" -> uuid (37 bytes) ; 0 or -1 when malformed. */
 int eai_pg_exec_uuid(const char *id, char out[37]);
-int64_t eai_pg_now_ms(void);
-int64_t eai_pg_mono_ms(void);
-void eai_pg_rfc3339(int64_t ms, char out[32]);
 /* RFC 3339 (Z or offset, optional fraction) -> epoch ms; 0 or -1. */
 int eai_pg_parse_rfc3339(const char *s, int64_t *ms);
 unsigned char *eai_pg_b64_decode(const char *s, size_t *outlen);

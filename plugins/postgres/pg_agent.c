@@ -106,8 +106,8 @@ static int run_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
     }
     PQclear(r);
     char f[32], l[32];
-    eai_pg_rfc3339(first, f);
-    eai_pg_rfc3339(last, l);
+    eai_time_rfc3339(first, f);
+    eai_time_rfc3339(last, l);
     c->out = items && counts ? json_pack("{s:s, s:o, s:b, s:I, s:O, s:{s:f, s:f, s:f}, s:s, s:s, s:O, s:O}",
                                          "run_id", c->run_id, "executions", items, "truncated", n > c->limit,
                                          "total", total, "counts", counts, "usage", "cpu_seconds", cpu,
@@ -287,7 +287,7 @@ static int agent_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
         return -1;
     }
     char l[32];
-    eai_pg_rfc3339(last, l);
+    eai_time_rfc3339(last, l);
     c->out = usage ? json_pack("{s:s, s:I, s:I, s:O, s:s, s:O}", "agent_id", c->agent, "executions", n, "runs", runs,
                                "newest_run", newest, "last_seen", l, "usage", usage)
                    : NULL;

@@ -8,11 +8,6 @@
 
 #include "pg.h"
 
-static const char *eai_pg_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 /* A body running one statement whose rows feed a callback. */
 struct eai_pg_simple_ctx {
     const char *sql;
@@ -314,7 +309,7 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
     }
     int bad = 0;
     char id[37];
-    const char *eid = eai_pg_jstr(ev, "id");
+    const char *eid = eai_jstr(ev, "id");
     if (eid && eai_pg_uuid_valid(eid)) {
         snprintf(id, sizeof(id), "%s", eid);
     } else {
@@ -323,7 +318,7 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
     }
     if (!json_is_string(json_object_get(ev, "time"))) {
         char t[32];
-        eai_pg_rfc3339(eai_pg_now_ms(), t);
+        eai_time_rfc3339(eai_now_ms(), t);
         bad |= json_object_set_new(ev, "time", json_string(t));
     }
     bad |= json_object_set_new(ev, "tenant_id", json_string(tenant));
@@ -335,8 +330,8 @@ int eai_pg_audit_append_tx(struct eai_pg_tx *tx, const char *tenant, const json_
     }
     char *text = eai_pg_dump(ev);
     char seqs[24];
-    const char *p[7] = {id, tenant, eai_pg_i64(seq, seqs), eai_pg_jstr(ev, "action"),
-                        eai_pg_jstr(ev, "prev_hash"), eai_pg_jstr(ev, "hash"), text};
+    const char *p[7] = {id, tenant, eai_pg_i64(seq, seqs), eai_jstr(ev, "action"),
+                        eai_jstr(ev, "prev_hash"), eai_jstr(ev, "hash"), text};
     if (!text || !p[4] || !p[5]) {
         free(text);
         json_decref(ev);
@@ -696,7 +691,7 @@ static const char *eai_pg_event_time(const json_t *ev)
 {
     static const char *const keys[] = {"finished_at", "time", "timestamp", "created_at", NULL};
     for (int i = 0; keys[i]; i++) {
-        const char *v = eai_pg_jstr(ev, keys[i]);
+        const char *v = eai_jstr(ev, keys[i]);
         if (v && *v)
             return v;
     }
@@ -710,7 +705,7 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
         return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "ledger_insert: bad arguments");
     }
     char gen[37], now[32];
-    const char *eid = eai_pg_jstr(event, "id");
+    const char *eid = eai_jstr(event, "id");
     if (!eid) {
         eai_pg_uuid_v4(gen);
         eid = gen;
@@ -718,8 +713,8 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
     const char *when = eai_pg_event_time(event);
     int64_t when_ms;
     if (!when || eai_pg_parse_rfc3339(when, &when_ms) < 0)
-        when_ms = eai_pg_now_ms();
-    eai_pg_rfc3339(when_ms, now);
+        when_ms = eai_now_ms();
+    eai_time_rfc3339(when_ms, now);
     when = now;
     char *text = eai_pg_dump(event);
     if (!text) {
@@ -730,7 +725,7 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
                " VALUES ($1, $2, $3, $4, $5::timestamptz, $6::json)"
                " ON CONFLICT (tenant_id, event_id) DO NOTHING RETURNING id",
         .n = 6,
-        .params = {tenant, eid, eai_pg_jstr(event, "project_id"), eai_pg_jstr(event, "run_id"), when,
+        .params = {tenant, eid, eai_jstr(event, "project_id"), eai_jstr(event, "run_id"), when,
                    text},
         .build = eai_pg_build_inserted};
     int rc = eai_pg_simple(pg, tenant, &c, err);
@@ -752,7 +747,7 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
     /* from / to: RFC 3339 only (PostgreSQL alone would take 'yesterday'). */
     char from_ms[24], to_ms[24];
     const char *from_p = NULL, *to_p = NULL;
-    const char *from = eai_pg_jstr(filter, "from"), *to = eai_pg_jstr(filter, "to");
+    const char *from = eai_jstr(filter, "from"), *to = eai_jstr(filter, "to");
     int64_t v;
     if (from) {
         if (eai_pg_parse_rfc3339(from, &v) < 0) {
@@ -769,7 +764,7 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
     char lim[24], after_ms[24];
     const json_t *am = json_object_get(filter, "after_ms");
     const char *after_p = json_is_integer(am) ? eai_pg_i64((int64_t)json_integer_value(am), after_ms) : NULL;
-    const char *after_id = eai_pg_jstr(filter, "after_id");
+    const char *after_id = eai_jstr(filter, "after_id");
     /* [from, to) like SQLite; the cursor (after_ms, after_id) is the last
      * row of the previous page in (time, event id) order */
     struct eai_pg_simple_ctx c = {
@@ -783,8 +778,8 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
                "      OR (occurred_at = to_timestamp($8::bigint / 1000.0) AND event_id COLLATE \"C\" > $9))"
                " ORDER BY occurred_at, event_id COLLATE \"C\" LIMIT $6::int",
         .n = 9,
-        .params = {tenant, eai_pg_jstr(filter, "project_id"), eai_pg_jstr(filter, "run_id"), from_p,
-                   to_p, eai_pg_i64(limit, lim), eai_pg_jstr(filter, "agent_id"), after_p,
+        .params = {tenant, eai_jstr(filter, "project_id"), eai_jstr(filter, "run_id"), from_p,
+                   to_p, eai_pg_i64(limit, lim), eai_jstr(filter, "agent_id"), after_p,
                    after_p ? (after_id ? after_id : "") : NULL},
         .build = eai_pg_build_json_list};
     if (eai_pg_simple(pg, tenant, &c, err) < 0)
@@ -900,8 +895,8 @@ static int eai_pg_prune_body(struct eai_pg_tx *tx, void *arg, struct eai_error *
     if (n > 0) {
         char id[37], now[32], before[32];
         eai_pg_uuid_v4(id);
-        eai_pg_rfc3339(eai_pg_now_ms(), now);
-        eai_pg_rfc3339(c->before_ms, before);
+        eai_time_rfc3339(eai_now_ms(), now);
+        eai_time_rfc3339(c->before_ms, before);
         json_t *ev = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:{s:I, s:s, s:s, s:s}}", "id", id, "time", now,
                                "actor", "system:retention", "action", "retention.pruned", "target", "executions",
                                "decision", "allow", "details", "executions", (json_int_t)n, "first_id",

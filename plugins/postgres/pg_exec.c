@@ -96,11 +96,6 @@ oom:
     return NULL;
 }
 
-static const char *eai_pg_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 /* ---------------------------------------------------------------- create */
 
 struct eai_pg_create_ctx {
@@ -119,8 +114,8 @@ static int eai_pg_exec_create_body(struct eai_pg_tx *tx, void *arg, struct eai_e
     struct eai_pg_create_ctx *c = arg;
     json_decref(c->existing);
     c->existing = NULL;
-    const char *idem = eai_pg_jstr(c->exec, "idempotency_key");
-    const char *hash = eai_pg_jstr(c->exec, "request_hash");
+    const char *idem = eai_jstr(c->exec, "idempotency_key");
+    const char *hash = eai_jstr(c->exec, "request_hash");
     if (idem) {
         const char *lp[2] = {c->tenant, idem};
         if (eai_pg_cmd(tx, "SELECT pg_advisory_xact_lock(hashtext('eai.idempotency'), "
@@ -151,10 +146,10 @@ static int eai_pg_exec_create_body(struct eai_pg_tx *tx, void *arg, struct eai_e
     }
     /* agent_id, trace_id, session_id: columns of the agent view too
      * (0006_agent_view.sql), so its queries never parse a document */
-    const char *p[13] = {c->uuid, c->tenant, eai_pg_jstr(c->exec, "profile"),
-                         eai_pg_jstr(c->exec, "run_id"), eai_pg_jstr(c->exec, "project_id"),
-                         idem, hash, c->doc_text, c->created, c->now, eai_pg_jstr(c->exec, "agent_id"),
-                         eai_pg_jstr(c->exec, "trace_id"), eai_pg_jstr(c->exec, "session_id")};
+    const char *p[13] = {c->uuid, c->tenant, eai_jstr(c->exec, "profile"),
+                         eai_jstr(c->exec, "run_id"), eai_jstr(c->exec, "project_id"),
+                         idem, hash, c->doc_text, c->created, c->now, eai_jstr(c->exec, "agent_id"),
+                         eai_jstr(c->exec, "trace_id"), eai_jstr(c->exec, "session_id")};
     if (eai_pg_cmd(tx, "INSERT INTO eai.sandbox_executions (id, tenant_id, status, profile, run_id,"
                        " project_id, idempotency_key, request_hash, doc, created_at, updated_at,"
                        " agent_id, trace_id, session_id)"
@@ -174,7 +169,7 @@ int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const
         return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "exec_create: bad tenant or record");
     }
     struct eai_pg_create_ctx c = {.tenant = tenant, .exec = exec, .audit = audit};
-    const char *id = eai_pg_jstr(exec, "id");
+    const char *id = eai_jstr(exec, "id");
     if (id) {
         if (eai_pg_exec_uuid(id, c.uuid) < 0) {
             return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "exec_create: malformed id");
@@ -182,11 +177,11 @@ int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const
     } else {
         eai_pg_uuid_v4(c.uuid);
     }
-    int64_t now = eai_pg_now_ms();
+    int64_t now = eai_now_ms();
     eai_pg_i64(now, c.now);
     eai_pg_i64(now - 24LL * 3600 * 1000, c.since);
     char now_s[32];
-    eai_pg_rfc3339(now, now_s);
+    eai_time_rfc3339(now, now_s);
     json_t *doc = eai_exec_record_stored(exec, tenant, now_s);
     if (!doc) {
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
@@ -194,7 +189,7 @@ int eai_pg_exec_create(void *self, const char *tenant, const json_t *exec, const
     for (int i = 0; eai_pg_column_keys[i]; i++)
         json_object_del(doc, eai_pg_column_keys[i]);
     char created[32];
-    snprintf(created, sizeof created, "%s", eai_pg_jstr(doc, "created_at"));
+    snprintf(created, sizeof created, "%s", eai_jstr(doc, "created_at"));
     c.created = created;
     char *text = eai_pg_dump(doc);
     json_decref(doc);
@@ -289,9 +284,9 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
     char lim[24], after[24], uuid[37];
     eai_pg_i64(limit, lim);
     const char *id_p = NULL;
-    if (eai_pg_jstr(filter, "id")) {
+    if (eai_jstr(filter, "id")) {
         /* one execution (the light read of a long-poll): unknown ids match nothing */
-        if (eai_pg_exec_uuid(eai_pg_jstr(filter, "id"), uuid) < 0) {
+        if (eai_pg_exec_uuid(eai_jstr(filter, "id"), uuid) < 0) {
             *out = json_array();
             return *out ? 0 : -1;
         }
@@ -316,7 +311,7 @@ int eai_pg_exec_list(void *self, const char *tenant, const json_t *filter, json_
                " AND ($6::uuid IS NULL OR e.id = $6::uuid)"
                " ORDER BY e.seq DESC LIMIT $5::int",
         .n = 6,
-        .params = {tenant, eai_pg_jstr(filter, "status"), eai_pg_jstr(filter, "run_id"), after_p,
+        .params = {tenant, eai_jstr(filter, "status"), eai_jstr(filter, "run_id"), after_p,
                    lim, id_p}};
     if (eai_pg_run(pg, tenant, eai_pg_read_body, &c, err) < 0) {
         json_decref(c.out);
@@ -332,7 +327,7 @@ int eai_pg_exec_claim(void *self, const char *owner, int64_t lease_ms, int max, 
                       json_t **out, struct eai_error **err)
 {
     struct eai_pg *pg = self;
-    int64_t now = eai_pg_now_ms();
+    int64_t now = eai_now_ms();
     char nows[24], until[24], mx[24], pt[24];
     struct eai_pg_read_ctx c = {
         .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.exec_claim($1, $2, $3, $4, $5) e ORDER BY e.seq",
@@ -376,7 +371,7 @@ int eai_pg_exec_claim_excluding(void *self, const char *owner, int64_t lease_ms,
     }
     *p++ = '}';
     *p = '\0';
-    int64_t now = eai_pg_now_ms();
+    int64_t now = eai_now_ms();
     char nows[24], until[24], mx[24], pt[24];
     struct eai_pg_read_ctx c = {
         .sql = "SELECT " EAI_PG_EXEC_COLS " FROM eai.exec_claim_excluding($1, $2, $3, $4, $5, $6::uuid[]) e"
@@ -432,7 +427,7 @@ int eai_pg_exec_renew(void *self, const char *owner, int64_t lease_ms, json_t **
 {
     struct eai_pg *pg = self;
     struct eai_pg_renew_ctx c = {.owner = owner};
-    eai_pg_i64(eai_pg_now_ms() + lease_ms, c.until);
+    eai_pg_i64(eai_now_ms() + lease_ms, c.until);
     if (eai_pg_run(pg, NULL, eai_pg_renew_body, &c, err) < 0) {
         json_decref(c.out);
         return -1;
@@ -496,9 +491,9 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
                                  const char *default_status, struct eai_error **err)
 {
     struct eai_pg *pg = tx->pg;
-    int64_t now = eai_pg_now_ms();
+    int64_t now = eai_now_ms();
     char now_s[32];
-    eai_pg_rfc3339(now, now_s);
+    eai_time_rfc3339(now, now_s);
     json_t *rec = eai_pg_exec_row(r, 0);
     if (!rec) {
         return eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
@@ -513,8 +508,8 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
     size_t i;
     json_t *f;
     json_array_foreach(files, i, f) {
-        const char *path = eai_pg_jstr(f, "path");
-        const char *b64 = eai_pg_jstr(f, "content_b64");
+        const char *path = eai_jstr(f, "path");
+        const char *b64 = eai_jstr(f, "content_b64");
         if (!path) {
             json_decref(rec);
             return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "collected file without a path");
@@ -528,7 +523,7 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
         char size[24];
         const json_t *sz = json_object_get(f, "size");
         eai_pg_i64(json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)len, size);
-        const char *p[6] = {tenant, uuid, path, size, eai_pg_jstr(f, "sha256"), (const char *)data};
+        const char *p[6] = {tenant, uuid, path, size, eai_jstr(f, "sha256"), (const char *)data};
         int lens[6] = {0, 0, 0, 0, 0, (int)len};
         int fmts[6] = {0, 0, 0, 0, 0, 1};
         PGresult *fr = eai_pg_qx(tx, "INSERT INTO eai.execution_files (tenant_id, execution_id, path,"
@@ -544,9 +539,9 @@ static int eai_pg_apply_terminal(struct eai_pg_tx *tx, const char *tenant, const
     }
     /* the columns, then the document without them */
     char status[16], finished[40], started[40];
-    snprintf(status, sizeof status, "%s", eai_pg_jstr(rec, "status"));
-    snprintf(finished, sizeof finished, "%s", eai_pg_jstr(rec, "finished_at"));
-    const char *st = eai_pg_jstr(rec, "started_at");
+    snprintf(status, sizeof status, "%s", eai_jstr(rec, "status"));
+    snprintf(finished, sizeof finished, "%s", eai_jstr(rec, "finished_at"));
+    const char *st = eai_jstr(rec, "started_at");
     int has_started = st != NULL;
     if (has_started)
         snprintf(started, sizeof started, "%s", st);
@@ -665,7 +660,7 @@ static int eai_pg_cancel_body(struct eai_pg_tx *tx, void *arg, struct eai_error 
     if (strcmp(status, "running") == 0) {
         PQclear(r);
         char nows[24];
-        const char *p[2] = {c->uuid, eai_pg_i64(eai_pg_now_ms(), nows)};
+        const char *p[2] = {c->uuid, eai_pg_i64(eai_now_ms(), nows)};
         if (eai_pg_cmd(tx, "UPDATE eai.sandbox_executions SET cancel_requested = true,"
                            " updated_at = to_timestamp($2::bigint / 1000.0) WHERE id = $1",
                        2, p, err) < 0)

@@ -134,7 +134,7 @@ static PGconn *eai_pg_connect(struct eai_pg *pg, struct eai_error **err)
 
 static int64_t eai_pg_deadline_wait(struct eai_pg *pg, int64_t deadline_ms)
 {
-    int64_t now = eai_pg_mono_ms();
+    int64_t now = eai_monotonic_ms();
     if (now >= deadline_ms)
         return -1;
     struct timespec ts;
@@ -153,7 +153,7 @@ static int64_t eai_pg_deadline_wait(struct eai_pg *pg, int64_t deadline_ms)
 /* Take a slot with a live connection.  Returns the slot index or -1. */
 static int eai_pg_acquire(struct eai_pg *pg, struct eai_error **err)
 {
-    int64_t deadline = eai_pg_mono_ms() + EAI_PG_ACQUIRE_WAIT_MS;
+    int64_t deadline = eai_monotonic_ms() + EAI_PG_ACQUIRE_WAIT_MS;
     pthread_mutex_lock(&pg->mu);
     int slot = -1;
     for (;;) {
@@ -182,7 +182,7 @@ static int eai_pg_acquire(struct eai_pg *pg, struct eai_error **err)
         pg->conns[slot].conn = NULL;
         PQfinish(c);
     }
-    if (pg->backoff_ms > 0 && eai_pg_mono_ms() < pg->backoff_until_ms) {
+    if (pg->backoff_ms > 0 && eai_monotonic_ms() < pg->backoff_until_ms) {
         pg->conns[slot].busy = 0;
         pthread_cond_signal(&pg->cv);
         pthread_mutex_unlock(&pg->mu);
@@ -198,7 +198,7 @@ static int eai_pg_acquire(struct eai_pg *pg, struct eai_error **err)
         pg->backoff_ms = pg->backoff_ms ? pg->backoff_ms * 2 : EAI_PG_BACKOFF_MIN_MS;
         if (pg->backoff_ms > EAI_PG_BACKOFF_MAX_MS)
             pg->backoff_ms = EAI_PG_BACKOFF_MAX_MS;
-        pg->backoff_until_ms = eai_pg_mono_ms() + pg->backoff_ms;
+        pg->backoff_until_ms = eai_monotonic_ms() + pg->backoff_ms;
         int log_it = !pg->down_logged;
         pg->down_logged = 1;
         pg->conns[slot].busy = 0;

@@ -57,34 +57,6 @@ int eai_pg_exec_uuid(const char *id, char out[37])
     return 0;
 }
 
-int64_t eai_pg_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-int64_t eai_pg_mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void eai_pg_rfc3339(int64_t ms, char out[32])
-{
-    time_t s = (time_t)(ms / 1000);
-    int frac = (int)(ms % 1000);
-    if (frac < 0) {
-        frac += 1000;
-        s -= 1;
-    }
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    snprintf(out, 32, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
-}
-
 static const char eai_pg_b64tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *eai_pg_b64_encode(const unsigned char *d, size_t n)
@@ -191,7 +163,7 @@ json_t *eai_pg_cell_time(const PGresult *r, int row, int col)
     if (PQgetisnull(r, row, col))
         return json_null();
     char buf[32];
-    eai_pg_rfc3339((int64_t)strtoll(PQgetvalue(r, row, col), NULL, 10), buf);
+    eai_time_rfc3339((int64_t)strtoll(PQgetvalue(r, row, col), NULL, 10), buf);
     return json_string(buf);
 }
 

@@ -12,6 +12,7 @@
 #ifndef EAI_CLI_H
 #define EAI_CLI_H
 
+#include "eaibase.h" /* eai_jstr, eai_read_file ... (lib/eaibase) */
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,12 +93,11 @@ int eai_url_path_append(char *out, size_t n, const char *raw);
 int eai_url_query_append(char *out, size_t n, const char *k, const char *v);
 
 /* ---- eai_util.c */
-const char *eai_jstr(const json_t *o, const char *k);
 char *eai_b64_encode(const unsigned char *d, size_t n);
 unsigned char *eai_b64_decode(const char *s, size_t *len);
 int eai_utf8_valid(const unsigned char *p, size_t n);
 unsigned char *eai_read_local(const char *path, size_t *len);
-void eai_write_all(FILE *f, const char *d, size_t n);
+void eai_fwrite_all(FILE *f, const char *d, size_t n);
 /* Write rec[key] (text or base64 per rec[key_encoding]) to f. */
 void eai_print_stream(const json_t *rec, const char *key, FILE *f);
 void eai_print_json(const json_t *v);

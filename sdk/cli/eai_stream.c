@@ -56,7 +56,7 @@ static void emit(struct sse *s, int k, const char *d, size_t n)
     if (end <= s->printed[k])
         return;
     size_t skip = s->printed[k] > start ? (size_t)(s->printed[k] - start) : 0;
-    eai_write_all(k ? stderr : stdout, d + skip, n - skip);
+    eai_fwrite_all(k ? stderr : stdout, d + skip, n - skip);
     s->printed[k] = end;
 }
 
@@ -221,7 +221,7 @@ void eai_print_rest(const json_t *rec, const uint64_t printed[2])
             n = json_string_length(v);
         }
         if (n > printed[k])
-            eai_write_all(k ? stderr : stdout, d + printed[k], n - (size_t)printed[k]);
+            eai_fwrite_all(k ? stderr : stdout, d + printed[k], n - (size_t)printed[k]);
         free(raw);
     }
 }

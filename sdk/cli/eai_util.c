@@ -8,11 +8,6 @@
 
 #include "eai.h"
 
-const char *eai_jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 static const char b64chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *eai_b64_encode(const unsigned char *d, size_t n)
@@ -137,7 +132,7 @@ unsigned char *eai_read_local(const char *path, size_t *len)
     return buf;
 }
 
-void eai_write_all(FILE *f, const char *d, size_t n)
+void eai_fwrite_all(FILE *f, const char *d, size_t n)
 {
     if (n && fwrite(d, 1, n, f) != n)
         perror("eai: write");
@@ -156,10 +151,10 @@ void eai_print_stream(const json_t *rec, const char *key, FILE *f)
         size_t n = 0;
         unsigned char *raw = eai_b64_decode(json_string_value(v), &n);
         if (raw)
-            eai_write_all(f, (const char *)raw, n);
+            eai_fwrite_all(f, (const char *)raw, n);
         free(raw);
     } else {
-        eai_write_all(f, json_string_value(v), json_string_length(v));
+        eai_fwrite_all(f, json_string_value(v), json_string_length(v));
     }
 }
 

@@ -17,6 +17,7 @@
 #include "plugin/host.h"
 #include "plugin/loader.h"
 #include "obs/metrics.h"
+#include "http/details_i18n.h"
 #include "base/worker.h"
 #include <event2/event.h>
 
@@ -480,6 +481,43 @@ static void test_abi_1_3_isolation_runs(void)
     old_isolation_runs("old13", 3, EAI_ISOLATION_OPS_SIZE_1_3, "ses_1", "hello-1.3 in ses_1");
 }
 
+/* 1.4: the plugin's own metric (described at create, updated by handle,
+ * named plugin="old14" by the host) and its message table (French). */
+static void test_abi_1_4_metrics_and_messages(void)
+{
+    eai_metrics_reset();
+    old_isolation_runs("old14", 4, EAI_ISOLATION_OPS_SIZE_1_4, "ses_1", "hello-1.4 in ses_1");
+    char *m = eai_metrics_render();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "# HELP eai_fixture_old14_starts_total Jobs the fixture started, by argv[0]."));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "# TYPE eai_fixture_old14_starts_total counter"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(m, "eai_fixture_old14_starts_total{plugin=\"old14\",argv0="));
+    free(m);
+    char *fr = eai_detail_fr("the fixture old14 greets you");
+    CU_ASSERT(fr && strcmp(fr, "la fixture old14 salue you") == 0);
+    free(fr);
+    old_storage_normalised("old14", 4, EAI_STORAGE_OPS_SIZE_1_4);
+}
+
+/* A message without French: the plugin is refused at load, naming it.  A
+ * metric name against the rules: refused at create, naming the rule. */
+static void test_messages_and_metrics_refused(void)
+{
+    expect_refused("nofrench", (const char *const[]){"message 'fixture.untranslated' has no French", NULL});
+    const struct eai_plugin_descriptor *d = load("badmetric", NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct eai_host *h = eai_host_new(NULL, tmp_dir);
+    struct eai_error *err = NULL;
+    void *self = NULL;
+    struct eai_host *handle = NULL;
+    CU_ASSERT_EQUAL(eai_plugin_create(d, h, NULL, &self, &handle, &err), -1);
+    CU_ASSERT(err && strstr(err->message, "gauge 'eai_fixture_things_total' must not end in _total") != NULL);
+    if (err)
+        fprintf(stderr, "\n%s\n", err->message);
+    eai_error_free(err);
+    eai_host_free(h);
+}
+
 static void test_bad_names(void)
 {
     const char *bad[] = {"../valid", "a/b", "valid.so", "", "UPPER", NULL};
@@ -604,6 +642,8 @@ int main(void)
     CU_add_test(s, "1.2 storage plugin normalised and runs", test_abi_1_2_storage_normalised);
     CU_add_test(s, "1.3 isolation plugin loads and runs with its session ops", test_abi_1_3_isolation_runs);
     CU_add_test(s, "1.3 storage plugin normalised and runs (agent view op)", test_abi_1_3_storage_normalised);
+    CU_add_test(s, "1.4 plugin: its metric and its messages", test_abi_1_4_metrics_and_messages);
+    CU_add_test(s, "a message without French, a metric against the rules: refused", test_messages_and_metrics_refused);
     CU_add_test(s, "wrong kind or name refused", test_wrong_kind_and_name);
     CU_add_test(s, "failing create reports its error", test_failing_create);
     CU_add_test(s, "names with separators refused", test_bad_names);

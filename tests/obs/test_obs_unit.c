@@ -691,10 +691,96 @@ static void test_otlp_metrics(void)
     free(mine);
 }
 
+/* Prometheus naming, checked once where a family is described (a
+ * plugin's through eai_host.metric_describe, ABI 1.4); a plugin cannot
+ * take a name core or another plugin described. */
+static void test_metric_names(void)
+{
+    char why[256];
+    static const char *const ok_labels[] = {"result", "profile", NULL};
+    CU_ASSERT_EQUAL(eai_metrics_name_check("eai_pool_takes_total", EAI_METRIC_COUNTER, ok_labels, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(eai_metrics_name_check("eai:pool_ready", EAI_METRIC_GAUGE, NULL, why, sizeof why), 0);
+    CU_ASSERT_EQUAL(eai_metrics_name_check("eai_run_seconds", EAI_METRIC_HISTOGRAM, NULL, why, sizeof why), 0);
+    static const struct {
+        const char *name;
+        enum eai_metric_type type;
+        const char *why;
+    } bad[] = {
+        {"", EAI_METRIC_GAUGE, "1 to 128 characters"},
+        {"9lives", EAI_METRIC_GAUGE, "does not match"},
+        {"eai-pool", EAI_METRIC_GAUGE, "does not match"},
+        {"eai_pool_takes", EAI_METRIC_COUNTER, "must end in _total"},
+        {"eai_pool_ready_total", EAI_METRIC_GAUGE, "must not end in _total"},
+        {"eai_run_seconds_bucket", EAI_METRIC_HISTOGRAM, "must not end in _bucket"},
+        {"eai_things_count", EAI_METRIC_GAUGE, "must not end in _count"},
+        {"eai_things_sum", EAI_METRIC_HISTOGRAM, "must not end in _sum"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = 0;
+        CU_ASSERT_EQUAL(eai_metrics_name_check(bad[i].name, bad[i].type, NULL, why, sizeof why), -1);
+        if (!strstr(why, bad[i].why))
+            fprintf(stderr, "'%s': '%s' lacks '%s'\n", bad[i].name, why, bad[i].why);
+        CU_ASSERT_PTR_NOT_NULL(strstr(why, bad[i].why));
+    }
+    static const char *const l_plugin[] = {"plugin", NULL}, *const l_le[] = {"le", NULL},
+                             *const l_dup[] = {"a", "a", NULL}, *const l_under[] = {"__x", NULL},
+                             *const l_bad[] = {"a-b", NULL};
+    CU_ASSERT_EQUAL(eai_metrics_name_check("x_total", EAI_METRIC_COUNTER, l_plugin, why, sizeof why), -1);
+    CU_ASSERT_EQUAL(eai_metrics_name_check("x_seconds", EAI_METRIC_HISTOGRAM, l_le, why, sizeof why), -1);
+    CU_ASSERT_EQUAL(eai_metrics_name_check("x_total", EAI_METRIC_COUNTER, l_dup, why, sizeof why), -1);
+    CU_ASSERT_EQUAL(eai_metrics_name_check("x_total", EAI_METRIC_COUNTER, l_under, why, sizeof why), -1);
+    CU_ASSERT_EQUAL(eai_metrics_name_check("x_total", EAI_METRIC_COUNTER, l_bad, why, sizeof why), -1);
+
+    /* unique: core's names and another plugin's are refused, the same
+     * plugin's again (another instance) is not */
+    eai_metrics_reset();
+    eai_metrics_describe("eai_sandbox_running", EAI_METRIC_GAUGE, "Executions running on this node.");
+    CU_ASSERT_EQUAL(eai_metrics_claim("eai_sandbox_running", EAI_METRIC_GAUGE, "Mine.", NULL, 0, "p1", why, sizeof why),
+                    -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "already described by eaid"));
+    CU_ASSERT_EQUAL(eai_metrics_claim("eai_p_total", EAI_METRIC_COUNTER, "P.", NULL, 0, "p1", why, sizeof why), 0);
+    CU_ASSERT_EQUAL(eai_metrics_claim("eai_p_total", EAI_METRIC_COUNTER, "P.", NULL, 0, "p1", why, sizeof why), 0);
+    CU_ASSERT_EQUAL(eai_metrics_claim("eai_p_total", EAI_METRIC_COUNTER, "P.", NULL, 0, "p2", why, sizeof why), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, "already described by plugin p1"));
+    CU_ASSERT_EQUAL(eai_metrics_claim("eai_q", EAI_METRIC_GAUGE, "two\nlines", NULL, 0, "p1", why, sizeof why), -1);
+    static const double down[] = {1, 0.5};
+    CU_ASSERT_EQUAL(eai_metrics_claim("eai_h", EAI_METRIC_HISTOGRAM, "H.", down, 2, "p1", why, sizeof why), -1);
+    eai_metrics_reset();
+}
+
+/* Every family core describes passes the rules plugins' names are held to. */
+static void test_core_metric_names(void)
+{
+    eai_metrics_reset();
+    eai_obs_describe_metrics();
+    char *text = eai_metrics_render();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    int n = 0;
+    for (char *line = strstr(text, "# TYPE "); line; line = strstr(line + 1, "# TYPE ")) {
+        char name[160], type[32], why[256];
+        if (sscanf(line, "# TYPE %159s %31s", name, type) != 2)
+            continue;
+        enum eai_metric_type t = strcmp(type, "counter") == 0 ? EAI_METRIC_COUNTER
+                                 : strcmp(type, "gauge") == 0 ? EAI_METRIC_GAUGE
+                                                              : EAI_METRIC_HISTOGRAM;
+        int rc = eai_metrics_name_check(name, t, NULL, why, sizeof why);
+        if (rc != 0)
+            fprintf(stderr, "%s\n", why);
+        CU_ASSERT_EQUAL(rc, 0);
+        n++;
+    }
+    CU_ASSERT(n > 20);
+    free(text);
+    eai_metrics_reset();
+}
+
 int main(void)
 {
     if (CU_initialize_registry() != CUE_SUCCESS)
         return 2;
+    CU_pSuite m = CU_add_suite("metric names", NULL, NULL);
+    CU_add_test(m, "Prometheus rules and uniqueness", test_metric_names);
+    CU_add_test(m, "core's own families pass them", test_core_metric_names);
     CU_pSuite s = CU_add_suite("traceparent", NULL, NULL);
     CU_add_test(s, "valid", test_traceparent_valid);
     CU_add_test(s, "invalid", test_traceparent_invalid);

@@ -65,7 +65,8 @@ def case(name, want_ok, needles, *edits, args=("--check",), keep=False):
 PLUGIN = "include/eai/plugin.h"
 ISO = "include/eai/isolation.h"
 STORAGE = "include/eai/storage.h"
-LAST_HOST_OP = "    void (*netns_release)(const struct eai_host *h, void *token);\n"
+# the last op of struct eai_host (1.4: metric_update)
+LAST_HOST_OP = "    void (*metric_update)(const struct eai_host *h, struct eai_metric *m, const char *const *values, double v);\n"
 ABI_MINOR = re.search(r"#define EAI_ABI_MINOR (\d+)", open(os.path.join(SRC, PLUGIN)).read()).group(1)
 NEXT = int(ABI_MINOR) + 1
 

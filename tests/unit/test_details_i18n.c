@@ -2,9 +2,13 @@
  * holes, nested messages, the envelope's details localised by language. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "http/details_i18n.h"
 #include "http/http_util.h"
+#include "base/errors.h"
+#include "plugin/loader.h"
+#include "plugin/messages.h"
 #include "unit_main.h"
 
 static void expect(const char *en, const char *fr)
@@ -202,29 +206,6 @@ static void test_producers(void)
            "doit être un chemin sous /tmp sans segment '.', '..' ou vide");
     expect("the backend cannot pause sessions", "le backend ne sait pas mettre les sessions en pause");
     expect("the backend cannot resume sessions", "le backend ne sait pas reprendre les sessions");
-    /* the session backend's refusals (plugins/gvisor/gvisor_session.c) */
-    expect("no such session", "pas de telle session");
-    expect("the session is not running", "la session ne tourne pas");
-    expect("executions are running in the session", "des exécutions tournent dans la session");
-    expect("the session is not paused", "la session n'est pas en pause");
-    expect("path must be under /tmp", "le chemin doit être sous /tmp");
-    expect("the file is larger than 1048576 bytes", "le fichier dépasse 1048576 octets");
-    expect("the directory is not empty", "le répertoire n'est pas vide");
-    expect("no such file", "pas de tel fichier");
-    expect("the session's /tmp is full", "le /tmp de la session est plein");
-    expect("image python:3.11-slim is not in the local image store",
-           "l'image python:3.11-slim n'est pas dans le magasin d'images local");
-    expect("the session's sandbox did not boot in time", "le bac à sable de la session n'a pas démarré à temps");
-    expect("the session's sandbox ended while booting",
-           "le bac à sable de la session s'est arrêté pendant son démarrage");
-    expect("the session's sandbox ended on its own", "le bac à sable de la session s'est arrêté de lui-même");
-    expect("the sandbox was lost while pausing", "le bac à sable a été perdu pendant la mise en pause");
-    expect("the restored sandbox did not run in time", "le bac à sable restauré n'a pas tourné à temps");
-    expect("runsc restore ended before the sandbox ran", "runsc restore s'est arrêté avant que le bac à sable tourne");
-    expect("pausing failed", "la mise en pause a échoué");
-    expect("runsc checkpoint failed: checkpoint: no space left on device",
-           "runsc checkpoint a échoué : checkpoint: no space left on device");
-
     /* a body that does not parse: the location and jansson's text, nested */
     expect("line 1, column 2: end of file expected near 'x'",
            "ligne 1, colonne 2 : fin de fichier attendue près de 'x'");
@@ -315,12 +296,96 @@ static void test_envelope(void)
     json_decref(e);
 }
 
+/* A plugin's messages ship in its descriptor (ABI 1.4): a table without
+ * French is refused; every in-tree plugin loads (its table checked), its
+ * messages then come out in French, and the whole table (core's and the
+ * plugins') keeps its shape. */
+static void test_plugin_messages(void)
+{
+    struct eai_error *err = NULL;
+    static const struct eai_message nofr[] = {{"x.ok", "fine", "bien"}, {"x.nofr", "no French", NULL}, {NULL}};
+    CU_ASSERT_EQUAL(eai_plugin_messages_check(nofr, "x", &err), -1);
+    CU_ASSERT(err && strstr(err->message, "message 'x.nofr' has no French") != NULL);
+    eai_error_free(err), err = NULL;
+    static const struct eai_message empty[] = {{"x.empty", "no French", ""}, {NULL}};
+    CU_ASSERT_EQUAL(eai_plugin_messages_check(empty, "x", &err), -1);
+    eai_error_free(err), err = NULL;
+    static const struct eai_message hole[] = {{"x.hole", "%d files", "{2} fichiers"}, {NULL}};
+    CU_ASSERT_EQUAL(eai_plugin_messages_check(hole, "x", &err), -1);
+    CU_ASSERT(err && strstr(err->message, "names a hole") != NULL);
+    eai_error_free(err), err = NULL;
+    static const struct eai_message twice[] = {{"x.a", "a", "a"}, {"x.a", "b", "b"}, {NULL}};
+    CU_ASSERT_EQUAL(eai_plugin_messages_check(twice, "x", &err), -1);
+    eai_error_free(err), err = NULL;
+    static const struct eai_message badid[] = {{"X A", "a", "a"}, {NULL}};
+    CU_ASSERT_EQUAL(eai_plugin_messages_check(badid, "x", &err), -1);
+    eai_error_free(err), err = NULL;
+    char t[128];
+    CU_ASSERT(eai_plugin_message_template("larger than %lld bytes (%.200s, 100%%)", t, sizeof t) == 0 &&
+              strcmp(t, "larger than {} bytes ({}, 100%)") == 0);
+
+    /* every in-tree plugin (EAI_PLUGIN_DIR) loads: its table has French */
+    const char *dir = getenv("EAI_PLUGIN_DIR");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
+    static const struct {
+        enum eai_plugin_kind kind;
+        const char *name;
+    } intree[] = {{EAI_KIND_ISOLATION, "gvisor"}, {EAI_KIND_ISOLATION, "k8s"}, {EAI_KIND_ISOLATION, "kata"},
+                  {EAI_KIND_STORAGE, "postgres"}, {EAI_KIND_AUDIT, "http"}, {EAI_KIND_FINOPS, "http"},
+                  {EAI_KIND_TELEMETRY, "otlp"}};
+    static const char *const kinds[] = {"isolation", "storage", "audit", "finops", "telemetry"};
+    for (size_t i = 0; i < sizeof intree / sizeof intree[0]; i++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/eai-%s-%s.so", dir, kinds[intree[i].kind], intree[i].name);
+        if (i > 0 && access(path, F_OK) != 0)
+            continue; /* not built here (gvisor always is) */
+        const struct eai_plugin_descriptor *d = eai_plugin_load(dir, intree[i].kind, intree[i].name, &err);
+        if (!d)
+            fprintf(stderr, "%s: %s\n", intree[i].name, err && err->message ? err->message : "?");
+        CU_ASSERT_PTR_NOT_NULL(d);
+        eai_error_free(err), err = NULL;
+    }
+    CU_ASSERT(eai_plugin_messages_count() >= 18);
+
+    /* the session backend's refusals (plugins/gvisor/gvisor_messages.c) */
+    expect("no such session", "pas de telle session");
+    expect("the session is not running", "la session ne tourne pas");
+    expect("executions are running in the session", "des exécutions tournent dans la session");
+    expect("the session is not paused", "la session n'est pas en pause");
+    expect("path must be under /tmp", "le chemin doit être sous /tmp");
+    expect("the file is larger than 1048576 bytes", "le fichier dépasse 1048576 octets");
+    expect("the directory is not empty", "le répertoire n'est pas vide");
+    expect("no such file", "pas de tel fichier");
+    expect("the session's /tmp is full", "le /tmp de la session est plein");
+    expect("image python:3.11-slim is not in the local image store",
+           "l'image python:3.11-slim n'est pas dans le magasin d'images local");
+    expect("the session's sandbox did not boot in time", "le bac à sable de la session n'a pas démarré à temps");
+    expect("the session's sandbox ended while booting",
+           "le bac à sable de la session s'est arrêté pendant son démarrage");
+    expect("the session's sandbox ended on its own", "le bac à sable de la session s'est arrêté de lui-même");
+    expect("the sandbox was lost while pausing", "le bac à sable a été perdu pendant la mise en pause");
+    expect("the restored sandbox did not run in time", "le bac à sable restauré n'a pas tourné à temps");
+    expect("runsc restore ended before the sandbox ran", "runsc restore s'est arrêté avant que le bac à sable tourne");
+    expect("pausing failed", "la mise en pause a échoué");
+    expect("runsc checkpoint failed: checkpoint: no space left on device",
+           "runsc checkpoint a échoué : checkpoint: no space left on device");
+
+    /* as the plugin's host handle attributes them */
+    expect("plugin gvisor: no such session", "plugin gvisor : pas de telle session");
+
+    char why[1024] = "";
+    int rc = eai_details_table_check(why, sizeof why);
+    if (rc != 0)
+        fprintf(stderr, "%s\n", why);
+    CU_ASSERT_EQUAL(rc, 0);
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("details_i18n", NULL, NULL);
     if (!s || !CU_add_test(s, "table shape", test_table_shape) || !CU_add_test(s, "bounds", test_bounds) ||
         !CU_add_test(s, "templates", test_templates) || !CU_add_test(s, "producers", test_producers) ||
-        !CU_add_test(s, "envelope", test_envelope))
+        !CU_add_test(s, "envelope", test_envelope) || !CU_add_test(s, "plugin messages", test_plugin_messages))
         return -1;
     return 0;
 }

@@ -96,36 +96,6 @@ static void fail(const char *what, int err)
     _exit(125);
 }
 
-/* The whole of a regular file (NUL-terminated), at most max bytes. */
-static char *read_file(const char *path, size_t max, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    struct stat st;
-    if (fd < 0)
-        return NULL;
-    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-        close(fd);
-        errno = EINVAL;
-        return NULL;
-    }
-    char *buf = malloc((size_t)st.st_size + 1);
-    size_t got = 0;
-    while (buf && got < (size_t)st.st_size) {
-        ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    if (!buf)
-        return NULL;
-    buf[got] = '\0';
-    *len = got;
-    return buf;
-}
-
 static void warm_up(char **argv)
 {
     pid_t pids[WARMUP_COPIES];
@@ -218,7 +188,7 @@ int main(int argc, char **argv)
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     if (argc > 1)
         warm_up(argv + 1);
-    if (eai_launcher_write_all(1, "ready\n", 6) < 0)
+    if (eai_write_all(1, "ready\n", 6) < 0)
         return 125;
 
     /* "/tmp/.eai-launch-<16 hex>\n" (gvisor_launcher.c): read whole, and
@@ -239,7 +209,7 @@ int main(int argc, char **argv)
     path[LINE_LEN - 1] = '\0';
 
     size_t len = 0, off = 0;
-    char *buf = read_file(path, MAX_LAUNCH, &len);
+    char *buf = eai_read_file(path, MAX_LAUNCH, &len);
     if (!buf)
         fail(path, errno);
     unlink(path);
@@ -266,7 +236,7 @@ int main(int argc, char **argv)
             static char chunk[65536];
             ssize_t r;
             while ((r = read(CTL, chunk, sizeof(chunk))) > 0 || (r < 0 && errno == EINTR))
-                if (r > 0 && eai_launcher_write_all(pipefd[1], chunk, (size_t)r) < 0)
+                if (r > 0 && eai_write_all(pipefd[1], chunk, (size_t)r) < 0)
                     break; /* the program closed its stdin */
             _exit(0);
         }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "eaibase.h" /* eai_read_file, eai_write_all (lib/eaibase, compiled in) */
+
 /* `--session NAME`: a session sandbox's init, the supervisor.  Returns
  * only on a failure at start (125). */
 int eai_launcher_session(int argc, char **argv);
@@ -19,7 +21,6 @@ struct sockaddr_un;
 int eai_launcher_name_ok(const char *name); /* 1: [A-Za-z0-9._-], 1 to 64 bytes */
 /* The abstract address "@name"; its length. */
 unsigned eai_launcher_addr(const char *name, struct sockaddr_un *sa);
-int eai_launcher_write_all(int fd, const char *p, size_t n);
 /* NUL-separated strings of a launch file or request: the next one, or NULL;
  * a count then that many strings as a new NULL-terminated array (the caller
  * frees the array, the strings point into buf), or NULL. */

@@ -254,7 +254,7 @@ int eai_launcher_run(int argc, char **argv)
     ssize_t w;
     while ((w = sendmsg(s, &mh, 0)) < 0 && errno == EINTR) {
     }
-    if (w != 4 || eai_launcher_write_all(s, buf + 4, len - 4) < 0)
+    if (w != 4 || eai_write_all(s, buf + 4, len - 4) < 0)
         return client_fail("the session's supervisor refused the request");
     free(buf);
     close(in[0]);

@@ -100,20 +100,6 @@ unsigned eai_launcher_addr(const char *name, struct sockaddr_un *sa)
     return (unsigned)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
 }
 
-int eai_launcher_write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* ------------------------------------------------------------ the supervisor */
 
 enum cl_state { CL_FREE = 0, CL_READING, CL_RUNNING };
@@ -404,7 +390,7 @@ int eai_launcher_session(int argc, char **argv)
         dprintf(2, "eai-launcher: listen @%s: %s\n", argv[2], strerror(errno));
         return 125;
     }
-    if (eai_launcher_write_all(1, "ready\n", 6) < 0)
+    if (eai_write_all(1, "ready\n", 6) < 0)
         return 125;
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(null, 2) < 0)
