@@ -50,6 +50,10 @@ int eai_cfg_check_profile_bounds(const struct eai_config *c, struct eai_error **
 int eai_cfg_server_tls(struct eai_config *c, const char *file, const char *path, const json_t *v,
                        struct eai_error **err);
 
+/* jwt_cfg.c: auth.jwt (v may be NULL) into c->jwt. */
+int eai_cfg_auth_jwt(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                     struct eai_error **err);
+
 /* config.c: "HOST:PORT" in key of path. */
 int eai_cfg_check_listen(const char *file, const char *path, const char *key, const char *v,
                          struct eai_error **err);

@@ -42,6 +42,7 @@ static struct eai_config *eai_config_defaults(void)
     c->read_timeout_s = 60;
     c->drain_s = 30;
     c->auth_cache_ttl_ms = 2000;
+    c->api_keys = 1;
     c->workers = 8;
     c->max_concurrent = 8;
     c->max_per_tenant = 4;
@@ -100,6 +101,7 @@ void eai_config_free(struct eai_config *c)
     free(c->storage_backend);
     free(c->database_url);
     free(c->pepper_file);
+    eai_cfg_jwt_free(c->jwt);
     free(c->finops_url);
     free(c->audit_url);
     free(c->otlp_endpoint);

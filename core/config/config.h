@@ -16,6 +16,25 @@
 #define EAI_CFG_FINOPS_FALLBACK "ledger"
 #define EAI_CFG_TELEMETRY_FALLBACK "log"
 
+/* auth.jwt (config/jwt_cfg.c; docs/auth.md "Gateway tokens") */
+#define EAI_JWT_MAX_AUDIENCES 8
+struct eai_jwt_cfg {
+    char *jwks_file;           /* exactly one of jwks_file and jwks_url */
+    char *jwks_url;
+    int refresh_s;             /* 300: the key set read again (file) or fetched again (URL) */
+    char *issuer;              /* required */
+    char *audiences[EAI_JWT_MAX_AUDIENCES];
+    int n_audiences;           /* >= 1 */
+    unsigned algs;             /* EAI_JWT_* (http/jwt.h); default all three */
+    int skew_s;                /* 60 */
+    int64_t max_bytes;         /* 8192 */
+    char *tenant_claim;        /* "tenant_id" */
+    char *project_claim;       /* "project_id" */
+    char *agent_claim;         /* "agent_id" */
+    int create_tenants;        /* 0: an unknown tenant is refused */
+};
+void eai_cfg_jwt_free(struct eai_jwt_cfg *j);
+
 struct eai_config {
     char *listen;              /* "127.0.0.1:8080"          (server.listen, EAI_LISTEN) */
     char *data_dir;            /* "./var" made absolute      (data_dir, EAI_DATA_DIR) */
@@ -60,6 +79,8 @@ struct eai_config {
     /* auth */
     char *pepper_file;         /* <data_dir>/pepper           (auth.pepper_file, EAI_AUTH_PEPPER_FILE) */
     int auth_cache_ttl_ms;     /* 2000, 0 = off               (auth.cache_ttl_ms) */
+    int api_keys;              /* 1                           (auth.api_keys: false = gateway tokens only) */
+    struct eai_jwt_cfg *jwt;   /* NULL: off                   (auth.jwt, config/jwt_cfg.c) */
 
     /* integrations: NULL or "" selects the in-process fallback */
     char *finops_url;          /* (finops.url, EAI_FINOPS_URL) */

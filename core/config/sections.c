@@ -123,11 +123,20 @@ static int sect_log(struct eai_config *c, const char *file, const char *path, co
 static int sect_auth(struct eai_config *c, const char *file, const char *path, const json_t *v,
                      struct eai_error **err)
 {
-    const char *k[] = {"pepper_file", "cache_ttl_ms", NULL};
-    return eai_cfg_check_keys(file, path, v, k, err) < 0 ||
-                   eai_cfg_get_string(file, path, v, "pepper_file", &c->pepper_file, err) < 0 ||
-                   eai_cfg_get_int32(file, path, v, "cache_ttl_ms", 0, 60000, &c->auth_cache_ttl_ms, err) < 0
-               ? -1 : 0;
+    const char *k[] = {"pepper_file", "cache_ttl_ms", "api_keys", "jwt", NULL};
+    const json_t *keys = json_object_get(v, "api_keys");
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "pepper_file", &c->pepper_file, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "cache_ttl_ms", 0, 60000, &c->auth_cache_ttl_ms, err) < 0 ||
+        eai_cfg_auth_jwt(c, file, path, json_object_get(v, "jwt"), err) < 0)
+        return -1;
+    if (keys && !json_is_boolean(keys))
+        return eai_cfg_fail(err, file, path, "api_keys", "true or false");
+    if (keys)
+        c->api_keys = json_is_true(keys);
+    if (!c->api_keys && !c->jwt)
+        return eai_cfg_fail(err, file, path, "api_keys", "false needs auth.jwt: no request could authenticate");
+    return 0;
 }
 
 /* Delivery and telemetry: backend by name, the URL, and whatever else the

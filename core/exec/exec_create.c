@@ -485,6 +485,11 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
         eai_reply_error(r, EAI_E_VALIDATION_FAILED, exec_detail1("", "must be an object"));
         return;
     }
+    if (eai_req_apply_token_ids(r, body) < 0) { /* answered 403 */
+        json_decref(body);
+        exec_audit_deny(app, r, "sandbox.execute", "", "forbidden");
+        return;
+    }
     if (app->schema_execution) {
         json_t *errors = NULL;
         eai_schema_validate(app->schema_execution, body, &errors);

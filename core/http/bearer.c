@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <openssl/crypto.h>
 
@@ -10,6 +11,8 @@
 #include "base/worker.h"
 #include "http/auth.h"
 #include "http/auth_cache.h"
+#include "http/jwt.h"
+#include "http/jwt_auth.h"
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/request_int.h"
@@ -232,10 +235,31 @@ static const struct eai_park_ops auth_park_ops = {
     .what = "key lookup", .work = auth_work, .answer = auth_answer, .free = auth_free,
 };
 
+/* The token of "Bearer <token>" when it is shaped like a JWT, else NULL. */
+static const char *jwt_of(const char *h)
+{
+    if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+        return NULL;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    return eai_jwt_shaped(h) ? h : NULL;
+}
+
 void eai_auth_start(struct eai_req *r, const char *h)
 {
     char key_id[EAI_KEY_ID_LEN + 1], secret[EAI_KEY_SECRET_LEN + 1];
     _Static_assert(sizeof key_id == sizeof r->key_id, "key id sizes");
+    /* a gateway token (auth.jwt), or an API key (unless auth.api_keys is false) */
+    const char *token = eai_jwt_auth_on() ? jwt_of(h) : NULL;
+    if (token) {
+        eai_jwt_auth_start(r, token, auth_passed);
+        return;
+    }
+    if (r->app->cfg && !r->app->cfg->api_keys) {
+        auth_refuse(r, h ? "not a gateway token" : "missing token");
+        return;
+    }
     if (!h || eai_auth_parse_bearer(h, key_id, secret) < 0) {
         explicit_bzero(secret, sizeof(secret));
         auth_refuse(r, h ? "malformed key" : "missing key");

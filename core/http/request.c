@@ -568,3 +568,25 @@ json_t *eai_req_body_json(struct eai_req *r, int yaml_ok)
     }
     return v;
 }
+
+int eai_req_apply_token_ids(struct eai_req *r, json_t *body)
+{
+    const char *keys[] = {"project_id", "agent_id"};
+    const char *vals[] = {r->jwt_project, r->jwt_agent};
+    if (!json_is_object(body))
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        if (!vals[i][0])
+            continue;
+        const json_t *v = json_object_get(body, keys[i]);
+        if (!v || json_is_null(v)) {
+            json_object_set_new(body, keys[i], json_string(vals[i]));
+        } else if (!json_is_string(v) || strcmp(json_string_value(v), vals[i]) != 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "differs from the %s of the gateway token", keys[i]);
+            eai_reply_error(r, EAI_E_FORBIDDEN, json_pack("[{s:s, s:s}]", "path", keys[i], "message", msg));
+            return -1;
+        }
+    }
+    return 0;
+}

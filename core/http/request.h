@@ -55,6 +55,11 @@ void eai_req_on_gone(struct eai_req *r, void (*fn)(void *), void *arg);
 /* Parse the body as JSON (or YAML when Content-Type is application/yaml
  * and yaml_ok): NULL after replying 400 invalid_json / 415 itself. */
 json_t *eai_req_body_json(struct eai_req *r, int yaml_ok);
+/* A gateway token's project and agent claims (http/jwt_auth.c) on a body
+ * that creates an execution or a session: project_id / agent_id filled in
+ * when the body has none; a body naming another one is refused (403
+ * forbidden, answered here) and -1 returned.  0 otherwise (API keys too). */
+int eai_req_apply_token_ids(struct eai_req *r, json_t *body);
 
 /* --- replies (exactly one per request) */
 void eai_reply_json(struct eai_req *r, int status, json_t *body /* stolen */);

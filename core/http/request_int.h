@@ -45,7 +45,9 @@ struct eai_req {
     char request_id[130];
     const char *lang;
     char tenant[64];
-    char key_id[EAI_KEY_ID_LEN + 1];
+    char key_id[EAI_KEY_ID_LEN + 1];  /* or "jwt:<12 hex>" for a gateway token (http/jwt_auth.c) */
+    char jwt_project[129];             /* a gateway token's project and agent claims, "" none */
+    char jwt_agent[129];
     struct eai_trace_ctx trace;
     struct eai_span *span;
     int gone;

@@ -31,6 +31,7 @@
 #include "base/log.h"
 #include "obs/metrics.h"
 #include "http/conn.h"
+#include "http/jwt_auth.h"
 #include "http/http_head.h"
 #include "http/tls.h"
 #include "http/request_int.h"
@@ -355,7 +356,12 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set_sys(err, EAI_E_INTERNAL, ENOMEM, "out of memory");
     }
     s->app = app;
+    if (eai_jwt_auth_init(app, err) < 0) { /* auth.jwt: a key set that cannot be read refuses the start */
+        free(s);
+        return -1;
+    }
     if (eai_tls_server_new(cfg, &s->g.tls, err) < 0) {
+        eai_jwt_auth_shutdown();
         free(s);
         return -1;
     }
@@ -386,6 +392,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
     if (!s->http) {
         eai_tls_free(s->g.tls);
         free(s);
+        eai_jwt_auth_shutdown();
         return eai_error_set(err, EAI_E_INTERNAL, "evhttp_new failed");
     }
     evhttp_set_bevcb(s->http, eai_conn_bev_cb, &s->g);
@@ -414,6 +421,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         evhttp_free(s->http);
         eai_tls_free(s->g.tls);
         free(s);
+        eai_jwt_auth_shutdown();
         return eai_error_set_sys(err, EAI_E_INTERNAL, e, "cannot listen on %s: %s", cfg->listen, e ? strerror(e) : "bind failed");
     }
     s->g.listener = evhttp_bound_socket_get_listener(s->sock);
@@ -504,6 +512,7 @@ void eai_server_stop(struct eai_app *app)
     free(s->g.byb);
     eai_tls_free(s->g.tls);
     eai_bearer_shutdown();
+    eai_jwt_auth_shutdown();
     free(g_route_lit);
     g_route_lit = NULL;
     g_srv = NULL;

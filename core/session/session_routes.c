@@ -236,6 +236,10 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, detail1("", "must be an object"));
         return;
     }
+    if (eai_req_apply_token_ids(r, body) < 0) { /* answered 403 */
+        json_decref(body);
+        return;
+    }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
                                           "max_concurrent_executions", "network", "auto_resume",
                                           "project_id", "agent_id", "run_id", NULL};
