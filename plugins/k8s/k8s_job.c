@@ -17,6 +17,10 @@
  * Cancel deletes the pod; our own watchdog (timeout + deadline_grace_ms)
  * backs up activeDeadlineSeconds; API errors end the execution in `error`
  * with the API's message.  recover() finds the pod by label and polls it.
+ *
+ * Kept whole (about 1100 lines): it is one job, the machine above; its
+ * steps, the pod's evaluation and usage sampling all read and write the
+ * one struct k8s_job, and call_done is the machine's transition table.
  */
 #include <stdio.h>
 #include <stdlib.h>
