@@ -86,24 +86,6 @@ int eai_images_resolve(const char *image_dir, const char *ref, char *rootfs, siz
     return 0;
 }
 
-/* ------------------------------------------------------------ helpers */
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)f;
-    int r = (flag == FTW_DP) ? rmdir(p) : unlink(p);
-    return (r < 0 && errno != ENOENT) ? -1 : 0;
-}
-
-int eai_images_rm_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -1;
-    return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 static int run_wait(char *const argv[])
 {
     pid_t pid;
@@ -557,7 +539,7 @@ static int images_build(const char *image_dir, int argc, char **argv)
     printf("{\"image\":\"%s:%s\",\"digest\":\"%s\",\"path\":\"%s\"}\n", name, tag, digest, final);
     rc = 0;
 out:
-    eai_images_rm_tree(tmp); /* after an exchange this holds the old image */
+    eai_rm_tree(tmp); /* after an exchange this holds the old image */
     return rc;
 }
 
@@ -666,7 +648,7 @@ static int images_remove(const char *image_dir, int argc, char **argv)
         fprintf(stderr, "images remove: %s:%s: %s\n", name, tag, strerror(errno));
         return 1;
     }
-    return eai_images_rm_tree(dead) < 0 ? 1 : 0;
+    return eai_rm_tree(dead) < 0 ? 1 : 0;
 }
 
 int eai_images_cli(const char *image_dir, int argc, char **argv)

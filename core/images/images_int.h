@@ -20,8 +20,6 @@
 
 /* NAME[:TAG] -> name, tag ("latest" when absent).  0 or -1 (malformed). */
 int eai_images_ref_split(const char *ref, char name[EAI_IMAGE_PART_MAX + 1], char tag[EAI_IMAGE_PART_MAX + 1]);
-/* rm -rf that never follows symlinks nor crosses mount points. */
-int eai_images_rm_tree(const char *path);
 /* The statx shim built next to eaid; 0 when found. */
 int eai_images_find_shim(char *out, size_t len);
 int eai_images_copy_file(const char *src, const char *dst, mode_t mode);

@@ -175,7 +175,7 @@ int eai_images_import(const char *image_dir, int argc, char **argv)
     close(layoutfd);
     layoutfd = -1;
     snprintf(p, sizeof(p), "%s/archive", tmp);
-    if (eai_images_rm_tree(p) < 0)
+    if (eai_rm_tree(p) < 0)
         goto out;
     snprintf(p, sizeof(p), "%s/rootfs", tmp);
     /* (an image whose own /.eai is something else is still imported: its
@@ -242,7 +242,7 @@ out:
         close(rootfd);
     json_decref(meta);
     imp_plan_free(&plan);
-    eai_images_rm_tree(tmp); /* the failed import, or the replaced image after --force */
+    eai_rm_tree(tmp); /* the failed import, or the replaced image after --force */
     if (rc != 0 && made_namedir)
         rmdir(namedir); /* only when empty */
     return rc;

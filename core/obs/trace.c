@@ -164,13 +164,6 @@ void eai_traceparent_format(const char *trace_id, const char *span_id, unsigned 
 
 /* ------------------------------------------------------------ spans */
 
-static int64_t wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int id_ok(const char *s, size_t n)
 {
     return s && strnlen(s, n + 1) == n && hex_lower(s, n) && !all_zero(s, n);
@@ -214,7 +207,7 @@ struct eai_span *eai_span_start(const char *name, enum eai_span_kind kind,
     random_id(s->span_id, 8);
     if (id_ok(parent_span_id, 16))
         memcpy(s->parent_span_id, parent_span_id, 17);
-    s->start_ns = wall_ns();
+    s->start_ns = eai_now_ns();
     return s;
 }
 
@@ -287,7 +280,7 @@ void eai_span_end(struct eai_span *s, int error)
                           "trace_id", s->trace_id, "span_id", s->span_id,
                           "parent_span_id", s->parent_span_id, "name", s->name,
                           "kind", kind_name(s->kind), "start_ns", (json_int_t)s->start_ns,
-                          "end_ns", (json_int_t)wall_ns(), "status", error ? "error" : "ok",
+                          "end_ns", (json_int_t)eai_now_ns(), "status", error ? "error" : "ok",
                           "attributes", s->attrs);
     span_free(s);
     if (!o) {

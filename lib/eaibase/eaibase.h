@@ -7,8 +7,8 @@
  * A static, position-independent library with hidden visibility: linked
  * into a plugin's .so it exports nothing.  Its parts are separate objects,
  * so what does not use jansson (the launcher) does not pull it in:
- *   eaib_file.c  eai_read_file, eai_mkdir_p, eai_write_all (libc only)
- *   eaib_time.c  eai_now_ms, eai_monotonic_ns, eai_monotonic_ms, eai_time_rfc3339 (libc only)
+ *   eaib_file.c  eai_read_file, eai_mkdir_p, eai_write_all, eai_rm_tree (libc only)
+ *   eaib_time.c  eai_now_ms, eai_now_ns, eai_monotonic_ns, eai_monotonic_ms, eai_time_rfc3339 (libc only)
  *   eaib_json.c  eai_jstr (jansson)
  * Only what is truly shared lives here; core's own helpers stay in
  * core/base (docs/architecture.md, "Layers").
@@ -29,10 +29,14 @@ char *eai_read_file(const char *path, size_t max, size_t *len);
 int eai_mkdir_p(const char *path, unsigned mode);
 /* Write all n bytes to fd, retrying short writes and EINTR.  0 or -1. */
 int eai_write_all(int fd, const void *data, size_t n);
+/* rm -r: path and, for a directory, all below it (links not followed, no
+ * other filesystem crossed).  A missing path is 0.  0 or -1 (errno). */
+int eai_rm_tree(const char *path);
 
 /* ---- clocks and times (eaib_time.c) */
 
 int64_t eai_now_ms(void);        /* wall clock, ms since the epoch */
+int64_t eai_now_ns(void);        /* wall clock, ns since the epoch (span times) */
 int64_t eai_monotonic_ns(void);  /* CLOCK_MONOTONIC */
 int64_t eai_monotonic_ms(void);  /* CLOCK_MONOTONIC, in ms */
 /* "2026-01-02T03:04:05.678Z" (UTC, millisecond precision; times before

@@ -106,8 +106,6 @@ int eai_pc_write_inputs(const char *dir, unsigned uid, const struct eai_iso_job 
  * killed mid-run leaves them there).  0 or -1. */
 int eai_pc_probe_bundle(const char *dir, unsigned uid, const char *cgroups_path, char *msg, size_t msglen);
 
-/* Remove path (a tree) without following symlinks or crossing mounts. */
-int eai_pc_rm_tree(const char *path);
 /* Unmount <dir>/tmp (lazily) and remove dir. */
 int eai_pc_bundle_remove(const char *dir);
 

@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
@@ -237,31 +236,11 @@ int eai_pc_probe_bundle(const char *dir, unsigned uid, const char *cgroups_path,
     return 0;
 }
 
-/* ------------------------------------------------------------ removal */
-
-static int rm_one(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-    (void)st;
-    (void)f;
-    int r = (flag == FTW_DP) ? rmdir(p) : unlink(p);
-    return (r < 0 && errno != ENOENT) ? -1 : 0;
-}
-
-int eai_pc_rm_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) < 0)
-        return errno == ENOENT ? 0 : -1;
-    if (!S_ISDIR(st.st_mode))
-        return unlink(path);
-    return nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 int eai_pc_bundle_remove(const char *dir)
 {
     char p[PATH_MAX + 8];
     snprintf(p, sizeof(p), "%s/tmp", dir);
     if (umount2(p, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL && errno != ENOENT)
         return -1;
-    return eai_pc_rm_tree(dir);
+    return eai_rm_tree(dir);
 }

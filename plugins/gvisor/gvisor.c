@@ -188,7 +188,7 @@ struct probe_ctx {
 static void probe_cleanup_work(void *arg)
 {
     struct probe_ctx *p = arg;
-    eai_pc_rm_tree(p->dir);
+    eai_rm_tree(p->dir);
 }
 
 static void probe_cleanup_done(void *arg)
@@ -320,7 +320,7 @@ static void probe_run_done(void *arg, int status, const char *out, size_t outlen
 static void probe_bundle_work(void *arg)
 {
     struct probe_ctx *p = arg;
-    eai_pc_rm_tree(p->dir);
+    eai_rm_tree(p->dir);
     p->rc = eai_pc_probe_bundle(p->dir, p->g->uid, p->cgpath, p->msg, sizeof(p->msg));
 }
 

@@ -101,10 +101,20 @@ struct k8s {
     char reason[256];
     json_t *tenants_ready;     /* tenant -> true once its namespace is set up */
     struct k8s_watch *watches; /* one per namespace with live jobs */
+    struct k8s_job *jobs;      /* live executions (k8s_job.c) */
 };
 
 void k8s_ref(struct k8s *k);
 void k8s_unref(struct k8s *k);
+
+/* One execution's Pod (k8s_job.c): the isolation ops start, cancel and
+ * recover; k8s_jobs_close ends them all at destroy(). */
+int k8s_job_start(void *self, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb, void *cb_arg,
+                  void **handle, struct eai_error **err);
+void k8s_job_cancel(void *self, void *handle);
+int k8s_job_recover(void *self, const json_t *execution, const struct eai_iso_callbacks *cb, void *cb_arg,
+                    void **handle, struct eai_error **err);
+void k8s_jobs_close(struct k8s *k);
 
 /* ---------------------------------------------------------------- API */
 

@@ -13,6 +13,7 @@
 
 #include <eai/sinks.h>
 
+#include "eaibase.h" /* eai_now_ns */
 #include "otlp_json.h"
 
 #define EAI_OTLP_DEFAULT_TIMEOUT_MS 10000
@@ -83,13 +84,6 @@ static int otlp_export(void *self, const json_t *spans, eai_deliver_done_fn done
     return otlp_post(o, o->url, eai_otlp_encode_spans(spans, o->service_name), done, arg);
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* eaid's /metrics exposition, every OTEL_METRIC_EXPORT_INTERVAL (core/obs/telemetry.c) */
 static int otlp_export_metrics(void *self, const char *text, size_t len, eai_deliver_done_fn done, void *arg)
 {
@@ -99,7 +93,7 @@ static int otlp_export_metrics(void *self, const char *text, size_t len, eai_del
         return 0;
     }
     char why[200] = "";
-    json_t *req = eai_otlp_encode_metrics(text, len, o->service_name, o->start_ns, now_ns(), why, sizeof(why));
+    json_t *req = eai_otlp_encode_metrics(text, len, o->service_name, o->start_ns, (uint64_t)eai_now_ns(), why, sizeof(why));
     if (!req) {
         o->host->log(o->host, "otlp", EAI_LOG_WARN, "metrics not exported: %s", why[0] ? why : "out of memory");
         return -1;
@@ -148,7 +142,7 @@ static void *otlp_create(const struct eai_host *host, const json_t *config, stru
         o->metrics_url = NULL;
     json_t *m = json_object_get(config, "metrics");
     o->metrics = !json_is_false(m);
-    o->start_ns = now_ns();
+    o->start_ns = (uint64_t)eai_now_ns();
     o->service_name = strdup(svc && *svc ? svc : "eaid");
     o->headers = calloc(EAI_OTLP_MAX_HEADERS + 2, sizeof(char *));
     if (!o->url || !o->metrics_url || !o->service_name || !o->headers) {

@@ -346,7 +346,7 @@ static void probe_cgroups_path(const char *cgp, const char *want)
     }
     CU_ASSERT(json_is_array(json_object_get(json_object_get(spec, "linux"), "namespaces")));
     json_decref(spec);
-    eai_pc_rm_tree(dir);
+    eai_rm_tree(dir);
 }
 
 static void test_probe_bundle(void)
