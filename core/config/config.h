@@ -18,6 +18,9 @@
 
 /* auth.jwt (config/jwt_cfg.c; docs/auth.md "Gateway tokens") */
 #define EAI_JWT_MAX_AUDIENCES 8
+#define EAI_JWT_RS256 1u          /* the algs a token may use (http/jwt.h) */
+#define EAI_JWT_ES256 2u
+#define EAI_JWT_EDDSA 4u
 struct eai_jwt_cfg {
     char *jwks_file;           /* exactly one of jwks_file and jwks_url */
     char *jwks_url;

@@ -7,7 +7,6 @@
 #include "config/cfg_read.h"
 #include "config/config.h"
 #include "base/errors.h"
-#include "http/jwt.h"
 
 void eai_cfg_jwt_free(struct eai_jwt_cfg *j)
 {

@@ -17,9 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define EAI_JWT_RS256 1u
-#define EAI_JWT_ES256 2u
-#define EAI_JWT_EDDSA 4u
+#include "config/config.h" /* EAI_JWT_RS256, EAI_JWT_ES256, EAI_JWT_EDDSA */
 
 #define EAI_JWKS_MAX_KEYS 64
 #define EAI_JWKS_MAX_BYTES (256u << 10)
