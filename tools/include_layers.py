@@ -40,7 +40,7 @@ import sys
 # (layer, name, patterns); a file's layer is that of the first rule whose
 # pattern matches, in this order: the routes before the rest of core/http/.
 RULES = [
-    (5, "routes", ["core/http/routes*", "core/session/session_routes.c", "core/daemon.*", "core/cli*",
+    (5, "routes", ["core/http/routes*", "core/session/session_routes.c", "core/mcp/*", "core/daemon.*", "core/cli*",
                    "core/main.c"]),
     (0, "base", ["lib/eaibase/*", "core/base/*", "core/record/*", "core/schema/*", "core/obs/metrics.*"]),
     (1, "host", ["core/store/*", "core/config/*", "core/images/*", "core/plugin/*", "core/obs/*",

@@ -2,6 +2,7 @@
 #include "exec/exec.h"
 #include "session/session.h"
 #include "http/routes.h"
+#include "mcp/mcp.h"
 
 const struct eai_route eai_routes[] = {
     {"GET", "/healthz", EAI_AUTH_NONE, eai_misc_healthz, "healthz"},
@@ -15,6 +16,8 @@ const struct eai_route eai_routes[] = {
     {"GET", "/v1/sandbox/executions/{id}/events", EAI_AUTH_TENANT, eai_exec_route_events, "executions.events"},
     {"GET", "/v1/sandbox/executions/{id}/network", EAI_AUTH_TENANT, eai_exec_route_network, "executions.network"},
     {"GET", "/v1/sandbox/executions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_exec_route_file, "executions.file"},
+    {"POST", "/v1/mcp", EAI_AUTH_TENANT, eai_mcp_route_post, "mcp"},
+    {"DELETE", "/v1/mcp", EAI_AUTH_TENANT, eai_mcp_route_delete, "mcp.delete"},
     {"POST", "/v1/sandbox/sessions", EAI_AUTH_TENANT, eai_session_route_create, "sessions.create"},
     {"GET", "/v1/sandbox/sessions", EAI_AUTH_TENANT, eai_session_route_list, "sessions.list"},
     {"GET", "/v1/sandbox/sessions/{id}", EAI_AUTH_TENANT, eai_session_route_get, "sessions.get"},
