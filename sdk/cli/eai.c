@@ -50,6 +50,8 @@ void eai_usage(FILE *f)
         "  session rm SID /tmp/PATH          delete a file (or an empty directory)\n"
         "  session close SID                 end the session (prints its usage)\n"
         "  session pause SID | resume SID    checkpoint it to disk / bring it back\n"
+        "  mcp                               speak MCP on stdin/stdout, forwarded to EAI_URL/v1/mcp\n"
+        "                                    (for agent hosts that launch local MCP servers)\n"
         "\n"
         "exec options:\n"
         "  --profile P             sandbox profile (see GET /v1/sandbox/profiles)\n"
@@ -118,7 +120,7 @@ int main(int argc, char **argv)
         int (*fn)(const struct eai_opts *, int, char **);
     } cmds[] = {{"exec", eai_cmd_exec}, {"get", eai_cmd_get},   {"logs", eai_cmd_logs},
                 {"cancel", eai_cmd_cancel}, {"ls", eai_cmd_ls}, {"files", eai_cmd_files},
-                {"session", eai_cmd_session}};
+                {"session", eai_cmd_session}, {"mcp", eai_cmd_mcp}};
     if (strcmp(cmd, "help") == 0) {
         eai_usage(stdout);
         return 0;

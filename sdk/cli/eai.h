@@ -8,6 +8,7 @@
  *   eai_exec.c  `eai exec`
  *   eai_cmds.c  `eai get|logs|cancel|ls|files`
  *   eai_session.c `eai session create|ls|get|exec|put|cat|rm|close`
+ *   eai_mcp.c   `eai mcp`: MCP over stdio, forwarded to /v1/mcp
  */
 #ifndef EAI_CLI_H
 #define EAI_CLI_H
@@ -146,6 +147,7 @@ int eai_cmd_cancel(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_ls(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_files(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_session(const struct eai_opts *o, int argc, char **argv);   /* eai_session.c */
+int eai_cmd_mcp(const struct eai_opts *o, int argc, char **argv);       /* eai_mcp.c: the stdio bridge of /v1/mcp */
 void eai_usage(FILE *f);
 
 #endif
