@@ -8,7 +8,7 @@ need_root
 cd "$EAI_ROOT"
 # The SDK suites (sdk/, docs/sdk.md, label sdk): Python's wheel build and type
 # check from Debian; the TypeScript compiler comes from npm (package-lock.json).
-EAI_SDK_PACKAGES=(python3-build python3-setuptools python3-wheel python3-pytest mypy unzip)
+EAI_SDK_PACKAGES=(python3-build python3-setuptools python3-wheel python3-pytest mypy unzip python3-venv)
 EAI_SDK_PACKAGES+=(maven default-jdk-headless libjackson2-databind-java junit5 libmaven-compiler-plugin-java libsurefire-java libmaven-resources-plugin-java) # Java SDK (Maven offline); Go's golang-go is below
 # Node and npm from Debian unless a node with its own npm is there already
 # (NodeSource's nodejs ships npm and conflicts with Debian's package).
@@ -44,7 +44,10 @@ else
 fi
 echo "== runsc: $(${EAI_SANDBOX_RUNSC:-runsc} --version | head -1)"
 
-for d in tests/k8s tests/helm sdk/typescript; do
+# The official MCP Python SDK (tests/mcp, label mcp) from PyPI into a venv
+# cached by its pinned version (/var/cache/eai-mcp, ~20 s once).
+echo "== MCP Python SDK: $(tests/mcp/setup.sh)"
+for d in tests/k8s tests/helm tests/mcp sdk/typescript; do
     if [[ -f $d/package-lock.json ]]; then
         echo "== npm ci in $d"
         (cd "$d" && npm ci --no-audit --no-fund --loglevel=error)

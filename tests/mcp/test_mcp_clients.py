@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""/v1/mcp with the official MCP Python SDK (PyPI `mcp`, pinned in
-tests/mcp/requirements.txt), over Streamable HTTP and over the stdio bridge
-(`eai mcp`), against a real `eaid serve` running real runsc sandboxes
-(issue 35 item 3; docs/mcp.md).
+"""/v1/mcp with clients nobody here wrote, against a real `eaid serve`
+running real runsc sandboxes (issue 35 item 3; docs/mcp.md): the official
+MCP Python SDK (PyPI `mcp`, pinned in tests/mcp/requirements.txt) and the
+official TypeScript SDK (npm, tests/mcp/package.json; test_mcp_ts.mjs),
+each over Streamable HTTP and over the stdio bridge (`eai mcp`), and the
+MCP Inspector's CLI (tools/list, tools/call).
 
 Each transport: list the tools; `execute` Python and read stdout `1`;
 progress notifications carrying the output while a command runs; a session
@@ -11,12 +13,13 @@ list files, close); a cancelled call whose execution ends `cancelled`; an
 error as a tool error with the API's code in the caller's language; another
 tenant cannot use the MCP session id.
 
-Run by ctest with the venv of tests/mcp/setup.sh: test_mcp_python.py
-<build dir>; exit 77 when the venv is missing (the fresh chroot)."""
+Run by ctest with the venv of tests/mcp/setup.sh: test_mcp_clients.py;
+exit 77 when the Python SDK is missing (the fresh chroot, which runs no
+sandbox)."""
 import asyncio
 import json
 import os
-import re
+import subprocess
 import sys
 import time
 import urllib.request
@@ -163,6 +166,40 @@ async def other_tenant(env, key_a, key_b):
         ok(r.status == 200 and "execute" in r.read().decode(), "A's own key with its MCP session id")
 
 
+def node_clients(env, key):
+    """The TypeScript SDK (test_mcp_ts.mjs) and the MCP Inspector's CLI."""
+    mods = os.path.join(HERE, "node_modules")
+    if not os.path.isdir(os.path.join(mods, "@modelcontextprotocol", "sdk")):
+        ok(False, "tests/mcp/node_modules missing: npm ci in tests/mcp (scripts/test.sh does)")
+        return
+    r = subprocess.run(["node", os.path.join(HERE, "test_mcp_ts.mjs"), env.url, key, os.path.join(BUILD, "eai")],
+                       capture_output=True, text=True, timeout=300)
+    print(r.stdout + r.stderr, flush=True)
+    ok(r.returncode == 0, "the TypeScript SDK's checks (test_mcp_ts.mjs)")
+    deadline = time.time() + 60
+    st = None
+    while time.time() < deadline and st != "cancelled":
+        code, b = env.api("GET", "/v1/sandbox/executions?limit=20")
+        items = b.get("items", b.get("data", [])) if code == 200 else []
+        longs = [x for x in items if "ts-long" in json.dumps(x.get("command"))]
+        st = longs[0]["status"] if longs else None
+        time.sleep(0.5)
+    ok(st == "cancelled", "the TypeScript SDK's aborted call: its executions ended cancelled (%s)" % st)
+    cli = os.path.join(mods, "@modelcontextprotocol", "inspector-cli", "build", "cli.js")
+    base = ["node", cli, "--cli", env.url + "/v1/mcp", "--transport", "http", "--header",
+            "Authorization: Bearer " + key]
+    # cwd: the CLI looks for its package.json relative to the current directory
+    # (inspector-cli 1.0.3 build/index.js), so it runs from its own build directory
+    r = subprocess.run(base + ["--method", "tools/list"], capture_output=True, text=True, timeout=120,
+                       cwd=os.path.dirname(cli))
+    ok(r.returncode == 0 and '"session_exec"' in r.stdout, "MCP Inspector CLI tools/list: %s %s"
+       % (r.returncode, (r.stdout + r.stderr)[-300:]))
+    r = subprocess.run(base + ["--method", "tools/call", "--tool-name", "execute", "--tool-arg", "code=print(6*7)"],
+                       capture_output=True, text=True, timeout=120, cwd=os.path.dirname(cli))
+    ok(r.returncode == 0 and "42" in r.stdout, "MCP Inspector CLI tools/call execute: %s %s"
+       % (r.returncode, (r.stdout + r.stderr)[-300:]))
+
+
 def main():
     ensure_image()
     env = Env()
@@ -174,6 +211,7 @@ def main():
         anyio.run(scenario, "stdio", env, stdio_transport(env, key))
         anyio.run(french, env, key)
         anyio.run(other_tenant, env, key, key_b)
+        node_clients(env, key)
     finally:
         env.stop()
     print("%d failure(s)" % len(failures))
