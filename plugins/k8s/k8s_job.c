@@ -20,7 +20,7 @@
  *
  * Kept whole (about 1100 lines): it is one job, the machine above; its
  * steps, the pod's evaluation and usage sampling all read and write the
- * one struct k8s_job, and call_done is the machine's transition table.
+ * one struct k8s_job; call_done hands each API answer to its step's handler.
  */
 #include <stdio.h>
 #include <stdlib.h>
