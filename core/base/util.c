@@ -127,55 +127,6 @@ void *eai_zalloc(size_t n)
     return p;
 }
 
-int eai_time_parse_rfc3339(const char *s, int64_t *ms)
-{
-    int Y, M, D, h, m, sec, n = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
-        return -1;
-    if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
-        return -1;
-    const char *p = s + 19;
-    int frac_ms = 0;
-    if (*p == '.') {
-        int digits = 0;
-        p++;
-        while (*p >= '0' && *p <= '9') {
-            if (digits < 3)
-                frac_ms = frac_ms * 10 + (*p - '0');
-            digits++;
-            p++;
-        }
-        if (digits == 0)
-            return -1;
-        for (int d = digits; d < 3; d++)
-            frac_ms *= 10;
-    }
-    int off = 0;
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        int oh, om;
-        if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || strlen(p) != 6)
-            return -1;
-        off = (oh * 60 + om) * (*p == '+' ? 1 : -1);
-        p += 6;
-    } else {
-        return -1;
-    }
-    if (*p)
-        return -1;
-    struct tm tm = {0};
-    tm.tm_year = Y - 1900;
-    tm.tm_mon = M - 1;
-    tm.tm_mday = D;
-    tm.tm_hour = h;
-    tm.tm_min = m;
-    tm.tm_sec = sec;
-    time_t t = timegm(&tm);
-    *ms = ((int64_t)t - off * 60) * 1000 + frac_ms;
-    return 0;
-}
-
 /* Lowercase hex (every HTTP request hexes its request, trace and span
  * ids).  Each byte is split into its two nibbles, high first, and a nibble
  * n becomes '0' + n, plus 'a' - '0' - 10 when n > 9: sixteen bytes at once

@@ -23,8 +23,6 @@ int eai_hex_lower_ok(const char *s, size_t n);
  * 2.36's calloc does not take from the thread cache, malloc does (~170
  * instructions less a request each). */
 void *eai_zalloc(size_t n);
-/* Parse RFC 3339 (Z or offset, optional fraction) to epoch ms; 0 or -1. */
-int eai_time_parse_rfc3339(const char *s, int64_t *ms);
 
 void eai_sha256_hex(const void *d, size_t n, char out[65]);
 void eai_hmac_sha256_hex(const void *key, size_t klen, const void *d, size_t n, char out[65]);

@@ -60,7 +60,8 @@ static json_t *sched_usage_event(const json_t *rec, const json_t *patch)
                      "backend", eai_jstr(rec, "backend"),
                      "cpu_seconds", cpu, "memory_mb_seconds", mem, "duration_s", dur,
                      "execution_id", eai_jstr(rec, "id"), "trace_id", eai_jstr(rec, "trace_id"),
-                     "started_at", eai_jstr(patch, "started_at") ? eai_jstr(patch, "started_at") : eai_jstr(rec, "started_at"),
+                     "started_at",
+                     eai_jstr(patch, "started_at") ? eai_jstr(patch, "started_at") : eai_jstr(rec, "started_at"),
                      "finished_at", fin ? fin : now, "created_at", now);
     if (ev && eai_jstr(rec, "session_id"))
         json_object_set_new(ev, "session_id", json_string(eai_jstr(rec, "session_id")));

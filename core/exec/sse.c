@@ -112,7 +112,8 @@ int64_t eai_sse_status_id(const json_t *rec)
     if (json_is_array(ev))
         n = json_array_size(ev);
     else
-        n = (eai_jstr(rec, "stdout") && *eai_jstr(rec, "stdout")) + (eai_jstr(rec, "stderr") && *eai_jstr(rec, "stderr"));
+        n = (eai_jstr(rec, "stdout") && *eai_jstr(rec, "stdout")) +
+            (eai_jstr(rec, "stderr") && *eai_jstr(rec, "stderr"));
     return EAI_SSE_ID_FIRST_OUTPUT + (int64_t)n;
 }
 

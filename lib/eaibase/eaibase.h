@@ -8,7 +8,8 @@
  * into a plugin's .so it exports nothing.  Its parts are separate objects,
  * so what does not use jansson (the launcher) does not pull it in:
  *   eaib_file.c  eai_read_file, eai_mkdir_p, eai_write_all, eai_rm_tree (libc only)
- *   eaib_time.c  eai_now_ms, eai_now_ns, eai_monotonic_ns, eai_monotonic_ms, eai_time_rfc3339 (libc only)
+ *   eaib_time.c  eai_now_ms, eai_now_ns, eai_monotonic_ns, eai_monotonic_ms, eai_time_rfc3339,
+ *                eai_time_parse_rfc3339 (libc only)
  *   eaib_json.c  eai_jstr (jansson)
  * Only what is truly shared lives here; core's own helpers stay in
  * core/base (docs/architecture.md, "Layers").
@@ -42,6 +43,10 @@ int64_t eai_monotonic_ms(void);  /* CLOCK_MONOTONIC, in ms */
 /* "2026-01-02T03:04:05.678Z" (UTC, millisecond precision; times before
  * 1970 floor, not truncate). */
 void eai_time_rfc3339(int64_t ms, char out[32]);
+/* RFC 3339 to epoch ms: YYYY-MM-DDThh:mm:ss (T or t), an optional
+ * fraction (ms kept), then Z/z or +hh:mm/-hh:mm; digits only where the
+ * grammar has them (no sign, no space).  0, or -1 (ms untouched). */
+int eai_time_parse_rfc3339(const char *s, int64_t *ms);
 
 /* ---- JSON (eaib_json.c) */
 

@@ -20,7 +20,7 @@
  *
  * Kept whole (about 1100 lines): it is one job, the machine above; its
  * steps, the pod's evaluation and usage sampling all read and write the
- * one struct k8s_job, and call_done is the machine's transition table.
+ * one struct k8s_job; call_done hands each API answer to its step's handler.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -643,19 +643,27 @@ static void fail_call(struct k8s_job *j, const struct k8s_result *r, const char 
     job_end(j);
 }
 
-static void call_done(void *arg, const struct k8s_result *r)
+/* The namespace's default-deny NetworkPolicy: after the namespace (and
+ * its RoleBinding when tenant_role is set). */
+static void post_default_deny(struct k8s_job *j)
 {
-    struct k8s_job *j = arg;
-    j->busy = 0;
-    if (j->k->closing || j->exited) {
-        job_finish(j);
-        return;
-    }
+    char path[256];
+    snprintf(path, sizeof path, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies?fieldValidation=Strict",
+             j->ns);
+    json_t *np = k8s_default_deny_obj(j->ns);
+    int rc = np ? job_call(j, JS_NS_POLICY, "POST", path, np, K8S_CALL_RETRY | K8S_CALL_RETRY_403) : -1;
+    json_decref(np);
+    if (rc < 0)
+        job_end(j);
+}
+
+/* JS_NS, JS_NS_RBAC, JS_NS_POLICY: the tenant's namespace, once. */
+static void ns_done(struct k8s_job *j, const struct k8s_result *r)
+{
     long st = r->status;
-    switch (j->state) {
-    case JS_NS:
-        if (interrupted(j))
-            return;
+    if (interrupted(j))
+        return;
+    if (j->state == JS_NS) {
         if (st != 201 && st != 409) {
             fail_call(j, r, "the tenant namespace");
             return;
@@ -673,86 +681,218 @@ static void call_done(void *arg, const struct k8s_result *r)
                 job_end(j);
             return;
         }
-        /* fall through */
-    case JS_NS_RBAC:
-        if (j->state == JS_NS_RBAC) {
-            if (interrupted(j))
-                return;
-            if (st != 201 && st != 409) {
-                fail_call(j, r, "the tenant namespace's RoleBinding");
-                return;
-            }
-        }
-        {
-            char path[256];
-            snprintf(path, sizeof path, "/apis/networking.k8s.io/v1/namespaces/%s/networkpolicies?fieldValidation=Strict",
-                     j->ns);
-            json_t *np = k8s_default_deny_obj(j->ns);
-            int rc = np ? job_call(j, JS_NS_POLICY, "POST", path, np, K8S_CALL_RETRY | K8S_CALL_RETRY_403) : -1;
-            json_decref(np);
-            if (rc < 0)
-                job_end(j);
-        }
+        post_default_deny(j);
         return;
-    case JS_NS_POLICY:
-        if (interrupted(j))
-            return;
+    }
+    if (j->state == JS_NS_RBAC) {
         if (st != 201 && st != 409) {
-            fail_call(j, r, "the namespace's default-deny NetworkPolicy");
+            fail_call(j, r, "the tenant namespace's RoleBinding");
             return;
         }
-        json_object_set_new(j->k->tenants_ready, j->tenant, json_true());
-        if (j->egress && j->egress[0])
-            step_resolve(j);
-        else
-            step_pod(j);
+        post_default_deny(j);
         return;
-    case JS_POD:
-        if (st == 201) {
-            j->pod_created = 1;
-            const char *uid = r->json ? jstr2(r->json, "metadata", "uid") : NULL;
-            snprintf(j->uid, sizeof j->uid, "%s", uid ? uid : "");
-            if (interrupted(j))
-                return;
-            if (!j->uid[0]) {
-                set_error(j, EAI_E_SANDBOX_FAILED, "the API server answered the pod without a uid");
-                job_end(j);
-                return;
-            }
-            step_egress(j);
-            return;
-        }
-        if (st == 409) {
-            /* our own earlier attempt (a retried create), or someone else's pod? */
-            char path[256];
-            snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", j->ns, j->pod);
-            if (job_call(j, JS_POD_ADOPT, "GET", path, NULL, K8S_CALL_RETRY) < 0)
-                job_end(j);
-            return;
-        }
-        if (interrupted(j))
-            return;
-        fail_call(j, r, "the sandbox pod");
+    }
+    if (st != 201 && st != 409) { /* JS_NS_POLICY */
+        fail_call(j, r, "the namespace's default-deny NetworkPolicy");
         return;
-    case JS_POD_ADOPT: {
-        const char *node = r->json ? json_string_value(json_object_get(
-                                         json_object_get(json_object_get(r->json, "metadata"), "annotations"),
-                                         "eai-sandbox.dev/node")) : NULL;
+    }
+    json_object_set_new(j->k->tenants_ready, j->tenant, json_true());
+    if (j->egress && j->egress[0])
+        step_resolve(j);
+    else
+        step_pod(j);
+}
+
+/* JS_POD: the pod created (or a 409: ours from a retried create?). */
+static void pod_done(struct k8s_job *j, const struct k8s_result *r)
+{
+    long st = r->status;
+    if (st == 201) {
+        j->pod_created = 1;
         const char *uid = r->json ? jstr2(r->json, "metadata", "uid") : NULL;
-        if (st == 200 && node && uid && strcmp(node, j->k->host->node_id) == 0) {
-            j->pod_created = 1;
-            snprintf(j->uid, sizeof j->uid, "%s", uid);
-            if (interrupted(j))
-                return;
-            step_egress(j);
-            return;
-        }
+        snprintf(j->uid, sizeof j->uid, "%s", uid ? uid : "");
         if (interrupted(j))
             return;
-        set_error(j, EAI_E_SANDBOX_FAILED, "a pod for this execution already exists (created by another process)");
+        if (!j->uid[0]) {
+            set_error(j, EAI_E_SANDBOX_FAILED, "the API server answered the pod without a uid");
+            job_end(j);
+            return;
+        }
+        step_egress(j);
+        return;
+    }
+    if (st == 409) {
+        /* our own earlier attempt (a retried create), or someone else's pod? */
+        char path[256];
+        snprintf(path, sizeof path, "/api/v1/namespaces/%s/pods/%s", j->ns, j->pod);
+        if (job_call(j, JS_POD_ADOPT, "GET", path, NULL, K8S_CALL_RETRY) < 0)
+            job_end(j);
+        return;
+    }
+    if (interrupted(j))
+        return;
+    fail_call(j, r, "the sandbox pod");
+}
+
+/* JS_POD_ADOPT: a pod of this name existed: ours (this node's) or not. */
+static void pod_adopt_done(struct k8s_job *j, const struct k8s_result *r)
+{
+    long st = r->status;
+    const char *node = r->json ? json_string_value(json_object_get(
+                                     json_object_get(json_object_get(r->json, "metadata"), "annotations"),
+                                     "eai-sandbox.dev/node")) : NULL;
+    const char *uid = r->json ? jstr2(r->json, "metadata", "uid") : NULL;
+    if (st == 200 && node && uid && strcmp(node, j->k->host->node_id) == 0) {
+        j->pod_created = 1;
+        snprintf(j->uid, sizeof j->uid, "%s", uid);
+        if (interrupted(j))
+            return;
+        step_egress(j);
+        return;
+    }
+    if (interrupted(j))
+        return;
+    set_error(j, EAI_E_SANDBOX_FAILED, "a pod for this execution already exists (created by another process)");
+    job_end(j);
+}
+
+/* JS_RECOVER: the pod found by label after a restart. */
+static void recover_done(struct k8s_job *j, const struct k8s_result *r)
+{
+    long st = r->status;
+    if (interrupted(j))
+        return;
+    json_t *items = r->json ? json_object_get(r->json, "items") : NULL;
+    json_t *pod = json_array_get(items, 0);
+    if (st != 200 || !pod) {
+        char m[512];
+        snprintf(m, sizeof m, "no pod to reattach to after the restart%s%.400s", r->message ? ": " : "",
+                 r->message ? r->message : "");
+        set_error(j, EAI_E_INTERRUPTED, m);
         job_end(j);
         return;
     }
+    const char *name = jstr2(pod, "metadata", "name");
+    snprintf(j->pod, sizeof j->pod, "%s", name ? name : j->pod);
+    j->pod_created = 1;
+    log_job(j, EAI_LOG_INFO, "reattached to pod ", j->pod);
+    if (evaluate_pod(j, pod)) {
+        if (j->res.outcome == EAI_OUT_ERROR)
+            job_end(j);
+        else
+            step_logs(j);
+        return;
+    }
+    next_poll(j);
+}
+
+/* JS_POLL: the pod read; an API outage is waited out for api_outage_grace_ms. */
+static void poll_done(struct k8s_job *j, const struct k8s_result *r)
+{
+    long st = r->status;
+    if (st == 200 && r->json) {
+        j->api_failures = 0;
+        if (j->outage_since) {
+            char m[96];
+            snprintf(m, sizeof m, "%lld ms", (long long)(eai_now_ms() - j->outage_since));
+            log_job(j, EAI_LOG_INFO, "the API server answers again after ", m);
+            j->outage_since = 0;
+        }
+        pod_read(j, r->json, "poll");
+        return;
+    }
+    if (st == 404) {
+        if (interrupted(j))
+            return;
+        j->pod_created = 0;
+        set_error(j, j->recovering ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_FAILED,
+                  "the sandbox pod was deleted outside eai-sandbox");
+        job_end(j);
+        return;
+    }
+    if (interrupted(j))
+        return;
+    if (st == 0 || st == 429 || st >= 500) {
+        /* The API server is away (restarting, overloaded), not the pod:
+         * the kubelet runs it and enforces its deadline meanwhile, so
+         * keep reading for api_outage_grace_ms (our watchdog still
+         * bounds it), logging the start of the outage once. */
+        int64_t now = eai_now_ms();
+        if (!j->outage_since) {
+            j->outage_since = now;
+            log_job(j, EAI_LOG_WARN, "the Kubernetes API does not answer; polling on: ", r->message);
+        }
+        if (now - j->outage_since >= j->k->cfg.api_outage_grace_ms) {
+            fail_call(j, r, "reading the sandbox pod");
+            return;
+        }
+    } else if (++j->api_failures >= 5) {
+        fail_call(j, r, "reading the sandbox pod");
+        return;
+    } else {
+        log_job(j, EAI_LOG_WARN, "polling the pod failed, retrying: ", r->message);
+    }
+    j->poll_delay = j->k->cfg.poll_ms;
+    next_poll(j);
+}
+
+/* JS_LOGS, JS_COLLECT, JS_DELETE: the end, in that order. */
+static void end_done(struct k8s_job *j, const struct k8s_result *r)
+{
+    long st = r->status;
+    if (j->state == JS_LOGS) {
+        if (st == 200 && r->body_len)
+            j->cb.on_output(j->cb_arg, EAI_STREAM_STDOUT, r->body, r->body_len);
+        else if (st != 200)
+            log_job(j, EAI_LOG_WARN, "cannot read the pod's log: ", r->message);
+        if (j->collecting && (j->res.outcome == EAI_OUT_EXITED || j->res.outcome == EAI_OUT_TIMEOUT ||
+                              j->res.outcome == EAI_OUT_OOM)) {
+            step_collect(j);
+            return;
+        }
+        step_delete(j);
+        return;
+    }
+    if (j->state == JS_COLLECT) {
+        char m[256];
+        if (st != 200) {
+            j->files_truncated = 1;
+            log_job(j, EAI_LOG_WARN, "cannot read the collected files: ", r->message);
+        } else if (k8s_collect_parse(r->body, r->body_len, &j->files, &j->nfiles, &j->files_truncated, m,
+                                     sizeof m) < 0) {
+            j->files_truncated = 1; /* what was parsed is kept; the rest is missing, and said so */
+            log_job(j, EAI_LOG_WARN, "collected files incomplete: ", m);
+        }
+        step_delete(j);
+        return;
+    }
+    if (st != 200 && st != 202 && st != 404)
+        log_job(j, EAI_LOG_WARN, "cannot delete the pod (sweep will): ", r->message);
+    job_finish(j);
+}
+
+/* An API call of the job answered: the step its state names goes on. */
+static void call_done(void *arg, const struct k8s_result *r)
+{
+    struct k8s_job *j = arg;
+    j->busy = 0;
+    if (j->k->closing || j->exited) {
+        job_finish(j);
+        return;
+    }
+    long st = r->status;
+    switch (j->state) {
+    case JS_NS:
+    case JS_NS_RBAC:
+    case JS_NS_POLICY:
+        ns_done(j, r);
+        return;
+    case JS_POD:
+        pod_done(j, r);
+        return;
+    case JS_POD_ADOPT:
+        pod_adopt_done(j, r);
+        return;
     case JS_EGRESS:
         if (interrupted(j))
             return;
@@ -771,108 +911,16 @@ static void call_done(void *arg, const struct k8s_result *r)
         }
         next_poll(j);
         return;
-    case JS_RECOVER: {
-        if (interrupted(j))
-            return;
-        json_t *items = r->json ? json_object_get(r->json, "items") : NULL;
-        json_t *pod = json_array_get(items, 0);
-        if (st != 200 || !pod) {
-            char m[512];
-            snprintf(m, sizeof m, "no pod to reattach to after the restart%s%.400s", r->message ? ": " : "",
-                     r->message ? r->message : "");
-            set_error(j, EAI_E_INTERRUPTED, m);
-            job_end(j);
-            return;
-        }
-        const char *name = jstr2(pod, "metadata", "name");
-        snprintf(j->pod, sizeof j->pod, "%s", name ? name : j->pod);
-        j->pod_created = 1;
-        log_job(j, EAI_LOG_INFO, "reattached to pod ", j->pod);
-        if (evaluate_pod(j, pod)) {
-            if (j->res.outcome == EAI_OUT_ERROR)
-                job_end(j);
-            else
-                step_logs(j);
-            return;
-        }
-        next_poll(j);
+    case JS_RECOVER:
+        recover_done(j, r);
         return;
-    }
     case JS_POLL:
-        if (st == 200 && r->json) {
-            j->api_failures = 0;
-            if (j->outage_since) {
-                char m[96];
-                snprintf(m, sizeof m, "%lld ms", (long long)(eai_now_ms() - j->outage_since));
-                log_job(j, EAI_LOG_INFO, "the API server answers again after ", m);
-                j->outage_since = 0;
-            }
-            pod_read(j, r->json, "poll");
-            return;
-        }
-        if (st == 404) {
-            if (interrupted(j))
-                return;
-            j->pod_created = 0;
-            set_error(j, j->recovering ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_FAILED,
-                      "the sandbox pod was deleted outside eai-sandbox");
-            job_end(j);
-            return;
-        }
-        if (interrupted(j))
-            return;
-        if (st == 0 || st == 429 || st >= 500) {
-            /* The API server is away (restarting, overloaded), not the pod:
-             * the kubelet runs it and enforces its deadline meanwhile, so
-             * keep reading for api_outage_grace_ms (our watchdog still
-             * bounds it), logging the start of the outage once. */
-            int64_t now = eai_now_ms();
-            if (!j->outage_since) {
-                j->outage_since = now;
-                log_job(j, EAI_LOG_WARN, "the Kubernetes API does not answer; polling on: ", r->message);
-            }
-            if (now - j->outage_since >= j->k->cfg.api_outage_grace_ms) {
-                fail_call(j, r, "reading the sandbox pod");
-                return;
-            }
-        } else if (++j->api_failures >= 5) {
-            fail_call(j, r, "reading the sandbox pod");
-            return;
-        } else {
-            log_job(j, EAI_LOG_WARN, "polling the pod failed, retrying: ", r->message);
-        }
-        j->poll_delay = j->k->cfg.poll_ms;
-        next_poll(j);
+        poll_done(j, r);
         return;
     case JS_LOGS:
-        if (st == 200 && r->body_len)
-            j->cb.on_output(j->cb_arg, EAI_STREAM_STDOUT, r->body, r->body_len);
-        else if (st != 200)
-            log_job(j, EAI_LOG_WARN, "cannot read the pod's log: ", r->message);
-        if (j->collecting && (j->res.outcome == EAI_OUT_EXITED || j->res.outcome == EAI_OUT_TIMEOUT ||
-                              j->res.outcome == EAI_OUT_OOM)) {
-            step_collect(j);
-            return;
-        }
-        step_delete(j);
-        return;
-    case JS_COLLECT: {
-        char m[256];
-        if (st != 200) {
-            j->files_truncated = 1;
-            log_job(j, EAI_LOG_WARN, "cannot read the collected files: ", r->message);
-        } else if (k8s_collect_parse(r->body, r->body_len, &j->files, &j->nfiles, &j->files_truncated, m,
-                                     sizeof m) < 0) {
-            j->files_truncated = 1; /* what was parsed is kept; the rest is missing, and said so */
-            log_job(j, EAI_LOG_WARN, "collected files incomplete: ", m);
-        }
-        step_delete(j);
-        return;
-    }
+    case JS_COLLECT:
     case JS_DELETE:
-        if (st != 200 && st != 202 && st != 404)
-            log_job(j, EAI_LOG_WARN, "cannot delete the pod (sweep will): ", r->message);
-        job_finish(j);
+        end_done(j, r);
         return;
     case JS_RESOLVE:
         break;

@@ -93,7 +93,8 @@ static int otlp_export_metrics(void *self, const char *text, size_t len, eai_del
         return 0;
     }
     char why[200] = "";
-    json_t *req = eai_otlp_encode_metrics(text, len, o->service_name, o->start_ns, (uint64_t)eai_now_ns(), why, sizeof(why));
+    json_t *req = eai_otlp_encode_metrics(text, len, o->service_name, o->start_ns, (uint64_t)eai_now_ns(), why,
+                                          sizeof(why));
     if (!req) {
         o->host->log(o->host, "otlp", EAI_LOG_WARN, "metrics not exported: %s", why[0] ? why : "out of memory");
         return -1;

@@ -108,8 +108,6 @@ int eai_pg_uuid_valid(const char *s);
 void eai_pg_uuid_v4(char out[37]);
 /* "sbx_<uuid>" -> uuid (37 bytes) ; 0 or -1 when malformed. */
 int eai_pg_exec_uuid(const char *id, char out[37]);
-/* RFC 3339 (Z or offset, optional fraction) -> epoch ms; 0 or -1. */
-int eai_pg_parse_rfc3339(const char *s, int64_t *ms);
 unsigned char *eai_pg_b64_decode(const char *s, size_t *outlen);
 char *eai_pg_b64_encode(const unsigned char *d, size_t n);
 /* Parse a result cell as JSON (NULL cell -> json null); NULL on bad JSON. */

@@ -712,7 +712,7 @@ int eai_pg_ledger_insert(void *self, const char *tenant, const json_t *event, st
     }
     const char *when = eai_pg_event_time(event);
     int64_t when_ms;
-    if (!when || eai_pg_parse_rfc3339(when, &when_ms) < 0)
+    if (!when || eai_time_parse_rfc3339(when, &when_ms) < 0)
         when_ms = eai_now_ms();
     eai_time_rfc3339(when_ms, now);
     when = now;
@@ -750,13 +750,13 @@ int eai_pg_ledger_query(void *self, const char *tenant, const json_t *filter, js
     const char *from = eai_jstr(filter, "from"), *to = eai_jstr(filter, "to");
     int64_t v;
     if (from) {
-        if (eai_pg_parse_rfc3339(from, &v) < 0) {
+        if (eai_time_parse_rfc3339(from, &v) < 0) {
             return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "from: not an RFC 3339 time");
         }
         from_p = eai_pg_i64(v, from_ms);
     }
     if (to) {
-        if (eai_pg_parse_rfc3339(to, &v) < 0) {
+        if (eai_time_parse_rfc3339(to, &v) < 0) {
             return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED, "to: not an RFC 3339 time");
         }
         to_p = eai_pg_i64(v, to_ms);

@@ -20,6 +20,7 @@
 #include "obs/telemetry.h"
 #include "obs/trace.h"
 #include "base/worker.h"
+#include "eaibase.h"
 
 static struct event_base *g_base;
 
@@ -67,8 +68,6 @@ static void fx_close(struct fx *f)
     free(f->dir);
 }
 
-static const char *js(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
-
 /* ================================================================ OTLP */
 
 struct otlp_wait {
@@ -109,7 +108,7 @@ static json_t *find_span(json_t *recs, const char *name)
         json_array_foreach(json_object_get(json_object_get(r, "body"), "resourceSpans"), a, x) {
             json_array_foreach(json_object_get(x, "scopeSpans"), b, y) {
                 json_array_foreach(json_object_get(y, "spans"), c, s) {
-                    if (js(s, "name") && strcmp(js(s, "name"), name) == 0)
+                    if (eai_jstr(s, "name") && strcmp(eai_jstr(s, "name"), name) == 0)
                         return s;
                 }
             }
@@ -124,7 +123,7 @@ static json_t *attr(json_t *span, const char *key)
     size_t i;
     json_t *a;
     json_array_foreach(json_object_get(span, "attributes"), i, a) {
-        if (js(a, "key") && strcmp(js(a, "key"), key) == 0)
+        if (eai_jstr(a, "key") && strcmp(eai_jstr(a, "key"), key) == 0)
             return json_object_get(a, "value");
     }
     return NULL;
@@ -173,11 +172,11 @@ static void test_otlp_export(void)
     json_t *recs = obs_records(f.out);
     json_t *r0 = NULL; /* the first span export (the plugin also exports metrics, to /v1/metrics) */
     for (size_t k = 0; !r0 && k < json_array_size(recs); k++)
-        if (!strcmp(js(json_array_get(recs, k), "path") ?: "", "/v1/traces"))
+        if (!strcmp(eai_jstr(json_array_get(recs, k), "path") ?: "", "/v1/traces"))
             r0 = json_array_get(recs, k);
     CU_ASSERT_PTR_NOT_NULL_FATAL(r0);
-    CU_ASSERT_STRING_EQUAL(js(r0, "path"), "/v1/traces");
-    CU_ASSERT_STRING_EQUAL(js(r0, "content_type"), "application/json");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(r0, "path"), "/v1/traces");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(r0, "content_type"), "application/json");
     json_t *res = json_object_get(json_array_get(json_object_get(json_object_get(r0, "body"), "resourceSpans"), 0), "resource");
     CU_ASSERT_PTR_NOT_NULL(res);
 
@@ -187,27 +186,27 @@ static void test_otlp_export(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(s1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(s3);
-    CU_ASSERT_STRING_EQUAL(js(s1, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
-    CU_ASSERT_STRING_EQUAL(js(s2, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
-    CU_ASSERT_STRING_EQUAL(js(s3, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
-    CU_ASSERT_STRING_EQUAL(js(s1, "parentSpanId"), "00f067aa0ba902b7");
-    CU_ASSERT_STRING_EQUAL(js(s1, "spanId"), srv_id);
-    CU_ASSERT_STRING_EQUAL(js(s2, "parentSpanId"), srv_id);
-    CU_ASSERT_STRING_EQUAL(js(s3, "parentSpanId"), sch_id);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s1, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s2, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s3, "traceId"), "4bf92f3577b34da6a3ce929d0e0e4736");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s1, "parentSpanId"), "00f067aa0ba902b7");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s1, "spanId"), srv_id);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s2, "parentSpanId"), srv_id);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(s3, "parentSpanId"), sch_id);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(s1, "kind")), 2);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(s3, "kind")), 1);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(s1, "status"), "code")), 2);
     CU_ASSERT(json_is_string(json_object_get(s1, "startTimeUnixNano")));
     CU_ASSERT(json_is_string(json_object_get(s1, "endTimeUnixNano")));
-    long long st = atoll(js(s3, "startTimeUnixNano")), en = atoll(js(s3, "endTimeUnixNano"));
+    long long st = atoll(eai_jstr(s3, "startTimeUnixNano")), en = atoll(eai_jstr(s3, "endTimeUnixNano"));
     CU_ASSERT(st > 1600000000000000000LL && en >= st);
-    CU_ASSERT_STRING_EQUAL(js(attr(s3, "gen_ai.operation.name"), "stringValue"), "execute_tool");
-    CU_ASSERT_STRING_EQUAL(js(attr(s3, "gen_ai.agent.id"), "stringValue"), "agent-7");
-    CU_ASSERT_STRING_EQUAL(js(attr(s3, "gen_ai.tool.name"), "stringValue"), "my-tool");
-    CU_ASSERT_STRING_EQUAL(js(attr(s3, "eai.tenant_id"), "stringValue"), "t-1");
-    CU_ASSERT_STRING_EQUAL(js(attr(s3, "eai.run_id"), "stringValue"), "run-9");
-    CU_ASSERT_STRING_EQUAL(js(attr(s3, "eai.execution_id"), "stringValue"), "sbx_1");
-    CU_ASSERT_STRING_EQUAL(js(attr(s1, "http.response.status_code"), "intValue"), "202");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s3, "gen_ai.operation.name"), "stringValue"), "execute_tool");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s3, "gen_ai.agent.id"), "stringValue"), "agent-7");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s3, "gen_ai.tool.name"), "stringValue"), "my-tool");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s3, "eai.tenant_id"), "stringValue"), "t-1");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s3, "eai.run_id"), "stringValue"), "run-9");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s3, "eai.execution_id"), "stringValue"), "sbx_1");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(attr(s1, "http.response.status_code"), "intValue"), "202");
     CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(attr(s3, "eai.cpu_seconds"), "doubleValue")), 0.25, 1e-9);
     json_decref(recs);
 
@@ -287,8 +286,9 @@ static size_t accepted(json_t *recs, json_t *keys)
     json_array_foreach(recs, i, r) {
         if (json_integer_value(json_object_get(r, "status")) == 201) {
             n++;
-            if (keys && js(r, "key"))
-                json_object_set_new(keys, js(r, "key"), json_integer(json_integer_value(json_object_get(keys, js(r, "key"))) + 1));
+            if (keys && eai_jstr(r, "key"))
+                json_object_set_new(keys, eai_jstr(r, "key"),
+                                    json_integer(json_integer_value(json_object_get(keys, eai_jstr(r, "key"))) + 1));
         }
     }
     return n;
@@ -358,12 +358,12 @@ static void test_finops_outage(void)
     json_t *r;
     json_array_foreach(recs, i, r) {
         json_t *b = json_object_get(r, "body");
-        CU_ASSERT_STRING_EQUAL(js(r, "path"), "/v1/finops/usage");
-        CU_ASSERT_STRING_EQUAL(js(b, "id"), js(r, "key"));
-        CU_ASSERT_STRING_EQUAL(js(b, "tenant_id"), tenant);
-        CU_ASSERT_STRING_EQUAL(js(b, "project_id"), "p1");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(r, "path"), "/v1/finops/usage");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(b, "id"), eai_jstr(r, "key"));
+        CU_ASSERT_STRING_EQUAL(eai_jstr(b, "tenant_id"), tenant);
+        CU_ASSERT_STRING_EQUAL(eai_jstr(b, "project_id"), "p1");
         CU_ASSERT(json_is_number(json_object_get(b, "cpu_seconds")));
-        CU_ASSERT_PTR_NOT_NULL(js(b, "execution_id"));
+        CU_ASSERT_PTR_NOT_NULL(eai_jstr(b, "execution_id"));
     }
     fprintf(stderr, "  (%zu POSTs in all, %zu accepted)\n", json_array_size(recs), ok);
     json_decref(keys);
@@ -490,12 +490,12 @@ static void test_audit_sink(void)
     size_t i, k, total = 0;
     json_t *r, *ev;
     json_array_foreach(recs, i, r) {
-        CU_ASSERT_STRING_EQUAL(js(r, "path"), "/audit/ingest");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(r, "path"), "/audit/ingest");
         json_t *evs = json_object_get(json_object_get(r, "body"), "events");
-        CU_ASSERT_STRING_EQUAL(js(r, "key"), js(json_array_get(evs, json_array_size(evs) - 1), "hash"));
+        CU_ASSERT_STRING_EQUAL(eai_jstr(r, "key"), eai_jstr(json_array_get(evs, json_array_size(evs) - 1), "hash"));
         json_array_foreach(evs, k, ev) {
             char id[160];
-            snprintf(id, sizeof id, "%s/%lld", js(ev, "tenant_id") ? js(ev, "tenant_id") : "?",
+            snprintf(id, sizeof id, "%s/%lld", eai_jstr(ev, "tenant_id") ? eai_jstr(ev, "tenant_id") : "?",
                      (long long)json_integer_value(json_object_get(ev, "seq")));
             json_t *before = json_object_get(seen, id);
             if (before) {
@@ -503,12 +503,13 @@ static void test_audit_sink(void)
                 continue;
             }
             json_object_set(seen, id, ev);
-            const char *t = js(ev, "tenant_id");
+            const char *t = eai_jstr(ev, "tenant_id");
             json_t *l = json_object_get(last, t);
             json_int_t seq = json_integer_value(json_object_get(ev, "seq"));
             CU_ASSERT_EQUAL(seq, l ? json_integer_value(json_array_get(l, 0)) + 1 : 1);
-            CU_ASSERT_STRING_EQUAL(js(ev, "prev_hash"), l ? json_string_value(json_array_get(l, 1)) : EAI_AUDIT_ZERO_HASH);
-            json_object_set_new(last, t, json_pack("[I,s]", seq, js(ev, "hash")));
+            CU_ASSERT_STRING_EQUAL(eai_jstr(ev, "prev_hash"),
+                                   l ? json_string_value(json_array_get(l, 1)) : EAI_AUDIT_ZERO_HASH);
+            json_object_set_new(last, t, json_pack("[I,s]", seq, eai_jstr(ev, "hash")));
             total++;
         }
     }

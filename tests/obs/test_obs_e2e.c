@@ -19,6 +19,7 @@
 
 #include "images/images.h"
 #include "obs_common.h"
+#include "eaibase.h"
 
 #define IMAGE "python:3.11-slim"
 #define IMAGE_PACKAGES "python3-minimal,libpython3.11-stdlib"
@@ -91,8 +92,6 @@ static json_t *http_json(const char *method, const char *path, const char *body,
     free(text);
     return j;
 }
-
-static const char *js(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
 
 /* ------------------------------------------------------------ processes */
 
@@ -219,9 +218,9 @@ static int suite_init(void)
     }
     json_t *t = json_loads(out, 0, NULL);
     free(out);
-    if (!js(t, "id"))
+    if (!eai_jstr(t, "id"))
         return -1;
-    snprintf(g_tenant, sizeof(g_tenant), "%s", js(t, "id"));
+    snprintf(g_tenant, sizeof(g_tenant), "%s", eai_jstr(t, "id"));
     json_decref(t);
     char arg[128];
     snprintf(arg, sizeof(arg), "--tenant %s", g_tenant);
@@ -267,7 +266,7 @@ static char *post_exec(const char *cmd_json, const char *project, const char *tr
         free(d);
     }
     CU_ASSERT_EQUAL(st, 202);
-    char *id = js(r, "id") ? strdup(js(r, "id")) : NULL;
+    char *id = eai_jstr(r, "id") ? strdup(eai_jstr(r, "id")) : NULL;
     json_decref(r);
     return id;
 }
@@ -279,7 +278,7 @@ static json_t *wait_exec(const char *id)
     for (int i = 0; i < 3; i++) {
         long st;
         json_t *r = http_json("GET", path, NULL, NULL, &st);
-        const char *s = js(r, "status");
+        const char *s = eai_jstr(r, "status");
         if (st == 200 && s && strcmp(s, "queued") != 0 && strcmp(s, "running") != 0)
             return r;
         json_decref(r);
@@ -300,9 +299,9 @@ static void test_trace_finops_metrics(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(id);
     json_t *e = wait_exec(id);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    CU_ASSERT_STRING_EQUAL(js(e, "status"), "succeeded");
-    CU_ASSERT_STRING_EQUAL(js(e, "stdout"), "4\n");
-    CU_ASSERT_STRING_EQUAL(js(e, "trace_id"), TRACE_ID);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "status"), "succeeded");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "stdout"), "4\n");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "trace_id"), TRACE_ID);
     json_decref(e);
 
     /* without one, a fresh valid trace id */
@@ -310,7 +309,7 @@ static void test_trace_finops_metrics(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(id2);
     e = wait_exec(id2);
     CU_ASSERT_PTR_NOT_NULL_FATAL(e);
-    const char *t2 = js(e, "trace_id");
+    const char *t2 = eai_jstr(e, "trace_id");
     CU_ASSERT(t2 && strlen(t2) == 32 && strcmp(t2, TRACE_ID) != 0 && strspn(t2, "0123456789abcdef") == 32);
     json_decref(e);
 
@@ -344,8 +343,8 @@ static void test_trace_finops_metrics(void)
     /* an execution that ends in error carries its code on /metrics */
     char *bad = post_exec("[\"/nonexistent-binary\"]", "p-err", NULL);
     json_t *be = bad ? wait_exec(bad) : NULL;
-    const char *bst = be ? js(be, "status") : NULL;
-    const char *bcode = be ? js(json_object_get(be, "error"), "code") : NULL;
+    const char *bst = be ? eai_jstr(be, "status") : NULL;
+    const char *bcode = be ? eai_jstr(json_object_get(be, "error"), "code") : NULL;
     fprintf(stderr, "  (missing binary: %s %s)\n", bst ? bst : "?", bcode ? bcode : "-");
     char want_err[200] = "";
     if (bst && strcmp(bst, "error") == 0 && bcode)
@@ -409,14 +408,14 @@ static void test_trace_finops_metrics(void)
             json_array_foreach(json_object_get(json_object_get(r, "body"), "resourceSpans"), a, x) {
                 json_array_foreach(json_object_get(x, "scopeSpans"), b, y) {
                     json_array_foreach(json_object_get(y, "spans"), c, s) {
-                        if (!js(s, "traceId") || strcmp(js(s, "traceId"), TRACE_ID) != 0)
+                        if (!eai_jstr(s, "traceId") || strcmp(eai_jstr(s, "traceId"), TRACE_ID) != 0)
                             continue;
-                        if (json_integer_value(json_object_get(s, "kind")) == 2 && js(s, "parentSpanId") &&
-                            strcmp(js(s, "parentSpanId"), PARENT_ID) == 0 && !server)
+                        if (json_integer_value(json_object_get(s, "kind")) == 2 && eai_jstr(s, "parentSpanId") &&
+                            strcmp(eai_jstr(s, "parentSpanId"), PARENT_ID) == 0 && !server)
                             server = json_incref(s);
-                        if (js(s, "name") && strcmp(js(s, "name"), "sandbox.run") == 0 && !run)
+                        if (eai_jstr(s, "name") && strcmp(eai_jstr(s, "name"), "sandbox.run") == 0 && !run)
                             run = json_incref(s);
-                        if (js(s, "name") && strcmp(js(s, "name"), "sandbox.schedule") == 0 && !sched)
+                        if (eai_jstr(s, "name") && strcmp(eai_jstr(s, "name"), "sandbox.schedule") == 0 && !sched)
                             sched = json_incref(s);
                     }
                 }
@@ -438,12 +437,12 @@ static void test_trace_finops_metrics(void)
         int n = 0, authed = 0, probes = 0, refused_spans = 0, refused_with_id = 0;
         json_array_foreach(recs, i, r) {
             n++;
-            authed += js(r, "authorization") && strcmp(js(r, "authorization"), "Bearer otlp-token") == 0 &&
-                      js(r, "x_team") && strcmp(js(r, "x_team"), "obs") == 0;
+            authed += eai_jstr(r, "authorization") && strcmp(eai_jstr(r, "authorization"), "Bearer otlp-token") == 0 &&
+                      eai_jstr(r, "x_team") && strcmp(eai_jstr(r, "x_team"), "obs") == 0;
             json_array_foreach(json_object_get(json_object_get(r, "body"), "resourceSpans"), a, x) {
                 json_array_foreach(json_object_get(x, "scopeSpans"), b, y) {
                     json_array_foreach(json_object_get(y, "spans"), c, s) {
-                        const char *nm = js(s, "name") ? js(s, "name") : "";
+                        const char *nm = eai_jstr(s, "name") ? eai_jstr(s, "name") : "";
                         probes += strstr(nm, "/healthz") != NULL || strstr(nm, "/readyz") != NULL;
                         char *attrs = json_dumps(json_object_get(s, "attributes"), JSON_COMPACT);
                         if (attrs && strstr(attrs, "\"http.status_code\",\"value\":{\"intValue\":\"422\"}")) {
@@ -465,11 +464,11 @@ static void test_trace_finops_metrics(void)
     }
     /* scheduling and the run are both children of the server span */
     if (server && sched && run) {
-        CU_ASSERT_STRING_EQUAL(js(sched, "parentSpanId"), js(server, "spanId"));
-        CU_ASSERT_STRING_EQUAL(js(run, "parentSpanId"), js(server, "spanId"));
+        CU_ASSERT_STRING_EQUAL(eai_jstr(sched, "parentSpanId"), eai_jstr(server, "spanId"));
+        CU_ASSERT_STRING_EQUAL(eai_jstr(run, "parentSpanId"), eai_jstr(server, "spanId"));
     }
     if (server)
-        fprintf(stderr, "  (server span: %s)\n", js(server, "name"));
+        fprintf(stderr, "  (server span: %s)\n", eai_jstr(server, "name"));
     if (run) {
         char *rd = json_dumps(json_object_get(run, "attributes"), JSON_COMPACT);
         CU_ASSERT_PTR_NOT_NULL(strstr(rd, "{\"key\":\"gen_ai.operation.name\",\"value\":{\"stringValue\":\"execute_tool\"}}"));
@@ -551,7 +550,7 @@ static void test_finops_outage(void)
         long st;
         json_t *l = http_json("GET", "/v1/finops/usage", NULL, NULL, &st);
         CU_ASSERT_EQUAL(st, 404);
-        const char *msg = js(json_object_get(l, "error"), "message");
+        const char *msg = eai_jstr(json_object_get(l, "error"), "message");
         CU_ASSERT(msg && strstr(msg, "FinOps service"));
         json_decref(l);
     }
@@ -590,7 +589,7 @@ static void test_finops_outage(void)
         json_array_foreach(recs, i, r) {
             if (json_integer_value(json_object_get(r, "status")) == 201) {
                 ok++;
-                json_object_set(keys, js(r, "key"), json_object_get(r, "body"));
+                json_object_set(keys, eai_jstr(r, "key"), json_object_get(r, "body"));
             }
         }
         json_decref(recs);
@@ -612,10 +611,10 @@ static void test_finops_outage(void)
     const char *k;
     json_t *b;
     json_object_foreach(keys, k, b) {
-        CU_ASSERT_STRING_EQUAL(js(b, "id"), k);
-        CU_ASSERT_STRING_EQUAL(js(b, "project_id"), "p-outage");
-        if (js(b, "execution_id"))
-            json_object_set_new(execs, js(b, "execution_id"), json_true());
+        CU_ASSERT_STRING_EQUAL(eai_jstr(b, "id"), k);
+        CU_ASSERT_STRING_EQUAL(eai_jstr(b, "project_id"), "p-outage");
+        if (eai_jstr(b, "execution_id"))
+            json_object_set_new(execs, eai_jstr(b, "execution_id"), json_true());
     }
     for (int j = 0; j < n; j++) {
         CU_ASSERT_PTR_NOT_NULL(json_object_get(execs, ids[j]));

@@ -52,11 +52,6 @@ static char g_a[37], g_b[37];   /* two tenants */
         CU_ASSERT_FATAL(rc_ >= 0);                                                          \
     } while (0)
 
-static const char *js(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 static json_int_t ji(const json_t *o, const char *k)
 {
     return json_integer_value(json_object_get(o, k));
@@ -68,7 +63,7 @@ static void new_tenant(char out[37])
     char name[64];
     eai_random_hex(name, 6);
     OK(g_ops->tenant_create(g_st, name, &t, err));
-    snprintf(out, 37, "%s", js(t, "id"));
+    snprintf(out, 37, "%s", eai_jstr(t, "id"));
     json_decref(t);
 }
 
@@ -142,9 +137,9 @@ static void test_run_get(void)
     CU_ASSERT(json_is_false(json_object_get(run, "truncated")));
     json_t *items = json_object_get(run, "executions");
     CU_ASSERT_EQUAL(json_array_size(items), 4);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(items, 0), "id"), g_first);   /* oldest first */
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(items, 2), "profile"), "gvisor-small");
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(items, 0), "trace_id"), "0af7651916cd43dd8448eb211c80319c");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(items, 0), "id"), g_first);   /* oldest first */
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(items, 2), "profile"), "gvisor-small");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(items, 0), "trace_id"), "0af7651916cd43dd8448eb211c80319c");
     json_t *counts = json_object_get(run, "counts");
     CU_ASSERT_EQUAL(ji(counts, "succeeded"), 2);
     CU_ASSERT_EQUAL(ji(counts, "failed"), 1);
@@ -153,11 +148,11 @@ static void test_run_get(void)
     CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(u, "cpu_seconds")), 7.0, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(u, "memory_mb_seconds")), 14.0, 1e-9);
     CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(u, "duration_s")), 21.0, 1e-9);
-    CU_ASSERT_STRING_EQUAL(js(run, "agent_id"), "agent-x");
-    CU_ASSERT_STRING_EQUAL(js(run, "project_id"), "proj-1");
-    CU_ASSERT_PTR_NOT_NULL(js(run, "first_at"));
-    CU_ASSERT_PTR_NOT_NULL(js(run, "last_at"));
-    CU_ASSERT(strcmp(js(run, "first_at"), js(run, "last_at")) <= 0);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(run, "agent_id"), "agent-x");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(run, "project_id"), "proj-1");
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(run, "first_at"));
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(run, "last_at"));
+    CU_ASSERT(strcmp(eai_jstr(run, "first_at"), eai_jstr(run, "last_at")) <= 0);
     json_decref(run);
     /* capped: two listed, truncated, the sums still over the whole run */
     OK(g_ops->run_get(g_st, g_a, "run-1", 2, &run, err));
@@ -225,18 +220,18 @@ static void test_run_list(void)
 {
     json_t *l = runs(g_a, "agent-x", NULL, NULL, 10);
     CU_ASSERT_EQUAL(json_array_size(l), 2);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "run_id"), "run-1");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "run_id"), "run-1");
     CU_ASSERT_EQUAL(ji(json_array_get(l, 0), "executions"), 4);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 1), "run_id"), "run-2");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 1), "run_id"), "run-2");
     json_decref(l);
     l = runs(g_a, "agent-x", "proj-2", NULL, 10);
     CU_ASSERT_EQUAL(json_array_size(l), 1);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "run_id"), "run-2");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "run_id"), "run-2");
     json_decref(l);
     l = runs(g_a, NULL, "proj-1", NULL, 10);
     CU_ASSERT_EQUAL(json_array_size(l), 2);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 1), "run_id"), "run-3");
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 1), "agent_id"), "agent-y");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 1), "run_id"), "run-3");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 1), "agent_id"), "agent-y");
     json_decref(l);
     /* all runs, paged by one (the execution without a run is in none) */
     const char *want[] = {"run-1", "run-2", "run-3"};
@@ -244,8 +239,8 @@ static void test_run_list(void)
     for (int i = 0; i < 3; i++) {
         l = runs(g_a, NULL, NULL, after[0] ? after : NULL, 1);
         CU_ASSERT_EQUAL_FATAL(json_array_size(l), 1);
-        CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "run_id"), want[i]);
-        snprintf(after, sizeof after, "%s", js(json_array_get(l, 0), "run_id"));
+        CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "run_id"), want[i]);
+        snprintf(after, sizeof after, "%s", eai_jstr(json_array_get(l, 0), "run_id"));
         json_decref(l);
     }
     l = runs(g_a, NULL, NULL, after, 1);
@@ -261,30 +256,30 @@ static void test_agents(void)
     json_t *l = NULL;
     OK(g_ops->agent_list(g_st, g_a, NULL, 10, &l, err));
     CU_ASSERT_EQUAL_FATAL(json_array_size(l), 3);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "agent_id"), "agent-x");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "agent_id"), "agent-x");
     CU_ASSERT_EQUAL(ji(json_array_get(l, 0), "executions"), 5);
     CU_ASSERT_EQUAL(ji(json_array_get(l, 0), "runs"), 2);
-    CU_ASSERT_PTR_NOT_NULL(js(json_array_get(l, 0), "last_seen"));
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 2), "agent_id"), "agent-z");
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(json_array_get(l, 0), "last_seen"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 2), "agent_id"), "agent-z");
     CU_ASSERT_EQUAL(ji(json_array_get(l, 2), "runs"), 0);
     json_decref(l);
     OK(g_ops->agent_list(g_st, g_a, "agent-x", 1, &l, err));
     CU_ASSERT_EQUAL(json_array_size(l), 1);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "agent_id"), "agent-y");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "agent_id"), "agent-y");
     json_decref(l);
     json_t *a = NULL;
     OK(g_ops->agent_get(g_st, g_a, "agent-x", &a, err));
     CU_ASSERT_FATAL(json_is_object(a));
     CU_ASSERT_EQUAL(ji(a, "executions"), 5);
     CU_ASSERT_EQUAL(ji(a, "runs"), 2);
-    CU_ASSERT_STRING_EQUAL(js(a, "newest_run"), "run-2");
-    CU_ASSERT_PTR_NOT_NULL(js(a, "last_seen"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(a, "newest_run"), "run-2");
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(a, "last_seen"));
     json_t *u = json_object_get(a, "usage");
     CU_ASSERT_EQUAL_FATAL(json_array_size(u), 2);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(u, 0), "profile"), "gvisor");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(u, 0), "profile"), "gvisor");
     CU_ASSERT_EQUAL(ji(json_array_get(u, 0), "executions"), 4);
     CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(json_array_get(u, 0), "cpu_seconds")), 4.0, 1e-9);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(u, 1), "profile"), "gvisor-small");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(u, 1), "profile"), "gvisor-small");
     CU_ASSERT_DOUBLE_EQUAL(json_real_value(json_object_get(json_array_get(u, 1), "duration_s")), 12.0, 1e-9);
     json_decref(a);
     json_t *sentinel = json_object();

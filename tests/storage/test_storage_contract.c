@@ -81,11 +81,6 @@ static int report(const char *what, struct eai_error *err)
         }                                                        \
     } while (0)
 
-static const char *js(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 static void new_tenant(char out[37])
 {
     json_t *t = NULL;
@@ -93,9 +88,9 @@ static void new_tenant(char out[37])
     eai_random_hex(name, 6);
     OK(g_ops->tenant_create(g_st, name, &t, err));
     CU_ASSERT_FATAL(json_is_object(t));
-    CU_ASSERT_STRING_EQUAL(js(t, "name"), name);
-    CU_ASSERT_FATAL(js(t, "id") != NULL && strlen(js(t, "id")) == 36);
-    snprintf(out, 37, "%s", js(t, "id"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(t, "name"), name);
+    CU_ASSERT_FATAL(eai_jstr(t, "id") != NULL && strlen(eai_jstr(t, "id")) == 36);
+    snprintf(out, 37, "%s", eai_jstr(t, "id"));
     json_decref(t);
 }
 
@@ -170,7 +165,7 @@ static json_t *get_exec(const char *tenant, const char *id)
 static const char *exec_status(const char *tenant, const char *id, char buf[32])
 {
     json_t *e = get_exec(tenant, id);
-    snprintf(buf, 32, "%s", e && js(e, "status") ? js(e, "status") : "(none)");
+    snprintf(buf, 32, "%s", e && eai_jstr(e, "status") ? eai_jstr(e, "status") : "(none)");
     json_decref(e);
     return buf;
 }
@@ -190,7 +185,7 @@ static int array_has_id(const json_t *arr, const char *id)
     size_t i;
     const json_t *v;
     json_array_foreach(arr, i, v) {
-        if (js(v, "id") && strcmp(js(v, "id"), id) == 0)
+        if (eai_jstr(v, "id") && strcmp(eai_jstr(v, "id"), id) == 0)
             return 1;
     }
     return 0;
@@ -239,8 +234,8 @@ static void test_tenants_keys(void)
     json_t *t = NULL;
     OK(g_ops->tenant_get(g_st, a, &t, err));
     CU_ASSERT_FATAL(t != NULL);
-    CU_ASSERT_STRING_EQUAL(js(t, "id"), a);
-    CU_ASSERT_PTR_NOT_NULL(js(t, "created_at"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(t, "id"), a);
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(t, "created_at"));
     json_decref(t);
     eai_uuid_v4(missing);
     t = (json_t *)1;
@@ -254,10 +249,10 @@ static void test_tenants_keys(void)
     json_t *k = NULL;
     OK(g_ops->key_get(g_st, key_id, &k, err));
     CU_ASSERT_FATAL(k != NULL);
-    CU_ASSERT_STRING_EQUAL(js(k, "key_id"), key_id);
-    CU_ASSERT_STRING_EQUAL(js(k, "tenant_id"), a);
-    CU_ASSERT_STRING_EQUAL(js(k, "hash"), hash);
-    CU_ASSERT_STRING_EQUAL(js(k, "name"), "ci");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "key_id"), key_id);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "hash"), hash);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "name"), "ci");
     CU_ASSERT(json_is_false(json_object_get(k, "revoked")));
     json_decref(k);
 
@@ -284,7 +279,7 @@ static const json_t *find_key(const json_t *list, const char *key_id)
     size_t i;
     const json_t *k;
     json_array_foreach(list, i, k)
-        if (js(k, "key_id") && strcmp(js(k, "key_id"), key_id) == 0)
+        if (eai_jstr(k, "key_id") && strcmp(eai_jstr(k, "key_id"), key_id) == 0)
             return k;
     return NULL;
 }
@@ -309,13 +304,13 @@ static void test_admin_lists_expiry(void)
         size_t n = json_array_size(page), i;
         json_t *t;
         json_array_foreach(page, i, t) {
-            CU_ASSERT_FATAL(js(t, "id") != NULL);
-            CU_ASSERT(strcmp(js(t, "id"), cursor) > 0);
-            CU_ASSERT_PTR_NOT_NULL(js(t, "name"));
-            CU_ASSERT_PTR_NOT_NULL(js(t, "created_at"));
-            seen_a += strcmp(js(t, "id"), a) == 0;
-            seen_b += strcmp(js(t, "id"), b) == 0;
-            snprintf(cursor, sizeof cursor, "%s", js(t, "id"));
+            CU_ASSERT_FATAL(eai_jstr(t, "id") != NULL);
+            CU_ASSERT(strcmp(eai_jstr(t, "id"), cursor) > 0);
+            CU_ASSERT_PTR_NOT_NULL(eai_jstr(t, "name"));
+            CU_ASSERT_PTR_NOT_NULL(eai_jstr(t, "created_at"));
+            seen_a += strcmp(eai_jstr(t, "id"), a) == 0;
+            seen_b += strcmp(eai_jstr(t, "id"), b) == 0;
+            snprintf(cursor, sizeof cursor, "%s", eai_jstr(t, "id"));
         }
         json_decref(page);
         if (n == 0 || ++pages > 100000)
@@ -344,8 +339,8 @@ static void test_admin_lists_expiry(void)
     json_t *k = NULL;
     OK(g_ops->key_get(g_st, k2, &k, err));
     CU_ASSERT_FATAL(k != NULL);
-    CU_ASSERT_STRING_EQUAL(js(k, "expires_at") ? js(k, "expires_at") : "", "2099-01-01T00:00:00.000Z");
-    CU_ASSERT_STRING_EQUAL(js(k, "hash"), hash);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "expires_at") ? eai_jstr(k, "expires_at") : "", "2099-01-01T00:00:00.000Z");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "hash"), hash);
     json_decref(k);
     OK(g_ops->key_get(g_st, k1, &k, err));
     CU_ASSERT_FATAL(k != NULL);
@@ -353,7 +348,7 @@ static void test_admin_lists_expiry(void)
     json_decref(k);
     OK(g_ops->key_get(g_st, k3, &k, err));
     CU_ASSERT_FATAL(k != NULL);
-    CU_ASSERT_STRING_EQUAL(js(k, "expires_at") ? js(k, "expires_at") : "", "1970-01-01T00:00:01.000Z");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(k, "expires_at") ? eai_jstr(k, "expires_at") : "", "1970-01-01T00:00:01.000Z");
     json_decref(k);
     OK(g_ops->key_revoke(g_st, k1, err));
 
@@ -368,12 +363,12 @@ static void test_admin_lists_expiry(void)
     free(dump);
     const json_t *x1 = find_key(list, k1), *x2 = find_key(list, k2), *x3 = find_key(list, k3);
     CU_ASSERT_FATAL(x1 && x2 && x3);
-    CU_ASSERT_STRING_EQUAL(js(x1, "name"), "plain");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x1, "name"), "plain");
     CU_ASSERT(json_is_true(json_object_get(x1, "revoked")));
     CU_ASSERT(json_is_null(json_object_get(x1, "expires_at")));
-    CU_ASSERT_PTR_NOT_NULL(js(x1, "created_at"));
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(x1, "created_at"));
     CU_ASSERT(json_is_false(json_object_get(x2, "revoked")));
-    CU_ASSERT_STRING_EQUAL(js(x2, "expires_at") ? js(x2, "expires_at") : "", "2099-01-01T00:00:00.000Z");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x2, "expires_at") ? eai_jstr(x2, "expires_at") : "", "2099-01-01T00:00:00.000Z");
     CU_ASSERT(json_is_null(json_object_get(x3, "name")));
     CU_ASSERT_PTR_NULL(find_key(list, kb)); /* another tenant's key */
     json_decref(list);
@@ -459,21 +454,21 @@ static void test_exec_create_get_list_isolation(void)
     /* Audit in the same transaction: one event per create. */
     CU_ASSERT_EQUAL(audit_count(a), audits + 3);
     json_t *last = audit_last(a);
-    CU_ASSERT_STRING_EQUAL(js(last, "action"), "sandbox.execute");
-    CU_ASSERT_STRING_EQUAL(js(last, "target"), ids[2]);
-    CU_ASSERT_STRING_EQUAL(js(last, "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "action"), "sandbox.execute");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "target"), ids[2]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "tenant_id"), a);
     json_decref(last);
 
     json_t *e = get_exec(a, ids[0]);
     CU_ASSERT_FATAL(e != NULL);
-    CU_ASSERT_STRING_EQUAL(js(e, "id"), ids[0]);
-    CU_ASSERT_STRING_EQUAL(js(e, "tenant_id"), a);
-    CU_ASSERT_STRING_EQUAL(js(e, "status"), "queued");
-    CU_ASSERT_STRING_EQUAL(js(e, "image"), "python:3.11-slim");
-    CU_ASSERT_STRING_EQUAL(js(json_object_get(e, "env"), "SECRET"), "hunter2");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "id"), ids[0]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "status"), "queued");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "image"), "python:3.11-slim");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_object_get(e, "env"), "SECRET"), "hunter2");
     CU_ASSERT(json_is_integer(json_object_get(e, "seq")));
     CU_ASSERT(json_is_false(json_object_get(e, "cancel_requested")));
-    CU_ASSERT_PTR_NOT_NULL(js(e, "created_at"));
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(e, "created_at"));
     CU_ASSERT_EQUAL(json_array_size(json_object_get(e, "command")), 3);
     json_int_t seq0 = json_integer_value(json_object_get(e, "seq"));
     json_decref(e);
@@ -489,7 +484,7 @@ static void test_exec_create_get_list_isolation(void)
     OK(g_ops->exec_list(g_st, a, f, &l, err));
     CU_ASSERT_FATAL(json_array_size(l) == 3);
     for (int i = 0; i < 3; i++)
-        CU_ASSERT_STRING_EQUAL(js(json_array_get(l, (size_t)i), "id"), ids[2 - i]);
+        CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, (size_t)i), "id"), ids[2 - i]);
     json_int_t s2 = json_integer_value(json_object_get(json_array_get(l, 0), "seq"));
     json_int_t s1 = json_integer_value(json_object_get(json_array_get(l, 1), "seq"));
     CU_ASSERT(s2 > s1 && s1 > seq0);
@@ -505,7 +500,7 @@ static void test_exec_create_get_list_isolation(void)
     json_object_set_new(f, "after", json_integer(cursor));
     OK(g_ops->exec_list(g_st, a, f, &l, err));
     CU_ASSERT_FATAL(json_array_size(l) == 1);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "id"), ids[0]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "id"), ids[0]);
     json_decref(l);
     json_decref(f);
 
@@ -514,8 +509,8 @@ static void test_exec_create_get_list_isolation(void)
     f = json_pack("{s:s, s:i}", "id", ids[1], "limit", 1);
     OK(g_ops->exec_list(g_st, a, f, &l, err));
     CU_ASSERT_FATAL(json_array_size(l) == 1);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "id"), ids[1]);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(l, 0), "status"), "queued");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "id"), ids[1]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(l, 0), "status"), "queued");
     CU_ASSERT_PTR_NULL(json_object_get(json_array_get(l, 0), "env"));
     CU_ASSERT_PTR_NULL(json_object_get(json_array_get(l, 0), "stdin"));
     CU_ASSERT_PTR_NULL(json_object_get(json_array_get(l, 0), "files_in"));
@@ -587,8 +582,8 @@ static void test_idempotency(void)
     OK(rc = g_ops->exec_create(g_st, a, e, ev, &existing, err));
     CU_ASSERT_EQUAL(rc, EAI_STORE_EXISTS);
     CU_ASSERT_FATAL(existing != NULL);
-    CU_ASSERT_STRING_EQUAL(js(existing, "id"), id1);
-    CU_ASSERT_STRING_EQUAL(js(existing, "idempotency_key"), key);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(existing, "id"), id1);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(existing, "idempotency_key"), key);
     json_decref(existing);
     existing = NULL;
     CU_ASSERT_PTR_NULL(get_exec(a, id2));
@@ -617,7 +612,7 @@ static void test_idempotency(void)
     e = exec_record(id2, NULL, key, "hash-1");
     OK(rc = g_ops->exec_create(g_st, a, e, NULL, &existing, err));
     CU_ASSERT_EQUAL(rc, EAI_STORE_EXISTS);
-    CU_ASSERT(existing && strcmp(js(existing, "status"), "succeeded") == 0);
+    CU_ASSERT(existing && strcmp(eai_jstr(existing, "status"), "succeeded") == 0);
     json_decref(existing);
     json_decref(e);
     json_decref(ev);
@@ -671,11 +666,11 @@ static void test_claim_fairness(void)
     size_t i;
     json_t *v;
     json_array_foreach(cl, i, v) {
-        CU_ASSERT_STRING_EQUAL(js(v, "status"), "running");
-        CU_ASSERT_STRING_EQUAL(js(v, "lease_owner"), owner);
+        CU_ASSERT_STRING_EQUAL(eai_jstr(v, "status"), "running");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(v, "lease_owner"), owner);
         json_int_t lu = json_integer_value(json_object_get(v, "lease_until"));
         CU_ASSERT(lu >= before + 30000 && lu <= eai_now_ms() + 30000);
-        CU_ASSERT_PTR_NOT_NULL(js(v, "started_at"));
+        CU_ASSERT_PTR_NOT_NULL(eai_jstr(v, "started_at"));
     }
     json_decref(cl);
 
@@ -767,7 +762,7 @@ static void *race_claimer(void *p)
         json_t *v;
         json_array_foreach(cl, i, v) {
             if (ra->n < RACE_ROWS)
-                snprintf(ra->ids[ra->n], 41, "%s", js(v, "id"));
+                snprintf(ra->ids[ra->n], 41, "%s", eai_jstr(v, "id"));
             ra->n++;
         }
         json_decref(cl);
@@ -833,7 +828,7 @@ static void test_renew_cancel_stale(void)
     OK(crc = g_ops->exec_cancel(g_st, t, e[0], patch, ev, &out, err));
     CU_ASSERT_EQUAL(crc, EAI_STORE_UPDATED); /* this call changed the row */
     CU_ASSERT_FATAL(out != NULL);
-    CU_ASSERT_STRING_EQUAL(js(out, "status"), "running");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(out, "status"), "running");
     CU_ASSERT(json_is_true(json_object_get(out, "cancel_requested")));
     json_decref(out);
     CU_ASSERT_EQUAL(audit_count(t), audits + 1);
@@ -857,8 +852,8 @@ static void test_renew_cancel_stale(void)
     OK(g_ops->exec_renew(g_st, owner, 60000, &cancel_ids, err));
     CU_ASSERT_FATAL(json_is_array(cancel_ids));
     CU_ASSERT_EQUAL(json_array_size(cancel_ids), 1);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(cancel_ids, 0), "id"), e[0]);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(cancel_ids, 0), "tenant_id"), t);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(cancel_ids, 0), "id"), e[0]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(cancel_ids, 0), "tenant_id"), t);
     json_decref(cancel_ids);
     for (int i = 0; i < 3; i++) {
         json_t *x = get_exec(t, e[i]);
@@ -890,15 +885,15 @@ static void test_renew_cancel_stale(void)
     OK(crc = g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
     CU_ASSERT_EQUAL(crc, EAI_STORE_UPDATED);
     CU_ASSERT_FATAL(out != NULL);
-    CU_ASSERT_STRING_EQUAL(js(out, "status"), "cancelled");
-    CU_ASSERT_PTR_NOT_NULL(js(out, "finished_at"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(out, "status"), "cancelled");
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(out, "finished_at"));
     CU_ASSERT_EQUAL(json_object_size(json_object_get(out, "env")), 0);
     CU_ASSERT(json_is_null(json_object_get(out, "stdin")));
     CU_ASSERT_EQUAL(json_array_size(json_object_get(out, "files_in")), 0);
     json_decref(out);
     json_t *x = get_exec(t, q);
     CU_ASSERT_FATAL(x != NULL);
-    CU_ASSERT_STRING_EQUAL(js(x, "status"), "cancelled");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "status"), "cancelled");
     CU_ASSERT_EQUAL(json_object_size(json_object_get(x, "env")), 0);
     json_decref(x);
 
@@ -907,7 +902,7 @@ static void test_renew_cancel_stale(void)
     OK(crc = g_ops->exec_cancel(g_st, t, q, patch, reid(ev), &out, err));
     CU_ASSERT_EQUAL(crc, EAI_STORE_NOOP); /* a replay: nothing changed */
     CU_ASSERT_FATAL(out != NULL);
-    CU_ASSERT_STRING_EQUAL(js(out, "status"), "cancelled");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(out, "status"), "cancelled");
     json_decref(out);
     CU_ASSERT_EQUAL(audit_count(t), audits);
     json_t *p2 = json_pack("{s:s}", "status", "succeeded");
@@ -975,11 +970,11 @@ static void test_finish_scrub_files_outbox(void)
 
     json_t *x = get_exec(t, id);
     CU_ASSERT_FATAL(x != NULL);
-    CU_ASSERT_STRING_EQUAL(js(x, "status"), "succeeded");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "status"), "succeeded");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(x, "exit_code")), 0);
-    CU_ASSERT_STRING_EQUAL(js(x, "stdout"), "4\n");
-    CU_ASSERT_STRING_EQUAL(js(x, "finished_at"), now);
-    CU_ASSERT_PTR_NOT_NULL(js(x, "started_at"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "stdout"), "4\n");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "finished_at"), now);
+    CU_ASSERT_PTR_NOT_NULL(eai_jstr(x, "started_at"));
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(json_object_get(x, "usage"), "memory_mb_seconds")), 3);
     CU_ASSERT(json_is_null(json_object_get(x, "error")));
     /* Scrubbed inputs, kept identity. */
@@ -991,7 +986,7 @@ static void test_finish_scrub_files_outbox(void)
     CU_ASSERT(dump && !strstr(dump, "hunter2") && !strstr(dump, "stdin-secret") &&
               !strstr(dump, "c2VjcmV0"));
     free(dump);
-    CU_ASSERT_STRING_EQUAL(js(x, "image"), "python:3.11-slim");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "image"), "python:3.11-slim");
     /* The list carries the record without its output (bounded memory). */
     {
         json_t *lf = json_pack("{s:i}", "limit", 100), *l = NULL;
@@ -1000,10 +995,10 @@ static void test_finish_scrub_files_outbox(void)
         size_t k;
         json_t *it;
         json_array_foreach(l, k, it)
-            if (js(it, "id") && strcmp(js(it, "id"), id) == 0)
+            if (eai_jstr(it, "id") && strcmp(eai_jstr(it, "id"), id) == 0)
                 item = it;
         CU_ASSERT_FATAL(item != NULL);
-        CU_ASSERT_STRING_EQUAL(js(item, "status"), "succeeded");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(item, "status"), "succeeded");
         CU_ASSERT_PTR_NULL(json_object_get(item, "stdout"));
         CU_ASSERT_PTR_NULL(json_object_get(item, "stderr"));
         CU_ASSERT_EQUAL(json_integer_value(json_object_get(item, "exit_code")), 0);
@@ -1018,11 +1013,11 @@ static void test_finish_scrub_files_outbox(void)
     int seen = 0;
     json_array_foreach(fl, i, f) {
         CU_ASSERT_PTR_NULL(json_object_get(f, "content_b64"));
-        if (strcmp(js(f, "path"), "/tmp/outputs/r.txt") == 0) {
+        if (strcmp(eai_jstr(f, "path"), "/tmp/outputs/r.txt") == 0) {
             CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "size")), 5);
-            CU_ASSERT_STRING_EQUAL(js(f, "sha256"), sha_txt);
+            CU_ASSERT_STRING_EQUAL(eai_jstr(f, "sha256"), sha_txt);
             seen++;
-        } else if (strcmp(js(f, "path"), "/tmp/outputs/b.bin") == 0) {
+        } else if (strcmp(eai_jstr(f, "path"), "/tmp/outputs/b.bin") == 0) {
             CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "size")), (json_int_t)sizeof bin);
             seen++;
         }
@@ -1056,13 +1051,13 @@ static void test_finish_scrub_files_outbox(void)
     CU_ASSERT_EQUAL(rc, EAI_STORE_NOOP);
     json_decref(p2);
     x = get_exec(t, id);
-    CU_ASSERT_STRING_EQUAL(js(x, "status"), "succeeded");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "status"), "succeeded");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(x, "exit_code")), 0);
-    CU_ASSERT_STRING_EQUAL(js(x, "stdout"), "4\n");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(x, "stdout"), "4\n");
     json_decref(x);
     CU_ASSERT_EQUAL(audit_count(t), audits);
     json_t *last = audit_last(t);
-    CU_ASSERT_STRING_EQUAL(js(last, "action"), "sandbox.finish");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "action"), "sandbox.finish");
     json_decref(last);
 
     /* Outbox: exactly one row for this execution; ack failed, then delivered. */
@@ -1072,12 +1067,12 @@ static void test_finish_scrub_files_outbox(void)
     OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
     json_array_foreach(ob, i, f) {
         const json_t *event = json_object_get(f, "event");
-        if (js(event, "execution_id") && strcmp(js(event, "execution_id"), id) == 0) {
+        if (eai_jstr(event, "execution_id") && strcmp(eai_jstr(event, "execution_id"), id) == 0) {
             found++;
-            snprintf(ob_id, sizeof ob_id, "%s", js(f, "id"));
-            CU_ASSERT_STRING_EQUAL(js(f, "tenant_id"), t);
+            snprintf(ob_id, sizeof ob_id, "%s", eai_jstr(f, "id"));
+            CU_ASSERT_STRING_EQUAL(eai_jstr(f, "tenant_id"), t);
             CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "attempts")), 0);
-            CU_ASSERT_STRING_EQUAL(js(event, "project_id"), "proj-1");
+            CU_ASSERT_STRING_EQUAL(eai_jstr(event, "project_id"), "proj-1");
         }
     }
     json_decref(ob);
@@ -1086,7 +1081,7 @@ static void test_finish_scrub_files_outbox(void)
     OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
     found = 0;
     json_array_foreach(ob, i, f) {
-        if (strcmp(js(f, "id"), ob_id) == 0) {
+        if (strcmp(eai_jstr(f, "id"), ob_id) == 0) {
             found++;
             CU_ASSERT_EQUAL(json_integer_value(json_object_get(f, "attempts")), 1);
         }
@@ -1128,7 +1123,7 @@ static void test_outbox_append(void)
     OK(g_ops->outbox_append(g_st, t, usage, ev, err));
     CU_ASSERT_EQUAL(audit_count(t), audits + 1);
     json_t *last = audit_last(t);
-    CU_ASSERT_STRING_EQUAL(js(last, "action"), "sandbox.session.end");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "action"), "sandbox.session.end");
     json_decref(last);
     json_t *ob = NULL;
     size_t i;
@@ -1137,11 +1132,11 @@ static void test_outbox_append(void)
     OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
     json_array_foreach(ob, i, f) {
         const json_t *event = json_object_get(f, "event");
-        if (js(event, "session_id") && strcmp(js(event, "session_id"), sid) == 0) {
+        if (eai_jstr(event, "session_id") && strcmp(eai_jstr(event, "session_id"), sid) == 0) {
             found++;
-            CU_ASSERT_STRING_EQUAL(js(f, "tenant_id"), t);
-            CU_ASSERT_STRING_EQUAL(js(event, "kind"), "session");
-            OK(g_ops->outbox_ack(g_st, js(f, "id"), 1, err));
+            CU_ASSERT_STRING_EQUAL(eai_jstr(f, "tenant_id"), t);
+            CU_ASSERT_STRING_EQUAL(eai_jstr(event, "kind"), "session");
+            OK(g_ops->outbox_ack(g_st, eai_jstr(f, "id"), 1, err));
         }
     }
     json_decref(ob);
@@ -1186,12 +1181,12 @@ static void test_outbox_fair(void)
     const json_t *f;
     json_array_foreach(ob, i, f) {
         const json_t *ev = json_object_get(f, "event");
-        const char *t = js(f, "tenant_id");
-        if (t && !strcmp(t, a) && js(ev, "target"))
+        const char *t = eai_jstr(f, "tenant_id");
+        if (t && !strcmp(t, a) && eai_jstr(ev, "target"))
             cbs++;
-        if (js(ev, "id") && !strcmp(js(ev, "id"), ua))
+        if (eai_jstr(ev, "id") && !strcmp(eai_jstr(ev, "id"), ua))
             usage_a++;
-        if (js(ev, "id") && !strcmp(js(ev, "id"), ub))
+        if (eai_jstr(ev, "id") && !strcmp(eai_jstr(ev, "id"), ub))
             usage_b++;
     }
     json_decref(ob);
@@ -1203,9 +1198,9 @@ static void test_outbox_fair(void)
         OK(g_ops->outbox_fetch(g_st, 1000, &ob, err));
         int acked = 0;
         json_array_foreach(ob, i, f) {
-            const char *t = js(f, "tenant_id");
+            const char *t = eai_jstr(f, "tenant_id");
             if (t && (!strcmp(t, a) || !strcmp(t, b))) {
-                OK(g_ops->outbox_ack(g_st, js(f, "id"), 1, err));
+                OK(g_ops->outbox_ack(g_st, eai_jstr(f, "id"), 1, err));
                 acked++;
             }
         }
@@ -1290,10 +1285,10 @@ static void test_outbox_events_array(void)
     const json_t *f;
     json_array_foreach(ob, i, f) {
         const json_t *ev = json_object_get(f, "event");
-        if (js(ev, "execution_id") && strcmp(js(ev, "execution_id"), id) == 0) {
+        if (eai_jstr(ev, "execution_id") && strcmp(eai_jstr(ev, "execution_id"), id) == 0) {
             n++;
-            callbacks += js(ev, "target") != NULL;
-            OK(g_ops->outbox_ack(g_st, js(f, "id"), 1, err));
+            callbacks += eai_jstr(ev, "target") != NULL;
+            OK(g_ops->outbox_ack(g_st, eai_jstr(f, "id"), 1, err));
         }
     }
     CU_ASSERT_EQUAL(n, 2);
@@ -1375,14 +1370,14 @@ static void check_chain(const char *tenant, json_int_t want)
     int broken = 0;
     json_array_foreach(l, i, ev) {
         if (json_integer_value(json_object_get(ev, "seq")) != (json_int_t)i + 1 ||
-            !js(ev, "prev_hash") || strcmp(js(ev, "prev_hash"), prev) != 0 ||
-            !js(ev, "hash") || strlen(js(ev, "hash")) != 64 || eai_audit_check(ev) != 1 ||
-            strcmp(js(ev, "tenant_id"), tenant) != 0 || !js(ev, "time") || !js(ev, "id")) {
+            !eai_jstr(ev, "prev_hash") || strcmp(eai_jstr(ev, "prev_hash"), prev) != 0 ||
+            !eai_jstr(ev, "hash") || strlen(eai_jstr(ev, "hash")) != 64 || eai_audit_check(ev) != 1 ||
+            strcmp(eai_jstr(ev, "tenant_id"), tenant) != 0 || !eai_jstr(ev, "time") || !eai_jstr(ev, "id")) {
             if (!broken)
                 fprintf(stderr, "  chain of %s broken at index %zu\n", tenant, i);
             broken = 1;
         }
-        prev = js(ev, "hash") ? js(ev, "hash") : "";
+        prev = eai_jstr(ev, "hash") ? eai_jstr(ev, "hash") : "";
     }
     CU_ASSERT_FALSE(broken);
     json_decref(l);
@@ -1429,9 +1424,9 @@ static void test_audit_chain(void)
     json_object_set_new(ev, "reason", json_string("unknown key"));
     OK(g_ops->audit_append(g_st, b, ev, err));
     json_t *last = audit_last(b);
-    CU_ASSERT_STRING_EQUAL(js(last, "id"), js(ev, "id"));
-    CU_ASSERT_STRING_EQUAL(js(last, "decision"), "deny");
-    CU_ASSERT_STRING_EQUAL(js(last, "reason"), "unknown key");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "id"), eai_jstr(ev, "id"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "decision"), "deny");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "reason"), "unknown key");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(last, "seq")), 11);
     json_decref(last);
     json_decref(ev);
@@ -1442,7 +1437,7 @@ static void test_audit_chain(void)
     OK(g_ops->audit_append(g_st, EAI_SYSTEM_TENANT, ev, err));
     json_decref(ev);
     last = audit_last(EAI_SYSTEM_TENANT);
-    CU_ASSERT_STRING_EQUAL(js(last, "tenant_id"), EAI_SYSTEM_TENANT);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(last, "tenant_id"), EAI_SYSTEM_TENANT);
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(last, "seq")), n0 + 1);
     CU_ASSERT_EQUAL(eai_audit_check(last), 1);
     json_decref(last);
@@ -1455,7 +1450,7 @@ static void test_audit_chain(void)
     const char *pt = "";
     json_int_t ps = 0;
     json_array_foreach(l, i, ev) {
-        const char *tt = js(ev, "tenant_id");
+        const char *tt = eai_jstr(ev, "tenant_id");
         json_int_t sq = json_integer_value(json_object_get(ev, "seq"));
         int c = strcmp(tt, pt);
         if (c < 0 || (c == 0 && sq <= ps))
@@ -1555,8 +1550,8 @@ static void test_ledger(void)
     json_decref(all);
     CU_ASSERT_EQUAL(json_array_size(l), 3);
     json_t *first = json_array_get(l, 0);
-    CU_ASSERT_STRING_EQUAL(js(first, "id"), js(e1, "id"));
-    CU_ASSERT_STRING_EQUAL(js(first, "project_id"), "p1");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(first, "id"), eai_jstr(e1, "id"));
+    CU_ASSERT_STRING_EQUAL(eai_jstr(first, "project_id"), "p1");
     CU_ASSERT(json_real_value(json_object_get(first, "cpu_seconds")) == 1.5 ||
               json_number_value(json_object_get(first, "cpu_seconds")) == 1.5);
     json_decref(l);
@@ -1596,15 +1591,15 @@ static void test_ledger(void)
         json_t *f = json_pack("{s:i}", "limit", 2), *p1 = NULL, *p2 = NULL;
         OK(g_ops->ledger_query(g_st, c, f, &p1, err));
         CU_ASSERT_EQUAL_FATAL(json_array_size(p1), 2);
-        CU_ASSERT_STRING_EQUAL(js(json_array_get(p1, 0), "id"), "tie-a");
-        CU_ASSERT_STRING_EQUAL(js(json_array_get(p1, 1), "id"), "tie-b");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(p1, 0), "id"), "tie-a");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(p1, 1), "id"), "tie-b");
         int64_t ms = 0;
         eai_time_parse_rfc3339("2026-02-01T00:00:00.000Z", &ms);
         json_object_set_new(f, "after_ms", json_integer(ms));
         json_object_set_new(f, "after_id", json_string("tie-b"));
         OK(g_ops->ledger_query(g_st, c, f, &p2, err));
         CU_ASSERT_EQUAL_FATAL(json_array_size(p2), 1);
-        CU_ASSERT_STRING_EQUAL(js(json_array_get(p2, 0), "id"), "tie-c");
+        CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(p2, 0), "id"), "tie-c");
         json_decref(p1);
         json_decref(p2);
         json_decref(f);
@@ -1714,8 +1709,8 @@ static sqlite3_int64 sqlite_cache_growth(int cache_kib, const char *name)
     char t[37] = "";
     json_t *out = NULL;
     OK(g_ops->tenant_create(st, "cache", &out, err));
-    if (js(out, "id"))
-        snprintf(t, sizeof t, "%s", js(out, "id"));
+    if (eai_jstr(out, "id"))
+        snprintf(t, sizeof t, "%s", eai_jstr(out, "id"));
     json_decref(out);
     char big[4001];
     memset(big, 'x', sizeof big - 1);

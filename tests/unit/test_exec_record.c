@@ -6,13 +6,9 @@
 
 #include "record/exec_record.h"
 #include "unit_main.h"
+#include "eaibase.h"
 
 #define NOW "2026-12-06T04:00:00.000Z"
-
-static const char *js(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 static void test_init(void)
 {
@@ -22,8 +18,8 @@ static void test_init(void)
         .request_hash = "h", .trace_id = "", .session_id = NULL,
     };
     CU_ASSERT_EQUAL(eai_exec_record_init(rec, &ids), 0);
-    CU_ASSERT_STRING_EQUAL(js(rec, "status"), "queued");
-    CU_ASSERT_STRING_EQUAL(js(rec, "request_id"), "");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "status"), "queued");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "request_id"), "");
     CU_ASSERT(json_is_null(json_object_get(rec, "trace_id")));
     CU_ASSERT(json_is_null(json_object_get(rec, "idempotency_key")));
     CU_ASSERT(json_is_null(json_object_get(rec, "finished_at")));
@@ -41,11 +37,11 @@ static void test_stored(void)
     json_t *e = eai_exec_record_stored(in, "t", NOW);
     CU_ASSERT_FATAL(e != NULL);
     CU_ASSERT_PTR_NULL(json_object_get(e, "seq"));
-    CU_ASSERT_STRING_EQUAL(js(e, "status"), "queued");
-    CU_ASSERT_STRING_EQUAL(js(e, "tenant_id"), "t");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "status"), "queued");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "tenant_id"), "t");
     CU_ASSERT(json_is_null(json_object_get(e, "lease_owner")));
-    CU_ASSERT_STRING_EQUAL(js(e, "created_at"), NOW);
-    CU_ASSERT_STRING_EQUAL(js(in, "status"), "running");   /* input untouched */
+    CU_ASSERT_STRING_EQUAL(eai_jstr(e, "created_at"), NOW);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(in, "status"), "running");   /* input untouched */
     json_decref(e);
     json_decref(in);
     CU_ASSERT_PTR_NULL(eai_exec_record_stored(NULL, "t", NOW));
@@ -62,19 +58,19 @@ static void test_terminal(void)
                               "ab", "content_b64", "aGVsbG8=", "name_encoding", "percent");
     const char *why = NULL;
     CU_ASSERT_EQUAL(eai_exec_record_terminal(rec, patch, files, NULL, NOW, &why), 0);
-    CU_ASSERT_STRING_EQUAL(js(rec, "status"), "succeeded");
-    CU_ASSERT_STRING_EQUAL(js(rec, "id"), "sbx_x");             /* storage keys kept */
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "status"), "succeeded");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "id"), "sbx_x");             /* storage keys kept */
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(rec, "seq")), 3);
-    CU_ASSERT_STRING_EQUAL(js(rec, "lease_owner"), "me");
-    CU_ASSERT_STRING_EQUAL(js(rec, "stdout"), "4\n");
-    CU_ASSERT_STRING_EQUAL(js(rec, "finished_at"), NOW);
-    CU_ASSERT_STRING_EQUAL(js(rec, "updated_at"), NOW);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "lease_owner"), "me");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "stdout"), "4\n");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "finished_at"), NOW);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "updated_at"), NOW);
     CU_ASSERT_EQUAL(json_object_size(json_object_get(rec, "env")), 0);   /* scrubbed */
     CU_ASSERT(json_is_null(json_object_get(rec, "stdin")));
     CU_ASSERT_EQUAL(json_array_size(json_object_get(rec, "files_in")), 0);
     const json_t *f = json_array_get(json_object_get(rec, "files"), 0);
-    CU_ASSERT_STRING_EQUAL(js(f, "path"), "/tmp/o/r");
-    CU_ASSERT_STRING_EQUAL(js(f, "name_encoding"), "percent");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(f, "path"), "/tmp/o/r");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(f, "name_encoding"), "percent");
     CU_ASSERT_PTR_NULL(json_object_get(f, "content_b64"));
     json_decref(patch);
     json_decref(files);
@@ -87,7 +83,7 @@ static void test_terminal_status(void)
     const char *why = NULL;
     /* a cancel of a queued row: no patch, the default status */
     CU_ASSERT_EQUAL(eai_exec_record_terminal(rec, NULL, NULL, "cancelled", NOW, &why), 0);
-    CU_ASSERT_STRING_EQUAL(js(rec, "status"), "cancelled");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(rec, "status"), "cancelled");
     CU_ASSERT_EQUAL(json_array_size(json_object_get(rec, "files")), 0);
     json_t *bad = json_pack("{s:s}", "status", "running");
     CU_ASSERT_EQUAL(eai_exec_record_terminal(rec, bad, NULL, NULL, NOW, &why), -1);

@@ -188,6 +188,27 @@ static void test_zalloc(void)
     }
 }
 
+/* RFC 3339 times (lib/eaibase, one parser for core and the postgres
+ * plugin): what the grammar allows, digits only where it has them. */
+static void test_rfc3339(void)
+{
+    int64_t ms = 0;
+    CU_ASSERT(eai_time_parse_rfc3339("2026-02-01T00:00:00.000Z", &ms) == 0 && ms == 1769904000000LL);
+    CU_ASSERT(eai_time_parse_rfc3339("2026-02-01t01:00:00.5+01:00", &ms) == 0 && ms == 1769904000500LL);
+    CU_ASSERT(eai_time_parse_rfc3339("2026-02-01T00:00:00-00:30", &ms) == 0 && ms == 1769905800000LL);
+    static const char *const bad[] = {"2026-02-01 00:00:00Z", "2026- 2-01T00:00:00Z", "2026-+2-01T00:00:00Z",
+                                      "2026-02-01T00:00:00", "2026-02-01T00:00:00+25:00", "2026-02-01T00:00:00.Z",
+                                      "2026-13-01T00:00:00Z", "2026-02-01T00:00:00Zx", "", "2026-02-01"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ms = 42;
+        CU_ASSERT_EQUAL(eai_time_parse_rfc3339(bad[i], &ms), -1);
+        CU_ASSERT_EQUAL(ms, 42);
+    }
+    char out[32];
+    eai_time_rfc3339(-1, out);
+    CU_ASSERT_STRING_EQUAL(out, "1969-12-31T23:59:59.999Z");
+}
+
 static int reg(void)
 {
     CU_pSuite s = CU_add_suite("quantities", NULL, NULL);
@@ -195,7 +216,7 @@ static int reg(void)
         !CU_add_test(s, "bytes valid", test_bytes_valid) || !CU_add_test(s, "bytes invalid", test_bytes_invalid) ||
         !CU_add_test(s, "format round trip", test_format_roundtrip) || !CU_add_test(s, "hex", test_hex_encode) ||
         !CU_add_test(s, "random ids", test_random_ids) || !CU_add_test(s, "hex check", test_hex_lower_ok) ||
-        !CU_add_test(s, "zeroed allocation", test_zalloc))
+        !CU_add_test(s, "zeroed allocation", test_zalloc) || !CU_add_test(s, "RFC 3339 times", test_rfc3339))
         return -1;
     return 0;
 }
