@@ -200,6 +200,26 @@ def case_rotation():
     check(st == 401, "the rotated-out key's token: %s" % st)
 
 
+def case_python_sdk_with_a_token():
+    """The Python SDK takes a gateway token where it takes an API key
+    (Authorization: Bearer, issue 35 item 5): listing works, a forged token
+    raises the SDK's authentication error."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "sdk", "python"))
+    from enterprise_ai import EnterpriseAI
+    from enterprise_ai import errors
+    c = EnterpriseAI(E.url, token(K["ec1"], {"sub": "sdk"}))
+    items = list(c.sandbox.list(limit=5))
+    check(isinstance(items, list), "the SDK listed with a token")
+    bad = EnterpriseAI(E.url, token(K["ec1"], {"exp": int(time.time()) - 3600}))
+    try:
+        list(bad.sandbox.list(limit=5))
+        raised = None
+    except errors.AuthenticationError as e:
+        raised = e
+    check(raised is not None, "an expired token passed through the SDK")
+
+
 def start_refused(cfg_text):
     d = tempfile.mkdtemp(dir=TMP)
     cfg = os.path.join(d, "eaid.yaml")
@@ -259,7 +279,7 @@ def main():
         run_cases([("each_alg_and_tenant", case_each_alg_and_tenant), ("tenant_by_id", case_tenant_by_id),
                    ("project_claim", case_project_claim), ("refusals", case_refusals),
                    ("rotation", case_rotation), ("bad_configs", case_bad_configs),
-                   ("tokens_only", case_tokens_only)])
+                   ("tokens_only", case_tokens_only), ("python_sdk_with_a_token", case_python_sdk_with_a_token)])
     finally:
         E.stop()
         __import__("shutil").rmtree(TMP, ignore_errors=True)
