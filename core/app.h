@@ -75,6 +75,7 @@ struct eai_app {
     struct eai_egress_host *egress;           /* core/net/egress_host.c: NULL when egress is off */
     char pepper[65];                          /* hex HMAC key for API keys */
     char ops_token[256];                      /* http/ops_access.c: "" when none */
+    int port;                                 /* the HTTP server's real port once it listens (mcp calls itself there) */
     int shutting_down;
     int draining;                             /* SIGTERM: running executions end, no new ones (server.drain_s) */
 };

@@ -32,6 +32,7 @@
 #include "obs/delivery.h"
 #include "base/errors.h"
 #include "exec/exec.h"
+#include "mcp/mcp.h"
 #include "session/session.h"
 #include "exec/quota.h"
 #include "exec/retention.h"
@@ -535,6 +536,7 @@ void eai_app_stop(struct eai_app *app)
         eai_exec_stop(app);
         started_exec = 0;
     }
+    eai_mcp_stop(); /* its calls' requests answered before the server stops */
     if (started_delivery) {
         eai_delivery_stop(app);
         started_delivery = 0;

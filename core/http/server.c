@@ -445,6 +445,7 @@ int eai_server_start(struct eai_app *app, struct eai_error **err)
         else if (ss.ss_family == AF_INET6)
             real_port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
     }
+    app->port = real_port;
     eai_log(SRV_COMPONENT, EAI_LOG_INFO, "listening on %s://%s%s%s:%d (body cap %zu bytes, %d connections)",
             s->g.tls ? "https" : "http", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", real_port, s->g.cap,
             cfg->max_connections);

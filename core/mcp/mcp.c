@@ -14,7 +14,6 @@
 #include "base/util.h"
 #include "config/config.h"
 #include "exec/exec.h"
-#include "http/server.h"
 
 #define MCP_COMPONENT "mcp"
 #define MCP_SESSIONS_PER_TENANT 16
@@ -40,7 +39,15 @@ static struct {
     struct mcp_session *sessions;
     int n;
     struct event *sweep;
+    struct eai_park_set *parks;       /* the requests of tool calls in flight */
 } g;
+
+struct eai_park_set *eai_mcp_parks(void)
+{
+    if (!g.parks)
+        g.parks = eai_park_set_new();
+    return g.parks;
+}
 
 int eai_mcp_sessions(void) { return g.n; }
 
@@ -158,6 +165,8 @@ struct mcp_call *eai_mcp_session_calls(struct mcp_session *s) { return s->inflig
 
 void eai_mcp_stop(void)
 {
+    eai_park_set_close(g.parks); /* calls in flight answered 503 while the server can send */
+    g.parks = NULL;
     while (g.sessions)
         session_unlink(g.sessions);
     if (g.sweep)

@@ -13,7 +13,6 @@
 #include "base/util.h"
 #include "config/config.h"
 #include "exec/exec.h"
-#include "http/server.h"
 
 #define MCP_PROGRESS_TEXT 4096   /* output bytes in one progress notification */
 #define MCP_FILE_MAX (1u << 20)  /* session_read_file answers at most this much */
@@ -226,7 +225,7 @@ static void self_base(const struct eai_app *app, char *out, size_t len)
         h = "[::1]";
     int v6 = strchr(h, ':') && h[0] != '[';
     snprintf(out, len, "%s://%s%s%s:%d", app->cfg && app->cfg->tls_cert ? "https" : "http", v6 ? "[" : "", h,
-             v6 ? "]" : "", eai_server_port(app));
+             v6 ? "]" : "", app->port);
 }
 
 /* path with every byte outside [A-Za-z0-9/._~-] percent-encoded. */
@@ -288,7 +287,7 @@ static void report_progress(struct mcp_call *c)
     if (!c->streaming || !c->hold)
         return;
     struct eai_req *r = eai_park_release(c->hold);
-    c->hold = r ? eai_park_hold(NULL, r) : NULL;
+    c->hold = r ? eai_park_hold(eai_mcp_parks(), r) : NULL;
     if (!r)
         return;
     const char *out = NULL;
@@ -390,7 +389,7 @@ static void on_created(void *arg, const struct eai_http_response *resp)
     json_decref(doc);
     if (c->progress_token && c->hold) {
         struct eai_req *r = eai_park_release(c->hold);
-        c->hold = r ? eai_park_hold(NULL, r) : NULL;
+        c->hold = r ? eai_park_hold(eai_mcp_parks(), r) : NULL;
         if (r) {
             eai_stream_start(r, "text/event-stream");
             c->streaming = 1;
@@ -606,7 +605,7 @@ void eai_mcp_tool_call(struct eai_app *app, struct eai_req *r, struct mcp_sessio
     const char *auth = eai_req_header(r, "Authorization");
     const char *lang = eai_req_header(r, "Accept-Language");
     if (!c || !auth || asprintf(&c->auth, "Authorization: %s", auth) < 0 ||
-        (lang && asprintf(&c->lang, "Accept-Language: %.100s", lang) < 0) || !(c->hold = eai_park_hold(NULL, r))) {
+        (lang && asprintf(&c->lang, "Accept-Language: %.100s", lang) < 0) || !(c->hold = eai_park_hold(eai_mcp_parks(), r))) {
         if (c)
             free(c->auth);
         free(c);

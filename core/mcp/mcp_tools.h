@@ -30,5 +30,7 @@ void eai_mcp_session_call_add(struct mcp_session *s, struct mcp_call *c, struct 
 void eai_mcp_session_call_drop(struct mcp_session *s, struct mcp_call *c);
 const char *eai_mcp_session_version(const struct mcp_session *s);
 struct mcp_call *eai_mcp_session_calls(struct mcp_session *s);
+/* The park set of the tool calls' requests (closed by eai_mcp_stop). */
+struct eai_park_set *eai_mcp_parks(void);
 
 #endif
