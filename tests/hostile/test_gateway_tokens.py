@@ -200,6 +200,71 @@ def case_rotation():
     check(st == 401, "the rotated-out key's token: %s" % st)
 
 
+def case_jwks_url():
+    """auth.jwt.jwks_url: the key set fetched from a server on loopback (the
+    test's own): a token passes; the server failing (500, then garbage)
+    keeps the last good set; a rotation published there is taken on the
+    next unknown kid, without a restart."""
+    import http.server
+    import threading
+    state = {"doc": json.dumps({"keys": [K["ec1"].jwk()]}).encode(), "status": 200, "hits": 0}
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            state["hits"] += 1
+            self.send_response(state["status"])
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(state["doc"])
+
+        def log_message(self, *a):
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    d = tempfile.mkdtemp(dir=TMP)
+    cfg = os.path.join(d, "eaid.yaml")
+    with open(cfg, "w") as f:
+        f.write("auth:\n  jwt:\n    jwks_url: http://127.0.0.1:%d/jwks\n    issuer: %s\n    audience: %s\n"
+                "    create_tenants: true\n    refresh_s: 10\n" % (srv.server_address[1], ISS, AUD))
+    e = Env(config=cfg, tmp=d, env={"EAI_SANDBOX_RUNSC": "/nonexistent"})
+    try:
+        e.start()
+        deadline = time.time() + 15
+        st = None
+        while time.time() < deadline and st != 200:  # the first fetch is in the background
+            e.key = token(K["ec1"], {"sub": "url-%f" % time.time()})
+            st, _ = e.api("GET", "/v1/sandbox/executions")
+            time.sleep(0.2)
+        check(st == 200, "a token with the key set from jwks_url: %s" % st)
+        state["status"], state["doc"] = 500, b"oops"
+        hits = state["hits"]
+        deadline = time.time() + 30
+        while time.time() < deadline and state["hits"] == hits:  # the next refresh (refresh_s 10)
+            time.sleep(0.5)
+        check(state["hits"] > hits, "the key set was not fetched again")
+        time.sleep(0.5)
+        e.key = token(K["ec1"], {"sub": "after-500"})
+        st, _ = e.api("GET", "/v1/sandbox/executions")
+        check(st == 200, "the last good key set after a failed fetch: %s" % st)
+        new = Key("ES256", "ec-url-2")
+        state["status"], state["doc"] = 200, json.dumps({"keys": [new.jwk()]}).encode()
+        deadline = time.time() + 40
+        st = None
+        while time.time() < deadline and st != 200:
+            e.key = token(new, {"sub": "rot-%f" % time.time()})
+            st, _ = e.api("GET", "/v1/sandbox/executions")
+            time.sleep(1)
+        check(st == 200, "the rotated key published at jwks_url: %s" % st)
+        with urllib.request.urlopen(e.url + "/metrics", timeout=5) as m:
+            text = m.read().decode()
+        fails = [float(l.split()[-1]) for l in text.splitlines() if l.startswith("eai_auth_jwks_refresh_failures_total")]
+        check(fails and fails[0] >= 1, "refresh failures counted: %s" % fails)
+    finally:
+        e.stop()
+        srv.shutdown()
+
+
 def case_python_sdk_with_a_token():
     """The Python SDK takes a gateway token where it takes an API key
     (Authorization: Bearer, issue 35 item 5): listing works, a forged token
@@ -279,7 +344,8 @@ def main():
         run_cases([("each_alg_and_tenant", case_each_alg_and_tenant), ("tenant_by_id", case_tenant_by_id),
                    ("project_claim", case_project_claim), ("refusals", case_refusals),
                    ("rotation", case_rotation), ("bad_configs", case_bad_configs),
-                   ("tokens_only", case_tokens_only), ("python_sdk_with_a_token", case_python_sdk_with_a_token)])
+                   ("tokens_only", case_tokens_only), ("python_sdk_with_a_token", case_python_sdk_with_a_token),
+                   ("jwks_url", case_jwks_url)])
     finally:
         E.stop()
         __import__("shutil").rmtree(TMP, ignore_errors=True)
