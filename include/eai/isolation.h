@@ -56,6 +56,7 @@ struct eai_iso_probe {
 #define EAI_ISO_PROBE_SIZE_1_1 (offsetof(struct eai_iso_probe, limit_flags) + sizeof(int64_t))
 #define EAI_ISO_PROBE_SIZE_1_2 EAI_ISO_PROBE_SIZE_1_1
 #define EAI_ISO_PROBE_SIZE_1_3 EAI_ISO_PROBE_SIZE_1_2
+#define EAI_ISO_PROBE_SIZE_1_4 EAI_ISO_PROBE_SIZE_1_3
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */
@@ -110,6 +111,7 @@ struct eai_iso_job {
 #define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
 #define EAI_ISO_JOB_SIZE_1_2 (offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
 #define EAI_ISO_JOB_SIZE_1_3 EAI_ISO_JOB_SIZE_1_2
+#define EAI_ISO_JOB_SIZE_1_4 EAI_ISO_JOB_SIZE_1_3
 /* Deprecated: 1 when the job carries session_id, i.e. size >=
  * EAI_ISO_JOB_SIZE_1_2 (the same test; docs/plugins.md named this macro
  * before 1.2 existed).  Kept for sources written against it, gone in 2.0. */
@@ -168,6 +170,7 @@ struct eai_iso_result {
 #define EAI_ISO_RESULT_SIZE_1_1 (offsetof(struct eai_iso_result, files_movable) + sizeof(int))
 #define EAI_ISO_RESULT_SIZE_1_2 (offsetof(struct eai_iso_result, stderr_runtime_bytes) + sizeof(size_t))
 #define EAI_ISO_RESULT_SIZE_1_3 EAI_ISO_RESULT_SIZE_1_2
+#define EAI_ISO_RESULT_SIZE_1_4 EAI_ISO_RESULT_SIZE_1_3
 
 /* Callbacks into core, on the loop thread. */
 struct eai_iso_callbacks {
@@ -184,6 +187,7 @@ struct eai_iso_callbacks {
 #define EAI_ISO_CALLBACKS_SIZE_1_1 EAI_ISO_CALLBACKS_SIZE_1_0
 #define EAI_ISO_CALLBACKS_SIZE_1_2 EAI_ISO_CALLBACKS_SIZE_1_0
 #define EAI_ISO_CALLBACKS_SIZE_1_3 EAI_ISO_CALLBACKS_SIZE_1_2
+#define EAI_ISO_CALLBACKS_SIZE_1_4 EAI_ISO_CALLBACKS_SIZE_1_3
 
 /* ---- Added in 1.2, sessions: one sandbox kept alive across executions
  * (docs/sessions.md).  The three structs below and enum eai_iso_file_op
@@ -205,6 +209,7 @@ struct eai_iso_session {
 };
 #define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
 #define EAI_ISO_SESSION_SIZE_1_3 EAI_ISO_SESSION_SIZE_1_2
+#define EAI_ISO_SESSION_SIZE_1_4 EAI_ISO_SESSION_SIZE_1_3
 
 struct eai_iso_session_end {
     size_t size;
@@ -216,6 +221,7 @@ struct eai_iso_session_end {
 };
 #define EAI_ISO_SESSION_END_SIZE_1_2 (offsetof(struct eai_iso_session_end, message) + sizeof(const char *))
 #define EAI_ISO_SESSION_END_SIZE_1_3 EAI_ISO_SESSION_END_SIZE_1_2
+#define EAI_ISO_SESSION_END_SIZE_1_4 EAI_ISO_SESSION_END_SIZE_1_3
 
 /* Callbacks of one session, on the loop thread. */
 struct eai_iso_session_callbacks {
@@ -235,6 +241,7 @@ struct eai_iso_session_callbacks {
 #define EAI_ISO_SESSION_CALLBACKS_SIZE_1_2 \
     (offsetof(struct eai_iso_session_callbacks, on_resumed) + sizeof(void (*)(void)))
 #define EAI_ISO_SESSION_CALLBACKS_SIZE_1_3 EAI_ISO_SESSION_CALLBACKS_SIZE_1_2
+#define EAI_ISO_SESSION_CALLBACKS_SIZE_1_4 EAI_ISO_SESSION_CALLBACKS_SIZE_1_3
 
 enum eai_iso_file_op {
     EAI_ISO_FILE_PUT = 1,      /* data/len: create or replace path (parents made) */
@@ -311,6 +318,7 @@ struct eai_isolation_ops {
 #define EAI_ISOLATION_OPS_SIZE_1_1 EAI_ISOLATION_OPS_SIZE_1_0
 #define EAI_ISOLATION_OPS_SIZE_1_2 (offsetof(struct eai_isolation_ops, egress_claim) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_3 EAI_ISOLATION_OPS_SIZE_1_2
+#define EAI_ISOLATION_OPS_SIZE_1_4 EAI_ISOLATION_OPS_SIZE_1_3
 
 #ifdef __cplusplus
 }

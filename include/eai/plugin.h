@@ -45,6 +45,8 @@
  *       labelled 1.1 or "appended"; 1.2 is where they belong.)
  *  1.3  eai_storage_ops.run_get, run_list, agent_list, agent_get (the
  *       agent view: GET /v1/runs, /v1/agents; docs/api.md).
+ *  1.4  eai_storage_ops.session_put, session_get, session_list,
+ *       session_owned (stored sessions; docs/sessions.md).
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H
@@ -68,7 +70,7 @@ extern "C" {
 #endif
 
 #define EAI_ABI_MAJOR 1
-#define EAI_ABI_MINOR 3
+#define EAI_ABI_MINOR 4
 
 #define EAI_PLUGIN_EXPORT __attribute__((visibility("default")))
 #define EAI_PLUGIN_DESCRIPTOR_SYMBOL "eai_plugin_descriptor"
@@ -216,6 +218,7 @@ struct eai_host {
 #define EAI_HOST_SIZE_1_1 (offsetof(struct eai_host, error_wrap) + sizeof(void (*)(void)))
 #define EAI_HOST_SIZE_1_2 (offsetof(struct eai_host, netns_release) + sizeof(void (*)(void)))
 #define EAI_HOST_SIZE_1_3 EAI_HOST_SIZE_1_2
+#define EAI_HOST_SIZE_1_4 EAI_HOST_SIZE_1_3
 /* Deprecated: the name netns_take / netns_release were tested with before
  * they became 1.2 (docs/plugins.md told vendors to use it).  The same value
  * as EAI_HOST_SIZE_1_2; kept for sources written against it, gone in 2.0. */
@@ -320,6 +323,7 @@ struct eai_plugin_descriptor {
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_1 sizeof(struct eai_plugin_descriptor)
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_2 EAI_PLUGIN_DESCRIPTOR_SIZE_1_1
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_3 EAI_PLUGIN_DESCRIPTOR_SIZE_1_2
+#define EAI_PLUGIN_DESCRIPTOR_SIZE_1_4 EAI_PLUGIN_DESCRIPTOR_SIZE_1_3
 
 /* Start every descriptor initialiser with this:
  *     static const struct eai_plugin_descriptor desc = {

@@ -26,6 +26,7 @@ struct eai_audit_ops {
 #define EAI_AUDIT_OPS_SIZE_1_1 EAI_AUDIT_OPS_SIZE_1_0
 #define EAI_AUDIT_OPS_SIZE_1_2 EAI_AUDIT_OPS_SIZE_1_0
 #define EAI_AUDIT_OPS_SIZE_1_3 EAI_AUDIT_OPS_SIZE_1_2
+#define EAI_AUDIT_OPS_SIZE_1_4 EAI_AUDIT_OPS_SIZE_1_3
 
 struct eai_finops_ops {
     size_t size;
@@ -36,6 +37,7 @@ struct eai_finops_ops {
 #define EAI_FINOPS_OPS_SIZE_1_1 EAI_FINOPS_OPS_SIZE_1_0
 #define EAI_FINOPS_OPS_SIZE_1_2 EAI_FINOPS_OPS_SIZE_1_0
 #define EAI_FINOPS_OPS_SIZE_1_3 EAI_FINOPS_OPS_SIZE_1_2
+#define EAI_FINOPS_OPS_SIZE_1_4 EAI_FINOPS_OPS_SIZE_1_3
 
 struct eai_telemetry_ops {
     size_t size;
@@ -53,6 +55,7 @@ struct eai_telemetry_ops {
 #define EAI_TELEMETRY_OPS_SIZE_1_1 (offsetof(struct eai_telemetry_ops, export_metrics) + sizeof(void (*)(void)))
 #define EAI_TELEMETRY_OPS_SIZE_1_2 EAI_TELEMETRY_OPS_SIZE_1_1
 #define EAI_TELEMETRY_OPS_SIZE_1_3 EAI_TELEMETRY_OPS_SIZE_1_2
+#define EAI_TELEMETRY_OPS_SIZE_1_4 EAI_TELEMETRY_OPS_SIZE_1_3
 
 #ifdef __cplusplus
 }

@@ -418,6 +418,7 @@ static void old_storage_normalised(const char *name, unsigned minor, size_t ops_
     CU_ASSERT((ops->agent_list != NULL) == (minor >= 3)); /* 1.3: past a 1.0, 1.1 or 1.2 table */
     CU_ASSERT_PTR_NULL(ops->run_get);
     CU_ASSERT_PTR_NULL(ops->agent_get);
+    CU_ASSERT_PTR_NULL(ops->session_put);   /* 1.4: the fixture has no stored sessions */
     CU_ASSERT_PTR_NOT_NULL(ops->kv_set);
     struct eai_host *h = eai_host_new(NULL, tmp_dir);
     void *self = NULL;
@@ -478,6 +479,16 @@ static void test_abi_1_3_storage_normalised(void)
 static void test_abi_1_3_isolation_runs(void)
 {
     old_isolation_runs("old13", 3, EAI_ISOLATION_OPS_SIZE_1_3, "ses_1", "hello-1.3 in ses_1");
+}
+
+static void test_abi_1_4_storage_normalised(void)
+{
+    old_storage_normalised("old14", 4, EAI_STORAGE_OPS_SIZE_1_4);
+}
+
+static void test_abi_1_4_isolation_runs(void)
+{
+    old_isolation_runs("old14", 4, EAI_ISOLATION_OPS_SIZE_1_4, "ses_1", "hello-1.4 in ses_1");
 }
 
 static void test_bad_names(void)
@@ -604,6 +615,8 @@ int main(void)
     CU_add_test(s, "1.2 storage plugin normalised and runs", test_abi_1_2_storage_normalised);
     CU_add_test(s, "1.3 isolation plugin loads and runs with its session ops", test_abi_1_3_isolation_runs);
     CU_add_test(s, "1.3 storage plugin normalised and runs (agent view op)", test_abi_1_3_storage_normalised);
+    CU_add_test(s, "1.4 isolation plugin loads and runs", test_abi_1_4_isolation_runs);
+    CU_add_test(s, "1.4 storage plugin normalised and runs", test_abi_1_4_storage_normalised);
     CU_add_test(s, "wrong kind or name refused", test_wrong_kind_and_name);
     CU_add_test(s, "failing create reports its error", test_failing_create);
     CU_add_test(s, "names with separators refused", test_bad_names);
