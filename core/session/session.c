@@ -41,7 +41,7 @@ struct eai_session *ses_find(struct eai_sessions *reg, const char *tenant, const
 
 int ses_live(const struct eai_session *s)
 {
-    return s->state != SES_ENDED && s->state != SES_FAILED;
+    return s->state != SES_ENDED && s->state != SES_FAILED && s->state != SES_INTERRUPTED;
 }
 
 int ses_live_count(const struct eai_sessions *reg, const char *tenant)
@@ -92,7 +92,7 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s)
     return ses_profile_ops(s->prof);
 }
 
-static void ses_free(struct eai_session *s)
+void ses_free(struct eai_session *s)
 {
     json_decref(s->limits);
     json_decref(s->env);
@@ -110,10 +110,10 @@ static json_t *time_or_null(int64_t ms)
     return json_string(t);
 }
 
-static const char *state_name(enum ses_state st)
+const char *ses_state_name(enum ses_state st)
 {
     static const char *const n[] = {"starting", "running", "ending", "ended", "failed", "pausing", "paused",
-                                    "resuming"};
+                                    "resuming", "interrupted"};
     return n[st];
 }
 
@@ -138,7 +138,7 @@ static double ses_running_s(const struct eai_session *s)
 json_t *ses_view(const struct eai_session *s)
 {
     json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
-                          "id", s->id, "status", state_name(s->state), "profile", s->prof->name,
+                          "id", s->id, "status", ses_state_name(s->state), "profile", s->profile,
                           "image", s->image, "limits", s->limits,
                           "idle_timeout_s", (json_int_t)s->idle_timeout_s, "ttl_s", (json_int_t)s->ttl_s,
                           "max_concurrent_executions", s->max_concurrent,
@@ -155,13 +155,16 @@ json_t *ses_view(const struct eai_session *s)
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
-    if (s->state == SES_ENDED)
-        json_object_set_new(v, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds,
-                                                  "memory_mb_seconds", s->peak_mb * ses_running_s(s),
-                                                  "duration_s", ses_duration_s(s)));
-    else
+    if (s->state == SES_ENDED || s->state == SES_INTERRUPTED) {
+        json_t *u = json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds, "memory_mb_seconds",
+                              s->peak_mb * ses_running_s(s), "duration_s", ses_duration_s(s));
+        if (u && s->interrupted)
+            json_object_set_new(u, "partial", json_true());
+        json_object_set_new(v, "usage", u ? u : json_null());
+    } else {
         json_object_set_new(v, "usage", json_null());
-    if (s->message[0] && (s->state == SES_ENDED || s->state == SES_FAILED))
+    }
+    if (s->message[0] && !ses_live(s))
         json_object_set_new(v, "message", json_string(s->message));
     return v;
 }
@@ -233,7 +236,7 @@ static const struct eai_park_ops end_ops = {
 
 /* The usage event (API.md "FinOps") of the session's whole lifetime and
  * the audit event of its end, in one transaction on a worker. */
-static void record_end(struct eai_sessions *reg, struct eai_session *s)
+void ses_record_end(struct eai_sessions *reg, struct eai_session *s)
 {
     struct end_job *j = calloc(1, sizeof *j);
     if (!j)
@@ -249,7 +252,7 @@ static void record_end(struct eai_sessions *reg, struct eai_session *s)
     json_t *ended = time_or_null(s->ended_ms);
     j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:O, s:O, s:s, s:s, s:I}", "id", id,
                          "kind", "session", "tenant_id", s->tenant, "session_id", s->id, "profile",
-                         s->prof->name, "backend", s->prof->backend, "cpu_seconds", s->cpu_seconds,
+                         s->profile, "backend", s->backend, "cpu_seconds", s->cpu_seconds,
                          "memory_mb_seconds", s->peak_mb * ses_running_s(s), "duration_s", dur, "started_at", started,
                          "finished_at", ended, "created_at", now, "end_reason", s->end_reason, "executions",
                          (json_int_t)s->executions);
@@ -312,12 +315,14 @@ static void cb_ready(void *arg, const struct eai_error *err)
         snprintf(s->message, sizeof s->message, "%s", err->message ? err->message : "boot failed");
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s did not boot: %s", s->id, s->message);
         ses_audit(reg->app, s, "sandbox.session.end", "allow", "boot_failed");
+        ses_persist(s);
         answer_hold(s);
         return;
     }
     s->ready_ms = s->last_used_ms = eai_now_ms();
     if (s->state == SES_STARTING)
         s->state = SES_RUNNING;
+    ses_persist(s);
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ready in %lld ms (tenant %s, profile %s)", s->id,
             (long long)(s->ready_ms - s->created_ms), s->tenant, s->prof->name);
     answer_hold(s);
@@ -345,7 +350,8 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ended: %s (%lld executions, %.3f cpu s)", s->id,
             s->end_reason, (long long)s->executions, s->cpu_seconds);
     eai_metrics_add("eai_sessions_ended_total", NULL, 1);
-    record_end(reg, s);
+    ses_record_end(reg, s);
+    ses_persist(s);
     answer_hold(s);
 }
 
@@ -379,6 +385,7 @@ static void cb_paused(void *arg, const struct eai_error *err)
         s->paused_ms = eai_now_ms();
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused", s->id);
     }
+    ses_persist(s);
     answer_pause_hold(s, err);
     if (!err && s->state == SES_PAUSED && s->resume_asked) {
         /* a call came meanwhile (auto_resume) */
@@ -403,6 +410,7 @@ static void cb_resumed(void *arg, const struct eai_error *err)
     } else if (err) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: resume failed: %s", s->id, err->message);
     }
+    ses_persist(s);
     answer_pause_hold(s, err);
 }
 
@@ -422,6 +430,7 @@ int ses_pause(struct eai_session *s, struct eai_error **err)
     if (ops->session_pause(s->prof->iso->self, s->id, err) < 0)
         return -1;
     s->state = SES_PAUSING;
+    ses_persist(s);
     return 0;
 }
 
@@ -437,6 +446,7 @@ int ses_resume(struct eai_session *s, struct eai_error **err)
     if (ops->session_resume(s->prof->iso->self, s->id, err) < 0)
         return -1;
     s->state = SES_RESUMING;
+    ses_persist(s);
     return 0;
 }
 
@@ -472,6 +482,7 @@ void ses_end(struct eai_session *s, const char *reason)
     s->state = SES_ENDING;
     snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ending: %s", s->id, reason);
+    ses_persist(s);
     if (!starting) /* booting: cb_ready destroys it */
         ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
 }
@@ -484,7 +495,7 @@ static void prune(struct eai_sessions *reg, int64_t now)
     json_t *per = json_object(); /* tenant -> ended sessions kept so far (newest first) */
     for (struct eai_session **pp = &reg->list; *pp;) {
         struct eai_session *s = *pp;
-        int done = (s->state == SES_ENDED || s->state == SES_FAILED) && !s->backend_live && !s->hold;
+        int done = !ses_live(s) && !s->backend_live && !s->hold;
         int mine = 0;
         if (done && per) {
             mine = (int)json_integer_value(json_object_get(per, s->tenant)) + 1;
@@ -512,6 +523,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             ses_end(s, "ttl"); /* paused or not */
             continue;
         }
+        if (ses_live(s) && now - s->persisted_ms >= SES_HEARTBEAT_MS)
+            ses_persist(s); /* seen_at: how long it is known to have lived */
         if (s->state != SES_RUNNING)
             continue;
         /* an execution running or waiting inside keeps it from idling */
@@ -543,6 +556,13 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set(err, EAI_E_INTERNAL, "sessions: out of memory");
     }
     app->sessions = reg;
+    if (ses_store_start(reg, err) < 0) {
+        app->sessions = NULL;
+        event_free(reg->tick);
+        eai_park_set_close(reg->parks);
+        free(reg);
+        return -1;
+    }
     return 0;
 }
 
@@ -571,6 +591,7 @@ void eai_sessions_begin_stop(struct eai_app *app)
          * audited as interrupted */
         s->state = SES_ENDING;
         snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+        ses_persist(s);
         ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
     }
 }
@@ -598,7 +619,8 @@ void eai_sessions_stop(struct eai_app *app)
             s->state = SES_ENDED;
             s->ended_ms = eai_now_ms();
             s->interrupted = 1;
-            record_end(reg, s);
+            ses_record_end(reg, s);
+            ses_persist(s);
         }
     }
     reg->stopped = 1;

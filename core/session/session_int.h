@@ -27,7 +27,8 @@ struct eai_park_set;
 struct event;
 
 enum ses_state { SES_STARTING = 0, SES_RUNNING, SES_ENDING, SES_ENDED, SES_FAILED, SES_PAUSING, SES_PAUSED,
-                 SES_RESUMING };
+                 SES_RESUMING,
+                 SES_INTERRUPTED /* its sandbox died with the eaid that ran it (read back from storage) */ };
 
 struct eai_session {
     struct eai_session *next;
@@ -39,7 +40,9 @@ struct eai_session {
     enum ses_state state;
     char end_reason[24];             /* deleted, idle_timeout, ttl, oom_killed, crashed, interrupted, boot_failed */
     char message[256];
-    const struct eai_profile *prof;
+    const struct eai_profile *prof; /* NULL for a session read back from storage whose profile
+                                       this node does not have (ended, never run here) */
+    char profile[128], backend[64]; /* its profile's and backend's names (views, billing) */
     char image[256];
     char project_id[129], agent_id[129], run_id[129]; /* "" when not given */
     json_t *limits;                  /* canonical {cpu, memory, pids, disk} */
@@ -58,6 +61,8 @@ struct eai_session {
                                         its usage is partial */
     int stop_end;                    /* destroyed by the shutdown: its on_end is awaited */
     int backend_live;                /* the backend owes on_end (or on_ready) */
+    int64_t rev;                     /* writes of its record (session_store.c): the next is rev + 1 */
+    int64_t persisted_ms;            /* when its record was last queued for writing */
     struct eai_parked *hold;         /* the create or delete request waiting */
     int hold_is_delete;
     int hold_is_pause;               /* the hold waits for on_paused / on_resumed */
@@ -65,6 +70,7 @@ struct eai_session {
 
 struct eai_sessions {
     struct eai_app *app;
+    char node[64];                   /* this node's name in stored records (<data_dir>/node-name) */
     int stopping;                    /* eai_sessions_begin_stop ran: live sessions are being destroyed,
                                         their ends (with the backend's usage) still recorded */
     int stopped;                     /* eai_sessions_stop ran: callbacks only mark, never free */
@@ -92,6 +98,35 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s);
 const struct eai_isolation_ops *ses_profile_ops(const struct eai_profile *p);
 void ses_audit(struct eai_app *app, const struct eai_session *s, const char *action, const char *decision,
                const char *reason);
+/* ---- stored sessions (session_store.c; docs/sessions.md "Stored sessions") */
+#define SES_HEARTBEAT_MS (60 * 1000) /* a live session's record is rewritten this often (seen_at) */
+#define SES_SWEEP_MAX 1000           /* records of a previous life read at start, per pass */
+/* The storage has the session ops (ABI 1.4): sessions are stored. */
+int ses_store_on(const struct eai_app *app);
+/* Queue a write of s's record (rev + 1) on a worker; no-op without storage. */
+void ses_persist(struct eai_session *s);
+/* This node's name (created once in the data directory) into reg->node,
+ * and the sweep of the records this node left non-terminal in a previous
+ * life (kill -9, power loss): each is recorded interrupted, with a partial
+ * usage event and an audit event.  0 or -1 with *err. */
+int ses_store_start(struct eai_sessions *reg, struct eai_error **err);
+/* A session route found no session {id} of r's tenant in this node's
+ * registry: with storage, look the record up on a worker; then route(app,
+ * r) again when the session is in the registry meanwhile, else answer from
+ * the record (GET: its stored view; an ended one: 409 session_ended, or
+ * 200 its view for a DELETE; a live one of another node: 409 conflict), or
+ * 404.  Without storage: 404 at once. */
+void ses_route_stored(struct eai_app *app, struct eai_req *r, const char *action,
+                      void (*route)(struct eai_app *, struct eai_req *));
+/* GET /v1/sandbox/sessions read from storage (the registry's views over
+ * the stored ones of the same id). */
+void ses_list_stored(struct eai_app *app, struct eai_req *r);
+/* The state names of the API. */
+const char *ses_state_name(enum ses_state st);
+/* The usage event of s's end and its audit event, written on a worker. */
+void ses_record_end(struct eai_sessions *reg, struct eai_session *s);
+void ses_free(struct eai_session *s);
+
 /* "ses_" + 36 lowercase hex / dash characters */
 int ses_id_ok(const char *id);
 

@@ -156,6 +156,8 @@ static void create_answer(struct eai_req *r, void *arg)
     snprintf(s->run_id, sizeof s->run_id, "%s", ids[2] ? ids[2] : "");
     s->reg = reg;
     s->prof = j->prof;
+    snprintf(s->profile, sizeof s->profile, "%s", j->prof->name);
+    snprintf(s->backend, sizeof s->backend, "%s", j->prof->backend);
     s->limits = json_pack("{s:O?, s:O?, s:O?, s:O?}", "cpu", json_object_get(limits, "cpu"), "memory",
                           json_object_get(limits, "memory"), "pids", json_object_get(limits, "pids"), "disk",
                           json_object_get(limits, "disk"));
@@ -189,6 +191,7 @@ static void create_answer(struct eai_req *r, void *arg)
     }
     s->next = reg->list;
     reg->list = s;
+    ses_persist(s);
     eai_metrics_add("eai_sessions_created_total", NULL, 1);
     ses_audit(app, s, "sandbox.session.create", "allow", NULL);
     /* answered when the sandbox is ready (or could not boot) */
@@ -331,7 +334,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
 
 /* The session {id} of r's tenant, or NULL after answering 404 (with a deny
  * audit event: another tenant's session is not found either). */
-static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, const char *action)
+static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, const char *action,
+                                      void (*route)(struct eai_app *, struct eai_req *))
 {
     struct eai_sessions *reg = ses_reg(app);
     const char *id = eai_req_param(r, "id");
@@ -340,6 +344,12 @@ static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, co
         return NULL;
     }
     struct eai_session *s = ses_id_ok(id) ? ses_find(reg, eai_req_tenant(r), id) : NULL;
+    if (!s && ses_id_ok(id) && ses_store_on(app)) {
+        /* not in this node's memory: its stored record answers (a restart
+         * never turns a known id into 404) */
+        ses_route_stored(app, r, action, route);
+        return NULL;
+    }
     if (!s)
         refuse(app, r, action, ses_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
     return s;
@@ -347,7 +357,7 @@ static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, co
 
 void eai_session_route_get(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_session *s = session_of(app, r, "sandbox.session.get");
+    struct eai_session *s = session_of(app, r, "sandbox.session.get", eai_session_route_get);
     if (!s)
         return;
     json_t *v = ses_view(s);
@@ -362,6 +372,10 @@ void eai_session_route_list(struct eai_app *app, struct eai_req *r)
     struct eai_sessions *reg = ses_reg(app);
     if (!reg) {
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    if (ses_store_on(app)) {
+        ses_list_stored(app, r);
         return;
     }
     const char *status = eai_req_query(r, "status");
@@ -386,7 +400,7 @@ void eai_session_route_list(struct eai_app *app, struct eai_req *r)
 
 void eai_session_route_delete(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_session *s = session_of(app, r, "sandbox.session.delete");
+    struct eai_session *s = session_of(app, r, "sandbox.session.delete", eai_session_route_delete);
     if (!s)
         return;
     json_t *ev = eai_req_audit_event(r, "sandbox.session.delete", s->id, "allow", NULL);
@@ -414,7 +428,7 @@ void eai_session_route_delete(struct eai_app *app, struct eai_req *r)
 
 void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_session *s = session_of(app, r, "sandbox.execute");
+    struct eai_session *s = session_of(app, r, "sandbox.execute", eai_session_route_exec);
     if (!s)
         return;
     json_t *body = eai_req_body_json(r, 0);
@@ -505,6 +519,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
             json_object_set_new(eb, idk[n], json_string(idv[n]));
     s->last_used_ms = eai_now_ms();
     s->executions++;
+    ses_persist(s);
     eai_exec_create_in_session(app, r, eb, s->id);
 }
 
@@ -513,7 +528,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
 static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
 {
     const char *action = pause ? "sandbox.session.pause" : "sandbox.session.resume";
-    struct eai_session *s = session_of(app, r, action);
+    struct eai_session *s = session_of(app, r, action, pause ? eai_session_route_pause : eai_session_route_resume);
     if (!s)
         return;
     enum ses_state done = pause ? SES_PAUSED : SES_RUNNING;

@@ -10,6 +10,7 @@ import concurrent.futures
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -577,7 +578,7 @@ def case_restart_leaves_nothing():
     """eaid stopping with live sessions: their sandboxes are gone (never
     leaked), their end billed with what their cgroup used (issue 36: it was
     0 and "partial" on every graceful stop); after a restart the old id
-    answers 404."""
+    answers with its stored end (issue 31: never 404)."""
     e = start_env(tenant="ses-restart")
     try:
         sid = create(e)
@@ -594,8 +595,17 @@ def case_restart_leaves_nothing():
         e.stop(clean=False)
         check(not host_leftovers(e), "sandbox left after a stop: %s" % host_leftovers(e))
         e.start()
-        st, _ = get(e, sid)
-        check(st == 404, "session after a restart: %s" % st)
+        # stored (issue 31 item 1): the id stays known, with its end
+        st, b = get(e, sid)
+        check(st == 200 and b["status"] == "ended" and b["end_reason"] == "interrupted" and b["usage"],
+              "session after a restart: %s %s" % (st, b))
+        st, b = e.api("GET", "/v1/sandbox/sessions")
+        check(st == 200 and [i for i in b["items"] if i["id"] == sid and i["status"] == "ended"],
+              "the list after a restart shows it: %s %s" % (st, b))
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["true"]})
+        check(st == 409 and b["error"]["code"] == "session_ended", "execution after a restart: %s %s" % (st, b))
+        st, _ = raw(e, "GET", "/v1/sandbox/sessions/%s/files/tmp/burnt" % sid)
+        check(st == 409, "file after a restart: %s" % st)
         # its end was recorded at the stop: billed with its cgroup's numbers, audited as interrupted
         found = []
         deadline = time.time() + 20
@@ -609,6 +619,55 @@ def case_restart_leaves_nothing():
         # 2 s of the program's process time were 1.6 s of the sandbox's cgroup)
         check(found and found[0]["cpu_seconds"] >= 1.0 and found[0]["memory_mb_seconds"] > 0,
               "the background CPU is billed at a graceful stop: %s" % found)
+    finally:
+        e.stop()
+
+
+def case_kill9_interrupted():
+    """eaid killed with -9 with a live session: at the next start its
+    sandbox is gone (the start-up sweep) and its stored record says
+    `interrupted`, with a partial usage event and an audit event; the id is
+    never 404 and a second restart changes nothing."""
+    e = start_env(tenant="ses-kill9")
+    try:
+        sid = create(e)
+        run(e, sid, ["sh", "-c", "echo x > /tmp/x"])
+        check(host_leftovers(e), "a live session has a sandbox on the host")
+        os.kill(e.proc.pid, signal.SIGKILL)
+        e.proc.wait(timeout=30)
+        e.start()
+        deadline = time.time() + 30
+        b = {}
+        while time.time() < deadline:
+            st, b = get(e, sid)
+            check(st == 200, "session after kill -9: %s %s" % (st, b))
+            if b["status"] == "interrupted":
+                break
+            time.sleep(0.25)
+        check(b.get("status") == "interrupted" and b.get("end_reason") == "interrupted" and b.get("ended_at")
+              and (b.get("usage") or {}).get("partial") is True, "interrupted after kill -9: %s" % b)
+        while host_leftovers(e) and time.time() < deadline:
+            time.sleep(0.5)
+        check(not host_leftovers(e), "sandbox left after kill -9 and a start: %s" % host_leftovers(e))
+        st, b = e.api("GET", "/v1/sandbox/sessions?status=interrupted")
+        check(st == 200 and [i["id"] for i in b["items"]] == [sid], "list by status: %s %s" % (st, b))
+        st, b = e.api("GET", "/v1/sandbox/sessions?status=live")
+        check(st == 200 and b["items"] == [], "no live session: %s %s" % (st, b))
+        found = []
+        while not found and time.time() < deadline + 20:
+            st, b = e.api("GET", "/v1/finops/usage")
+            found = [u for u in b.get("usage", []) if u.get("session_id") == sid and u.get("kind") == "session"]
+            time.sleep(0.5)
+        check(len(found) == 1 and found[0]["end_reason"] == "interrupted" and found[0].get("partial") is True,
+              "one partial usage event: %s" % found)
+        e.stop(clean=False)
+        e.start()
+        st, b = get(e, sid)
+        check(st == 200 and b["status"] == "interrupted", "a second restart: %s %s" % (st, b))
+        time.sleep(1)
+        st, b = e.api("GET", "/v1/finops/usage")
+        n = [u for u in b.get("usage", []) if u.get("session_id") == sid and u.get("kind") == "session"]
+        check(len(n) == 1, "billed once: %s" % n)
     finally:
         e.stop()
 
@@ -710,6 +769,7 @@ CASES = [
     ("python_sdk", case_python_sdk),
     ("unsupported_backend", case_unsupported_backend),
     ("restart_leaves_nothing", case_restart_leaves_nothing),
+    ("kill9_interrupted", case_kill9_interrupted),
     ("nothing_left", case_nothing_left),
 ]
 
