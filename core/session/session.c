@@ -155,6 +155,8 @@ json_t *ses_view(const struct eai_session *s)
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
+    json_object_set_new(v, "paused_by", s->state == SES_PAUSED && s->paused_by[0] ? json_string(s->paused_by)
+                                                                                 : json_null());
     if (s->state == SES_ENDED || s->state == SES_INTERRUPTED) {
         json_t *u = json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds, "memory_mb_seconds",
                               s->peak_mb * ses_running_s(s), "duration_s", ses_duration_s(s));
@@ -371,15 +373,23 @@ static void answer_pause_hold(struct eai_session *s, const struct eai_error *err
                         json_pack("[{s:s, s:s}]", "path", "", "message", err->message ? err->message : "?"));
 }
 
+static void drain_kept(struct eai_session *s, const struct eai_error *err);
+
 static void cb_paused(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
+    if (s->drain_wait && s->reg->stopping && !s->reg->stopped) {
+        drain_kept(s, err);
+        return;
+    }
     if (s->reg->stopping || s->reg->stopped)
         return;
     if (err) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: pause failed: %s", s->id, err->message);
-        if (s->state == SES_PAUSING)
+        if (s->state == SES_PAUSING) {
             s->state = SES_RUNNING;
+            s->paused_by[0] = 0;
+        }
     } else if (s->state == SES_PAUSING) {
         s->state = SES_PAUSED;
         s->paused_ms = eai_now_ms();
@@ -405,6 +415,7 @@ static void cb_resumed(void *arg, const struct eai_error *err)
     }
     if (!err && s->state == SES_RESUMING) {
         s->state = SES_RUNNING;
+        s->paused_by[0] = 0;
         s->last_used_ms = eai_now_ms();
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s resumed", s->id);
     } else if (err) {
@@ -429,6 +440,8 @@ int ses_pause(struct eai_session *s, struct eai_error **err)
         return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot pause sessions");
     if (ops->session_pause(s->prof->iso->self, s->id, err) < 0)
         return -1;
+    if (!s->paused_by[0])
+        snprintf(s->paused_by, sizeof s->paused_by, "user");
     s->state = SES_PAUSING;
     ses_persist(s);
     return 0;
@@ -472,6 +485,66 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
         return -1;
     }
     return 0;
+}
+
+int ses_can_keep(const struct eai_session *s)
+{
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    return ops && ops->session_keep && ops->session_adopt && ops->session_drop_kept && ops->session_pause &&
+           ops->session_resume && ses_store_on(s->reg->app);
+}
+
+int ses_adopt(struct eai_session *s, struct eai_error **err)
+{
+    if (!ses_can_keep(s))
+        return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot keep sessions");
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    struct eai_iso_session spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    spec.id = s->id;
+    spec.tenant_id = s->tenant;
+    spec.profile = s->prof->name;
+    spec.runtime_class = s->prof->runtime_class;
+    spec.image = s->image;
+    spec.cpu_millis = s->cpu_millis;
+    spec.memory_bytes = s->memory_bytes;
+    spec.pids = s->pids;
+    spec.disk_bytes = s->disk_bytes;
+    spec.max_concurrent = s->max_concurrent;
+    if (ops->session_adopt(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0)
+        return -1;
+    s->backend_live = 1;
+    s->state = SES_PAUSED;
+    return 0;
+}
+
+/* The shutdown paused s (or could not): kept by the backend for the next
+ * process and recorded paused, or ended interrupted. */
+static void drain_kept(struct eai_session *s, const struct eai_error *err)
+{
+    s->drain_wait = 0;
+    struct eai_error *e = NULL;
+    if (!err) {
+        s->state = SES_PAUSED;
+        if (!s->paused_ms)
+            s->paused_ms = eai_now_ms();
+        if (!s->paused_by[0])
+            snprintf(s->paused_by, sizeof s->paused_by, "drain");
+    }
+    if (!err && ses_ops(s)->session_keep(s->prof->iso->self, s->id, &e) == 0) {
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused and kept for the next start", s->id);
+        ses_persist(s);
+        return;
+    }
+    eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s could not be kept across the stop (%s): interrupted", s->id,
+            err && err->message ? err->message : e && e->message ? e->message : "?");
+    eai_error_free(e);
+    s->stop_end = 1;
+    s->state = SES_ENDING;
+    snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+    ses_persist(s);
+    ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
 }
 
 void ses_end(struct eai_session *s, const char *reason)
@@ -583,6 +656,30 @@ void eai_sessions_begin_stop(struct eai_app *app)
         }
         if (!s->backend_live || !ses_live(s))
             continue;
+        if (s->state != SES_ENDING && ses_can_keep(s)) {
+            /* kept across the stop (issue 31 item 2): a running session with
+             * nothing running in it is checkpointed, a paused one kept as it
+             * is; both are recorded paused and come back on the next call */
+            struct eai_error *e = NULL;
+            if (s->state == SES_PAUSED) {
+                drain_kept(s, NULL);
+                continue;
+            }
+            if (s->state == SES_PAUSING) {
+                s->drain_wait = 1;
+                continue;
+            }
+            if (s->state == SES_RUNNING && ses_ops(s)->session_busy(s->prof->iso->self, s->id) == 0) {
+                snprintf(s->paused_by, sizeof s->paused_by, "drain");
+                if (ses_pause(s, &e) == 0) {
+                    s->drain_wait = 1;
+                    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s: pausing it for the stop", s->id);
+                    continue;
+                }
+                s->paused_by[0] = 0;
+                eai_error_free(e);
+            }
+        }
         s->stop_end = 1; /* its end is awaited (eai_sessions_ending) */
         if (s->state == SES_ENDING && s->end_reason[0])
             continue;    /* already being ended (deleted, idle, ttl): that end stands */
@@ -601,7 +698,7 @@ int eai_sessions_ending(const struct eai_app *app)
     const struct eai_sessions *reg = app ? app->sessions : NULL;
     int n = 0;
     for (const struct eai_session *s = reg && !reg->stopped ? reg->list : NULL; s; s = s->next)
-        if (s->stop_end && s->backend_live)
+        if ((s->stop_end && s->backend_live) || s->drain_wait)
             n++;
     return n;
 }
@@ -613,6 +710,14 @@ void eai_sessions_stop(struct eai_app *app)
         return;
     eai_sessions_begin_stop(app);
     for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->drain_wait) {
+            /* its checkpoint did not finish in time: the backend's close
+             * removes the sandbox; billed as interrupted */
+            s->drain_wait = 0;
+            snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+            s->stop_end = 1;
+            s->backend_live = 1;
+        }
         if (s->stop_end && s->backend_live) {
             /* the backend did not report in time: billed as interrupted with
              * what is known (cpu and memory 0, "partial") */

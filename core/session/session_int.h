@@ -51,6 +51,10 @@ struct eai_session {
     int64_t idle_timeout_s, ttl_s;
     int max_concurrent;
     int resume_asked;                /* resume once the pause is done */
+    char paused_by[8];               /* "user" (POST .../pause), "idle" (idle_timeout_s with auto_pause),
+                                        "drain" (eaid stopped): a call resumes all but "user" ones unless
+                                        auto_resume */
+    int drain_wait;                  /* paused by the shutdown: its on_paused is awaited */
     int auto_resume;                 /* a call on a paused session resumes it */
     int64_t paused_ms;               /* when it was paused (0: not) */
     double paused_s;                 /* seconds spent paused (not billed for memory) */
@@ -87,6 +91,10 @@ int ses_live(const struct eai_session *s);
 int ses_live_count(const struct eai_sessions *reg, const char *tenant);
 /* Boot the sandbox (backend session_create); 0 or -1 with *err. */
 int ses_boot(struct eai_session *s, struct eai_error **err);
+/* Take back a session its backend kept across a restart (paused). */
+int ses_adopt(struct eai_session *s, struct eai_error **err);
+/* The backend can keep sessions across a restart (ABI 1.4). */
+int ses_can_keep(const struct eai_session *s);
 /* End a live session for reason (backend session_destroy; on_end follows). */
 void ses_end(struct eai_session *s, const char *reason);
 /* Pause / resume through the backend (the answer comes to the hold). */

@@ -441,7 +441,10 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
     }
     if (s->state == SES_PAUSED || s->state == SES_PAUSING || s->state == SES_RESUMING) {
         struct eai_error *err = NULL;
-        if (!s->auto_resume && s->state != SES_RESUMING) {
+        /* paused by its idle timeout or by a stop of eaid: resumed by the
+         * call, as with auto_resume; paused by its user: only with it */
+        int transparent = s->auto_resume || (s->paused_by[0] && strcmp(s->paused_by, "user") != 0);
+        if (!transparent && s->state != SES_RESUMING) {
             json_decref(body);
             refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_PAUSED,
                    detail1("", "resume it (POST .../resume) or create it with auto_resume"));
@@ -454,7 +457,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
             eai_error_free(err);
             return;
         }
-        ses_audit(app, s, "sandbox.session.resume", "allow", "auto_resume");
+        ses_audit(app, s, "sandbox.session.resume", "allow", s->auto_resume ? "auto_resume" : s->paused_by);
     } else if (s->state != SES_RUNNING) {
         json_decref(body);
         refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_ENDED,

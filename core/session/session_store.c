@@ -76,6 +76,7 @@ static json_t *record_of(struct eai_session *s, int64_t now)
     json_object_set_new(d, "rev", json_integer(++s->rev));
     json_object_set_new(d, "owner", json_string(s->reg->node));
     json_object_set_new(d, "tenant_id", json_string(s->tenant));
+    json_object_set_new(x, "paused_by", json_string(s->paused_by));
     json_object_set_new(d, "x", x);
     return d;
 }
@@ -161,6 +162,7 @@ static struct eai_session *session_of_record(struct eai_sessions *reg, const cha
     s->interrupted = json_is_true(json_object_get(x, "interrupted"));
     s->executions = jint(doc, "executions");
     s->rev = jint(doc, "rev");
+    copy_str(s->paused_by, sizeof s->paused_by, jstr(x, "paused_by"));
     if (!s->limits || !s->env) {
         ses_free(s);
         return NULL;
@@ -254,6 +256,37 @@ static struct eai_session *adopt_dead(struct eai_sessions *reg, const char *tena
     return s;
 }
 
+/* A record this node left paused (drained by a stop, or paused and kept):
+ * taken back from its backend as a paused session, resumed by the next
+ * call as from any pause.  NULL when the backend has nothing kept under
+ * its id (then the caller ends it as interrupted). */
+static struct eai_session *adopt_paused(struct eai_sessions *reg, const char *tenant, const json_t *doc)
+{
+    const char *st = jstr(doc, "status");
+    if (!st || strcmp(st, "paused") != 0)
+        return NULL;
+    struct eai_session *s = session_of_record(reg, tenant, doc);
+    if (!s)
+        return NULL;
+    struct eai_error *err = NULL;
+    if (!s->prof || !ses_profile_ops(s->prof) || ses_adopt(s, &err) < 0) {
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: its paused sandbox cannot be taken back: %s", s->id,
+                err && err->message ? err->message : "its profile or backend is gone");
+        eai_error_free(err);
+        ses_free(s);
+        return NULL;
+    }
+    if (!s->paused_ms)
+        s->paused_ms = eai_now_ms();
+    s->last_used_ms = eai_now_ms();
+    s->next = reg->list;
+    reg->list = s;
+    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s (tenant %s) kept paused across the restart", s->id,
+            s->tenant);
+    ses_persist(s); /* owner: this node's name, as before */
+    return s;
+}
+
 struct sweep_job {
     struct eai_app *app;
     struct eai_sessions *reg;
@@ -281,17 +314,33 @@ static void sweep_answer(struct eai_req *r, void *arg)
                 j->err && j->err->message ? j->err->message : "?");
         return;
     }
-    size_t i, n = 0;
+    size_t i, n = 0, kept = 0;
     json_t *one;
     json_array_foreach(j->out, i, one) {
         const char *tenant = jstr(one, "tenant_id");
         const json_t *doc = json_object_get(one, "doc");
         if (!tenant || ses_find(reg, tenant, jstr(doc, "id")))
             continue; /* adopted meanwhile by a call on it */
+        if (adopt_paused(reg, tenant, doc)) {
+            kept++;
+            continue;
+        }
         n += adopt_dead(reg, tenant, doc) != NULL;
     }
     if (n)
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "sessions: %zu session(s) of a previous life recorded ended", n);
+    if (kept)
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "sessions: %zu paused session(s) kept across the restart", kept);
+    /* what the backends kept and no record claims goes */
+    for (int p = 0; p < j->app->nprofiles; p++) {
+        const struct eai_profile *prof = &j->app->profiles[p];
+        const struct eai_isolation_ops *ops = ses_profile_ops(prof);
+        int seen = 0;
+        for (int q = 0; q < p && !seen; q++)
+            seen = j->app->profiles[q].iso == prof->iso;
+        if (!seen && ops && ops->session_drop_kept)
+            ops->session_drop_kept(prof->iso->self);
+    }
 }
 
 static void sweep_free(void *arg)
@@ -410,7 +459,7 @@ static void get_answer(struct eai_req *r, void *arg)
     }
     if (!status_terminal(status) && owner && !strcmp(owner, reg->node)) {
         /* this node's, left live by its previous life, not swept yet */
-        if (adopt_dead(reg, j->tenant, j->doc)) {
+        if (adopt_paused(reg, j->tenant, j->doc) || adopt_dead(reg, j->tenant, j->doc)) {
             j->route(j->app, r);
             return;
         }

@@ -46,7 +46,9 @@
  *  1.3  eai_storage_ops.run_get, run_list, agent_list, agent_get (the
  *       agent view: GET /v1/runs, /v1/agents; docs/api.md).
  *  1.4  eai_storage_ops.session_put, session_get, session_list,
- *       session_owned (stored sessions; docs/sessions.md).
+ *       session_owned (stored sessions; docs/sessions.md);
+ *       eai_isolation_ops.session_keep, session_adopt, session_drop_kept
+ *       (sessions kept across a restart).
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H
