@@ -61,6 +61,12 @@ static struct eai_config *eai_config_defaults(void)
     c->sessions_max_idle_timeout_s = 3600;
     c->sessions_ttl_s = 3600;
     c->sessions_max_ttl_s = 86400;
+    c->sessions_paused_ttl_s = 86400;
+    c->sessions_max_paused_ttl_s = 7 * 86400;
+    c->sessions_checkpoint_quota = 8LL << 30;
+    c->sessions_min_free_bytes = 1LL << 30;
+    c->sessions_pause_per_minute = 30;
+    c->sessions_tenant_pause_per_minute = 120;
     c->net_max_connections = 32;
     c->net_max_connections_tenant = 256;
     c->net_max_bytes = 1LL << 30;

@@ -1,6 +1,7 @@
 /* Sessions: the registry of this node's sessions, their lifetimes, the
  * backend's callbacks and their end (session_int.h, docs/sessions.md). */
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -151,6 +152,8 @@ json_t *ses_view(const struct eai_session *s)
     if (!v)
         return NULL;
     json_object_set_new(v, "auto_resume", json_boolean(s->auto_resume));
+    json_object_set_new(v, "auto_pause", json_boolean(s->auto_pause));
+    json_object_set_new(v, "paused_ttl_s", json_integer(s->paused_ttl_s));
     json_object_set_new(v, "project_id", s->project_id[0] ? json_string(s->project_id) : json_null());
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
@@ -433,9 +436,76 @@ static const struct eai_iso_session_callbacks ses_callbacks = {
     .on_resumed = cb_resumed,
 };
 
+int ses_pause_admit(const struct eai_session *s, struct eai_error **err)
+{
+    const struct eai_app *app = s->reg->app;
+    const struct eai_config *cfg = app->cfg;
+    int64_t quota = cfg ? cfg->sessions_checkpoint_quota : 8LL << 30;
+    int64_t floor_b = cfg ? cfg->sessions_min_free_bytes : 1LL << 30;
+    int64_t used = 0;
+    for (const struct eai_session *o = s->reg->list; o; o = o->next)
+        if (o != s && !strcmp(o->tenant, s->tenant) && (o->state == SES_PAUSING || o->state == SES_PAUSED))
+            used += o->memory_bytes;
+    if (used + s->memory_bytes > quota) {
+        eai_error_set(err, EAI_E_STORAGE_QUOTA_EXCEEDED,
+                      "the tenant's paused sessions would hold %lld bytes of checkpoints, over its quota of %lld"
+                      " (sessions.checkpoint_quota_bytes; a paused session counts its memory limit)",
+                      (long long)(used + s->memory_bytes), (long long)quota);
+        return -1;
+    }
+    struct statvfs vfs;
+    const char *dir = cfg && cfg->data_dir ? cfg->data_dir : ".";
+    if (statvfs(dir, &vfs) == 0) {
+        int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+        if (avail - s->memory_bytes < floor_b) {
+            eai_error_set(err, EAI_E_INSUFFICIENT_STORAGE,
+                          "the data disk has %lld bytes free: a checkpoint of up to %lld bytes would leave less"
+                          " than sessions.min_free_bytes (%lld)", (long long)avail, (long long)s->memory_bytes,
+                          (long long)floor_b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ses_rate_take(struct eai_session *s, int64_t *retry_after_s)
+{
+    struct eai_sessions *reg = s->reg;
+    const struct eai_config *cfg = reg->app->cfg;
+    int per_ses = cfg ? cfg->sessions_pause_per_minute : 30;
+    int per_tenant = cfg ? cfg->sessions_tenant_pause_per_minute : 120;
+    int64_t now = eai_now_ms();
+    if (now - s->rate_start_ms >= 60000) {
+        s->rate_start_ms = now;
+        s->rate_n = 0;
+    }
+    if (!reg->rates)
+        reg->rates = json_object();
+    json_t *t = reg->rates ? json_object_get(reg->rates, s->tenant) : NULL;
+    int64_t tstart = t ? json_integer_value(json_array_get(t, 0)) : 0;
+    int64_t tn = t ? json_integer_value(json_array_get(t, 1)) : 0;
+    if (now - tstart >= 60000) {
+        tstart = now;
+        tn = 0;
+    }
+    if (s->rate_n >= per_ses || tn >= per_tenant) {
+        int64_t from = s->rate_n >= per_ses ? s->rate_start_ms : tstart;
+        *retry_after_s = (from + 60000 - now + 999) / 1000;
+        if (*retry_after_s < 1)
+            *retry_after_s = 1;
+        return 0;
+    }
+    s->rate_n++;
+    if (reg->rates)
+        json_object_set_new(reg->rates, s->tenant, json_pack("[I, I]", (json_int_t)tstart, (json_int_t)(tn + 1)));
+    return 1;
+}
+
 int ses_pause(struct eai_session *s, struct eai_error **err)
 {
     const struct eai_isolation_ops *ops = ses_ops(s);
+    if (ses_pause_admit(s, err) < 0)
+        return -1;
     if (!ops->session_pause || !ops->session_resume)
         return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot pause sessions");
     if (ops->session_pause(s->prof->iso->self, s->id, err) < 0)
@@ -598,15 +668,38 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         }
         if (ses_live(s) && now - s->persisted_ms >= SES_HEARTBEAT_MS)
             ses_persist(s); /* seen_at: how long it is known to have lived */
+        if (s->state == SES_PAUSED && s->paused_ms && now - s->paused_ms >= s->paused_ttl_s * 1000) {
+            ses_end(s, "paused_ttl");
+            continue;
+        }
         if (s->state != SES_RUNNING)
             continue;
         /* an execution running or waiting inside keeps it from idling */
         if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0)
             s->last_used_ms = now;
-        if (now - s->created_ms >= s->ttl_s * 1000)
+        if (now - s->created_ms >= s->ttl_s * 1000) {
             ses_end(s, "ttl");
-        else if (now - s->last_used_ms >= s->idle_timeout_s * 1000)
+        } else if (now - s->last_used_ms >= s->idle_timeout_s * 1000) {
+            /* idle means paused (issue 31 item 4): its memory freed, its
+             * disk kept, resumed by the next call; ended when it cannot be */
+            struct eai_error *e = NULL;
+            if (s->auto_pause && ses_ops(s)->session_pause) {
+                snprintf(s->paused_by, sizeof s->paused_by, "idle");
+                if (ses_pause(s, &e) == 0) {
+                    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s idle for %llds: pausing it", s->id,
+                            (long long)s->idle_timeout_s);
+                    ses_audit(reg->app, s, "sandbox.session.pause", "allow", "idle_timeout");
+                    continue;
+                }
+                s->paused_by[0] = 0;
+                eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s idle, not paused (%s): ending it", s->id,
+                        e && e->message ? e->message : "?");
+                if (e)
+                    snprintf(s->message, sizeof s->message, "not paused: %s", e->message ? e->message : "?");
+                eai_error_free(e);
+            }
             ses_end(s, "idle_timeout");
+        }
     }
     prune(reg, now);
     eai_metrics_set("eai_sessions_live", NULL, ses_live_count(reg, NULL));
@@ -638,6 +731,7 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
     }
     return 0;
 }
+
 
 void eai_sessions_begin_stop(struct eai_app *app)
 {
@@ -754,5 +848,6 @@ void eai_sessions_free(struct eai_app *app)
         n = s->next;
         ses_free(s);
     }
+    json_decref(reg->rates);
     free(reg);
 }

@@ -56,6 +56,10 @@ struct eai_session {
                                         auto_resume */
     int drain_wait;                  /* paused by the shutdown: its on_paused is awaited */
     int auto_resume;                 /* a call on a paused session resumes it */
+    int auto_pause;                  /* idle_timeout_s pauses it (default) instead of ending it */
+    int64_t paused_ttl_s;            /* a paused session ends this long after its pause */
+    int64_t rate_start_ms;           /* pause/resume rate: the current minute's start */
+    int rate_n;                      /* and the calls in it */
     int64_t paused_ms;               /* when it was paused (0: not) */
     double paused_s;                 /* seconds spent paused (not billed for memory) */
     int64_t created_ms, ready_ms, ended_ms, last_used_ms;
@@ -82,6 +86,7 @@ struct eai_sessions {
     struct eai_session *list;        /* newest first */
     struct eai_park_set *parks;
     struct event *tick;
+    json_t *rates;                   /* tenant -> [minute start ms, pauses + resumes in it] */
 };
 
 struct eai_sessions *ses_reg(struct eai_app *app);
@@ -91,6 +96,16 @@ int ses_live(const struct eai_session *s);
 int ses_live_count(const struct eai_sessions *reg, const char *tenant);
 /* Boot the sandbox (backend session_create); 0 or -1 with *err. */
 int ses_boot(struct eai_session *s, struct eai_error **err);
+/* Pause admission (issue 36 item 3): the tenant's checkpoint quota
+ * (sessions.checkpoint_quota_bytes; a paused session counts its memory
+ * limit, the most its checkpoint holds) and the data disk's free-space floor
+ * (sessions.min_free_bytes).  0, or -1 with *err (storage_quota_exceeded,
+ * insufficient_storage 507). */
+int ses_pause_admit(const struct eai_session *s, struct eai_error **err);
+/* A pause or resume asked by a call (not the idle timer or the stop): the
+ * session's and its tenant's rate per minute.  1 ok (counted), 0 over with
+ * *retry_after_s. */
+int ses_rate_take(struct eai_session *s, int64_t *retry_after_s);
 /* Take back a session its backend kept across a restart (paused). */
 int ses_adopt(struct eai_session *s, struct eai_error **err);
 /* The backend can keep sessions across a restart (ABI 1.4). */

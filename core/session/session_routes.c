@@ -64,8 +64,8 @@ struct create_job {
     struct eai_app *app;
     char tenant[64], actor[64], request_id[128];
     json_t *body;                  /* the pseudo execution body validated on the worker */
-    int64_t idle_s, ttl_s, maxc;
-    int auto_resume;
+    int64_t idle_s, ttl_s, maxc, paused_ttl_s;
+    int auto_resume, auto_pause;
     json_t *rec;                   /* eai_exec_validate's record */
     const struct eai_profile *prof;
     struct eai_error *err;
@@ -172,6 +172,8 @@ static void create_answer(struct eai_req *r, void *arg)
     s->ttl_s = j->ttl_s;
     s->max_concurrent = (int)j->maxc;
     s->auto_resume = j->auto_resume;
+    s->auto_pause = j->auto_pause;
+    s->paused_ttl_s = j->paused_ttl_s;
     s->created_ms = s->last_used_ms = eai_now_ms();
     s->state = SES_STARTING;
     struct eai_error *err = NULL;
@@ -240,7 +242,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         return;
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
-                                          "max_concurrent_executions", "network", "auto_resume",
+                                          "max_concurrent_executions", "network", "auto_resume", "auto_pause",
+                                          "paused_ttl_s",
                                           "project_id", "agent_id", "run_id", NULL};
     const char *k;
     json_t *v;
@@ -276,7 +279,13 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         bad = "/network";
     else if (json_object_get(body, "auto_resume") && !json_is_boolean(json_object_get(body, "auto_resume")))
         bad = "/auto_resume";
+    else if (json_object_get(body, "auto_pause") && !json_is_boolean(json_object_get(body, "auto_pause")))
+        bad = "/auto_pause";
+    else if (int_member(body, "paused_ttl_s", 1, cfg->sessions_max_paused_ttl_s, cfg->sessions_paused_ttl_s,
+                        &j->paused_ttl_s) < 0)
+        bad = "/paused_ttl_s";
     j->auto_resume = json_is_true(json_object_get(body, "auto_resume"));
+    j->auto_pause = !json_is_false(json_object_get(body, "auto_pause")); /* on by default */
     const json_t *lim = json_object_get(body, "limits");
     if (!bad && lim && (json_object_get(lim, "timeout_s") || json_object_get(lim, "output_bytes")))
         bad = "/limits";
@@ -284,7 +293,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         char m[200];
         if (!strcmp(bad, "/network"))
             snprintf(m, sizeof m, "a session has no network egress");
-        else if (!strcmp(bad, "/auto_resume"))
+        else if (!strcmp(bad, "/auto_resume") || !strcmp(bad, "/auto_pause"))
             snprintf(m, sizeof m, "must be a boolean");
         else if (!strcmp(bad, "/limits"))
             snprintf(m, sizeof m, "timeout_s and output_bytes are given per execution, not per session");
@@ -328,6 +337,24 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     snprintf(j->actor, sizeof j->actor, "%s", eai_req_key_id(r) ? eai_req_key_id(r) : "anonymous");
     snprintf(j->request_id, sizeof j->request_id, "%s", eai_req_id(r) ? eai_req_id(r) : "");
     eai_park(reg->parks, r, &create_ops, j);
+}
+
+/* 429 rate_limited with Retry-After: too many pauses and resumes. */
+static void refuse_rate(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
+                        int64_t retry_s)
+{
+    audit_deny(app, r, action, target, "rate_limited");
+    char ra[48];
+    snprintf(ra, sizeof ra, "Retry-After: %lld", (long long)retry_s);
+    const char *h[] = {ra, NULL};
+    json_t *env = eai_http_error_envelope(EAI_E_RATE_LIMITED, eai_req_lang(r), eai_req_id(r),
+                                          detail1("", "too many pauses and resumes of this session or tenant per"
+                                                      " minute (sessions.pause_per_minute,"
+                                                      " sessions.tenant_pause_per_minute)"));
+    if (env)
+        eai_reply_json_headers(r, 429, env, h);
+    else
+        eai_reply_error(r, EAI_E_RATE_LIMITED, NULL);
 }
 
 /* ------------------------------------------------------------ get, list, delete */
@@ -451,6 +478,12 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
             return;
         }
         /* auto_resume: the execution waits in the backend until it runs */
+        int64_t retry = 0;
+        if (s->state == SES_PAUSED && !ses_rate_take(s, &retry)) {
+            json_decref(body);
+            refuse_rate(app, r, "sandbox.execute", s->id, retry);
+            return;
+        }
         if (s->state != SES_RESUMING && ses_resume(s, &err) < 0) {
             json_decref(body);
             refuse(app, r, "sandbox.execute", s->id, err ? err->code : EAI_E_INTERNAL, NULL);
@@ -548,7 +581,16 @@ static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
             return;
         }
         struct eai_error *err = NULL;
+        int64_t retry = 0;
+        if (!ses_rate_take(s, &retry)) {
+            refuse_rate(app, r, action, s->id, retry);
+            return;
+        }
+        if (pause)
+            snprintf(s->paused_by, sizeof s->paused_by, "user");
         if ((pause ? ses_pause(s, &err) : ses_resume(s, &err)) < 0) {
+            if (pause)
+                s->paused_by[0] = 0;
             enum eai_code code = err ? err->code : EAI_E_INTERNAL;
             refuse(app, r, action, s->id, code, err && err->message ? detail1("", err->message) : NULL);
             eai_error_free(err);

@@ -151,6 +151,8 @@ static struct eai_session *session_of_record(struct eai_sessions *reg, const cha
     s->ttl_s = jint(doc, "ttl_s");
     s->max_concurrent = (int)jint(doc, "max_concurrent_executions");
     s->auto_resume = json_is_true(json_object_get(doc, "auto_resume"));
+    s->auto_pause = !json_is_false(json_object_get(doc, "auto_pause"));
+    s->paused_ttl_s = json_is_integer(json_object_get(doc, "paused_ttl_s")) ? jint(doc, "paused_ttl_s") : 86400;
     s->created_ms = jint(x, "created_ms");
     s->ready_ms = jint(x, "ready_ms");
     s->ended_ms = jint(x, "ended_ms");

@@ -61,6 +61,20 @@ def start_env(config=CONFIG, tenant="ses-a"):
     e.own_tmp = True
     e.make_key(tenant)
     e.start()
+    stop = e.stop
+
+    def stop_clean(clean=True):
+        # a stop keeps idle sessions on the host for the next start (issue 31
+        # item 2): the last stop of a test ends them first, so nothing is left
+        if clean and e.proc and e.proc.poll() is None:
+            try:
+                st, b = e.api("GET", "/v1/sandbox/sessions?status=live")
+                for i in (b.get("items") or []) if st == 200 else []:
+                    e.api("DELETE", "/v1/sandbox/sessions/" + i["id"], timeout=60)
+            except (OSError, ValueError):
+                pass
+        stop(clean)
+    e.stop = stop_clean
     return e
 
 
@@ -432,10 +446,10 @@ def case_two_at_once():
 
 
 def case_idle_and_ttl():
-    """idle_timeout_s ends an unused session; ttl_s ends a busy one; both
-    free the sandbox."""
+    """idle_timeout_s ends an unused session with auto_pause off; ttl_s
+    ends a busy one; both free the sandbox."""
     e = env()
-    idle = create(e, idle_timeout_s=2)
+    idle = create(e, idle_timeout_s=2, auto_pause=False)
     ttl = create(e, ttl_s=4, idle_timeout_s=60)
     t0 = time.time()
     # keep the TTL one busy: it must still end at its TTL
@@ -456,6 +470,92 @@ def case_idle_and_ttl():
     check(r["status"] in ("failed", "error"), "the execution running when its session ended: %s" % r)
     st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % idle, {"command": ["true"]})
     check(st == 409 and b["error"]["code"] == "session_ended", "execution in an ended session: %s %s" % (st, b))
+
+
+def case_idle_pause():
+    """Idle means paused (issue 31 item 4): with auto_pause (the default)
+    idle_timeout_s checkpoints the session (paused_by "idle"), the next
+    execution resumes it transparently with its state; paused_ttl_s ends a
+    session left paused; the hard TTL ends a paused one too."""
+    e = env()
+    sid = create(e, idle_timeout_s=2)
+    run(e, sid, ["sh", "-c", "echo kept > /tmp/k; nohup sleep 1000 >/dev/null 2>&1 & echo $! > /tmp/bg.pid"])
+    deadline = time.time() + 30
+    b = {}
+    while time.time() < deadline:
+        st, b = get(e, sid)
+        if b["status"] == "paused":
+            break
+        time.sleep(0.25)
+    check(b.get("status") == "paused" and b.get("paused_by") == "idle" and b.get("auto_pause") is True,
+          "idle session paused: %s" % b)
+    r = run(e, sid, ["sh", "-c", "cat /tmp/k && kill -0 $(cat /tmp/bg.pid) && echo bg"])
+    check(r["status"] == "succeeded" and r["stdout"] == "kept\nbg\n", "resumed by the next execution: %s" % r)
+    st, b = get(e, sid)
+    check(b["status"] == "running" and b["paused_by"] is None, "running after the call: %s" % b)
+    delete(e, sid)
+    # paused_ttl_s: a session left paused ends
+    p = create(e, paused_ttl_s=2)
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % p, timeout=60)
+    check(st == 200 and b["status"] == "paused" and b["paused_by"] == "user", "pause: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % p, {"command": ["true"]})
+    check(st == 409 and b["error"]["code"] == "session_paused", "a user's pause is not resumed by a call: %s %s"
+          % (st, b))
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        st, b = get(e, p)
+        if b["status"] == "ended":
+            break
+        time.sleep(0.25)
+    check(b["status"] == "ended" and b["end_reason"] == "paused_ttl", "paused_ttl_s ended it: %s" % b)
+    st, b = e.api("POST", "/v1/sandbox/sessions", {"profile": PROFILE, "image": IMAGE, "paused_ttl_s": 0})
+    check(st == 422 and b["error"]["details"][0]["path"] == "/paused_ttl_s", "paused_ttl_s bound: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions", {"profile": PROFILE, "image": IMAGE, "auto_pause": "yes"},
+                  headers={"Accept-Language": "fr"})
+    check(st == 422 and b["error"]["details"][0]["message"] == "doit être un booléen", "auto_pause, fr: %s %s"
+          % (st, b))
+
+
+def case_pause_bounds():
+    """Pause and resume are rate-limited (429 with Retry-After); the
+    checkpoints of one tenant's paused sessions have a quota and the data
+    disk a free-space floor (507, in English and French)."""
+    tmp_cfg = CONFIG.replace("sessions:\n", "sessions:\n  pause_per_minute: 3\n  checkpoint_quota_bytes: 300Mi\n")
+    e = start_env(config=tmp_cfg, tenant="ses-bounds")
+    try:
+        a = create(e, limits={"memory": "256Mi"})
+        b_ = create(e, limits={"memory": "256Mi"})
+        for path in ("pause", "resume", "pause"):
+            st, b = e.api("POST", "/v1/sandbox/sessions/%s/%s" % (a, path), timeout=60)
+            check(st == 200, "%s: %s %s" % (path, st, b))
+        req = urllib.request.Request(e.url + "/v1/sandbox/sessions/%s/resume" % a, method="POST",
+                                     headers={"Authorization": "Bearer " + e.key})
+        try:
+            urllib.request.urlopen(req, timeout=30)
+            check(False, "a fourth pause/resume in a minute was accepted")
+        except urllib.error.HTTPError as ex:
+            body = json.loads(ex.read())
+            check(ex.code == 429 and body["error"]["code"] == "rate_limited" and int(ex.headers["Retry-After"]) >= 1,
+                  "rate limited: %s %s %s" % (ex.code, body, dict(ex.headers)))
+        # a is paused (256Mi of the 300Mi quota): b's pause would pass the quota
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % b_, timeout=60)
+        check(st == 507 and b["error"]["code"] == "storage_quota_exceeded", "checkpoint quota: %s %s" % (st, b))
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % b_, timeout=60, headers={"Accept-Language": "fr"})
+        check(st == 507 and "quota" in b["error"]["details"][0]["message"] and "octets" in b["error"]["details"][0]["message"],
+              "checkpoint quota, fr: %s %s" % (st, b))
+        check(get(e, b_)[1]["status"] == "running", "refused pause leaves it running")
+    finally:
+        e.stop()
+    # the free-space floor: larger than any disk
+    e = start_env(config=CONFIG.replace("sessions:\n", "sessions:\n  min_free_bytes: 1125899906842624\n"), tenant="ses-floor")
+    try:
+        a = create(e)
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % a, timeout=60)
+        check(st == 507 and b["error"]["code"] == "insufficient_storage", "free-space floor: %s %s" % (st, b))
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % a, timeout=60, headers={"Accept-Language": "fr"})
+        check(st == 507 and "octets libres" in b["error"]["details"][0]["message"], "floor, fr: %s %s" % (st, b))
+    finally:
+        e.stop()
 
 
 def case_cross_tenant():
@@ -780,6 +880,8 @@ CASES = [
     ("two_at_once", case_two_at_once),
     ("without_supervisor", case_without_supervisor),
     ("idle_and_ttl", case_idle_and_ttl),
+    ("idle_pause", case_idle_pause),
+    ("pause_bounds", case_pause_bounds),
     ("cross_tenant", case_cross_tenant),
     ("many_sessions_no_crosstalk", case_many_sessions_no_crosstalk),
     ("tenant_cap_and_validation", case_tenant_cap_and_validation),
