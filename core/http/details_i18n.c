@@ -248,6 +248,10 @@ static const struct tmpl T[] = {
      "la session tourne sur un autre nœud du service : appelez-la par le nœud qui l'a créée"
      " (docs/sessions.md, \"Stored sessions\")"},
     {"must be an integer in 1..1000", "doit être un entier de 1 à 1000"},
+    {"must be an array of host:port entries", "doit être un tableau d'entrées hôte:port"},
+    {"the session was created without network egress: it has no network to change",
+     "la session a été créée sans accès réseau sortant : elle n'a pas de réseau à modifier"},
+    {"a session with network egress cannot be paused", "une session avec accès réseau sortant ne peut pas être mise en pause"},
     {"must be live or a session status (docs/sessions.md)",
      "doit être live ou un statut de session (docs/sessions.md)"},
     {"must be a session id (ses_...)", "doit être un identifiant de session (ses_...)"},

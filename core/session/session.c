@@ -16,6 +16,7 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "obs/metrics.h"
+#include "net/egress_host.h"
 
 struct eai_sessions *ses_reg(struct eai_app *app)
 {
@@ -97,6 +98,8 @@ void ses_free(struct eai_session *s)
 {
     json_decref(s->limits);
     json_decref(s->env);
+    json_decref(s->egress);
+    json_decref(s->net_summary);
     free(s);
 }
 
@@ -136,6 +139,30 @@ static double ses_running_s(const struct eai_session *s)
     return d > 0 ? d : 0;
 }
 
+/* Seconds spent paused (the current pause included). */
+static double ses_paused_total_s(const struct eai_session *s)
+{
+    double d = s->paused_s;
+    if (s->paused_ms) {
+        int64_t to = s->ended_ms ? s->ended_ms : eai_now_ms();
+        d += to > s->paused_ms ? (double)(to - s->paused_ms) / 1000.0 : 0;
+    }
+    return d;
+}
+
+/* The usage of a session (its view once ended, its usage event): running
+ * and paused time billed apart (issue 31 item 6): memory MB-seconds while
+ * running (peak x running seconds), checkpoint MB-seconds while paused (the
+ * checkpoint's bound, its memory limit, x paused seconds). */
+static json_t *ses_usage(const struct eai_session *s)
+{
+    double running = ses_running_s(s), paused = ses_paused_total_s(s);
+    double ckpt_mb = (double)s->memory_bytes / (1024.0 * 1024.0);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds, "memory_mb_seconds",
+                     s->peak_mb * running, "duration_s", ses_duration_s(s), "running_s", running, "paused_s",
+                     paused, "checkpoint_mb_seconds", ckpt_mb * paused);
+}
+
 json_t *ses_view(const struct eai_session *s)
 {
     json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
@@ -158,11 +185,13 @@ json_t *ses_view(const struct eai_session *s)
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
+    json_object_set_new(v, "network", json_pack("{s:O}", "egress", s->egress ? s->egress : json_array()));
+    if (s->net_summary)
+        json_object_set(json_object_get(v, "network"), "summary", s->net_summary);
     json_object_set_new(v, "paused_by", s->state == SES_PAUSED && s->paused_by[0] ? json_string(s->paused_by)
                                                                                  : json_null());
     if (s->state == SES_ENDED || s->state == SES_INTERRUPTED) {
-        json_t *u = json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds, "memory_mb_seconds",
-                              s->peak_mb * ses_running_s(s), "duration_s", ses_duration_s(s));
+        json_t *u = ses_usage(s);
         if (u && s->interrupted)
             json_object_set_new(u, "partial", json_true());
         json_object_set_new(v, "usage", u ? u : json_null());
@@ -263,6 +292,10 @@ void ses_record_end(struct eai_sessions *reg, struct eai_session *s)
                          (json_int_t)s->executions);
     json_decref(started);
     json_decref(ended);
+    json_t *u = ses_usage(s);
+    if (j->usage && u) /* running and paused time apart */
+        json_object_update_missing(j->usage, u);
+    json_decref(u);
     if (j->usage && s->interrupted)
         json_object_set_new(j->usage, "partial", json_true());
     j->audit = audit_event(s, "sandbox.session.end", "allow", s->end_reason);
@@ -271,6 +304,21 @@ void ses_record_end(struct eai_sessions *reg, struct eai_session *s)
         return;
     }
     eai_park(reg->parks, NULL, &end_ops, j);
+}
+
+/* The session's namespace and grant go (its end): the log's summary kept. */
+static void ses_close_lease(struct eai_session *s)
+{
+    if (!s->lease)
+        return;
+    json_t *log = eai_egress_lease_close(s->lease);
+    s->lease = NULL;
+    if (log) {
+        json_decref(s->net_summary);
+        s->net_summary = eai_egress_log_summary(log);
+        ses_audit(s->reg->app, s, "sandbox.session.network.end", "allow", NULL);
+        json_decref(log);
+    }
 }
 
 /* ------------------------------------------------------------ backend callbacks */
@@ -314,6 +362,7 @@ static void cb_ready(void *arg, const struct eai_error *err)
     }
     if (err) {
         s->backend_live = 0;
+        ses_close_lease(s);
         s->state = SES_FAILED;
         s->ended_ms = eai_now_ms();
         snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
@@ -342,6 +391,7 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     s->backend_live = 0;
     if (reg->stopped)
         return;
+    ses_close_lease(s);
     s->ended_ms = eai_now_ms();
     s->cpu_seconds = end->cpu_seconds;
     s->peak_mb = end->peak_memory_mb;
@@ -549,6 +599,10 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
     spec.pids = s->pids;
     spec.disk_bytes = s->disk_bytes;
     spec.max_concurrent = s->max_concurrent;
+    if (s->lease) {
+        spec.netns_path = eai_egress_lease_netns(s->lease);
+        spec.dns_server = eai_egress_lease_dns(s->lease);
+    }
     s->backend_live = 1; /* before: a failure may be told from inside the call */
     if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0) {
         s->backend_live = 0;
@@ -557,11 +611,73 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
     return 0;
 }
 
+static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
+{
+    struct eai_session *s = arg;
+    struct eai_sessions *reg = s->reg;
+    s->leasing = 0;
+    if (reg->stopping || reg->stopped || s->state != SES_STARTING) {
+        /* deleted (or eaid stopping) while its namespace was made */
+        if (l)
+            json_decref(eai_egress_lease_close(l));
+        if (!reg->stopped) {
+            s->state = SES_ENDED;
+            s->ended_ms = eai_now_ms();
+            if (!s->end_reason[0])
+                snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+            ses_record_end(reg, s);
+            ses_persist(s);
+            answer_hold(s);
+        }
+        return;
+    }
+    struct eai_error *err = NULL;
+    if (l)
+        s->lease = l;
+    if (!l || ses_boot(s, &err) < 0) {
+        ses_close_lease(s);
+        s->state = SES_FAILED;
+        s->ended_ms = eai_now_ms();
+        snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
+        snprintf(s->message, sizeof s->message, "%s%s", l ? "" : "network namespace: ",
+                 l ? (err && err->message ? err->message : "boot failed") : (why ? why : "failed"));
+        eai_error_free(err);
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s did not start: %s", s->id, s->message);
+        ses_audit(reg->app, s, "sandbox.session.end", "allow", "boot_failed");
+        ses_persist(s);
+        answer_hold(s);
+    }
+}
+
+int ses_start(struct eai_session *s, struct eai_error **err)
+{
+    if (json_array_size(s->egress) == 0)
+        return ses_boot(s, err);
+    struct eai_app *app = s->reg->app;
+    if (!app->egress)
+        return eai_error_set(err, EAI_E_EGRESS_UNSUPPORTED, "network egress is off on this node (docs/egress.md)");
+    size_t n = json_array_size(s->egress);
+    const char **entries = calloc(n + 1, sizeof *entries);
+    if (!entries)
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        entries[i] = json_string_value(json_array_get(s->egress, i));
+    s->leasing = 1;
+    int rc = eai_egress_lease_open(app->egress, s->id, s->tenant, s->prof->name, entries, lease_ready, s);
+    free(entries);
+    if (rc < 0) {
+        s->leasing = 0;
+        return eai_error_set(err, EAI_E_SANDBOX_UNAVAILABLE, "no network namespace could be leased");
+    }
+    return 0;
+}
+
 int ses_can_keep(const struct eai_session *s)
 {
     const struct eai_isolation_ops *ops = ses_ops(s);
+    /* a session with egress is not kept: its namespace goes with eaid */
     return ops && ops->session_keep && ops->session_adopt && ops->session_drop_kept && ops->session_pause &&
-           ops->session_resume && ses_store_on(s->reg->app);
+           ops->session_resume && ses_store_on(s->reg->app) && json_array_size(s->egress) == 0;
 }
 
 int ses_adopt(struct eai_session *s, struct eai_error **err)
@@ -683,7 +799,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             /* idle means paused (issue 31 item 4): its memory freed, its
              * disk kept, resumed by the next call; ended when it cannot be */
             struct eai_error *e = NULL;
-            if (s->auto_pause && ses_ops(s)->session_pause) {
+            if (s->auto_pause && ses_ops(s)->session_pause && json_array_size(s->egress) == 0) {
                 snprintf(s->paused_by, sizeof s->paused_by, "idle");
                 if (ses_pause(s, &e) == 0) {
                     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s idle for %llds: pausing it", s->id,

@@ -55,6 +55,11 @@ struct eai_session {
                                         "drain" (eaid stopped): a call resumes all but "user" ones unless
                                         auto_resume */
     int drain_wait;                  /* paused by the shutdown: its on_paused is awaited */
+    /* granted egress (docs/sessions.md "Egress") */
+    json_t *egress;                  /* its allow list now (array of "host:port"), NULL: no network */
+    struct eai_egress_lease *lease;  /* its namespace and grant while it lives */
+    int leasing;                     /* the namespace is being made (boot follows) */
+    json_t *net_summary;             /* the network log's summary, once ended */
     int auto_resume;                 /* a call on a paused session resumes it */
     int auto_pause;                  /* idle_timeout_s pauses it (default) instead of ending it */
     int64_t paused_ttl_s;            /* a paused session ends this long after its pause */
@@ -106,6 +111,10 @@ int ses_pause_admit(const struct eai_session *s, struct eai_error **err);
  * session's and its tenant's rate per minute.  1 ok (counted), 0 over with
  * *retry_after_s. */
 int ses_rate_take(struct eai_session *s, int64_t *retry_after_s);
+/* Start s: with granted egress, lease its namespace first, then boot
+ * (the hold is answered when it is ready or failed); else boot at once.
+ * 0, or -1 with *err (nothing started). */
+int ses_start(struct eai_session *s, struct eai_error **err);
 /* Take back a session its backend kept across a restart (paused). */
 int ses_adopt(struct eai_session *s, struct eai_error **err);
 /* The backend can keep sessions across a restart (ABI 1.4). */

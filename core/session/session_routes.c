@@ -162,6 +162,9 @@ static void create_answer(struct eai_req *r, void *arg)
                           json_object_get(limits, "memory"), "pids", json_object_get(limits, "pids"), "disk",
                           json_object_get(limits, "disk"));
     s->env = json_incref(json_object_get(j->rec, "env"));
+    /* granted egress (exec_validate checked it against the profile) */
+    if (json_array_size(json_object_get(j->rec, "egress")) > 0)
+        s->egress = json_deep_copy(json_object_get(j->rec, "egress"));
     if (!s->env)
         s->env = json_object();
     s->cpu_millis = lim.cpu_millis;
@@ -177,18 +180,17 @@ static void create_answer(struct eai_req *r, void *arg)
     s->created_ms = s->last_used_ms = eai_now_ms();
     s->state = SES_STARTING;
     struct eai_error *err = NULL;
-    if (!s->limits || ses_boot(s, &err) < 0) {
+    if (!s->limits || ses_start(s, &err) < 0) {
         enum eai_code code = err ? err->code : EAI_E_INTERNAL;
-        if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING && code != EAI_E_INTERNAL)
+        if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING && code != EAI_E_INTERNAL &&
+            code != EAI_E_EGRESS_UNSUPPORTED)
             code = EAI_E_SANDBOX_FAILED;
         eai_log_req(SES_COMPONENT, EAI_LOG_WARN, eai_req_id(r), "session not started: %s",
                     err && err->message ? err->message : "?");
         refuse(app, r, "sandbox.session.create", "", code,
                err && err->message ? detail1("", err->message) : NULL);
         eai_error_free(err);
-        json_decref(s->limits);
-        json_decref(s->env);
-        free(s);
+        ses_free(s);
         return;
     }
     s->next = reg->list;
@@ -267,7 +269,6 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         return;
     }
     const char *bad = NULL;
-    const json_t *net = json_object_get(body, "network");
     if (int_member(body, "idle_timeout_s", 1, cfg->sessions_max_idle_timeout_s, cfg->sessions_idle_timeout_s,
                    &j->idle_s) < 0)
         bad = "/idle_timeout_s";
@@ -275,8 +276,6 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         bad = "/ttl_s";
     else if (int_member(body, "max_concurrent_executions", 1, cfg->sessions_max_concurrent, 1, &j->maxc) < 0)
         bad = "/max_concurrent_executions";
-    else if (net && !(json_is_object(net) && json_array_size(json_object_get(net, "egress")) == 0))
-        bad = "/network";
     else if (json_object_get(body, "auto_resume") && !json_is_boolean(json_object_get(body, "auto_resume")))
         bad = "/auto_resume";
     else if (json_object_get(body, "auto_pause") && !json_is_boolean(json_object_get(body, "auto_pause")))
@@ -291,9 +290,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         bad = "/limits";
     if (bad) {
         char m[200];
-        if (!strcmp(bad, "/network"))
-            snprintf(m, sizeof m, "a session has no network egress");
-        else if (!strcmp(bad, "/auto_resume") || !strcmp(bad, "/auto_pause"))
+        if (!strcmp(bad, "/auto_resume") || !strcmp(bad, "/auto_pause"))
             snprintf(m, sizeof m, "must be a boolean");
         else if (!strcmp(bad, "/limits"))
             snprintf(m, sizeof m, "timeout_s and output_bytes are given per execution, not per session");
@@ -310,7 +307,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     /* project_id, agent_id, run_id: checked as an execution's (1..128
      * characters), kept by the session, inherited by its executions and
      * shown by GET /v1/runs/{run_id} (docs/sessions.md) */
-    static const char *const copy[] = {"profile", "image", "limits", "env", "project_id", "agent_id", "run_id", NULL};
+    static const char *const copy[] = {"profile", "image", "limits", "env", "project_id", "agent_id", "run_id",
+                                       "network", NULL};
     for (const char *const *c = copy; pseudo && *c; c++)
         if (json_object_get(body, *c))
             json_object_set(pseudo, *c, json_object_get(body, *c));

@@ -138,6 +138,9 @@ static struct eai_session *session_of_record(struct eai_sessions *reg, const cha
     copy_str(s->agent_id, sizeof s->agent_id, jstr(doc, "agent_id"));
     copy_str(s->run_id, sizeof s->run_id, jstr(doc, "run_id"));
     s->limits = json_deep_copy(json_object_get(doc, "limits"));
+    const json_t *eg = json_object_get(json_object_get(doc, "network"), "egress");
+    if (json_array_size(eg) > 0)
+        s->egress = json_deep_copy(eg);
     s->env = json_deep_copy(json_object_get(x, "env"));
     if (!s->limits)
         s->limits = json_object();

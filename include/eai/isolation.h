@@ -206,10 +206,16 @@ struct eai_iso_session {
     int64_t pids;
     int64_t disk_bytes;        /* size of /tmp */
     int max_concurrent;        /* executions at once inside it (>= 1); later ones wait */
+    /* ---- Added in 1.4 (check size >= EAI_ISO_SESSION_SIZE_1_4): granted
+     * egress (docs/sessions.md "Egress"), as eai_iso_job's: the network
+     * namespace core made for the session (NULL: no network) and the DNS
+     * server its resolv.conf names.  Valid for the call only. */
+    const char *netns_path;
+    const char *dns_server;
 };
 #define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
 #define EAI_ISO_SESSION_SIZE_1_3 EAI_ISO_SESSION_SIZE_1_2
-#define EAI_ISO_SESSION_SIZE_1_4 EAI_ISO_SESSION_SIZE_1_3
+#define EAI_ISO_SESSION_SIZE_1_4 (offsetof(struct eai_iso_session, dns_server) + sizeof(const char *))
 
 struct eai_iso_session_end {
     size_t size;

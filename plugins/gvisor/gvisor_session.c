@@ -86,6 +86,8 @@ struct gv_session {
     int waiting;                      /* executions held until one ends */
     struct eai_pc_stats end_stats;    /* read before the cgroup goes */
     int kept;                         /* its bundle holds GV_KEPT_MARK: kept across a restart of eaid */
+    char netns[256];                  /* granted egress: core's namespace ("": no network) */
+    char dns[64];                     /* and its DNS server */
 };
 
 /* "eai-ses-<uuid>" from "ses_<uuid>"; -1 when id is not one of ours. */
@@ -345,6 +347,8 @@ static void prepare_work(void *arg)
     job.cpu_millis = s->spec.cpu_millis;
     job.disk_bytes = s->spec.disk_bytes;
     job.pids = s->spec.pids;
+    job.netns_path = s->netns[0] ? s->netns : NULL;
+    job.dns_server = s->netns[0] ? s->dns : NULL;
     char msg[200];
     if (gv_bundle_prepare(&s->b, &job, 0, msg, sizeof(msg)) < 0) {
         s->prep_failed = 1;
@@ -372,7 +376,14 @@ static void prepare_done(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
-    s->run = eai_pc_child_spawn(g->host->base, g, argv, -1, out[1], -1, 0, 0, run_done, s);
+    /* granted egress: gVisor's netstack in core's namespace (config.json),
+     * as an execution's (gvisor_exec.c) */
+    char *net_argv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
+                        g->runsc, root, "--network=sandbox", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
+    char **use = argv;
+    if (s->netns[0])
+        use = g->net_state == 2 ? net_argv : net_argv + 8;
+    s->run = eai_pc_child_spawn(g->host->base, g, use, -1, out[1], -1, 0, 0, run_done, s);
     close(out[1]);
     s->rd_fd = out[0];
     if (!s->run) {
@@ -425,8 +436,19 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     snprintf(s->id, sizeof(s->id), "%s", spec->id);
     s->spec = *spec;
     s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
+    s->spec.netns_path = s->spec.dns_server = NULL;
     if (s->spec.max_concurrent < 1)
         s->spec.max_concurrent = 1;
+    if (spec->size >= EAI_ISO_SESSION_SIZE_1_4 && spec->netns_path) {
+        /* granted egress: booted in core's namespace, as an execution */
+        if (g->net_state <= 0 || !spec->dns_server ||
+            snprintf(s->netns, sizeof(s->netns), "%s", spec->netns_path) >= (int)sizeof(s->netns) ||
+            snprintf(s->dns, sizeof(s->dns), "%s", spec->dns_server) >= (int)sizeof(s->dns)) {
+            free(s);
+            return eai_host_error_set(h, err, EAI_E_EGRESS_UNSUPPORTED,
+                                      "gvisor: this host cannot run a sandbox in a network namespace");
+        }
+    }
     memcpy(&s->cb, cb, cb->size < sizeof(s->cb) ? cb->size : sizeof(s->cb));
     s->cb_arg = cb_arg;
     s->rd_fd = -1;
@@ -675,6 +697,8 @@ int gv_session_pause(void *self, const char *id, struct eai_error **err)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "the session is not running");
     if (s->running || s->waiting)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "executions are running in the session");
+    if (s->netns[0])
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "a session with network egress cannot be paused");
     char root[PATH_MAX + 16], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);

@@ -48,7 +48,8 @@
  *  1.4  eai_storage_ops.session_put, session_get, session_list,
  *       session_owned (stored sessions; docs/sessions.md);
  *       eai_isolation_ops.session_keep, session_adopt, session_drop_kept
- *       (sessions kept across a restart).
+ *       (sessions kept across a restart); eai_iso_session.netns_path,
+ *       dns_server (egress in sessions).
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H
