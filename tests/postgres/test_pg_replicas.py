@@ -302,6 +302,34 @@ def main():
         check(psql(super_db, "SELECT count(*) FROM eai.sandbox_executions WHERE status IN ('queued','running')") == "0",
               "nothing left queued or running")
 
+        # 2b. sessions are stored (issue 31 item 1): one made on r1 is known
+        # to r2 (its stored view; a call on it answers 409 with the reason),
+        # listed there, and its end is seen there.
+        st, ses = api(replicas[0].base, key, "POST", "/v1/sandbox/sessions",
+                      {"profile": "gvisor-small", "image": IMAGE}, timeout=90)
+        if check(st == 201, "a session on r1 (%s %s)" % (st, ses)):
+            sid = ses["id"]
+            st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+            check(st == 200 and b.get("status") == "running" and "owner" not in b,
+                  "r2 reads r1's session from storage (%s %s)" % (st, b))
+            st, b = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                        {"command": ["true"]})
+            check(st == 409 and b["error"]["code"] == "conflict", "a call on r2 answers 409 conflict (%s %s)" % (st, b))
+            st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions?status=live")
+            check(st == 200 and [i["id"] for i in b.get("items", [])] == [sid], "r2 lists it (%s %s)" % (st, b))
+            st, b = api(replicas[0].base, key, "DELETE", "/v1/sandbox/sessions/" + sid)
+            check(st == 200 and b.get("status") == "ended", "r1 ends it (%s %s)" % (st, b))
+            end = time.time() + 10
+            while time.time() < end:
+                st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                if b.get("status") == "ended":
+                    break
+                time.sleep(0.2)
+            check(st == 200 and b.get("status") == "ended" and b.get("end_reason") == "deleted",
+                  "r2 sees its end (%s %s)" % (st, b))
+            check(psql(app_db, "SELECT count(*) FROM eai.sandbox_sessions") == "0",
+                  "the app role with no tenant set sees no session")
+
         # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
         # claims the slow batch; a fresh replica r3 joins, then r1 dies.
         replicas[1].stop()
