@@ -16,7 +16,8 @@ until answered).  Then (issue 31 item 8), on a second eaid:
   resume-on-call: a session with idle_timeout_s 1 paused by its idle timer
           (auto_pause), then the same execution posted to it: the wall time
           of POST + long-poll, restore included (10 samples, or samples/3);
-  checkpoint: the size of its checkpoint image on disk while paused (du);
+  checkpoint: the size of its checkpoint image on disk while paused (du),
+          with a python3 left running in it holding a list of 10^6 ints;
   50 in turn: N sessions (argv[2], default 50) created and paused one
           after the other, then each resumed (POST .../resume until
           answered), its program run and paused again: the resumes'
@@ -147,6 +148,11 @@ def idle_and_turns(n_on_call, n_turn):
         made.append(s["id"])
         spath = "/v1/sandbox/sessions/%s/executions" % s["id"]
         timed(e, spath, {"command": CMD})
+        # a small Python session: an interpreter left running with some state
+        st, b = e.api("POST", spath, {"command": ["sh", "-c", "nohup python3 -c 'import time; x = list(range(10**6));"
+                                                         " time.sleep(10**6)' >/dev/null 2>&1 &"]})
+        check(st == 202, "background python: %s %s" % (st, b))
+        e.wait_terminal(b["id"], timeout=60)
         for i in range(n_on_call):
             b = wait_status(e, s["id"], "paused")
             check(b["paused_by"] == "idle", "paused by its idle timer: %s" % b)

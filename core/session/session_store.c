@@ -75,6 +75,9 @@ static json_t *record_of(struct eai_session *s, int64_t now)
     }
     json_object_set_new(d, "rev", json_integer(++s->rev));
     json_object_set_new(d, "owner", json_string(s->reg->node));
+    /* this process: only it claims the session's executions (PostgreSQL) */
+    if (s->reg->app->host && s->reg->app->host->node_id)
+        json_object_set_new(d, "claim_owner", json_string(s->reg->app->host->node_id));
     json_object_set_new(d, "tenant_id", json_string(s->tenant));
     json_object_set_new(x, "paused_by", json_string(s->paused_by));
     json_object_set_new(d, "x", x);
@@ -88,6 +91,7 @@ static json_t *view_of_record(const json_t *doc)
     if (v) {
         json_object_del(v, "rev");
         json_object_del(v, "owner");
+        json_object_del(v, "claim_owner");
         json_object_del(v, "tenant_id");
         json_object_del(v, "x");
     }

@@ -11,6 +11,8 @@ CREATE TABLE eai.sandbox_sessions (
     id          text PRIMARY KEY CHECK (id ~ '^ses_[0-9a-f-]{36}$'),
     tenant_id   uuid NOT NULL,
     owner       text NOT NULL,
+    claim_owner text,                        -- the owner's process (its exec_claim owner): only it
+                                             -- claims the session's executions (below)
     status      text NOT NULL CHECK (status IN ('starting', 'running', 'pausing', 'paused', 'resuming',
                                                 'ending', 'ended', 'failed', 'interrupted')),
     created_ms  bigint NOT NULL,
@@ -84,3 +86,70 @@ BEGIN
 END
 $$;
 REVOKE ALL ON FUNCTION eai.grant_app_role(text) FROM PUBLIC;
+
+-- A session's executions go through the shared queue like any other, but
+-- only the process that runs the session can run them: exec_claim and
+-- exec_claim_excluding (same signatures, grants kept) take an execution
+-- with a session_id only when that session's claim_owner is the claiming
+-- process, or when the session has ended (any node then claims it and
+-- fails it, so none waits forever).  An execution without a session is
+-- claimed as before.
+CREATE OR REPLACE FUNCTION eai.exec_claim(p_owner text, p_now_ms bigint, p_lease_until bigint,
+                                          p_max integer, p_per_tenant integer)
+RETURNS SETOF eai.sandbox_executions
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    RETURN QUERY SELECT * FROM eai.exec_claim_excluding(p_owner, p_now_ms, p_lease_until, p_max, p_per_tenant,
+                                                        ARRAY[]::uuid[]);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION eai.exec_claim_excluding(p_owner text, p_now_ms bigint, p_lease_until bigint,
+                                                    p_max integer, p_per_tenant integer, p_exclude uuid[])
+RETURNS SETOF eai.sandbox_executions
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    c record;
+    r eai.sandbox_executions;
+    n integer := 0;
+BEGIN
+    IF p_max <= 0 OR p_per_tenant <= 0 THEN
+        RETURN;
+    END IF;
+    PERFORM set_config('eai.definer', 'on', true);
+    FOR c IN
+        SELECT s.id FROM (
+            SELECT e.id, e.seq, row_number() OVER (PARTITION BY e.tenant_id ORDER BY e.seq) AS rn
+              FROM eai.sandbox_executions e
+             WHERE e.status = 'queued'
+               AND NOT (e.tenant_id = ANY (COALESCE(p_exclude, ARRAY[]::uuid[])))
+               AND (e.session_id IS NULL
+                    OR NOT EXISTS (SELECT 1 FROM eai.sandbox_sessions ss WHERE ss.id = e.session_id)
+                    OR EXISTS (SELECT 1 FROM eai.sandbox_sessions ss
+                                WHERE ss.id = e.session_id
+                                  AND (ss.claim_owner = p_owner
+                                       OR ss.status IN ('ended', 'failed', 'interrupted'))))) s
+         WHERE s.rn <= p_per_tenant
+         ORDER BY s.rn, s.seq
+         LIMIT p_max * 4
+    LOOP
+        EXIT WHEN n >= p_max;
+        UPDATE eai.sandbox_executions e
+           SET status = 'running', lease_owner = p_owner, lease_until = p_lease_until,
+               started_at = to_timestamp(p_now_ms / 1000.0), updated_at = to_timestamp(p_now_ms / 1000.0)
+         WHERE e.id = (SELECT x.id FROM eai.sandbox_executions x
+                        WHERE x.id = c.id AND x.status = 'queued'
+                        FOR UPDATE SKIP LOCKED)
+        RETURNING e.* INTO r;
+        IF FOUND THEN
+            n := n + 1;
+            RETURN NEXT r;
+        END IF;
+    END LOOP;
+    PERFORM set_config('eai.definer', '', true);
+END
+$$;

@@ -20,7 +20,7 @@ static const char *jstr(const json_t *o, const char *k)
 }
 
 struct ses_ctx {
-    const char *tenant, *id, *owner, *status, *expect, *text, *before;
+    const char *tenant, *id, *owner, *status, *expect, *text, *before, *claim_owner;
     int64_t created_ms, rev;
     int limit, live;
     json_t *out;
@@ -32,14 +32,14 @@ static int put_body(struct eai_pg_tx *tx, void *arg, struct eai_error **err)
     char cms[24], rev[24];
     eai_pg_i64(c->created_ms, cms);
     eai_pg_i64(c->rev, rev);
-    const char *p[8] = {c->id, c->tenant, c->owner, c->status, cms, c->text, c->expect, rev};
+    const char *p[9] = {c->id, c->tenant, c->owner, c->status, cms, c->text, c->expect, rev, c->claim_owner};
     PGresult *r = eai_pg_q(tx,
-        "INSERT INTO eai.sandbox_sessions AS s (id, tenant_id, owner, status, created_ms, rev, doc)"
-        " VALUES ($1, $2::uuid, $3, $4, $5::bigint, $8::bigint, $6::json) ON CONFLICT (id) DO UPDATE"
+        "INSERT INTO eai.sandbox_sessions AS s (id, tenant_id, owner, status, created_ms, rev, doc, claim_owner)"
+        " VALUES ($1, $2::uuid, $3, $4, $5::bigint, $8::bigint, $6::json, $9) ON CONFLICT (id) DO UPDATE"
         " SET owner = excluded.owner, status = excluded.status, rev = excluded.rev, doc = excluded.doc,"
-        " updated_at = now()"
+        " claim_owner = excluded.claim_owner, updated_at = now()"
         " WHERE s.tenant_id = excluded.tenant_id AND ($7::text IS NULL OR s.owner = $7::text)"
-        " AND excluded.rev >= s.rev RETURNING 1", 8, p, err);
+        " AND excluded.rev >= s.rev RETURNING 1", 9, p, err);
     if (!r)
         return -1;
     int n = PQntuples(r);
@@ -66,7 +66,8 @@ int eai_pg_session_put(void *self, const char *tenant, const json_t *doc, const 
     struct eai_pg *pg = self;
     struct ses_ctx c = {.tenant = tenant, .id = jstr(doc, "id"), .owner = jstr(doc, "owner"),
                         .status = jstr(doc, "status"), .expect = expect_owner,
-                        .rev = json_integer_value(json_object_get(doc, "rev"))};
+                        .rev = json_integer_value(json_object_get(doc, "rev")),
+                        .claim_owner = jstr(doc, "claim_owner")};
     const char *created = jstr(doc, "created_at");
     if (!eai_pg_uuid_valid(tenant) || !c.id || !c.owner || !c.status || !created ||
         eai_pg_parse_rfc3339(created, &c.created_ms) < 0)

@@ -309,12 +309,31 @@ def main():
                       {"profile": "gvisor-small", "image": IMAGE}, timeout=90)
         if check(st == 201, "a session on r1 (%s %s)" % (st, ses)):
             sid = ses["id"]
-            st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+            # (its records are written on a worker: "running" lands a moment after the 201)
+            end = time.time() + 10
+            while time.time() < end:
+                st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                if st != 200 or b.get("status") == "running":
+                    break
+                time.sleep(0.1)
             check(st == 200 and b.get("status") == "running" and "owner" not in b,
                   "r2 reads r1's session from storage (%s %s)" % (st, b))
             st, b = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
                         {"command": ["true"]})
             check(st == 409 and b["error"]["code"] == "conflict", "a call on r2 answers 409 conflict (%s %s)" % (st, b))
+            # its executions go through the shared queue, but only r1 (the
+            # process that runs it) claims them: none fails on r2
+            sx = []
+            for i in range(6):
+                st, b = api(replicas[0].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["python3", "-c", "print(%d)" % i]})
+                if st == 202:
+                    sx.append(b["id"])
+            done = wait_terminal([rp.base for rp in replicas], key, sx, 120)
+            check(len(sx) == 6 and all(done.get(x, {}).get("status") == "succeeded" and
+                                       done[x].get("stdout") == "%d\n" % i for i, x in enumerate(sx)),
+                  "6 executions of r1's session all run on r1 (%s)" %
+                  [(done.get(x, {}).get("status"), done.get(x, {}).get("stdout")) for x in sx])
             st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions?status=live")
             check(st == 200 and [i["id"] for i in b.get("items", [])] == [sid], "r2 lists it (%s %s)" % (st, b))
             st, b = api(replicas[0].base, key, "DELETE", "/v1/sandbox/sessions/" + sid)

@@ -790,6 +790,46 @@ def case_kill9_interrupted():
         e.stop()
 
 
+def case_kept_survives_kill9():
+    """A session kept by a drain comes back paused even when the next eaid
+    dies with kill -9 before anything resumed it (the kept mark stays until
+    it runs again); one its user paused (not kept: no drain) is
+    `interrupted` after a kill -9, its checkpoint removed by the sweep."""
+    e = start_env(tenant="ses-kept9")
+    try:
+        kept = create(e)
+        run(e, kept, ["sh", "-c", "echo k > /tmp/k"])
+        e.stop(clean=False)           # SIGTERM: kept
+        e.start()
+        check(get(e, kept)[1]["status"] == "paused", "kept across the stop")
+        user = create(e)
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % user, timeout=60)
+        check(st == 200 and b["paused_by"] == "user", "user pause: %s %s" % (st, b))
+        os.kill(e.proc.pid, signal.SIGKILL)
+        e.proc.wait(timeout=30)
+        e.start()
+        st, b = get(e, kept)
+        check(st == 200 and b["status"] == "paused" and b["paused_by"] == "drain", "still kept after kill -9: %s" % b)
+        r = run(e, kept, ["cat", "/tmp/k"])
+        check(r["status"] == "succeeded" and r["stdout"] == "k\n", "resumed by the call: %s" % r)
+        deadline = time.time() + 30
+        b = {}
+        while time.time() < deadline:
+            st, b = get(e, user)
+            if b.get("status") == "interrupted":
+                break
+            time.sleep(0.25)
+        check(b.get("status") == "interrupted" and (b.get("usage") or {}).get("partial") is True,
+              "a user-paused session after kill -9: %s" % b)
+        delete(e, kept)
+        deadline = time.time() + 30
+        while host_leftovers(e) and time.time() < deadline:
+            time.sleep(0.5)
+        check(not host_leftovers(e), "leftovers: %s" % host_leftovers(e))
+    finally:
+        e.stop()
+
+
 def case_nothing_left():
     """After every case of the shared eaid: no session sandbox, bundle or
     cgroup leaf left, and each end billed with the session id."""
@@ -890,6 +930,7 @@ CASES = [
     ("unsupported_backend", case_unsupported_backend),
     ("restart_keeps_paused", case_restart_keeps_paused),
     ("kill9_interrupted", case_kill9_interrupted),
+    ("kept_survives_kill9", case_kept_survives_kill9),
     ("nothing_left", case_nothing_left),
 ]
 

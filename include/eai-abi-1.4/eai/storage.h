@@ -287,7 +287,10 @@ struct eai_storage_ops {
      * is a JSON document {id ("ses_<uuid>"), status, owner (the node that
      * runs it), created_at, ...}; the backend keeps id, status, owner and
      * the times in columns and the rest as the document, under the
-     * tenant's isolation (row-level security on PostgreSQL). */
+     * tenant's isolation (row-level security on PostgreSQL).  doc.claim_owner
+     * (optional): the exec_claim owner of the process that runs the
+     * session; a backend shared by several processes lets only it claim
+     * the session's executions (and anyone those of an ended session). */
     /* Insert or replace the record doc of tenant's session doc.id.
      * doc.rev (an integer, 0 when absent) orders the writes of one
      * session: a doc whose rev is lower than the stored one is not
