@@ -118,6 +118,7 @@ void eai_config_free(struct eai_config *c)
     json_decref(c->isolation);
     free(c->namespace_prefix);
     free(c->runsc);
+    free(c->sessions_advertise_url);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
     free(c->callbacks_proxy);
@@ -221,6 +222,7 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
         {"EAI_TELEMETRY_BACKEND", &c->telemetry_backend},
         {"EAI_SANDBOX_NAMESPACE_PREFIX", &c->namespace_prefix},
         {"EAI_SANDBOX_RUNSC", &c->runsc},
+        {"EAI_ADVERTISE_URL", &c->sessions_advertise_url},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         const char *v = env(map[i].name);

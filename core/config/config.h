@@ -107,6 +107,9 @@ struct eai_config {
     int64_t sessions_checkpoint_quota;  /* 8Gi   checkpoint bytes of one tenant's paused sessions */
     int64_t sessions_min_free_bytes;    /* 1Gi   free space kept on the data disk (pause refused below) */
     int sessions_pause_per_minute;      /* 30    pauses + resumes of one session per minute */
+    char *sessions_advertise_url;       /* NULL  this node's URL for the other replicas
+                                           (sessions.advertise_url, EAI_ADVERTISE_URL): calls on
+                                           its sessions reaching another replica are forwarded */
     int sessions_tenant_pause_per_minute; /* 120 of one tenant's sessions together */
     /* network: egress of local sandboxes (docs/egress.md) */
     char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */

@@ -248,6 +248,7 @@ static const struct tmpl T[] = {
      "la session tourne sur un autre nœud du service : appelez-la par le nœud qui l'a créée"
      " (docs/sessions.md, \"Stored sessions\")"},
     {"must be an integer in 1..1000", "doit être un entier de 1 à 1000"},
+    {"the node that runs the session did not answer", "le nœud qui fait tourner la session n'a pas répondu"},
     {"must be an array of host:port entries", "doit être un tableau d'entrées hôte:port"},
     {"the session was created without network egress: it has no network to change",
      "la session a été créée sans accès réseau sortant : elle n'a pas de réseau à modifier"},

@@ -20,6 +20,7 @@
  * node's name is kept in <data_dir>/node-name so that a restart finds them.
  */
 #include <errno.h>
+#include <event2/http.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,8 @@
 #include "http/http_util.h"
 #include "http/park.h"
 #include "http/req_audit.h"
+#include "plugin/host.h"
+#include "http_client.h"
 
 #define SES_LIST_DEFAULT 100
 #define SES_LIST_MAX 1000
@@ -75,6 +78,10 @@ static json_t *record_of(struct eai_session *s, int64_t now)
     }
     json_object_set_new(d, "rev", json_integer(++s->rev));
     json_object_set_new(d, "owner", json_string(s->reg->node));
+    /* where the other replicas forward calls on it (sessions.advertise_url) */
+    const struct eai_config *cfg = s->reg->app->cfg;
+    if (cfg && cfg->sessions_advertise_url && cfg->sessions_advertise_url[0])
+        json_object_set_new(d, "owner_url", json_string(cfg->sessions_advertise_url));
     /* this process: only it claims the session's executions (PostgreSQL) */
     if (s->reg->app->host && s->reg->app->host->node_id)
         json_object_set_new(d, "claim_owner", json_string(s->reg->app->host->node_id));
@@ -92,6 +99,7 @@ static json_t *view_of_record(const json_t *doc)
         json_object_del(v, "rev");
         json_object_del(v, "owner");
         json_object_del(v, "claim_owner");
+        json_object_del(v, "owner_url");
         json_object_del(v, "tenant_id");
         json_object_del(v, "x");
     }
@@ -440,6 +448,89 @@ static void reply_detail(struct eai_req *r, enum eai_code code, const char *msg)
     eai_reply_error(r, code, json_pack("[{s:s, s:s}]", "path", "", "message", msg));
 }
 
+/* ------------------------------------------------------------ forwarding */
+
+#define SES_FWD_HEADER "X-EAI-Forwarded"
+#define SES_FWD_TIMEOUT_MS 120000
+
+struct fwd {
+    struct eai_parked *hold;
+    int raw;                       /* the answer is a file's bytes (GET .../files/...) */
+};
+
+static void fwd_done(void *arg, const struct eai_http_response *resp)
+{
+    struct fwd *f = arg;
+    struct eai_req *r = eai_park_release(f->hold);
+    if (r) {
+        if (!resp || resp->status == 0) {
+            eai_log(SES_COMPONENT, EAI_LOG_WARN, "forwarding to the session's node failed: %s",
+                    resp && resp->error ? resp->error : "?");
+            eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE,
+                            json_pack("[{s:s, s:s}]", "path", "", "message",
+                                      "the node that runs the session did not answer"));
+        } else if (f->raw && resp->status == 200) {
+            eai_reply_raw(r, 200, "application/octet-stream", resp->body ? resp->body : "", resp->body_len);
+        } else {
+            json_t *j = resp->body ? json_loadb(resp->body, resp->body_len, 0, NULL) : NULL;
+            if (j && (resp->status == 429 || resp->status == 503)) {
+                const char *h[] = {"Retry-After: 1", NULL};
+                eai_reply_json_headers(r, (int)resp->status, j, h);
+            } else if (j) {
+                eai_reply_json(r, (int)resp->status, j);
+            } else {
+                eai_reply_raw(r, (int)resp->status, "text/plain", resp->body ? resp->body : "", resp->body_len);
+            }
+        }
+    }
+    free(f);
+}
+
+/* Forward r to the node at url that runs the session (its own checks
+ * follow there: the client's key, the tenant, the state).  Once only: a
+ * forwarded request is never forwarded again.  0 when under way. */
+static int forward(struct eai_app *app, struct eai_sessions *reg, struct eai_req *r, const char *url)
+{
+    const char *path = eai_req_path(r), *qp = eai_req_query(r, "path");
+    size_t ulen = strlen(url);
+    while (ulen && url[ulen - 1] == '/')
+        ulen--;
+    char *full = NULL, *qenc = qp ? evhttp_encode_uri(qp) : NULL;
+    if (asprintf(&full, "%.*s%s%s%s", (int)ulen, url, path, qenc ? "?path=" : "", qenc ? qenc : "") < 0)
+        full = NULL;
+    free(qenc);
+    struct fwd *f = full ? calloc(1, sizeof *f) : NULL;
+    if (!f) {
+        free(full);
+        return -1;
+    }
+    f->raw = !strcmp(eai_req_method(r), "GET") && strstr(path, "/files/") != NULL;
+    char auth[1024], ctype[256], lang[128], rid[200], me[128];
+    const char *a = eai_req_header(r, "Authorization"), *ct = eai_req_header(r, "Content-Type");
+    snprintf(auth, sizeof auth, "Authorization: %s", a ? a : "");
+    snprintf(ctype, sizeof ctype, "Content-Type: %s", ct ? ct : "application/json");
+    snprintf(lang, sizeof lang, "Accept-Language: %s", eai_req_lang(r));
+    snprintf(rid, sizeof rid, "X-Request-Id: %s", eai_req_id(r) ? eai_req_id(r) : "");
+    snprintf(me, sizeof me, SES_FWD_HEADER ": %s", reg->node);
+    const char *headers[] = {auth, ctype, lang, rid, me, NULL};
+    size_t blen = 0;
+    const char *body = eai_req_body(r, &blen);
+    struct eai_http_request req = {.method = eai_req_method(r), .url = full, .headers = headers,
+                                   .body = blen ? body : NULL, .body_len = blen, .timeout_ms = SES_FWD_TIMEOUT_MS};
+    struct eai_http_client *c = eai_host_http_client(app->host);
+    f->hold = eai_park_hold(reg->parks, r);
+    if (!c || !f->hold || eai_http_client_request(c, &req, fwd_done, f) < 0) {
+        if (f->hold)
+            eai_park_release(f->hold);
+        free(f);
+        free(full);
+        return -1;
+    }
+    eai_log(SES_COMPONENT, EAI_LOG_DEBUG, "forwarding %s %s to the session's node", eai_req_method(r), full);
+    free(full);
+    return 0;
+}
+
 static void get_answer(struct eai_req *r, void *arg)
 {
     struct get_job *j = arg;
@@ -484,6 +575,11 @@ static void get_answer(struct eai_req *r, void *arg)
             eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
     }
+    /* live on another node that says where it is: forwarded there (once) */
+    const char *url = jstr(j->doc, "owner_url");
+    if (!status_terminal(status) && url && !strncmp(url, "http", 4) && !eai_req_header(r, SES_FWD_HEADER) &&
+        forward(j->app, reg, r, url) == 0)
+        return;
     json_t *ev = eai_req_audit_event(r, j->action, j->id, "deny", status_terminal(status) ? "session_ended" : "conflict");
     if (ev)
         eai_req_audit_async(j->app, j->tenant, ev);

@@ -79,6 +79,8 @@ class Replica:
         e = dict(env)
         e["EAI_LISTEN"] = "127.0.0.1:%d" % self.port
         e["EAI_DATA_DIR"] = self.data
+        # where the other replicas forward calls on this one's sessions
+        e["EAI_ADVERTISE_URL"] = "http://127.0.0.1:%d" % self.port
         # Own process group: killing the group kills its runsc children too,
         # as when a machine dies.
         self.proc = subprocess.Popen([eaid, "serve", "--config", config], env=e, stdout=self.log,
@@ -318,9 +320,29 @@ def main():
                 time.sleep(0.1)
             check(st == 200 and b.get("status") == "running" and "owner" not in b,
                   "r2 reads r1's session from storage (%s %s)" % (st, b))
+            # a call on r2 is forwarded to r1 (its advertise_url), once
             st, b = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
-                        {"command": ["true"]})
-            check(st == 409 and b["error"]["code"] == "conflict", "a call on r2 answers 409 conflict (%s %s)" % (st, b))
+                        {"command": ["python3", "-c", "open('/tmp/via-r2', 'w').write('r2')"]})
+            check(st == 202, "an execution posted to r2 is forwarded to r1 (%s %s)" % (st, b))
+            if st == 202:
+                done = wait_terminal([rp.base for rp in replicas], key, [b["id"]], 60)
+                check(done.get(b["id"], {}).get("status") == "succeeded", "it ran in r1's session (%s)" % done)
+            req = urllib.request.Request(replicas[1].base + "/v1/sandbox/sessions/%s/files/tmp/via-r2" % sid)
+            req.add_header("Authorization", "Bearer " + key)
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                check(resp.status == 200 and resp.read() == b"r2", "a file read through r2")
+            req = urllib.request.Request(replicas[1].base + "/v1/sandbox/sessions/%s/executions" % sid,
+                                         data=b'{"command": ["true"]}', method="POST")
+            req.add_header("Authorization", "Bearer " + key)
+            req.add_header("Content-Type", "application/json")
+            req.add_header("X-EAI-Forwarded", "elsewhere")
+            try:
+                urllib.request.urlopen(req, timeout=30)
+                check(False, "a request already forwarded is not forwarded again")
+            except urllib.error.HTTPError as e:
+                b = json.loads(e.read() or b"null")
+                check(e.code == 409 and b["error"]["code"] == "conflict",
+                      "a request already forwarded answers 409 conflict (%s %s)" % (e.code, b))
             # its executions go through the shared queue, but only r1 (the
             # process that runs it) claims them: none fails on r2
             sx = []
