@@ -122,7 +122,8 @@ class SessionHandle:
 
     def network(self) -> Dict[str, Any]:
         """GET .../network: ``{"session_id", "egress", "log", "summary"}`` (its allow list and network log)."""
-        return self._t.request("GET", "/v1/sandbox/sessions/%s/network" % _q(self.id)).json()
+        d = self._t.request("GET", "/v1/sandbox/sessions/%s/network" % _q(self.id)).json()
+        return dict(d) if isinstance(d, dict) else {}
 
     def set_egress(self, egress: Sequence[str]) -> List[str]:
         """PUT .../network: replace the allow list of the live session (checked against the
