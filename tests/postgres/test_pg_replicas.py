@@ -371,6 +371,50 @@ def main():
             check(psql(app_db, "SELECT count(*) FROM eai.sandbox_sessions") == "0",
                   "the app role with no tenant set sees no session")
 
+        # 2c. three replicas, one session, concurrent calls through all three
+        # (issue 31 item 3): every call runs once, in the one sandbox of its
+        # owner (r2); never a second live copy on another replica.
+        r2b = Replica("r2b", eaid, serve_env, workdir, config)
+        replicas.append(r2b)
+        if check(r2b.wait_ready(), "a third replica r2b ready on port %d" % r2b.port):
+            st, ses = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions",
+                          {"profile": "gvisor-small", "image": IMAGE, "max_concurrent_executions": 2}, timeout=90)
+            if check(st == 201, "a session on r2 (%s %s)" % (st, ses)):
+                sid = ses["id"]
+                end = time.time() + 10
+                while time.time() < end:   # its record lands a moment after the 201
+                    if api(r2b.base, key, "GET", "/v1/sandbox/sessions/" + sid)[1].get("status") == "running":
+                        break
+                    time.sleep(0.1)
+                import concurrent.futures
+                trio = [replicas[0], replicas[1], r2b]
+
+                def call(i):
+                    return api(trio[i % 3].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                               {"command": ["sh", "-c", "echo %d >> /tmp/calls" % i]})
+                with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+                    answers = list(pool.map(call, range(30)))
+                ids = [b["id"] for st, b in answers if st == 202]
+                check(len(ids) == 30, "30 concurrent calls through 3 replicas accepted (%s)" %
+                      [st for st, b in answers if st != 202][:5])
+                done = wait_terminal([rp.base for rp in trio], key, ids, 180)
+                check(len(done) == len(ids) and all(x.get("status") == "succeeded" for x in done.values()),
+                      "all ran (%s)" % sorted({x.get("status") for x in done.values()}))
+                req = urllib.request.Request(r2b.base + "/v1/sandbox/sessions/%s/files/tmp/calls" % sid)
+                req.add_header("Authorization", "Bearer " + key)
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    lines = resp.read().decode().split()
+                check(sorted(int(x) for x in lines) == list(range(30)), "each call ran exactly once, in one /tmp (%d lines)"
+                      % len(lines))
+                st, b = api(replicas[0].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                copies = [rp.name for rp in trio
+                          if os.path.isdir(os.path.join(rp.data, "gvisor", "work", "eai-ses-" + sid[4:]))]
+                check(copies == ["r2"], "one live copy, on its owner: %s" % copies)
+                st, b = api(r2b.base, key, "DELETE", "/v1/sandbox/sessions/" + sid)
+                check(st == 200 and b.get("status") == "ended" and b.get("executions") == 30,
+                      "ended through r2b, 30 executions counted (%s %s)" % (st, b.get("executions")))
+        r2b.stop()
+
         # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
         # claims the slow batch; a fresh replica r3 joins, then r1 dies.
         replicas[1].stop()
