@@ -113,6 +113,18 @@ def main():
         check(not r[1]["ok"], "refused at once after the narrowing: %s" % r[1])
         st, b = env.api("GET", "/v1/sandbox/sessions/" + sid)
         check(b["network"]["egress"] == ["allowed.test:80"], "the view shows the new list: %s" % b.get("network"))
+        # the CLI: eai session egress SID [--set ...]
+        eai = os.path.join(eaid_env.BUILD, "eai")
+        ce = dict(os.environ, EAI_URL=env.url, EAI_API_KEY=env.key)
+        r = subprocess.run([eai, "session", "egress", sid], env=ce, capture_output=True, timeout=60)
+        check(r.returncode == 0 and r.stdout == b"allowed.test:80\n", "eai session egress: %s" % (r,))
+        r = subprocess.run([eai, "session", "egress", sid, "--set", "allowed.test:80,a.wild.test:80"], env=ce,
+                           capture_output=True, timeout=60)
+        check(r.returncode == 0 and r.stdout == b"allowed.test:80\na.wild.test:80\n", "eai session egress --set: %s"
+              % (r,))
+        r = subprocess.run([eai, "session", "egress", sid, "--set", "allowed.test:80"], env=ce, capture_output=True,
+                           timeout=60)
+        check(r.returncode == 0, "eai session egress --set back: %s" % (r,))
         # refusals: outside the profile's list (EN, FR), bad body, unknown field
         st, b = env.api("PUT", "/v1/sandbox/sessions/%s/network" % sid, {"egress": ["evil.test:80"]})
         check(st == 422 and b["error"]["code"] == "egress_not_allowed", "outside the profile: %s %s" % (st, b))
