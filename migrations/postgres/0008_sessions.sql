@@ -54,6 +54,31 @@ END
 $$;
 REVOKE ALL ON FUNCTION eai.session_owned(text, integer) FROM PUBLIC;
 
+-- Retention (exec_prune, docs/configuration.md "Quotas and retention"):
+-- at most p_limit ended (or failed, interrupted) sessions of every tenant
+-- created before p_before_ms are deleted; their ids answer 404 from then
+-- on.  Returns how many.
+CREATE FUNCTION eai.session_prune(p_before_ms bigint, p_limit integer)
+RETURNS bigint
+LANGUAGE plpgsql SECURITY DEFINER
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    n bigint;
+BEGIN
+    PERFORM set_config('eai.definer', 'on', true);
+    WITH victims AS (
+        SELECT s.id FROM eai.sandbox_sessions s
+         WHERE s.created_ms < p_before_ms AND s.status IN ('ended', 'failed', 'interrupted')
+         ORDER BY s.created_ms LIMIT greatest(least(p_limit, 10000), 0))
+    DELETE FROM eai.sandbox_sessions d USING victims v WHERE d.id = v.id;
+    GET DIAGNOSTICS n = ROW_COUNT;
+    PERFORM set_config('eai.definer', '', true);
+    RETURN n;
+END
+$$;
+REVOKE ALL ON FUNCTION eai.session_prune(bigint, integer) FROM PUBLIC;
+
 -- grant_app_role (0003) plus the sessions table: the app role reads and
 -- writes its tenant's sessions (never deletes them).
 CREATE OR REPLACE FUNCTION eai.grant_app_role(p_role text)

@@ -1767,6 +1767,30 @@ static void test_sessions(void)
     d = json_pack("{s:s}", "id", idb);
     FAILS(EAI_E_VALIDATION_FAILED, g_ops->session_put(g_st, a, d, NULL, err));
     json_decref(d);
+    /* retention: exec_prune also deletes old ended records, never live ones */
+    char old_id[41], old_live[41];
+    new_ses_id(old_id);
+    new_ses_id(old_live);
+    int64_t long_ago = 86400000LL; /* 1970-01-02 */
+    d = ses_doc(old_id, node, "ended", long_ago, 1);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    d = ses_doc(old_live, node, "running", long_ago, 1);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    if (g_ops->exec_prune) {
+        int64_t gone = 0;
+        OK(g_ops->exec_prune(g_st, long_ago + 1000, 1000, &gone, err));
+        OK(g_ops->session_get(g_st, a, old_id, &out, err));
+        CU_ASSERT_PTR_NULL(out);
+        json_decref(out);
+        OK(g_ops->session_get(g_st, a, old_live, &out, err));
+        CU_ASSERT_PTR_NOT_NULL(out);
+        json_decref(out);
+    }
+    d = ses_doc(old_live, node, "ended", long_ago, 2); /* leave nothing live behind */
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
 }
 
 /* ------------------------------------------------------------ SQLite only */

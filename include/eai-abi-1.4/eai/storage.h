@@ -246,7 +246,9 @@ struct eai_storage_ops {
      * outbox or the audit chain), and append to each tenant concerned one
      * audit event (action "retention.pruned", the count and the ids' range)
      * in the same transaction: the chain keeps verifying and records the
-     * deletion.  *deleted: executions removed. */
+     * deletion.  *deleted: executions removed.  A backend with the
+     * session ops (1.4) also deletes at most limit ended, failed or
+     * interrupted session records created before before_ms. */
     int (*exec_prune)(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err);
 
     /* ---- Added in 1.3: the agent view (GET /v1/runs, /v1/agents;
