@@ -185,7 +185,7 @@ json_t *ses_view(const struct eai_session *s)
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
-    json_object_set_new(v, "network", json_pack("{s:O}", "egress", s->egress ? s->egress : json_array()));
+    json_object_set_new(v, "network", json_pack("{s:o}", "egress", s->egress ? json_incref(s->egress) : json_array()));
     if (s->net_summary)
         json_object_set(json_object_get(v, "network"), "summary", s->net_summary);
     json_object_set_new(v, "paused_by", s->state == SES_PAUSED && s->paused_by[0] ? json_string(s->paused_by)

@@ -66,8 +66,8 @@ void eai_session_route_network_get(struct eai_app *app, struct eai_req *r)
         return;
     json_t *log = s->lease ? eai_egress_lease_log(s->lease) : NULL;
     json_t *summary = log ? eai_egress_log_summary(log) : s->net_summary ? json_incref(s->net_summary) : NULL;
-    json_t *v = json_pack("{s:s, s:O, s:o, s:o}", "session_id", s->id, "egress",
-                          s->egress ? s->egress : json_array(), "log", log ? log : json_null(), "summary",
+    json_t *v = json_pack("{s:s, s:o, s:o, s:o}", "session_id", s->id, "egress",
+                          s->egress ? json_incref(s->egress) : json_array(), "log", log ? log : json_null(), "summary",
                           summary ? summary : json_null());
     if (v)
         eai_reply_json(r, 200, v);
@@ -151,7 +151,8 @@ static void net_answer(struct eai_req *r, void *arg)
     }
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s: allow list replaced (%zu entries)", s->id, n);
     ses_persist(s);
-    json_t *v = json_pack("{s:s, s:O}", "session_id", s->id, "egress", s->egress ? s->egress : json_array());
+    json_t *v = json_pack("{s:s, s:o}", "session_id", s->id, "egress",
+                          s->egress ? json_incref(s->egress) : json_array());
     if (v)
         eai_reply_json(r, 200, v);
     else

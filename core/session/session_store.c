@@ -566,6 +566,19 @@ static void get_answer(struct eai_req *r, void *arg)
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
     }
+    if (!strcmp(j->action, "sandbox.session.network.get") && status_terminal(status)) {
+        /* an ended session's network: its list and summary, as its view has them */
+        const json_t *net = json_object_get(j->doc, "network");
+        const json_t *eg = json_object_get(net, "egress"), *sum = json_object_get(net, "summary");
+        json_t *v = json_pack("{s:s, s:o, s:n, s:o}", "session_id", j->id, "egress",
+                              eg ? json_deep_copy(eg) : json_array(), "log", "summary",
+                              sum ? json_deep_copy(sum) : json_null());
+        if (v)
+            eai_reply_json(r, 200, v);
+        else
+            eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
     int is_get = !strcmp(j->action, "sandbox.session.get"), is_del = !strcmp(j->action, "sandbox.session.delete");
     if (is_get || (is_del && status_terminal(status))) {
         json_t *v = view_of_record(j->doc);

@@ -149,6 +149,9 @@ def main():
         st, b = env.api("DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
         check(st == 200 and b["status"] == "ended" and (b["network"].get("summary") or {}).get("allowed", 0) >= 2,
               "ended with its network summary: %s %s" % (st, b))
+        st, b = env.api("GET", "/v1/sandbox/sessions/%s/network" % sid)
+        check(st == 200 and b["log"] is None and (b.get("summary") or {}).get("allowed", 0) >= 2,
+              "an ended session's network: its summary (%s %s)" % (st, b))
         # audited: the narrowing, with the new list
         db = os.path.join(env.data, "eai.db")
         deadline = time.time() + 10
