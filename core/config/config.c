@@ -63,6 +63,12 @@ static struct eai_config *eai_config_defaults(void)
     c->sessions_max_idle_timeout_s = 3600;
     c->sessions_ttl_s = 3600;
     c->sessions_max_ttl_s = 86400;
+    c->sessions_paused_ttl_s = 86400;
+    c->sessions_max_paused_ttl_s = 7 * 86400;
+    c->sessions_checkpoint_quota = 8LL << 30;
+    c->sessions_min_free_bytes = 1LL << 30;
+    c->sessions_pause_per_minute = 30;
+    c->sessions_tenant_pause_per_minute = 120;
     c->net_max_connections = 32;
     c->net_max_connections_tenant = 256;
     c->net_max_bytes = 1LL << 30;
@@ -115,6 +121,7 @@ void eai_config_free(struct eai_config *c)
     json_decref(c->isolation);
     free(c->namespace_prefix);
     free(c->runsc);
+    free(c->sessions_advertise_url);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
     free(c->callbacks_proxy);
@@ -218,6 +225,7 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
         {"EAI_TELEMETRY_BACKEND", &c->telemetry_backend},
         {"EAI_SANDBOX_NAMESPACE_PREFIX", &c->namespace_prefix},
         {"EAI_SANDBOX_RUNSC", &c->runsc},
+        {"EAI_ADVERTISE_URL", &c->sessions_advertise_url},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         const char *v = env(map[i].name);

@@ -127,6 +127,15 @@ struct eai_config {
     int64_t sessions_max_idle_timeout_s;/* 3600 */
     int64_t sessions_ttl_s;             /* 3600  default hard TTL (sessions.ttl_s) */
     int64_t sessions_max_ttl_s;         /* 86400 */
+    int64_t sessions_paused_ttl_s;      /* 86400 a paused session's own TTL (sessions.paused_ttl_s) */
+    int64_t sessions_max_paused_ttl_s;  /* 604800 */
+    int64_t sessions_checkpoint_quota;  /* 8Gi   checkpoint bytes of one tenant's paused sessions */
+    int64_t sessions_min_free_bytes;    /* 1Gi   free space kept on the data disk (pause refused below) */
+    int sessions_pause_per_minute;      /* 30    pauses + resumes of one session per minute */
+    char *sessions_advertise_url;       /* NULL  this node's URL for the other replicas
+                                           (sessions.advertise_url, EAI_ADVERTISE_URL): calls on
+                                           its sessions reaching another replica are forwarded */
+    int sessions_tenant_pause_per_minute; /* 120 of one tenant's sessions together */
     /* network: egress of local sandboxes (docs/egress.md) */
     char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */
     char *net_pool;            /* per-execution /30 slots: "10.213.0.0/16" */

@@ -338,7 +338,9 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
                          struct eai_error **err)
 {
     static const char *const k[] = {"max_per_tenant", "max_concurrent_executions", "idle_timeout_s",
-                                    "max_idle_timeout_s", "ttl_s", "max_ttl_s", NULL};
+                                    "max_idle_timeout_s", "ttl_s", "max_ttl_s", "paused_ttl_s",
+                                    "max_paused_ttl_s", "checkpoint_quota_bytes", "min_free_bytes",
+                                    "pause_per_minute", "tenant_pause_per_minute", "advertise_url", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_per_tenant", 0, 100000, &c->sessions_max_per_tenant, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_concurrent_executions", 1, 1000, &c->sessions_max_concurrent,
@@ -346,7 +348,16 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
         eai_cfg_get_int(file, path, v, "idle_timeout_s", 1, 7 * 86400, &c->sessions_idle_timeout_s, err) < 0 ||
         eai_cfg_get_int(file, path, v, "max_idle_timeout_s", 1, 7 * 86400, &c->sessions_max_idle_timeout_s, err) < 0 ||
         eai_cfg_get_int(file, path, v, "ttl_s", 1, 30 * 86400, &c->sessions_ttl_s, err) < 0 ||
-        eai_cfg_get_int(file, path, v, "max_ttl_s", 1, 30 * 86400, &c->sessions_max_ttl_s, err) < 0)
+        eai_cfg_get_int(file, path, v, "max_ttl_s", 1, 30 * 86400, &c->sessions_max_ttl_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "paused_ttl_s", 1, 30 * 86400, &c->sessions_paused_ttl_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_paused_ttl_s", 1, 30 * 86400, &c->sessions_max_paused_ttl_s, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "checkpoint_quota_bytes", 0, 1LL << 50, &c->sessions_checkpoint_quota,
+                         err) < 0 ||
+        eai_cfg_get_size(file, path, v, "min_free_bytes", 0, 1LL << 50, &c->sessions_min_free_bytes, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "pause_per_minute", 1, 100000, &c->sessions_pause_per_minute, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "tenant_pause_per_minute", 1, 1000000,
+                          &c->sessions_tenant_pause_per_minute, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "advertise_url", &c->sessions_advertise_url, err) < 0)
         return -1;
     return 0;
 }

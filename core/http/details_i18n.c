@@ -245,6 +245,31 @@ static const struct tmpl T[] = {
     {"must be a path under /tmp without '.', '..' or empty segments",
      "doit être un chemin sous /tmp sans segment '.', '..' ou vide"},
     {"the backend cannot pause sessions", "le backend ne sait pas mettre les sessions en pause"},
+    /* stored sessions, pause admission (core/session/session_store.c, session.c) */
+    {"the session runs on another node of the service: call it through the node that created it"
+     " (docs/sessions.md, \"Stored sessions\")",
+     "la session tourne sur un autre nœud du service : appelez-la par le nœud qui l'a créée"
+     " (docs/sessions.md, \"Stored sessions\")"},
+    {"must be an integer in 1..1000", "doit être un entier de 1 à 1000"},
+    {"the node that runs the session did not answer", "le nœud qui fait tourner la session n'a pas répondu"},
+    {"must be an array of host:port entries", "doit être un tableau d'entrées hôte:port"},
+    {"the session was created without network egress: it has no network to change",
+     "la session a été créée sans accès réseau sortant : elle n'a pas de réseau à modifier"},
+    {"must be live or a session status (docs/sessions.md)",
+     "doit être live ou un statut de session (docs/sessions.md)"},
+    {"must be a session id (ses_...)", "doit être un identifiant de session (ses_...)"},
+    {"the tenant's paused sessions would hold {} bytes of checkpoints, over its quota of {}"
+     " (sessions.checkpoint_quota_bytes; a paused session counts its memory limit)",
+     "les sessions en pause du locataire occuperaient {1} octets de points de reprise, au-delà de son quota de {2}"
+     " (sessions.checkpoint_quota_bytes ; une session en pause compte sa limite mémoire)"},
+    {"the data disk has {} bytes free: a checkpoint of up to {} bytes would leave less than"
+     " sessions.min_free_bytes ({})",
+     "le disque de données a {1} octets libres : un point de reprise de {2} octets au plus laisserait moins que"
+     " sessions.min_free_bytes ({3})"},
+    {"too many pauses and resumes of this session or tenant per minute (sessions.pause_per_minute,"
+     " sessions.tenant_pause_per_minute)",
+     "trop de pauses et de reprises de cette session ou de ce locataire par minute (sessions.pause_per_minute,"
+     " sessions.tenant_pause_per_minute)"},
     {"the backend cannot resume sessions", "le backend ne sait pas reprendre les sessions"},
     /* a body that does not parse: JSON (jansson's words) and YAML
      * (core/schema/yamljson.c); libyaml's own problem texts stay English */

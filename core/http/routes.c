@@ -29,6 +29,8 @@ const struct eai_route eai_routes[] = {
     {"PUT", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_put, "sessions.files.put"},
     {"GET", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_get, "sessions.files.get"},
     {"DELETE", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_delete, "sessions.files.delete"},
+    {"GET", "/v1/sandbox/sessions/{id}/network", EAI_AUTH_TENANT, eai_session_route_network_get, "sessions.network.get"},
+    {"PUT", "/v1/sandbox/sessions/{id}/network", EAI_AUTH_TENANT, eai_session_route_network_put, "sessions.network.put"},
     {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
 
     {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},

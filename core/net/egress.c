@@ -94,6 +94,27 @@ struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char 
     return g;
 }
 
+int eai_egress_grant_set_rules(struct eai_egress_grant *g, const char *const *entries, size_t n,
+                               struct eai_error **err)
+{
+    struct eai_egress_rule *rules = calloc(n ? n : 1, sizeof(*rules));
+    if (!rules)
+        return eai_error_set(err, EAI_E_INTERNAL, "egress: out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (eai_egress_rule_parse(entries[i], &rules[i]) < 0) {
+            free(rules);
+            return eai_error_set(err, EAI_E_VALIDATION_FAILED, "egress: entry %zu '%.80s' is not host:port", i,
+                                 entries[i]);
+        }
+    }
+    /* decisions read the rules by index on the loop, never keep a pointer:
+     * the next DNS query and connection see the new list */
+    free(g->rules);
+    g->rules = rules;
+    g->nrules = n;
+    return 0;
+}
+
 json_t *eai_egress_grant_log(const struct eai_egress_grant *g)
 {
     return json_pack("{s:O, s:I, s:i, s:I, s:I}", "entries", g->log, "dropped", (json_int_t)g->dropped,

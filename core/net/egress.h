@@ -69,6 +69,11 @@ uint16_t eai_egress_gateway_port(const struct eai_egress *eg);
 struct eai_egress_grant *eai_egress_grant_add(struct eai_egress *eg, const char *exec_id, const char *tenant,
                                               const char *sandbox_ip, const char *const *entries,
                                               size_t n, struct eai_error **err);
+/* Replace the grant's allow list (all checked; a bad one changes nothing):
+ * every later DNS answer and connection is decided by the new list;
+ * connections already open stay.  0 or -1 with *err. */
+int eai_egress_grant_set_rules(struct eai_egress_grant *g, const char *const *entries, size_t n,
+                               struct eai_error **err);
 /* Connections open through the gateway now; accept failures (EMFILE, ...)
  * since start. */
 int eai_egress_open_connections(const struct eai_egress *eg);

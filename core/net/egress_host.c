@@ -672,6 +672,21 @@ json_t *eai_egress_lease_close(struct eai_egress_lease *l)
     return log;
 }
 
+int eai_egress_lease_set_entries(struct eai_egress_lease *l, const char *const *entries, struct eai_error **err)
+{
+    size_t n = 0;
+    while (entries && entries[n])
+        n++;
+    if (!l || !l->grant)
+        return eai_error_set(err, EAI_E_CONFLICT, "egress: the lease has no grant");
+    return eai_egress_grant_set_rules(l->grant, entries, n, err);
+}
+
+json_t *eai_egress_lease_log(const struct eai_egress_lease *l)
+{
+    return l && l->grant ? eai_egress_grant_log(l->grant) : NULL;
+}
+
 json_t *eai_egress_live_log(struct eai_egress_host *h, const char *exec_id)
 {
     for (struct eai_egress_lease *l = h ? h->leases : NULL; l && exec_id; l = l->next)

@@ -63,6 +63,12 @@ const char *eai_egress_lease_dns(const struct eai_egress_lease *l);   /* host si
  * on a worker.  l is freed. */
 json_t *eai_egress_lease_close(struct eai_egress_lease *l);
 
+/* Replace the lease's allow list (NULL-terminated entries, each checked):
+ * effective for the next DNS query and connection at once (a session's
+ * PUT .../network).  0 or -1 with *err. */
+int eai_egress_lease_set_entries(struct eai_egress_lease *l, const char *const *entries, struct eai_error **err);
+/* The lease's live log (new reference), NULL when none. */
+json_t *eai_egress_lease_log(const struct eai_egress_lease *l);
 /* The live log of a running execution's grant on this node (new
  * reference), or NULL. */
 json_t *eai_egress_live_log(struct eai_egress_host *h, const char *exec_id);

@@ -1,6 +1,7 @@
 /* Sessions: the registry of this node's sessions, their lifetimes, the
  * backend's callbacks and their end (session_int.h, docs/sessions.md). */
 #include <stdio.h>
+#include <sys/statvfs.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "obs/metrics.h"
+#include "net/egress_host.h"
 
 struct eai_sessions *ses_reg(struct eai_app *app)
 {
@@ -41,7 +43,7 @@ struct eai_session *ses_find(struct eai_sessions *reg, const char *tenant, const
 
 int ses_live(const struct eai_session *s)
 {
-    return s->state != SES_ENDED && s->state != SES_FAILED;
+    return s->state != SES_ENDED && s->state != SES_FAILED && s->state != SES_INTERRUPTED;
 }
 
 int ses_live_count(const struct eai_sessions *reg, const char *tenant)
@@ -92,10 +94,12 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s)
     return ses_profile_ops(s->prof);
 }
 
-static void ses_free(struct eai_session *s)
+void ses_free(struct eai_session *s)
 {
     json_decref(s->limits);
     json_decref(s->env);
+    json_decref(s->egress);
+    json_decref(s->net_summary);
     free(s);
 }
 
@@ -110,10 +114,10 @@ static json_t *time_or_null(int64_t ms)
     return json_string(t);
 }
 
-static const char *state_name(enum ses_state st)
+const char *ses_state_name(enum ses_state st)
 {
     static const char *const n[] = {"starting", "running", "ending", "ended", "failed", "pausing", "paused",
-                                    "resuming"};
+                                    "resuming", "interrupted"};
     return n[st];
 }
 
@@ -135,10 +139,34 @@ static double ses_running_s(const struct eai_session *s)
     return d > 0 ? d : 0;
 }
 
+/* Seconds spent paused (the current pause included). */
+static double ses_paused_total_s(const struct eai_session *s)
+{
+    double d = s->paused_s;
+    if (s->paused_ms) {
+        int64_t to = s->ended_ms ? s->ended_ms : eai_now_ms();
+        d += to > s->paused_ms ? (double)(to - s->paused_ms) / 1000.0 : 0;
+    }
+    return d;
+}
+
+/* The usage of a session (its view once ended, its usage event): running
+ * and paused time billed apart (issue 31 item 6): memory MB-seconds while
+ * running (peak x running seconds), checkpoint MB-seconds while paused (the
+ * checkpoint's bound, its memory limit, x paused seconds). */
+static json_t *ses_usage(const struct eai_session *s)
+{
+    double running = ses_running_s(s), paused = ses_paused_total_s(s);
+    double ckpt_mb = (double)s->memory_bytes / (1024.0 * 1024.0);
+    return json_pack("{s:f, s:f, s:f, s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds, "memory_mb_seconds",
+                     s->peak_mb * running, "duration_s", ses_duration_s(s), "running_s", running, "paused_s",
+                     paused, "checkpoint_mb_seconds", ckpt_mb * paused);
+}
+
 json_t *ses_view(const struct eai_session *s)
 {
     json_t *v = json_pack("{s:s, s:s, s:s, s:s, s:O, s:I, s:I, s:i, s:o, s:o, s:o, s:o, s:o, s:I}",
-                          "id", s->id, "status", state_name(s->state), "profile", s->prof->name,
+                          "id", s->id, "status", ses_state_name(s->state), "profile", s->profile,
                           "image", s->image, "limits", s->limits,
                           "idle_timeout_s", (json_int_t)s->idle_timeout_s, "ttl_s", (json_int_t)s->ttl_s,
                           "max_concurrent_executions", s->max_concurrent,
@@ -151,17 +179,26 @@ json_t *ses_view(const struct eai_session *s)
     if (!v)
         return NULL;
     json_object_set_new(v, "auto_resume", json_boolean(s->auto_resume));
+    json_object_set_new(v, "auto_pause", json_boolean(s->auto_pause));
+    json_object_set_new(v, "paused_ttl_s", json_integer(s->paused_ttl_s));
     json_object_set_new(v, "project_id", s->project_id[0] ? json_string(s->project_id) : json_null());
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
-    if (s->state == SES_ENDED)
-        json_object_set_new(v, "usage", json_pack("{s:f, s:f, s:f}", "cpu_seconds", s->cpu_seconds,
-                                                  "memory_mb_seconds", s->peak_mb * ses_running_s(s),
-                                                  "duration_s", ses_duration_s(s)));
-    else
+    json_object_set_new(v, "network", json_pack("{s:o}", "egress", s->egress ? json_incref(s->egress) : json_array()));
+    if (s->net_summary)
+        json_object_set(json_object_get(v, "network"), "summary", s->net_summary);
+    json_object_set_new(v, "paused_by", s->state == SES_PAUSED && s->paused_by[0] ? json_string(s->paused_by)
+                                                                                 : json_null());
+    if (s->state == SES_ENDED || s->state == SES_INTERRUPTED) {
+        json_t *u = ses_usage(s);
+        if (u && s->interrupted)
+            json_object_set_new(u, "partial", json_true());
+        json_object_set_new(v, "usage", u ? u : json_null());
+    } else {
         json_object_set_new(v, "usage", json_null());
-    if (s->message[0] && (s->state == SES_ENDED || s->state == SES_FAILED))
+    }
+    if (s->message[0] && !ses_live(s))
         json_object_set_new(v, "message", json_string(s->message));
     return v;
 }
@@ -233,7 +270,7 @@ static const struct eai_park_ops end_ops = {
 
 /* The usage event (API.md "FinOps") of the session's whole lifetime and
  * the audit event of its end, in one transaction on a worker. */
-static void record_end(struct eai_sessions *reg, struct eai_session *s)
+void ses_record_end(struct eai_sessions *reg, struct eai_session *s)
 {
     struct end_job *j = calloc(1, sizeof *j);
     if (!j)
@@ -249,12 +286,16 @@ static void record_end(struct eai_sessions *reg, struct eai_session *s)
     json_t *ended = time_or_null(s->ended_ms);
     j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:O, s:O, s:s, s:s, s:I}", "id", id,
                          "kind", "session", "tenant_id", s->tenant, "session_id", s->id, "profile",
-                         s->prof->name, "backend", s->prof->backend, "cpu_seconds", s->cpu_seconds,
+                         s->profile, "backend", s->backend, "cpu_seconds", s->cpu_seconds,
                          "memory_mb_seconds", s->peak_mb * ses_running_s(s), "duration_s", dur, "started_at", started,
                          "finished_at", ended, "created_at", now, "end_reason", s->end_reason, "executions",
                          (json_int_t)s->executions);
     json_decref(started);
     json_decref(ended);
+    json_t *u = ses_usage(s);
+    if (j->usage && u) /* running and paused time apart */
+        json_object_update_missing(j->usage, u);
+    json_decref(u);
     if (j->usage && s->interrupted)
         json_object_set_new(j->usage, "partial", json_true());
     j->audit = audit_event(s, "sandbox.session.end", "allow", s->end_reason);
@@ -263,6 +304,21 @@ static void record_end(struct eai_sessions *reg, struct eai_session *s)
         return;
     }
     eai_park(reg->parks, NULL, &end_ops, j);
+}
+
+/* The session's namespace and grant go (its end): the log's summary kept. */
+static void ses_close_lease(struct eai_session *s)
+{
+    if (!s->lease)
+        return;
+    json_t *log = eai_egress_lease_close(s->lease);
+    s->lease = NULL;
+    if (log) {
+        json_decref(s->net_summary);
+        s->net_summary = eai_egress_log_summary(log);
+        ses_audit(s->reg->app, s, "sandbox.session.network.end", "allow", NULL);
+        json_decref(log);
+    }
 }
 
 /* ------------------------------------------------------------ backend callbacks */
@@ -306,18 +362,21 @@ static void cb_ready(void *arg, const struct eai_error *err)
     }
     if (err) {
         s->backend_live = 0;
+        ses_close_lease(s);
         s->state = SES_FAILED;
         s->ended_ms = eai_now_ms();
         snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
         snprintf(s->message, sizeof s->message, "%s", err->message ? err->message : "boot failed");
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s did not boot: %s", s->id, s->message);
         ses_audit(reg->app, s, "sandbox.session.end", "allow", "boot_failed");
+        ses_persist(s);
         answer_hold(s);
         return;
     }
     s->ready_ms = s->last_used_ms = eai_now_ms();
     if (s->state == SES_STARTING)
         s->state = SES_RUNNING;
+    ses_persist(s);
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ready in %lld ms (tenant %s, profile %s)", s->id,
             (long long)(s->ready_ms - s->created_ms), s->tenant, s->prof->name);
     answer_hold(s);
@@ -332,6 +391,7 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     s->backend_live = 0;
     if (reg->stopped)
         return;
+    ses_close_lease(s);
     s->ended_ms = eai_now_ms();
     s->cpu_seconds = end->cpu_seconds;
     s->peak_mb = end->peak_memory_mb;
@@ -345,7 +405,8 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ended: %s (%lld executions, %.3f cpu s)", s->id,
             s->end_reason, (long long)s->executions, s->cpu_seconds);
     eai_metrics_add("eai_sessions_ended_total", NULL, 1);
-    record_end(reg, s);
+    ses_record_end(reg, s);
+    ses_persist(s);
     answer_hold(s);
 }
 
@@ -365,20 +426,29 @@ static void answer_pause_hold(struct eai_session *s, const struct eai_error *err
                         json_pack("[{s:s, s:s}]", "path", "", "message", err->message ? err->message : "?"));
 }
 
+static void drain_kept(struct eai_session *s, const struct eai_error *err);
+
 static void cb_paused(void *arg, const struct eai_error *err)
 {
     struct eai_session *s = arg;
+    if (s->drain_wait && s->reg->stopping && !s->reg->stopped) {
+        drain_kept(s, err);
+        return;
+    }
     if (s->reg->stopping || s->reg->stopped)
         return;
     if (err) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: pause failed: %s", s->id, err->message);
-        if (s->state == SES_PAUSING)
+        if (s->state == SES_PAUSING) {
             s->state = SES_RUNNING;
+            s->paused_by[0] = 0;
+        }
     } else if (s->state == SES_PAUSING) {
         s->state = SES_PAUSED;
         s->paused_ms = eai_now_ms();
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused", s->id);
     }
+    ses_persist(s);
     answer_pause_hold(s, err);
     if (!err && s->state == SES_PAUSED && s->resume_asked) {
         /* a call came meanwhile (auto_resume) */
@@ -398,11 +468,13 @@ static void cb_resumed(void *arg, const struct eai_error *err)
     }
     if (!err && s->state == SES_RESUMING) {
         s->state = SES_RUNNING;
+        s->paused_by[0] = 0;
         s->last_used_ms = eai_now_ms();
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s resumed", s->id);
     } else if (err) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: resume failed: %s", s->id, err->message);
     }
+    ses_persist(s);
     answer_pause_hold(s, err);
 }
 
@@ -414,14 +486,84 @@ static const struct eai_iso_session_callbacks ses_callbacks = {
     .on_resumed = cb_resumed,
 };
 
+int ses_pause_admit(const struct eai_session *s, struct eai_error **err)
+{
+    const struct eai_app *app = s->reg->app;
+    const struct eai_config *cfg = app->cfg;
+    int64_t quota = cfg ? cfg->sessions_checkpoint_quota : 8LL << 30;
+    int64_t floor_b = cfg ? cfg->sessions_min_free_bytes : 1LL << 30;
+    int64_t used = 0;
+    for (const struct eai_session *o = s->reg->list; o; o = o->next)
+        if (o != s && !strcmp(o->tenant, s->tenant) && (o->state == SES_PAUSING || o->state == SES_PAUSED))
+            used += o->memory_bytes;
+    if (used + s->memory_bytes > quota) {
+        eai_error_set(err, EAI_E_STORAGE_QUOTA_EXCEEDED,
+                      "the tenant's paused sessions would hold %lld bytes of checkpoints, over its quota of %lld"
+                      " (sessions.checkpoint_quota_bytes; a paused session counts its memory limit)",
+                      (long long)(used + s->memory_bytes), (long long)quota);
+        return -1;
+    }
+    struct statvfs vfs;
+    const char *dir = cfg && cfg->data_dir ? cfg->data_dir : ".";
+    if (statvfs(dir, &vfs) == 0) {
+        int64_t avail = (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+        if (avail - s->memory_bytes < floor_b) {
+            eai_error_set(err, EAI_E_INSUFFICIENT_STORAGE,
+                          "the data disk has %lld bytes free: a checkpoint of up to %lld bytes would leave less"
+                          " than sessions.min_free_bytes (%lld)", (long long)avail, (long long)s->memory_bytes,
+                          (long long)floor_b);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int ses_rate_take(struct eai_session *s, int64_t *retry_after_s)
+{
+    struct eai_sessions *reg = s->reg;
+    const struct eai_config *cfg = reg->app->cfg;
+    int per_ses = cfg ? cfg->sessions_pause_per_minute : 30;
+    int per_tenant = cfg ? cfg->sessions_tenant_pause_per_minute : 120;
+    int64_t now = eai_now_ms();
+    if (now - s->rate_start_ms >= 60000) {
+        s->rate_start_ms = now;
+        s->rate_n = 0;
+    }
+    if (!reg->rates)
+        reg->rates = json_object();
+    json_t *t = reg->rates ? json_object_get(reg->rates, s->tenant) : NULL;
+    int64_t tstart = t ? json_integer_value(json_array_get(t, 0)) : 0;
+    int64_t tn = t ? json_integer_value(json_array_get(t, 1)) : 0;
+    if (now - tstart >= 60000) {
+        tstart = now;
+        tn = 0;
+    }
+    if (s->rate_n >= per_ses || tn >= per_tenant) {
+        int64_t from = s->rate_n >= per_ses ? s->rate_start_ms : tstart;
+        *retry_after_s = (from + 60000 - now + 999) / 1000;
+        if (*retry_after_s < 1)
+            *retry_after_s = 1;
+        return 0;
+    }
+    s->rate_n++;
+    if (reg->rates)
+        json_object_set_new(reg->rates, s->tenant, json_pack("[I, I]", (json_int_t)tstart, (json_int_t)(tn + 1)));
+    return 1;
+}
+
 int ses_pause(struct eai_session *s, struct eai_error **err)
 {
     const struct eai_isolation_ops *ops = ses_ops(s);
+    if (ses_pause_admit(s, err) < 0)
+        return -1;
     if (!ops->session_pause || !ops->session_resume)
         return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot pause sessions");
     if (ops->session_pause(s->prof->iso->self, s->id, err) < 0)
         return -1;
+    if (!s->paused_by[0])
+        snprintf(s->paused_by, sizeof s->paused_by, "user");
     s->state = SES_PAUSING;
+    ses_persist(s);
     return 0;
 }
 
@@ -437,6 +579,7 @@ int ses_resume(struct eai_session *s, struct eai_error **err)
     if (ops->session_resume(s->prof->iso->self, s->id, err) < 0)
         return -1;
     s->state = SES_RESUMING;
+    ses_persist(s);
     return 0;
 }
 
@@ -456,12 +599,138 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
     spec.pids = s->pids;
     spec.disk_bytes = s->disk_bytes;
     spec.max_concurrent = s->max_concurrent;
+    if (s->lease) {
+        spec.netns_path = eai_egress_lease_netns(s->lease);
+        spec.dns_server = eai_egress_lease_dns(s->lease);
+    }
     s->backend_live = 1; /* before: a failure may be told from inside the call */
     if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0) {
         s->backend_live = 0;
         return -1;
     }
     return 0;
+}
+
+static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
+{
+    struct eai_session *s = arg;
+    struct eai_sessions *reg = s->reg;
+    s->leasing = 0;
+    if (reg->stopping || reg->stopped || s->state != SES_STARTING) {
+        /* deleted (or eaid stopping) while its namespace was made */
+        if (l)
+            json_decref(eai_egress_lease_close(l));
+        if (!reg->stopped) {
+            s->state = SES_ENDED;
+            s->ended_ms = eai_now_ms();
+            if (!s->end_reason[0])
+                snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+            ses_record_end(reg, s);
+            ses_persist(s);
+            answer_hold(s);
+        }
+        return;
+    }
+    struct eai_error *err = NULL;
+    if (l)
+        s->lease = l;
+    if (!l || ses_boot(s, &err) < 0) {
+        ses_close_lease(s);
+        s->state = SES_FAILED;
+        s->ended_ms = eai_now_ms();
+        snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
+        snprintf(s->message, sizeof s->message, "%s%s", l ? "" : "network namespace: ",
+                 l ? (err && err->message ? err->message : "boot failed") : (why ? why : "failed"));
+        eai_error_free(err);
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s did not start: %s", s->id, s->message);
+        ses_audit(reg->app, s, "sandbox.session.end", "allow", "boot_failed");
+        ses_persist(s);
+        answer_hold(s);
+    }
+}
+
+int ses_start(struct eai_session *s, struct eai_error **err)
+{
+    if (json_array_size(s->egress) == 0)
+        return ses_boot(s, err);
+    struct eai_app *app = s->reg->app;
+    if (!app->egress)
+        return eai_error_set(err, EAI_E_EGRESS_UNSUPPORTED, "network egress is off on this node (docs/egress.md)");
+    size_t n = json_array_size(s->egress);
+    const char **entries = calloc(n + 1, sizeof *entries);
+    if (!entries)
+        return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        entries[i] = json_string_value(json_array_get(s->egress, i));
+    s->leasing = 1;
+    int rc = eai_egress_lease_open(app->egress, s->id, s->tenant, s->prof->name, entries, lease_ready, s);
+    free(entries);
+    if (rc < 0) {
+        s->leasing = 0;
+        return eai_error_set(err, EAI_E_SANDBOX_UNAVAILABLE, "no network namespace could be leased");
+    }
+    return 0;
+}
+
+int ses_can_keep(const struct eai_session *s)
+{
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    /* a session with egress is not kept: its namespace goes with eaid */
+    return ops && ops->session_keep && ops->session_adopt && ops->session_drop_kept && ops->session_pause &&
+           ops->session_resume && ses_store_on(s->reg->app) && json_array_size(s->egress) == 0;
+}
+
+int ses_adopt(struct eai_session *s, struct eai_error **err)
+{
+    if (!ses_can_keep(s))
+        return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot keep sessions");
+    const struct eai_isolation_ops *ops = ses_ops(s);
+    struct eai_iso_session spec;
+    memset(&spec, 0, sizeof spec);
+    spec.size = sizeof spec;
+    spec.id = s->id;
+    spec.tenant_id = s->tenant;
+    spec.profile = s->prof->name;
+    spec.runtime_class = s->prof->runtime_class;
+    spec.image = s->image;
+    spec.cpu_millis = s->cpu_millis;
+    spec.memory_bytes = s->memory_bytes;
+    spec.pids = s->pids;
+    spec.disk_bytes = s->disk_bytes;
+    spec.max_concurrent = s->max_concurrent;
+    if (ops->session_adopt(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0)
+        return -1;
+    s->backend_live = 1;
+    s->state = SES_PAUSED;
+    return 0;
+}
+
+/* The shutdown paused s (or could not): kept by the backend for the next
+ * process and recorded paused, or ended interrupted. */
+static void drain_kept(struct eai_session *s, const struct eai_error *err)
+{
+    s->drain_wait = 0;
+    struct eai_error *e = NULL;
+    if (!err) {
+        s->state = SES_PAUSED;
+        if (!s->paused_ms)
+            s->paused_ms = eai_now_ms();
+        if (!s->paused_by[0])
+            snprintf(s->paused_by, sizeof s->paused_by, "drain");
+    }
+    if (!err && ses_ops(s)->session_keep(s->prof->iso->self, s->id, &e) == 0) {
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused and kept for the next start", s->id);
+        ses_persist(s);
+        return;
+    }
+    eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s could not be kept across the stop (%s): interrupted", s->id,
+            err && err->message ? err->message : e && e->message ? e->message : "?");
+    eai_error_free(e);
+    s->stop_end = 1;
+    s->state = SES_ENDING;
+    snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+    ses_persist(s);
+    ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
 }
 
 void ses_end(struct eai_session *s, const char *reason)
@@ -472,6 +741,7 @@ void ses_end(struct eai_session *s, const char *reason)
     s->state = SES_ENDING;
     snprintf(s->end_reason, sizeof s->end_reason, "%s", reason);
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ending: %s", s->id, reason);
+    ses_persist(s);
     if (!starting) /* booting: cb_ready destroys it */
         ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
 }
@@ -484,7 +754,7 @@ static void prune(struct eai_sessions *reg, int64_t now)
     json_t *per = json_object(); /* tenant -> ended sessions kept so far (newest first) */
     for (struct eai_session **pp = &reg->list; *pp;) {
         struct eai_session *s = *pp;
-        int done = (s->state == SES_ENDED || s->state == SES_FAILED) && !s->backend_live && !s->hold;
+        int done = !ses_live(s) && !s->backend_live && !s->hold;
         int mine = 0;
         if (done && per) {
             mine = (int)json_integer_value(json_object_get(per, s->tenant)) + 1;
@@ -512,15 +782,40 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
             ses_end(s, "ttl"); /* paused or not */
             continue;
         }
+        if (ses_live(s) && now - s->persisted_ms >= SES_HEARTBEAT_MS)
+            ses_persist(s); /* seen_at: how long it is known to have lived */
+        if (s->state == SES_PAUSED && s->paused_ms && now - s->paused_ms >= s->paused_ttl_s * 1000) {
+            ses_end(s, "paused_ttl");
+            continue;
+        }
         if (s->state != SES_RUNNING)
             continue;
         /* an execution running or waiting inside keeps it from idling */
         if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0)
             s->last_used_ms = now;
-        if (now - s->created_ms >= s->ttl_s * 1000)
+        if (now - s->created_ms >= s->ttl_s * 1000) {
             ses_end(s, "ttl");
-        else if (now - s->last_used_ms >= s->idle_timeout_s * 1000)
+        } else if (now - s->last_used_ms >= s->idle_timeout_s * 1000) {
+            /* idle means paused (issue 31 item 4): its memory freed, its
+             * disk kept, resumed by the next call; ended when it cannot be */
+            struct eai_error *e = NULL;
+            if (s->auto_pause && ses_ops(s)->session_pause && json_array_size(s->egress) == 0) {
+                snprintf(s->paused_by, sizeof s->paused_by, "idle");
+                if (ses_pause(s, &e) == 0) {
+                    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s idle for %llds: pausing it", s->id,
+                            (long long)s->idle_timeout_s);
+                    ses_audit(reg->app, s, "sandbox.session.pause", "allow", "idle_timeout");
+                    continue;
+                }
+                s->paused_by[0] = 0;
+                eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s idle, not paused (%s): ending it", s->id,
+                        e && e->message ? e->message : "?");
+                if (e)
+                    snprintf(s->message, sizeof s->message, "not paused: %s", e->message ? e->message : "?");
+                eai_error_free(e);
+            }
             ses_end(s, "idle_timeout");
+        }
     }
     prune(reg, now);
     eai_metrics_set("eai_sessions_live", NULL, ses_live_count(reg, NULL));
@@ -543,8 +838,16 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set(err, EAI_E_INTERNAL, "sessions: out of memory");
     }
     app->sessions = reg;
+    if (ses_store_start(reg, err) < 0) {
+        app->sessions = NULL;
+        event_free(reg->tick);
+        eai_park_set_close(reg->parks);
+        free(reg);
+        return -1;
+    }
     return 0;
 }
+
 
 void eai_sessions_begin_stop(struct eai_app *app)
 {
@@ -563,6 +866,30 @@ void eai_sessions_begin_stop(struct eai_app *app)
         }
         if (!s->backend_live || !ses_live(s))
             continue;
+        if (s->state != SES_ENDING && ses_can_keep(s)) {
+            /* kept across the stop (issue 31 item 2): a running session with
+             * nothing running in it is checkpointed, a paused one kept as it
+             * is; both are recorded paused and come back on the next call */
+            struct eai_error *e = NULL;
+            if (s->state == SES_PAUSED) {
+                drain_kept(s, NULL);
+                continue;
+            }
+            if (s->state == SES_PAUSING) {
+                s->drain_wait = 1;
+                continue;
+            }
+            if (s->state == SES_RUNNING && ses_ops(s)->session_busy(s->prof->iso->self, s->id) == 0) {
+                snprintf(s->paused_by, sizeof s->paused_by, "drain");
+                if (ses_pause(s, &e) == 0) {
+                    s->drain_wait = 1;
+                    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s: pausing it for the stop", s->id);
+                    continue;
+                }
+                s->paused_by[0] = 0;
+                eai_error_free(e);
+            }
+        }
         s->stop_end = 1; /* its end is awaited (eai_sessions_ending) */
         if (s->state == SES_ENDING && s->end_reason[0])
             continue;    /* already being ended (deleted, idle, ttl): that end stands */
@@ -571,6 +898,7 @@ void eai_sessions_begin_stop(struct eai_app *app)
          * audited as interrupted */
         s->state = SES_ENDING;
         snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+        ses_persist(s);
         ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
     }
 }
@@ -580,7 +908,7 @@ int eai_sessions_ending(const struct eai_app *app)
     const struct eai_sessions *reg = app ? app->sessions : NULL;
     int n = 0;
     for (const struct eai_session *s = reg && !reg->stopped ? reg->list : NULL; s; s = s->next)
-        if (s->stop_end && s->backend_live)
+        if ((s->stop_end && s->backend_live) || s->drain_wait)
             n++;
     return n;
 }
@@ -592,13 +920,22 @@ void eai_sessions_stop(struct eai_app *app)
         return;
     eai_sessions_begin_stop(app);
     for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->drain_wait) {
+            /* its checkpoint did not finish in time: the backend's close
+             * removes the sandbox; billed as interrupted */
+            s->drain_wait = 0;
+            snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+            s->stop_end = 1;
+            s->backend_live = 1;
+        }
         if (s->stop_end && s->backend_live) {
             /* the backend did not report in time: billed as interrupted with
              * what is known (cpu and memory 0, "partial") */
             s->state = SES_ENDED;
             s->ended_ms = eai_now_ms();
             s->interrupted = 1;
-            record_end(reg, s);
+            ses_record_end(reg, s);
+            ses_persist(s);
         }
     }
     reg->stopped = 1;
@@ -627,5 +964,6 @@ void eai_sessions_free(struct eai_app *app)
         n = s->next;
         ses_free(s);
     }
+    json_decref(reg->rates);
     free(reg);
 }

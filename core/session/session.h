@@ -29,6 +29,8 @@ void eai_session_route_file_put(struct eai_app *app, struct eai_req *r);    /* P
 void eai_session_route_file_get(struct eai_app *app, struct eai_req *r);    /* GET    .../{id}/files/{*path} */
 void eai_session_route_file_delete(struct eai_app *app, struct eai_req *r); /* DELETE .../{id}/files/{*path} */
 void eai_session_route_file_list(struct eai_app *app, struct eai_req *r);   /* GET    .../{id}/files */
+void eai_session_route_network_get(struct eai_app *app, struct eai_req *r); /* GET    .../{id}/network */
+void eai_session_route_network_put(struct eai_app *app, struct eai_req *r); /* PUT    .../{id}/network */
 
 int eai_sessions_start(struct eai_app *app, struct eai_error **err);
 /* The shutdown, in two steps so that every end is billed with what its

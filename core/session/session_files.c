@@ -102,6 +102,13 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         return;
     }
     struct eai_session *s = ses_id_ok(id) ? ses_find(reg, eai_req_tenant(r), id) : NULL;
+    if (!s && ses_id_ok(id) && ses_store_on(app)) {
+        ses_route_stored(app, r, action, op == EAI_ISO_FILE_PUT      ? eai_session_route_file_put
+                                         : op == EAI_ISO_FILE_GET    ? eai_session_route_file_get
+                                         : op == EAI_ISO_FILE_DELETE ? eai_session_route_file_delete
+                                                                     : eai_session_route_file_list);
+        return;
+    }
     if (!s) {
         json_t *ev = eai_req_audit_event(r, action, ses_id_ok(id) ? id : "", "deny", "not_found");
         if (ev)

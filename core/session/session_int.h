@@ -27,7 +27,8 @@ struct eai_park_set;
 struct event;
 
 enum ses_state { SES_STARTING = 0, SES_RUNNING, SES_ENDING, SES_ENDED, SES_FAILED, SES_PAUSING, SES_PAUSED,
-                 SES_RESUMING };
+                 SES_RESUMING,
+                 SES_INTERRUPTED /* its sandbox died with the eaid that ran it (read back from storage) */ };
 
 struct eai_session {
     struct eai_session *next;
@@ -39,7 +40,9 @@ struct eai_session {
     enum ses_state state;
     char end_reason[24];             /* deleted, idle_timeout, ttl, oom_killed, crashed, interrupted, boot_failed */
     char message[256];
-    const struct eai_profile *prof;
+    const struct eai_profile *prof; /* NULL for a session read back from storage whose profile
+                                       this node does not have (ended, never run here) */
+    char profile[128], backend[64]; /* its profile's and backend's names (views, billing) */
     char image[256];
     char project_id[129], agent_id[129], run_id[129]; /* "" when not given */
     json_t *limits;                  /* canonical {cpu, memory, pids, disk} */
@@ -48,7 +51,20 @@ struct eai_session {
     int64_t idle_timeout_s, ttl_s;
     int max_concurrent;
     int resume_asked;                /* resume once the pause is done */
+    char paused_by[8];               /* "user" (POST .../pause), "idle" (idle_timeout_s with auto_pause),
+                                        "drain" (eaid stopped): a call resumes all but "user" ones unless
+                                        auto_resume */
+    int drain_wait;                  /* paused by the shutdown: its on_paused is awaited */
+    /* granted egress (docs/sessions.md "Egress") */
+    json_t *egress;                  /* its allow list now (array of "host:port"), NULL: no network */
+    struct eai_egress_lease *lease;  /* its namespace and grant while it lives */
+    int leasing;                     /* the namespace is being made (boot follows) */
+    json_t *net_summary;             /* the network log's summary, once ended */
     int auto_resume;                 /* a call on a paused session resumes it */
+    int auto_pause;                  /* idle_timeout_s pauses it (default) instead of ending it */
+    int64_t paused_ttl_s;            /* a paused session ends this long after its pause */
+    int64_t rate_start_ms;           /* pause/resume rate: the current minute's start */
+    int rate_n;                      /* and the calls in it */
     int64_t paused_ms;               /* when it was paused (0: not) */
     double paused_s;                 /* seconds spent paused (not billed for memory) */
     int64_t created_ms, ready_ms, ended_ms, last_used_ms;
@@ -58,6 +74,8 @@ struct eai_session {
                                         its usage is partial */
     int stop_end;                    /* destroyed by the shutdown: its on_end is awaited */
     int backend_live;                /* the backend owes on_end (or on_ready) */
+    int64_t rev;                     /* writes of its record (session_store.c): the next is rev + 1 */
+    int64_t persisted_ms;            /* when its record was last queued for writing */
     struct eai_parked *hold;         /* the create or delete request waiting */
     int hold_is_delete;
     int hold_is_pause;               /* the hold waits for on_paused / on_resumed */
@@ -65,6 +83,7 @@ struct eai_session {
 
 struct eai_sessions {
     struct eai_app *app;
+    char node[64];                   /* this node's name in stored records (<data_dir>/node-name) */
     int stopping;                    /* eai_sessions_begin_stop ran: live sessions are being destroyed,
                                         their ends (with the backend's usage) still recorded */
     int stopped;                     /* eai_sessions_stop ran: callbacks only mark, never free */
@@ -72,6 +91,7 @@ struct eai_sessions {
     struct eai_session *list;        /* newest first */
     struct eai_park_set *parks;
     struct event *tick;
+    json_t *rates;                   /* tenant -> [minute start ms, pauses + resumes in it] */
 };
 
 struct eai_sessions *ses_reg(struct eai_app *app);
@@ -81,6 +101,24 @@ int ses_live(const struct eai_session *s);
 int ses_live_count(const struct eai_sessions *reg, const char *tenant);
 /* Boot the sandbox (backend session_create); 0 or -1 with *err. */
 int ses_boot(struct eai_session *s, struct eai_error **err);
+/* Pause admission (issue 36 item 3): the tenant's checkpoint quota
+ * (sessions.checkpoint_quota_bytes; a paused session counts its memory
+ * limit, the most its checkpoint holds) and the data disk's free-space floor
+ * (sessions.min_free_bytes).  0, or -1 with *err (storage_quota_exceeded,
+ * insufficient_storage 507). */
+int ses_pause_admit(const struct eai_session *s, struct eai_error **err);
+/* A pause or resume asked by a call (not the idle timer or the stop): the
+ * session's and its tenant's rate per minute.  1 ok (counted), 0 over with
+ * *retry_after_s. */
+int ses_rate_take(struct eai_session *s, int64_t *retry_after_s);
+/* Start s: with granted egress, lease its namespace first, then boot
+ * (the hold is answered when it is ready or failed); else boot at once.
+ * 0, or -1 with *err (nothing started). */
+int ses_start(struct eai_session *s, struct eai_error **err);
+/* Take back a session its backend kept across a restart (paused). */
+int ses_adopt(struct eai_session *s, struct eai_error **err);
+/* The backend can keep sessions across a restart (ABI 1.4). */
+int ses_can_keep(const struct eai_session *s);
 /* End a live session for reason (backend session_destroy; on_end follows). */
 void ses_end(struct eai_session *s, const char *reason);
 /* Pause / resume through the backend (the answer comes to the hold). */
@@ -92,6 +130,35 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s);
 const struct eai_isolation_ops *ses_profile_ops(const struct eai_profile *p);
 void ses_audit(struct eai_app *app, const struct eai_session *s, const char *action, const char *decision,
                const char *reason);
+/* ---- stored sessions (session_store.c; docs/sessions.md "Stored sessions") */
+#define SES_HEARTBEAT_MS (60 * 1000) /* a live session's record is rewritten this often (seen_at) */
+#define SES_SWEEP_MAX 1000           /* records of a previous life read at start, per pass */
+/* The storage has the session ops (ABI 1.4): sessions are stored. */
+int ses_store_on(const struct eai_app *app);
+/* Queue a write of s's record (rev + 1) on a worker; no-op without storage. */
+void ses_persist(struct eai_session *s);
+/* This node's name (created once in the data directory) into reg->node,
+ * and the sweep of the records this node left non-terminal in a previous
+ * life (kill -9, power loss): each is recorded interrupted, with a partial
+ * usage event and an audit event.  0 or -1 with *err. */
+int ses_store_start(struct eai_sessions *reg, struct eai_error **err);
+/* A session route found no session {id} of r's tenant in this node's
+ * registry: with storage, look the record up on a worker; then route(app,
+ * r) again when the session is in the registry meanwhile, else answer from
+ * the record (GET: its stored view; an ended one: 409 session_ended, or
+ * 200 its view for a DELETE; a live one of another node: 409 conflict), or
+ * 404.  Without storage: 404 at once. */
+void ses_route_stored(struct eai_app *app, struct eai_req *r, const char *action,
+                      void (*route)(struct eai_app *, struct eai_req *));
+/* GET /v1/sandbox/sessions read from storage (the registry's views over
+ * the stored ones of the same id). */
+void ses_list_stored(struct eai_app *app, struct eai_req *r);
+/* The state names of the API. */
+const char *ses_state_name(enum ses_state st);
+/* The usage event of s's end and its audit event, written on a worker. */
+void ses_record_end(struct eai_sessions *reg, struct eai_session *s);
+void ses_free(struct eai_session *s);
+
 /* "ses_" + 36 lowercase hex / dash characters */
 int ses_id_ok(const char *id);
 

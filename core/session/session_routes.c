@@ -64,8 +64,8 @@ struct create_job {
     struct eai_app *app;
     char tenant[64], actor[64], request_id[128];
     json_t *body;                  /* the pseudo execution body validated on the worker */
-    int64_t idle_s, ttl_s, maxc;
-    int auto_resume;
+    int64_t idle_s, ttl_s, maxc, paused_ttl_s;
+    int auto_resume, auto_pause;
     json_t *rec;                   /* eai_exec_validate's record */
     const struct eai_profile *prof;
     struct eai_error *err;
@@ -156,10 +156,15 @@ static void create_answer(struct eai_req *r, void *arg)
     snprintf(s->run_id, sizeof s->run_id, "%s", ids[2] ? ids[2] : "");
     s->reg = reg;
     s->prof = j->prof;
+    snprintf(s->profile, sizeof s->profile, "%s", j->prof->name);
+    snprintf(s->backend, sizeof s->backend, "%s", j->prof->backend);
     s->limits = json_pack("{s:O?, s:O?, s:O?, s:O?}", "cpu", json_object_get(limits, "cpu"), "memory",
                           json_object_get(limits, "memory"), "pids", json_object_get(limits, "pids"), "disk",
                           json_object_get(limits, "disk"));
     s->env = json_incref(json_object_get(j->rec, "env"));
+    /* granted egress (exec_validate checked it against the profile) */
+    if (json_array_size(json_object_get(j->rec, "egress")) > 0)
+        s->egress = json_deep_copy(json_object_get(j->rec, "egress"));
     if (!s->env)
         s->env = json_object();
     s->cpu_millis = lim.cpu_millis;
@@ -170,25 +175,27 @@ static void create_answer(struct eai_req *r, void *arg)
     s->ttl_s = j->ttl_s;
     s->max_concurrent = (int)j->maxc;
     s->auto_resume = j->auto_resume;
+    s->auto_pause = j->auto_pause;
+    s->paused_ttl_s = j->paused_ttl_s;
     s->created_ms = s->last_used_ms = eai_now_ms();
     s->state = SES_STARTING;
     struct eai_error *err = NULL;
-    if (!s->limits || ses_boot(s, &err) < 0) {
+    if (!s->limits || ses_start(s, &err) < 0) {
         enum eai_code code = err ? err->code : EAI_E_INTERNAL;
-        if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING && code != EAI_E_INTERNAL)
+        if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING && code != EAI_E_INTERNAL &&
+            code != EAI_E_EGRESS_UNSUPPORTED)
             code = EAI_E_SANDBOX_FAILED;
         eai_log_req(SES_COMPONENT, EAI_LOG_WARN, eai_req_id(r), "session not started: %s",
                     err && err->message ? err->message : "?");
         refuse(app, r, "sandbox.session.create", "", code,
                err && err->message ? detail1("", err->message) : NULL);
         eai_error_free(err);
-        json_decref(s->limits);
-        json_decref(s->env);
-        free(s);
+        ses_free(s);
         return;
     }
     s->next = reg->list;
     reg->list = s;
+    ses_persist(s);
     eai_metrics_add("eai_sessions_created_total", NULL, 1);
     ses_audit(app, s, "sandbox.session.create", "allow", NULL);
     /* answered when the sandbox is ready (or could not boot) */
@@ -241,7 +248,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         return;
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
-                                          "max_concurrent_executions", "network", "auto_resume",
+                                          "max_concurrent_executions", "network", "auto_resume", "auto_pause",
+                                          "paused_ttl_s",
                                           "project_id", "agent_id", "run_id", NULL};
     const char *k;
     json_t *v;
@@ -265,7 +273,6 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         return;
     }
     const char *bad = NULL;
-    const json_t *net = json_object_get(body, "network");
     if (int_member(body, "idle_timeout_s", 1, cfg->sessions_max_idle_timeout_s, cfg->sessions_idle_timeout_s,
                    &j->idle_s) < 0)
         bad = "/idle_timeout_s";
@@ -273,19 +280,21 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         bad = "/ttl_s";
     else if (int_member(body, "max_concurrent_executions", 1, cfg->sessions_max_concurrent, 1, &j->maxc) < 0)
         bad = "/max_concurrent_executions";
-    else if (net && !(json_is_object(net) && json_array_size(json_object_get(net, "egress")) == 0))
-        bad = "/network";
     else if (json_object_get(body, "auto_resume") && !json_is_boolean(json_object_get(body, "auto_resume")))
         bad = "/auto_resume";
+    else if (json_object_get(body, "auto_pause") && !json_is_boolean(json_object_get(body, "auto_pause")))
+        bad = "/auto_pause";
+    else if (int_member(body, "paused_ttl_s", 1, cfg->sessions_max_paused_ttl_s, cfg->sessions_paused_ttl_s,
+                        &j->paused_ttl_s) < 0)
+        bad = "/paused_ttl_s";
     j->auto_resume = json_is_true(json_object_get(body, "auto_resume"));
+    j->auto_pause = !json_is_false(json_object_get(body, "auto_pause")); /* on by default */
     const json_t *lim = json_object_get(body, "limits");
     if (!bad && lim && (json_object_get(lim, "timeout_s") || json_object_get(lim, "output_bytes")))
         bad = "/limits";
     if (bad) {
         char m[200];
-        if (!strcmp(bad, "/network"))
-            snprintf(m, sizeof m, "a session has no network egress");
-        else if (!strcmp(bad, "/auto_resume"))
+        if (!strcmp(bad, "/auto_resume") || !strcmp(bad, "/auto_pause"))
             snprintf(m, sizeof m, "must be a boolean");
         else if (!strcmp(bad, "/limits"))
             snprintf(m, sizeof m, "timeout_s and output_bytes are given per execution, not per session");
@@ -302,7 +311,8 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     /* project_id, agent_id, run_id: checked as an execution's (1..128
      * characters), kept by the session, inherited by its executions and
      * shown by GET /v1/runs/{run_id} (docs/sessions.md) */
-    static const char *const copy[] = {"profile", "image", "limits", "env", "project_id", "agent_id", "run_id", NULL};
+    static const char *const copy[] = {"profile", "image", "limits", "env", "project_id", "agent_id", "run_id",
+                                       "network", NULL};
     for (const char *const *c = copy; pseudo && *c; c++)
         if (json_object_get(body, *c))
             json_object_set(pseudo, *c, json_object_get(body, *c));
@@ -331,11 +341,30 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     eai_park(reg->parks, r, &create_ops, j);
 }
 
+/* 429 rate_limited with Retry-After: too many pauses and resumes. */
+static void refuse_rate(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
+                        int64_t retry_s)
+{
+    audit_deny(app, r, action, target, "rate_limited");
+    char ra[48];
+    snprintf(ra, sizeof ra, "Retry-After: %lld", (long long)retry_s);
+    const char *h[] = {ra, NULL};
+    json_t *env = eai_http_error_envelope(EAI_E_RATE_LIMITED, eai_req_lang(r), eai_req_id(r),
+                                          detail1("", "too many pauses and resumes of this session or tenant per"
+                                                      " minute (sessions.pause_per_minute,"
+                                                      " sessions.tenant_pause_per_minute)"));
+    if (env)
+        eai_reply_json_headers(r, 429, env, h);
+    else
+        eai_reply_error(r, EAI_E_RATE_LIMITED, NULL);
+}
+
 /* ------------------------------------------------------------ get, list, delete */
 
 /* The session {id} of r's tenant, or NULL after answering 404 (with a deny
  * audit event: another tenant's session is not found either). */
-static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, const char *action)
+static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, const char *action,
+                                      void (*route)(struct eai_app *, struct eai_req *))
 {
     struct eai_sessions *reg = ses_reg(app);
     const char *id = eai_req_param(r, "id");
@@ -344,6 +373,12 @@ static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, co
         return NULL;
     }
     struct eai_session *s = ses_id_ok(id) ? ses_find(reg, eai_req_tenant(r), id) : NULL;
+    if (!s && ses_id_ok(id) && ses_store_on(app)) {
+        /* not in this node's memory: its stored record answers (a restart
+         * never turns a known id into 404) */
+        ses_route_stored(app, r, action, route);
+        return NULL;
+    }
     if (!s)
         refuse(app, r, action, ses_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
     return s;
@@ -351,7 +386,7 @@ static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, co
 
 void eai_session_route_get(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_session *s = session_of(app, r, "sandbox.session.get");
+    struct eai_session *s = session_of(app, r, "sandbox.session.get", eai_session_route_get);
     if (!s)
         return;
     json_t *v = ses_view(s);
@@ -366,6 +401,10 @@ void eai_session_route_list(struct eai_app *app, struct eai_req *r)
     struct eai_sessions *reg = ses_reg(app);
     if (!reg) {
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+        return;
+    }
+    if (ses_store_on(app)) {
+        ses_list_stored(app, r);
         return;
     }
     const char *status = eai_req_query(r, "status");
@@ -390,7 +429,7 @@ void eai_session_route_list(struct eai_app *app, struct eai_req *r)
 
 void eai_session_route_delete(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_session *s = session_of(app, r, "sandbox.session.delete");
+    struct eai_session *s = session_of(app, r, "sandbox.session.delete", eai_session_route_delete);
     if (!s)
         return;
     json_t *ev = eai_req_audit_event(r, "sandbox.session.delete", s->id, "allow", NULL);
@@ -418,7 +457,7 @@ void eai_session_route_delete(struct eai_app *app, struct eai_req *r)
 
 void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
 {
-    struct eai_session *s = session_of(app, r, "sandbox.execute");
+    struct eai_session *s = session_of(app, r, "sandbox.execute", eai_session_route_exec);
     if (!s)
         return;
     json_t *body = eai_req_body_json(r, 0);
@@ -431,20 +470,29 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
     }
     if (s->state == SES_PAUSED || s->state == SES_PAUSING || s->state == SES_RESUMING) {
         struct eai_error *err = NULL;
-        if (!s->auto_resume && s->state != SES_RESUMING) {
+        /* paused by its idle timeout or by a stop of eaid: resumed by the
+         * call, as with auto_resume; paused by its user: only with it */
+        int transparent = s->auto_resume || (s->paused_by[0] && strcmp(s->paused_by, "user") != 0);
+        if (!transparent && s->state != SES_RESUMING) {
             json_decref(body);
             refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_PAUSED,
                    detail1("", "resume it (POST .../resume) or create it with auto_resume"));
             return;
         }
         /* auto_resume: the execution waits in the backend until it runs */
+        int64_t retry = 0;
+        if (s->state == SES_PAUSED && !ses_rate_take(s, &retry)) {
+            json_decref(body);
+            refuse_rate(app, r, "sandbox.execute", s->id, retry);
+            return;
+        }
         if (s->state != SES_RESUMING && ses_resume(s, &err) < 0) {
             json_decref(body);
             refuse(app, r, "sandbox.execute", s->id, err ? err->code : EAI_E_INTERNAL, NULL);
             eai_error_free(err);
             return;
         }
-        ses_audit(app, s, "sandbox.session.resume", "allow", "auto_resume");
+        ses_audit(app, s, "sandbox.session.resume", "allow", s->auto_resume ? "auto_resume" : s->paused_by);
     } else if (s->state != SES_RUNNING) {
         json_decref(body);
         refuse(app, r, "sandbox.execute", s->id, EAI_E_SESSION_ENDED,
@@ -509,6 +557,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
             json_object_set_new(eb, idk[n], json_string(idv[n]));
     s->last_used_ms = eai_now_ms();
     s->executions++;
+    ses_persist(s);
     eai_exec_create_in_session(app, r, eb, s->id);
 }
 
@@ -517,7 +566,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
 static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
 {
     const char *action = pause ? "sandbox.session.pause" : "sandbox.session.resume";
-    struct eai_session *s = session_of(app, r, action);
+    struct eai_session *s = session_of(app, r, action, pause ? eai_session_route_pause : eai_session_route_resume);
     if (!s)
         return;
     enum ses_state done = pause ? SES_PAUSED : SES_RUNNING;
@@ -534,7 +583,16 @@ static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
             return;
         }
         struct eai_error *err = NULL;
+        int64_t retry = 0;
+        if (!ses_rate_take(s, &retry)) {
+            refuse_rate(app, r, action, s->id, retry);
+            return;
+        }
+        if (pause)
+            snprintf(s->paused_by, sizeof s->paused_by, "user");
         if ((pause ? ses_pause(s, &err) : ses_resume(s, &err)) < 0) {
+            if (pause)
+                s->paused_by[0] = 0;
             enum eai_code code = err ? err->code : EAI_E_INTERNAL;
             refuse(app, r, action, s->id, code, err && err->message ? detail1("", err->message) : NULL);
             eai_error_free(err);

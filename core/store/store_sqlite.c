@@ -580,6 +580,10 @@ static const struct eai_storage_ops eai_sq_ops = {
     .run_list = eai_sq_run_list,
     .agent_list = eai_sq_agent_list,
     .agent_get = eai_sq_agent_get,
+    .session_put = eai_sq_session_put,
+    .session_get = eai_sq_session_get,
+    .session_list = eai_sq_session_list,
+    .session_owned = eai_sq_session_owned,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

@@ -133,6 +133,13 @@ int eai_sq_run_list(void *self, const char *tenant, const json_t *filter, json_t
 int eai_sq_agent_list(void *self, const char *tenant, const char *after, int limit, json_t **out,
                       struct eai_error **err);
 int eai_sq_agent_get(void *self, const char *tenant, const char *agent_id, json_t **out, struct eai_error **err);
+/* store_sqlite_session.c: stored sessions (ABI 1.4) */
+int eai_sq_session_put(void *self, const char *tenant, const json_t *doc, const char *expect_owner,
+                       struct eai_error **err);
+int eai_sq_session_get(void *self, const char *tenant, const char *id, json_t **out, struct eai_error **err);
+int eai_sq_session_list(void *self, const char *tenant, const json_t *filter, json_t **out,
+                        struct eai_error **err);
+int eai_sq_session_owned(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
 int eai_sq_kv_get(void *self, const char *key, char **value, struct eai_error **err);
 int eai_sq_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
 

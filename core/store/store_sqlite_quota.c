@@ -142,6 +142,22 @@ int eai_sq_exec_prune(void *self, int64_t before_ms, int limit, int64_t *deleted
         n++;
         (*deleted)++;
     }
+    {
+        /* and the records of old ended sessions (0004_sessions.sql) */
+        sqlite3_stmt *ds = eai_sq_prep(s, c->db,
+            "DELETE FROM sandbox_sessions WHERE id IN (SELECT id FROM sandbox_sessions WHERE created_ms < ?1"
+            " AND status IN ('ended', 'failed', 'interrupted') ORDER BY created_ms LIMIT ?2)", err);
+        if (!ds)
+            goto rollback;
+        sqlite3_bind_int64(ds, 1, before_ms);
+        sqlite3_bind_int(ds, 2, limit);
+        int drc = sqlite3_step(ds);
+        sqlite3_finalize(ds);
+        if (drc != SQLITE_DONE) {
+            eai_sq_db_fail(s, err, c->db, "prune sessions");
+            goto rollback;
+        }
+    }
     if (eai_sq_commit(s, c->db, err) < 0)
         goto out;
     rc = 0;

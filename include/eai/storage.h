@@ -246,7 +246,9 @@ struct eai_storage_ops {
      * outbox or the audit chain), and append to each tenant concerned one
      * audit event (action "retention.pruned", the count and the ids' range)
      * in the same transaction: the chain keeps verifying and records the
-     * deletion.  *deleted: executions removed. */
+     * deletion.  *deleted: executions removed.  A backend with the
+     * session ops (1.4) also deletes at most limit ended, failed or
+     * interrupted session records created before before_ms. */
     int (*exec_prune)(void *self, int64_t before_ms, int limit, int64_t *deleted, struct eai_error **err);
 
     /* ---- Added in 1.3: the agent view (GET /v1/runs, /v1/agents;
@@ -280,13 +282,48 @@ struct eai_storage_ops {
      * by profile}, NULL when the tenant has no execution of that agent. */
     int (*agent_get)(void *self, const char *tenant, const char *agent_id, json_t **out,
                      struct eai_error **err);
+
+    /* ---- Added in 1.4: stored sessions (docs/sessions.md "Stored
+     * sessions").  Each may be NULL (a backend of an older minor): core
+     * then keeps sessions in memory only, as before.  A session's record
+     * is a JSON document {id ("ses_<uuid>"), status, owner (the node that
+     * runs it), created_at, ...}; the backend keeps id, status, owner and
+     * the times in columns and the rest as the document, under the
+     * tenant's isolation (row-level security on PostgreSQL).  doc.claim_owner
+     * (optional): the exec_claim owner of the process that runs the
+     * session; a backend shared by several processes lets only it claim
+     * the session's executions (and anyone those of an ended session). */
+    /* Insert or replace the record doc of tenant's session doc.id.
+     * doc.rev (an integer, 0 when absent) orders the writes of one
+     * session: a doc whose rev is lower than the stored one is not
+     * written (0 returned), so writes queued on several threads land in
+     * order.  When expect_owner is not NULL the record is written only if
+     * it does not exist or its stored owner is expect_owner (an ownership
+     * move in one statement): otherwise -1 with EAI_E_CONFLICT and nothing
+     * written. */
+    int (*session_put)(void *self, const char *tenant, const json_t *doc, const char *expect_owner,
+                       struct eai_error **err);
+    /* *out = the record of tenant's session id, NULL when there is none
+     * (another tenant's: NULL too). */
+    int (*session_get)(void *self, const char *tenant, const char *id, json_t **out,
+                       struct eai_error **err);
+    /* filter {status? (one status), live? (true: not ended or failed),
+     * before? (an id: the cursor, exclusive), limit (1..1000)}: tenant's
+     * sessions newest first (created_at, then id, descending): [doc, ...]. */
+    int (*session_list)(void *self, const char *tenant, const json_t *filter, json_t **out,
+                        struct eai_error **err);
+    /* SYSTEM: at most limit (1..1000) records whose owner is owner and
+     * whose status is not ended or failed, of every tenant, oldest first:
+     * [{"tenant_id", "doc"}] (the start-up sweep of a node). */
+    int (*session_owned)(void *self, const char *owner, int limit, json_t **out,
+                         struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
 #define EAI_STORAGE_OPS_SIZE_1_1 (offsetof(struct eai_storage_ops, key_create_expiring) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_2 (offsetof(struct eai_storage_ops, exec_prune) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_3 (offsetof(struct eai_storage_ops, agent_get) + sizeof(void (*)(void)))
-#define EAI_STORAGE_OPS_SIZE_1_4 EAI_STORAGE_OPS_SIZE_1_3
+#define EAI_STORAGE_OPS_SIZE_1_4 (offsetof(struct eai_storage_ops, session_owned) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

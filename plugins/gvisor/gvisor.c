@@ -468,6 +468,10 @@ static void sweep_work(void *arg)
         for (char *id = strtok_r(out, "\n", &save); id && n < 256; id = strtok_r(NULL, "\n", &save)) {
             if (!has_prefix(id) || !strcmp(id, g->probe_cid))
                 continue;
+            char kd[PATH_MAX + 300];
+            snprintf(kd, sizeof(kd), "%s/%s", g->work_dir, id);
+            if (gv_session_kept_dir(kd))
+                continue; /* a kept session adopted and resumed meanwhile */
             ids[n++] = id;
             char *kill_argv[] = {g->runsc, root, "kill", id, "KILL", NULL};
             eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
@@ -489,6 +493,8 @@ static void sweep_work(void *arg)
                 continue;
             char p[PATH_MAX + 300];
             snprintf(p, sizeof(p), "%s/%s", g->work_dir, e->d_name);
+            if (gv_session_kept_dir(p))
+                continue; /* a paused session kept for this node's next process (session_keep) */
             if (gv_bundle_remove(p) == 0)
                 s->bundles++;
         }
@@ -511,6 +517,10 @@ static void sweep_work(void *arg)
         while ((e = readdir(cd))) {
             if (!has_prefix(e->d_name) || !strcmp(e->d_name, g->probe_cid))
                 continue; /* an earlier probe's leaf goes; this one's may be running */
+            char kd[PATH_MAX + 300];
+            snprintf(kd, sizeof(kd), "%s/%s", g->work_dir, e->d_name);
+            if (gv_session_kept_dir(kd))
+                continue;
             char leaf[PATH_MAX + 300];
             snprintf(leaf, sizeof(leaf), "%s/%s", g->cg_parent, e->d_name);
             if (gv_cgroup_remove(leaf, g->cg_v2) == 0)
@@ -804,6 +814,9 @@ static const struct eai_isolation_ops gv_ops = {
     .recover = NULL,
     .sweep = gv_sweep,
     .session_create = gv_session_create,
+    .session_keep = gv_session_keep,
+    .session_adopt = gv_session_adopt,
+    .session_drop_kept = gv_session_drop_kept,
     .session_destroy = gv_session_destroy,
     .session_busy = gv_session_busy,
     .session_file = gv_session_file,

@@ -203,6 +203,13 @@ void gv_session_exec_done(struct gv *g, const char *id);
 void gv_session_destroy_all(struct gv *g, int kill_only);
 /* The probe or the sweep ended: boot (or fail) the sessions waiting for them. */
 void gv_sessions_unpark(struct gv *g);
+/* Sessions kept across a restart of eaid (ABI 1.4; gvisor_session.c). */
+int gv_session_keep(void *self, const char *id, struct eai_error **err);
+int gv_session_adopt(void *self, const struct eai_iso_session *spec, const struct eai_iso_session_callbacks *cb,
+                     void *cb_arg, struct eai_error **err);
+void gv_session_drop_kept(void *self);
+/* 1 when the bundle dir holds the kept mark (the sweep leaves it alone). */
+int gv_session_kept_dir(const char *bundle_dir);
 
 /* --------------------------------------------------------------- files */
 
@@ -275,6 +282,7 @@ enum gvs_message {
     GVS_M_RESTORE_ENDED,
     GVS_M_PAUSE_FAILED,
     GVS_M_CHECKPOINT_FAILED,
+    GVS_M_EGRESS_NO_PAUSE,
     GVS_M_COUNT
 };
 extern const struct eai_message gv_messages[];

@@ -34,5 +34,7 @@ const struct eai_message gv_messages[GVS_M_COUNT + 1] = {
     [GVS_M_PAUSE_FAILED] = {"gvisor.pause.failed", "pausing failed", "la mise en pause a échoué"},
     [GVS_M_CHECKPOINT_FAILED] = {"gvisor.pause.checkpoint", "runsc checkpoint failed: %.200s",
                                  "runsc checkpoint a échoué : {1}"},
+    [GVS_M_EGRESS_NO_PAUSE] = {"gvisor.pause.egress", "a session with network egress cannot be paused",
+                               "une session avec accès réseau sortant ne peut pas être mise en pause"},
     [GVS_M_COUNT] = {NULL, NULL, NULL},
 };

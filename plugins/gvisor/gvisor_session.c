@@ -25,6 +25,7 @@
  * at once; the others wait (the runner's hold).  The sandbox dying (OOM,
  * crash) ends the session: on_end with oom/crashed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -46,6 +47,11 @@
 enum gv_ses_state { GVS_BOOTING = 0, GVS_READY, GVS_PAUSING, GVS_PAUSED, GVS_RESUMING, GVS_DYING };
 
 #define GV_SES_CKPT_TIMEOUT_MS 120000
+/* In a paused session's bundle: kept for the next process of this node
+ * (session_keep); the start-up sweep leaves such a bundle, its /tmp and
+ * its cgroup leaf alone; session_adopt takes it back, session_drop_kept
+ * removes the ones not adopted.  Removed once the session runs again. */
+#define GV_KEPT_MARK "eai-kept"
 #define GV_SES_RESTORE_POLL_MS 50
 #define GV_SES_RESTORE_POLLS 600       /* 30 s */
 
@@ -79,6 +85,9 @@ struct gv_session {
     int running;                      /* executions in it now */
     int waiting;                      /* executions held until one ends */
     struct eai_pc_stats end_stats;    /* read before the cgroup goes */
+    int kept;                         /* its bundle holds GV_KEPT_MARK: kept across a restart of eaid */
+    char netns[256];                  /* granted egress: core's namespace ("": no network) */
+    char dns[64];                     /* and its DNS server */
 };
 
 /* "eai-ses-<uuid>" from "ses_<uuid>"; -1 when id is not one of ours. */
@@ -338,6 +347,8 @@ static void prepare_work(void *arg)
     job.cpu_millis = s->spec.cpu_millis;
     job.disk_bytes = s->spec.disk_bytes;
     job.pids = s->spec.pids;
+    job.netns_path = s->netns[0] ? s->netns : NULL;
+    job.dns_server = s->netns[0] ? s->dns : NULL;
     char msg[200];
     if (gv_bundle_prepare(&s->b, &job, 0, msg, sizeof(msg)) < 0) {
         s->prep_failed = 1;
@@ -365,7 +376,14 @@ static void prepare_done(void *arg)
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
     char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
-    s->run = eai_pc_child_spawn(g->host->base, g, argv, -1, out[1], -1, 0, 0, run_done, s);
+    /* granted egress: gVisor's netstack in core's namespace (config.json),
+     * as an execution's (gvisor_exec.c) */
+    char *net_argv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
+                        g->runsc, root, "--network=sandbox", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
+    char **use = argv;
+    if (s->netns[0])
+        use = g->net_state == 2 ? net_argv : net_argv + 8;
+    s->run = eai_pc_child_spawn(g->host->base, g, use, -1, out[1], -1, 0, 0, run_done, s);
     close(out[1]);
     s->rd_fd = out[0];
     if (!s->run) {
@@ -418,8 +436,19 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     snprintf(s->id, sizeof(s->id), "%s", spec->id);
     s->spec = *spec;
     s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
+    s->spec.netns_path = s->spec.dns_server = NULL;
     if (s->spec.max_concurrent < 1)
         s->spec.max_concurrent = 1;
+    if (spec->size >= EAI_ISO_SESSION_SIZE_1_4 && spec->netns_path) {
+        /* granted egress: booted in core's namespace, as an execution */
+        if (g->net_state <= 0 || !spec->dns_server ||
+            snprintf(s->netns, sizeof(s->netns), "%s", spec->netns_path) >= (int)sizeof(s->netns) ||
+            snprintf(s->dns, sizeof(s->dns), "%s", spec->dns_server) >= (int)sizeof(s->dns)) {
+            free(s);
+            return eai_host_error_set(h, err, EAI_E_EGRESS_UNSUPPORTED,
+                                      "gvisor: this host cannot run a sandbox in a network namespace");
+        }
+    }
     memcpy(&s->cb, cb, cb->size < sizeof(s->cb) ? cb->size : sizeof(s->cb));
     s->cb_arg = cb_arg;
     s->rd_fd = -1;
@@ -581,6 +610,12 @@ static void resumed(struct gv_session *s, const char *err)
     } else {
         s->state = GVS_READY;
         s->ckpt = 0;
+        if (s->kept) { /* running again: a crash from now on is swept as any */
+            char mark[PATH_MAX + 16];
+            snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, s->b.dir);
+            unlink(mark);
+            s->kept = 0;
+        }
         /* the checkpoint image is not kept once the sandbox runs again (issue
          * 36: a 302 MiB image stayed on the data disk for the session's life);
          * what the restored sandbox still maps stays readable until it lets go */
@@ -662,6 +697,8 @@ int gv_session_pause(void *self, const char *id, struct eai_error **err)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_RUNNING));
     if (s->running || s->waiting)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_BUSY));
+    if (s->netns[0])
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_EGRESS_NO_PAUSE));
     char root[PATH_MAX + 16], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);
@@ -833,4 +870,177 @@ int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const c
     if (errno == ENOTEMPTY)
         return eai_host_error_set(h, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_DIR_NOT_EMPTY));
     return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_FILE));
+}
+
+/* ------------------------------------------------------------ kept across a restart */
+
+int gv_session_keep(void *self, const char *id, struct eai_error **err)
+{
+    struct gv *g = self;
+    struct gv_session *s = ses_find(g, id);
+    if (!s)
+        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
+    if (s->state != GVS_PAUSED || !s->ckpt_ok)
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_PAUSED));
+    char mark[PATH_MAX + 16];
+    snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, s->b.dir);
+    /* a few bytes, at a stop: the loop serves nothing any more */
+    int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    char line[64];
+    int n = snprintf(line, sizeof(line), "launcher=%d\n", s->b.launcher ? 1 : 0);
+    if (fd < 0 || write(fd, line, (size_t)n) != n || fsync(fd) < 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        unlink(mark);
+        return eai_host_error_set(g->host, err, EAI_E_INTERNAL, "cannot write %s: %s", mark, strerror(e));
+    }
+    close(fd);
+    s->kept = 1;
+    return 0;
+}
+
+int gv_session_adopt(void *self, const struct eai_iso_session *spec, const struct eai_iso_session_callbacks *cb,
+                     void *cb_arg, struct eai_error **err)
+{
+    struct gv *g = self;
+    const struct eai_host *h = g->host;
+    char cid[96];
+    if (!spec || !cb || ses_cid(spec->id, cid, sizeof(cid)) < 0)
+        return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "gvisor: bad session id");
+    if (g->destroying || ses_find(g, spec->id))
+        return eai_host_error_set(h, err, EAI_E_CONFLICT, "gvisor: session %s exists", spec->id);
+    char dir[PATH_MAX], mark[PATH_MAX + 16], img[PATH_MAX + 16];
+    snprintf(dir, sizeof(dir), "%s/%s", g->work_dir, cid);
+    snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, dir);
+    snprintf(img, sizeof(img), "%s/ckpt", dir);
+    struct stat st;
+    char line[64] = {0};
+    int fd = open(mark, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0 || lstat(img, &st) < 0 || !S_ISDIR(st.st_mode))
+        return eai_host_error_set(h, err, EAI_E_NOT_FOUND, "gvisor: no kept session %s", spec->id);
+    struct gv_session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return eai_host_error_set(h, err, EAI_E_INTERNAL, "gvisor: out of memory");
+    if (!spec->image || h->image_rootfs(h, spec->image, s->b.rootfs, sizeof(s->b.rootfs)) < 0) {
+        free(s);
+        return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, "image %s is not in the local image store",
+                                  spec->image ? spec->image : "(none)");
+    }
+    s->g = g;
+    snprintf(s->id, sizeof(s->id), "%s", spec->id);
+    s->spec = *spec;
+    s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
+    if (s->spec.max_concurrent < 1)
+        s->spec.max_concurrent = 1;
+    memcpy(&s->cb, cb, cb->size < sizeof(s->cb) ? cb->size : sizeof(s->cb));
+    s->cb_arg = cb_arg;
+    s->rd_fd = -1;
+    s->state = GVS_PAUSED;
+    s->ready_reported = 1; /* on_end is owed from now on */
+    s->ckpt = s->ckpt_ok = 1;
+    s->kept = 1;
+    snprintf(s->b.cid, sizeof(s->b.cid), "%s", cid);
+    snprintf(s->b.dir, sizeof(s->b.dir), "%s", dir);
+    snprintf(s->b.cgpath, sizeof(s->b.cgpath), "%s/%s", g->cg_parent, cid);
+    s->b.uid = g->uid;
+    s->b.cg_v2 = g->cg_v2;
+    s->b.mounted = 1;
+    s->b.launcher = strstr(line, "launcher=1") != NULL;
+    char cg[PATH_MAX];
+    if (g->cg_v2)
+        snprintf(cg, sizeof(cg), "/sys/fs/cgroup/%s", s->b.cgpath);
+    else
+        snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory/%s", s->b.cgpath);
+    s->b.cg_made = access(cg, F_OK) == 0;
+    s->next = g->sessions;
+    g->sessions = s;
+    g->inflight++; /* held by the session until cleanup_done */
+    h->log(h, GV_COMPONENT, EAI_LOG_INFO, "session %s adopted (paused, kept by an earlier process)", s->id);
+    return 0;
+}
+
+struct drop_ctx {
+    struct gv *g;
+    char **keep;      /* cids adopted (not removed) */
+    int nkeep, removed;
+};
+
+static void drop_work(void *arg)
+{
+    struct drop_ctx *c = arg;
+    struct gv *g = c->g;
+    DIR *d = opendir(g->work_dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (strncmp(e->d_name, GV_CID_PREFIX "ses-", strlen(GV_CID_PREFIX "ses-")) != 0)
+            continue;
+        int adopted = 0;
+        for (int i = 0; i < c->nkeep && !adopted; i++)
+            adopted = !strcmp(c->keep[i], e->d_name);
+        char p[PATH_MAX + 300], mark[PATH_MAX + 320];
+        snprintf(p, sizeof(p), "%s/%s", g->work_dir, e->d_name);
+        snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, p);
+        if (adopted || access(mark, F_OK) != 0)
+            continue;
+        gv_bundle_remove(p);
+        char leaf[PATH_MAX + 300];
+        snprintf(leaf, sizeof(leaf), "%s/%s", g->cg_parent, e->d_name);
+        gv_cgroup_remove(leaf, g->cg_v2);
+        c->removed++;
+    }
+    closedir(d);
+}
+
+static void drop_done(void *arg)
+{
+    struct drop_ctx *c = arg;
+    if (c->removed && !c->g->destroying)
+        c->g->host->log(c->g->host, GV_COMPONENT, EAI_LOG_INFO, "%d kept session(s) not adopted: removed",
+                        c->removed);
+    for (int i = 0; i < c->nkeep; i++)
+        free(c->keep[i]);
+    free(c->keep);
+    struct gv *g = c->g;
+    free(c);
+    gv_release(g);
+}
+
+void gv_session_drop_kept(void *self)
+{
+    struct gv *g = self;
+    struct drop_ctx *c = calloc(1, sizeof(*c));
+    if (!c || g->destroying) {
+        free(c);
+        return;
+    }
+    c->g = g;
+    int n = 0;
+    for (struct gv_session *s = g->sessions; s; s = s->next)
+        n++;
+    c->keep = calloc((size_t)n + 1, sizeof(char *));
+    for (struct gv_session *s = g->sessions; c->keep && s; s = s->next)
+        if ((c->keep[c->nkeep] = strdup(s->b.cid)))
+            c->nkeep++;
+    if (!c->keep) {
+        free(c);
+        return;
+    }
+    g->inflight++;
+    if (g->host->work_submit(g->host, drop_work, drop_done, c) < 0) {
+        drop_work(c);
+        drop_done(c);
+    }
+}
+
+int gv_session_kept_dir(const char *bundle_dir)
+{
+    char mark[PATH_MAX + 16];
+    snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, bundle_dir);
+    return access(mark, F_OK) == 0;
 }

@@ -186,6 +186,13 @@ int eai_pg_run_list(void *self, const char *tenant, const json_t *filter, json_t
 int eai_pg_agent_list(void *self, const char *tenant, const char *after, int limit, json_t **out,
                       struct eai_error **err);
 int eai_pg_agent_get(void *self, const char *tenant, const char *agent_id, json_t **out, struct eai_error **err);
+/* pg_session.c: stored sessions (ABI 1.4) */
+int eai_pg_session_put(void *self, const char *tenant, const json_t *doc, const char *expect_owner,
+                       struct eai_error **err);
+int eai_pg_session_get(void *self, const char *tenant, const char *id, json_t **out, struct eai_error **err);
+int eai_pg_session_list(void *self, const char *tenant, const json_t *filter, json_t **out,
+                        struct eai_error **err);
+int eai_pg_session_owned(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
 
 /* Pool lifecycle (pg_pool.c). */
 int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err);

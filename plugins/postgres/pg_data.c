@@ -941,5 +941,12 @@ int eai_pg_exec_prune(void *self, int64_t before_ms, int limit, int64_t *deleted
         *deleted += p.n;
     }
     json_decref(c.out);
+    if (rc == 0) {
+        /* and the records of old ended sessions (migration 0008) */
+        struct eai_pg_simple_ctx sc = {.sql = "SELECT eai.session_prune($1::bigint, $2::int)", .n = 2,
+                                       .params = {before, lim}};
+        rc = eai_pg_simple(pg, NULL, &sc, err) < 0 ? -1 : 0;
+        json_decref(sc.out);
+    }
     return rc;
 }

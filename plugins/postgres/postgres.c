@@ -243,6 +243,8 @@ static const struct eai_storage_ops eai_pg_ops = {
     .tenant_usage = eai_pg_tenant_usage, .exec_prune = eai_pg_exec_prune, /* 0005_retention.sql */
     .run_get = eai_pg_run_get, .run_list = eai_pg_run_list, /* 1.3: the agent view, 0006_agent_view.sql */
     .agent_list = eai_pg_agent_list, .agent_get = eai_pg_agent_get,
+    .session_put = eai_pg_session_put, .session_get = eai_pg_session_get,   /* 1.4: stored sessions */
+    .session_list = eai_pg_session_list, .session_owned = eai_pg_session_owned,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

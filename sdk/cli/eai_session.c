@@ -149,6 +149,19 @@ static int env_opt(json_t *env, const char *v)
     return 0;
 }
 
+/* "a:80,b:443" (or "" for none) -> a JSON array of its entries. */
+static json_t *egress_list(const char *v)
+{
+    json_t *arr = json_array();
+    char *copy = strdup(v ? v : "");
+    char *save = NULL;
+    for (char *e = copy ? strtok_r(copy, ",", &save) : NULL; arr && e; e = strtok_r(NULL, ",", &save))
+        if (*e)
+            json_array_append_new(arr, json_string(e));
+    free(copy);
+    return arr;
+}
+
 static int verb_create(struct eai_http *h, const struct sargs *a)
 {
     json_t *body = json_object(), *limits = json_object(), *env = json_object();
@@ -167,7 +180,16 @@ static int verb_create(struct eai_http *h, const struct sargs *a)
         else if (strcmp(o, "--env") == 0) {
             if (env_opt(env, v) < 0)
                 goto out;
-        } else if ((strcmp(o, "--idle-timeout") == 0 && int_opt(body, "idle_timeout_s", v) < 0) ||
+        } else if (strcmp(o, "--egress") == 0) {
+            json_object_set_new(body, "network", json_pack("{s:o}", "egress", egress_list(v)));
+        } else if (strcmp(o, "--auto-pause") == 0) {
+            if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+                fprintf(stderr, "eai: --auto-pause: on or off\n");
+                goto out;
+            }
+            json_object_set_new(body, "auto_pause", json_boolean(strcmp(v, "on") == 0));
+        } else if ((strcmp(o, "--paused-ttl") == 0 && int_opt(body, "paused_ttl_s", v) < 0) ||
+                   (strcmp(o, "--idle-timeout") == 0 && int_opt(body, "idle_timeout_s", v) < 0) ||
                    (strcmp(o, "--ttl") == 0 && int_opt(body, "ttl_s", v) < 0) ||
                    (strcmp(o, "--max-concurrent") == 0 && int_opt(body, "max_concurrent_executions", v) < 0))
             goto out;
@@ -442,10 +464,40 @@ static int verb_state(struct eai_http *h, const struct sargs *a, const char *wha
     return 0;
 }
 
+/* egress SES [--set LIST]: its allow list (and network summary), or the
+ * list replaced (PUT .../network). */
+static int verb_egress(struct eai_http *h, const struct sargs *a)
+{
+    char path[8192];
+    if (spath(path, sizeof path, a->pos[0], "/network", NULL) < 0)
+        return EAI_EXIT_USAGE;
+    const char *set = NULL;
+    for (int k = 0; k < a->nopt; k++)
+        if (strcmp(a->opt[k], "--set") == 0)
+            set = a->optv[k];
+    json_t *body = set ? json_pack("{s:o}", "egress", egress_list(set)) : NULL;
+    json_t *r = scall(h, set ? "PUT" : "GET", path, body, 200, a->pos[0]);
+    json_decref(body);
+    if (!r)
+        return 1;
+    if (a->o.json) {
+        eai_print_json(r);
+    } else {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(r, "egress"), i, e)
+            printf("%s\n", json_string_value(e) ? json_string_value(e) : "?");
+    }
+    json_decref(r);
+    return 0;
+}
+
 int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
 {
     static const char *const create_opts[] = {"--image", "--profile", "--memory", "--cpu", "--pids", "--disk",
-                                              "--env", "--idle-timeout", "--ttl", "--max-concurrent", NULL};
+                                              "--env", "--idle-timeout", "--ttl", "--max-concurrent", "--egress",
+                                              "--auto-pause", "--paused-ttl", NULL};
+    static const char *const egress_opts[] = {"--set", NULL};
     static const char *const exec_opts[] = {"--timeout", "--env", "--stdin-file", NULL};
     static const char *const ls_opts[] = {"--status", NULL};
     static const char *const cat_opts[] = {"-o", NULL};
@@ -455,7 +507,8 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
         int npos; /* positional arguments: exactly, or -(at most) */
     } verbs[] = {{"create", create_opts, 0}, {"ls", ls_opts, 0},   {"get", NULL, 1},   {"exec", exec_opts, 1},
                  {"put", NULL, 3},          {"cat", cat_opts, 2}, {"files", NULL, -2}, {"rm", NULL, 2},
-                 {"close", NULL, 1},        {"pause", NULL, 1},   {"resume", NULL, 1}};
+                 {"close", NULL, 1},        {"pause", NULL, 1},   {"resume", NULL, 1},
+                 {"egress", egress_opts, 1}};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         eai_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EAI_EXIT_USAGE : 0;
@@ -465,7 +518,7 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
         if (strcmp(argv[1], verbs[v].verb) == 0)
             break;
     if (v == sizeof verbs / sizeof verbs[0]) {
-        fprintf(stderr, "eai: unknown session verb '%s' (create|ls|get|exec|put|cat|files|rm|close|pause|resume)\n", argv[1]);
+        fprintf(stderr, "eai: unknown session verb '%s' (create|ls|get|exec|put|cat|files|rm|close|pause|resume|egress)\n", argv[1]);
         return EAI_EXIT_USAGE;
     }
     struct sargs a;
@@ -498,6 +551,8 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
             rc = verb_files(&h, &a);
         else if (strcmp(verb, "rm") == 0)
             rc = verb_simple(&h, &a, "DELETE", a.pos[1]);
+        else if (strcmp(verb, "egress") == 0)
+            rc = verb_egress(&h, &a);
         else if (strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0)
             rc = verb_state(&h, &a, verb[0] == 'p' ? "/pause" : "/resume");
         else

@@ -31,6 +31,12 @@ type SessionRequest struct {
 	IdleTimeoutS            int               `json:"idle_timeout_s,omitempty"`
 	TTLS                    int               `json:"ttl_s,omitempty"`
 	MaxConcurrentExecutions int               `json:"max_concurrent_executions,omitempty"`
+	AutoResume              *bool             `json:"auto_resume,omitempty"`
+	// AutoPause: the idle timeout pauses the session (the server's default,
+	// true) instead of ending it; false ends it.
+	AutoPause  *bool           `json:"auto_pause,omitempty"`
+	PausedTTLS int             `json:"paused_ttl_s,omitempty"`
+	Network    *SessionNetSpec `json:"network,omitempty"`
 	// The agent's ids: its executions inherit them (docs/sessions.md).
 	ProjectID string `json:"project_id,omitempty"`
 	AgentID   string `json:"agent_id,omitempty"`
@@ -57,6 +63,33 @@ type SessionInfo struct {
 	ProjectID               *string    `json:"project_id"`
 	AgentID                 *string    `json:"agent_id"`
 	RunID                   *string    `json:"run_id"`
+	AutoPause               bool       `json:"auto_pause"`
+	PausedTTLS              int        `json:"paused_ttl_s"`
+	PausedAt                *time.Time `json:"paused_at"`
+	// PausedBy while paused: "user", "idle" or "drain" (a call resumes the
+	// last two); Status may also be "interrupted" (its eaid died, kill -9).
+	PausedBy *string         `json:"paused_by"`
+	Network  *SessionNetSpec `json:"network"`
+}
+
+// SessionNetSpec is a session's network: its egress allow list ("host:port").
+type SessionNetSpec struct {
+	Egress  []string           `json:"egress"`
+	Summary map[string]float64 `json:"summary,omitempty"`
+}
+
+// SessionNetwork is GET .../network: the allow list and the network log.
+type SessionNetwork struct {
+	SessionID string          `json:"session_id"`
+	Egress    []string        `json:"egress"`
+	Log       json.RawMessage `json:"log"`
+	Summary   json.RawMessage `json:"summary"`
+}
+
+// Live reports whether the session can still run anything (not ended,
+// failed or interrupted).
+func (i *SessionInfo) Live() bool {
+	return i.Status != "ended" && i.Status != "failed" && i.Status != "interrupted"
 }
 
 // SessionExecRequest is an execution inside a session (the session gives the
@@ -293,6 +326,43 @@ func (s *Session) state(ctx context.Context, what string) (*SessionInfo, error) 
 	}
 	s.Info = info
 	return &s.Info, nil
+}
+
+// Network reads the session's allow list and network log (GET .../network).
+func (s *Session) Network(ctx context.Context) (*SessionNetwork, error) {
+	p, err := sessionPath(s.ID, "/network")
+	if err != nil {
+		return nil, err
+	}
+	var n SessionNetwork
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "GET", path: p}, &n); err != nil {
+		return nil, err
+	}
+	return &n, nil
+}
+
+// SetEgress replaces the allow list of the live session (PUT .../network;
+// checked against the profile's, effective for the next connection).
+func (s *Session) SetEgress(ctx context.Context, egress []string) ([]string, error) {
+	p, err := sessionPath(s.ID, "/network")
+	if err != nil {
+		return nil, err
+	}
+	if egress == nil {
+		egress = []string{}
+	}
+	body, err := json.Marshal(map[string][]string{"egress": egress})
+	if err != nil {
+		return nil, err
+	}
+	var out struct {
+		Egress []string `json:"egress"`
+	}
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "PUT", path: p, body: body}, &out); err != nil {
+		return nil, err
+	}
+	s.Info.Network = &SessionNetSpec{Egress: out.Egress}
+	return out.Egress, nil
 }
 
 // Close ends the session (DELETE) and returns the ended view with its usage.

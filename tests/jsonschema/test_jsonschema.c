@@ -278,6 +278,49 @@ static int contracts_clean(void)
     return 0;
 }
 
+/* ------------------------------------------------------------ sessions */
+
+/* contracts/v1/session-create, session-network, session (issue 31). */
+static void test_session_contracts(void)
+{
+    struct eai_schema *c = load_contract("session-create");
+    struct eai_schema *n = load_contract("session-network");
+    struct eai_schema *v = load_contract("session");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+    VALID(c, "{\"image\": \"python:3.11-slim\"}");
+    VALID(c, "{\"profile\": \"gvisor-small\", \"image\": \"python:3.11-slim\","
+             " \"limits\": {\"cpu\": \"500m\", \"memory\": \"256Mi\", \"pids\": 128, \"disk\": \"64Mi\"},"
+             " \"env\": {\"MODE\": \"dev\"}, \"idle_timeout_s\": 300, \"ttl_s\": 3600, \"paused_ttl_s\": 86400,"
+             " \"max_concurrent_executions\": 1, \"auto_resume\": false, \"auto_pause\": true,"
+             " \"network\": {\"egress\": [\"pypi.org:443\"]}, \"run_id\": \"r1\"}");
+    INVALID(c, "{\"profile\": \"gvisor-small\"}", "/image", "required");
+    INVALID(c, "{\"image\": \"python:3.11-slim\", \"limits\": {\"timeout_s\": 3}}", "/limits/timeout_s", NULL);
+    INVALID(c, "{\"image\": \"python:3.11-slim\", \"auto_pause\": \"yes\"}", "/auto_pause", NULL);
+    INVALID(c, "{\"image\": \"python:3.11-slim\", \"paused_ttl_s\": 0}", "/paused_ttl_s", NULL);
+    VALID(n, "{\"egress\": []}");
+    VALID(n, "{\"egress\": [\"pypi.org:443\", \"files.pythonhosted.org:443\"]}");
+    INVALID(n, "{}", "/egress", "required");
+    INVALID(n, "{\"egress\": [\"pypi.org\"]}", "/egress/0", NULL);
+    INVALID(n, "{\"egress\": [], \"x\": 1}", "/x", NULL);
+    VALID(v, "{\"id\": \"ses_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"status\": \"paused\", \"profile\": \"p\","
+             " \"image\": \"python:3.11-slim\", \"limits\": {}, \"idle_timeout_s\": 300, \"ttl_s\": 3600,"
+             " \"paused_ttl_s\": 86400, \"max_concurrent_executions\": 1, \"created_at\": \"t\","
+             " \"expires_at\": \"t\", \"last_used_at\": \"t\", \"ended_at\": null, \"end_reason\": null,"
+             " \"executions\": 2, \"auto_resume\": false, \"auto_pause\": true, \"paused_at\": \"t\","
+             " \"paused_by\": \"drain\", \"network\": {\"egress\": []}, \"usage\": null}");
+    INVALID(v, "{\"id\": \"ses_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"status\": \"asleep\", \"profile\": \"p\","
+               " \"image\": \"i\", \"limits\": {}, \"idle_timeout_s\": 300, \"ttl_s\": 3600,"
+               " \"paused_ttl_s\": 86400, \"max_concurrent_executions\": 1, \"created_at\": \"t\","
+               " \"expires_at\": \"t\", \"ended_at\": null, \"end_reason\": null,"
+               " \"executions\": 2, \"auto_resume\": false, \"auto_pause\": true, \"paused_at\": null,"
+               " \"paused_by\": null, \"network\": {\"egress\": []}, \"usage\": null}", "/status", NULL);
+    eai_schema_free(c);
+    eai_schema_free(n);
+    eai_schema_free(v);
+}
+
 /* ------------------------------------------------------------ execution */
 
 #define MIN_EXEC "\"image\": \"python:3.12-slim\", \"command\": [\"python\", \"-c\", \"print(2+2)\"]"
@@ -1085,6 +1128,7 @@ int main(void)
     CU_add_test(s, "alias bomb refused", test_yaml_alias_bomb);
     CU_add_test(s, "alias byte bomb refused", test_yaml_alias_byte_bomb);
     CU_add_test(s, "anchored manifest", test_yaml_anchored_manifest);
+    CU_add_test(s, "session contracts", test_session_contracts);
     s = CU_add_suite("load", NULL, NULL);
     CU_add_test(s, "schema mistakes refused at load", test_load_refusals);
     CU_add_test(s, "$ref cycles, paths, error cap", test_ref_cycles_and_caps);

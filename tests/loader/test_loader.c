@@ -419,6 +419,7 @@ static void old_storage_normalised(const char *name, unsigned minor, size_t ops_
     CU_ASSERT((ops->agent_list != NULL) == (minor >= 3)); /* 1.3: past a 1.0, 1.1 or 1.2 table */
     CU_ASSERT_PTR_NULL(ops->run_get);
     CU_ASSERT_PTR_NULL(ops->agent_get);
+    CU_ASSERT_PTR_NULL(ops->session_put);   /* 1.4: the fixture has no stored sessions */
     CU_ASSERT_PTR_NOT_NULL(ops->kv_set);
     struct eai_host *h = eai_host_new(NULL, tmp_dir);
     void *self = NULL;

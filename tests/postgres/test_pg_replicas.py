@@ -79,6 +79,8 @@ class Replica:
         e = dict(env)
         e["EAI_LISTEN"] = "127.0.0.1:%d" % self.port
         e["EAI_DATA_DIR"] = self.data
+        # where the other replicas forward calls on this one's sessions
+        e["EAI_ADVERTISE_URL"] = "http://127.0.0.1:%d" % self.port
         # Own process group: killing the group kills its runsc children too,
         # as when a machine dies.
         self.proc = subprocess.Popen([eaid, "serve", "--config", config], env=e, stdout=self.log,
@@ -301,6 +303,117 @@ def main():
         check(min(runs) > 0, "both replicas ran executions")
         check(psql(super_db, "SELECT count(*) FROM eai.sandbox_executions WHERE status IN ('queued','running')") == "0",
               "nothing left queued or running")
+
+        # 2b. sessions are stored (issue 31 item 1): one made on r1 is known
+        # to r2 (its stored view; a call on it answers 409 with the reason),
+        # listed there, and its end is seen there.
+        st, ses = api(replicas[0].base, key, "POST", "/v1/sandbox/sessions",
+                      {"profile": "gvisor-small", "image": IMAGE}, timeout=90)
+        if check(st == 201, "a session on r1 (%s %s)" % (st, ses)):
+            sid = ses["id"]
+            # (its records are written on a worker: "running" lands a moment after the 201)
+            end = time.time() + 10
+            while time.time() < end:
+                st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                if st != 200 or b.get("status") == "running":
+                    break
+                time.sleep(0.1)
+            check(st == 200 and b.get("status") == "running" and "owner" not in b,
+                  "r2 reads r1's session from storage (%s %s)" % (st, b))
+            # a call on r2 is forwarded to r1 (its advertise_url), once
+            st, b = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                        {"command": ["python3", "-c", "open('/tmp/via-r2', 'w').write('r2')"]})
+            check(st == 202, "an execution posted to r2 is forwarded to r1 (%s %s)" % (st, b))
+            if st == 202:
+                done = wait_terminal([rp.base for rp in replicas], key, [b["id"]], 60)
+                check(done.get(b["id"], {}).get("status") == "succeeded", "it ran in r1's session (%s)" % done)
+            req = urllib.request.Request(replicas[1].base + "/v1/sandbox/sessions/%s/files/tmp/via-r2" % sid)
+            req.add_header("Authorization", "Bearer " + key)
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                check(resp.status == 200 and resp.read() == b"r2", "a file read through r2")
+            req = urllib.request.Request(replicas[1].base + "/v1/sandbox/sessions/%s/executions" % sid,
+                                         data=b'{"command": ["true"]}', method="POST")
+            req.add_header("Authorization", "Bearer " + key)
+            req.add_header("Content-Type", "application/json")
+            req.add_header("X-EAI-Forwarded", "elsewhere")
+            try:
+                urllib.request.urlopen(req, timeout=30)
+                check(False, "a request already forwarded is not forwarded again")
+            except urllib.error.HTTPError as e:
+                b = json.loads(e.read() or b"null")
+                check(e.code == 409 and b["error"]["code"] == "conflict",
+                      "a request already forwarded answers 409 conflict (%s %s)" % (e.code, b))
+            # its executions go through the shared queue, but only r1 (the
+            # process that runs it) claims them: none fails on r2
+            sx = []
+            for i in range(6):
+                st, b = api(replicas[0].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["python3", "-c", "print(%d)" % i]})
+                if st == 202:
+                    sx.append(b["id"])
+            done = wait_terminal([rp.base for rp in replicas], key, sx, 120)
+            check(len(sx) == 6 and all(done.get(x, {}).get("status") == "succeeded" and
+                                       done[x].get("stdout") == "%d\n" % i for i, x in enumerate(sx)),
+                  "6 executions of r1's session all run on r1 (%s)" %
+                  [(done.get(x, {}).get("status"), done.get(x, {}).get("stdout")) for x in sx])
+            st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions?status=live")
+            check(st == 200 and [i["id"] for i in b.get("items", [])] == [sid], "r2 lists it (%s %s)" % (st, b))
+            st, b = api(replicas[0].base, key, "DELETE", "/v1/sandbox/sessions/" + sid)
+            check(st == 200 and b.get("status") == "ended", "r1 ends it (%s %s)" % (st, b))
+            end = time.time() + 10
+            while time.time() < end:
+                st, b = api(replicas[1].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                if b.get("status") == "ended":
+                    break
+                time.sleep(0.2)
+            check(st == 200 and b.get("status") == "ended" and b.get("end_reason") == "deleted",
+                  "r2 sees its end (%s %s)" % (st, b))
+            check(psql(app_db, "SELECT count(*) FROM eai.sandbox_sessions") == "0",
+                  "the app role with no tenant set sees no session")
+
+        # 2c. three replicas, one session, concurrent calls through all three
+        # (issue 31 item 3): every call runs once, in the one sandbox of its
+        # owner (r2); never a second live copy on another replica.
+        r2b = Replica("r2b", eaid, serve_env, workdir, config)
+        replicas.append(r2b)
+        if check(r2b.wait_ready(), "a third replica r2b ready on port %d" % r2b.port):
+            st, ses = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions",
+                          {"profile": "gvisor-small", "image": IMAGE, "max_concurrent_executions": 2}, timeout=90)
+            if check(st == 201, "a session on r2 (%s %s)" % (st, ses)):
+                sid = ses["id"]
+                end = time.time() + 10
+                while time.time() < end:   # its record lands a moment after the 201
+                    if api(r2b.base, key, "GET", "/v1/sandbox/sessions/" + sid)[1].get("status") == "running":
+                        break
+                    time.sleep(0.1)
+                import concurrent.futures
+                trio = [replicas[0], replicas[1], r2b]
+
+                def call(i):
+                    return api(trio[i % 3].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                               {"command": ["sh", "-c", "echo %d >> /tmp/calls" % i]})
+                with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+                    answers = list(pool.map(call, range(30)))
+                ids = [b["id"] for st, b in answers if st == 202]
+                check(len(ids) == 30, "30 concurrent calls through 3 replicas accepted (%s)" %
+                      [st for st, b in answers if st != 202][:5])
+                done = wait_terminal([rp.base for rp in trio], key, ids, 180)
+                check(len(done) == len(ids) and all(x.get("status") == "succeeded" for x in done.values()),
+                      "all ran (%s)" % sorted({x.get("status") for x in done.values()}))
+                req = urllib.request.Request(r2b.base + "/v1/sandbox/sessions/%s/files/tmp/calls" % sid)
+                req.add_header("Authorization", "Bearer " + key)
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    lines = resp.read().decode().split()
+                check(sorted(int(x) for x in lines) == list(range(30)), "each call ran exactly once, in one /tmp (%d lines)"
+                      % len(lines))
+                st, b = api(replicas[0].base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                copies = [rp.name for rp in trio
+                          if os.path.isdir(os.path.join(rp.data, "gvisor", "work", "eai-ses-" + sid[4:]))]
+                check(copies == ["r2"], "one live copy, on its owner: %s" % copies)
+                st, b = api(r2b.base, key, "DELETE", "/v1/sandbox/sessions/" + sid)
+                check(st == 200 and b.get("status") == "ended" and b.get("executions") == 30,
+                      "ended through r2b, 30 executions counted (%s %s)" % (st, b.get("executions")))
+        r2b.stop()
 
         # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
         # claims the slow batch; a fresh replica r3 joins, then r1 dies.

@@ -1637,6 +1637,157 @@ static void test_kv(void)
     free(v);
 }
 
+/* ------------------------------------------------------------ sessions (1.4) */
+
+static json_t *ses_doc(const char *id, const char *owner, const char *status, int64_t created_ms, int rev)
+{
+    char t[32];
+    eai_time_rfc3339(created_ms, t);
+    return json_pack("{s:s, s:s, s:s, s:s, s:i, s:{s:s}}", "id", id, "owner", owner, "status", status,
+                     "created_at", t, "rev", rev, "x", "actor", "key-1");
+}
+
+static void new_ses_id(char out[41])
+{
+    char u[37];
+    eai_uuid_v4(u);
+    snprintf(out, 41, "ses_%s", u);
+}
+
+static size_t list_n(const char *tenant, json_t *filter, json_t **out)
+{
+    OK(g_ops->session_list(g_st, tenant, filter, out, err));
+    json_decref(filter);
+    CU_ASSERT_FATAL(json_is_array(*out));
+    return json_array_size(*out);
+}
+
+/* session_put / get / list / owned: writes in rev order, the owner check,
+ * tenant isolation, newest first with a cursor, the live and status
+ * filters, a node's live sessions of every tenant. */
+static void test_sessions(void)
+{
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_ops->session_put);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_ops->session_get);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_ops->session_list);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(g_ops->session_owned);
+    char a[37], b[37], id[3][41], node[40], other[40], rnd[9];
+    new_tenant(a);
+    new_tenant(b);
+    eai_random_hex(rnd, 4);
+    snprintf(node, sizeof node, "node-%s", rnd);
+    snprintf(other, sizeof other, "other-%s", rnd);
+    int64_t t0 = eai_now_ms() - 10000;
+    for (int i = 0; i < 3; i++)
+        new_ses_id(id[i]);
+    json_t *d = ses_doc(id[0], node, "starting", t0, 1), *out = NULL;
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    OK(g_ops->session_get(g_st, a, id[0], &out, err));
+    CU_ASSERT_FATAL(json_is_object(out));
+    CU_ASSERT_STRING_EQUAL(js(out, "status"), "starting");
+    CU_ASSERT_STRING_EQUAL(js(json_object_get(out, "x"), "actor"), "key-1");
+    json_decref(out);
+    /* another tenant's: not found, never written over */
+    OK(g_ops->session_get(g_st, b, id[0], &out, err));
+    CU_ASSERT_PTR_NULL(out);
+    d = ses_doc(id[0], node, "running", t0, 9);
+    struct eai_error *e = NULL;
+    CU_ASSERT_EQUAL(g_ops->session_put(g_st, b, d, NULL, &e), -1);
+    eai_error_free(e);
+    json_decref(d);
+    /* rev orders the writes: a late one is ignored */
+    d = ses_doc(id[0], node, "running", t0, 3);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    d = ses_doc(id[0], node, "starting", t0, 2);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    OK(g_ops->session_get(g_st, a, id[0], &out, err));
+    CU_ASSERT_STRING_EQUAL(js(out, "status"), "running");
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(out, "rev")), 3);
+    json_decref(out);
+    /* the owner check: a move from the wrong owner is refused, from the
+     * right one done */
+    d = ses_doc(id[0], other, "paused", t0, 4);
+    FAILS(EAI_E_CONFLICT, g_ops->session_put(g_st, a, d, "not-the-owner", err));
+    OK(g_ops->session_put(g_st, a, d, node, err));
+    json_decref(d);
+    OK(g_ops->session_get(g_st, a, id[0], &out, err));
+    CU_ASSERT_STRING_EQUAL(js(out, "owner"), other);
+    json_decref(out);
+    /* two more: one ended, one live, newer */
+    d = ses_doc(id[1], node, "ended", t0 + 1000, 1);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    d = ses_doc(id[2], node, "running", t0 + 2000, 1);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i}", "limit", 10), &out), 3);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "id"), id[2]); /* newest first */
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 2), "id"), id[0]);
+    json_decref(out);
+    CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i}", "limit", 2), &out), 2);
+    json_decref(out);
+    CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i, s:s}", "limit", 10, "before", id[2]), &out), 2);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "id"), id[1]);
+    json_decref(out);
+    CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i, s:b}", "limit", 10, "live", 1), &out), 2);
+    json_decref(out);
+    CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i, s:s}", "limit", 10, "status", "ended"), &out), 1);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "id"), id[1]);
+    json_decref(out);
+    CU_ASSERT_EQUAL(list_n(b, json_pack("{s:i}", "limit", 10), &out), 0);
+    json_decref(out);
+    json_t *bad = json_pack("{s:i}", "limit", 0);
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->session_list(g_st, a, bad, &out, err));
+    json_decref(bad);
+    /* a node's live sessions, of every tenant */
+    char idb[41];
+    new_ses_id(idb);
+    d = ses_doc(idb, node, "paused", t0 + 3000, 1);
+    OK(g_ops->session_put(g_st, b, d, NULL, err));
+    json_decref(d);
+    OK(g_ops->session_owned(g_st, node, 10, &out, err));
+    CU_ASSERT_EQUAL_FATAL(json_array_size(out), 2); /* id[2] of a, idb of b; id[0] moved, id[1] ended */
+    CU_ASSERT_STRING_EQUAL(js(json_object_get(json_array_get(out, 0), "doc"), "id"), id[2]);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 1), "tenant_id"), b);
+    json_decref(out);
+    OK(g_ops->session_owned(g_st, other, 10, &out, err));
+    CU_ASSERT_EQUAL(json_array_size(out), 1);
+    json_decref(out);
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->session_owned(g_st, node, 0, &out, err));
+    /* a record without its keys is refused */
+    d = json_pack("{s:s}", "id", idb);
+    FAILS(EAI_E_VALIDATION_FAILED, g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    /* retention: exec_prune also deletes old ended records, never live ones */
+    char old_id[41], old_live[41];
+    new_ses_id(old_id);
+    new_ses_id(old_live);
+    int64_t long_ago = 86400000LL; /* 1970-01-02 */
+    d = ses_doc(old_id, node, "ended", long_ago, 1);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    d = ses_doc(old_live, node, "running", long_ago, 1);
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+    if (g_ops->exec_prune) {
+        int64_t gone = 0;
+        OK(g_ops->exec_prune(g_st, long_ago + 1000, 1000, &gone, err));
+        OK(g_ops->session_get(g_st, a, old_id, &out, err));
+        CU_ASSERT_PTR_NULL(out);
+        json_decref(out);
+        OK(g_ops->session_get(g_st, a, old_live, &out, err));
+        CU_ASSERT_PTR_NOT_NULL(out);
+        json_decref(out);
+    }
+    d = ses_doc(old_live, node, "ended", long_ago, 2); /* leave nothing live behind */
+    OK(g_ops->session_put(g_st, a, d, NULL, err));
+    json_decref(d);
+}
+
 /* ------------------------------------------------------------ SQLite only */
 
 /* A second instance on the same file (as the CLI in another process would
@@ -1967,6 +2118,7 @@ int main(void)
     CU_add_test(s, "audit chain, two processes", test_audit_two_processes);
     CU_add_test(s, "ledger", test_ledger);
     CU_add_test(s, "kv", test_kv);
+    CU_add_test(s, "sessions: put in rev order, owner check, get, list, owned", test_sessions);
     CU_add_test(s, "sqlite: second instance, WAL", test_sqlite_second_instance);
     CU_add_test(s, "sqlite: synchronous normal or full", test_sqlite_synchronous);
     CU_add_test(s, "sqlite: writers queue on the writer mutex", test_sqlite_writer_mutex);

@@ -42,7 +42,8 @@ enum eai_code {
     EAI_E_QUOTA_EXCEEDED = 32, /* quota_exceeded (429) */
     EAI_E_STORAGE_QUOTA_EXCEEDED = 33, /* storage_quota_exceeded (507) */
     EAI_E_SESSION_PAUSED = 34, /* session_paused (409) */
-    EAI_CODE_MAX = 35
+    EAI_E_INSUFFICIENT_STORAGE = 35, /* insufficient_storage (507) */
+    EAI_CODE_MAX = 36
 };
 
 #endif

@@ -206,10 +206,16 @@ struct eai_iso_session {
     int64_t pids;
     int64_t disk_bytes;        /* size of /tmp */
     int max_concurrent;        /* executions at once inside it (>= 1); later ones wait */
+    /* ---- Added in 1.4 (check size >= EAI_ISO_SESSION_SIZE_1_4): granted
+     * egress (docs/sessions.md "Egress"), as eai_iso_job's: the network
+     * namespace core made for the session (NULL: no network) and the DNS
+     * server its resolv.conf names.  Valid for the call only. */
+    const char *netns_path;
+    const char *dns_server;
 };
 #define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
 #define EAI_ISO_SESSION_SIZE_1_3 EAI_ISO_SESSION_SIZE_1_2
-#define EAI_ISO_SESSION_SIZE_1_4 EAI_ISO_SESSION_SIZE_1_3
+#define EAI_ISO_SESSION_SIZE_1_4 (offsetof(struct eai_iso_session, dns_server) + sizeof(const char *))
 
 struct eai_iso_session_end {
     size_t size;
@@ -312,13 +318,33 @@ struct eai_isolation_ops {
      * namespace, and the backend runs the job in that sandbox.  NULL: none
      * (core leases a namespace and the job boots cold).  Never blocks. */
     void *(*egress_claim)(void *self, const struct eai_iso_job *job);
+
+    /* ---- Added in 1.4: sessions kept across a restart of eaid
+     * (docs/sessions.md "Surviving the server").  Each may be NULL (the
+     * three together or none): core then ends every session at a stop
+     * (interrupted), as before. */
+    /* Keep a paused session's saved state (checkpoint, /tmp) when the
+     * backend is closed, for session_adopt by the next process of this
+     * node.  0, or -1 and *err (not paused: conflict; unknown: not_found). */
+    int (*session_keep)(void *self, const char *session_id, struct eai_error **err);
+    /* Take back a session kept by an earlier process of this node, as a
+     * paused session (spec and callbacks as session_create; nothing is
+     * reported until session_resume or session_destroy: then on_resumed or
+     * on_end as for any paused session).  0, or -1 and *err (not_found:
+     * nothing kept under that id; image_missing). */
+    int (*session_adopt)(void *self, const struct eai_iso_session *s,
+                         const struct eai_iso_session_callbacks *cb, void *cb_arg,
+                         struct eai_error **err);
+    /* Remove every kept session not adopted by now (core calls it once,
+     * after adopting what its storage says is paused). */
+    void (*session_drop_kept)(void *self);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_1 EAI_ISOLATION_OPS_SIZE_1_0
 #define EAI_ISOLATION_OPS_SIZE_1_2 (offsetof(struct eai_isolation_ops, egress_claim) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_3 EAI_ISOLATION_OPS_SIZE_1_2
-#define EAI_ISOLATION_OPS_SIZE_1_4 EAI_ISOLATION_OPS_SIZE_1_3
+#define EAI_ISOLATION_OPS_SIZE_1_4 (offsetof(struct eai_isolation_ops, session_drop_kept) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

@@ -48,7 +48,12 @@
  *  1.4  eai_host.metric_describe, metric_update (a plugin's own metric
  *       families, struct eai_metric_desc, enum eai_metric_kind);
  *       eai_plugin_descriptor.messages (a plugin's translated messages,
- *       struct eai_message).
+ *       struct eai_message);
+ *       eai_storage_ops.session_put, session_get, session_list,
+ *       session_owned (stored sessions; docs/sessions.md);
+ *       eai_isolation_ops.session_keep, session_adopt, session_drop_kept
+ *       (sessions kept across a restart); eai_iso_session.netns_path,
+ *       dns_server (egress in sessions).
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H

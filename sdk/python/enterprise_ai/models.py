@@ -162,6 +162,20 @@ class Session:
     end_reason: Optional[str] = None
     executions: Optional[int] = None
     usage: Optional[Usage] = None
+    #: ``user``, ``idle`` or ``drain`` while paused (a call resumes ``idle`` and ``drain`` ones)
+    paused_by: Optional[str] = None
+    paused_at: Optional[str] = None
+    auto_pause: Optional[bool] = None
+    paused_ttl_s: Optional[int] = None
+    #: the session's allow list (``network.egress``), empty without network
+    egress: List[str] = field(default_factory=list)
+
+    #: statuses after which nothing runs in it any more
+    TERMINAL = ("ended", "failed", "interrupted")
+
+    @property
+    def live(self) -> bool:
+        return self.status not in self.TERMINAL
 
     @classmethod
     def from_dict(cls, d: Dict[str, Any]) -> "Session":
@@ -172,7 +186,11 @@ class Session:
                    max_concurrent_executions=d.get("max_concurrent_executions"), created_at=d.get("created_at"),
                    expires_at=d.get("expires_at"), last_used_at=d.get("last_used_at"), ended_at=d.get("ended_at"),
                    end_reason=d.get("end_reason"), executions=d.get("executions"),
-                   usage=Usage.from_dict(usage) if isinstance(usage, dict) else None)
+                   usage=Usage.from_dict(usage) if isinstance(usage, dict) else None,
+                   paused_by=d.get("paused_by"), paused_at=d.get("paused_at"), auto_pause=d.get("auto_pause"),
+                   paused_ttl_s=d.get("paused_ttl_s"),
+                   egress=[str(e) for e in ((d.get("network") or {}).get("egress") or [])]
+                   if isinstance(d.get("network"), dict) else [])
 
 
 @dataclass

@@ -120,6 +120,19 @@ class SessionHandle:
                                                       timeout=max(self._t.timeout, 60.0), idempotent=False).json())
         return self.info
 
+    def network(self) -> Dict[str, Any]:
+        """GET .../network: ``{"session_id", "egress", "log", "summary"}`` (its allow list and network log)."""
+        d = self._t.request("GET", "/v1/sandbox/sessions/%s/network" % _q(self.id)).json()
+        return dict(d) if isinstance(d, dict) else {}
+
+    def set_egress(self, egress: Sequence[str]) -> List[str]:
+        """PUT .../network: replace the allow list of the live session (checked against the
+        profile's; effective for the next connection). Returns the new list."""
+        d = self._t.request("PUT", "/v1/sandbox/sessions/%s/network" % _q(self.id), {"egress": list(egress)},
+                            idempotent=True).json()
+        self.refresh()
+        return list(d.get("egress") or [])
+
     def close(self) -> Session:
         """DELETE: ends the session; returns the ended view (with its usage)."""
         self.info = Session.from_dict(self._t.request("DELETE", "/v1/sandbox/sessions/" + _q(self.id),
@@ -137,6 +150,8 @@ class Sessions:
                limits: Optional[Mapping[str, Any]] = None, env: Optional[Mapping[str, str]] = None,
                idle_timeout_s: Optional[int] = None, ttl_s: Optional[int] = None,
                max_concurrent_executions: Optional[int] = None, auto_resume: Optional[bool] = None,
+               auto_pause: Optional[bool] = None, paused_ttl_s: Optional[int] = None,
+               egress: Optional[Sequence[str]] = None,
                project_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None,
                request: Optional[Mapping[str, Any]] = None, timeout: float = 120.0) -> SessionHandle:
         """POST a session; answers once its sandbox is ready (``timeout`` seconds for that).
@@ -146,8 +161,9 @@ class Sessions:
             for k, v in (("profile", profile), ("image", image), ("limits", dict(limits) if limits else None),
                          ("env", dict(env) if env is not None else None), ("idle_timeout_s", idle_timeout_s),
                          ("ttl_s", ttl_s), ("max_concurrent_executions", max_concurrent_executions),
-                         ("auto_resume", auto_resume), ("project_id", project_id), ("agent_id", agent_id),
-                         ("run_id", run_id)):
+                         ("auto_resume", auto_resume), ("auto_pause", auto_pause), ("paused_ttl_s", paused_ttl_s),
+                         ("network", {"egress": list(egress)} if egress is not None else None),
+                         ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id)):
                 if v is not None:
                     body[k] = v
         r = self._t.request("POST", "/v1/sandbox/sessions", body, timeout=timeout, idempotent=False)
@@ -157,8 +173,12 @@ class Sessions:
         d = self._t.request("GET", "/v1/sandbox/sessions/" + _q(session_id)).json()
         return SessionHandle(self._t, self._sandbox, Session.from_dict(d))
 
-    def list(self, status: Optional[str] = None) -> List[Session]:
-        q = "?" + urllib.parse.urlencode({"status": status}) if status else ""
+    def list(self, status: Optional[str] = None, *, limit: Optional[int] = None,
+             before: Optional[str] = None) -> List[Session]:
+        """This tenant's sessions, newest first, from storage (``status``: one status or ``live``;
+        ``before``: the id of the last one of the previous page)."""
+        params = {k: v for k, v in (("status", status), ("limit", limit), ("before", before)) if v is not None}
+        q = "?" + urllib.parse.urlencode(params) if params else ""
         d = self._t.request("GET", "/v1/sandbox/sessions" + q).json()
         items = d.get("items") if isinstance(d, dict) else None
         return [Session.from_dict(i) for i in items or [] if isinstance(i, dict)]

@@ -190,6 +190,36 @@ class TestSessions(Base):
             s.run(["true"])
         self.assertEqual(cm.exception.code, "session_ended")
 
+    def test_stored_states_and_network(self) -> None:
+        """Issue 31: paused_by / interrupted, the egress list, PUT and GET .../network, list paging."""
+        view = {"id": SES, "status": "paused", "paused_by": "drain", "paused_at": "t", "auto_pause": True,
+                "paused_ttl_s": 86400, "network": {"egress": ["pypi.org:443"]}, "usage": None}
+        self.m.script = [
+            (201, dict(view, status="running", paused_by=None)),
+            (200, {"session_id": SES, "egress": []}),
+            (200, dict(view, status="running", paused_by=None, network={"egress": []})),
+            (200, {"session_id": SES, "egress": [], "log": {"entries": []}, "summary": None}),
+            (200, {"items": [view], "next_before": SES}),
+            (200, dict(view, status="interrupted", end_reason="interrupted",
+                       usage={"cpu_seconds": 0, "duration_s": 5, "partial": True})),
+        ]
+        s = self.c.sandbox.sessions.create("img", egress=["pypi.org:443"], auto_pause=True, paused_ttl_s=600)
+        self.assertEqual(s.info.egress, ["pypi.org:443"])
+        self.assertEqual(s.set_egress([]), [])
+        self.assertEqual(s.info.egress, [])
+        self.assertEqual(s.network()["egress"], [])
+        items = self.c.sandbox.sessions.list(status="paused", limit=10, before=SES)
+        self.assertEqual((items[0].status, items[0].paused_by, items[0].live), ("paused", "drain", True))
+        gone = self.c.sandbox.sessions.get(SES)
+        self.assertEqual((gone.status, gone.info.live), ("interrupted", False))
+        r = self.m.requests
+        self.assertEqual(json.loads(r[0]["body"]), {"image": "img", "auto_pause": True, "paused_ttl_s": 600,
+                                                    "network": {"egress": ["pypi.org:443"]}})
+        self.assertEqual((r[1]["method"], r[1]["path"]), ("PUT", "/v1/sandbox/sessions/%s/network" % SES))
+        self.assertEqual(json.loads(r[1]["body"]), {"egress": []})
+        self.assertEqual((r[3]["method"], r[3]["path"]), ("GET", "/v1/sandbox/sessions/%s/network" % SES))
+        self.assertEqual(r[4]["path"], "/v1/sandbox/sessions?status=paused&limit=10&before=" + SES)
+
 
 if __name__ == "__main__":
     unittest.main()

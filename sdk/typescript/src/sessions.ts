@@ -8,7 +8,7 @@
  */
 import type { Sandbox, Transport } from "./client.js";
 import { filesArg, q, toExecution } from "./client.js";
-import type { Execution, SessionCreateRequest, SessionExecRequest, SessionFileInfo, SessionInfo } from "./types.js";
+import type { Execution, SessionCreateRequest, SessionExecRequest, SessionFileInfo, SessionInfo, SessionNetwork } from "./types.js";
 
 type Json = Record<string, unknown>;
 
@@ -115,6 +115,20 @@ export class Session {
     this.info = toSession(await this.#t.json("POST", `/v1/sandbox/sessions/${q(this.id)}/${what}`,
       { json: {}, idempotent: false, timeoutMs: Math.max(this.#t.timeoutMs, 60_000) }));
     return this.info;
+  }
+
+  /** GET .../network: its allow list and network log. */
+  async network(): Promise<SessionNetwork> {
+    return (await this.#t.json("GET", `/v1/sandbox/sessions/${q(this.id)}/network`)) as unknown as SessionNetwork;
+  }
+
+  /** PUT .../network: replaces the allow list of the live session (checked against the
+   * profile's; effective for the next connection). Resolves with the new list. */
+  async setEgress(egress: string[]): Promise<string[]> {
+    const d = (await this.#t.json("PUT", `/v1/sandbox/sessions/${q(this.id)}/network`, { json: { egress } })) as
+      { egress?: string[] };
+    this.info = { ...this.info, network: { egress: d.egress ?? [] } };
+    return d.egress ?? [];
   }
 
   /** DELETE: ends the session; resolves with the ended view (its usage). */

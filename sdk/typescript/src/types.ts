@@ -138,13 +138,27 @@ export interface SessionCreateRequest {
   idle_timeout_s?: number;
   ttl_s?: number;
   max_concurrent_executions?: number;
+  auto_resume?: boolean;
+  /** the idle timeout pauses it (default true) instead of ending it */
+  auto_pause?: boolean;
+  paused_ttl_s?: number;
+  network?: { egress?: string[] };
   [k: string]: unknown;
+}
+
+/** GET .../network: the session's allow list and network log. */
+export interface SessionNetwork {
+  session_id: string;
+  egress: string[];
+  log: { entries: Record<string, unknown>[]; [k: string]: unknown } | null;
+  summary: Record<string, number> | null;
 }
 
 /** A session as the server describes it (docs/sessions.md). */
 export interface SessionInfo {
   id: string;
-  status: "starting" | "running" | "ending" | "ended" | "failed" | string;
+  status: "starting" | "running" | "pausing" | "paused" | "resuming" | "ending" | "ended" | "failed" |
+    "interrupted" | string;
   profile?: string;
   image?: string;
   limits?: Limits;
@@ -158,6 +172,12 @@ export interface SessionInfo {
   end_reason?: string | null;
   executions?: number;
   usage?: Usage | null;
+  auto_pause?: boolean;
+  paused_ttl_s?: number;
+  paused_at?: string | null;
+  /** while paused: "user", "idle" or "drain" (a call resumes "idle" and "drain" ones) */
+  paused_by?: "user" | "idle" | "drain" | null;
+  network?: { egress: string[]; summary?: Record<string, number> };
   [k: string]: unknown;
 }
 

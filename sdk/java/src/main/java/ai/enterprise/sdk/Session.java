@@ -117,11 +117,39 @@ public final class Session implements AutoCloseable {
         return info;
     }
 
+    /** While paused: {@code user}, {@code idle} or {@code drain} (a call resumes the last two); else null. */
+    public String pausedBy() {
+        JsonNode v = info.path("paused_by");
+        return v.isTextual() ? v.asText() : null;
+    }
+
+    /** False once ended, failed or interrupted (its eaid died without a drain). */
+    public boolean live() {
+        String st = status();
+        return !"ended".equals(st) && !"failed".equals(st) && !"interrupted".equals(st);
+    }
+
+    /** Its allow list and network log ({@code GET .../network}). */
+    public JsonNode network() {
+        return t.json(new Transport.Req("GET", Sessions.path(id) + "/network"));
+    }
+
+    /** Replaces the allow list of the live session ({@code PUT .../network}); the new list. */
+    public List<String> setEgress(List<String> egress) {
+        Transport.Req r = new Transport.Req("PUT", Sessions.path(id) + "/network");
+        ObjectNode body = Transport.JSON.createObjectNode();
+        body.set("egress", Transport.JSON.valueToTree(egress));
+        r.body = Transport.encode(body);
+        List<String> out = new ArrayList<>();
+        t.json(r).path("egress").forEach(e -> out.add(e.asText()));
+        refresh();
+        return out;
+    }
+
     /** Ends the session (DELETE); the ended view, with its usage.  Once ended, a second close does nothing. */
     @Override
     public void close() {
-        String st = status();
-        if (!"ended".equals(st) && !"failed".equals(st)) {
+        if (live()) {
             info = new Sessions(t, sandbox).close(id);
         }
     }
