@@ -19,8 +19,8 @@ int eai_sq_session_put(void *self, const char *tenant, const json_t *doc, const 
                        struct eai_error **err)
 {
     struct eai_sq *s = self;
-    const char *id = eai_sq_jstr(doc, "id"), *owner = eai_sq_jstr(doc, "owner"),
-               *status = eai_sq_jstr(doc, "status"), *created = eai_sq_jstr(doc, "created_at");
+    const char *id = eai_jstr(doc, "id"), *owner = eai_jstr(doc, "owner"),
+               *status = eai_jstr(doc, "status"), *created = eai_jstr(doc, "created_at");
     int64_t created_ms = 0;
     if (!tenant || !id || !owner || !status || !created || eai_sq_parse_time(created, &created_ms) < 0)
         return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0,
@@ -134,7 +134,7 @@ int eai_sq_session_list(void *self, const char *tenant, const json_t *filter, js
     struct eai_sq *s = self;
     *out = NULL;
     json_int_t limit = json_integer_value(json_object_get(filter, "limit"));
-    const char *status = eai_sq_jstr(filter, "status"), *before = eai_sq_jstr(filter, "before");
+    const char *status = eai_jstr(filter, "status"), *before = eai_jstr(filter, "before");
     int live = json_is_true(json_object_get(filter, "live"));
     if (!tenant)
         return eai_sq_fail(s, err, EAI_E_VALIDATION_FAILED, 0, "session_list without tenant");

@@ -14,11 +14,6 @@
 
 #define SES_LIST_MAX 1000
 
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 struct ses_ctx {
     const char *tenant, *id, *owner, *status, *expect, *text, *before, *claim_owner;
     int64_t created_ms, rev;
@@ -64,13 +59,13 @@ int eai_pg_session_put(void *self, const char *tenant, const json_t *doc, const 
                        struct eai_error **err)
 {
     struct eai_pg *pg = self;
-    struct ses_ctx c = {.tenant = tenant, .id = jstr(doc, "id"), .owner = jstr(doc, "owner"),
-                        .status = jstr(doc, "status"), .expect = expect_owner,
+    struct ses_ctx c = {.tenant = tenant, .id = eai_jstr(doc, "id"), .owner = eai_jstr(doc, "owner"),
+                        .status = eai_jstr(doc, "status"), .expect = expect_owner,
                         .rev = json_integer_value(json_object_get(doc, "rev")),
-                        .claim_owner = jstr(doc, "claim_owner")};
-    const char *created = jstr(doc, "created_at");
+                        .claim_owner = eai_jstr(doc, "claim_owner")};
+    const char *created = eai_jstr(doc, "created_at");
     if (!eai_pg_uuid_valid(tenant) || !c.id || !c.owner || !c.status || !created ||
-        eai_pg_parse_rfc3339(created, &c.created_ms) < 0)
+        eai_time_parse_rfc3339(created, &c.created_ms) < 0)
         return eai_pg_fail(pg, err, EAI_E_VALIDATION_FAILED,
                            "session_put: the record needs tenant, id, owner, status and created_at");
     char *text = eai_pg_dump(doc);
@@ -167,7 +162,7 @@ int eai_pg_session_list(void *self, const char *tenant, const json_t *filter, js
         *out = json_array();
         return *out ? 0 : eai_pg_fail(pg, err, EAI_E_INTERNAL, "out of memory");
     }
-    struct ses_ctx c = {.tenant = tenant, .status = jstr(filter, "status"), .before = jstr(filter, "before"),
+    struct ses_ctx c = {.tenant = tenant, .status = eai_jstr(filter, "status"), .before = eai_jstr(filter, "before"),
                         .live = json_is_true(json_object_get(filter, "live")), .limit = (int)limit};
     if (eai_pg_run(pg, tenant, list_body, &c, err) < 0) {
         json_decref(c.out);

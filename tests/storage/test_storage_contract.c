@@ -1685,8 +1685,8 @@ static void test_sessions(void)
     json_decref(d);
     OK(g_ops->session_get(g_st, a, id[0], &out, err));
     CU_ASSERT_FATAL(json_is_object(out));
-    CU_ASSERT_STRING_EQUAL(js(out, "status"), "starting");
-    CU_ASSERT_STRING_EQUAL(js(json_object_get(out, "x"), "actor"), "key-1");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(out, "status"), "starting");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_object_get(out, "x"), "actor"), "key-1");
     json_decref(out);
     /* another tenant's: not found, never written over */
     OK(g_ops->session_get(g_st, b, id[0], &out, err));
@@ -1704,7 +1704,7 @@ static void test_sessions(void)
     OK(g_ops->session_put(g_st, a, d, NULL, err));
     json_decref(d);
     OK(g_ops->session_get(g_st, a, id[0], &out, err));
-    CU_ASSERT_STRING_EQUAL(js(out, "status"), "running");
+    CU_ASSERT_STRING_EQUAL(eai_jstr(out, "status"), "running");
     CU_ASSERT_EQUAL(json_integer_value(json_object_get(out, "rev")), 3);
     json_decref(out);
     /* the owner check: a move from the wrong owner is refused, from the
@@ -1714,7 +1714,7 @@ static void test_sessions(void)
     OK(g_ops->session_put(g_st, a, d, node, err));
     json_decref(d);
     OK(g_ops->session_get(g_st, a, id[0], &out, err));
-    CU_ASSERT_STRING_EQUAL(js(out, "owner"), other);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(out, "owner"), other);
     json_decref(out);
     /* two more: one ended, one live, newer */
     d = ses_doc(id[1], node, "ended", t0 + 1000, 1);
@@ -1724,18 +1724,18 @@ static void test_sessions(void)
     OK(g_ops->session_put(g_st, a, d, NULL, err));
     json_decref(d);
     CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i}", "limit", 10), &out), 3);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "id"), id[2]); /* newest first */
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 2), "id"), id[0]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(out, 0), "id"), id[2]); /* newest first */
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(out, 2), "id"), id[0]);
     json_decref(out);
     CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i}", "limit", 2), &out), 2);
     json_decref(out);
     CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i, s:s}", "limit", 10, "before", id[2]), &out), 2);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "id"), id[1]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(out, 0), "id"), id[1]);
     json_decref(out);
     CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i, s:b}", "limit", 10, "live", 1), &out), 2);
     json_decref(out);
     CU_ASSERT_EQUAL(list_n(a, json_pack("{s:i, s:s}", "limit", 10, "status", "ended"), &out), 1);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "id"), id[1]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(out, 0), "id"), id[1]);
     json_decref(out);
     CU_ASSERT_EQUAL(list_n(b, json_pack("{s:i}", "limit", 10), &out), 0);
     json_decref(out);
@@ -1750,9 +1750,9 @@ static void test_sessions(void)
     json_decref(d);
     OK(g_ops->session_owned(g_st, node, 10, &out, err));
     CU_ASSERT_EQUAL_FATAL(json_array_size(out), 2); /* id[2] of a, idb of b; id[0] moved, id[1] ended */
-    CU_ASSERT_STRING_EQUAL(js(json_object_get(json_array_get(out, 0), "doc"), "id"), id[2]);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 0), "tenant_id"), a);
-    CU_ASSERT_STRING_EQUAL(js(json_array_get(out, 1), "tenant_id"), b);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_object_get(json_array_get(out, 0), "doc"), "id"), id[2]);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(out, 0), "tenant_id"), a);
+    CU_ASSERT_STRING_EQUAL(eai_jstr(json_array_get(out, 1), "tenant_id"), b);
     json_decref(out);
     OK(g_ops->session_owned(g_st, other, 10, &out, err));
     CU_ASSERT_EQUAL(json_array_size(out), 1);
