@@ -223,7 +223,9 @@ static int setup(void)
         json_object_set_new(gcfg, "runsc", json_string(runsc));
     app.isolation = isolation;
     app.isolation[0].desc = d;
-    app.isolation[0].self = d->create(app.host, gcfg, &err);
+    /* through its own host handle, as eaid does (ABI 1.4: the plugin's metrics) */
+    if (eai_plugin_create(d, app.host, gcfg, &app.isolation[0].self, &app.isolation[0].host, &err) < 0)
+        app.isolation[0].self = NULL;
     json_decref(gcfg);
     if (!app.isolation[0].self) {
         fprintf(stderr, "gvisor create: %s\n", err && err->message ? err->message : "?");
@@ -569,7 +571,7 @@ int main(void)
     CU_basic_run_tests();
     unsigned failed = CU_get_number_of_failures();
     CU_cleanup_registry();
-    ((const struct eai_plugin_descriptor *)app.isolation[0].desc)->destroy(app.isolation[0].self);
+    eai_plugin_destroy(app.isolation[0].desc, app.isolation[0].self, app.isolation[0].host);
     loop_for_ms(500);
     eai_workers_stop();
     app.storage.desc->destroy(app.storage.self);

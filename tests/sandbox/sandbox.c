@@ -127,11 +127,40 @@ static int probe_settled(void *arg)
     return p.ready || !p.pending;
 }
 
+/* Instances and their host handles (eai_plugin_create), for sb_destroy. */
+#define SB_INSTANCES 64
+static struct {
+    void *self;
+    struct eai_host *handle;
+} g_inst[SB_INSTANCES];
+
+void sb_destroy(void *iso)
+{
+    struct eai_host *handle = NULL;
+    for (int i = 0; i < SB_INSTANCES; i++)
+        if (g_inst[i].self == iso && iso) {
+            handle = g_inst[i].handle;
+            g_inst[i].self = NULL;
+            g_inst[i].handle = NULL;
+            break;
+        }
+    eai_plugin_destroy(g_desc, iso, handle);
+}
+
 void *sb_make_instance(json_t *cfg, int sweep)
 {
     struct eai_error *err = NULL;
-    void *self = g_desc->create(g_host, cfg, &err);
+    void *self = NULL;
+    struct eai_host *handle = NULL;
+    if (eai_plugin_create(g_desc, g_host, cfg, &self, &handle, &err) < 0)
+        self = NULL;
     json_decref(cfg);
+    for (int i = 0; self && i < SB_INSTANCES; i++)
+        if (!g_inst[i].self) {
+            g_inst[i].self = self;
+            g_inst[i].handle = handle;
+            break;
+        }
     if (!self) {
         fprintf(stderr, "create: %s\n", err ? err->message : "?");
         eai_error_free(err);

@@ -79,6 +79,9 @@ int sb_count_lines(const char *path);
 int sb_sh_out(const char *cmd, char *out, size_t len);
 /* create() with cfg (stolen), the sweep op, then wait for the probe. */
 void *sb_make_instance(json_t *cfg, int sweep);
+/* destroy() an instance sb_make_instance made, and free its host handle
+ * (a plugin's own handle since ABI 1.4: its metrics are described on it). */
+void sb_destroy(void *iso);
 /* Load the plugin into a fresh host on a fresh loop (images from
  * image_dir, data under data_dir). */
 int sb_host_init(const char *data_dir, const char *image_dir);

@@ -201,7 +201,7 @@ static int suite_init_pool_exec(void)
 static int suite_clean(void)
 {
     if (g_iso)
-        g_desc->destroy(g_iso);
+        sb_destroy(g_iso);
     g_iso = NULL;
     return 0;
 }
@@ -354,7 +354,7 @@ static void test_bad_runsc_fail_closed(void)
     struct stat st;
     CU_ASSERT_NOT_EQUAL(lstat(marker, &st), 0);
     free(r);
-    g_desc->destroy(bad);
+    sb_destroy(bad);
 
     /* A runsc that is there but broken: not ready either. */
     char fake[PATH_MAX + 16];
@@ -373,7 +373,7 @@ static void test_bad_runsc_fail_closed(void)
     CU_ASSERT_EQUAL(sb_run_job_on(bad, r, 1, NULL), -1);
     CU_ASSERT_NOT_EQUAL(lstat(marker, &st), 0);
     free(r);
-    g_desc->destroy(bad);
+    sb_destroy(bad);
 }
 
 /* isolation.gvisor.platform (docs/gvisor.md "Platform"): `auto` takes the
@@ -409,7 +409,7 @@ static void test_platform_auto(void)
     int old_runsc = strstr(p.version, "0.0~2022") != NULL;
     CU_ASSERT_PTR_NOT_NULL(strstr(p.version, old_runsc ? ", platform ptrace" : ", platform systrap"));
     fprintf(stderr, "  auto on %s: %s\n", g_runsc, p.version);
-    g_desc->destroy(iso);
+    sb_destroy(iso);
 
     /* systrap broken: auto runs on ptrace */
     iso = sb_make_instance(json_pack("{s:s, s:s, s:s, s:i}", "runsc", wrap, "state_dir", state, "work_dir", work,
@@ -423,7 +423,7 @@ static void test_platform_auto(void)
     CU_ASSERT_EQUAL(r->outcome, EAI_OUT_EXITED);
     CU_ASSERT_STRING_EQUAL(r->out, "plat-ok\n");
     free(r);
-    g_desc->destroy(iso);
+    sb_destroy(iso);
 
     /* systrap asked for and broken: not ready, nothing runs */
     iso = sb_make_instance(json_pack("{s:s, s:s, s:s, s:i, s:s}", "runsc", wrap, "state_dir", state, "work_dir",
@@ -442,7 +442,7 @@ static void test_platform_auto(void)
     struct stat st;
     CU_ASSERT_NOT_EQUAL(lstat(marker, &st), 0);
     free(r);
-    g_desc->destroy(iso);
+    sb_destroy(iso);
 }
 
 /* Leftovers of a crashed server: a live container, a bundle with its tmpfs,
@@ -477,7 +477,7 @@ static void test_sweep_restart(void)
     mkdir(leaf, 0755);
     strcat(leaf, "/eai-stale-leaf");
     CU_ASSERT_EQUAL(mkdir(leaf, 0755), 0);
-    g_desc->destroy(g_iso);
+    sb_destroy(g_iso);
     g_iso = make_instance(g_runsc, g_state, g_work); /* "restart": sweep at start-up */
     CU_ASSERT_PTR_NOT_NULL_FATAL(g_iso);
     /* make_instance waited for the probe; the sweep ran before it finished
@@ -520,7 +520,7 @@ static void test_sweep_many(void)
             g_runsc, fake, fake, fake, fake, fake, g_runsc);
     fclose(f);
     CU_ASSERT_EQUAL_FATAL(chmod(wrap, 0755), 0);
-    g_desc->destroy(g_iso);
+    sb_destroy(g_iso);
     g_iso = make_instance(wrap, g_state, g_work); /* its sweep lists 300 + the real ones */
     CU_ASSERT_PTR_NOT_NULL_FATAL(g_iso);
     const char *argv[] = {"true", NULL};
@@ -534,14 +534,14 @@ static void test_sweep_many(void)
         snprintf(cmd, sizeof(cmd), "wc -l < %s >&2", fake);
         (void)system(cmd);
     }
-    g_desc->destroy(g_iso);
+    sb_destroy(g_iso);
     g_iso = make_instance(g_runsc, g_state, g_work);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g_iso);
 }
 
 static void test_destroy_leaves_nothing(void)
 {
-    g_desc->destroy(g_iso);
+    sb_destroy(g_iso);
     g_iso = NULL;
     /* destroy() is synchronous for what is running or waiting */
     assert_nothing_left();

@@ -386,7 +386,7 @@ static void test_refuse_no_shim(void)
     setenv("PATH", g_path_with, 1);
     CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
     assert_refused(iso, "eai-noshim", "containerd-shim-kata-v2 not found on PATH");
-    g_desc->destroy(iso);
+    sb_destroy(iso);
 }
 
 static void test_refuse_no_containerd(void)
@@ -397,7 +397,7 @@ static void test_refuse_no_containerd(void)
     void *iso = make_instance("eai-nocd", sock, RUNTIME, work);
     CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
     assert_refused(iso, "eai-nocd", "no containerd socket");
-    g_desc->destroy(iso);
+    sb_destroy(iso);
 }
 
 static void test_refuse_shim_removed(void)
@@ -435,7 +435,7 @@ static void test_probe_runs_a_container(void)
     void *iso = make_instance("eai-katax", g_sock, "io.containerd.katax.v2", work);
     CU_ASSERT_PTR_NOT_NULL_FATAL(iso);
     assert_refused(iso, "eai-katax", "trivial container");
-    g_desc->destroy(iso);
+    sb_destroy(iso);
     setenv("PATH", g_path_with, 1);
 }
 
@@ -464,7 +464,7 @@ static void test_sweep(void)
     snprintf(stale, sizeof(stale), "%s/eai-stale-dir", g_work);
     CU_ASSERT_EQUAL(mkdir(stale, 0700), 0);
     /* "Restart": a new instance sweeps at start-up. */
-    g_desc->destroy(g_iso);
+    sb_destroy(g_iso);
     g_iso = make_instance(NS, g_sock, RUNTIME, g_work);
     CU_ASSERT_PTR_NOT_NULL_FATAL(g_iso);
     struct eai_iso_probe p;
@@ -495,7 +495,7 @@ static void test_destroy_while_running(void)
     CU_ASSERT_EQUAL_FATAL(g_ops->start(g_iso, &r->job, &iso_run_cb, r, &h, &err), 0);
     sb_loop_until(run_started_cond, r, 30);
     CU_ASSERT_EQUAL(r->started, 1);
-    g_desc->destroy(g_iso);
+    sb_destroy(g_iso);
     g_iso = NULL;
     sb_loop(0.5);
     CU_ASSERT_EQUAL(r->done, 0);
@@ -560,7 +560,7 @@ static int suite_init(void)
 static int suite_clean(void)
 {
     if (g_iso)
-        g_desc->destroy(g_iso);
+        sb_destroy(g_iso);
     g_iso = NULL;
     sb_host_clean();
     stop_containerd();
