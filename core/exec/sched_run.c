@@ -172,6 +172,8 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     /* inside a session's sandbox (docs/sessions.md); only a backend with
      * session ops ever sees one: core refused the session otherwise */
     jb->session_id = eai_jstr(rec, "session_id");
+    /* ABI 1.4: stdin fed by POST .../stdin (admission checked the backend has stdin_write) */
+    jb->stdin_stream = eai_jstr(rec, "stdin_mode") && strcmp(eai_jstr(rec, "stdin_mode"), "stream") == 0;
     if (!jb->image)
         return -1;
     r->output_limit = (size_t)lim.output_bytes;

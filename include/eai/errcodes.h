@@ -42,7 +42,10 @@ enum eai_code {
     EAI_E_QUOTA_EXCEEDED = 32, /* quota_exceeded (429) */
     EAI_E_STORAGE_QUOTA_EXCEEDED = 33, /* storage_quota_exceeded (507) */
     EAI_E_SESSION_PAUSED = 34, /* session_paused (409) */
-    EAI_CODE_MAX = 35
+    EAI_E_STDIN_NOT_STREAMED = 35, /* stdin_not_streamed (409) */
+    EAI_E_STDIN_CLOSED = 36, /* stdin_closed (409) */
+    EAI_E_STDIN_BUSY = 37, /* stdin_busy (429) */
+    EAI_CODE_MAX = 38
 };
 
 #endif
