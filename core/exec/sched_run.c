@@ -349,6 +349,8 @@ static void run_launch(struct eai_sched *s, struct eai_run *r, int recover)
     r->recovered = recover;
     r->live = 1;
     r->live_state = eai_watch_run(s->hub, r->id, r->tenant, r->output_limit);
+    if (r->job.size >= EAI_ISO_JOB_SIZE_1_4 && r->job.stdin_stream)
+        eai_watch_no_err_hold(r->live_state);
     r->next = s->runs;
     s->runs = r;
     s->nlive++;
