@@ -66,7 +66,8 @@ def free_port():
 
 
 class Env:
-    def __init__(self):
+    def __init__(self, pool=None):
+        self.pool = pool  # isolation.gvisor.pool (0: every run a cold runsc run), None: the default warm pool
         self.tmp = tempfile.mkdtemp(prefix="eai-stdin-")
         self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
@@ -95,7 +96,13 @@ class Env:
     def start(self):
         self.keys = [self.tenant_key("stdin-a"), self.tenant_key("stdin-b")]
         self.log = open(os.path.join(self.tmp, "eaid.log"), "ab")
-        self.proc = subprocess.Popen([EAID, "serve"], env=self.base_env(), stdout=self.log, stderr=self.log,
+        argv = [EAID, "serve"]
+        if self.pool is not None:
+            cfg = os.path.join(self.tmp, "eaid.yaml")
+            with open(cfg, "w") as f:
+                f.write("isolation:\n  gvisor:\n    pool: %d\n" % self.pool)
+            argv = [EAID, "--config", cfg, "serve"]
+        self.proc = subprocess.Popen(argv, env=self.base_env(), stdout=self.log, stderr=self.log,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.time() + 60
         while time.time() < deadline:
@@ -358,6 +365,9 @@ def case_refusals(env):
 
 
 CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals]
+# the same through a cold `runsc run` (the program's stdin is runsc's pipe,
+# not the warm launcher's control socket)
+COLD_CASES = [case_echo_in_order, case_python_i, case_back_pressure]
 
 
 def main():
@@ -374,26 +384,30 @@ def main():
             print("eaid images build failed")
             return 1
     only = [s for s in os.environ.get("EAI_STDIN_ONLY", "").split(",") if s]
-    env = Env()
     passed = failed = 0
-    try:
-        env.start()
-        for c in CASES:
-            if only and not any(o in c.__name__ for o in only):
-                continue
-            t0 = time.time()
-            try:
-                c(env)
-                passed += 1
-                print("ok   %s (%.1fs)" % (c.__name__, time.time() - t0), flush=True)
-            except Exception as e:
-                failed += 1
-                print("FAIL %s: %s" % (c.__name__, e), flush=True)
-                if not isinstance(e, Fail):
-                    traceback.print_exc()
-                print(env.log_tail(), flush=True)
-    finally:
-        env.stop()
+    for label, pool, cases in (("warm", None, CASES), ("cold", 0, COLD_CASES)):
+        env = Env(pool)
+        try:
+            env.start()
+            for c in cases:
+                if only and not any(o in c.__name__ for o in only):
+                    continue
+                t0 = time.time()
+                try:
+                    c(env)
+                    passed += 1
+                    print("ok   %s %s (%.1fs)" % (label, c.__name__, time.time() - t0), flush=True)
+                except Exception as e:
+                    failed += 1
+                    print("FAIL %s %s: %s" % (label, c.__name__, e), flush=True)
+                    if not isinstance(e, Fail):
+                        traceback.print_exc()
+                    print(env.log_tail(), flush=True)
+        except Fail as e:
+            failed += 1
+            print("FAIL %s: %s" % (label, e), flush=True)
+        finally:
+            env.stop()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
