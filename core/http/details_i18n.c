@@ -22,6 +22,15 @@ struct tmpl {
 };
 
 static const struct tmpl T[] = {
+    /* stdin_mode (core/exec/exec_validate.c, exec_create.c): before the
+     * generic "must be {}" templates */
+    {"must be \"data\" or \"stream\"", "doit être \"data\" ou \"stream\""},
+    {"must be absent with stdin_mode \"stream\" (send it with POST .../stdin)",
+     "doit être absent avec stdin_mode \"stream\" (envoyez-le avec POST .../stdin)"},
+    {"the backend of profile '{}' cannot stream stdin to a running program",
+     "le backend du profil '{1}' ne peut pas transmettre d'entrée standard à un programme en cours"},
+    {"\"stream\" is not available for an execution in a session yet",
+     "\"stream\" n'est pas encore disponible pour une exécution dans une session"},
     /* JSON Schema validator (core/schema/jsonschema_validate.c) */
     {"is required", "est obligatoire"},
     {"is not allowed (unknown property)", "n'est pas permis (propriété inconnue)"},
@@ -103,13 +112,6 @@ static const struct tmpl T[] = {
      "doit être une valeur d'étiquette : 63 lettres, chiffres, '-', '_' ou '.' au plus, en commençant et "
      "finissant par une lettre ou un chiffre"},
     /* admission (core/exec/exec_validate.c, exec_create.c) */
-    {"must be \"data\" or \"stream\"", "doit être \"data\" ou \"stream\""},
-    {"must be absent with stdin_mode \"stream\" (send it with POST .../stdin)",
-     "doit être absent avec stdin_mode \"stream\" (envoyez-le avec POST .../stdin)"},
-    {"the backend of profile '{}' cannot stream stdin to a running program",
-     "le backend du profil '{1}' ne peut pas transmettre d'entrée standard à un programme en cours"},
-    {"\"stream\" is not available for an execution in a session yet",
-     "\"stream\" n'est pas encore disponible pour une exécution dans une session"},
     /* streamed stdin (core/exec/exec_stdin.c, plugins/common/pc_runner.c) */
     {"must be true or false", "doit valoir true ou false"},
     {"must be application/octet-stream or application/json", "doit être application/octet-stream ou application/json"},
