@@ -48,7 +48,9 @@
  *  1.4  eai_host.metric_describe, metric_update (a plugin's own metric
  *       families, struct eai_metric_desc, enum eai_metric_kind);
  *       eai_plugin_descriptor.messages (a plugin's translated messages,
- *       struct eai_message).
+ *       struct eai_message); eai_iso_job.stdin_stream and
+ *       eai_isolation_ops.stdin_write (streamed stdin), error codes
+ *       stdin_not_streamed, stdin_closed, stdin_busy.
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H
