@@ -364,7 +364,44 @@ def case_refusals(env):
     env.wait(xid)
 
 
-CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals]
+def case_python_sdk(env):
+    # the Python SDK: create(stdin_mode="stream"), ex.write_stdin / close_stdin, stream()
+    sys.path.insert(0, os.path.join(SRC, "sdk", "python"))
+    from enterprise_ai import EnterpriseAI
+    c = EnterpriseAI(base_url=env.url, api_key=env.keys[0])
+    ex = c.sandbox.create(IMAGE, ["python3", "-u", "-i", "-q"], profile=PROFILE, stdin_mode="stream",
+                          limits={"timeout_s": 60})
+    got = queue.Queue()
+
+    def follow():
+        for e in c.sandbox.stream(ex.id):
+            if e.type == "stdout":
+                got.put(e.text)
+            elif e.type == "status" and e.status not in ("queued", "running"):
+                got.put(None)
+                return
+    th = threading.Thread(target=follow, daemon=True)
+    th.start()
+    out = ""
+    for i, (stmt, want) in enumerate((("n = 6", None), ("print(n * 7)", "42\n"), ("print([n] * 2)", "[6, 6]\n"))):
+        ex.write_stdin(stmt + "\n")
+        if want:
+            deadline = time.time() + 30
+            while want not in out:
+                check(time.time() < deadline, "sdk: no %r; stdout %r" % (want, out))
+                try:
+                    x = got.get(timeout=max(0.1, deadline - time.time()))
+                except queue.Empty:
+                    continue
+                check(x is not None, "sdk: ended early; stdout %r" % out)
+                out += x
+    ex.close_stdin()
+    done = c.sandbox.wait(ex.id, timeout=60)
+    check(done.status == "succeeded" and done.stdout == "42\n[6, 6]\n", "sdk end: %s %r" % (done.status, done.stdout))
+    th.join(10)
+
+
+CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_python_sdk]
 # the same through a cold `runsc run` (the program's stdin is runsc's pipe,
 # not the warm launcher's control socket)
 COLD_CASES = [case_echo_in_order, case_python_i, case_back_pressure]
