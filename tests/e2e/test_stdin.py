@@ -364,6 +364,30 @@ def case_refusals(env):
     env.wait(xid)
 
 
+def case_audit(env):
+    # one sandbox.stdin audit event per call: allow with the byte count, deny
+    # with the code (read from the embedded SQLite; async appends: wait)
+    import sqlite3
+    deadline = time.time() + 20
+    while True:
+        db = sqlite3.connect("file:%s?mode=ro" % os.path.join(env.tmp, "data", "eai.db"), uri=True, timeout=10)
+        try:
+            rows = db.execute("SELECT decision, doc FROM audit_events WHERE action = 'sandbox.stdin'").fetchall()
+        finally:
+            db.close()
+        allow = [json.loads(d) for dec, d in rows if dec == "allow"]
+        deny = [json.loads(d) for dec, d in rows if dec == "deny"]
+        reasons = {d.get("reason") for d in deny}
+        if (len(allow) >= 30 and {"stdin_not_streamed", "not_found", "stdin_busy"} <= reasons) or time.time() > deadline:
+            break
+        time.sleep(0.2)
+    check(len(allow) >= 30, "allow events: %d" % len(allow))
+    check(any(a.get("reason") == "bytes=7 eof=false" for a in allow), "allow reason: %s" % allow[:2])
+    check({"stdin_not_streamed", "not_found", "stdin_busy"} <= reasons, "deny reasons: %s" % reasons)
+    r = subprocess.run([EAID, "audit", "verify"], env=env.base_env(), capture_output=True, timeout=60)
+    check(r.returncode == 0, "audit verify: %s %s" % (r.stdout, r.stderr))
+
+
 def case_python_sdk(env):
     # the Python SDK: create(stdin_mode="stream"), ex.write_stdin / close_stdin, stream()
     sys.path.insert(0, os.path.join(SRC, "sdk", "python"))
@@ -401,7 +425,7 @@ def case_python_sdk(env):
     th.join(10)
 
 
-CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_python_sdk]
+CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_audit, case_python_sdk]
 # the same through a cold `runsc run` (the program's stdin is runsc's pipe,
 # not the warm launcher's control socket)
 COLD_CASES = [case_echo_in_order, case_python_i, case_back_pressure]
