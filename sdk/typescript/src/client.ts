@@ -1,9 +1,9 @@
 import { AgentView } from "./agent.js";
 import {
-  APIConnectionError, APIError, EnterpriseAIError, WaitTimeoutError, errorFromResponse,
+  APIConnectionError, APIError, EnterpriseAIError, RateLimitError, WaitTimeoutError, errorFromResponse,
 } from "./errors.js";
 import {
-  Execution, ExecuteRequest, ExecutionEvent, InputFile, ListOptions, ManifestResult, TERMINAL_STATUSES,
+  Execution, ExecuteRequest, ExecutionEvent, InputFile, ListOptions, ManifestResult, StdinWritten, TERMINAL_STATUSES,
   ValidationResult,
 } from "./types.js";
 import { Sessions } from "./sessions.js";
@@ -372,6 +372,36 @@ export class Sandbox {
   /** Cancel (202 with the current status); a finished one throws ConflictError (already_finished). */
   async cancel(id: string): Promise<Execution> {
     return toExecution(await this.#t.json("POST", `/v1/sandbox/executions/${q(id)}/cancel`));
+  }
+
+  /**
+   * Send bytes (a string is UTF-8) to the stdin of a running execution created with
+   * `stdin_mode: "stream"`; `eof: true` closes it after them (at most 1 MiB a call).
+   * `stdin_busy` (429: the program is not reading yet or 1 MiB waits; nothing was
+   * taken) is retried until `timeoutMs` (default 60000) has passed; a broken
+   * connection is not retried (the bytes may have reached the program).
+   */
+  async writeStdin(id: string, data: string | Uint8Array,
+    options: { eof?: boolean; timeoutMs?: number } = {}): Promise<StdinWritten> {
+    const raw = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const path = `/v1/sandbox/executions/${q(id)}/stdin${options.eof ? "?eof=true" : ""}`;
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    let delay = 20;
+    for (;;) {
+      try {
+        const r = await this.#t.json("POST", path, { raw, contentType: "application/octet-stream", idempotent: false });
+        return r as unknown as StdinWritten;
+      } catch (e) {
+        if (!(e instanceof RateLimitError) || e.code !== "stdin_busy" || Date.now() + delay > deadline) throw e;
+      }
+      await new Promise((res) => setTimeout(res, delay));
+      delay = Math.min(delay * 2, 500);
+    }
+  }
+
+  /** Close the stdin of a running execution created with `stdin_mode: "stream"`. */
+  async closeStdin(id: string, options: { timeoutMs?: number } = {}): Promise<StdinWritten> {
+    return this.writeStdin(id, new Uint8Array(0), { eof: true, timeoutMs: options.timeoutMs });
   }
 
   /** The bytes of one collected file, by its path inside the sandbox (`/tmp/outputs/x`). */
