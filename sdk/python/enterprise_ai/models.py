@@ -88,6 +88,16 @@ class Execution:
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
 
+    def __getstate__(self) -> Dict[str, Any]:
+        # pickled without its client (which holds the API key): write_stdin
+        # then needs client.sandbox.write_stdin(id, ...)
+        st = dict(self.__dict__)
+        st["_sandbox"] = None
+        return st
+
+    def __setstate__(self, st: Dict[str, Any]) -> None:
+        self.__dict__.update(st)
+
     def write_stdin(self, data: Any, *, eof: bool = False, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
         """Send ``data`` (str or bytes) to the stdin of this running execution, which
         was created with ``stdin_mode="stream"``; ``eof=True`` closes it after them.

@@ -451,6 +451,17 @@ class TestStdin(Base):
         with self.assertRaises(TypeError):
             ex.write_stdin("a")
 
+    def test_pickled_execution_leaves_its_client_behind(self) -> None:
+        import pickle
+        self.m.script = [(200, RUNNING)]
+        ex = self.c.sandbox.get(EID)
+        blob = pickle.dumps(ex)
+        self.assertNotIn(SECRET.encode(), blob)
+        back = pickle.loads(blob)
+        self.assertEqual(back.id, EID)
+        with self.assertRaises(TypeError):
+            back.write_stdin("a")
+
     def test_get_and_wait_bind(self) -> None:
         self.m.script = [(200, RUNNING), (200, {"id": EID, "written": 1, "eof": False, "pending": 0})]
         ex = self.c.sandbox.get(EID)
