@@ -388,6 +388,20 @@ def case_audit(env):
     check(r.returncode == 0, "audit verify: %s %s" % (r.stdout, r.stderr))
 
 
+def case_session_refused(env):
+    # streamed stdin inside a session comes later: refused at admission, 422
+    st, j, _ = env.call("POST", "/v1/sandbox/sessions", {"profile": PROFILE, "image": IMAGE}, timeout=120)
+    check(st == 201, "session: %s %s" % (st, j))
+    sid = j["id"]
+    try:
+        st, j, _ = env.call("POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["cat"], "stdin_mode": "stream"}, lang="fr")
+        check(st == 422 and j["error"]["code"] == "validation_failed", "session stream: %s %s" % (st, j))
+        check(any(d["path"] == "/stdin_mode" for d in j["error"]["details"]), "session detail: %s" % j)
+    finally:
+        env.call("DELETE", "/v1/sandbox/sessions/%s" % sid, timeout=60)
+
+
 def case_python_sdk(env):
     # the Python SDK: create(stdin_mode="stream"), ex.write_stdin / close_stdin, stream()
     sys.path.insert(0, os.path.join(SRC, "sdk", "python"))
@@ -425,7 +439,8 @@ def case_python_sdk(env):
     th.join(10)
 
 
-CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_audit, case_python_sdk]
+CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_audit, case_session_refused,
+         case_python_sdk]
 # the same through a cold `runsc run` (the program's stdin is runsc's pipe,
 # not the warm launcher's control socket)
 COLD_CASES = [case_echo_in_order, case_python_i, case_back_pressure]
