@@ -266,7 +266,7 @@ func (s *SandboxService) WriteStdin(ctx context.Context, id string, data []byte,
 	for {
 		var out StdinWritten
 		err := s.c.getJSON(ctx, &request{method: "POST", path: p, query: q, body: data,
-			ctype: "application/octet-stream", noLostRetry: true}, &out)
+			ctype: "application/octet-stream", noLostRetry: true, callerCodes: []string{"stdin_busy"}}, &out)
 		if err == nil {
 			return &out, nil
 		}

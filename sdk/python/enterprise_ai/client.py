@@ -45,6 +45,14 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, dt.timestamp() - time.time())
 
 
+def _code_of(body: bytes) -> Optional[str]:
+    try:
+        e = json.loads(body).get("error")
+        return str(e.get("code")) if isinstance(e, dict) else None
+    except (ValueError, AttributeError):
+        return None
+
+
 class _Response:
     def __init__(self, status: int, headers: Dict[str, str], body: bytes) -> None:
         self.status, self.headers, self.body = status, headers, body
@@ -118,9 +126,12 @@ class _Transport:
 
     def request(self, method: str, path: str, body: Any = None, headers: Optional[Mapping[str, str]] = None,
                 timeout: Optional[float] = None, raw_body: Optional[bytes] = None,
-                content_type: str = "application/json", idempotent: bool = True) -> _Response:
+                content_type: str = "application/json", idempotent: bool = True,
+                caller_codes: Tuple[str, ...] = ()) -> _Response:
         """``idempotent=False`` (a POST without Idempotency-Key): a connection error
-        is not retried once the request may have reached the server; 429/503 are."""
+        is not retried once the request may have reached the server; 429/503 are.
+        ``caller_codes``: error codes raised at once, not retried here (the caller
+        retries them its own way, e.g. ``stdin_busy``)."""
         data: Optional[bytes] = raw_body
         h = self.headers(headers)
         if body is not None:
@@ -146,7 +157,7 @@ class _Transport:
             retry_after: Optional[float] = None
             if resp is not None:
                 retry_after = _retry_after(resp.headers.get("retry-after"))
-                if resp.status not in RETRY_STATUSES:
+                if resp.status not in RETRY_STATUSES or (caller_codes and _code_of(resp.body) in caller_codes):
                     raise errors.from_response(resp.status, resp.body, resp.headers.get("x-request-id"),
                                                retry_after)
             delay = self.backoff(attempt)
@@ -364,7 +375,7 @@ class Sandbox:
         while True:
             try:
                 r = self._t.request("POST", path, raw_body=raw, content_type="application/octet-stream",
-                                    idempotent=False)
+                                    idempotent=False, caller_codes=("stdin_busy",))
                 out: Dict[str, Any] = r.json()
                 return out
             except errors.RateLimitError as e:

@@ -432,6 +432,8 @@ class TestStdin(Base):
         self.assertEqual(r["written"], 1)
         self.assertEqual(len(self.m.requests), 7)
         self.assertTrue(all(rq["body"] == b"a" for rq in self.m.requests), "the same bytes on every retry")
+        self.assertTrue(self.sleeps and max(self.sleeps) <= 0.5,
+                        "stdin_busy polled with short sleeps, not Retry-After: %r" % self.sleeps)
 
     def test_stdin_busy_bounded_by_timeout(self) -> None:
         self.m.default = (429, envelope("stdin_busy", "busy", "occupé"), {"Retry-After": "1"})

@@ -214,7 +214,9 @@ export class Transport {
    * retried (the request may have been done); 429 and 503 are.
    */
   async call(method: string, path: string, opts: { json?: unknown; raw?: string | Uint8Array; contentType?: string;
-    headers?: Record<string, string>; timeoutMs?: number; stream?: boolean; idempotent?: boolean } = {}): Promise<{ answer: Answer; res: Response }> {
+    headers?: Record<string, string>; timeoutMs?: number; stream?: boolean; idempotent?: boolean;
+    /** error codes thrown at once, not retried here (the caller retries them its own way, e.g. stdin_busy) */
+    callerCodes?: string[] } = {}): Promise<{ answer: Answer; res: Response }> {
     const h = this.headers(opts.headers);
     let body: string | Uint8Array | undefined;
     if (opts.json !== undefined) {
@@ -246,6 +248,10 @@ export class Transport {
       if (got) {
         ra = retryAfterMs(got.res.headers.get("retry-after"));
         if (!RETRY_STATUSES.has(got.res.status)) throw this.#error(got, ra);
+        if (opts.callerCodes?.length) {
+          const e = this.#error(got, ra);
+          if (opts.callerCodes.includes(e.code)) throw e;
+        }
       }
       const delay = ra !== undefined ? Math.min(ra, MAX_RETRY_AFTER_MS) : this.backoff(attempt);
       if (attempt >= this.#o.maxRetries || Date.now() - t0 + delay > this.#o.retryMaxElapsedMs) {
@@ -389,7 +395,8 @@ export class Sandbox {
     let delay = 20;
     for (;;) {
       try {
-        const r = await this.#t.json("POST", path, { raw, contentType: "application/octet-stream", idempotent: false });
+        const r = await this.#t.json("POST", path, { raw, contentType: "application/octet-stream", idempotent: false,
+          callerCodes: ["stdin_busy"] });
         return r as unknown as StdinWritten;
       } catch (e) {
         if (!(e instanceof RateLimitError) || e.code !== "stdin_busy" || Date.now() + delay > deadline) throw e;

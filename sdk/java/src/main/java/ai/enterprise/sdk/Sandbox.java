@@ -219,6 +219,7 @@ public final class Sandbox {
             r.body = data == null ? new byte[0] : data.clone();
             r.contentType = "application/octet-stream";
             r.noLostRetry = true;
+            r.callerCodes = java.util.Set.of("stdin_busy");
             if (eof) {
                 r.query.put("eof", "true");
             }
