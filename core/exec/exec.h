@@ -22,6 +22,7 @@ void eai_exec_route_create(struct eai_app *app, struct eai_req *r);   /* POST /v
 void eai_exec_route_get(struct eai_app *app, struct eai_req *r);      /* GET  /v1/sandbox/executions/{id}?wait_s= */
 void eai_exec_route_list(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions */
 void eai_exec_route_cancel(struct eai_app *app, struct eai_req *r);   /* POST /v1/sandbox/executions/{id}/cancel */
+void eai_exec_route_stdin(struct eai_app *app, struct eai_req *r);    /* POST /v1/sandbox/executions/{id}/stdin */
 void eai_exec_route_file(struct eai_app *app, struct eai_req *r);     /* GET  /v1/sandbox/executions/{id}/files/{*path} */
 void eai_exec_route_events(struct eai_app *app, struct eai_req *r);   /* GET  /v1/sandbox/executions/{id}/events (SSE) */
 void eai_exec_route_network(struct eai_app *app, struct eai_req *r);  /* GET  /v1/sandbox/executions/{id}/network */

@@ -109,6 +109,8 @@ static void backend_limits_cb(void *arg, const struct eai_profile *p, struct eai
         *out = ps->lim;
         /* a ready backend that cannot carry egress here: refuse, never run offline */
         out->egress_unsupported = ps->ready && !eai_egress_carried(j->app, ps->caps);
+    } else {
+        out->stdin_stream_unsupported = 1;
     }
 }
 
@@ -311,6 +313,7 @@ static int take_probes(struct create_job *j)
         ps->lim.max_files = pr.max_files;
         ps->lim.max_env_name_bytes = pr.max_env_name_bytes;
         ps->lim.flags = pr.limit_flags;
+        ps->lim.stdin_stream_unsupported = !ops->stdin_write; /* the normalised table: NULL below 1.4 */
         snprintf(ps->reason, sizeof ps->reason, "%s", pr.reason[0] ? pr.reason : "starting");
         starting += !pr.ready && eai_iso_probe_pending(&pr);
     }
@@ -501,6 +504,15 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
             return;
         }
         json_decref(errors);
+    }
+    if (session_id && json_is_string(json_object_get(body, "stdin_mode")) &&
+        strcmp(json_string_value(json_object_get(body, "stdin_mode")), "stream") == 0) {
+        /* a session's executions get streamed stdin later (docs/executions.md) */
+        json_decref(body);
+        exec_audit_deny(app, r, "sandbox.execute", "", "validation_failed");
+        eai_reply_error(r, EAI_E_VALIDATION_FAILED,
+                        exec_detail1("/stdin_mode", "\"stream\" is not available for an execution in a session yet"));
+        return;
     }
     int64_t maxq = app->cfg && app->cfg->max_queued_per_tenant > 0 ? app->cfg->max_queued_per_tenant : 1000;
     if (eai_watch_queued_count(st->hub, tenant) >= maxq) {

@@ -377,6 +377,16 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     const json_t *stdin_v = json_object_get(body, "stdin");
     if (stdin_v && !json_is_string(stdin_v))
         add_detail(d, "/stdin", "must be a string");
+    const json_t *mode_v = json_object_get(body, "stdin_mode");
+    int stdin_stream = 0;
+    if (mode_v && (!json_is_string(mode_v) || (strcmp(json_string_value(mode_v), "stream") != 0 &&
+                                               strcmp(json_string_value(mode_v), "data") != 0)))
+        add_detail(d, "/stdin_mode", "must be \"data\" or \"stream\"");
+    else if (mode_v && strcmp(json_string_value(mode_v), "stream") == 0) {
+        stdin_stream = 1;
+        if (stdin_v)
+            add_detail(d, "/stdin", "must be absent with stdin_mode \"stream\" (send it with POST .../stdin)");
+    }
 
     /* --- files */
     files_in = json_array();
@@ -633,6 +643,13 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     code = EAI_E_EGRESS_NOT_ALLOWED;
     if (json_array_size(d) > 0)
         goto refused;
+    /* streamed stdin needs the backend's stdin_write (ABI 1.4) */
+    if (stdin_stream && bl.stdin_stream_unsupported) {
+        add_detail(d, "/stdin_mode", "the backend of profile '%.64s' cannot stream stdin to a running program",
+                   prof->name);
+        code = EAI_E_VALIDATION_FAILED;
+        goto refused;
+    }
     /* granted, but never silently dropped: the backend must carry it */
     if (json_array_size(egress) > 0 && bl.egress_unsupported) {
         add_detail(d, "/network/egress", "the backend of profile '%.64s' cannot enforce network egress",
@@ -700,6 +717,8 @@ int eai_exec_validate(const json_t *body, const json_t *tool_doc,
     for (const char *const *k = (const char *const[]){"tool", "project_id", "agent_id", "run_id", NULL}; *k; k++)
         if (!json_object_get(rec, *k))
             json_object_set_new(rec, *k, json_null());
+    if (stdin_stream)
+        json_object_set_new(rec, "stdin_mode", json_string("stream"));
     if (cb)
         json_object_set_new(rec, "callback", json_pack("{s:O, s:O}", "url", json_object_get(cb, "url"),
                                                        "secret", json_object_get(cb, "secret")));

@@ -28,6 +28,9 @@ struct eai_exec_blimits {
     /* set when the backend (with core's egress engine) cannot carry a
      * granted egress: such executions are refused (egress_unsupported) */
     int egress_unsupported;
+    /* set when the backend has no stdin_write op (ABI 1.4): stdin_mode
+     * "stream" is refused at /stdin_mode */
+    int stdin_stream_unsupported;
 };
 
 /* Core's own bounds, applied whatever the backend says. */

@@ -172,6 +172,8 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     /* inside a session's sandbox (docs/sessions.md); only a backend with
      * session ops ever sees one: core refused the session otherwise */
     jb->session_id = eai_jstr(rec, "session_id");
+    /* ABI 1.4: stdin fed by POST .../stdin (admission checked the backend has stdin_write) */
+    jb->stdin_stream = eai_jstr(rec, "stdin_mode") && strcmp(eai_jstr(rec, "stdin_mode"), "stream") == 0;
     if (!jb->image)
         return -1;
     r->output_limit = (size_t)lim.output_bytes;
@@ -347,6 +349,8 @@ static void run_launch(struct eai_sched *s, struct eai_run *r, int recover)
     r->recovered = recover;
     r->live = 1;
     r->live_state = eai_watch_run(s->hub, r->id, r->tenant, r->output_limit);
+    if (r->job.size >= EAI_ISO_JOB_SIZE_1_4 && r->job.stdin_stream)
+        eai_watch_no_err_hold(r->live_state);
     r->next = s->runs;
     s->runs = r;
     s->nlive++;

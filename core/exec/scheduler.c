@@ -550,6 +550,34 @@ int eai_sched_cancel_local(struct eai_sched *s, const char *id)
     return 0;
 }
 
+int eai_sched_stdin(struct eai_sched *s, const char *tenant, const char *id, const unsigned char *data, size_t len,
+                    int eof, size_t *pending, struct eai_error **err)
+{
+    if (!s || !id || !tenant || s->stopping)
+        return 0;
+    for (struct eai_run *r = s->runs; r; r = r->next) {
+        if (!r->id || strcmp(r->id, id) != 0 || !r->tenant || strcmp(r->tenant, tenant) != 0)
+            continue;
+        const char *mode = eai_jstr(r->rec, "stdin_mode");
+        if (!mode || strcmp(mode, "stream") != 0) {
+            eai_error_set(err, EAI_E_STDIN_NOT_STREAMED, "the execution was not started with stdin_mode stream");
+            return 1;
+        }
+        if (r->finishing || r->cancel_sent || (!r->live && r->handle)) {
+            eai_error_set(err, EAI_E_STDIN_CLOSED, "the program has ended");
+            return 1;
+        }
+        const struct eai_isolation_ops *ops = sched_iso_ops(r->iso);
+        if (!r->live || !r->handle || !ops || !ops->stdin_write) {
+            eai_error_set(err, EAI_E_STDIN_BUSY, "the execution is being started");
+            return 1;
+        }
+        ops->stdin_write(r->iso->self, r->handle, data, len, eof, pending, err);
+        return 1;
+    }
+    return 0;
+}
+
 int eai_sched_running(const struct eai_sched *s)
 {
     return s && !s->stopping ? s->nlive : 0;

@@ -42,6 +42,12 @@ void eai_sched_claim_work(struct eai_sched_claim *c);
 void eai_sched_claim_done(struct eai_sched_claim *c);
 /* Ask the local run of id to stop: 1 when there is one, else 0. */
 int eai_sched_cancel_local(struct eai_sched *s, const char *id);
+/* Streamed stdin (POST .../stdin) for the local run of id in tenant: 1
+ * when there is one (*err NULL: taken, *pending the bytes it holds; else
+ * the refusal: stdin_not_streamed, stdin_closed, stdin_busy), 0 when this
+ * node runs no such execution. */
+int eai_sched_stdin(struct eai_sched *s, const char *tenant, const char *id, const unsigned char *data, size_t len,
+                    int eof, size_t *pending, struct eai_error **err);
 /* Runs of this node (slots in use). */
 int eai_sched_running(const struct eai_sched *s);
 /* Drain: claim nothing new; runs (and a claim in flight) go on, leases are

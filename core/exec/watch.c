@@ -632,3 +632,9 @@ void eai_watch_close(struct eai_watch *w)
     }
     hub_unref(w);
 }
+
+void eai_watch_no_err_hold(struct eai_live *l)
+{
+    if (l)
+        l->no_err_hold = 1;
+}

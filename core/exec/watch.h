@@ -84,6 +84,11 @@ void eai_watch_output(struct eai_live *l, enum eai_iso_stream s, const char *dat
  * words would be) goes out. */
 #define EAI_WATCH_ERR_HOLD 4096
 void eai_watch_output_end(struct eai_live *l, size_t stderr_runtime_bytes);
+/* An execution fed through streamed stdin: its stderr is not held back
+ * (an interactive program's prompts, and the stdout after them, come at
+ * once; a runtime's failure line may then reach a live stream, never the
+ * record).  NULL: no-op. */
+void eai_watch_no_err_hold(struct eai_live *l);
 /* Output kept so far: borrowed, unchanged once the run exited (a worker may
  * read it then). */
 void eai_watch_output_get(const struct eai_live *l, enum eai_iso_stream s, const char **data,

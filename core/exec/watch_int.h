@@ -51,6 +51,7 @@ struct eai_live {
     int reading;                    /* a storage re-read is in flight */
     int64_t cancel_ms;              /* pending cancel (0: none) */
     int ended;                      /* the local run exited (eai_watch_output_end) */
+    int no_err_hold;                /* stdin streamed: stderr not held back (eai_watch_no_err_hold) */
     struct eai_outbuf out, err;
     struct eai_outlog log;          /* output events in the order written (sse.h) */
     struct event *flush_ev;         /* sends the gathering ones (EAI_SSE_COALESCE_MS) */

@@ -37,7 +37,7 @@ int watch_sse_feed(struct eai_sub *s)
     /* while the run is alive the end of stderr is held back: a runtime's
      * failure line there is dropped when the run ends, never streamed */
     size_t err_upto = l->err.len;
-    if (l->local && !l->ended)
+    if (l->local && !l->ended && !l->no_err_hold)
         err_upto = l->err.len > EAI_WATCH_ERR_HOLD ? l->err.len - EAI_WATCH_ERR_HOLD : 0;
     for (size_t i = 0; i < l->log.nsent && s->r; i++) {
         int64_t id = EAI_SSE_ID_FIRST_OUTPUT + (int64_t)i;

@@ -22,6 +22,15 @@ struct tmpl {
 };
 
 static const struct tmpl T[] = {
+    /* stdin_mode (core/exec/exec_validate.c, exec_create.c): before the
+     * generic "must be {}" templates */
+    {"must be \"data\" or \"stream\"", "doit être \"data\" ou \"stream\""},
+    {"must be absent with stdin_mode \"stream\" (send it with POST .../stdin)",
+     "doit être absent avec stdin_mode \"stream\" (envoyez-le avec POST .../stdin)"},
+    {"the backend of profile '{}' cannot stream stdin to a running program",
+     "le backend du profil '{1}' ne peut pas transmettre d'entrée standard à un programme en cours"},
+    {"\"stream\" is not available for an execution in a session yet",
+     "\"stream\" n'est pas encore disponible pour une exécution dans une session"},
     /* JSON Schema validator (core/schema/jsonschema_validate.c) */
     {"is required", "est obligatoire"},
     {"is not allowed (unknown property)", "n'est pas permis (propriété inconnue)"},
@@ -103,6 +112,23 @@ static const struct tmpl T[] = {
      "doit être une valeur d'étiquette : 63 lettres, chiffres, '-', '_' ou '.' au plus, en commençant et "
      "finissant par une lettre ou un chiffre"},
     /* admission (core/exec/exec_validate.c, exec_create.c) */
+    /* streamed stdin (core/exec/exec_stdin.c, plugins/common/pc_runner.c) */
+    {"must be true or false", "doit valoir true ou false"},
+    {"must be application/octet-stream or application/json", "doit être application/octet-stream ou application/json"},
+    {"give data or data_b64, not both", "donnez data ou data_b64, pas les deux"},
+    {"{} bytes; one call carries at most {}", "{1} octets ; un appel en porte au plus {2}"},
+    {"the execution is queued: it has not started yet", "l'exécution est en file d'attente : elle n'a pas encore démarré"},
+    {"the execution is not running on this server yet (or runs on another replica)",
+     "l'exécution ne tourne pas encore sur ce serveur (ou tourne sur une autre réplique)"},
+    {"the execution is being started", "l'exécution est en cours de démarrage"},
+    {"the execution was not started with stdin_mode stream", "l'exécution n'a pas été lancée avec stdin_mode stream"},
+    {"the program has ended", "le programme est terminé"},
+    {"{}: the program has ended", "{1} : le programme est terminé"},
+    {"{}: stdin is not streamed", "{1} : l'entrée standard n'est pas transmise en flux"},
+    {"{}: eof was already sent", "{1} : eof a déjà été envoyé"},
+    {"{}: the program closed its stdin", "{1} : le programme a fermé son entrée standard"},
+    {"{}: {} bytes wait for the program to read them (at most {})",
+     "{1} : {2} octets attendent que le programme les lise (au plus {3})"},
     {"unknown tool '{}'", "outil inconnu '{1}'"},
     {"unknown profile '{}'", "profil inconnu '{1}'"},
     {"unknown image '{}'; the images here are: {} (eaid images list)",

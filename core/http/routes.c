@@ -13,6 +13,7 @@ const struct eai_route eai_routes[] = {
     {"GET", "/v1/sandbox/executions", EAI_AUTH_TENANT, eai_exec_route_list, "executions.list"},
     {"GET", "/v1/sandbox/executions/{id}", EAI_AUTH_TENANT, eai_exec_route_get, "executions.get"},
     {"POST", "/v1/sandbox/executions/{id}/cancel", EAI_AUTH_TENANT, eai_exec_route_cancel, "executions.cancel"},
+    {"POST", "/v1/sandbox/executions/{id}/stdin", EAI_AUTH_TENANT, eai_exec_route_stdin, "executions.stdin"},
     {"GET", "/v1/sandbox/executions/{id}/events", EAI_AUTH_TENANT, eai_exec_route_events, "executions.events"},
     {"GET", "/v1/sandbox/executions/{id}/network", EAI_AUTH_TENANT, eai_exec_route_network, "executions.network"},
     {"GET", "/v1/sandbox/executions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_exec_route_file, "executions.file"},

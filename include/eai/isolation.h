@@ -103,6 +103,13 @@ struct eai_iso_job {
      * own; its limits are the session's, timeout_ms and output_bytes stay
      * per job.  Core sets it only for a backend with session_create. */
     const char *session_id;
+    /* ---- Added in 1.4 (read only when size >= EAI_ISO_JOB_SIZE_1_4):
+     * 1 when the program's stdin is streamed (docs/executions.md, "Input
+     * to a running program"): stdin_data is empty, the program's stdin
+     * stays open after the start and core feeds it through the op
+     * stdin_write until its eof.  Core sets it only for a backend with
+     * stdin_write. */
+    int stdin_stream;
 };
 #define EAI_ISO_JOB_SIZE_1_0 (offsetof(struct eai_iso_job, collect_max_total_bytes) + sizeof(int64_t))
 /* 1.1 added nothing to the job.  (netns_path and dns_server were appended
@@ -111,7 +118,7 @@ struct eai_iso_job {
 #define EAI_ISO_JOB_SIZE_1_1 EAI_ISO_JOB_SIZE_1_0
 #define EAI_ISO_JOB_SIZE_1_2 (offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
 #define EAI_ISO_JOB_SIZE_1_3 EAI_ISO_JOB_SIZE_1_2
-#define EAI_ISO_JOB_SIZE_1_4 EAI_ISO_JOB_SIZE_1_3
+#define EAI_ISO_JOB_SIZE_1_4 (offsetof(struct eai_iso_job, stdin_stream) + sizeof(int))
 /* Deprecated: 1 when the job carries session_id, i.e. size >=
  * EAI_ISO_JOB_SIZE_1_2 (the same test; docs/plugins.md named this macro
  * before 1.2 existed).  Kept for sources written against it, gone in 2.0. */
@@ -338,13 +345,27 @@ struct eai_isolation_ops {
     /* Remove every kept session not adopted by now (core calls it once,
      * after adopting what its storage says is paused). */
     void (*session_drop_kept)(void *self);
+    /* Added in 1.4, optional (NULL: core refuses stdin_mode "stream"
+     * at admission, 422 validation_failed at /stdin_mode).  Loop, never
+     * blocks: append len bytes (len may be 0) to the streamed stdin of a
+     * started job (job->stdin_stream), then close it when eof is set.
+     * All or nothing: the backend buffers at most EAI_ISO_STDIN_BUFFER
+     * bytes not yet read by the program.  0: taken (*pending: bytes
+     * buffered now, may be NULL); -1 and *err: EAI_E_STDIN_BUSY (no room
+     * now, or the program not started yet: retry), EAI_E_STDIN_CLOSED
+     * (eof was given, or the program ended or closed its stdin),
+     * EAI_E_STDIN_NOT_STREAMED (a job without stdin_stream). */
+    int (*stdin_write)(void *self, void *handle, const unsigned char *data, size_t len, int eof,
+                       size_t *pending, struct eai_error **err);
 };
+/* The bytes of streamed stdin a backend holds for a job (1.4). */
+#define EAI_ISO_STDIN_BUFFER (1024 * 1024)
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_ISOLATION_OPS_SIZE_1_0 (offsetof(struct eai_isolation_ops, sweep) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_1 EAI_ISOLATION_OPS_SIZE_1_0
 #define EAI_ISOLATION_OPS_SIZE_1_2 (offsetof(struct eai_isolation_ops, egress_claim) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_3 EAI_ISOLATION_OPS_SIZE_1_2
-#define EAI_ISOLATION_OPS_SIZE_1_4 (offsetof(struct eai_isolation_ops, session_drop_kept) + sizeof(void (*)(void)))
+#define EAI_ISOLATION_OPS_SIZE_1_4 (offsetof(struct eai_isolation_ops, stdin_write) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

@@ -377,6 +377,12 @@ struct eai_pc_run {
     int wd_fd;                   /* the watchdog's socket (pc_watchdog.c), or -1 */
     struct event *ev_in;
     size_t in_off;
+    /* streamed stdin (job->stdin_stream, ABI 1.4): bytes of stdin_write
+     * not yet taken by the pipe, [sin_off, sin_len) of sin_buf; sin_eof
+     * once the client said so, sin_closed once the program's stdin is gone */
+    unsigned char *sin_buf;
+    size_t sin_len, sin_off;
+    int sin_eof, sin_closed;
     struct event *ev_timeout, *ev_stop, *ev_settle, *ev_soon;
     int settle_armed;
     int64_t t_start_ns, t_end_ns;
@@ -396,6 +402,12 @@ void eai_pc_runner_free(struct eai_pc_runner *r);
 int eai_pc_runner_start(struct eai_pc_runner *r, const struct eai_iso_job *job, const struct eai_iso_callbacks *cb,
                         void *cb_arg, void **handle, struct eai_error **err);
 void eai_pc_runner_cancel(struct eai_pc_runner *r, void *handle);
+/* The isolation op stdin_write (ABI 1.4) for a run of job->stdin_stream:
+ * at most EAI_ISO_STDIN_BUFFER bytes held, all or nothing. */
+int eai_pc_runner_stdin(struct eai_pc_runner *r, void *handle, const unsigned char *data, size_t len, int eof,
+                        size_t *pending, struct eai_error **err);
+/* 1 when job streams its stdin (ABI 1.4 field, size-checked). */
+int eai_pc_job_stdin_stream(const struct eai_iso_job *job);
 /* Ask ops->hold again for every held run, oldest first (a slot freed). */
 void eai_pc_runner_retry_held(struct eai_pc_runner *r);
 /* The gate opened or failed: launch (or refuse) the parked runs. */

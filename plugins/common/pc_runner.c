@@ -21,10 +21,12 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -63,6 +65,7 @@ void eai_pc_run_free(struct eai_pc_run *e)
     ev_free(&e->ev_in);
     if (e->in_fd >= 0)
         close(e->in_fd);
+    free(e->sin_buf);
     ev_free(&e->ev_timeout);
     ev_free(&e->ev_stop);
     ev_free(&e->ev_settle);
@@ -200,6 +203,7 @@ static void on_err(evutil_socket_t fd, short what, void *arg)
 
 static void stdin_close(struct eai_pc_run *e)
 {
+    e->sin_closed = 1;
     ev_free(&e->ev_in);
     if (e->in_fd >= 0) {
         /* an adopted run's stdin may be a socket whose other copy stays
@@ -219,9 +223,64 @@ static void stdin_done(struct eai_pc_run *e)
         stdin_close(e);
 }
 
+int eai_pc_job_stdin_stream(const struct eai_iso_job *job)
+{
+    return job && job->size >= EAI_ISO_JOB_SIZE_1_4 && job->stdin_stream;
+}
+
+/* Streamed stdin: write what is buffered; when it is all taken, wait for
+ * more (the event off) or, after eof, close the program's stdin. */
+static void stream_pump(struct eai_pc_run *e)
+{
+    if (e->in_fd < 0 || !e->ev_in)
+        return;
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old); /* a closed reader must not raise SIGPIPE */
+    int gone = 0;
+    while (e->sin_off < e->sin_len) {
+        ssize_t w = write(e->in_fd, e->sin_buf + e->sin_off, e->sin_len - e->sin_off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN)
+            break;
+        if (w <= 0) {
+            gone = 1;
+            if (errno == EPIPE) {
+                struct timespec zero = {0, 0};
+                sigtimedwait(&pipe_set, NULL, &zero);
+            }
+            break;
+        }
+        e->sin_off += (size_t)w;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (gone) {
+        /* the program closed its stdin: what is left is dropped, later
+         * writes are refused (stdin_closed) */
+        e->sin_off = e->sin_len = 0;
+        stdin_close(e);
+        return;
+    }
+    if (e->sin_off < e->sin_len) {
+        event_add(e->ev_in, NULL); /* the pipe is full: on when it drains */
+        return;
+    }
+    e->sin_off = e->sin_len = 0;
+    if (e->sin_eof)
+        stdin_done(e);
+    else
+        event_del(e->ev_in);
+}
+
 static void on_in(evutil_socket_t fd, short what, void *arg)
 {
     struct eai_pc_run *e = arg;
+    if (eai_pc_job_stdin_stream(e->job)) {
+        stream_pump(e);
+        return;
+    }
     if (eai_pc_stdin_pump(e->in_fd, e->job->stdin_data, e->job->stdin_len, &e->in_off))
         stdin_done(e);
 }
@@ -229,7 +288,7 @@ static void on_in(evutil_socket_t fd, short what, void *arg)
 void eai_pc_run_started(struct eai_pc_run *e)
 {
     e->started = 1;
-    if (e->in_fd >= 0 && !e->ev_in)
+    if (e->in_fd >= 0 && !e->ev_in && !(eai_pc_job_stdin_stream(e->job) && !e->sin_eof))
         stdin_close(e); /* all written (or none to write): EOF now */
     if (e->started_reported)
         return;
@@ -371,7 +430,13 @@ static void watch_pipes(struct eai_pc_run *e)
         event_add(e->out.ev, NULL);
     if (e->err.ev)
         event_add(e->err.ev, NULL);
-    if (e->job->stdin_len > 0 && e->in_fd >= 0) {
+    if (eai_pc_job_stdin_stream(e->job) && e->in_fd >= 0) {
+        e->ev_in = event_new(base, e->in_fd, EV_WRITE | EV_PERSIST, on_in, e);
+        if (e->ev_in && (e->sin_len > e->sin_off || e->sin_eof))
+            event_add(e->ev_in, NULL); /* written before the start, or eof */
+        else if (!e->ev_in)
+            e->sin_closed = 1; /* no input rather than input never ending */
+    } else if (e->job->stdin_len > 0 && e->in_fd >= 0) {
         e->ev_in = event_new(base, e->in_fd, EV_WRITE | EV_PERSIST, on_in, e);
         if (e->ev_in)
             event_add(e->ev_in, NULL);
@@ -540,3 +605,47 @@ void eai_pc_run_end_soon(struct eai_pc_run *e, int code, const char *msg)
     }
 }
 
+
+/* ------------------------------------------------------------ streamed stdin */
+
+int eai_pc_runner_stdin(struct eai_pc_runner *R, void *handle, const unsigned char *data, size_t len, int eof,
+                        size_t *pending, struct eai_error **err)
+{
+    struct eai_pc_run *e = R->runs;
+    while (e && e != handle)
+        e = e->next;
+    if (!e || e->state >= PC_SETTLING || e->run_exited || e->cancelled)
+        return eai_host_error_set(R->host, err, EAI_E_STDIN_CLOSED, "%s: the program has ended", R->ops->name);
+    if (!eai_pc_job_stdin_stream(e->job))
+        return eai_host_error_set(R->host, err, EAI_E_STDIN_NOT_STREAMED, "%s: stdin is not streamed", R->ops->name);
+    if (e->sin_eof || e->sin_closed)
+        return eai_host_error_set(R->host, err, EAI_E_STDIN_CLOSED, "%s: %s", R->ops->name,
+                                  e->sin_eof ? "eof was already sent" : "the program closed its stdin");
+    size_t held = e->sin_len - e->sin_off;
+    if (len > EAI_ISO_STDIN_BUFFER - held)
+        return eai_host_error_set(R->host, err, EAI_E_STDIN_BUSY,
+                                  "%s: %zu bytes wait for the program to read them (at most %d)", R->ops->name,
+                                  held, EAI_ISO_STDIN_BUFFER);
+    if (len > 0) {
+        if (e->sin_off > 0) {
+            memmove(e->sin_buf, e->sin_buf + e->sin_off, held);
+            e->sin_len = held;
+            e->sin_off = 0;
+        }
+        unsigned char *nb = realloc(e->sin_buf, held + len);
+        if (!nb)
+            return eai_host_error_set(R->host, err, EAI_E_STDIN_BUSY, "%s: out of memory", R->ops->name);
+        memcpy(nb + held, data, len);
+        e->sin_buf = nb;
+        e->sin_len = held + len;
+    }
+    if (eof)
+        e->sin_eof = 1;
+    if (pending)
+        *pending = e->sin_len - e->sin_off;
+    if (e->state == PC_RUNNING && e->ev_in)
+        stream_pump(e); /* non-blocking: what fits now, the rest on EV_WRITE */
+    if (pending)
+        *pending = e->sin_len - e->sin_off;
+    return 0;
+}

@@ -609,6 +609,15 @@ static void gv_cancel(void *self, void *handle)
     eai_pc_runner_cancel(g->runner, handle);
 }
 
+/* ABI 1.4: streamed stdin of a single-use execution (a session's
+ * executions are refused by core: docs/executions.md). */
+static int gv_stdin_write(void *self, void *handle, const unsigned char *data, size_t len, int eof, size_t *pending,
+                          struct eai_error **err)
+{
+    struct gv *g = self;
+    return eai_pc_runner_stdin(g->runner, handle, data, len, eof, pending, err);
+}
+
 /* ---------------------------------------------------------------- metrics */
 
 static const char *const gv_result_label[] = {"result", NULL};
@@ -823,6 +832,7 @@ static const struct eai_isolation_ops gv_ops = {
     .session_pause = gv_session_pause,
     .session_resume = gv_session_resume,
     .egress_claim = gv_egress_claim,
+    .stdin_write = gv_stdin_write,
 };
 
 static const struct eai_plugin_descriptor gv_descriptor = {

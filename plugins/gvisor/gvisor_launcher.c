@@ -101,7 +101,7 @@ int gv_launch_write(const struct eai_pc_bundle *b, const struct eai_iso_job *job
     /* the same argv, env and cwd as the process of a cold run (gvisor_fs.c) */
     int rc = put_str(&buf, &len, &cap, "EAI-LAUNCH-1") < 0 || put_str(&buf, &len, &cap, "/tmp") < 0 ||
              put_list(&buf, &len, &cap, args) < 0 || put_list(&buf, &len, &cap, env) < 0 ||
-             put_str(&buf, &len, &cap, job->stdin_len > 0 ? "1" : "0") < 0;
+             put_str(&buf, &len, &cap, job->stdin_len > 0 || eai_pc_job_stdin_stream(job) ? "1" : "0") < 0;
     json_decref(args);
     json_decref(env);
     if (rc || len > GV_LAUNCH_MAX) {

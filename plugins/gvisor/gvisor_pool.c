@@ -574,8 +574,9 @@ int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line
         return -1; /* the run stops it: runsc run's end comes through run_done */
     /* the input after the line, on a copy of the socket (non-blocking like
      * it) that the runner shuts at its end */
-    *in_fd = run->job->stdin_len > 0 ? fcntl(p->ctl_fd, F_DUPFD_CLOEXEC, 3) : -1;
-    if (run->job->stdin_len > 0 && *in_fd < 0)
+    int input = run->job->stdin_len > 0 || eai_pc_job_stdin_stream(run->job);
+    *in_fd = input ? fcntl(p->ctl_fd, F_DUPFD_CLOEXEC, 3) : -1;
+    if (input && *in_fd < 0)
         shutdown(p->ctl_fd, SHUT_WR); /* no input rather than input never ending */
     p->user = run;
     *pid = eai_pc_child_pid(p->run);

@@ -283,6 +283,9 @@ type request struct {
 	accept  string
 	lastID  string // Last-Event-ID (event streams)
 	noRetry bool
+	// callerCodes: error codes returned at once, not retried here (the
+	// caller retries them its own way, e.g. stdin_busy).
+	callerCodes []string
 	// noLostRetry: a POST without Idempotency-Key; a connection error is not
 	// retried (the request may have been done), 429/503 still are.
 	noLostRetry bool
@@ -330,6 +333,11 @@ func (c *Client) do(ctx context.Context, r *request) (*response, error) {
 			lastErr = classify(ae)
 			retryAfter = ae.RetryAfter
 			retryable = resp.status == 429 || resp.status == 503
+			for _, code := range r.callerCodes {
+				if ae.Code == code {
+					retryable = false
+				}
+			}
 		}
 		if !retryable || r.noRetry || attempt >= c.maxRetries {
 			return nil, lastErr

@@ -248,6 +248,47 @@ func (s *SandboxService) Cancel(ctx context.Context, id string) (*Execution, err
 	return &ex, nil
 }
 
+// WriteStdin sends data to the stdin of a running execution created with
+// StdinMode "stream"; eof closes it after them (at most 1 MiB a call).
+// stdin_busy (429: the program is not reading yet, or 1 MiB waits; nothing
+// was taken) is retried until ctx ends; a broken connection is not retried
+// (the bytes may have reached the program).
+func (s *SandboxService) WriteStdin(ctx context.Context, id string, data []byte, eof bool) (*StdinWritten, error) {
+	p, err := execPath(id, "stdin")
+	if err != nil {
+		return nil, err
+	}
+	var q url.Values
+	if eof {
+		q = url.Values{"eof": {"true"}}
+	}
+	delay := 20 * time.Millisecond
+	for {
+		var out StdinWritten
+		err := s.c.getJSON(ctx, &request{method: "POST", path: p, query: q, body: data,
+			ctype: "application/octet-stream", noLostRetry: true, callerCodes: []string{"stdin_busy"}}, &out)
+		if err == nil {
+			return &out, nil
+		}
+		var ae *APIError
+		if !errors.As(err, &ae) || ae.Code != "stdin_busy" {
+			return nil, err
+		}
+		if serr := s.c.sleep(ctx, delay); serr != nil {
+			return nil, err
+		}
+		if delay *= 2; delay > 500*time.Millisecond {
+			delay = 500 * time.Millisecond
+		}
+	}
+}
+
+// CloseStdin closes the stdin of a running execution created with StdinMode
+// "stream" (the program reads EOF).
+func (s *SandboxService) CloseStdin(ctx context.Context, id string) (*StdinWritten, error) {
+	return s.WriteStdin(ctx, id, nil, true)
+}
+
 // ListPage reads one page (newest first).
 func (s *SandboxService) ListPage(ctx context.Context, p ListParams) (*Page, error) {
 	q := url.Values{}

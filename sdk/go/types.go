@@ -58,19 +58,22 @@ type Network struct {
 // required, and Profile unless Tool names a tool manifest that gives one;
 // without Command the image's own command runs (docs/images.md).
 type ExecuteRequest struct {
-	Profile   string            `json:"profile,omitempty"`
-	Image     string            `json:"image,omitempty"`
-	Command   []string          `json:"command,omitempty"`
-	Limits    *Limits           `json:"limits,omitempty"`
-	Env       map[string]string `json:"env,omitempty"`
-	Stdin     *string           `json:"stdin,omitempty"`
-	Files     []File            `json:"files,omitempty"`
-	Collect   []string          `json:"collect,omitempty"`
-	Network   *Network          `json:"network,omitempty"`
-	Tool      string            `json:"tool,omitempty"`
-	ProjectID string            `json:"project_id,omitempty"`
-	AgentID   string            `json:"agent_id,omitempty"`
-	RunID     string            `json:"run_id,omitempty"`
+	Profile string            `json:"profile,omitempty"`
+	Image   string            `json:"image,omitempty"`
+	Command []string          `json:"command,omitempty"`
+	Limits  *Limits           `json:"limits,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Stdin   *string           `json:"stdin,omitempty"`
+	// StdinMode "stream" keeps the program's stdin open: feed it with
+	// Sandbox.WriteStdin, end it with CloseStdin (Stdin must then be nil).
+	StdinMode string   `json:"stdin_mode,omitempty"`
+	Files     []File   `json:"files,omitempty"`
+	Collect   []string `json:"collect,omitempty"`
+	Network   *Network `json:"network,omitempty"`
+	Tool      string   `json:"tool,omitempty"`
+	ProjectID string   `json:"project_id,omitempty"`
+	AgentID   string   `json:"agent_id,omitempty"`
+	RunID     string   `json:"run_id,omitempty"`
 	// Callback asks eaid to POST the summary to Callback.URL once terminal.
 	Callback *Callback `json:"callback,omitempty"`
 
@@ -244,3 +247,11 @@ type Event struct {
 
 // Terminal reports whether this is the final status event.
 func (ev *Event) Terminal() bool { return ev.Type == "status" && IsTerminal(ev.Status) }
+
+// StdinWritten is the answer of POST /v1/sandbox/executions/{id}/stdin.
+type StdinWritten struct {
+	ID      string `json:"id"`
+	Written int64  `json:"written"`
+	EOF     bool   `json:"eof"`
+	Pending int64  `json:"pending"` // bytes the program has not read yet
+}

@@ -77,6 +77,16 @@ static int image_command(void *arg, const struct eai_profile *p, const char *ima
     return 0;
 }
 
+/* set: the profile's backend has no stdin_write op (ABI 1.4) */
+static int g_no_stdin_op;
+
+static void no_stdin_limits(void *arg, const struct eai_profile *p, struct eai_exec_blimits *out)
+{
+    (void)arg;
+    (void)p;
+    out->stdin_stream_unsupported = 1;
+}
+
 /* Schema, then semantics, as the POST handler does. */
 static struct outcome run_full(const char *body_text, const char *tool_text, int64_t files_cap)
 {
@@ -101,7 +111,8 @@ static struct outcome run_full(const char *body_text, const char *tool_text, int
     json_decref(errors);
     json_t *tool = tool_text ? json_loads(tool_text, 0, NULL) : NULL;
     struct eai_exec_vopts opts = {.files_max_total_bytes = files_cap, .image_known = known_images,
-                                  .image_command = g_image_cmd ? image_command : NULL};
+                                  .image_command = g_image_cmd ? image_command : NULL,
+                                  .backend_limits = g_no_stdin_op ? no_stdin_limits : NULL};
     struct eai_error *err = NULL;
     o.rc = eai_exec_validate(body, tool, profiles, NPROFILES, &opts, &o.rec, &o.prof, &err);
     if (o.rc < 0 && err) {
@@ -383,6 +394,35 @@ static void test_egress(void)
     CU_ASSERT_EQUAL(o.rc, 0);
     CU_ASSERT_EQUAL(json_array_size(json_object_get(o.rec, "egress")), 0);
     outcome_free(&o);
+}
+
+/* stdin_mode (docs/executions.md "Input to a running program") */
+static void test_stdin_mode(void)
+{
+    struct outcome o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin_mode\": \"stream\"}");
+    CU_ASSERT_EQUAL(o.rc, 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(o.rec, "stdin_mode")) ?
+                               json_string_value(json_object_get(o.rec, "stdin_mode")) : "", "stream");
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin_mode\": \"data\", \"stdin\": \"stream\"}");
+    CU_ASSERT_EQUAL(o.rc, 0);
+    CU_ASSERT_PTR_NULL(json_object_get(o.rec, "stdin_mode")); /* "data": as without it */
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(o.rec, "stdin")), "stream");
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin_mode\": \"stream\", \"stdin\": \"x\"}");
+    EXPECT_REFUSED(o, EAI_E_VALIDATION_FAILED, "/stdin");
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin_mode\": \"pipe\"}");
+    EXPECT_REFUSED(o, EAI_E_VALIDATION_FAILED, "/stdin_mode");
+    outcome_free(&o);
+    g_no_stdin_op = 1;
+    o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin_mode\": \"stream\"}");
+    EXPECT_REFUSED(o, EAI_E_VALIDATION_FAILED, "/stdin_mode");
+    outcome_free(&o);
+    o = run("{\"profile\": \"gvisor\", " BASE ", \"stdin\": \"x\"}"); /* data stdin is not its business */
+    CU_ASSERT_EQUAL(o.rc, 0);
+    outcome_free(&o);
+    g_no_stdin_op = 0;
 }
 
 static void test_files(void)
@@ -890,6 +930,7 @@ int main(void)
     CU_add_test(v, "maxima", test_maxima);
     CU_add_test(v, "profile, image, structure", test_profile_image);
     CU_add_test(v, "egress", test_egress);
+    CU_add_test(v, "stdin_mode", test_stdin_mode);
     CU_add_test(v, "files and collect", test_files);
     CU_add_test(v, "tool manifests", test_tool);
     CU_add_test(v, "request hash, paths", test_request_hash_paths);

@@ -215,9 +215,48 @@ static void test_burst_none_lost(void)
           burst_accepted, st);
 }
 
+/* Streamed stdin on a backend without the stdin_write op (the hold double,
+ * ABI of today but no op): refused at submission, 422 at /stdin_mode in
+ * both languages; POST .../stdin of an execution without it: 409
+ * stdin_not_streamed, another tenant's 404 (docs/executions.md "Input to a
+ * running program"). */
+static void test_stdin_stream_refused_without_op(void)
+{
+    struct th_resp r;
+    const char *h[] = {auth_a, "Content-Type: application/json", "Accept-Language: fr", NULL};
+    const char *body = "{\"profile\":\"held\",\"image\":\"python:3.11-slim\",\"command\":[\"true\"],"
+                       "\"stdin_mode\":\"stream\"}";
+    CU_ASSERT_EQUAL(req("POST", "/v1/sandbox/executions", h, body, &r), 422);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "validation_failed");
+    json_t *d0 = json_array_get(json_object_get(json_object_get(r.json, "error"), "details"), 0);
+    CU_ASSERT_STRING_EQUAL(json_string_value(json_object_get(d0, "path")) ? json_string_value(json_object_get(d0, "path")) : "",
+                           "/stdin_mode");
+    const char *dfr = json_string_value(json_object_get(json_object_get(d0, "message_i18n"), "fr"));
+    CU_ASSERT(dfr && strstr(dfr, "ne peut pas transmettre") != NULL);
+    th_resp_free(&r);
+
+    char run[128], st[32], p[200];
+    CU_ASSERT_EQUAL_FATAL(post_held(run), 202);
+    for (int i = 0; i < 100 && strcmp(status_of(run, st), "running") != 0; i++)
+        usleep(50 * 1000);
+    snprintf(p, sizeof p, "/v1/sandbox/executions/%s/stdin", run);
+    const char *ho[] = {auth_a, "Content-Type: application/octet-stream", NULL};
+    CU_ASSERT_EQUAL(req("POST", p, ho, "x", &r), 409);
+    CU_ASSERT_STRING_EQUAL(th_code(&r), "stdin_not_streamed");
+    th_resp_free(&r);
+    const char *hb[] = {auth_b, "Content-Type: application/octet-stream", NULL};
+    CU_ASSERT_EQUAL(req("POST", p, hb, "x", &r), 404);
+    th_resp_free(&r);
+    CU_ASSERT_EQUAL(cancel_with(run, "stdin-cleanup"), 202);
+    for (int i = 0; i < 100 && strcmp(status_of(run, st), "cancelled") != 0; i++)
+        usleep(50 * 1000);
+    CU_ASSERT_STRING_EQUAL(st, "cancelled");
+}
+
 int http_reg_queue(CU_pSuite s)
 {
     if (!s ||
+        !CU_add_test(s, "stdin_mode stream refused without stdin_write", test_stdin_stream_refused_without_op) ||
         !CU_add_test(s, "replayed cancel keeps the queue bound", test_replayed_cancel_keeps_queue_bound))
         return -1;
     return 0;

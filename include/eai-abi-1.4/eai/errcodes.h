@@ -43,7 +43,10 @@ enum eai_code {
     EAI_E_STORAGE_QUOTA_EXCEEDED = 33, /* storage_quota_exceeded (507) */
     EAI_E_SESSION_PAUSED = 34, /* session_paused (409) */
     EAI_E_INSUFFICIENT_STORAGE = 35, /* insufficient_storage (507) */
-    EAI_CODE_MAX = 36
+    EAI_E_STDIN_NOT_STREAMED = 36, /* stdin_not_streamed (409) */
+    EAI_E_STDIN_CLOSED = 37, /* stdin_closed (409) */
+    EAI_E_STDIN_BUSY = 38, /* stdin_busy (429) */
+    EAI_CODE_MAX = 39
 };
 
 #endif

@@ -53,7 +53,9 @@
  *       session_owned (stored sessions; docs/sessions.md);
  *       eai_isolation_ops.session_keep, session_adopt, session_drop_kept
  *       (sessions kept across a restart); eai_iso_session.netns_path,
- *       dns_server (egress in sessions).
+ *       dns_server (egress in sessions); eai_iso_job.stdin_stream and
+ *       eai_isolation_ops.stdin_write (streamed stdin), error codes
+ *       insufficient_storage, stdin_not_streamed, stdin_closed, stdin_busy.
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H

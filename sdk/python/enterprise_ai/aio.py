@@ -94,6 +94,15 @@ class AsyncSandbox:
         r: bytes = await self._run.call(self._s.download_file, execution_id, path)
         return r
 
+    async def write_stdin(self, execution_id: str, data: Union[str, bytes], *, eof: bool = False,
+                          timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        r: Dict[str, Any] = await self._run.call(self._s.write_stdin, execution_id, data, eof=eof, timeout=timeout)
+        return r
+
+    async def close_stdin(self, execution_id: str, *, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        r: Dict[str, Any] = await self._run.call(self._s.close_stdin, execution_id, timeout=timeout)
+        return r
+
     async def profiles(self) -> List[Dict[str, Any]]:
         r: List[Dict[str, Any]] = await self._run.call(self._s.profiles)
         return r

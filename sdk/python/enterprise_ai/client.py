@@ -45,6 +45,14 @@ def _retry_after(value: Optional[str]) -> Optional[float]:
     return max(0.0, dt.timestamp() - time.time())
 
 
+def _code_of(body: bytes) -> Optional[str]:
+    try:
+        e = json.loads(body).get("error")
+        return str(e.get("code")) if isinstance(e, dict) else None
+    except (ValueError, AttributeError):
+        return None
+
+
 class _Response:
     def __init__(self, status: int, headers: Dict[str, str], body: bytes) -> None:
         self.status, self.headers, self.body = status, headers, body
@@ -118,9 +126,12 @@ class _Transport:
 
     def request(self, method: str, path: str, body: Any = None, headers: Optional[Mapping[str, str]] = None,
                 timeout: Optional[float] = None, raw_body: Optional[bytes] = None,
-                content_type: str = "application/json", idempotent: bool = True) -> _Response:
+                content_type: str = "application/json", idempotent: bool = True,
+                caller_codes: Tuple[str, ...] = ()) -> _Response:
         """``idempotent=False`` (a POST without Idempotency-Key): a connection error
-        is not retried once the request may have reached the server; 429/503 are."""
+        is not retried once the request may have reached the server; 429/503 are.
+        ``caller_codes``: error codes raised at once, not retried here (the caller
+        retries them its own way, e.g. ``stdin_busy``)."""
         data: Optional[bytes] = raw_body
         h = self.headers(headers)
         if body is not None:
@@ -146,7 +157,7 @@ class _Transport:
             retry_after: Optional[float] = None
             if resp is not None:
                 retry_after = _retry_after(resp.headers.get("retry-after"))
-                if resp.status not in RETRY_STATUSES:
+                if resp.status not in RETRY_STATUSES or (caller_codes and _code_of(resp.body) in caller_codes):
                     raise errors.from_response(resp.status, resp.body, resp.headers.get("x-request-id"),
                                                retry_after)
             delay = self.backoff(attempt)
@@ -294,7 +305,7 @@ class Sandbox:
                       network: Optional[Mapping[str, Any]] = None, tool: Optional[str] = None,
                       project_id: Optional[str] = None, agent_id: Optional[str] = None,
                       run_id: Optional[str] = None, callback: Optional[Mapping[str, str]] = None,
-                      extra: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+                      extra: Optional[Mapping[str, Any]] = None, stdin_mode: Optional[str] = None) -> Dict[str, Any]:
         body: Dict[str, Any] = {}
         for k, v in (("profile", profile), ("image", image),
                      ("command", list(command) if command is not None else None),
@@ -303,7 +314,8 @@ class Sandbox:
                      ("collect", list(collect) if collect is not None else None),
                      ("network", dict(network) if network is not None else None), ("tool", tool),
                      ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id),
-                     ("callback", dict(callback) if callback is not None else None)):
+                     ("callback", dict(callback) if callback is not None else None),
+                     ("stdin_mode", stdin_mode)):
             if v is not None:
                 body[k] = v
         if extra:
@@ -317,8 +329,13 @@ class Sandbox:
                network: Optional[Mapping[str, Any]] = None, tool: Optional[str] = None,
                project_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None,
                callback: Optional[Mapping[str, str]] = None,
-               idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None) -> Execution:
+               idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None,
+               stdin_mode: Optional[str] = None) -> Execution:
         """Submit an execution (202); returns ``{id, status}`` as an Execution.
+
+        ``stdin_mode="stream"`` keeps the program's stdin open: feed it with
+        ``ex.write_stdin(...)`` and end it with ``ex.close_stdin()`` while reading
+        the answers with :meth:`stream` (``stdin`` must then be None).
 
         Always sends an ``Idempotency-Key`` (a fresh UUID unless given) that stays
         the same across the retries of this call, so a retry after a lost answer
@@ -330,13 +347,46 @@ class Sandbox:
         body = dict(request) if request is not None else self.build_request(
             image, command, profile=profile, limits=limits, files=files, env=env, stdin=stdin,
             collect=collect, network=network, tool=tool, project_id=project_id, agent_id=agent_id, run_id=run_id,
-            callback=callback)
+            callback=callback, stdin_mode=stdin_mode)
         key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
         r = self._t.request("POST", "/v1/sandbox/executions", body, {"Idempotency-Key": key})
-        return Execution.from_dict(r.json())
+        return self._bind(Execution.from_dict(r.json()))
+
+    def _bind(self, ex: Execution) -> Execution:
+        ex._sandbox = self
+        return ex
 
     def get(self, execution_id: str) -> Execution:
-        return Execution.from_dict(self._t.request("GET", "/v1/sandbox/executions/" + _q(execution_id)).json())
+        return self._bind(Execution.from_dict(self._t.request("GET", "/v1/sandbox/executions/" + _q(execution_id)).json()))
+
+    def write_stdin(self, execution_id: str, data: Union[str, bytes], *, eof: bool = False,
+                    timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        """POST ``data`` (str: UTF-8) to the stdin of a running execution created with
+        ``stdin_mode="stream"`` (``eof=True``: close it after them; at most 1 MiB a
+        call).  A ``stdin_busy`` answer (429: the program is not reading yet, or
+        its 1 MiB buffer is full; nothing was taken) is retried until ``timeout``
+        seconds have passed (None: no bound), then raised as RateLimitError.  A
+        broken connection is not retried (the bytes may have reached the program).
+        Returns ``{id, written, eof, pending}``."""
+        raw = data.encode("utf-8") if isinstance(data, str) else bytes(data)
+        path = "/v1/sandbox/executions/%s/stdin%s" % (_q(execution_id), "?eof=true" if eof else "")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        delay = 0.02
+        while True:
+            try:
+                r = self._t.request("POST", path, raw_body=raw, content_type="application/octet-stream",
+                                    idempotent=False, caller_codes=("stdin_busy",))
+                out: Dict[str, Any] = r.json()
+                return out
+            except errors.RateLimitError as e:
+                if e.code != "stdin_busy" or (deadline is not None and time.monotonic() + delay > deadline):
+                    raise
+            self._t.sleep(delay)
+            delay = min(delay * 2, 0.5)
+
+    def close_stdin(self, execution_id: str, *, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        """Close the stdin of a running execution created with ``stdin_mode="stream"``."""
+        return self.write_stdin(execution_id, b"", eof=True, timeout=timeout)
 
     def wait(self, execution_id: str, timeout: Optional[float] = None) -> Execution:
         """Wait for the terminal status with the server's long-poll (``wait_s`` up to 60 s
@@ -356,7 +406,7 @@ class Sandbox:
                 wait_s = max(1, min(MAX_WAIT_S, int(left + 0.999)))
             r = self._t.request("GET", "/v1/sandbox/executions/%s?wait_s=%d" % (_q(execution_id), wait_s),
                                 timeout=wait_s + self._t.timeout)
-            last = Execution.from_dict(r.json())
+            last = self._bind(Execution.from_dict(r.json()))
             if last.terminal:
                 return last
 

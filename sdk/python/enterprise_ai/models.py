@@ -81,10 +81,37 @@ class Execution:
     finished_at: Optional[str] = None
     callback: Optional[Dict[str, Any]] = None
     session_id: Optional[str] = None
+    # the client.sandbox this object came from (write_stdin / close_stdin)
+    _sandbox: Any = field(default=None, repr=False, compare=False)
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    def __getstate__(self) -> Dict[str, Any]:
+        # pickled without its client (which holds the API key): write_stdin
+        # then needs client.sandbox.write_stdin(id, ...)
+        st = dict(self.__dict__)
+        st["_sandbox"] = None
+        return st
+
+    def __setstate__(self, st: Dict[str, Any]) -> None:
+        self.__dict__.update(st)
+
+    def write_stdin(self, data: Any, *, eof: bool = False, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        """Send ``data`` (str or bytes) to the stdin of this running execution, which
+        was created with ``stdin_mode="stream"``; ``eof=True`` closes it after them.
+        Waits (up to ``timeout`` s) while the server answers ``stdin_busy`` (the
+        program is not reading yet, or 1 MiB already waits for it).  Returns
+        ``{id, written, eof, pending}``."""
+        if self._sandbox is None:
+            raise TypeError("this Execution is not bound to a client: use client.sandbox.write_stdin(id, ...)")
+        r: Dict[str, Any] = self._sandbox.write_stdin(self.id, data, eof=eof, timeout=timeout)
+        return r
+
+    def close_stdin(self, *, timeout: Optional[float] = 60.0) -> Dict[str, Any]:
+        """Close the stdin of this running execution (the program reads EOF)."""
+        return self.write_stdin(b"", eof=True, timeout=timeout)
 
     def __getitem__(self, key: str) -> Any:
         return self.raw[key]

@@ -402,5 +402,73 @@ class TestExecutions(Base):
         self.assertEqual(self.m.requests[4]["method"], "DELETE")
 
 
+
+class TestStdin(Base):
+    """write_stdin / close_stdin (POST .../stdin, executions.md "Input to a running program")."""
+
+    def test_create_stream_then_write_and_close(self) -> None:
+        ok = {"id": EID, "written": 6, "eof": False, "pending": 0}
+        self.m.script = [(202, {"id": EID, "status": "queued"}), (200, ok),
+                         (200, {"id": EID, "written": 0, "eof": True, "pending": 0})]
+        ex = self.c.sandbox.create("img", ["python3", "-i"], profile="p", stdin_mode="stream")
+        self.assertEqual(json.loads(self.m.requests[0]["body"])["stdin_mode"], "stream")
+        self.assertEqual(ex.write_stdin("x = 1\n"), ok)
+        self.assertEqual(ex.close_stdin()["eof"], True)
+        w, c = self.m.requests[1], self.m.requests[2]
+        self.assertEqual((w["method"], w["path"]), ("POST", "/v1/sandbox/executions/%s/stdin" % EID))
+        self.assertEqual(w["headers"]["Content-Type"], "application/octet-stream")
+        self.assertEqual(w["body"], b"x = 1\n")
+        self.assertEqual((c["path"], c["body"]), ("/v1/sandbox/executions/%s/stdin?eof=true" % EID, b""))
+
+    def test_bytes_sent_as_is(self) -> None:
+        self.m.script = [(200, {"id": EID, "written": 3, "eof": False, "pending": 3})]
+        self.c.sandbox.write_stdin(EID, b"\x00\xff\n")
+        self.assertEqual(self.m.requests[0]["body"], b"\x00\xff\n")
+
+    def test_stdin_busy_retried_until_taken(self) -> None:
+        busy = (429, envelope("stdin_busy", "busy", "occupé"), {"Retry-After": "1"})
+        self.m.script = [busy, busy, busy, busy, busy, busy, (200, {"id": EID, "written": 1, "eof": False, "pending": 1})]
+        r = self.c.sandbox.write_stdin(EID, "a", timeout=60)
+        self.assertEqual(r["written"], 1)
+        self.assertEqual(len(self.m.requests), 7)
+        self.assertTrue(all(rq["body"] == b"a" for rq in self.m.requests), "the same bytes on every retry")
+        self.assertTrue(self.sleeps and max(self.sleeps) <= 0.5,
+                        "stdin_busy polled with short sleeps, not Retry-After: %r" % self.sleeps)
+
+    def test_stdin_busy_bounded_by_timeout(self) -> None:
+        self.m.default = (429, envelope("stdin_busy", "busy", "occupé"), {"Retry-After": "1"})
+        with self.assertRaises(enterprise_ai.RateLimitError) as cm:
+            self.client(max_retries=0).sandbox.write_stdin(EID, "a", timeout=0)
+        self.assertEqual(cm.exception.code, "stdin_busy")
+
+    def test_closed_is_a_conflict_not_retried(self) -> None:
+        self.m.script = [(409, envelope("stdin_closed", "closed", "fermée"))]
+        with self.assertRaises(enterprise_ai.ConflictError) as cm:
+            self.c.sandbox.write_stdin(EID, "a")
+        self.assertEqual(cm.exception.code, "stdin_closed")
+        self.assertEqual(len(self.m.requests), 1)
+
+    def test_unbound_execution_says_so(self) -> None:
+        ex = enterprise_ai.Execution.from_dict({"id": EID, "status": "running"})
+        with self.assertRaises(TypeError):
+            ex.write_stdin("a")
+
+    def test_pickled_execution_leaves_its_client_behind(self) -> None:
+        import pickle
+        self.m.script = [(200, RUNNING)]
+        ex = self.c.sandbox.get(EID)
+        blob = pickle.dumps(ex)
+        self.assertNotIn(SECRET.encode(), blob)
+        back = pickle.loads(blob)
+        self.assertEqual(back.id, EID)
+        with self.assertRaises(TypeError):
+            back.write_stdin("a")
+
+    def test_get_and_wait_bind(self) -> None:
+        self.m.script = [(200, RUNNING), (200, {"id": EID, "written": 1, "eof": False, "pending": 0})]
+        ex = self.c.sandbox.get(EID)
+        ex.write_stdin("a")
+        self.assertEqual(self.m.requests[1]["path"], "/v1/sandbox/executions/%s/stdin" % EID)
+
 if __name__ == "__main__":
     unittest.main()

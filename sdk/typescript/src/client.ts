@@ -1,9 +1,9 @@
 import { AgentView } from "./agent.js";
 import {
-  APIConnectionError, APIError, EnterpriseAIError, WaitTimeoutError, errorFromResponse,
+  APIConnectionError, APIError, EnterpriseAIError, RateLimitError, WaitTimeoutError, errorFromResponse,
 } from "./errors.js";
 import {
-  Execution, ExecuteRequest, ExecutionEvent, InputFile, ListOptions, ManifestResult, TERMINAL_STATUSES,
+  Execution, ExecuteRequest, ExecutionEvent, InputFile, ListOptions, ManifestResult, StdinWritten, TERMINAL_STATUSES,
   ValidationResult,
 } from "./types.js";
 import { Sessions } from "./sessions.js";
@@ -214,7 +214,9 @@ export class Transport {
    * retried (the request may have been done); 429 and 503 are.
    */
   async call(method: string, path: string, opts: { json?: unknown; raw?: string | Uint8Array; contentType?: string;
-    headers?: Record<string, string>; timeoutMs?: number; stream?: boolean; idempotent?: boolean } = {}): Promise<{ answer: Answer; res: Response }> {
+    headers?: Record<string, string>; timeoutMs?: number; stream?: boolean; idempotent?: boolean;
+    /** error codes thrown at once, not retried here (the caller retries them its own way, e.g. stdin_busy) */
+    callerCodes?: string[] } = {}): Promise<{ answer: Answer; res: Response }> {
     const h = this.headers(opts.headers);
     let body: string | Uint8Array | undefined;
     if (opts.json !== undefined) {
@@ -246,6 +248,10 @@ export class Transport {
       if (got) {
         ra = retryAfterMs(got.res.headers.get("retry-after"));
         if (!RETRY_STATUSES.has(got.res.status)) throw this.#error(got, ra);
+        if (opts.callerCodes?.length) {
+          const e = this.#error(got, ra);
+          if (opts.callerCodes.includes(e.code)) throw e;
+        }
       }
       const delay = ra !== undefined ? Math.min(ra, MAX_RETRY_AFTER_MS) : this.backoff(attempt);
       if (attempt >= this.#o.maxRetries || Date.now() - t0 + delay > this.#o.retryMaxElapsedMs) {
@@ -372,6 +378,37 @@ export class Sandbox {
   /** Cancel (202 with the current status); a finished one throws ConflictError (already_finished). */
   async cancel(id: string): Promise<Execution> {
     return toExecution(await this.#t.json("POST", `/v1/sandbox/executions/${q(id)}/cancel`));
+  }
+
+  /**
+   * Send bytes (a string is UTF-8) to the stdin of a running execution created with
+   * `stdin_mode: "stream"`; `eof: true` closes it after them (at most 1 MiB a call).
+   * `stdin_busy` (429: the program is not reading yet or 1 MiB waits; nothing was
+   * taken) is retried until `timeoutMs` (default 60000) has passed; a broken
+   * connection is not retried (the bytes may have reached the program).
+   */
+  async writeStdin(id: string, data: string | Uint8Array,
+    options: { eof?: boolean; timeoutMs?: number } = {}): Promise<StdinWritten> {
+    const raw = typeof data === "string" ? new TextEncoder().encode(data) : data;
+    const path = `/v1/sandbox/executions/${q(id)}/stdin${options.eof ? "?eof=true" : ""}`;
+    const deadline = Date.now() + (options.timeoutMs ?? 60_000);
+    let delay = 20;
+    for (;;) {
+      try {
+        const r = await this.#t.json("POST", path, { raw, contentType: "application/octet-stream", idempotent: false,
+          callerCodes: ["stdin_busy"] });
+        return r as unknown as StdinWritten;
+      } catch (e) {
+        if (!(e instanceof RateLimitError) || e.code !== "stdin_busy" || Date.now() + delay > deadline) throw e;
+      }
+      await new Promise((res) => setTimeout(res, delay));
+      delay = Math.min(delay * 2, 500);
+    }
+  }
+
+  /** Close the stdin of a running execution created with `stdin_mode: "stream"`. */
+  async closeStdin(id: string, options: { timeoutMs?: number } = {}): Promise<StdinWritten> {
+    return this.writeStdin(id, new Uint8Array(0), { eof: true, timeoutMs: options.timeoutMs });
   }
 
   /** The bytes of one collected file, by its path inside the sandbox (`/tmp/outputs/x`). */

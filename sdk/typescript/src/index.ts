@@ -11,7 +11,7 @@ export { verifySignature, sign, SIGNATURE_HEADER, EVENT_ID_HEADER } from "./webh
 export type {
   Execution, ExecutionEvent, ExecutionStatus, ExecuteRequest, FileInfo, InputFile, Limits, ListOptions,
   ManifestResult, Usage, ValidationResult, CallbackView, SessionCreateRequest, SessionInfo, SessionNetwork, SessionExecRequest,
-  SessionFileInfo,
+  SessionFileInfo, StdinWritten,
 } from "./types.js";
 export { AgentsClient, RunsClient, SessionsClient, AgentView } from "./agent.js";
 export type { Agent, AgentSummary, Page, ProfileUsage, Run, RunExecution, RunListOptions, RunSummary } from "./agent.js";

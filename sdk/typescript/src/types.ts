@@ -26,6 +26,8 @@ export interface ExecuteRequest {
   limits?: Limits;
   env?: Record<string, string>;
   stdin?: string;
+  /** `"stream"`: stdin stays open, fed by `sandbox.writeStdin(id, ...)` until `closeStdin(id)` (`stdin` must then be absent). */
+  stdin_mode?: "data" | "stream";
   /** A list as the API takes it, or `{path: string | Uint8Array}` (bytes are sent as content_b64). */
   files?: InputFile[] | Record<string, string | Uint8Array>;
   collect?: string[];
@@ -200,4 +202,13 @@ export interface SessionFileInfo {
   path: string;
   size?: number;
   type?: "file" | "dir" | "symlink" | string;
+}
+
+/** The answer of `POST /v1/sandbox/executions/{id}/stdin`. */
+export interface StdinWritten {
+  id: string;
+  written: number;
+  eof: boolean;
+  /** bytes the program has not read yet */
+  pending: number;
 }

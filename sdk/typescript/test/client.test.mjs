@@ -514,3 +514,37 @@ describe("sessions", () => {
     await assert.rejects(s.run(["true"]), (e) => e instanceof sdk.ConflictError && e.code === "session_ended");
   });
 });
+
+describe("stdin", () => {
+  test("create with stdin_mode stream, writeStdin raw bytes, closeStdin with eof", async () => {
+    const ok = { id: EID, written: 6, eof: false, pending: 0 };
+    m.script = [[202, { id: EID, status: "queued" }], [200, ok], [200, { id: EID, written: 0, eof: true, pending: 0 }]];
+    const c = client();
+    await c.sandbox.create({ image: "i", profile: "p", command: ["python3", "-i"], stdin_mode: "stream" });
+    assert.equal(JSON.parse(m.requests[0].body.toString()).stdin_mode, "stream");
+    assert.deepEqual(await c.sandbox.writeStdin(EID, "x = 1\n"), ok);
+    assert.equal((await c.sandbox.closeStdin(EID)).eof, true);
+    assert.equal(m.requests[1].path, `/v1/sandbox/executions/${EID}/stdin`);
+    assert.equal(m.requests[1].headers["content-type"], "application/octet-stream");
+    assert.equal(m.requests[1].body.toString(), "x = 1\n");
+    assert.equal(m.requests[2].path, `/v1/sandbox/executions/${EID}/stdin?eof=true`);
+    assert.equal(m.requests[2].body.length, 0);
+  });
+
+  test("stdin_busy retried until taken, the same bytes each time; stdin_closed is a ConflictError", async () => {
+    const busy = [429, envelope("stdin_busy", "busy", "occupé"), { "Retry-After": "1" }];
+    m.script = [busy, busy, busy, busy, busy, busy, [200, { id: EID, written: 2, eof: false, pending: 2 }],
+      [409, envelope("stdin_closed", "closed", "fermée")]];
+    const c = client();
+    assert.equal((await c.sandbox.writeStdin(EID, new Uint8Array([0, 255]))).written, 2);
+    assert.equal(m.requests.length, 7);
+    assert.ok(m.requests.every((r) => r.body.equals(Buffer.from([0, 255]))));
+    await assert.rejects(c.sandbox.writeStdin(EID, "a"), (e) => e instanceof sdk.ConflictError && e.code === "stdin_closed");
+  });
+
+  test("stdin_busy bounded by timeoutMs", async () => {
+    m.default = [429, envelope("stdin_busy", "busy", "occupé"), { "Retry-After": "1" }];
+    await assert.rejects(client({ maxRetries: 0 }).sandbox.writeStdin(EID, "a", { timeoutMs: 0 }),
+      (e) => e instanceof sdk.RateLimitError && e.code === "stdin_busy");
+  });
+});

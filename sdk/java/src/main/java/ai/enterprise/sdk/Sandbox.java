@@ -203,6 +203,53 @@ public final class Sandbox {
         return Execution.of(t.json(r));
     }
 
+    /**
+     * Sends bytes to the stdin of a running execution created with {@code "stdin_mode": "stream"}
+     * (a request map with that key); {@code eof} closes it after them (at most 1 MiB a call).
+     * Answers {@code {id, written, eof, pending}}.  {@code stdin_busy} (429: the program is not
+     * reading yet, or 1 MiB waits; nothing was taken) is retried until {@code timeout} has passed,
+     * then thrown as {@link RateLimitException}; a broken connection is not retried (the bytes may
+     * have reached the program).  See docs/executions.md "Input to a running program".
+     */
+    public JsonNode writeStdin(String id, byte[] data, boolean eof, Duration timeout) {
+        long deadline = System.nanoTime() + (timeout == null ? Duration.ofSeconds(60) : timeout).toNanos();
+        long delayMs = 20;
+        for (;;) {
+            Transport.Req r = new Transport.Req("POST", execPath(id) + "/stdin");
+            r.body = data == null ? new byte[0] : data.clone();
+            r.contentType = "application/octet-stream";
+            r.noLostRetry = true;
+            r.callerCodes = java.util.Set.of("stdin_busy");
+            if (eof) {
+                r.query.put("eof", "true");
+            }
+            try {
+                return t.json(r);
+            } catch (RateLimitException e) {
+                if (!"stdin_busy".equals(e.code()) || System.nanoTime() + delayMs * 1_000_000L > deadline) {
+                    throw e;
+                }
+            }
+            try {
+                t.sleeper.sleep(Duration.ofMillis(delayMs));
+            } catch (InterruptedException ie) {
+                Thread.currentThread().interrupt();
+                throw new ConnectionException("interrupted while waiting for stdin room", 0, ie);
+            }
+            delayMs = Math.min(delayMs * 2, 500);
+        }
+    }
+
+    /** {@link #writeStdin(String, byte[], boolean, Duration)} of UTF-8 text, waiting up to 60 s. */
+    public JsonNode writeStdin(String id, String text) {
+        return writeStdin(id, text.getBytes(java.nio.charset.StandardCharsets.UTF_8), false, null);
+    }
+
+    /** Closes the stdin of a running execution created with {@code "stdin_mode": "stream"}. */
+    public JsonNode closeStdin(String id) {
+        return writeStdin(id, new byte[0], true, null);
+    }
+
     /** One page, newest first. */
     public Page listPage(ListParams p) {
         Transport.Req r = new Transport.Req("GET", "/v1/sandbox/executions");

@@ -99,6 +99,9 @@ final class Transport {
         /** A POST without Idempotency-Key: a connection error is not retried (the request may have
          * been done); 429 and 503 still are. */
         boolean noLostRetry;
+        /** Error codes thrown at once, not retried here (the caller retries them its own way,
+         * e.g. stdin_busy). */
+        java.util.Set<String> callerCodes = java.util.Set.of();
         /** System.nanoTime() after which no attempt starts and a running one is cut (Long.MAX_VALUE: none). */
         long deadline = Long.MAX_VALUE;
 
@@ -173,7 +176,7 @@ final class Transport {
                 ApiException ae = envelope(resp);
                 last = ae;
                 retryAfter = ae.retryAfter();
-                retryable = resp.status() == 429 || resp.status() == 503;
+                retryable = (resp.status() == 429 || resp.status() == 503) && !r.callerCodes.contains(ae.code());
             } catch (IOException e) {
                 if (r.deadline != Long.MAX_VALUE && System.nanoTime() >= r.deadline) {
                     throw new DeadlineException(r.method + " " + r.path + ": deadline passed");

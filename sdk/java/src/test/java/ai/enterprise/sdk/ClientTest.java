@@ -455,4 +455,35 @@ class ClientTest {
         }
     }
 
+
+    @Test
+    void writeStdinSendsRawBytesRetriesStdinBusyAndCloses() throws Exception {
+        AtomicInteger n = new AtomicInteger();
+        try (MockServer s = new MockServer(r -> {
+            int k = n.incrementAndGet();
+            if (k <= 3) {
+                return MockServer.Response.error(429, "stdin_busy", "busy", "busy", "occupé", "Retry-After: 1");
+            }
+            if (k == 6) {
+                return MockServer.Response.error(409, "stdin_closed", "closed", "closed", "fermée", null);
+            }
+            return json(200, "{\"id\":\"sbx_1\",\"written\":" + r.body().length + ",\"eof\":"
+                    + r.target().contains("eof=true") + ",\"pending\":0}");
+        })) {
+            Sandbox sb = builder(s).maxRetries(0).build().sandbox();
+            JsonNode w = sb.writeStdin("sbx_1", "x = 1\n");
+            assertEquals(6, w.path("written").asInt());
+            assertEquals(4, s.requests.size());
+            for (MockServer.Request r : s.requests) {
+                assertEquals("/v1/sandbox/executions/sbx_1/stdin", r.target());
+                assertEquals("application/octet-stream", r.header("Content-Type"));
+                assertArrayEquals("x = 1\n".getBytes(StandardCharsets.UTF_8), r.body());
+            }
+            JsonNode c = sb.closeStdin("sbx_1");
+            assertTrue(c.path("eof").asBoolean());
+            assertEquals("/v1/sandbox/executions/sbx_1/stdin?eof=true", s.requests.get(4).target());
+            ConflictException e = assertThrows(ConflictException.class, () -> sb.writeStdin("sbx_1", "y"));
+            assertEquals("stdin_closed", e.code());
+        }
+    }
 }
