@@ -57,6 +57,7 @@ K8S_VERSION=v1.36.3
 K8S_DATE=2026-07-22T18:07:38Z          # the module's release time (proxy .info): buildDate
 ETCD_VERSION=v3.6.17
 CONTAINERD_VERSION=v2.2.10
+HELM_VERSION=v3.21.4                   # helm.sh/helm/v3 (modules/helm; `build helm` only)
 PAUSE_VERSION=3.10.2                   # build/pause/Makefile TAG of k8s.io/kubernetes v1.36.3
 GVISOR_VERSION=v0.0.0-20260905035102-160fafc42237
 RUNSC_DIR=${EAI_RUNSC_DIR:-/var/cache/eai-runtime/gvisor/$GVISOR_VERSION/bin}
@@ -87,6 +88,7 @@ SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
          net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv6.conf.all.forwarding)
 
 K8S_BIN=$CACHE/kubernetes-$K8S_VERSION/bin
+HELM_BIN=$CACHE/helm-$HELM_VERSION/bin
 ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 CONTAINERD_BIN=$CACHE/containerd-$CONTAINERD_VERSION/bin
 IMAGES=$CACHE/images-pause-$PAUSE_VERSION
