@@ -70,6 +70,13 @@ build_helm() {
     go_build helm "$HELM_VERSION" "$MODULES/helm" "" "$ld" $h/cmd/helm
 }
 
+# CoreDNS (tests/cluster/modules/coredns: only the plugins the cluster's DNS
+# uses): the cluster DNS of `up` with EAI_CLUSTER_SERVICES=1.
+build_coredns() {
+    go_build coredns "$COREDNS_VERSION" "$MODULES/coredns" "" \
+        "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" .
+}
+
 build_etcd() {
     go_build etcd "$ETCD_VERSION" "$MODULES/etcd" "" "-s -w" .   # the module's name: bin/etcd
 }
@@ -187,7 +194,7 @@ build_images() {
     touch "$IMAGES/done"
 }
 
-cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm]...: all but helm by default
+cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm|coredns]...: all but helm and coredns by default
     local missing=() p what=("$@")
     ((${#what[@]})) || what=(etcd containerd kubernetes images runsc)
     for p in containernetworking-plugins docker-registry skopeo umoci busybox-static runc openssl curl gcc libc6-dev patch; do
@@ -202,7 +209,7 @@ cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm]...: all
     mkdir -p "$CACHE"
     for p in "${what[@]}"; do
         case $p in
-            etcd | containerd | kubernetes | images | helm) "build_$p" ;;
+            etcd | containerd | kubernetes | images | helm | coredns) "build_$p" ;;
             runsc)
                 find_runsc
                 can_lower_oom_score || build_gvisor_shim
