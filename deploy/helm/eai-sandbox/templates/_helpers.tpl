@@ -130,7 +130,7 @@ url
 
 {{/* Hook annotations of what the migration Job needs before install. */}}
 {{- define "eai.preInstallHook" -}}
-helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook: {{ .on | default "pre-install,pre-upgrade" }}
 helm.sh/hook-weight: {{ .weight | quote }}
 helm.sh/hook-delete-policy: before-hook-creation
 {{- end -}}
