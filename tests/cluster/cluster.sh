@@ -3,7 +3,10 @@
 # (docs/kubernetes.md, "Real cluster").  Everything is built from source
 # packages, bound to 127.0.0.1, and removed again by `down`.
 #
-#   tests/cluster/cluster.sh build    build (or find in the cache) every binary and image
+#   tests/cluster/cluster.sh build [COMPONENT...]
+#                                     build (or find in the cache) every binary and image;
+#                                     `build helm` / `build coredns`: Helm 3 and CoreDNS
+#                                     (not built by default; docs/helm.md "Real cluster")
 #   tests/cluster/cluster.sh up       build, then start etcd, the registry, containerd,
 #                                     the control plane and the kubelet; wait until ready
 #   tests/cluster/cluster.sh env      export lines: KUBECONFIG, kubectl, registry, eaid's kubeconfig
@@ -630,7 +633,7 @@ main() {
         push) shift; cmd_push "$@" ;;
         restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
         compact-etcd) cmd_compact_etcd ;;
-        *) sed -n '2,41p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' >&2; exit 2 ;;
     esac
 }
 # One line: bash has read it whole before running it, so editing this file
