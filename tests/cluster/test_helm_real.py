@@ -29,7 +29,10 @@ kubelet, containerd and runsc:
 
 Every wait is for a condition, bounded.  Exit 77 (skipped) when not root or
 the cluster cannot be built here.  EAI_HELM_REAL_ONLY: comma-separated
-substrings of step names (the install always runs).
+substrings of step names (the install and the snippet always run);
+EAI_HELM_REAL_N: executions of the replicas step (default 60);
+EAI_HELM_REAL_IMAGE: an eaid image archive to use instead of running
+scripts/image.sh.
 """
 import json
 import os
@@ -863,7 +866,8 @@ def main():
     try:
         if step("build helm and the images, cluster up (services mode), images pushed", setup):
             for name, fn in STEPS:
-                if only and not any(s in name for s in only) and fn not in (t_install, t_lint_and_dry_run):
+                if only and not any(s in name for s in only) and fn not in (t_install, t_lint_and_dry_run,
+                                                                             t_seed_snippet):
                     continue
                 if not step(name, fn) and fn in (t_install,):
                     break
