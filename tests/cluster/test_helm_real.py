@@ -779,6 +779,14 @@ def t_replicas():
         return seen if set(seen) == want else None
     wait_for(usage_once, 180, "one usage event for each execution", every=3)
     check(pepper() == C.pepper0, "the pepper Secret changed (uid or value)")
+    errs = {}
+    for d in ends.values():
+        if d["status"] != "succeeded":
+            e = d.get("error") if isinstance(d.get("error"), dict) else {"code": str(d.get("error"))}
+            k = "%s/%s: %s" % (d["status"], e.get("code"), (e.get("message") or "")[:160])
+            errs[k] = errs.get(k, 0) + 1
+    if errs:
+        note("replicas: executions not succeeded, by error: %r" % errs)
     note("replicas: 3 (upgrade %.1f s); %d executions in %.1f s across a forced eaid pod deletion and a PostgreSQL "
          "restart: all terminal %r, none in two pods, one usage event each; pepper Secret unchanged since install"
          % (dt, n, took, by))
