@@ -21,9 +21,9 @@ apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev \
     "${EAI_SDK_PACKAGES[@]}" \
     "${node_pkgs[@]}"
-# The real Kubernetes cluster's test (label k8s-real, tests/cluster,
-# docs/kubernetes.md "Real cluster") is part of the suite: its first run
-# builds Kubernetes, etcd and containerd from their Go modules (~11 min),
+# The real Kubernetes cluster's tests (labels k8s-real and helm-real, tests/cluster,
+# docs/kubernetes.md "Real cluster", docs/helm.md "Real cluster") are part of the suite: the first run
+# builds Kubernetes, etcd and containerd from their Go modules (~11 min), Helm and CoreDNS (~2 min each),
 # cached by version in /var/cache/eai-cluster.
 build_all -DEAI_TEST_K8S_REAL=ON
 

@@ -3,7 +3,10 @@
 # (docs/kubernetes.md, "Real cluster").  Everything is built from source
 # packages, bound to 127.0.0.1, and removed again by `down`.
 #
-#   tests/cluster/cluster.sh build    build (or find in the cache) every binary and image
+#   tests/cluster/cluster.sh build [COMPONENT...]
+#                                     build (or find in the cache) every binary and image;
+#                                     `build helm` / `build coredns`: Helm 3 and CoreDNS
+#                                     (not built by default; docs/helm.md "Real cluster")
 #   tests/cluster/cluster.sh up       build, then start etcd, the registry, containerd,
 #                                     the control plane and the kubelet; wait until ready
 #   tests/cluster/cluster.sh env      export lines: KUBECONFIG, kubectl, registry, eaid's kubeconfig
@@ -39,6 +42,12 @@
 #   EAI_GO             the Go toolchain (>= 1.26)                             /usr/local/go/bin/go
 #   EAI_CLUSTER_BUILD_JOBS  go build -p                                       2
 #   EAI_CLUSTER_UP_TIMEOUT  seconds `up` waits for each readiness condition   180
+#   EAI_CLUSTER_SERVICES    1: what a Helm chart needs from a cluster (`up` only;
+#                           docs/helm.md "Real cluster"): the bridge gets $GATEWAY
+#                           on the host, pods a route to the Service range, the
+#                           `kubernetes` Service address reaches the API server
+#                           (nftables DNAT), and CoreDNS on $GATEWAY:53 serves
+#                           cluster.local; nothing else from a pod reaches the host  0
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -57,6 +66,8 @@ K8S_VERSION=v1.36.3
 K8S_DATE=2026-07-22T18:07:38Z          # the module's release time (proxy .info): buildDate
 ETCD_VERSION=v3.6.17
 CONTAINERD_VERSION=v2.2.10
+HELM_VERSION=v3.21.4                   # helm.sh/helm/v3 (modules/helm; `build helm` only)
+COREDNS_VERSION=v1.14.7                # github.com/coredns/coredns (modules/coredns; EAI_CLUSTER_SERVICES=1 only)
 PAUSE_VERSION=3.10.2                   # build/pause/Makefile TAG of k8s.io/kubernetes v1.36.3
 GVISOR_VERSION=v0.0.0-20260905035102-160fafc42237
 RUNSC_DIR=${EAI_RUNSC_DIR:-/var/cache/eai-runtime/gvisor/$GVISOR_VERSION/bin}
@@ -74,6 +85,9 @@ KUBELET_HEALTHZ_PORT=10248
 CM_PORT=10257
 SCHED_PORT=10259
 POD_CIDR=198.18.0.0/24
+GATEWAY=198.18.0.1                     # the host on the bridge (EAI_CLUSTER_SERVICES=1 only)
+API_SERVICE_IP=198.19.0.1              # the `kubernetes` Service: first address of SERVICE_CIDR
+NFT_TABLE=eai-cluster                  # table ip eai-cluster (EAI_CLUSTER_SERVICES=1 only)
 SERVICE_CIDR=198.19.0.0/24
 BRIDGE=eaicni0
 CGROUP=eai-cluster                     # cgroupRoot of the kubelet, in every hierarchy
@@ -87,6 +101,8 @@ SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
          net.ipv4.ip_forward net.ipv4.conf.all.forwarding net.ipv6.conf.all.forwarding)
 
 K8S_BIN=$CACHE/kubernetes-$K8S_VERSION/bin
+HELM_BIN=$CACHE/helm-$HELM_VERSION/bin
+COREDNS_BIN=$CACHE/coredns-$COREDNS_VERSION/bin
 ETCD_BIN=$CACHE/etcd-$ETCD_VERSION/bin
 CONTAINERD_BIN=$CACHE/containerd-$CONTAINERD_VERSION/bin
 IMAGES=$CACHE/images-pause-$PAUSE_VERSION
@@ -103,6 +119,8 @@ DAEMONS=(registry etcd containerd kube-apiserver kube-controller-manager kube-sc
 HOST_PATHS=(/var/lib/kubelet /var/lib/cni /var/log/containers /run/containerd)
 
 say() { echo "cluster: $*" >&2; }
+# services_mode: `up` with EAI_CLUSTER_SERVICES=1, or a cluster that was started so.
+services_mode() { [[ ${EAI_CLUSTER_SERVICES:-0} == 1 || -f $STATE/services ]]; }
 die() { say "error: $*"; exit 1; }
 
 # shellcheck source=lib/build.sh
@@ -183,6 +201,7 @@ cmd_up() {
     fi
     local t0=$SECONDS
     cmd_build
+    [[ ${EAI_CLUSTER_SERVICES:-0} == 1 ]] && { cmd_build coredns; command -v nft >/dev/null || die "nft missing (apt-get install nftables)"; }
     # A previous run that died half way: clean it first.
     cmd_down >/dev/null 2>&1 || true
     local p
@@ -193,6 +212,8 @@ cmd_up() {
 
     mkdir -p "$STATE" "$RUN" "$LOGS"
     rm -rf "$LOGS"/*.log "$LOGS/runsc"
+    rm -f "$STATE/services"
+    [[ ${EAI_CLUSTER_SERVICES:-0} == 1 ]] && touch "$STATE/services"
     # From here on, a failure stops whatever started (the logs stay).
     # ($BASHPID: bash runs this trap in some subshells too, e.g. <(...).)
     trap '[[ $BASHPID == "$$" ]] && { say "up failed: stopping what started (logs: $LOGS)"; cmd_down >/dev/null 2>&1; }' EXIT
@@ -215,6 +236,7 @@ cmd_up() {
             cat /sys/fs/cgroup/cpuset/cpuset.mems >"/sys/fs/cgroup/cpuset/$CGROUP/cpuset.mems"
     fi
 
+    services_mode && start_services_network
     say "starting the registry and etcd"
     start registry /usr/bin/docker-registry serve "$STATE/registry.yml"
     start etcd "$ETCD_BIN/etcd" --name eai --data-dir "$STATE/etcd" \
@@ -252,6 +274,7 @@ cmd_up() {
         --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
         --use-service-account-credentials --service-cluster-ip-range "$SERVICE_CIDR" \
         --leader-elect=false --profiling=false
+    services_mode && start_coredns
     start kube-scheduler "$K8S_BIN/kube-scheduler" \
         --kubeconfig "$STATE/scheduler.kubeconfig" \
         --authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
@@ -277,6 +300,55 @@ EOF
     make_eaid_access
     trap - EXIT
     say "up in $((SECONDS - t0)) s; eval \"\$($0 env)\""
+}
+
+# EAI_CLUSTER_SERVICES=1: the bridge made before the CNI plugin (which then
+# finds its gateway address there), route_localnet on it alone (the API
+# server's DNAT target is 127.0.0.1), and one nftables table: from the bridge
+# the host accepts the API server through the `kubernetes` Service address
+# and DNS on $GATEWAY, nothing else; nothing is forwarded from the bridge.
+start_services_network() {
+    ip link add "$BRIDGE" type bridge
+    ip addr add "$GATEWAY/${POD_CIDR#*/}" dev "$BRIDGE"
+    ip link set "$BRIDGE" up
+    sysctl -q -w "net.ipv4.conf.$BRIDGE.route_localnet=1"
+    nft -f - <<EOF
+table ip $NFT_TABLE {
+    chain prerouting {
+        type nat hook prerouting priority dstnat; policy accept;
+        iifname "$BRIDGE" ip daddr $API_SERVICE_IP tcp dport 443 dnat to $ADDR:$API_PORT
+    }
+    chain input {
+        type filter hook input priority filter; policy accept;
+        iifname "$BRIDGE" ct state established,related accept
+        iifname "$BRIDGE" ct status dnat ip daddr $ADDR tcp dport $API_PORT accept
+        iifname "$BRIDGE" ip daddr $GATEWAY udp dport 53 accept
+        iifname "$BRIDGE" ip daddr $GATEWAY tcp dport 53 accept
+        iifname "$BRIDGE" drop
+    }
+    chain forward {
+        type filter hook forward priority filter; policy accept;
+        iifname "$BRIDGE" oifname != "$BRIDGE" drop
+    }
+}
+EOF
+}
+
+# The cluster DNS: CoreDNS (modules/coredns) on $GATEWAY:53, the kubernetes
+# plugin reading Services and EndpointSlices with the admin kubeconfig;
+# names outside cluster.local get no answer (no upstream).
+start_coredns() {
+    cat >"$STATE/Corefile" <<EOF
+.:53 {
+    bind $GATEWAY
+    errors
+    cache 5
+    kubernetes cluster.local {
+        kubeconfig $STATE/admin.kubeconfig
+    }
+}
+EOF
+    start coredns "$COREDNS_BIN/coredns" -conf "$STATE/Corefile"
 }
 
 # eaid's access, as the Helm chart grants it (deploy/helm/.../rbac.yaml,
@@ -382,7 +454,7 @@ cmd_down() {
     # Daemons in reverse order of start (those of one stage together), then
     # anything left in their cgroups.
     stop_daemons kubelet
-    stop_daemons kube-scheduler kube-controller-manager kube-apiserver
+    stop_daemons coredns kube-scheduler kube-controller-manager kube-apiserver
     stop_daemons containerd
     stop_daemons etcd registry
     if [[ -d $UNIFIED/$CGROUP ]]; then
@@ -406,6 +478,7 @@ cmd_down() {
         [[ -z $(our_mounts) ]] && break
     done
     [[ -z $(our_mounts) ]] || say "warning: mounts left: $(our_mounts | tr '\n' ' ')"
+    nft list table ip "$NFT_TABLE" >/dev/null 2>&1 && { nft delete table ip "$NFT_TABLE" || say "warning: nftables table $NFT_TABLE left"; }
     if ip link show "$BRIDGE" >/dev/null 2>&1; then
         for p in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
             ip link delete "$p" 2>/dev/null || true
@@ -507,6 +580,8 @@ export EAI_CLUSTER_EAID_KUBECONFIG=$STATE/eaid.kubeconfig
 export EAI_CLUSTER_TENANT_ROLE=eai-sandbox-tenant
 export EAI_CLUSTER_SERVICE_ACCOUNT=eai-system/eai-sandbox
 export EAI_CLUSTER_RUNTIME_CLASS=gvisor
+export EAI_CLUSTER_HELM=$HELM_BIN/helm
+export EAI_CLUSTER_SERVICES=$(services_mode && echo 1 || echo 0)
 export PATH=$K8S_BIN:\$PATH
 EOF
 }
@@ -558,7 +633,7 @@ main() {
         push) shift; cmd_push "$@" ;;
         restart-apiserver) shift; cmd_restart_apiserver "$@" ;;
         compact-etcd) cmd_compact_etcd ;;
-        *) sed -n '2,41p' "$0" >&2; exit 2 ;;
+        *) sed -n '2,/^set -euo pipefail/p' "$0" | sed '$d' >&2; exit 2 ;;
     esac
 }
 # One line: bash has read it whole before running it, so editing this file

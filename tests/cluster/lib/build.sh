@@ -55,6 +55,28 @@ build_kubernetes() {
         k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl
 }
 
+# Helm 3 (tests/cluster/modules/helm): not part of `up`; the helm-real test
+# and developers ask for it (`cluster.sh build helm`).
+build_helm() {
+    # The Makefile's stamps: the version, and the Kubernetes version that
+    # `helm template` and `helm lint` assume (client-go v0.36 -> 1.36).
+    local h=helm.sh/helm/v3 ld="-s -w" kv
+    kv=$(cd "$MODULES/helm" && GOFLAGS=-mod=readonly GOTOOLCHAIN=local "$GO" list -m -f '{{.Version}}' k8s.io/client-go) ||
+        die "helm: cannot read the client-go version of modules/helm"
+    kv=${kv#v0.}
+    ld+=" -X $h/internal/version.version=$HELM_VERSION -X $h/internal/version.gitTreeState=archive"
+    ld+=" -X $h/pkg/lint/rules.k8sVersionMajor=1 -X $h/pkg/lint/rules.k8sVersionMinor=${kv%%.*}"
+    ld+=" -X $h/pkg/chartutil.k8sVersionMajor=1 -X $h/pkg/chartutil.k8sVersionMinor=${kv%%.*}"
+    go_build helm "$HELM_VERSION" "$MODULES/helm" "" "$ld" $h/cmd/helm
+}
+
+# CoreDNS (tests/cluster/modules/coredns: only the plugins the cluster's DNS
+# uses): the cluster DNS of `up` with EAI_CLUSTER_SERVICES=1.
+build_coredns() {
+    go_build coredns "$COREDNS_VERSION" "$MODULES/coredns" "" \
+        "-s -w -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION" .
+}
+
 build_etcd() {
     go_build etcd "$ETCD_VERSION" "$MODULES/etcd" "" "-s -w" .   # the module's name: bin/etcd
 }
@@ -172,7 +194,7 @@ build_images() {
     touch "$IMAGES/done"
 }
 
-cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by default
+cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm|coredns]...: all but helm and coredns by default
     local missing=() p what=("$@")
     ((${#what[@]})) || what=(etcd containerd kubernetes images runsc)
     for p in containernetworking-plugins docker-registry skopeo umoci busybox-static runc openssl curl gcc libc6-dev patch; do
@@ -187,7 +209,7 @@ cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc]...: all by d
     mkdir -p "$CACHE"
     for p in "${what[@]}"; do
         case $p in
-            etcd | containerd | kubernetes | images) "build_$p" ;;
+            etcd | containerd | kubernetes | images | helm | coredns) "build_$p" ;;
             runsc)
                 find_runsc
                 can_lower_oom_score || build_gvisor_shim

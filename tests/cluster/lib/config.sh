@@ -167,14 +167,24 @@ EOF
     # bridge + host-local: no gateway address on the host, no default route in
     # pods (isGateway false), no masquerade: a pod reaches nothing but its
     # neighbours on the bridge.
+    # With EAI_CLUSTER_SERVICES=1 (services_mode, for the Helm chart): the
+    # bridge gets $GATEWAY on the host and pods one more route, the Service
+    # range through it; cluster.sh's nftables table lets through only the API
+    # server's Service address and the cluster DNS on $GATEWAY.
+    local gw=false range="{\"subnet\": \"$POD_CIDR\"}" routes=""
+    if services_mode; then
+        gw=true
+        range="{\"subnet\": \"$POD_CIDR\", \"gateway\": \"$GATEWAY\"}"
+        routes=", \"routes\": [{\"dst\": \"$SERVICE_CIDR\", \"gw\": \"$GATEWAY\"}]"
+    fi
     cat >"$STATE/cni/net.d/10-eai.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "eai-cluster",
   "plugins": [
-    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": false,
+    {"type": "bridge", "bridge": "$BRIDGE", "isGateway": $gw, "ipMasq": false, "hairpinMode": false,
      "ipam": {"type": "host-local", "dataDir": "$STATE/cni/ipam",
-              "ranges": [[{"subnet": "$POD_CIDR"}]]}},
+              "ranges": [[$range]]$routes}},
     {"type": "loopback"}
   ]
 }
@@ -203,6 +213,7 @@ cgroupRoot: /$CGROUP
 failCgroupV1: false
 failSwapOn: false
 resolvConf: "$STATE/kubelet/resolv.conf"
+$(services_mode && printf 'clusterDNS: ["%s"]\nclusterDomain: cluster.local\n' "$GATEWAY")
 podLogsDir: "$STATE/pod-logs"
 volumePluginDir: "$STATE/kubelet/volume-plugins"
 maxPods: 32

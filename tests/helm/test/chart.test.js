@@ -198,6 +198,17 @@ test("minimal deployment: control plane, bundled PostgreSQL, sandbox pods", () =
   assert.ok((c.volumeMounts || []).some((m) => m.mountPath === "/tmp"), "writable /tmp on a read-only root");
   assert.ok(c.env.some((e) => e.name === "EAI_DATABASE_URL" && e.valueFrom.secretKeyRef));
   assert.ok(!c.env.some((e) => e.value && /postgres:\/\//.test(e.value)), "no credentials in plain env");
+  // what the first real install showed (docs/helm.md "Real cluster"): eaid opens its config
+  // and pepper with O_NOFOLLOW (the files, not the kubelet's ..data links: subPath), the
+  // image's EAI_DATA_DIR is overridden by a 0700 subdirectory of the emptyDir, and the
+  // pepper is 64 lowercase hex characters
+  for (const f of ["/etc/eai/config/eaid.yaml", "/etc/eai/pepper/pepper"]) {
+    const m = c.volumeMounts.find((x) => x.mountPath === f);
+    assert.ok(m && m.subPath && m.readOnly, `${f} mounted as a file (subPath)`);
+  }
+  assert.equal(c.env.find((e) => e.name === "EAI_DATA_DIR").value, "/var/lib/eai/data");
+  const pep = byKind(r, "Secret").find((x) => x.data && x.data.pepper);
+  assert.match(Buffer.from(pep.data.pepper, "base64").toString(), /^[0-9a-f]{64}$/);
 
   const svc = byKind(r, "Service").find((s) => s.metadata.name === d.metadata.name);
   assert.ok(matches(svc.spec.selector, d.spec.template.metadata.labels));
@@ -361,6 +372,8 @@ test("sandbox disabled: no RBAC, no API token, no API server egress", () => {
   assert.equal(byKind(r, "ValidatingAdmissionPolicy").length, 0);
   const d = one(r, "Deployment");
   assert.equal(d.spec.template.spec.automountServiceAccountToken, false);
+  // no isolation backend: /readyz would stay 503 for ever; eaid still serves the API
+  assert.equal(d.spec.template.spec.containers[0].readinessProbe.httpGet.path, "/healthz");
   const np = byKind(r, "NetworkPolicy").find((n) => matches(n.spec.podSelector.matchLabels, d.spec.template.metadata.labels));
   assert.ok(!np.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 443)));
 });
@@ -428,8 +441,12 @@ test("seed minimal deployment: the migration Job runs before everything that nee
   const sts = one(r, "StatefulSet");
   const pgsvc = byKind(r, "Service").find((x) => x.metadata.name === sts.spec.serviceName);
   const init = byKind(r, "ConfigMap").find((x) => x.metadata.name.endsWith("-init"));
+  assert.deepEqual(hooks(sec), ["pre-install", "pre-upgrade"], "the Secret is a hook");
+  // PostgreSQL: pre-install only, so an upgrade does not restart it under running executions
+  for (const o of [sts, pgsvc, init]) {
+    assert.deepEqual(hooks(o), ["pre-install"], `${o.kind} ${o.metadata.name} is a pre-install hook`);
+  }
   for (const o of [sec, sts, pgsvc, init]) {
-    assert.deepEqual(hooks(o), ["pre-install", "pre-upgrade"], `${o.kind} ${o.metadata.name} is a hook`);
     assert.ok(weight(o) < weight(job), `${o.kind} before the Job`);
   }
   assert.ok(weight(sec) < weight(sts), "the Secret before the StatefulSet that reads it");

@@ -75,6 +75,22 @@ url
 {{- end -}}
 {{- end -}}
 
+{{/* The API-key pepper: 64 lowercase hex characters (32 bytes), what eaid
+requires; the live Secret's value when it exists and has that form (a value
+of another form never let eaid start, so nothing was peppered with it). */}}
+{{- define "eai.keepPepper" -}}
+{{- $s := lookup "v1" "Secret" .ns .name -}}
+{{- $v := "" -}}
+{{- if and $s $s.data (hasKey $s.data "pepper") -}}
+{{- $v = index $s.data "pepper" | b64dec -}}
+{{- end -}}
+{{- if regexMatch "^[0-9a-f]{64}$" $v -}}
+{{- $v -}}
+{{- else -}}
+{{- randAlphaNum 64 | sha256sum -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "eai.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
@@ -114,7 +130,7 @@ url
 
 {{/* Hook annotations of what the migration Job needs before install. */}}
 {{- define "eai.preInstallHook" -}}
-helm.sh/hook: pre-install,pre-upgrade
+helm.sh/hook: {{ .on | default "pre-install,pre-upgrade" }}
 helm.sh/hook-weight: {{ .weight | quote }}
 helm.sh/hook-delete-policy: before-hook-creation
 {{- end -}}
