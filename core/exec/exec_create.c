@@ -488,9 +488,11 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
         eai_reply_error(r, EAI_E_VALIDATION_FAILED, exec_detail1("", "must be an object"));
         return;
     }
-    if (eai_req_apply_token_ids(r, body) < 0) { /* answered 403 */
+    const char *field = NULL;
+    if (eai_req_apply_token_ids(r, body, &field) < 0) { /* audited, then answered: r is gone after the reply */
         json_decref(body);
         exec_audit_deny(app, r, "sandbox.execute", "", "forbidden");
+        eai_req_token_ids_refusal(r, field);
         return;
     }
     if (app->schema_execution) {

@@ -255,6 +255,7 @@ static const struct tmpl T[] = {
      "le backend '{1}' du profil '{2}' ne prend pas en charge les sessions"},
     {"at most {} live sessions per tenant (sessions.max_per_tenant)",
      "{1} sessions actives au plus par locataire (sessions.max_per_tenant)"},
+    {"differs from the claim of the gateway token", "diffère de la revendication du jeton de la passerelle"},
     {"a session has no network egress", "une session n'a pas d'accès réseau sortant"},
     {"must be a boolean", "doit être un booléen"},
     {"timeout_s and output_bytes are given per execution, not per session",

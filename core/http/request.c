@@ -569,7 +569,7 @@ json_t *eai_req_body_json(struct eai_req *r, int yaml_ok)
     return v;
 }
 
-int eai_req_apply_token_ids(struct eai_req *r, json_t *body)
+int eai_req_apply_token_ids(struct eai_req *r, json_t *body, const char **field)
 {
     const char *keys[] = {"project_id", "agent_id"};
     const char *vals[] = {r->jwt_project, r->jwt_agent};
@@ -582,11 +582,17 @@ int eai_req_apply_token_ids(struct eai_req *r, json_t *body)
         if (!v || json_is_null(v)) {
             json_object_set_new(body, keys[i], json_string(vals[i]));
         } else if (!json_is_string(v) || strcmp(json_string_value(v), vals[i]) != 0) {
-            char msg[200];
-            snprintf(msg, sizeof msg, "differs from the %s of the gateway token", keys[i]);
-            eai_reply_error(r, EAI_E_FORBIDDEN, json_pack("[{s:s, s:s}]", "path", keys[i], "message", msg));
+            *field = keys[i];
             return -1;
         }
     }
     return 0;
+}
+
+void eai_req_token_ids_refusal(struct eai_req *r, const char *field)
+{
+    char path[32];
+    snprintf(path, sizeof path, "/%s", field);
+    eai_reply_error(r, EAI_E_FORBIDDEN, json_pack("[{s:s, s:s}]", "path", path, "message",
+                                                  "differs from the claim of the gateway token"));
 }

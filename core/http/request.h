@@ -57,9 +57,12 @@ void eai_req_on_gone(struct eai_req *r, void (*fn)(void *), void *arg);
 json_t *eai_req_body_json(struct eai_req *r, int yaml_ok);
 /* A gateway token's project and agent claims (http/jwt_auth.c) on a body
  * that creates an execution or a session: project_id / agent_id filled in
- * when the body has none; a body naming another one is refused (403
- * forbidden, answered here) and -1 returned.  0 otherwise (API keys too). */
-int eai_req_apply_token_ids(struct eai_req *r, json_t *body);
+ * when the body has none.  0, or -1 when the body names another one: the
+ * caller audits and answers eai_req_token_ids_refusal (403 forbidden).
+ * API keys: always 0. */
+int eai_req_apply_token_ids(struct eai_req *r, json_t *body, const char **field);
+/* The 403 forbidden envelope for field (eai_req_apply_token_ids). */
+void eai_req_token_ids_refusal(struct eai_req *r, const char *field);
 
 /* --- replies (exactly one per request) */
 void eai_reply_json(struct eai_req *r, int status, json_t *body /* stolen */);

@@ -243,8 +243,12 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, detail1("", "must be an object"));
         return;
     }
-    if (eai_req_apply_token_ids(r, body) < 0) { /* answered 403 */
+    const char *field = NULL;
+    if (eai_req_apply_token_ids(r, body, &field) < 0) { /* audited and answered 403 */
         json_decref(body);
+        refuse(app, r, "sandbox.session.create", "", EAI_E_FORBIDDEN,
+               detail1(strcmp(field, "project_id") ? "/agent_id" : "/project_id",
+                       "differs from the claim of the gateway token"));
         return;
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",

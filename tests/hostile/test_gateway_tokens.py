@@ -149,6 +149,12 @@ def case_project_claim():
     st, b = get(token(K["ed1"]), "/v1/sandbox/executions", "POST", body)
     check(st == 403 and b["error"]["code"] == "forbidden", "another project: %s %s" % (st, b))
     check("project_id" in json.dumps(b["error"].get("details")), "details name project_id: %s" % b)
+    check("passerelle" in json.dumps(b["error"].get("details"), ensure_ascii=False), "details in French: %s" % b)
+    st, b = get(token(K["ed1"], {"agent_id": "a1"}), "/v1/sandbox/sessions", "POST", {"image": "python:3.11-slim", "agent_id": "not-a1",
+                                                                 "profile": "gvisor-small"})
+    check(st == 403 and b["error"]["code"] == "forbidden", "a session for another agent: %s %s" % (st, b))
+    st, b = get(token(K["ed1"]), "/v1/sandbox/executions?limit=1")
+    check(st == 200, "eaid still answers after the refusals: %s" % st)
 
 
 def case_refusals():
