@@ -3,6 +3,7 @@
 #define EAI_GVISOR_H
 
 #include <limits.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -252,6 +253,38 @@ const char *gv_runtime_died(const char *bundle_dir, const char *cmd);
 
 /* eai_pc_bundle_remove(dir), only when dir is one of our bundles. */
 int gv_bundle_remove(const char *dir);
+
+/* One long-lived runsc sandbox, the part its two owners share
+ * (gvisor_sandbox.c): a warm-pool sandbox (struct gv_pooled, gvisor_pool.c)
+ * and a session's (struct gv_session, gvisor_session.c) each embed one, as
+ * every run is an eai_pc_run.  Its end, whoever ends it: `runsc kill`, the
+ * grace timer's SIGKILL of `runsc run` and `runsc delete --force`, then,
+ * once `runsc run` exited and no helper runs, clean_work and the removal of
+ * the bundle and the cgroup leaves on a worker, and clean_done, the owner's
+ * last step (unlink, callbacks, free), on the loop.  Loop thread. */
+struct gv_sbx {
+    struct gv *g;
+    struct eai_pc_bundle b;
+    struct eai_pc_child *run;          /* `runsc run`, while the sandbox lives */
+    int run_spawned, run_exited;
+    int helpers;                       /* runsc kill / delete, rm: children still running */
+    int dying;                         /* the owner is ending it (gv_sbx_stop) */
+    int cleaning;                      /* the worker's removal is under way */
+    struct event *ev_timer;            /* the owner's boot timeout, then the kill grace */
+    void (*clean_work)(struct gv_sbx *x); /* worker, before the bundle goes (may be NULL) */
+    void (*clean_done)(struct gv_sbx *x); /* loop, last */
+};
+/* The owner ends it: `runsc kill` (unless no_kill: the sandbox ends by
+ * itself), the grace timer, then gv_sbx_maybe_cleanup.  Once. */
+void gv_sbx_stop(struct gv_sbx *x, int no_kill);
+/* A runsc helper: `kill <cid> KILL` (del 0) or `delete --force <cid>` (del 1). */
+void gv_sbx_helper(struct gv_sbx *x, int del);
+/* The done callback of a helper child whose arg is x (counted in helpers). */
+void gv_sbx_helper_done(void *arg, int status, const char *out, size_t outlen);
+/* Removal and clean_done when it is dying and nothing of it runs any more. */
+void gv_sbx_maybe_cleanup(struct gv_sbx *x);
+/* The owner's struct from its embedded gv_sbx. */
+#define GV_SBX_OWNER(x, type, member) ((type *)(void *)((char *)(x) - offsetof(type, member)))
 
 /* Describe the families of enum gv_metric (create): 0, or -1 + *err when
  * the host refuses one.  A host older than ABI 1.4 has no metric_describe:

@@ -45,12 +45,9 @@ struct gv_pooled {
     struct gv *g;
     struct gv_pooled *next;
     struct gv_shape shape;
-    struct eai_pc_bundle b;
+    struct gv_sbx sbx;          /* the bundle, `runsc run` and its end (gvisor_sandbox.c) */
     enum gv_pool_state state;
     int prep_failed;
-    struct eai_pc_child *run;
-    int run_spawned, run_exited;
-    int helpers;
     int rd_fd;                  /* runsc's stdout: "ready", then (launcher) the program's */
     int wd_fd;                  /* its watchdog: dies with eaid (pc_watchdog.c) */
     struct event *rd_ev;
@@ -64,8 +61,6 @@ struct gv_pooled {
     size_t ctl_len;
     struct eai_pc_run *user;    /*   the run told of the end (gv_launch_ended) */
     int answered;               /*   it answered "exit": the sandbox ends by itself */
-    struct event *ev_timer;     /* boot timeout, then kill grace */
-    int cleaning;
     /* egress shapes (shape.net): the namespace core made for it */
     void *ns_token;             /* host->netns_take's; core's once claimed (NULL here then) */
     int ns_wait;                /* its callback still to come (holds the prepare step's inflight) */
@@ -81,7 +76,7 @@ static int shape_eq(const struct gv_shape *a, const struct gv_shape *b)
 
 const struct eai_pc_bundle *gv_pooled_bundle(const struct gv_pooled *p)
 {
-    return &p->b;
+    return &p->sbx.b;
 }
 
 /* ------------------------------------------------------------ teardown */
@@ -118,7 +113,7 @@ static void close_fd(int *fd)
 
 static void pooled_free(struct gv_pooled *p)
 {
-    eai_pc_watchdog_disarm(&p->wd_fd); /* removed by cleanup_work */
+    eai_pc_watchdog_disarm(&p->wd_fd); /* its bundle is removed by gv_sbx's cleanup */
     if (p->rd_ev)
         event_free(p->rd_ev);
     if (p->ctl_ev)
@@ -126,68 +121,20 @@ static void pooled_free(struct gv_pooled *p)
     close_fd(&p->rd_fd);
     close_fd(&p->ctl_fd);
     close_fd(&p->err_fd);
-    if (p->ev_timer)
-        event_free(p->ev_timer);
+    if (p->sbx.ev_timer)
+        event_free(p->sbx.ev_timer);
     free(p);
 }
 
-static void cleanup_work(void *arg)
+/* The last step of its end (gv_sbx clean_done), on the loop. */
+static void pooled_clean_done(struct gv_sbx *x)
 {
-    struct gv_pooled *p = arg;
-    gv_bundle_remove(p->b.dir);
-    if (p->b.cg_made)
-        gv_cgroup_remove(p->b.cgpath, p->b.cg_v2);
-}
-
-static void cleanup_done(void *arg)
-{
-    struct gv_pooled *p = arg;
+    struct gv_pooled *p = GV_SBX_OWNER(x, struct gv_pooled, sbx);
     struct gv *g = p->g;
     pooled_unlink(p);
     pooled_free(p);
     pool_gauges(g);
     gv_release(g);
-}
-
-static void maybe_cleanup(struct gv_pooled *p)
-{
-    if (p->state != GVP_DYING || p->cleaning || p->helpers > 0 || (p->run_spawned && !p->run_exited))
-        return;
-    p->cleaning = 1;
-    if (p->ev_timer)
-        event_del(p->ev_timer);
-    if (p->g->destroying || p->g->host->work_submit(p->g->host, cleanup_work, cleanup_done, p) < 0) {
-        cleanup_work(p);
-        cleanup_done(p);
-    }
-}
-
-static void helper_done(void *arg, int status, const char *out, size_t outlen)
-{
-    struct gv_pooled *p = arg;
-    p->helpers--;
-    maybe_cleanup(p);
-}
-
-static void spawn_helper(struct gv_pooled *p, int del)
-{
-    struct gv *g = p->g;
-    char root[PATH_MAX + 16];
-    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-    char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
-    char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
-    if (eai_pc_child_spawn(g->host->base, g, del ? del_argv : kill_argv, -1, -1, -1, 1,
-                       del ? GV_DELETE_TIMEOUT_MS : GV_RUNSC_TIMEOUT_MS, helper_done, p))
-        p->helpers++;
-}
-
-static void on_grace(evutil_socket_t fd, short what, void *arg)
-{
-    struct gv_pooled *p = arg;
-    if (p->run_exited || !p->run)
-        return;
-    kill(eai_pc_child_pid(p->run), SIGKILL);
-    spawn_helper(p, 1);
 }
 
 /* Stop the sandbox (if it runs) and remove everything of it. */
@@ -217,23 +164,11 @@ static void pooled_kill(struct gv_pooled *p)
     close_fd(&p->rd_fd);
     close_fd(&p->ctl_fd);
     close_fd(&p->err_fd);
-    if (p->run_spawned && !p->run_exited) {
-        /* A launcher that answered exits next, which ends the sandbox (and
-         * the run's end signalled its cgroup): no `runsc kill` (a Go
-         * process, ~20 ms of CPU beside the next run); the grace timer
-         * still kills and deletes one that does not end. */
-        if (!p->answered)
-            spawn_helper(p, 0);
-        if (p->ev_timer) {
-            event_del(p->ev_timer);
-            event_free(p->ev_timer);
-        }
-        p->ev_timer = evtimer_new(p->g->host->base, on_grace, p);
-        struct timeval tv = {GV_KILL_GRACE_MS / 1000, (GV_KILL_GRACE_MS % 1000) * 1000};
-        if (!p->ev_timer || evtimer_add(p->ev_timer, &tv) < 0)
-            on_grace(-1, 0, p);
-    }
-    maybe_cleanup(p);
+    /* A launcher that answered exits next, which ends the sandbox (and the
+     * run's end signalled its cgroup): no `runsc kill` (a Go process, ~20 ms
+     * of CPU beside the next run); the grace timer still kills and deletes
+     * one that does not end. */
+    gv_sbx_stop(&p->sbx, p->answered);
 }
 
 void gv_pool_release(struct gv_pooled *p)
@@ -248,7 +183,7 @@ static void boot_failed(struct gv_pooled *p, const char *why)
     struct gv *g = p->g;
     if (!g->destroying) {
         g->pool_backoff_until = eai_monotonic_ms() + GV_POOL_BACKOFF_MS;
-        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: %s (pool paused %d s)", p->b.cid, why,
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: %s (pool paused %d s)", p->sbx.b.cid, why,
                      GV_POOL_BACKOFF_MS / 1000);
     }
     pooled_kill(p);
@@ -257,8 +192,8 @@ static void boot_failed(struct gv_pooled *p, const char *why)
 static void run_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_pooled *p = arg;
-    p->run = NULL;
-    p->run_exited = 1;
+    p->sbx.run = NULL;
+    p->sbx.run_exited = 1;
     if (p->state == GVP_BOOTING || p->state == GVP_READY) {
         boot_failed(p, "sandbox ended while idle");
         return;
@@ -274,7 +209,7 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
     p->user = NULL;
     if (user)
         gv_launch_ended(user, 'r', status, NULL);
-    maybe_cleanup(p);
+    gv_sbx_maybe_cleanup(&p->sbx);
 }
 
 static void on_ready(evutil_socket_t fd, short what, void *arg)
@@ -302,8 +237,8 @@ static void on_ready(evutil_socket_t fd, short what, void *arg)
     p->rd_ev = NULL;
     if (!p->launcher) /* the launcher's stdout is the program's */
         close_fd(&p->rd_fd);
-    if (p->ev_timer)
-        event_del(p->ev_timer);
+    if (p->sbx.ev_timer)
+        event_del(p->sbx.ev_timer);
     if (p->state == GVP_BOOTING)
         p->state = GVP_READY;
     pool_gauges(p->g);
@@ -369,8 +304,8 @@ static void prepare_work(void *arg)
         job.netns_path = p->netns;
         job.dns_server = p->dns;
     }
-    p->b.launcher = p->launcher;
-    if (gv_bundle_prepare(&p->b, &job, 1, msg, sizeof(msg)) < 0)
+    p->sbx.b.launcher = p->launcher;
+    if (gv_bundle_prepare(&p->sbx.b, &job, 1, msg, sizeof(msg)) < 0)
         p->prep_failed = 1;
 }
 
@@ -412,40 +347,40 @@ static void prepare_done(void *arg)
     char root[PATH_MAX + 16], plat[64], dlog[PATH_MAX + 48], log[PATH_MAX + 40];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
-    gv_debug_log_arg(dlog, sizeof(dlog), p->b.dir);
+    gv_debug_log_arg(dlog, sizeof(dlog), p->sbx.b.dir);
     /* runsc's own errors (gvisor_exec.c reads them when runsc ends a launched program) */
-    snprintf(log, sizeof(log), "--log=%s/runsc-run.main.log", p->b.dir);
-    char *argv[] = {g->runsc, root, log, dlog, "--network=none", plat, "run", "--bundle", p->b.dir, p->b.cid, NULL};
+    snprintf(log, sizeof(log), "--log=%s/runsc-run.main.log", p->sbx.b.dir);
+    char *argv[] = {g->runsc, root, log, dlog, "--network=none", plat, "run", "--bundle", p->sbx.b.dir, p->sbx.b.cid, NULL};
     /* egress: gVisor's netstack in core's namespace, as a cold egress run
      * (gvisor_exec.c gv_spawn_argv: with the /proc/sys/net workaround) */
     char *net_argv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
-                        g->runsc, root, log, dlog, "--network=sandbox", plat, "run", "--bundle", p->b.dir, p->b.cid,
+                        g->runsc, root, log, dlog, "--network=sandbox", plat, "run", "--bundle", p->sbx.b.dir, p->sbx.b.cid,
                         NULL};
     char **av = !p->shape.net ? argv : g->net_state == 2 ? net_argv : net_argv + 8;
     /* An idle (or taken) warm sandbox must not outlive eaid either. */
-    struct eai_pc_wd wd = {.runtime = g->runsc, .root_arg = root, .cid = p->b.cid, .cgpath = p->b.cgpath,
-                           .dir = p->b.dir};
+    struct eai_pc_wd wd = {.runtime = g->runsc, .root_arg = root, .cid = p->sbx.b.cid, .cgpath = p->sbx.b.cgpath,
+                           .dir = p->sbx.b.dir};
     p->wd_fd = eai_pc_watchdog_arm(g->host->base, &wd);
     if (p->wd_fd < 0)
-        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no watchdog (%s)", p->b.cid,
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no watchdog (%s)", p->sbx.b.cid,
                      strerror(errno));
-    p->run = eai_pc_child_spawn(g->host->base, g, av, ctl[1], out[1], err[1], 0, 0, run_done, p);
+    p->sbx.run = eai_pc_child_spawn(g->host->base, g, av, ctl[1], out[1], err[1], 0, 0, run_done, p);
     close(out[1]);
     close_fd(&err[1]);
     close_fd(&ctl[1]);
     p->rd_fd = out[0];
     p->err_fd = err[0];
     p->ctl_fd = ctl[0];
-    if (!p->run) {
+    if (!p->sbx.run) {
         boot_failed(p, "cannot spawn runsc");
         gv_release(g);
         return;
     }
-    p->run_spawned = 1;
+    p->sbx.run_spawned = 1;
     p->rd_ev = event_new(g->host->base, p->rd_fd, EV_READ | EV_PERSIST, on_ready, p);
-    p->ev_timer = evtimer_new(g->host->base, on_boot_timeout, p);
+    p->sbx.ev_timer = evtimer_new(g->host->base, on_boot_timeout, p);
     struct timeval tv = {GV_POOL_BOOT_TIMEOUT_MS / 1000, 0};
-    if (!p->rd_ev || !p->ev_timer || event_add(p->rd_ev, NULL) < 0 || evtimer_add(p->ev_timer, &tv) < 0)
+    if (!p->rd_ev || !p->sbx.ev_timer || event_add(p->rd_ev, NULL) < 0 || evtimer_add(p->sbx.ev_timer, &tv) < 0)
         boot_failed(p, "out of memory");
     gv_release(g);
 }
@@ -461,7 +396,7 @@ static void ns_ready(void *arg, void *token, const char *netns_path, const char 
         snprintf(p->dns, sizeof(p->dns), "%s", dns_server) >= (int)sizeof(p->dns)) {
         if (!token)
             p->ns_token = NULL; /* core has already ended it */
-        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no namespace (%s)", p->b.cid,
+        g->host->log(g->host, GV_COMPONENT, EAI_LOG_WARN, "warm pool: %s: no namespace (%s)", p->sbx.b.cid,
                      why ? why : "bad path");
         p->prep_failed = 1;
         prepare_done(p);
@@ -479,6 +414,8 @@ static void pool_boot(struct gv *g, const struct gv_shape *s)
     if (!p)
         return;
     p->g = g;
+    p->sbx.g = g;
+    p->sbx.clean_done = pooled_clean_done;
     p->shape = *s;
     p->rd_fd = -1;
     p->wd_fd = -1;
@@ -489,16 +426,16 @@ static void pool_boot(struct gv *g, const struct gv_shape *s)
     unsigned char rnd[4] = {0};
     if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
         memset(rnd, 0, sizeof(rnd));
-    snprintf(p->b.cid, sizeof(p->b.cid), GV_CID_PREFIX "pool-%02x%02x%02x%02x-%lu", rnd[0], rnd[1], rnd[2], rnd[3],
+    snprintf(p->sbx.b.cid, sizeof(p->sbx.b.cid), GV_CID_PREFIX "pool-%02x%02x%02x%02x-%lu", rnd[0], rnd[1], rnd[2], rnd[3],
              ++g->seq);
-    snprintf(p->b.dir, sizeof(p->b.dir), "%s/%s", g->work_dir, p->b.cid);
-    snprintf(p->b.cgpath, sizeof(p->b.cgpath), "%s/%s", g->cg_parent, p->b.cid);
-    snprintf(p->b.rootfs, sizeof(p->b.rootfs), "%s", s->rootfs);
-    p->b.uid = g->uid;
-    p->b.cg_v2 = g->cg_v2;
+    snprintf(p->sbx.b.dir, sizeof(p->sbx.b.dir), "%s/%s", g->work_dir, p->sbx.b.cid);
+    snprintf(p->sbx.b.cgpath, sizeof(p->sbx.b.cgpath), "%s/%s", g->cg_parent, p->sbx.b.cid);
+    snprintf(p->sbx.b.rootfs, sizeof(p->sbx.b.rootfs), "%s", s->rootfs);
+    p->sbx.b.uid = g->uid;
+    p->sbx.b.cg_v2 = g->cg_v2;
     p->next = g->pool;
     g->pool = p;
-    g->inflight++; /* held by the pooled sandbox until cleanup_done */
+    g->inflight++; /* held by the pooled sandbox until pooled_clean_done */
     g->inflight++; /* held by the prepare step */
     if (s->net) {
         /* its namespace first (core makes it), then the bundle */
@@ -559,7 +496,7 @@ static void on_ctl(evutil_socket_t fd, short what, void *arg)
 int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line, pid_t *pid, int *in_fd,
                    int *out_fd, int *err_fd)
 {
-    if (!p->launcher || p->state != GVP_TAKEN || !p->run || p->run_exited || p->rd_fd < 0 || p->ctl_fd < 0)
+    if (!p->launcher || p->state != GVP_TAKEN || !p->sbx.run || p->sbx.run_exited || p->rd_fd < 0 || p->ctl_fd < 0)
         return -1;
     /* whatever runsc wrote on its stderr while booting is not the program's */
     char junk[4096];
@@ -579,7 +516,7 @@ int gv_pool_launch(struct gv_pooled *p, struct eai_pc_run *run, const char *line
     if (input && *in_fd < 0)
         shutdown(p->ctl_fd, SHUT_WR); /* no input rather than input never ending */
     p->user = run;
-    *pid = eai_pc_child_pid(p->run);
+    *pid = eai_pc_child_pid(p->sbx.run);
     *out_fd = p->rd_fd;
     *err_fd = p->err_fd;
     p->rd_fd = -1; /* the run's now */
@@ -718,15 +655,15 @@ void gv_pool_destroy_all(struct gv *g, int kill_only)
             pooled_kill(p);
     }
     for (struct gv_pooled *p = g->pool; p; p = p->next) {
-        if (p->run && !p->run_exited) {
+        if (p->sbx.run && !p->sbx.run_exited) {
             char root[PATH_MAX + 16];
             snprintf(root, sizeof(root), "--root=%s", g->state_dir);
             if (kill_only) {
-                char *kill_argv[] = {g->runsc, root, "kill", p->b.cid, "KILL", NULL};
+                char *kill_argv[] = {g->runsc, root, "kill", p->sbx.b.cid, "KILL", NULL};
                 eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-                kill(eai_pc_child_pid(p->run), SIGKILL);
+                kill(eai_pc_child_pid(p->sbx.run), SIGKILL);
             } else {
-                char *del_argv[] = {g->runsc, root, "delete", "--force", p->b.cid, NULL};
+                char *del_argv[] = {g->runsc, root, "delete", "--force", p->sbx.b.cid, NULL};
                 eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
             }
         }
@@ -761,8 +698,8 @@ void *gv_egress_claim(void *self, const struct eai_iso_job *job)
     p->ns_token = NULL; /* core's now: it binds the job's grant to it and ends it */
     p->state = GVP_CLAIMED;
     struct timeval tv = {GV_POOL_CLAIM_MS / 1000, 0};
-    if (p->ev_timer)
-        evtimer_add(p->ev_timer, &tv);
+    if (p->sbx.ev_timer)
+        evtimer_add(p->sbx.ev_timer, &tv);
     return tok;
 }
 
@@ -771,8 +708,8 @@ struct gv_pooled *gv_pool_claimed(struct gv *g, const char *netns)
     for (struct gv_pooled *p = g->pool; p && netns; p = p->next)
         if (p->state == GVP_CLAIMED && !strcmp(p->netns, netns)) {
             p->state = GVP_TAKEN;
-            if (p->ev_timer)
-                event_del(p->ev_timer);
+            if (p->sbx.ev_timer)
+                event_del(p->sbx.ev_timer);
             return p;
         }
     return NULL;

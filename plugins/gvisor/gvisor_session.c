@@ -59,7 +59,7 @@ struct gv_session {
     struct gv *g;
     struct gv_session *next;
     char id[64];
-    struct eai_pc_bundle b;
+    struct gv_sbx sbx;                /* the bundle, `runsc run` and its end (gvisor_sandbox.c) */
     struct eai_iso_session spec;      /* strings not kept */
     struct eai_iso_session_callbacks cb;
     void *cb_arg;
@@ -69,15 +69,10 @@ struct gv_session {
     int prep_failed;
     int parked;                       /* waiting for the probe and the start-up sweep */
     char msg[256];
-    struct eai_pc_child *run;
-    int run_spawned, run_exited;
-    int helpers;
     int rd_fd;
     struct event *rd_ev;
     char rd[16];
     size_t rdlen;
-    struct event *ev_timer;           /* boot timeout, then kill grace */
-    int cleaning;
     int ckpt;                         /* its container may exist stopped (pause): delete it at the end */
     int ckpt_ok;                      /* the checkpoint succeeded */
     int polls;                        /* restore: runsc state polls so far */
@@ -122,19 +117,19 @@ static void ses_unlink(struct gv_session *s)
     }
 }
 
-static void cleanup_work(void *arg)
+/* Worker, before gv_sbx removes the bundle and the cgroup: what the session
+ * used, for its end. */
+static void ses_clean_work(struct gv_sbx *x)
 {
-    struct gv_session *s = arg;
-    if (s->b.cg_made)
-        gv_cgroup_stats(&s->b, &s->end_stats);
-    gv_bundle_remove(s->b.dir);
-    if (s->b.cg_made)
-        gv_cgroup_remove(s->b.cgpath, s->b.cg_v2);
+    struct gv_session *s = GV_SBX_OWNER(x, struct gv_session, sbx);
+    if (s->sbx.b.cg_made)
+        gv_cgroup_stats(&s->sbx.b, &s->end_stats);
 }
 
-static void cleanup_done(void *arg)
+/* The last step of its end (gv_sbx clean_done), on the loop. */
+static void ses_clean_done(struct gv_sbx *x)
 {
-    struct gv_session *s = arg;
+    struct gv_session *s = GV_SBX_OWNER(x, struct gv_session, sbx);
     struct gv *g = s->g;
     ses_unlink(s);
     if (s->ready_reported && !g->destroying && s->cb.on_end) {
@@ -157,8 +152,8 @@ static void cleanup_done(void *arg)
         event_free(s->rd_ev);
     if (s->rd_fd >= 0)
         close(s->rd_fd);
-    if (s->ev_timer)
-        event_free(s->ev_timer);
+    if (s->sbx.ev_timer)
+        event_free(s->sbx.ev_timer);
     if (s->ev_poll)
         event_free(s->ev_poll);
     free(s);
@@ -166,47 +161,6 @@ static void cleanup_done(void *arg)
     if (!g->destroying)
         eai_pc_runner_retry_held(g->runner);
     gv_release(g);
-}
-
-static void maybe_cleanup(struct gv_session *s)
-{
-    if (s->state != GVS_DYING || s->cleaning || s->helpers > 0 || (s->run_spawned && !s->run_exited))
-        return;
-    s->cleaning = 1;
-    if (s->ev_timer)
-        event_del(s->ev_timer);
-    if (s->g->destroying || s->g->host->work_submit(s->g->host, cleanup_work, cleanup_done, s) < 0) {
-        cleanup_work(s);
-        cleanup_done(s);
-    }
-}
-
-static void helper_done(void *arg, int status, const char *out, size_t outlen)
-{
-    struct gv_session *s = arg;
-    s->helpers--;
-    maybe_cleanup(s);
-}
-
-static void spawn_helper(struct gv_session *s, int del)
-{
-    struct gv *g = s->g;
-    char root[PATH_MAX + 16];
-    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-    char *kill_argv[] = {g->runsc, root, "kill", s->b.cid, "KILL", NULL};
-    char *del_argv[] = {g->runsc, root, "delete", "--force", s->b.cid, NULL};
-    if (eai_pc_child_spawn(g->host->base, g, del ? del_argv : kill_argv, -1, -1, -1, 1,
-                           del ? GV_DELETE_TIMEOUT_MS : GV_RUNSC_TIMEOUT_MS, helper_done, s))
-        s->helpers++;
-}
-
-static void on_grace(evutil_socket_t fd, short what, void *arg)
-{
-    struct gv_session *s = arg;
-    if (s->run_exited || !s->run)
-        return;
-    kill(eai_pc_child_pid(s->run), SIGKILL);
-    spawn_helper(s, 1);
 }
 
 static void ses_kill(struct gv_session *s, const char *why)
@@ -226,20 +180,9 @@ static void ses_kill(struct gv_session *s, const char *why)
     }
     if (s->ev_poll)
         event_del(s->ev_poll);
-    if ((!s->run_spawned || s->run_exited) && s->ckpt)
-        spawn_helper(s, 1); /* a paused sandbox's stopped container */
-    if (s->run_spawned && !s->run_exited) {
-        spawn_helper(s, 0);
-        if (s->ev_timer) {
-            event_del(s->ev_timer);
-            event_free(s->ev_timer);
-        }
-        s->ev_timer = evtimer_new(s->g->host->base, on_grace, s);
-        struct timeval tv = {GV_KILL_GRACE_MS / 1000, (GV_KILL_GRACE_MS % 1000) * 1000};
-        if (!s->ev_timer || evtimer_add(s->ev_timer, &tv) < 0)
-            on_grace(-1, 0, s);
-    }
-    maybe_cleanup(s);
+    if ((!s->sbx.run_spawned || s->sbx.run_exited) && s->ckpt)
+        gv_sbx_helper(&s->sbx, 1); /* a paused sandbox's stopped container */
+    gv_sbx_stop(&s->sbx, 0);
 }
 
 /* ------------------------------------------------------------ boot */
@@ -250,8 +193,8 @@ static void resumed(struct gv_session *s, const char *err);
 static void run_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
-    s->run = NULL;
-    s->run_exited = 1;
+    s->sbx.run = NULL;
+    s->sbx.run_exited = 1;
     if (s->state == GVS_PAUSING) { /* the checkpoint stops the sandbox */
         if (s->ckpt_ok)
             pause_finish(s);
@@ -267,7 +210,7 @@ static void run_done(void *arg, int status, const char *out, size_t outlen)
         ses_kill(s, s->state == GVS_BOOTING ? GV_MSG(GVS_M_ENDED_BOOTING)
                                             : GV_MSG(GVS_M_ENDED_OWN));
     } else {
-        maybe_cleanup(s);
+        gv_sbx_maybe_cleanup(&s->sbx);
     }
 }
 
@@ -292,8 +235,8 @@ static void on_ready(evutil_socket_t fd, short what, void *arg)
     s->rd_ev = NULL;
     close(s->rd_fd);
     s->rd_fd = -1;
-    if (s->ev_timer)
-        event_del(s->ev_timer);
+    if (s->sbx.ev_timer)
+        event_del(s->sbx.ev_timer);
     if (s->state != GVS_BOOTING)
         return;
     s->state = GVS_READY;
@@ -320,18 +263,18 @@ static void prepare_work(void *arg)
     /* The supervisor needs the launcher's mount point in the image (as the
      * warm pool's launcher, gvisor_pool.c); without it the session idles in
      * sh + sleep and its programs are runsc exec'd */
-    snprintf(path, sizeof(path), "%s" GV_LAUNCHER_PATH, s->b.rootfs);
-    snprintf(dir, sizeof(dir), "%s/.eai", s->b.rootfs);
-    if (s->b.launcher && (lstat(dir, &dst) < 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 0005) != 0005 ||
+    snprintf(path, sizeof(path), "%s" GV_LAUNCHER_PATH, s->sbx.b.rootfs);
+    snprintf(dir, sizeof(dir), "%s/.eai", s->sbx.b.rootfs);
+    if (s->sbx.b.launcher && (lstat(dir, &dst) < 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 0005) != 0005 ||
                           lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
-        s->b.launcher = 0;
+        s->sbx.b.launcher = 0;
     int ok = 1, ok2 = 1;
-    if (!s->b.launcher) {
-        snprintf(path, sizeof(path), "%s/bin/sh", s->b.rootfs);
+    if (!s->sbx.b.launcher) {
+        snprintf(path, sizeof(path), "%s/bin/sh", s->sbx.b.rootfs);
         ok = stat(path, &st) == 0;
-        snprintf(path, sizeof(path), "%s/usr/bin/sleep", s->b.rootfs);
+        snprintf(path, sizeof(path), "%s/usr/bin/sleep", s->sbx.b.rootfs);
         ok2 = stat(path, &st) == 0;
-        snprintf(path, sizeof(path), "%s/bin/sleep", s->b.rootfs);
+        snprintf(path, sizeof(path), "%s/bin/sleep", s->sbx.b.rootfs);
         ok2 = ok2 || stat(path, &st) == 0;
     }
     if (!ok || !ok2) {
@@ -342,7 +285,7 @@ static void prepare_work(void *arg)
     struct eai_iso_job job;
     memset(&job, 0, sizeof(job));
     job.size = sizeof(job);
-    job.argv = s->b.launcher ? gv_ses_supervisor_argv : gv_ses_init_argv;
+    job.argv = s->sbx.b.launcher ? gv_ses_supervisor_argv : gv_ses_init_argv;
     job.memory_bytes = s->spec.memory_bytes;
     job.cpu_millis = s->spec.cpu_millis;
     job.disk_bytes = s->spec.disk_bytes;
@@ -350,7 +293,7 @@ static void prepare_work(void *arg)
     job.netns_path = s->netns[0] ? s->netns : NULL;
     job.dns_server = s->netns[0] ? s->dns : NULL;
     char msg[200];
-    if (gv_bundle_prepare(&s->b, &job, 0, msg, sizeof(msg)) < 0) {
+    if (gv_bundle_prepare(&s->sbx.b, &job, 0, msg, sizeof(msg)) < 0) {
         s->prep_failed = 1;
         snprintf(s->msg, sizeof(s->msg), "preparing the session's sandbox: %s", msg);
     }
@@ -375,27 +318,27 @@ static void prepare_done(void *arg)
     char root[PATH_MAX + 16], plat[64];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
-    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
+    char *argv[] = {g->runsc, root, "--network=none", plat, "run", "--bundle", s->sbx.b.dir, s->sbx.b.cid, NULL};
     /* granted egress: gVisor's netstack in core's namespace (config.json),
      * as an execution's (gvisor_exec.c) */
     char *net_argv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
-                        g->runsc, root, "--network=sandbox", plat, "run", "--bundle", s->b.dir, s->b.cid, NULL};
+                        g->runsc, root, "--network=sandbox", plat, "run", "--bundle", s->sbx.b.dir, s->sbx.b.cid, NULL};
     char **use = argv;
     if (s->netns[0])
         use = g->net_state == 2 ? net_argv : net_argv + 8;
-    s->run = eai_pc_child_spawn(g->host->base, g, use, -1, out[1], -1, 0, 0, run_done, s);
+    s->sbx.run = eai_pc_child_spawn(g->host->base, g, use, -1, out[1], -1, 0, 0, run_done, s);
     close(out[1]);
     s->rd_fd = out[0];
-    if (!s->run) {
+    if (!s->sbx.run) {
         ses_kill(s, "cannot spawn runsc");
         gv_release(g);
         return;
     }
-    s->run_spawned = 1;
+    s->sbx.run_spawned = 1;
     s->rd_ev = event_new(g->host->base, s->rd_fd, EV_READ | EV_PERSIST, on_ready, s);
-    s->ev_timer = evtimer_new(g->host->base, on_boot_timeout, s);
+    s->sbx.ev_timer = evtimer_new(g->host->base, on_boot_timeout, s);
     struct timeval tv = {GV_SES_BOOT_TIMEOUT_MS / 1000, 0};
-    if (!s->rd_ev || !s->ev_timer || event_add(s->rd_ev, NULL) < 0 || evtimer_add(s->ev_timer, &tv) < 0)
+    if (!s->rd_ev || !s->sbx.ev_timer || event_add(s->rd_ev, NULL) < 0 || evtimer_add(s->sbx.ev_timer, &tv) < 0)
         ses_kill(s, "out of memory");
     gv_release(g);
 }
@@ -404,7 +347,7 @@ static void ses_prepare(struct gv_session *s)
 {
     const struct eai_host *h = s->g->host;
     s->g->inflight++; /* held by the prepare step */
-    s->b.launcher = s->g->launcher_state == 1; /* the supervisor, if the image can bind it */
+    s->sbx.b.launcher = s->g->launcher_state == 1; /* the supervisor, if the image can bind it */
     if (h->work_submit(h, prepare_work, prepare_done, s) < 0) {
         s->prep_failed = 1;
         snprintf(s->msg, sizeof(s->msg), "worker queue full");
@@ -427,12 +370,15 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     struct gv_session *s = calloc(1, sizeof(*s));
     if (!s)
         return eai_host_error_set(h, err, EAI_E_INTERNAL, "gvisor: out of memory");
-    if (!spec->image || h->image_rootfs(h, spec->image, s->b.rootfs, sizeof(s->b.rootfs)) < 0) {
+    if (!spec->image || h->image_rootfs(h, spec->image, s->sbx.b.rootfs, sizeof(s->sbx.b.rootfs)) < 0) {
         free(s);
         return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, GV_MSG(GVS_M_NO_IMAGE),
                                   spec->image ? spec->image : "(none)");
     }
     s->g = g;
+    s->sbx.g = g;
+    s->sbx.clean_work = ses_clean_work;
+    s->sbx.clean_done = ses_clean_done;
     snprintf(s->id, sizeof(s->id), "%s", spec->id);
     s->spec = *spec;
     s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
@@ -453,14 +399,14 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     s->cb_arg = cb_arg;
     s->rd_fd = -1;
     s->state = GVS_BOOTING;
-    snprintf(s->b.cid, sizeof(s->b.cid), "%s", cid);
-    snprintf(s->b.dir, sizeof(s->b.dir), "%s/%s", g->work_dir, s->b.cid);
-    snprintf(s->b.cgpath, sizeof(s->b.cgpath), "%s/%s", g->cg_parent, s->b.cid);
-    s->b.uid = g->uid;
-    s->b.cg_v2 = g->cg_v2;
+    snprintf(s->sbx.b.cid, sizeof(s->sbx.b.cid), "%s", cid);
+    snprintf(s->sbx.b.dir, sizeof(s->sbx.b.dir), "%s/%s", g->work_dir, s->sbx.b.cid);
+    snprintf(s->sbx.b.cgpath, sizeof(s->sbx.b.cgpath), "%s/%s", g->cg_parent, s->sbx.b.cid);
+    s->sbx.b.uid = g->uid;
+    s->sbx.b.cg_v2 = g->cg_v2;
     s->next = g->sessions;
     g->sessions = s;
-    g->inflight++; /* held by the session until cleanup_done */
+    g->inflight++; /* held by the session until ses_clean_done */
     /* never during the first probe or the start-up sweep (it would take
      * the sandbox for a leftover): booted by gv_sessions_unpark then */
     s->parked = !gv_ready_gate(g) || g->launcher_state == 0; /* and the launcher installed */
@@ -545,7 +491,7 @@ void gv_session_unwait(struct gv *g, const char *id, int *waiting)
 const struct eai_pc_bundle *gv_session_bundle(struct gv *g, const char *id)
 {
     struct gv_session *s = ses_find(g, id);
-    return s && s->state == GVS_READY ? &s->b : NULL;
+    return s && s->state == GVS_READY ? &s->sbx.b : NULL;
 }
 
 void gv_session_exec_done(struct gv *g, const char *id)
@@ -562,19 +508,20 @@ void gv_session_exec_done(struct gv *g, const char *id)
 void gv_session_destroy_all(struct gv *g, int kill_only)
 {
     for (struct gv_session *s = g->sessions; s; s = s->next) {
-        if (!s->run || s->run_exited)
+        if (!s->sbx.run || s->sbx.run_exited)
             continue;
         char root[PATH_MAX + 16];
         snprintf(root, sizeof(root), "--root=%s", g->state_dir);
         if (kill_only) {
-            char *kill_argv[] = {g->runsc, root, "kill", s->b.cid, "KILL", NULL};
+            char *kill_argv[] = {g->runsc, root, "kill", s->sbx.b.cid, "KILL", NULL};
             eai_pc_run_sync(kill_argv, GV_RUNSC_TIMEOUT_MS, NULL, 0);
-            kill(eai_pc_child_pid(s->run), SIGKILL);
+            kill(eai_pc_child_pid(s->sbx.run), SIGKILL);
         } else {
-            char *del_argv[] = {g->runsc, root, "delete", "--force", s->b.cid, NULL};
+            char *del_argv[] = {g->runsc, root, "delete", "--force", s->sbx.b.cid, NULL};
             eai_pc_run_sync(del_argv, GV_DELETE_TIMEOUT_MS, NULL, 0);
         }
         s->state = GVS_DYING;
+        s->sbx.dying = 1;
     }
 }
 
@@ -585,7 +532,7 @@ static int spawn_cb(struct gv_session *s, char **argv, int64_t timeout_ms, eai_p
 {
     if (!eai_pc_child_spawn(s->g->host->base, s->g, argv, -1, -1, -1, 1, timeout_ms, cb, s))
         return -1;
-    s->helpers++;
+    s->sbx.helpers++;
     return 0;
 }
 
@@ -612,7 +559,7 @@ static void resumed(struct gv_session *s, const char *err)
         s->ckpt = 0;
         if (s->kept) { /* running again: a crash from now on is swept as any */
             char mark[PATH_MAX + 16];
-            snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, s->b.dir);
+            snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, s->sbx.b.dir);
             unlink(mark);
             s->kept = 0;
         }
@@ -620,9 +567,11 @@ static void resumed(struct gv_session *s, const char *err)
          * 36: a 302 MiB image stayed on the data disk for the session's life);
          * what the restored sandbox still maps stays readable until it lets go */
         char img[PATH_MAX + 16];
-        snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);
+        snprintf(img, sizeof(img), "%s/ckpt", s->sbx.b.dir);
         char *argv[] = {"/bin/rm", "-rf", "--", img, NULL};
-        if (spawn_cb(s, argv, GV_RUNSC_TIMEOUT_MS, helper_done) < 0)
+        if (eai_pc_child_spawn(h->base, s->g, argv, -1, -1, -1, 1, GV_RUNSC_TIMEOUT_MS, gv_sbx_helper_done, &s->sbx))
+            s->sbx.helpers++;
+        else
             h->log(h, GV_COMPONENT, EAI_LOG_WARN, "session %s: cannot remove its checkpoint image", s->id);
     }
     if (!s->g->destroying && s->cb.on_resumed) {
@@ -638,9 +587,9 @@ static void resumed(struct gv_session *s, const char *err)
 static void del_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
-    s->helpers--;
+    s->sbx.helpers--;
     if (s->state != GVS_PAUSING) {
-        maybe_cleanup(s);
+        gv_sbx_maybe_cleanup(&s->sbx);
         return;
     }
     s->state = GVS_PAUSED;
@@ -653,7 +602,7 @@ static void pause_finish(struct gv_session *s)
 {
     char root[PATH_MAX + 16];
     snprintf(root, sizeof(root), "--root=%s", s->g->state_dir);
-    char *argv[] = {s->g->runsc, root, "delete", "--force", s->b.cid, NULL};
+    char *argv[] = {s->g->runsc, root, "delete", "--force", s->sbx.b.cid, NULL};
     if (spawn_cb(s, argv, GV_DELETE_TIMEOUT_MS, del_done) < 0) {
         paused(s, "cannot spawn runsc delete");
         ses_kill(s, GV_MSG(GVS_M_PAUSE_FAILED));
@@ -663,9 +612,9 @@ static void pause_finish(struct gv_session *s)
 static void ckpt_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
-    s->helpers--;
+    s->sbx.helpers--;
     if (s->state != GVS_PAUSING) {
-        maybe_cleanup(s);
+        gv_sbx_maybe_cleanup(&s->sbx);
         return;
     }
     if (status != 0) {
@@ -673,7 +622,7 @@ static void ckpt_done(void *arg, int status, const char *out, size_t outlen)
         snprintf(m, sizeof(m), GV_MSG(GVS_M_CHECKPOINT_FAILED), out ? out : "");
         s->g->host->log(s->g->host, GV_COMPONENT, EAI_LOG_WARN, "session %s: %s", s->id, m);
         paused(s, m);
-        if (s->run_exited) {
+        if (s->sbx.run_exited) {
             ses_kill(s, GV_MSG(GVS_M_LOST_PAUSING));
         } else {
             s->state = GVS_READY;
@@ -682,7 +631,7 @@ static void ckpt_done(void *arg, int status, const char *out, size_t outlen)
         return;
     }
     s->ckpt_ok = 1;
-    if (s->run_exited)
+    if (s->sbx.run_exited)
         pause_finish(s);
     /* else: run_done follows (the checkpoint stops the sandbox) */
 }
@@ -701,10 +650,10 @@ int gv_session_pause(void *self, const char *id, struct eai_error **err)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_EGRESS_NO_PAUSE));
     char root[PATH_MAX + 16], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
-    snprintf(img, sizeof(img), "%s/ckpt", s->b.dir);
+    snprintf(img, sizeof(img), "%s/ckpt", s->sbx.b.dir);
     /* the image of an earlier pause goes first (runsc will not overwrite it) */
     char *argv[] = {"/bin/sh", "-c", "rm -rf -- \"$2\" && exec \"$0\" \"$1\" checkpoint --image-path=\"$2\" \"$3\"",
-                    g->runsc, root, img, s->b.cid, NULL};
+                    g->runsc, root, img, s->sbx.b.cid, NULL};
     if (spawn_cb(s, argv, GV_SES_CKPT_TIMEOUT_MS, ckpt_done) < 0)
         return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn runsc checkpoint");
     s->state = GVS_PAUSING;
@@ -718,9 +667,9 @@ static void poll_arm(struct gv_session *s);
 static void state_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
-    s->helpers--;
+    s->sbx.helpers--;
     if (s->state != GVS_RESUMING) {
-        maybe_cleanup(s);
+        gv_sbx_maybe_cleanup(&s->sbx);
         return;
     }
     if (status == 0 && out && strstr(out, "\"running\"")) {
@@ -741,7 +690,7 @@ static void on_poll(evutil_socket_t fd, short what, void *arg)
         return;
     char root[PATH_MAX + 16];
     snprintf(root, sizeof(root), "--root=%s", s->g->state_dir);
-    char *argv[] = {s->g->runsc, root, "state", s->b.cid, NULL};
+    char *argv[] = {s->g->runsc, root, "state", s->sbx.b.cid, NULL};
     if (spawn_cb(s, argv, GV_RUNSC_TIMEOUT_MS, state_done) < 0)
         resumed(s, "cannot spawn runsc state");
 }
@@ -766,12 +715,12 @@ int gv_session_resume(void *self, const char *id, struct eai_error **err)
     char root[PATH_MAX + 16], plat[64], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
-    snprintf(img, sizeof(img), "--image-path=%s/ckpt", s->b.dir);
-    char *argv[] = {g->runsc, root, "--network=none", plat, "restore", img, "--bundle", s->b.dir, s->b.cid, NULL};
-    s->run = eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 0, 0, run_done, s);
-    if (!s->run)
+    snprintf(img, sizeof(img), "--image-path=%s/ckpt", s->sbx.b.dir);
+    char *argv[] = {g->runsc, root, "--network=none", plat, "restore", img, "--bundle", s->sbx.b.dir, s->sbx.b.cid, NULL};
+    s->sbx.run = eai_pc_child_spawn(g->host->base, g, argv, -1, -1, -1, 0, 0, run_done, s);
+    if (!s->sbx.run)
         return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn runsc restore");
-    s->run_exited = 0;
+    s->sbx.run_exited = 0;
     s->state = GVS_RESUMING;
     s->polls = 0;
     poll_arm(s);
@@ -883,11 +832,11 @@ int gv_session_keep(void *self, const char *id, struct eai_error **err)
     if (s->state != GVS_PAUSED || !s->ckpt_ok)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_PAUSED));
     char mark[PATH_MAX + 16];
-    snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, s->b.dir);
+    snprintf(mark, sizeof(mark), "%s/" GV_KEPT_MARK, s->sbx.b.dir);
     /* a few bytes, at a stop: the loop serves nothing any more */
     int fd = open(mark, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     char line[64];
-    int n = snprintf(line, sizeof(line), "launcher=%d\n", s->b.launcher ? 1 : 0);
+    int n = snprintf(line, sizeof(line), "launcher=%d\n", s->sbx.b.launcher ? 1 : 0);
     if (fd < 0 || write(fd, line, (size_t)n) != n || fsync(fd) < 0) {
         int e = errno;
         if (fd >= 0)
@@ -925,12 +874,15 @@ int gv_session_adopt(void *self, const struct eai_iso_session *spec, const struc
     struct gv_session *s = calloc(1, sizeof(*s));
     if (!s)
         return eai_host_error_set(h, err, EAI_E_INTERNAL, "gvisor: out of memory");
-    if (!spec->image || h->image_rootfs(h, spec->image, s->b.rootfs, sizeof(s->b.rootfs)) < 0) {
+    if (!spec->image || h->image_rootfs(h, spec->image, s->sbx.b.rootfs, sizeof(s->sbx.b.rootfs)) < 0) {
         free(s);
-        return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, "image %s is not in the local image store",
+        return eai_host_error_set(h, err, EAI_E_IMAGE_MISSING, GV_MSG(GVS_M_NO_IMAGE),
                                   spec->image ? spec->image : "(none)");
     }
     s->g = g;
+    s->sbx.g = g;
+    s->sbx.clean_work = ses_clean_work;
+    s->sbx.clean_done = ses_clean_done;
     snprintf(s->id, sizeof(s->id), "%s", spec->id);
     s->spec = *spec;
     s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
@@ -943,22 +895,22 @@ int gv_session_adopt(void *self, const struct eai_iso_session *spec, const struc
     s->ready_reported = 1; /* on_end is owed from now on */
     s->ckpt = s->ckpt_ok = 1;
     s->kept = 1;
-    snprintf(s->b.cid, sizeof(s->b.cid), "%s", cid);
-    snprintf(s->b.dir, sizeof(s->b.dir), "%s", dir);
-    snprintf(s->b.cgpath, sizeof(s->b.cgpath), "%s/%s", g->cg_parent, cid);
-    s->b.uid = g->uid;
-    s->b.cg_v2 = g->cg_v2;
-    s->b.mounted = 1;
-    s->b.launcher = strstr(line, "launcher=1") != NULL;
+    snprintf(s->sbx.b.cid, sizeof(s->sbx.b.cid), "%s", cid);
+    snprintf(s->sbx.b.dir, sizeof(s->sbx.b.dir), "%s", dir);
+    snprintf(s->sbx.b.cgpath, sizeof(s->sbx.b.cgpath), "%s/%s", g->cg_parent, cid);
+    s->sbx.b.uid = g->uid;
+    s->sbx.b.cg_v2 = g->cg_v2;
+    s->sbx.b.mounted = 1;
+    s->sbx.b.launcher = strstr(line, "launcher=1") != NULL;
     char cg[PATH_MAX];
     if (g->cg_v2)
-        snprintf(cg, sizeof(cg), "/sys/fs/cgroup/%s", s->b.cgpath);
+        snprintf(cg, sizeof(cg), "/sys/fs/cgroup/%s", s->sbx.b.cgpath);
     else
-        snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory/%s", s->b.cgpath);
-    s->b.cg_made = access(cg, F_OK) == 0;
+        snprintf(cg, sizeof(cg), "/sys/fs/cgroup/memory/%s", s->sbx.b.cgpath);
+    s->sbx.b.cg_made = access(cg, F_OK) == 0;
     s->next = g->sessions;
     g->sessions = s;
-    g->inflight++; /* held by the session until cleanup_done */
+    g->inflight++; /* held by the session until ses_clean_done */
     h->log(h, GV_COMPONENT, EAI_LOG_INFO, "session %s adopted (paused, kept by an earlier process)", s->id);
     return 0;
 }
@@ -1025,7 +977,7 @@ void gv_session_drop_kept(void *self)
         n++;
     c->keep = calloc((size_t)n + 1, sizeof(char *));
     for (struct gv_session *s = g->sessions; c->keep && s; s = s->next)
-        if ((c->keep[c->nkeep] = strdup(s->b.cid)))
+        if ((c->keep[c->nkeep] = strdup(s->sbx.b.cid)))
             c->nkeep++;
     if (!c->keep) {
         free(c);
