@@ -149,9 +149,34 @@ static void claim_done(void *arg)
     free(j);
 }
 
+/* Whether this node can start anything now: some isolation backend is
+ * ready, or still probing (its start() then holds the job until it knows).
+ * A replica whose every backend is down (a runtime gone, the Kubernetes API
+ * unreachable while its pod restarts) claims nothing: the executions stay
+ * queued for a replica that can run them, instead of being taken here and
+ * failed closed as sandbox_unavailable.  With no backend at all it claims,
+ * and each claimed execution fails closed, as before (docs/executions.md
+ * "Claims"). */
+static int node_can_start(struct eai_sched *s)
+{
+    const struct eai_app *app = s->app;
+    if (app->nisolation <= 0)
+        return 1;
+    for (int i = 0; i < app->nisolation; i++) {
+        const struct eai_isolation_ops *ops = app->isolation[i].desc->ops;
+        struct eai_iso_probe p;
+        memset(&p, 0, sizeof p);
+        p.size = sizeof p;
+        ops->probe(app->isolation[i].self, &p);
+        if (p.ready || eai_iso_probe_pending(&p))
+            return 1;
+    }
+    return 0;
+}
+
 /* The next claim, or NULL when none is due now (stopping, draining, a
- * claim in flight: it claims again when it returns; no free slot: the idle
- * poll).  Sets claim_inflight. */
+ * claim in flight: it claims again when it returns; no free slot or no
+ * backend ready: the idle poll).  Sets claim_inflight. */
 static struct claim_job *claim_prepare(struct eai_sched *s)
 {
     if (!s || s->stopping || s->draining)
@@ -165,6 +190,16 @@ static struct claim_job *claim_prepare(struct eai_sched *s)
     int per = cfg && cfg->max_per_tenant > 0 ? cfg->max_per_tenant : maxc;
     int free_slots = maxc - s->nlive;
     if (free_slots <= 0) {
+        s->claim_again = 0;
+        sched_timer_in(s->claim_ev, SCHED_IDLE_POLL_MS);
+        return NULL;
+    }
+    if (!node_can_start(s)) {
+        int64_t now = eai_now_ms();
+        if (now - s->last_unready_log_ms > 30000) {
+            eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "no isolation backend is ready: claiming nothing until one is");
+            s->last_unready_log_ms = now;
+        }
         s->claim_again = 0;
         sched_timer_in(s->claim_ev, SCHED_IDLE_POLL_MS);
         return NULL;

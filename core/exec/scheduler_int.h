@@ -68,6 +68,7 @@ struct eai_sched {
     int stopping;
     int draining;                  /* eai_sched_drain: no new claims */
     int64_t last_claim_error_ms;
+    int64_t last_unready_log_ms;   /* node_can_start's warning, at most every 30 s */
     struct event *gauge_ev;        /* sched_gauge.c: queue gauges every second */
     int gauge_inflight;
 };

@@ -31,6 +31,7 @@ R = []
 KEY = None
 TMP = None
 APP_DB = None
+PEPPER = None
 
 
 def metric(env, name):
@@ -111,8 +112,47 @@ def case_other_pepper_replica_hint():
         r3.stop()
 
 
+def case_replica_without_runtime_claims_nothing():
+    """A third replica on the same queue whose runtime is gone (runsc
+    missing: its backend not ready) claims nothing: every execution is run
+    by the two healthy replicas; before, it took its share of claims and
+    failed them closed as sandbox_unavailable (docs/executions.md)."""
+    r3 = Env(config=R[0].config, env={"EAI_DATABASE_URL": APP_DB, "EAI_AUTH_PEPPER_FILE": PEPPER,
+                                     "EAI_SANDBOX_RUNSC": "/nonexistent"})
+    try:
+        r3.key = KEY
+        r3.start()
+        st, b = r3.api("POST", "/v1/sandbox/executions",
+                       {"profile": "gvisor-small", "image": IMAGE, "command": ["true"]})
+        check(st == 503 and b["error"]["code"] == "sandbox_unavailable", "the down replica accepted: %s %s" % (st, b))
+        ids = []
+        for i in range(8):
+            st, b = R[i % 2].api("POST", "/v1/sandbox/executions",
+                                 {"profile": "gvisor-small", "image": IMAGE, "command": ["sh", "-c", "sleep 0.5"]})
+            check(st == 202, "submit: %s %s" % (st, b))
+            ids.append(b["id"])
+        ends = {}
+        deadline = time.time() + 120
+        while time.time() < deadline and len(ends) < len(ids):
+            for eid in ids:
+                if eid not in ends:
+                    st, b = R[0].api("GET", "/v1/sandbox/executions/%s" % eid)
+                    if b.get("status") not in ("queued", "running"):
+                        ends[eid] = (b.get("status"), (b.get("error") or {}).get("code"))
+            time.sleep(0.3)
+        check(len(ends) == len(ids), "not all ended: %s" % ends)
+        bad = {k: v for k, v in ends.items() if v[0] != "succeeded"}
+        check(not bad, "the down replica failed some: %s" % bad)
+        deadline = time.time() + 5
+        while time.time() < deadline and "claiming nothing" not in r3.log_text():
+            time.sleep(0.2)
+        check("claiming nothing" in r3.log_text(), "no warning in the down replica's log: %s" % r3.log_tail())
+    finally:
+        r3.stop()
+
+
 def main():
-    global KEY, TMP, APP_DB
+    global KEY, TMP, APP_DB, PEPPER
     if not pg_urls():
         print("SKIP: no PostgreSQL (EAI_TEST_PG_*_URL unset)")
         sys.exit(77)
@@ -121,7 +161,7 @@ def main():
     pg_fresh_db(sup, DB)
     APP_DB = with_db(app, DB)
     TMP = tempfile.mkdtemp(prefix="eai-hostile-pg-")
-    pepper = write_pepper(TMP)
+    pepper = PEPPER = write_pepper(TMP)
     cfg = os.path.join(TMP, "eaid.yaml")
     with open(cfg, "w") as f:
         f.write("scheduler:\n  lease_ms: 3000\n  max_concurrent: 1\n  max_per_tenant: 1\n")
