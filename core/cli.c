@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <eai/storage.h>
 
@@ -29,7 +30,7 @@ void eai_cli_usage(void)
             "                                      RFC 3339 time or a duration (90d, 12h, 1h30m)\n"
             "  keys list --tenant ID [--json]      list a tenant's keys (never secrets or hashes)\n"
             "  keys revoke KEY_ID                  revoke an API key\n"
-            "  migrate [--app-role ROLE]           apply the storage schema\n"
+            "  migrate [--app-role ROLE] [--wait S] apply the storage schema (--wait: retry S s for the database)\n"
             "  images build|import|list|remove ... manage the local image store\n"
             "  audit verify [--tenant ID]          check the audit hash chains\n"
             "  config check                        check the configuration as start-up would (plugin keys\n"
@@ -263,33 +264,61 @@ static int cmd_keys(const char *config_file, int argc, char **argv)
     return 2;
 }
 
+/* `eaid migrate [--app-role ROLE] [--wait S]`: --wait retries for up to S
+ * seconds (1..3600) while storage cannot be reached, for an init container
+ * started with its database (the chart's bundled PostgreSQL, docs/helm.md);
+ * any other error ends it at once. */
 static int cmd_migrate(const char *config_file, int argc, char **argv)
 {
     const char *role = NULL;
+    long wait_s = 0;
     for (int i = 1; i < argc; i++) {
+        const char *w = NULL;
         if (strcmp(argv[i], "--app-role") == 0 && i + 1 < argc) {
             role = argv[++i];
         } else if (strncmp(argv[i], "--app-role=", 11) == 0) {
             role = argv[i] + 11;
+        } else if (strcmp(argv[i], "--wait") == 0 && i + 1 < argc) {
+            w = argv[++i];
+        } else if (strncmp(argv[i], "--wait=", 7) == 0) {
+            w = argv[i] + 7;
         } else {
-            fprintf(stderr, "usage: eaid migrate [--app-role ROLE]\n");
+            fprintf(stderr, "usage: eaid migrate [--app-role ROLE] [--wait SECONDS]\n");
             return 2;
         }
+        if (w) {
+            char *end = NULL;
+            wait_s = strtol(w, &end, 10);
+            if (!*w || *end || wait_s < 1 || wait_s > 3600) {
+                fprintf(stderr, "eaid: migrate: --wait takes 1..3600 seconds\n");
+                return 2;
+            }
+        }
     }
-    struct cli_ctx c;
-    if (cli_open(&c, config_file, 0) < 0)
-        return 1;
-    struct eai_error *err = NULL;
-    int rc = 0;
-    if (c.ops->migrate(c.store.self, role, &err) < 0) {
-        fprintf(stderr, "eaid: migrate: %s\n", err && err->message ? err->message : "failed");
-        rc = 1;
-    } else {
-        fprintf(stderr, "eaid: %s schema up to date\n", c.cfg->storage_backend);
+    int64_t deadline = eai_now_ms() + wait_s * 1000;
+    for (int attempt = 1;; attempt++) {
+        struct cli_ctx c;
+        struct eai_error *err = NULL;
+        int rc = 0;
+        if (cli_open(&c, config_file, 0) < 0) {
+            rc = 1;
+        } else {
+            if (c.ops->migrate(c.store.self, role, &err) < 0) {
+                fprintf(stderr, "eaid: migrate: %s\n", err && err->message ? err->message : "failed");
+                rc = err && err->code == EAI_E_STORAGE_UNAVAILABLE ? 1 : 3;
+            } else {
+                fprintf(stderr, "eaid: %s schema up to date\n", c.cfg->storage_backend);
+            }
+            eai_error_free(err);
+            cli_close(&c);
+        }
+        /* cli_open fails the same way for an unreachable database and a bad
+         * config: a bad config fails every attempt until the deadline */
+        if (rc == 0 || rc == 3 || eai_now_ms() + 2000 > deadline)
+            return rc ? 1 : 0;
+        fprintf(stderr, "eaid: migrate: storage not reachable yet (attempt %d); retrying in 2 s\n", attempt);
+        sleep(2);
     }
-    eai_error_free(err);
-    cli_close(&c);
-    return rc;
 }
 
 static int cmd_audit(const char *config_file, int argc, char **argv)

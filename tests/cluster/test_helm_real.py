@@ -12,8 +12,8 @@ kubelet, containerd and runsc:
 
   helm lint; helm template | kubectl apply --dry-run=server;
   helm install with the chart's defaults (only the image references point at
-  the local registry): the pre-install hooks (db Secret, PostgreSQL, the
-  migration Job), eaid ready, /readyz through the Service (kubectl
+  the local registry): PostgreSQL and its Secret made with the release, the
+  schema applied by eaid's pods' init container before eaid starts, eaid ready, /readyz through the Service (kubectl
   port-forward on 127.0.0.1); the seed's Python snippet through the SDK
   returns stdout 1, its pod ran with RuntimeClass gvisor; the audit chain
   verifies; the usage event is in the ledger;
@@ -25,7 +25,8 @@ kubelet, containerd and runsc:
   helm upgrade to a chart with a new migration (a copy of the chart whose
   migration Job runs a marker migration first) while executions run: the Job
   ran before the new pods, every execution ended succeeded; helm rollback;
-  helm uninstall: no pod, RBAC object or PVC of the chart left.
+  helm uninstall: no pod, RBAC object or PVC of the chart left, only the
+  pepper Secret (kept on purpose).
 
 Every wait is for a condition, bounded.  Exit 77 (skipped) when not root or
 the cluster cannot be built here.  EAI_HELM_REAL_ONLY: comma-separated
@@ -370,18 +371,28 @@ def t_install():
         _, ev, _ = kubectl("get", "events", "-n", NS, "--sort-by=.lastTimestamp")
         _, po, _ = kubectl("get", "pods", "-n", NS, "-o", "wide")
         raise Fail("helm install: %s%s\n%s\n%s" % (out[-1500:], err[-1500:], po, ev[-3000:]))
-    note("helm install --wait (hooks: db Secret, PostgreSQL, migration Job; then eaid ready): %.1f s" % dt)
+    note("helm install --wait (PostgreSQL, its Secret, eaid's pods migrating in their init container; then "
+         "eaid ready): %.1f s" % dt)
     C.install_s = dt
-    # the migration Job ran (pre-install hook; deleted when it succeeded)
+    # no migration Job at install (the bundled PostgreSQL belongs to the
+    # release): every eaid pod's init container `migrate` ended 0 before eaid started
     mig = C.watch.pods(lambda o: ((o.get("metadata") or {}).get("labels") or {}).get(
         "app.kubernetes.io/component") == "migrate")
-    check(mig and any((p.get("status") or {}).get("phase") == "Succeeded" for p in mig.values()),
-          "no succeeded migration pod seen: %s" % list(mig))
-    t_mig = C.watch.first_seen(lambda o: ((o.get("metadata") or {}).get("labels") or {}).get(
-        "app.kubernetes.io/component") == "migrate")
-    t_eaid = C.watch.first_seen(lambda o: ((o.get("metadata") or {}).get("labels") or {}).get(
-        "app.kubernetes.io/component") == "control-plane")
-    check(t_mig and t_eaid and t_mig < t_eaid, "the migration pod was not first (%s, %s)" % (t_mig, t_eaid))
+    check(not mig, "a migration Job pod at install: %s" % list(mig))
+    pods = eaid_pods()
+    check(pods, "no eaid pod")
+    for p in pods:
+        st = p.get("status") or {}
+        ini = [c for c in st.get("initContainerStatuses") or [] if c.get("name") == "migrate"]
+        check(ini, "no init container status: %s" % st)
+        term = (ini[0].get("state") or {}).get("terminated") or {}
+        check(term.get("exitCode") == 0, "init container migrate: %s" % ini[0])
+        run = [c for c in st.get("containerStatuses") or [] if c.get("name") == "eaid"]
+        started = ((run[0].get("state") or {}).get("running") or {}).get("startedAt") if run else None
+        check(started and term.get("finishedAt") and term["finishedAt"] <= started,
+              "eaid started before its init container ended: %s %s" % (term, run))
+    note("schema applied by the init container `migrate` of %d eaid pod(s) (exit 0, before eaid started); "
+         "no migration Job at install" % len(pods))
     C.pepper0 = pepper()
     C.pf = PortForward()
     with urllib.request.urlopen(C.pf.url + "/readyz", timeout=5) as r:
@@ -805,16 +816,9 @@ def t_replicas():
 
 
 # What `helm uninstall` leaves on purpose (docs/helm.md "Uninstall"): the
-# pre-install hooks of the bundled PostgreSQL (StatefulSet and its pod, headless
-# Service, init ConfigMap), the database Secret and the migration Job's
-# NetworkPolicy (hooks), the pepper Secret (helm.sh/resource-policy: keep),
-# and the data PVC.  NOTES.txt prints the two kubectl lines removing them.
-LEFT_ON_PURPOSE = {
-    "pod/%s-postgresql-0" % REL, "statefulset.apps/%s-postgresql" % REL, "service/%s-postgresql" % REL,
-    "configmap/%s-postgresql-init" % REL, "secret/%s-db" % REL, "secret/%s-pepper" % REL,
-    "networkpolicy.networking.k8s.io/%s-migrate" % REL,
-    "persistentvolumeclaim/data-%s-postgresql-0" % REL,
-}
+# pepper Secret (helm.sh/resource-policy: keep: keys made with it stay valid
+# for a reinstall).  NOTES.txt prints the line removing it.
+LEFT_ON_PURPOSE = {"secret/%s-pepper" % REL}
 
 
 def t_uninstall():
@@ -822,38 +826,40 @@ def t_uninstall():
     before = chart_objects()
     rc, out, err, dt = helm("uninstall", REL, "-n", NS, "--wait", "--timeout", "5m", timeout=600)
     check(rc == 0, "helm uninstall: %s %s" % (out, err))
+    t0 = time.time()
     left = wait_for(lambda: (lambda x: x if set(x) <= LEFT_ON_PURPOSE else None)(chart_objects()), 120,
                     "only the documented objects to be left (now: %s)" % " ".join(chart_objects()))
-    note("helm uninstall (%.1f s): %d objects before; left, as documented: %s" % (dt, len(before), " ".join(left)))
+    note("helm uninstall (%.1f s, then %.1f s until PostgreSQL's pod and PVC were gone): %d objects before; "
+         "left, as documented: %s" % (dt, time.time() - t0, len(before), " ".join(left)))
     rbac = [k for k in kubectl("get", "clusterroles,clusterrolebindings,validatingadmissionpolicies,"
                                "validatingadmissionpolicybindings", "-o", "name")[1].split()
             if k.split("/", 1)[1].startswith(REL + "-sandbox")]   # (cluster.sh's own eai-sandbox roles are not the chart's)
     check(not rbac, "RBAC left: %r" % rbac)
-    # NOTES.txt's lines, as an operator would run them
+    pods = [n for n in kubectl("get", "pods", "-n", NS, "-o", "name")[1].split()]
+    check(not pods, "pods left in %s: %s" % (NS, pods))
+    # NOTES.txt's line for the pepper, as an operator would run it
     rc, out, err, _ = helm("template", REL, CHART, "-n", NS, *image_values(), "--show-only", "templates/NOTES.txt")
-    rc, out, err = kubectl("-n", NS, "delete", "statefulset,service,configmap,secret,networkpolicy", "-l",
-                           "app.kubernetes.io/instance=" + REL, "--wait=true", timeout=180)
-    check(rc == 0, "cleanup: %s" % err)
-    rc, out, err = kubectl("-n", NS, "delete", "pvc", "data-%s-postgresql-0" % REL, "--wait=true", timeout=180)
-    check(rc == 0, "pvc delete: %s" % err)
-    wait_for(lambda: not chart_objects(), 120, "nothing of the chart left (now: %s)" % " ".join(chart_objects()))
+    check("delete secret %s-pepper" % REL in out, "NOTES.txt has no line for the pepper: %s" % out[-800:])
+    rc, out, err = kubectl("-n", NS, "delete", "secret", REL + "-pepper", "--wait=true", timeout=120)
+    check(rc == 0, "pepper delete: %s" % err)
+    wait_for(lambda: not chart_objects(), 60, "nothing of the chart left (now: %s)" % " ".join(chart_objects()))
     rc, out, err = kubectl("delete", "pv", PV_NAME, "--wait=true", timeout=120)
     check(rc == 0, "pv delete: %s" % err)
     tenant = [n for n in kubectl("get", "ns", "-o", "name")[1].split() if "eai-sbx-" in n]
-    note("after NOTES.txt's two kubectl lines nothing of the chart is left (no pod, RBAC object, PVC); tenant "
+    note("after NOTES.txt's pepper line nothing of the chart is left (no pod, RBAC object, PVC); tenant "
          "namespaces stay (made by eaid at run time, not by the chart; docs/helm.md): %s" % " ".join(tenant))
 
 
 STEPS = [
     ("helm lint; helm template | kubectl apply --dry-run=server", t_lint_and_dry_run),
-    ("helm install with the defaults: hooks, PostgreSQL, migration Job, eaid ready, /readyz via the Service",
+    ("helm install with the defaults: PostgreSQL, the init container's migration, eaid ready, /readyz via the Service",
      t_install),
     ("the seed's Python snippet -> stdout 1 under gvisor; audit verify; usage event", t_seed_snippet),
     ("security posture read back from the API server", t_security_posture),
     ("seed values changed once each, effect seen on the cluster", t_values),
     ("helm upgrade with a new migration, executions in flight; helm rollback", t_upgrade_in_flight),
     ("replicas 3: executions across a forced eaid pod deletion and a PostgreSQL restart", t_replicas),
-    ("helm uninstall: only the documented objects left; after NOTES' lines nothing", t_uninstall),
+    ("helm uninstall: only the pepper Secret left; after NOTES' line nothing", t_uninstall),
 ]
 
 

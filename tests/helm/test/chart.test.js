@@ -413,12 +413,13 @@ test("every values file in deploy/helm/*/ci renders and validates against the Ku
   }
 });
 
-test("seed minimal deployment: the migration Job runs before everything that needs the schema", () => {
+test("seed minimal deployment: the schema is applied before eaid starts, at install and before every upgrade", () => {
   const r = render(["-f", path.join(CHART, "ci/minimal-values.yaml")]);
   checkAll(r);
   const job = one(r, "Job");
   const d = one(r, "Deployment");
-  assert.deepEqual(hooks(job), ["pre-install", "pre-upgrade"]);
+  // the bundled PostgreSQL belongs to the release, so the Job can only run before upgrades
+  assert.deepEqual(hooks(job), ["pre-upgrade"]);
   assert.deepEqual(job.metadata.annotations["helm.sh/hook-delete-policy"].split(",").sort(), ["before-hook-creation", "hook-succeeded"]);
   const pod = job.spec.template.spec;
   const c = pod.containers[0];
@@ -427,31 +428,39 @@ test("seed minimal deployment: the migration Job runs before everything that nee
   restrictedContainer(c, "migrate");
   assert.equal(pod.restartPolicy, "Never");
   assert.equal(pod.automountServiceAccountToken, false);
-  assert.equal(pod.serviceAccountName, undefined, "the release's ServiceAccount does not exist at pre-install");
+  assert.equal(pod.serviceAccountName, undefined, "the Job needs no API access");
   assert.ok(job.spec.backoffLimit >= 3, "retries while PostgreSQL starts");
   assert.ok(job.spec.activeDeadlineSeconds > 0);
   assert.ok(c.volumeMounts.some((m) => m.mountPath === "/tmp"));
-  // the Job connects as the owner; the server as the application role
+  // at install: eaid's pods migrate in an init container that waits for the database
+  const inits = d.spec.template.spec.initContainers || [];
+  assert.equal(inits.length, 1, "one init container");
+  const ic = inits[0];
+  assert.equal(ic.name, "migrate");
+  assert.deepEqual(ic.args, ["migrate", "--app-role", "eai_app", "--wait", "300"]);
+  assert.equal(ic.image, d.spec.template.spec.containers[0].image);
+  restrictedContainer(ic, "migrate (init)");
+  assert.ok(ic.volumeMounts.some((m) => m.mountPath === "/tmp"));
+  // the Job and the init container connect as the owner; the server as the application role
   const jref = envRef(c, "EAI_DATABASE_URL");
   const sref = envRef(d.spec.template.spec.containers[0], "EAI_DATABASE_URL");
+  assert.deepEqual(envRef(ic, "EAI_DATABASE_URL"), jref);
   assert.match(secretValue(r, jref), /^postgres:\/\/eai:/);
   assert.match(secretValue(r, sref), /^postgres:\/\/eai_app:/);
-  // what the Job needs exists before it: hooks of lower weight, on install and upgrade
+  assert.equal(envRef(d.spec.template.spec.containers[0], "EAI_DATABASE_URL").key, "url", "the server never gets the owner's URL");
+  // PostgreSQL, its Secret and the migration policy are objects of the release (helm uninstall deletes them)
   const sec = byKind(r, "Secret").find((x) => x.metadata.name === jref.name);
   const sts = one(r, "StatefulSet");
   const pgsvc = byKind(r, "Service").find((x) => x.metadata.name === sts.spec.serviceName);
   const init = byKind(r, "ConfigMap").find((x) => x.metadata.name.endsWith("-init"));
-  assert.deepEqual(hooks(sec), ["pre-install", "pre-upgrade"], "the Secret is a hook");
-  // PostgreSQL: pre-install only, so an upgrade does not restart it under running executions
-  for (const o of [sts, pgsvc, init]) {
-    assert.deepEqual(hooks(o), ["pre-install"], `${o.kind} ${o.metadata.name} is a pre-install hook`);
+  for (const o of [sec, sts, pgsvc, init, d]) {
+    assert.deepEqual(hooks(o), [], `${o.kind} ${o.metadata.name} is not a hook`);
   }
-  for (const o of [sec, sts, pgsvc, init]) {
-    assert.ok(weight(o) < weight(job), `${o.kind} before the Job`);
-  }
-  assert.ok(weight(sec) < weight(sts), "the Secret before the StatefulSet that reads it");
-  // the Deployment is not a hook: it starts after the Job succeeded
-  assert.deepEqual(hooks(d), []);
+  // its data volume goes with it, unless asked to stay
+  assert.deepEqual(sts.spec.persistentVolumeClaimRetentionPolicy, { whenDeleted: "Delete", whenScaled: "Retain" });
+  assert.equal(one(render(["--set", "postgresql.storage.deleteOnUninstall=false"]), "StatefulSet").spec.persistentVolumeClaimRetentionPolicy, undefined);
+  // an upgrade of the chart alone does not restart the database: no chart version in its pod template
+  assert.ok(!JSON.stringify(sts.spec.template).includes("helm.sh/chart"), "chart label in PostgreSQL's pod template");
   // the bundled instance creates the application role, least privilege
   const script = Object.values(init.data)[0];
   assert.match(script, /CREATE ROLE :"app" LOGIN NOSUPERUSER NOBYPASSRLS/);
@@ -464,7 +473,7 @@ test("seed minimal deployment: the migration Job runs before everything that nee
   const jobLabels = pod.metadata ? pod.metadata.labels : job.spec.template.metadata.labels;
   const mnp = nps.find((n) => matches(n.spec.podSelector.matchLabels, job.spec.template.metadata.labels));
   assert.ok(mnp, "a NetworkPolicy selects the migration pod");
-  assert.deepEqual(hooks(mnp), ["pre-install", "pre-upgrade"]);
+  assert.deepEqual(hooks(mnp), [], "exists before the pre-upgrade Job: an object of the release");
   assert.equal(mnp.spec.ingress, undefined, "no ingress to the migration pod");
   assert.ok(mnp.spec.egress.some((e) => (e.ports || []).some((p) => p.port === 5432)));
   const pgnp = nps.find((n) => matches(n.spec.podSelector.matchLabels, sts.spec.template.metadata.labels));
@@ -476,11 +485,12 @@ test("seed minimal deployment: the migration Job runs before everything that nee
   assert.equal(cfg.audit, undefined);
   assert.equal(cfg.telemetry, undefined);
   // NOTES tell the truth about all of this
-  assert.match(r.notes, /eai-eai-sandbox-migrate ran `eaid migrate --app-role eai_app`/);
+  assert.match(r.notes, /runs in the init container of eaid's pods at\s+install, and in the Job eai-eai-sandbox-migrate before every upgrade/);
   assert.match(r.notes, /eaid --config \/etc\/eai\/config\/eaid.yaml tenants create/);
   assert.match(r.notes, /gvisor-small: runtimeClassName gvisor/);
   assert.match(r.notes, /RuntimeClasses gvisor,kata must exist/);
-  assert.match(r.notes, /helm uninstall` leaves it/);
+  assert.match(r.notes, /helm uninstall` deletes it and its data volume/);
+  assert.match(r.notes, /pepper Secret eai-eai-sandbox-pepper is kept by `helm uninstall`/);
 });
 
 test("external database: the Job uses the owner's URL, the server the application role's", () => {
@@ -492,6 +502,9 @@ test("external database: the Job uses the owner's URL, the server the applicatio
   assert.match(secretValue(r, envRef(one(r, "Deployment").spec.template.spec.containers[0], "EAI_DATABASE_URL")), /^postgres:\/\/eai_app:/);
   const sec = byKind(r, "Secret").find((x) => x.data && x.data.migrateUrl);
   assert.deepEqual(hooks(sec), ["pre-install", "pre-upgrade"], "the Secret exists when the pre-install Job runs");
+  assert.deepEqual(hooks(job), ["pre-install", "pre-upgrade"], "an external database is migrated before install");
+  assert.equal(one(r, "Deployment").spec.template.spec.initContainers, undefined, "no init container with an external database");
+  assert.match(r.notes, /ran `eaid migrate --app-role eai_app`\s+before this release's pods/);
   // without migrateUrl the Job falls back to the same URL
   r = render(["--set", "postgresql.enabled=false", "--set", "postgresql.url=postgres://u:p@db:5432/eai"]);
   assert.deepEqual(envRef(one(r, "Job").spec.template.spec.containers[0], "EAI_DATABASE_URL").key, "url");

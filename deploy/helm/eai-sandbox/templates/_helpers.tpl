@@ -128,6 +128,14 @@ url
 {{- end -}}
 {{- end -}}
 
+{{/* "true" when the bundled PostgreSQL is on with the migration: it is then
+part of the release (deleted by `helm uninstall`), so nothing can migrate it
+before install; eaid's pods migrate it in an init container at install and
+the Job runs before upgrades only (docs/helm.md "Migrations"). */}}
+{{- define "eai.migrateInInit" -}}
+{{- if and .Values.controlPlane.enabled .Values.migration.enabled .Values.postgresql.enabled -}}true{{- end -}}
+{{- end -}}
+
 {{/* Hook annotations of what the migration Job needs before install. */}}
 {{- define "eai.preInstallHook" -}}
 helm.sh/hook: {{ .on | default "pre-install,pre-upgrade" }}
