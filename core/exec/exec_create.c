@@ -507,15 +507,6 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
         }
         json_decref(errors);
     }
-    if (session_id && json_is_string(json_object_get(body, "stdin_mode")) &&
-        strcmp(json_string_value(json_object_get(body, "stdin_mode")), "stream") == 0) {
-        /* a session's executions get streamed stdin later (docs/executions.md) */
-        json_decref(body);
-        exec_audit_deny(app, r, "sandbox.execute", "", "validation_failed");
-        eai_reply_error(r, EAI_E_VALIDATION_FAILED,
-                        exec_detail1("/stdin_mode", "\"stream\" is not available for an execution in a session yet"));
-        return;
-    }
     int64_t maxq = app->cfg && app->cfg->max_queued_per_tenant > 0 ? app->cfg->max_queued_per_tenant : 1000;
     if (eai_watch_queued_count(st->hub, tenant) >= maxq) {
         json_decref(body);

@@ -29,8 +29,6 @@ static const struct tmpl T[] = {
      "doit être absent avec stdin_mode \"stream\" (envoyez-le avec POST .../stdin)"},
     {"the backend of profile '{}' cannot stream stdin to a running program",
      "le backend du profil '{1}' ne peut pas transmettre d'entrée standard à un programme en cours"},
-    {"\"stream\" is not available for an execution in a session yet",
-     "\"stream\" n'est pas encore disponible pour une exécution dans une session"},
     /* JSON Schema validator (core/schema/jsonschema_validate.c) */
     {"is required", "est obligatoire"},
     {"is not allowed (unknown property)", "n'est pas permis (propriété inconnue)"},

@@ -503,8 +503,8 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
                detail1("", s->state == SES_STARTING ? "the session is still starting" : "the session has ended"));
         return;
     }
-    static const char *const allowed[] = {"command", "stdin", "env", "timeout_s", "output_bytes", "files",
-                                          "collect", "project_id", "agent_id", "run_id", NULL};
+    static const char *const allowed[] = {"command", "stdin", "stdin_mode", "env", "timeout_s", "output_bytes",
+                                          "files", "collect", "project_id", "agent_id", "run_id", NULL};
     const char *k;
     json_t *v;
     json_object_foreach(body, k, v) {
@@ -547,8 +547,8 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
     json_object_set_new(eb, "image", json_string(s->image));
     json_object_set_new(eb, "limits", limits);
     json_object_set_new(eb, "env", env);
-    static const char *const copy[] = {"command", "stdin", "files", "collect", "project_id", "agent_id", "run_id",
-                                       NULL};
+    static const char *const copy[] = {"command", "stdin", "stdin_mode", "files", "collect", "project_id",
+                                       "agent_id", "run_id", NULL};
     for (const char *const *c = copy; *c; c++)
         if (json_object_get(body, *c))
             json_object_set(eb, *c, json_object_get(body, *c));

@@ -609,8 +609,8 @@ static void gv_cancel(void *self, void *handle)
     eai_pc_runner_cancel(g->runner, handle);
 }
 
-/* ABI 1.4: streamed stdin of a single-use execution (a session's
- * executions are refused by core: docs/executions.md). */
+/* ABI 1.4: streamed stdin of an execution, single-use or in a session (the
+ * pipe of its runsc exec): docs/executions.md. */
 static int gv_stdin_write(void *self, void *handle, const unsigned char *data, size_t len, int eof, size_t *pending,
                           struct eai_error **err)
 {

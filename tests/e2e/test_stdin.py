@@ -388,16 +388,57 @@ def case_audit(env):
     check(r.returncode == 0, "audit verify: %s %s" % (r.stdout, r.stderr))
 
 
-def case_session_refused(env):
-    # streamed stdin inside a session comes later: refused at admission, 422
+def case_session_stream(env):
+    # streamed stdin inside a session: python3 -i reads a file an earlier
+    # execution of the session wrote, answers each statement in order, and
+    # the session lives on after eof (its next execution sees what it wrote)
     st, j, _ = env.call("POST", "/v1/sandbox/sessions", {"profile": PROFILE, "image": IMAGE}, timeout=120)
     check(st == 201, "session: %s %s" % (st, j))
     sid = j["id"]
     try:
         st, j, _ = env.call("POST", "/v1/sandbox/sessions/%s/executions" % sid,
-                            {"command": ["cat"], "stdin_mode": "stream"}, lang="fr")
-        check(st == 422 and j["error"]["code"] == "validation_failed", "session stream: %s %s" % (st, j))
-        check(any(d["path"] == "/stdin_mode" for d in j["error"]["details"]), "session detail: %s" % j)
+                            {"command": ["sh", "-c", "echo 20 > /tmp/base"]})
+        check(st == 202, "first: %s %s" % (st, j))
+        check(env.wait(j["id"])["status"] == "succeeded", "first execution")
+        st, j, _ = env.call("POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["python3", "-u", "-i", "-q"], "stdin_mode": "stream"})
+        check(st == 202, "session stream: %s %s" % (st, j))
+        xid = j["id"]
+        ev = Events(env, xid)
+        pos = 0
+        env.stdin(xid, b"b = int(open('/tmp/base').read())\n")
+        for i in range(5):
+            st, j, _ = env.stdin(xid, ("print('r%d', b + %d)\n" % (i, i)).encode())
+            check(st == 200, "write %d: %s %s" % (i, st, j))
+            pos = ev.wait_for("r%d %d\n" % (i, 20 + i), pos)
+        env.stdin(xid, b"_ = open('/tmp/after', 'w').write(str(b * 2))\n")
+        st, j, _ = env.stdin(xid, b"", eof=True)
+        check(st == 200 and j["eof"] is True, "eof: %s %s" % (st, j))
+        rec = env.wait(xid)
+        ev.close()
+        check(rec["status"] == "succeeded", "session python -i end: %s" % rec)
+        check(rec["stdout"] == "".join("r%d %d\n" % (i, 20 + i) for i in range(5)), "stdout: %r" % rec["stdout"])
+        check(rec.get("session_id") in (None, sid), "session id of the execution: %s" % rec.get("session_id"))
+        # another tenant cannot write to it
+        st, j, _ = env.stdin(xid, b"x\n", key=1, retry_s=0)
+        check(st == 404, "other tenant: %s %s" % (st, j))
+        st, j, _ = env.call("POST", "/v1/sandbox/sessions/%s/executions" % sid, {"command": ["cat", "/tmp/after"]})
+        check(st == 202, "after: %s %s" % (st, j))
+        rec = env.wait(j["id"])
+        check(rec["status"] == "succeeded" and rec["stdout"] == "40", "the session after eof: %s" % rec)
+        # the Python SDK: session.submit(stdin_mode="stream") -> ex.write_stdin / close_stdin
+        sys.path.insert(0, os.path.join(SRC, "sdk", "python"))
+        from enterprise_ai import EnterpriseAI
+        c = EnterpriseAI(base_url=env.url, api_key=env.keys[0])
+        h = c.sandbox.sessions.get(sid)
+        ex = h.submit(["python3", "-u", "-c", "import sys\nfor l in sys.stdin: print(int(l) * 3)"],
+                      stdin_mode="stream")
+        ex.write_stdin("5\n")
+        ex.write_stdin("7\n")
+        ex.close_stdin()
+        done = c.sandbox.wait(ex.id, timeout=60)
+        check(done.status == "succeeded" and done.stdout == "15\n21\n", "sdk in session: %s %r" % (done.status,
+                                                                                                     done.stdout))
     finally:
         env.call("DELETE", "/v1/sandbox/sessions/%s" % sid, timeout=60)
 
@@ -439,7 +480,7 @@ def case_python_sdk(env):
     th.join(10)
 
 
-CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_audit, case_session_refused,
+CASES = [case_echo_in_order, case_python_i, case_back_pressure, case_refusals, case_audit, case_session_stream,
          case_python_sdk]
 # the same through a cold `runsc run` (the program's stdin is runsc's pipe,
 # not the warm launcher's control socket)

@@ -81,11 +81,14 @@ class SessionHandle:
                timeout_s: Optional[int] = None, output_bytes: Optional[int] = None,
                files: "Optional[FilesArg]" = None, collect: Optional[Sequence[str]] = None,
                project_id: Optional[str] = None, agent_id: Optional[str] = None,
-               run_id: Optional[str] = None) -> Execution:
-        """POST an execution in the session (202 ``{id, status}``), not waiting."""
+               run_id: Optional[str] = None, stdin_mode: Optional[str] = None) -> Execution:
+        """POST an execution in the session (202 ``{id, status}``), not waiting.
+        ``stdin_mode="stream"``: its input is sent while it runs, with
+        ``ex.write_stdin(...)`` / ``ex.close_stdin()``."""
         from .client import _files
         body: Dict[str, Any] = {"command": list(command)}
-        for k, v in (("stdin", stdin), ("env", dict(env) if env is not None else None), ("timeout_s", timeout_s),
+        for k, v in (("stdin", stdin), ("stdin_mode", stdin_mode),
+                     ("env", dict(env) if env is not None else None), ("timeout_s", timeout_s),
                      ("output_bytes", output_bytes), ("files", _files(files)),
                      ("collect", list(collect) if collect is not None else None),
                      ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id)):
@@ -93,7 +96,7 @@ class SessionHandle:
                 body[k] = v
         # no Idempotency-Key on this route: a lost answer is not retried (it could run twice)
         r = self._t.request("POST", "/v1/sandbox/sessions/%s/executions" % _q(self.id), body, idempotent=False)
-        return Execution.from_dict(r.json())
+        return self._sandbox._bind(Execution.from_dict(r.json()))
 
     def run(self, command: Sequence[str], *, timeout: Optional[float] = 600.0, **kw: Any) -> Execution:
         """An execution inside the session, waited for like ``sandbox.execute``
