@@ -95,8 +95,11 @@ func (i *SessionInfo) Live() bool {
 // SessionExecRequest is an execution inside a session (the session gives the
 // profile, image and limits).
 type SessionExecRequest struct {
-	Command     []string          `json:"command"`
-	Stdin       *string           `json:"stdin,omitempty"`
+	Command []string `json:"command"`
+	Stdin   *string  `json:"stdin,omitempty"`
+	// StdinMode "stream": the program's input is sent while it runs
+	// (WriteStdin / CloseStdin with the execution's id).
+	StdinMode   string            `json:"stdin_mode,omitempty"`
 	Env         map[string]string `json:"env,omitempty"`
 	TimeoutS    int               `json:"timeout_s,omitempty"`
 	OutputBytes int64             `json:"output_bytes,omitempty"`

@@ -187,6 +187,8 @@ export interface SessionInfo {
 export interface SessionExecRequest {
   command: string[];
   stdin?: string;
+  /** "stream": the input is sent while it runs (`writeStdin` / `closeStdin`). */
+  stdin_mode?: "data" | "stream";
   env?: Record<string, string>;
   timeout_s?: number;
   output_bytes?: number;

@@ -43,7 +43,8 @@ public final class Session implements AutoCloseable {
         return sb.toString();
     }
 
-    /** Posts an execution in the session ({@code command} required; {@code stdin}, {@code env}, ...), not waiting. */
+    /** Posts an execution in the session ({@code command} required; {@code stdin} or {@code "stdin_mode": "stream"}
+     * (then {@link Sandbox#writeStdin}), {@code env}, ...), not waiting. */
     public JsonNode submit(Map<String, ?> request) {
         Transport.Req r = new Transport.Req("POST", Sessions.path(id) + "/executions");
         ObjectNode body = Transport.JSON.valueToTree(request);
