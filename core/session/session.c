@@ -796,8 +796,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (s->state != SES_RUNNING)
             continue;
         /* an execution running or waiting inside keeps it from idling */
-        if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0)
-            s->last_used_ms = now;
+        if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0 || s->snapshotting)
+            s->last_used_ms = now; /* a snapshot being taken counts as use too */
         if (now - s->created_ms >= s->ttl_s * 1000) {
             ses_end(s, "ttl");
         } else if (now - s->last_used_ms >= s->idle_timeout_s * 1000) {
