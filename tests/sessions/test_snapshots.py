@@ -252,6 +252,29 @@ def case_restart_keeps_snapshots():
         e.stop()
 
 
+def case_python_sdk():
+    """sdk/python: handle.snapshot(), sessions.fork() (one and a count),
+    snapshots(), get_snapshot(), delete_snapshot()."""
+    e = env()
+    sys.path.insert(0, os.path.join(ts.eaid_env.SRC, "sdk", "python"))
+    from enterprise_ai import EnterpriseAI
+    c = EnterpriseAI(e.url, e.key)
+    with c.sandbox.sessions.create(ts.IMAGE, profile=ts.PROFILE) as s:
+        s.run(["sh", "-c", "echo parent > /tmp/p.txt"])
+        snap = s.snapshot(ttl_s=300)
+        check(snap.id.startswith("snp_") and snap.status == "ready" and snap.session_id == s.id
+              and snap.size_bytes > 0, "sdk snapshot: %s" % snap)
+        check([x.id for x in c.sandbox.sessions.snapshots(s.id)] == [snap.id], "sdk snapshots()")
+        one = c.sandbox.sessions.fork(snap.id)
+        check(one.from_snapshot == snap.id and one.files.read("/tmp/p.txt") == b"parent\n", "sdk fork: %s" % one.raw)
+        two = c.sandbox.sessions.fork(snap.id, count=2)
+        check(len(two) == 2 and all(h.status == "running" for h in two), "sdk fork count: %s" % two)
+        for h in [one] + two:
+            h.close()
+        check(c.sandbox.sessions.get_snapshot(snap.id).forks == 3, "sdk get_snapshot")
+        check(c.sandbox.sessions.delete_snapshot(snap.id).status == "deleted", "sdk delete_snapshot")
+
+
 def case_nothing_left():
     """After the cases: no sandbox, bundle, cgroup leaf or snapshot file."""
     e = env()
@@ -267,6 +290,7 @@ CASES = [
     ("background_process_restored", case_background_process_restored),
     ("cross_tenant_and_bounds", case_cross_tenant_and_bounds),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
+    ("python_sdk", case_python_sdk),
     ("nothing_left", case_nothing_left),
 ]
 
