@@ -324,6 +324,7 @@ enum gvs_message {
     GVS_M_EGRESS_NO_SNAPSHOT,
     GVS_M_SNAPSHOT_BAD,
     GVS_M_ENDED_SNAPSHOT,
+    GVS_M_SNAPSHOT_OLD_RUNSC,
     GVS_M_COUNT
 };
 extern const struct eai_message gv_messages[];

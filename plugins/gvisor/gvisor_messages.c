@@ -46,5 +46,11 @@ const struct eai_message gv_messages[GVS_M_COUNT + 1] = {
                             "l'instantané ne peut pas être restauré : {1}"},
     [GVS_M_ENDED_SNAPSHOT] = {"gvisor.snapshot.ended", "the session ended during the snapshot",
                               "la session s'est terminée pendant l'instantané"},
+    [GVS_M_SNAPSHOT_OLD_RUNSC] = {"gvisor.snapshot.old_runsc",
+                                  "%.100s cannot keep a sandbox running across a checkpoint: snapshots need a runsc"
+                                  " of 2024 or later (docs/gvisor.md builds one)",
+                                  "{1} ne sait pas garder un bac à sable en marche pendant un point de reprise : les"
+                                  " instantanés demandent un runsc de 2024 ou plus récent (docs/gvisor.md en construit"
+                                  " un)"},
     [GVS_M_COUNT] = {NULL, NULL, NULL},
 };

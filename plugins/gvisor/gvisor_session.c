@@ -876,6 +876,31 @@ static void snap_done(void *arg, int status, const char *out, size_t outlen)
     }
 }
 
+/* The date in runsc's version ("runsc version 0.0~20221219.0", "release-
+ * 20240101.0", "v0.0.0-20260905035102-<commit>"): YYYYMMDD, or 0. */
+static long runsc_date(const char *v)
+{
+    for (const char *p = v ? strstr(v, "20") : NULL; p; p = strstr(p + 1, "20")) {
+        int n = 0;
+        while (n < 8 && p[n] >= '0' && p[n] <= '9')
+            n++;
+        if (n == 8 && (p == v || p[-1] < '0' || p[-1] > '9')) {
+            char d[9];
+            memcpy(d, p, 8);
+            d[8] = '\0';
+            return strtol(d, NULL, 10);
+        }
+    }
+    return 0;
+}
+
+/* `runsc checkpoint --leave-running` keeps the sandbox (its `runsc run`)
+ * running on the runsc of 2026; on Debian 12's (20221219) it destroys it
+ * and restores a new one behind our back (the attached run ends: the
+ * session was lost).  Snapshots need a runsc of 2024 or later (checked:
+ * 20221219 no, 20260905 yes; between, not measured). */
+#define GV_SNAPSHOT_MIN_DATE 20240101L
+
 /* A snapshot of a running session (docs/sessions.md "Snapshots and forks"):
  * `runsc pause` (nothing in it moves), `runsc checkpoint --leave-running`
  * of the paused sandbox into dir/ckpt (it stays paused), a copy of its /tmp
@@ -898,6 +923,9 @@ int gv_session_snapshot(void *self, const char *id, const char *dir,
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_BUSY));
     if (s->netns[0])
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_EGRESS_NO_SNAPSHOT));
+    if (runsc_date(g->version) < GV_SNAPSHOT_MIN_DATE)
+        return eai_host_error_set(g->host, err, EAI_E_SNAPSHOTS_UNSUPPORTED, GV_MSG(GVS_M_SNAPSHOT_OLD_RUNSC),
+                                  g->version);
     char root[PATH_MAX + 16], tmp[PATH_MAX + 16];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
     snprintf(tmp, sizeof(tmp), "%s/tmp", s->sbx.b.dir);
