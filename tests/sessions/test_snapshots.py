@@ -172,10 +172,33 @@ def case_background_process_restored():
     check(ticks(parent) > p1, "and in the parent")
     r = ts.run(e, sid, ["sh", "-c", "for p in /proc/[0-9]*; do cat $p/cmdline 2>/dev/null | tr '\\0' ' '; echo; done"])
     check("while true" in r["stdout"], "the loop's process is in the fork: %s" % r["stdout"][:500])
-    for s in (sid, parent):
+    # a fork is an ordinary session: paused and resumed, its loop runs on
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+    check(st == 200 and b["status"] == "paused", "pause the fork: %s %s" % (st, b))
+    st, b = e.api("POST", "/v1/sandbox/sessions/%s/resume" % sid, timeout=60)
+    check(st == 200 and b["status"] == "running", "resume the fork: %s %s" % (st, b))
+    a = ticks(sid)
+    deadline = time.time() + 20
+    b = a
+    while b <= a and time.time() < deadline:
+        time.sleep(0.3)
+        b = ticks(sid)
+    check(b > a, "the loop runs after the fork's pause and resume: %d then %d" % (a, b))
+    # and snapshotted in turn: a fork of the fork has the loop too
+    snp2 = snapshot(e, sid)
+    g = fork(e, snp2["id"])
+    a = ticks(g["id"])
+    deadline = time.time() + 20
+    b = a
+    while b <= a and time.time() < deadline:
+        time.sleep(0.3)
+        b = ticks(g["id"])
+    check(b > a, "the loop runs in a fork of a fork: %d then %d" % (a, b))
+    for s in (g["id"], sid, parent):
         ts.delete(e, s)
-    st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
-    check(st == 200, "delete snapshot: %s" % st)
+    for i in (snp["id"], snp2["id"]):
+        st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + i)
+        check(st == 200, "delete snapshot: %s" % st)
 
 
 def case_cross_tenant_and_bounds():
