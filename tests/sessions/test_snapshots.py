@@ -298,6 +298,36 @@ def case_python_sdk():
         check(c.sandbox.sessions.delete_snapshot(snap.id).status == "deleted", "sdk delete_snapshot")
 
 
+def case_cli():
+    """`eai session snapshot | fork | snapshots | unsnap`."""
+    e = env()
+    eai = os.path.join(ts.eaid_env.BUILD, "eai")
+    ce = dict(os.environ, EAI_URL=e.url, EAI_API_KEY=e.key)
+
+    def c(*a):
+        return subprocess.run([eai] + list(a), env=ce, capture_output=True, timeout=180)
+
+    sid = ts.create(e)
+    ts.run(e, sid, ["sh", "-c", "echo cli > /tmp/c.txt"])
+    r = c("session", "snapshot", sid, "--ttl", "600")
+    snp = r.stdout.decode().strip()
+    check(r.returncode == 0 and snp.startswith("snp_"), "eai session snapshot: %s" % (r,))
+    r = c("session", "snapshots", "--session", sid)
+    check(r.returncode == 0 and r.stdout.decode().startswith(snp + "\tready\t" + sid), "eai session snapshots: %s" % (r,))
+    r = c("session", "fork", snp, "--count", "2")
+    lines = r.stdout.decode().split()
+    check(r.returncode == 0 and len(lines) == 4 and lines[1] == lines[3] == "running", "eai session fork: %s" % (r,))
+    for f in (lines[0], lines[2]):
+        r = c("session", "cat", f, "/tmp/c.txt")
+        check(r.returncode == 0 and r.stdout == b"cli\n", "fork's file: %s" % (r,))
+        ts.delete(e, f)
+    r = c("session", "unsnap", snp)
+    check(r.returncode == 0 and r.stdout.decode().strip() == snp + "\tdeleted", "eai session unsnap: %s" % (r,))
+    r = c("session", "unsnap", snp)
+    check(r.returncode != 0 and b"not found" in (r.stdout + r.stderr).lower(), "unsnap again: %s" % (r,))
+    ts.delete(e, sid)
+
+
 def case_nothing_left():
     """After the cases: no sandbox, bundle, cgroup leaf or snapshot file."""
     e = env()
@@ -314,6 +344,7 @@ CASES = [
     ("cross_tenant_and_bounds", case_cross_tenant_and_bounds),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
     ("python_sdk", case_python_sdk),
+    ("cli", case_cli),
     ("nothing_left", case_nothing_left),
 ]
 
