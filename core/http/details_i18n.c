@@ -304,8 +304,6 @@ static const struct tmpl T[] = {
     {"only a running session can be snapshotted (not paused, starting or in another snapshot)",
      "seule une session qui tourne peut faire l'objet d'un instantané (pas en pause, en démarrage ou dans un autre"
      " instantané)"},
-    {"a session with network egress cannot be snapshotted",
-     "une session avec accès réseau sortant ne peut pas faire l'objet d'un instantané"},
     {"at most {} snapshots per tenant (sessions.snapshots_max_per_tenant)",
      "au plus {1} instantanés par locataire (sessions.snapshots_max_per_tenant)"},
     {"the tenant's snapshots would hold up to {} bytes, over its quota of {} (sessions.snapshot_quota_bytes)",
@@ -322,10 +320,12 @@ static const struct tmpl T[] = {
     {"sessions are being restored from it: retry once they are running",
      "des sessions sont en cours de restauration depuis celui-ci : réessayez quand elles tournent"},
     {"the snapshot's record could not be written", "l'enregistrement de l'instantané n'a pas pu être écrit"},
-    {"a fork takes from_snapshot, count, idle_timeout_s, ttl_s and the ids; its profile, image, limits, env and"
-     " network are the snapshot's",
-     "un fork prend from_snapshot, count, idle_timeout_s, ttl_s et les identifiants ; son profil, son image, ses"
-     " limites, son environnement et son réseau sont ceux de l'instantané"},
+    {"a fork takes from_snapshot, count, network, idle_timeout_s, ttl_s and the ids; its profile, image, limits and"
+     " env are the snapshot's",
+     "un fork prend from_snapshot, count, network, idle_timeout_s, ttl_s et les identifiants ; son profil, son"
+     " image, ses limites et son environnement sont ceux de l'instantané"},
+    {"the snapshot was taken of a session without network: its forks have none",
+     "l'instantané a été pris d'une session sans réseau : ses forks n'en ont pas"},
     {"must be a snapshot id (snp_...)", "doit être un identifiant d'instantané (snp_...)"},
     {"must be an integer in 1..{} (sessions.fork_max_count)", "doit être un entier de 1 à {1} (sessions.fork_max_count)"},
     {"the snapshot is still being taken or is being deleted",

@@ -656,7 +656,7 @@ static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
 
 int ses_start(struct eai_session *s, struct eai_error **err)
 {
-    if (json_array_size(s->egress) == 0)
+    if (json_array_size(s->egress) == 0 && !s->need_netns)
         return ses_boot(s, err);
     struct eai_app *app = s->reg->app;
     if (!app->egress)

@@ -85,6 +85,7 @@ struct eai_session {
     char *restore_from;              /* a fork: the snapshot's directory, until it is ready */
     struct ses_fork *fork;           /* a fork: its request's group, until it is ready or failed */
     int fork_idx;                    /* its place in the group */
+    int need_netns;                  /* a fork of a snapshot with network: a namespace even with no egress */
 };
 
 /* A snapshot (session_snap.c, docs/sessions.md "Snapshots and forks"). */

@@ -293,7 +293,7 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
     const struct eai_config *cfg = app->cfg;
     const char *action = "sandbox.session.fork";
     static const char *const allowed[] = {"from_snapshot", "count", "idle_timeout_s", "ttl_s", "project_id",
-                                          "agent_id", "run_id", NULL};
+                                          "agent_id", "run_id", "network", NULL};
     const char *k;
     json_t *v;
     json_object_foreach(body, k, v) {
@@ -305,8 +305,8 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
             snprintf(p, sizeof p, "/%s", k);
             json_decref(body);
             refuse(app, r, action, "", EAI_E_VALIDATION_FAILED,
-                   detail1(p, "a fork takes from_snapshot, count, idle_timeout_s, ttl_s and the ids; its profile,"
-                              " image, limits, env and network are the snapshot's"));
+                   detail1(p, "a fork takes from_snapshot, count, network, idle_timeout_s, ttl_s and the ids; its"
+                              " profile, image, limits and env are the snapshot's"));
             return;
         }
     }
@@ -381,10 +381,58 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
                detail1("/from_snapshot", "the snapshot's profile is not configured on this node, or has no sessions"));
         return;
     }
+    /* its network: the allow list of this request (never the parent's),
+     * checked against the profile as a create's; a snapshot of a session
+     * with network is restored in a namespace of the fork's own (with an
+     * empty list when the request gives none: everything refused) */
+    json_t *egress = NULL;
+    const json_t *net = json_object_get(body, "network");
+    int snap_netns = json_is_true(json_object_get(snap->spec, "netns"));
+    if (net) {
+        json_t *pseudo = json_pack("{s:[s], s:O?, s:O?, s:O}", "command", "sh", "profile",
+                                   json_object_get(snap->spec, "profile"), "image", json_object_get(snap->spec, "image"),
+                                   "network", net);
+        json_t *errors = NULL, *rec = NULL;
+        const struct eai_profile *vp = NULL;
+        struct eai_error *verr = NULL;
+        if (pseudo && app->schema_execution)
+            eai_schema_validate(app->schema_execution, pseudo, &errors);
+        if (json_array_size(errors) > 0) {
+            json_decref(pseudo);
+            json_decref(body);
+            refuse(app, r, action, sid, EAI_E_VALIDATION_FAILED, errors);
+            return;
+        }
+        json_decref(errors);
+        struct eai_exec_vopts o = {.files_max_total_bytes = cfg ? cfg->files_max_total_bytes : 8 << 20};
+        if (!pseudo || eai_exec_validate(pseudo, NULL, app->profiles, app->nprofiles, &o, &rec, &vp, &verr) < 0) {
+            enum eai_code code = verr ? verr->code : EAI_E_INTERNAL;
+            json_t *d = verr && verr->details ? json_incref(verr->details) : NULL;
+            eai_error_free(verr);
+            json_decref(pseudo);
+            json_decref(body);
+            refuse(app, r, action, sid, code, d);
+            return;
+        }
+        json_decref(pseudo);
+        egress = json_deep_copy(json_object_get(rec, "egress"));
+        json_decref(rec);
+        if (json_array_size(egress) > 0 && !snap_netns) {
+            json_decref(egress);
+            json_decref(body);
+            refuse(app, r, action, sid, EAI_E_VALIDATION_FAILED,
+                   detail1("/network/egress", "the snapshot was taken of a session without network: its forks have"
+                                              " none"));
+            return;
+        }
+    }
+    if (snap_netns && !egress)
+        egress = json_array();
     char dir[4096];
     struct ses_fork *g = calloc(1, sizeof *g);
     if (!g || !(g->items = json_array()) || snp_dir(app, snap, dir, sizeof dir) < 0) {
         free(g);
+        json_decref(egress);
         json_decref(body);
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
@@ -421,6 +469,8 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
             s->idle_timeout_s = idle_s;
         if (ttl_s > 0)
             s->ttl_s = ttl_s;
+        if (s->need_netns)
+            s->egress = egress ? json_deep_copy(egress) : json_array();
         s->reg = reg;
         s->created_ms = s->last_used_ms = eai_now_ms();
         s->state = SES_STARTING;
@@ -454,6 +504,7 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
         ses_audit(app, s, "sandbox.session.fork", "allow", reason);
     }
     json_decref(body);
+    json_decref(egress);
     g->building = 0;
     if (g->pending == 0) {
         g->hold = NULL;

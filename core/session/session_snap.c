@@ -314,7 +314,10 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
 /* What a fork of s gets: its profile, image, limits, env, lifetimes and ids. */
 static json_t *ses_spec(const struct eai_session *s)
 {
-    return json_pack("{s:s, s:s, s:O, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b, s:b, s:I, s:s, s:s, s:s}",
+    /* netns: its sandbox runs gVisor's network stack in a namespace of
+     * core's; a fork is restored with it, in a namespace of its own with
+     * the allow list of the fork request (never the parent's) */
+    json_t *sp = json_pack("{s:s, s:s, s:O, s:O, s:I, s:I, s:I, s:I, s:I, s:I, s:i, s:b, s:b, s:I, s:s, s:s, s:s}",
                      "profile", s->profile, "image", s->image, "limits", s->limits, "env", s->env, "cpu_millis",
                      (json_int_t)s->cpu_millis, "memory_bytes", (json_int_t)s->memory_bytes, "pids",
                      (json_int_t)s->pids, "disk_bytes", (json_int_t)s->disk_bytes, "idle_timeout_s",
@@ -322,6 +325,9 @@ static json_t *ses_spec(const struct eai_session *s)
                      s->max_concurrent, "auto_resume", s->auto_resume, "auto_pause", s->auto_pause,
                      "paused_ttl_s", (json_int_t)s->paused_ttl_s, "project_id", s->project_id, "agent_id",
                      s->agent_id, "run_id", s->run_id);
+    if (sp)
+        json_object_set_new(sp, "netns", json_boolean(s->lease != NULL));
+    return sp;
 }
 
 static void refuse(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
@@ -392,11 +398,6 @@ void ses_snapshot_create(struct eai_app *app, struct eai_req *r, struct eai_sess
         refuse(app, r, action, s->id, EAI_E_CONFLICT,
                detail1("/status", "only a running session can be snapshotted (not paused, starting or in another"
                                   " snapshot)"));
-        return;
-    }
-    if (json_array_size(s->egress) > 0) {
-        refuse(app, r, action, s->id, EAI_E_CONFLICT,
-               detail1("/network", "a session with network egress cannot be snapshotted"));
         return;
     }
     /* quotas: how many the tenant keeps, their bytes (one in flight counts
@@ -616,6 +617,7 @@ int snp_fill_session(struct eai_app *app, const struct eai_snapshot *p, struct e
     s->paused_ttl_s = SP_INT("paused_ttl_s");
     s->auto_resume = json_is_true(json_object_get(sp, "auto_resume"));
     s->auto_pause = json_is_true(json_object_get(sp, "auto_pause"));
+    s->need_netns = json_is_true(json_object_get(sp, "netns"));
 #undef SP_STR
 #undef SP_INT
     if (s->max_concurrent < 1)

@@ -40,8 +40,6 @@ const struct eai_message gv_messages[GVS_M_COUNT + 1] = {
                                "l'instantané a échoué : {1}"},
     [GVS_M_LOST_SNAPSHOT] = {"gvisor.snapshot.lost", "the sandbox was lost during a snapshot",
                              "le bac à sable a été perdu pendant un instantané"},
-    [GVS_M_EGRESS_NO_SNAPSHOT] = {"gvisor.snapshot.egress", "a session with network egress cannot be snapshotted",
-                                  "une session avec accès réseau sortant ne peut pas faire l'objet d'un instantané"},
     [GVS_M_SNAPSHOT_BAD] = {"gvisor.snapshot.bad", "the snapshot cannot be restored: %.200s",
                             "l'instantané ne peut pas être restauré : {1}"},
     [GVS_M_ENDED_SNAPSHOT] = {"gvisor.snapshot.ended", "the session ended during the snapshot",

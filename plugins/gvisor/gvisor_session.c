@@ -293,6 +293,16 @@ static void prepare_work(void *arg)
         }
         want_launcher = strstr(line, "launcher=1") != NULL;
         s->sbx.b.launcher = want_launcher;
+        /* a snapshot of a sandbox with gVisor's network stack is restored
+         * with it, in the fork's own namespace (core leases one); one
+         * without, without */
+        if ((strstr(line, "network=1") != NULL) != (s->netns[0] != 0)) {
+            s->prep_failed = 1;
+            snprintf(s->msg, sizeof(s->msg), GV_MSG(GVS_M_SNAPSHOT_BAD),
+                     s->netns[0] ? "it was taken without network" : "it was taken with network: its fork needs a"
+                                                                    " namespace");
+            return;
+        }
     }
     snprintf(path, sizeof(path), "%s" GV_LAUNCHER_PATH, s->sbx.b.rootfs);
     snprintf(dir, sizeof(dir), "%s/.eai", s->sbx.b.rootfs);
@@ -371,7 +381,16 @@ static void prepare_done(void *arg)
         snprintf(img, sizeof(img), "--image-path=%s/ckpt", s->restore);
         char *rargv[] = {g->runsc, root, "--network=none", plat, "restore", img, "--bundle", s->sbx.b.dir,
                          s->sbx.b.cid, NULL};
-        s->sbx.run = eai_pc_child_spawn(g->host->base, g, rargv, -1, -1, -1, 0, 0, run_done, s);
+        /* with network: gVisor's stack restored in the fork's own namespace
+         * (config.json names it); the stack takes that namespace's
+         * interface, address and routes at restore */
+        char *nrargv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
+                          g->runsc, root, "--network=sandbox", plat, "restore", img, "--bundle", s->sbx.b.dir,
+                          s->sbx.b.cid, NULL};
+        char **ruse = rargv;
+        if (s->netns[0])
+            ruse = g->net_state == 2 ? nrargv : nrargv + 8;
+        s->sbx.run = eai_pc_child_spawn(g->host->base, g, ruse, -1, -1, -1, 0, 0, run_done, s);
         if (!s->sbx.run) {
             ses_kill(s, "cannot spawn runsc restore");
             gv_release(g);
@@ -472,10 +491,10 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
         }
     }
     if (spec->size >= EAI_ISO_SESSION_SIZE_1_5 && spec->restore_from) {
-        if (s->netns[0] || spec->restore_from[0] != '/' ||
+        if (spec->restore_from[0] != '/' ||
             snprintf(s->restore, sizeof(s->restore), "%s", spec->restore_from) >= (int)sizeof(s->restore)) {
             free(s);
-            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "%s", GV_MSG(GVS_M_EGRESS_NO_SNAPSHOT));
+            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "gvisor: bad snapshot directory");
         }
     }
     s->spec.restore_from = NULL;
@@ -921,8 +940,6 @@ int gv_session_snapshot(void *self, const char *id, const char *dir,
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_RUNNING));
     if (s->running || s->waiting)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_BUSY));
-    if (s->netns[0])
-        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_EGRESS_NO_SNAPSHOT));
     if (runsc_date(g->version) < GV_SNAPSHOT_MIN_DATE)
         return eai_host_error_set(g->host, err, EAI_E_SNAPSHOTS_UNSUPPORTED, GV_MSG(GVS_M_SNAPSHOT_OLD_RUNSC),
                                   g->version);
@@ -934,12 +951,12 @@ int gv_session_snapshot(void *self, const char *id, const char *dir,
         "rc=0\n"
         "{ mkdir -m 0700 -- \"$3\" && \"$0\" \"$1\" checkpoint --leave-running --image-path=\"$3/ckpt\" \"$2\" &&\n"
         "  mkdir -- \"$3/tmp\" && cp -a -- \"$4/.\" \"$3/tmp/\" &&\n"
-        "  printf 'launcher=%s\\n' \"$5\" > \"$3/" GV_SNAP_META "\"; } || rc=1\n"
+        "  printf 'launcher=%s\\nnetwork=%s\\n' \"$5\" \"$6\" > \"$3/" GV_SNAP_META "\"; } || rc=1\n"
         "\"$0\" \"$1\" resume \"$2\" || rc=91\n"
         "if [ $rc != 0 ]; then rm -rf -- \"$3\"; exit $rc; fi\n"
         "du -sb -- \"$3\" | cut -f1\n";
     char *argv[] = {"/bin/sh", "-c", (char *)script, g->runsc, root, s->sbx.b.cid, (char *)dir, tmp,
-                    s->sbx.b.launcher ? "1" : "0", NULL};
+                    s->sbx.b.launcher ? "1" : "0", s->netns[0] ? "1" : "0", NULL};
     if (spawn_cb(s, argv, GV_SES_CKPT_TIMEOUT_MS, snap_done) < 0)
         return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn the snapshot");
     s->state = GVS_SNAPSHOT;
