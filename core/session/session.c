@@ -865,6 +865,8 @@ void eai_sessions_begin_stop(struct eai_app *app)
     event_free(reg->tick);
     reg->tick = NULL;
     for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->fork) /* a fork still being restored: its request answers 503 */
+            ses_fork_abort(s);
         if (s->hold) { /* a create, delete, pause or resume waiting for the backend */
             struct eai_req *r = eai_park_release(s->hold);
             s->hold = NULL;

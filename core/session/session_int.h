@@ -217,5 +217,7 @@ int snp_dir(struct eai_app *app, const struct eai_snapshot *p, char *out, size_t
 /* A fork settled (ready or failed): its view into its group, which is
  * answered once all are (session_routes.c). */
 void ses_fork_settled(struct eai_session *s);
+/* The shutdown: s will not settle; its group answered 503 once none will. */
+void ses_fork_abort(struct eai_session *s);
 
 #endif

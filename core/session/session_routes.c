@@ -272,6 +272,21 @@ void ses_fork_settled(struct eai_session *s)
         fork_answer(g);
 }
 
+void ses_fork_abort(struct eai_session *s)
+{
+    struct ses_fork *g = s->fork;
+    s->fork = NULL;
+    if (g->snap->users > 0)
+        g->snap->users--;
+    if (--g->pending > 0 || g->building)
+        return;
+    struct eai_req *r = g->hold ? eai_park_release(g->hold) : NULL;
+    if (r)
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+    json_decref(g->items);
+    free(g);
+}
+
 static int id_member(const json_t *body, const char *k, const char **out)
 {
     const json_t *v = json_object_get(body, k);

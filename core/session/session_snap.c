@@ -13,6 +13,7 @@
  * removal) runs on a worker. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -214,10 +215,15 @@ static void rec_work(void *arg)
     struct rec_job *j = arg;
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.new", j->path);
-    FILE *f = fopen(tmp, "we");
+    /* 0600: the record holds the session's env */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     j->rc = -1;
-    if (!f)
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return;
+    }
     int ok = fputs(j->text, f) >= 0;
     ok = fflush(f) == 0 && ok && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
