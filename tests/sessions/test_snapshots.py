@@ -252,6 +252,35 @@ def case_cross_tenant_and_bounds():
         check(st == 200, "delete %s: %s" % (i, st))
 
 
+def case_retention_and_byte_quota():
+    """A snapshot with ttl_s 1 is removed (files and record) by the
+    registry's tick, audited; a tenant past snapshot_quota_bytes gets 507."""
+    e = env()
+    sid = ts.create(e)
+    snp = snapshot(e, sid, {"ttl_s": 1})
+    deadline = time.time() + 15
+    st = 200
+    while st == 200 and time.time() < deadline:
+        time.sleep(0.3)
+        st, _ = e.api("GET", "/v1/sandbox/snapshots/" + snp["id"])
+    check(st == 404, "expired snapshot gone: %s" % st)
+    while snapshot_dirs(e) and time.time() < deadline:
+        time.sleep(0.2)
+    check(snapshot_dirs(e) == [], "its files removed: %s" % snapshot_dirs(e))
+    ts.delete(e, sid)
+    q = ts.start_env(config=CONFIG.replace("  fork_max_count: 10\n", "  fork_max_count: 10\n  snapshot_quota_bytes: 1Mi\n"),
+                     tenant="snp-q")
+    try:
+        sid = ts.create(q)
+        st, b = q.api("POST", "/v1/sandbox/sessions/%s/snapshots" % sid, None, headers={"Accept-Language": "fr"})
+        check(st == 507 and b["error"]["code"] == "storage_quota_exceeded"
+              and "sessions.snapshot_quota_bytes" in b["error"]["details"][0]["message"]
+              and "instantanés" in b["error"]["details"][0]["message"], "byte quota: %s %s" % (st, b))
+        ts.delete(q, sid)
+    finally:
+        q.stop()
+
+
 def case_restart_keeps_snapshots():
     """A snapshot outlives a restart of eaid: read back, forked after."""
     e = ts.start_env(config=CONFIG, tenant="snp-r")
@@ -342,6 +371,7 @@ CASES = [
     ("fork_ten_diverge", case_fork_ten_diverge),
     ("background_process_restored", case_background_process_restored),
     ("cross_tenant_and_bounds", case_cross_tenant_and_bounds),
+    ("retention_and_byte_quota", case_retention_and_byte_quota),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
     ("python_sdk", case_python_sdk),
     ("cli", case_cli),
