@@ -333,6 +333,7 @@ static const struct tmpl T[] = {
     {"the snapshot's profile is not configured on this node, or has no sessions",
      "le profil de l'instantané n'est pas configuré sur ce nœud, ou n'a pas de sessions"},
     {"the fork could not be restored", "le fork n'a pas pu être restauré"},
+    {"the session ended during the snapshot", "la session s'est terminée pendant l'instantané"},
     /* a body that does not parse: JSON (jansson's words) and YAML
      * (core/schema/yamljson.c); libyaml's own problem texts stay English */
     {"line {}, column {}: {}", "ligne {1}, colonne {2} : {T3}"},

@@ -289,8 +289,12 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "snapshot %s of session %s failed: %s", p->id, p->session_id,
                 err->message ? err->message : "?");
         snp_audit(app, p, p->actor, "sandbox.snapshot.create", "deny", "sandbox_failed", p->request_id);
+        /* the session deleted (or ended) meanwhile: said as such */
+        int ended = !s || !ses_live(s) || s->state == SES_ENDING;
         if (r)
-            eai_reply_error(r, EAI_E_SANDBOX_FAILED, detail1("", err->message ? err->message : "snapshot failed"));
+            eai_reply_error(r, ended ? EAI_E_SESSION_ENDED : EAI_E_SANDBOX_FAILED,
+                            detail1("", ended ? "the session ended during the snapshot"
+                                              : err->message ? err->message : "snapshot failed"));
         snp_remove(reg, p, NULL);
         return;
     }

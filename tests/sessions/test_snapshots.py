@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -252,6 +253,36 @@ def case_cross_tenant_and_bounds():
         check(st == 200, "delete %s: %s" % (i, st))
 
 
+def case_delete_during_snapshot():
+    """A session deleted while its snapshot is taken: the snapshot answers
+    201 (it was taken first) or 409 session_ended, never hangs, and nothing
+    is left (sandbox, bundle, snapshot files)."""
+    e = env()
+    for i in range(3):
+        sid = ts.create(e)
+        ts.run(e, sid, ["sh", "-c", "head -c 20000000 /dev/urandom > /tmp/big"])
+        res = {}
+
+        def snap():
+            res["s"] = e.api("POST", "/v1/sandbox/sessions/%s/snapshots" % sid, None, timeout=120)
+        th = threading.Thread(target=snap)
+        th.start()
+        time.sleep(0.02 * i)
+        st, b = e.api("DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
+        th.join(130)
+        check(st == 200 and b["status"] == "ended", "delete: %s %s" % (st, b))
+        st, b = res["s"]
+        check(st == 201 or (st == 409 and b["error"]["code"] == "session_ended"), "snapshot raced: %s %s" % (st, b))
+        if st == 201:
+            st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + b["id"])
+            check(st == 200, "delete the snapshot: %s" % st)
+    deadline = time.time() + 20
+    while (ts.host_leftovers(e) or snapshot_dirs(e)) and time.time() < deadline:
+        time.sleep(0.3)
+    check(not ts.host_leftovers(e) and snapshot_dirs(e) == [], "nothing left: %s %s"
+          % (ts.host_leftovers(e), snapshot_dirs(e)))
+
+
 def case_retention_and_byte_quota():
     """A snapshot with ttl_s 1 is removed (files and record) by the
     registry's tick, audited; a tenant past snapshot_quota_bytes gets 507."""
@@ -371,6 +402,7 @@ CASES = [
     ("fork_ten_diverge", case_fork_ten_diverge),
     ("background_process_restored", case_background_process_restored),
     ("cross_tenant_and_bounds", case_cross_tenant_and_bounds),
+    ("delete_during_snapshot", case_delete_during_snapshot),
     ("retention_and_byte_quota", case_retention_and_byte_quota),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
     ("python_sdk", case_python_sdk),
