@@ -69,6 +69,11 @@ static struct eai_config *eai_config_defaults(void)
     c->sessions_min_free_bytes = 1LL << 30;
     c->sessions_pause_per_minute = 30;
     c->sessions_tenant_pause_per_minute = 120;
+    c->sessions_snapshots_max_per_tenant = 20;
+    c->sessions_snapshot_quota = 8LL << 30;
+    c->sessions_snapshot_ttl_s = 7 * 86400;
+    c->sessions_max_snapshot_ttl_s = 30 * 86400;
+    c->sessions_fork_max_count = 10;
     c->net_max_connections = 32;
     c->net_max_connections_tenant = 256;
     c->net_max_bytes = 1LL << 30;

@@ -136,6 +136,12 @@ struct eai_config {
                                            (sessions.advertise_url, EAI_ADVERTISE_URL): calls on
                                            its sessions reaching another replica are forwarded */
     int sessions_tenant_pause_per_minute; /* 120 of one tenant's sessions together */
+    /* snapshots and forks (docs/sessions.md "Snapshots and forks") */
+    int sessions_snapshots_max_per_tenant; /* 20 snapshots one tenant keeps on this node */
+    int64_t sessions_snapshot_quota;      /* 8Gi  their bytes together */
+    int64_t sessions_snapshot_ttl_s;      /* 604800 default retention */
+    int64_t sessions_max_snapshot_ttl_s;  /* 2592000 its bound */
+    int sessions_fork_max_count;          /* 10 sessions one fork request may create */
     /* network: egress of local sandboxes (docs/egress.md) */
     char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */
     char *net_pool;            /* per-execution /30 slots: "10.213.0.0/16" */

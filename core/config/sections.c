@@ -340,7 +340,9 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
     static const char *const k[] = {"max_per_tenant", "max_concurrent_executions", "idle_timeout_s",
                                     "max_idle_timeout_s", "ttl_s", "max_ttl_s", "paused_ttl_s",
                                     "max_paused_ttl_s", "checkpoint_quota_bytes", "min_free_bytes",
-                                    "pause_per_minute", "tenant_pause_per_minute", "advertise_url", NULL};
+                                    "pause_per_minute", "tenant_pause_per_minute", "advertise_url",
+                                    "snapshots_max_per_tenant", "snapshot_quota_bytes", "snapshot_ttl_s",
+                                    "max_snapshot_ttl_s", "fork_max_count", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_per_tenant", 0, 100000, &c->sessions_max_per_tenant, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_concurrent_executions", 1, 1000, &c->sessions_max_concurrent,
@@ -357,7 +359,14 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
         eai_cfg_get_int32(file, path, v, "pause_per_minute", 1, 100000, &c->sessions_pause_per_minute, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "tenant_pause_per_minute", 1, 1000000,
                           &c->sessions_tenant_pause_per_minute, err) < 0 ||
-        eai_cfg_get_string(file, path, v, "advertise_url", &c->sessions_advertise_url, err) < 0)
+        eai_cfg_get_string(file, path, v, "advertise_url", &c->sessions_advertise_url, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "snapshots_max_per_tenant", 0, 100000,
+                          &c->sessions_snapshots_max_per_tenant, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "snapshot_quota_bytes", 0, 1LL << 50, &c->sessions_snapshot_quota, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "snapshot_ttl_s", 1, 365 * 86400, &c->sessions_snapshot_ttl_s, err) < 0 ||
+        eai_cfg_get_int(file, path, v, "max_snapshot_ttl_s", 1, 365 * 86400, &c->sessions_max_snapshot_ttl_s,
+                        err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "fork_max_count", 1, 100, &c->sessions_fork_max_count, err) < 0)
         return -1;
     return 0;
 }

@@ -296,6 +296,42 @@ static const struct tmpl T[] = {
      "trop de pauses et de reprises de cette session ou de ce locataire par minute (sessions.pause_per_minute,"
      " sessions.tenant_pause_per_minute)"},
     {"the backend cannot resume sessions", "le backend ne sait pas reprendre les sessions"},
+    /* snapshots and forks (core/session/session_snap.c, session_routes.c) */
+    {"the backend '{}' of profile '{}' cannot take snapshots",
+     "le backend '{1}' du profil '{2}' ne sait pas prendre d'instantanés"},
+    {"only a running session can be snapshotted (not paused, starting or in another snapshot)",
+     "seule une session qui tourne peut faire l'objet d'un instantané (pas en pause, en démarrage ou dans un autre"
+     " instantané)"},
+    {"at most {} snapshots per tenant (sessions.snapshots_max_per_tenant)",
+     "au plus {1} instantanés par locataire (sessions.snapshots_max_per_tenant)"},
+    {"the tenant's snapshots would hold up to {} bytes, over its quota of {} (sessions.snapshot_quota_bytes)",
+     "les instantanés du locataire occuperaient jusqu'à {1} octets, au-delà de son quota de {2}"
+     " (sessions.snapshot_quota_bytes)"},
+    {"the data disk has {} bytes free: a snapshot of up to {} bytes would leave less than"
+     " sessions.min_free_bytes ({})",
+     "le disque de données a {1} octets libres : un instantané de {2} octets au plus laisserait moins que"
+     " sessions.min_free_bytes ({3})"},
+    {"unknown field: a snapshot's body takes only ttl_s",
+     "champ inconnu : le corps d'un instantané ne prend que ttl_s"},
+    {"the snapshot is still being taken", "l'instantané est encore en cours"},
+    {"the snapshot is being deleted", "l'instantané est en cours de suppression"},
+    {"sessions are being restored from it: retry once they are running",
+     "des sessions sont en cours de restauration depuis celui-ci : réessayez quand elles tournent"},
+    {"the snapshot's record could not be written", "l'enregistrement de l'instantané n'a pas pu être écrit"},
+    {"a fork takes from_snapshot, count, network, idle_timeout_s, ttl_s and the ids; its profile, image, limits and"
+     " env are the snapshot's",
+     "un fork prend from_snapshot, count, network, idle_timeout_s, ttl_s et les identifiants ; son profil, son"
+     " image, ses limites et son environnement sont ceux de l'instantané"},
+    {"the snapshot was taken of a session without network: its forks have none",
+     "l'instantané a été pris d'une session sans réseau : ses forks n'en ont pas"},
+    {"must be a snapshot id (snp_...)", "doit être un identifiant d'instantané (snp_...)"},
+    {"must be an integer in 1..{} (sessions.fork_max_count)", "doit être un entier de 1 à {1} (sessions.fork_max_count)"},
+    {"the snapshot is still being taken or is being deleted",
+     "l'instantané est encore en cours ou en cours de suppression"},
+    {"the snapshot's profile is not configured on this node, or has no sessions",
+     "le profil de l'instantané n'est pas configuré sur ce nœud, ou n'a pas de sessions"},
+    {"the fork could not be restored", "le fork n'a pas pu être restauré"},
+    {"the session ended during the snapshot", "la session s'est terminée pendant l'instantané"},
     /* a body that does not parse: JSON (jansson's words) and YAML
      * (core/schema/yamljson.c); libyaml's own problem texts stay English */
     {"line {}, column {}: {}", "ligne {1}, colonne {2} : {T3}"},

@@ -32,6 +32,10 @@ const struct eai_route eai_routes[] = {
     {"DELETE", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_delete, "sessions.files.delete"},
     {"GET", "/v1/sandbox/sessions/{id}/network", EAI_AUTH_TENANT, eai_session_route_network_get, "sessions.network.get"},
     {"PUT", "/v1/sandbox/sessions/{id}/network", EAI_AUTH_TENANT, eai_session_route_network_put, "sessions.network.put"},
+    {"POST", "/v1/sandbox/sessions/{id}/snapshots", EAI_AUTH_TENANT, eai_session_route_snapshot, "sessions.snapshot"},
+    {"GET", "/v1/sandbox/snapshots", EAI_AUTH_TENANT, eai_snapshot_route_list, "snapshots.list"},
+    {"GET", "/v1/sandbox/snapshots/{id}", EAI_AUTH_TENANT, eai_snapshot_route_get, "snapshots.get"},
+    {"DELETE", "/v1/sandbox/snapshots/{id}", EAI_AUTH_TENANT, eai_snapshot_route_delete, "snapshots.delete"},
     {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
 
     {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},

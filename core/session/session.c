@@ -96,6 +96,7 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s)
 
 void ses_free(struct eai_session *s)
 {
+    free(s->restore_from);
     json_decref(s->limits);
     json_decref(s->env);
     json_decref(s->egress);
@@ -185,6 +186,7 @@ json_t *ses_view(const struct eai_session *s)
     json_object_set_new(v, "agent_id", s->agent_id[0] ? json_string(s->agent_id) : json_null());
     json_object_set_new(v, "run_id", s->run_id[0] ? json_string(s->run_id) : json_null());
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
+    json_object_set_new(v, "from_snapshot", s->from_snapshot[0] ? json_string(s->from_snapshot) : json_null());
     json_object_set_new(v, "network", json_pack("{s:o}", "egress", s->egress ? json_incref(s->egress) : json_array()));
     if (s->net_summary)
         json_object_set(json_object_get(v, "network"), "summary", s->net_summary);
@@ -325,6 +327,8 @@ static void ses_close_lease(struct eai_session *s)
 
 static void answer_hold(struct eai_session *s)
 {
+    if (s->fork)
+        ses_fork_settled(s); /* a fork: ready or failed */
     if (!s->hold)
         return;
     struct eai_req *r = eai_park_release(s->hold);
@@ -603,6 +607,7 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
         spec.netns_path = eai_egress_lease_netns(s->lease);
         spec.dns_server = eai_egress_lease_dns(s->lease);
     }
+    spec.restore_from = s->restore_from; /* a fork (ABI 1.5) */
     s->backend_live = 1; /* before: a failure may be told from inside the call */
     if (ops->session_create(s->prof->iso->self, &spec, &ses_callbacks, s, err) < 0) {
         s->backend_live = 0;
@@ -651,7 +656,7 @@ static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
 
 int ses_start(struct eai_session *s, struct eai_error **err)
 {
-    if (json_array_size(s->egress) == 0)
+    if (json_array_size(s->egress) == 0 && !s->need_netns)
         return ses_boot(s, err);
     struct eai_app *app = s->reg->app;
     if (!app->egress)
@@ -791,8 +796,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         if (s->state != SES_RUNNING)
             continue;
         /* an execution running or waiting inside keeps it from idling */
-        if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0)
-            s->last_used_ms = now;
+        if (ses_ops(s)->session_busy(s->prof->iso->self, s->id) > 0 || s->snapshotting)
+            s->last_used_ms = now; /* a snapshot being taken counts as use too */
         if (now - s->created_ms >= s->ttl_s * 1000) {
             ses_end(s, "ttl");
         } else if (now - s->last_used_ms >= s->idle_timeout_s * 1000) {
@@ -818,6 +823,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         }
     }
     prune(reg, now);
+    snp_tick(reg, now);
     eai_metrics_set("eai_sessions_live", NULL, ses_live_count(reg, NULL));
 }
 
@@ -838,7 +844,8 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set(err, EAI_E_INTERNAL, "sessions: out of memory");
     }
     app->sessions = reg;
-    if (ses_store_start(reg, err) < 0) {
+    if (ses_store_start(reg, err) < 0 || snp_start(reg, err) < 0) {
+        snp_free_all(reg);
         app->sessions = NULL;
         event_free(reg->tick);
         eai_park_set_close(reg->parks);
@@ -858,6 +865,8 @@ void eai_sessions_begin_stop(struct eai_app *app)
     event_free(reg->tick);
     reg->tick = NULL;
     for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->fork) /* a fork still being restored: its request answers 503 */
+            ses_fork_abort(s);
         if (s->hold) { /* a create, delete, pause or resume waiting for the backend */
             struct eai_req *r = eai_park_release(s->hold);
             s->hold = NULL;
@@ -965,5 +974,6 @@ void eai_sessions_free(struct eai_app *app)
         ses_free(s);
     }
     json_decref(reg->rates);
+    snp_free_all(reg);
     free(reg);
 }

@@ -31,6 +31,10 @@ void eai_session_route_file_delete(struct eai_app *app, struct eai_req *r); /* D
 void eai_session_route_file_list(struct eai_app *app, struct eai_req *r);   /* GET    .../{id}/files */
 void eai_session_route_network_get(struct eai_app *app, struct eai_req *r); /* GET    .../{id}/network */
 void eai_session_route_network_put(struct eai_app *app, struct eai_req *r); /* PUT    .../{id}/network */
+void eai_session_route_snapshot(struct eai_app *app, struct eai_req *r);    /* POST   .../{id}/snapshots */
+void eai_snapshot_route_list(struct eai_app *app, struct eai_req *r);       /* GET    /v1/sandbox/snapshots */
+void eai_snapshot_route_get(struct eai_app *app, struct eai_req *r);        /* GET    /v1/sandbox/snapshots/{id} */
+void eai_snapshot_route_delete(struct eai_app *app, struct eai_req *r);     /* DELETE /v1/sandbox/snapshots/{id} */
 
 int eai_sessions_start(struct eai_app *app, struct eai_error **err);
 /* The shutdown, in two steps so that every end is billed with what its

@@ -79,6 +79,43 @@ struct eai_session {
     struct eai_parked *hold;         /* the create or delete request waiting */
     int hold_is_delete;
     int hold_is_pause;               /* the hold waits for on_paused / on_resumed */
+    /* snapshots and forks (session_snap.c) */
+    int snapshotting;                /* a snapshot of it is being taken */
+    char from_snapshot[48];          /* a fork: the snapshot it was restored from ("": none) */
+    char *restore_from;              /* a fork: the snapshot's directory, until it is ready */
+    struct ses_fork *fork;           /* a fork: its request's group, until it is ready or failed */
+    int fork_idx;                    /* its place in the group */
+    int need_netns;                  /* a fork of a snapshot with network: a namespace even with no egress */
+};
+
+/* A snapshot (session_snap.c, docs/sessions.md "Snapshots and forks"). */
+enum snp_state { SNP_CREATING = 0, SNP_READY, SNP_DELETING, SNP_DELETED };
+struct eai_snapshot {
+    struct eai_snapshot *next;
+    struct eai_app *app;
+    char id[48];                     /* "snp_<uuid>" */
+    char tenant[64];
+    char session_id[48];             /* the session it was taken of */
+    char actor[64], request_id[128];
+    enum snp_state state;
+    json_t *spec;                    /* what a fork gets: profile, image, limits, env, lifetimes, ids */
+    int64_t size_bytes;              /* its directory on the data disk, once ready */
+    int64_t bound_bytes;             /* while taken: the most it may hold (memory limit + /tmp size) */
+    int64_t created_ms, expires_ms;
+    int users;                       /* forks being restored from it now (not deletable meanwhile) */
+    int forks;                       /* sessions forked from it so far (this process) */
+    struct eai_parked *hold;         /* the create request, until taken */
+};
+
+/* One fork request (POST /v1/sandbox/sessions with from_snapshot): answered
+ * once each of its sessions is ready or failed. */
+#define SES_FORK_MAX 100
+struct ses_fork {
+    struct eai_parked *hold;
+    struct eai_snapshot *snap;
+    int single;                      /* no count given: answered as a plain create */
+    int n, pending, building;
+    json_t *items;                   /* the views, by index */
 };
 
 struct eai_sessions {
@@ -92,6 +129,7 @@ struct eai_sessions {
     struct eai_park_set *parks;
     struct event *tick;
     json_t *rates;                   /* tenant -> [minute start ms, pauses + resumes in it] */
+    struct eai_snapshot *snaps;      /* this node's snapshots (session_snap.c) */
 };
 
 struct eai_sessions *ses_reg(struct eai_app *app);
@@ -161,5 +199,25 @@ void ses_free(struct eai_session *s);
 
 /* "ses_" + 36 lowercase hex / dash characters */
 int ses_id_ok(const char *id);
+
+/* ---- snapshots and forks (session_snap.c) */
+int snp_id_ok(const char *id);
+json_t *snp_view(const struct eai_snapshot *p);
+/* POST .../{id}/snapshots of s (found for r's tenant): admission, the
+ * backend's session_snapshot, the answer once taken. */
+void ses_snapshot_create(struct eai_app *app, struct eai_req *r, struct eai_session *s);
+/* Start-up: the records read back; the retention (tick); the end. */
+int snp_start(struct eai_sessions *reg, struct eai_error **err);
+void snp_tick(struct eai_sessions *reg, int64_t now);
+void snp_free_all(struct eai_sessions *reg);
+struct eai_snapshot *snp_lookup(struct eai_sessions *reg, const char *tenant, const char *id);
+/* s (a new session) from p's spec; -1 when its profile is not on this node. */
+int snp_fill_session(struct eai_app *app, const struct eai_snapshot *p, struct eai_session *s);
+int snp_dir(struct eai_app *app, const struct eai_snapshot *p, char *out, size_t len);
+/* A fork settled (ready or failed): its view into its group, which is
+ * answered once all are (session_routes.c). */
+void ses_fork_settled(struct eai_session *s);
+/* The shutdown: s will not settle; its group answered 503 once none will. */
+void ses_fork_abort(struct eai_session *s);
 
 #endif

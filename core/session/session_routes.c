@@ -223,6 +223,323 @@ static const struct eai_park_ops create_ops = {
     .what = "session_create", .work = create_work, .answer = create_answer, .free = create_free,
 };
 
+/* ------------------------------------------------------------ forks */
+
+static void fork_answer(struct ses_fork *g)
+{
+    struct eai_req *r = g->hold ? eai_park_release(g->hold) : NULL;
+    g->hold = NULL;
+    if (r) {
+        int ok = 0;
+        const char *why = NULL;
+        for (int i = 0; i < g->n; i++) {
+            const json_t *v = json_array_get(g->items, (size_t)i);
+            const char *st = json_string_value(json_object_get(v, "status"));
+            if (st && (!strcmp(st, "running") || !strcmp(st, "ending") || !strcmp(st, "ended")))
+                ok++;
+            else if (!why)
+                why = json_string_value(json_object_get(v, "message"));
+        }
+        if (!ok) {
+            eai_reply_error(r, EAI_E_SANDBOX_FAILED, detail1("", why ? why : "the fork could not be restored"));
+        } else if (g->single) {
+            json_t *v = json_incref(json_array_get(g->items, 0));
+            char loc[96];
+            snprintf(loc, sizeof loc, "Location: /v1/sandbox/sessions/%s",
+                     json_string_value(json_object_get(v, "id")));
+            const char *h[] = {loc, NULL};
+            eai_reply_json_headers(r, 201, v, h);
+        } else {
+            eai_reply_json(r, 201, json_pack("{s:O, s:s}", "items", g->items, "from_snapshot", g->snap->id));
+        }
+    }
+    json_decref(g->items);
+    free(g);
+}
+
+void ses_fork_settled(struct eai_session *s)
+{
+    struct ses_fork *g = s->fork;
+    s->fork = NULL;
+    free(s->restore_from);
+    s->restore_from = NULL;
+    json_t *v = ses_view(s);
+    if (v)
+        json_array_set_new(g->items, (size_t)s->fork_idx, v);
+    if (g->snap->users > 0)
+        g->snap->users--;
+    if (--g->pending == 0 && !g->building)
+        fork_answer(g);
+}
+
+void ses_fork_abort(struct eai_session *s)
+{
+    struct ses_fork *g = s->fork;
+    s->fork = NULL;
+    if (g->snap->users > 0)
+        g->snap->users--;
+    if (--g->pending > 0 || g->building)
+        return;
+    struct eai_req *r = g->hold ? eai_park_release(g->hold) : NULL;
+    if (r)
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
+    json_decref(g->items);
+    free(g);
+}
+
+static int id_member(const json_t *body, const char *k, const char **out)
+{
+    const json_t *v = json_object_get(body, k);
+    *out = NULL;
+    if (!v)
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) < 1 || json_string_length(v) > 128)
+        return -1;
+    *out = json_string_value(v);
+    return 0;
+}
+
+/* POST /v1/sandbox/sessions with from_snapshot: count (1..fork_max_count)
+ * new sessions restored from the snapshot, each with its own id, sandbox,
+ * limits (the snapshot's, enforced apart) and copy of /tmp. */
+static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    const struct eai_config *cfg = app->cfg;
+    const char *action = "sandbox.session.fork";
+    static const char *const allowed[] = {"from_snapshot", "count", "idle_timeout_s", "ttl_s", "project_id",
+                                          "agent_id", "run_id", "network", NULL};
+    const char *k;
+    json_t *v;
+    json_object_foreach(body, k, v) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a && !ok; a++)
+            ok = !strcmp(*a, k);
+        if (!ok) {
+            char p[300];
+            snprintf(p, sizeof p, "/%s", k);
+            json_decref(body);
+            refuse(app, r, action, "", EAI_E_VALIDATION_FAILED,
+                   detail1(p, "a fork takes from_snapshot, count, network, idle_timeout_s, ttl_s and the ids; its"
+                              " profile, image, limits and env are the snapshot's"));
+            return;
+        }
+    }
+    const char *sid = json_string_value(json_object_get(body, "from_snapshot"));
+    int64_t count = 1, idle_s = -1, ttl_s = -1;
+    int fmax = cfg ? cfg->sessions_fork_max_count : 10;
+    const char *ids[3];
+    const char *bad = NULL;
+    if (!sid || !snp_id_ok(sid))
+        bad = "/from_snapshot";
+    else if (int_member(body, "count", 1, fmax, 1, &count) < 0)
+        bad = "/count";
+    else if (int_member(body, "idle_timeout_s", 1, cfg->sessions_max_idle_timeout_s, -1, &idle_s) < 0)
+        bad = "/idle_timeout_s";
+    else if (int_member(body, "ttl_s", 1, cfg->sessions_max_ttl_s, -1, &ttl_s) < 0)
+        bad = "/ttl_s";
+    else if (id_member(body, "project_id", &ids[0]) < 0)
+        bad = "/project_id";
+    else if (id_member(body, "agent_id", &ids[1]) < 0)
+        bad = "/agent_id";
+    else if (id_member(body, "run_id", &ids[2]) < 0)
+        bad = "/run_id";
+    if (bad) {
+        char m[200];
+        if (!strcmp(bad, "/from_snapshot"))
+            snprintf(m, sizeof m, "must be a snapshot id (snp_...)");
+        else if (!strcmp(bad, "/count"))
+            snprintf(m, sizeof m, "must be an integer in 1..%d (sessions.fork_max_count)", fmax);
+        else if (bad[1] == 'i' || bad[1] == 't')
+            snprintf(m, sizeof m, "must be an integer within the configured bounds (docs/sessions.md)");
+        else
+            snprintf(m, sizeof m, "must be a string of 1..128 characters");
+        json_decref(body);
+        refuse(app, r, action, "", EAI_E_VALIDATION_FAILED, detail1(bad, m));
+        return;
+    }
+    struct eai_snapshot *snap = snp_lookup(reg, eai_req_tenant(r), sid);
+    if (!snap) {
+        json_decref(body);
+        audit_deny(app, r, action, sid, "not_found");
+        eai_reply_not_found(r, EAI_MISSING_SNAPSHOT);
+        return;
+    }
+    if (snap->state != SNP_READY) {
+        json_decref(body);
+        refuse(app, r, action, sid, EAI_E_CONFLICT,
+               detail1("/from_snapshot", "the snapshot is still being taken or is being deleted"));
+        return;
+    }
+    int cap = cfg ? cfg->sessions_max_per_tenant : 10;
+    if (ses_live_count(reg, eai_req_tenant(r)) + count > cap) {
+        char m[160];
+        snprintf(m, sizeof m, "at most %d live sessions per tenant (sessions.max_per_tenant)", cap);
+        json_decref(body);
+        audit_deny(app, r, action, sid, "session_limit");
+        const char *h[] = {"Retry-After: 5", NULL};
+        json_t *env = eai_http_error_envelope(EAI_E_SESSION_LIMIT, eai_req_lang(r), eai_req_id(r), detail1("", m));
+        if (env)
+            eai_reply_json_headers(r, 429, env, h);
+        else
+            eai_reply_error(r, EAI_E_SESSION_LIMIT, NULL);
+        return;
+    }
+    struct eai_session probe;
+    memset(&probe, 0, sizeof probe);
+    int filled = snp_fill_session(app, snap, &probe);
+    json_decref(probe.limits);
+    json_decref(probe.env);
+    if (filled < 0) {
+        json_decref(body);
+        refuse(app, r, action, sid, EAI_E_SESSIONS_UNSUPPORTED,
+               detail1("/from_snapshot", "the snapshot's profile is not configured on this node, or has no sessions"));
+        return;
+    }
+    /* its network: the allow list of this request (never the parent's),
+     * checked against the profile as a create's; a snapshot of a session
+     * with network is restored in a namespace of the fork's own (with an
+     * empty list when the request gives none: everything refused) */
+    json_t *egress = NULL;
+    const json_t *net = json_object_get(body, "network");
+    int snap_netns = json_is_true(json_object_get(snap->spec, "netns"));
+    if (net) {
+        json_t *pseudo = json_pack("{s:[s], s:O?, s:O?, s:O}", "command", "sh", "profile",
+                                   json_object_get(snap->spec, "profile"), "image", json_object_get(snap->spec, "image"),
+                                   "network", net);
+        json_t *errors = NULL, *rec = NULL;
+        const struct eai_profile *vp = NULL;
+        struct eai_error *verr = NULL;
+        if (pseudo && app->schema_execution)
+            eai_schema_validate(app->schema_execution, pseudo, &errors);
+        if (json_array_size(errors) > 0) {
+            json_decref(pseudo);
+            json_decref(body);
+            refuse(app, r, action, sid, EAI_E_VALIDATION_FAILED, errors);
+            return;
+        }
+        json_decref(errors);
+        struct eai_exec_vopts o = {.files_max_total_bytes = cfg ? cfg->files_max_total_bytes : 8 << 20};
+        if (!pseudo || eai_exec_validate(pseudo, NULL, app->profiles, app->nprofiles, &o, &rec, &vp, &verr) < 0) {
+            enum eai_code code = verr ? verr->code : EAI_E_INTERNAL;
+            json_t *d = verr && verr->details ? json_incref(verr->details) : NULL;
+            eai_error_free(verr);
+            json_decref(pseudo);
+            json_decref(body);
+            refuse(app, r, action, sid, code, d);
+            return;
+        }
+        json_decref(pseudo);
+        egress = json_deep_copy(json_object_get(rec, "egress"));
+        json_decref(rec);
+        if (json_array_size(egress) > 0 && !snap_netns) {
+            json_decref(egress);
+            json_decref(body);
+            refuse(app, r, action, sid, EAI_E_VALIDATION_FAILED,
+                   detail1("/network/egress", "the snapshot was taken of a session without network: its forks have"
+                                              " none"));
+            return;
+        }
+    }
+    if (snap_netns && !egress)
+        egress = json_array();
+    char dir[4096];
+    struct ses_fork *g = calloc(1, sizeof *g);
+    if (!g || !(g->items = json_array()) || snp_dir(app, snap, dir, sizeof dir) < 0) {
+        free(g);
+        json_decref(egress);
+        json_decref(body);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    g->snap = snap;
+    g->single = !json_object_get(body, "count");
+    g->n = (int)count;
+    g->building = 1;
+    for (int i = 0; i < g->n; i++)
+        json_array_append_new(g->items, json_null());
+    for (int i = 0; i < g->n; i++) {
+        struct eai_session *s = calloc(1, sizeof *s);
+        if (!s || snp_fill_session(app, snap, s) < 0 || !(s->restore_from = strdup(dir))) {
+            if (s)
+                ses_free(s);
+            json_array_set_new(g->items, (size_t)i, json_pack("{s:s, s:s}", "status", "failed", "message",
+                                                               "out of memory"));
+            continue;
+        }
+        char uuid[37];
+        eai_uuid_v4(uuid);
+        snprintf(s->id, sizeof s->id, "ses_%s", uuid);
+        snprintf(s->tenant, sizeof s->tenant, "%s", eai_req_tenant(r));
+        snprintf(s->actor, sizeof s->actor, "%s", eai_req_key_id(r) ? eai_req_key_id(r) : "anonymous");
+        snprintf(s->request_id, sizeof s->request_id, "%s", eai_req_id(r) ? eai_req_id(r) : "");
+        snprintf(s->from_snapshot, sizeof s->from_snapshot, "%s", snap->id);
+        if (ids[0])
+            snprintf(s->project_id, sizeof s->project_id, "%s", ids[0]);
+        if (ids[1])
+            snprintf(s->agent_id, sizeof s->agent_id, "%s", ids[1]);
+        if (ids[2])
+            snprintf(s->run_id, sizeof s->run_id, "%s", ids[2]);
+        if (idle_s > 0)
+            s->idle_timeout_s = idle_s;
+        if (ttl_s > 0)
+            s->ttl_s = ttl_s;
+        if (s->need_netns)
+            s->egress = egress ? json_deep_copy(egress) : json_array();
+        s->reg = reg;
+        s->created_ms = s->last_used_ms = eai_now_ms();
+        s->state = SES_STARTING;
+        s->fork = g;
+        s->fork_idx = i;
+        g->pending++;
+        snap->users++;
+        snap->forks++;
+        struct eai_error *err = NULL;
+        if (ses_start(s, &err) < 0) {
+            g->pending--;
+            snap->users--;
+            snap->forks--;
+            eai_log_req(SES_COMPONENT, EAI_LOG_WARN, eai_req_id(r), "fork not started: %s",
+                        err && err->message ? err->message : "?");
+            json_array_set_new(g->items, (size_t)i,
+                               json_pack("{s:s, s:s}", "status", "failed", "message",
+                                         err && err->message ? err->message : "not started"));
+            eai_error_free(err);
+            s->fork = NULL;
+            ses_free(s);
+            continue;
+        }
+        s->next = reg->list;
+        reg->list = s;
+        ses_persist(s);
+        eai_metrics_add("eai_sessions_created_total", NULL, 1);
+        eai_metrics_add("eai_sessions_forked_total", NULL, 1);
+        char reason[80];
+        snprintf(reason, sizeof reason, "from=%s", snap->id);
+        ses_audit(app, s, "sandbox.session.fork", "allow", reason);
+    }
+    json_decref(body);
+    json_decref(egress);
+    g->building = 0;
+    if (g->pending == 0) {
+        g->hold = NULL;
+        /* nothing started (or all told from inside the call) */
+        struct eai_parked *hold = eai_park_hold(reg->parks, r);
+        g->hold = hold;
+        if (!hold) {
+            eai_reply_error(r, EAI_E_INTERNAL, NULL);
+            json_decref(g->items);
+            free(g);
+            return;
+        }
+        fork_answer(g);
+        return;
+    }
+    g->hold = eai_park_hold(reg->parks, r);
+    if (!g->hold)
+        eai_reply_json(r, 202, json_pack("{s:O}", "items", g->items));
+}
+
 void eai_session_route_create(struct eai_app *app, struct eai_req *r)
 {
     struct eai_sessions *reg = ses_reg(app);
@@ -249,6 +566,10 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         refuse(app, r, "sandbox.session.create", "", EAI_E_FORBIDDEN,
                detail1(strcmp(field, "project_id") ? "/agent_id" : "/project_id",
                        "differs from the claim of the gateway token"));
+        return;
+    }
+    if (json_object_get(body, "from_snapshot") || json_object_get(body, "count")) {
+        fork_route(app, r, body); /* a fork of a snapshot (session_snap.c) */
         return;
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
@@ -617,6 +938,13 @@ static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
         eai_reply_json(r, s->state == done ? 200 : 202, v);
     else
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
+}
+
+void eai_session_route_snapshot(struct eai_app *app, struct eai_req *r)
+{
+    struct eai_session *s = session_of(app, r, "sandbox.snapshot.create", eai_session_route_snapshot);
+    if (s)
+        ses_snapshot_create(app, r, s);
 }
 
 void eai_session_route_pause(struct eai_app *app, struct eai_req *r)

@@ -57,6 +57,7 @@ struct eai_iso_probe {
 #define EAI_ISO_PROBE_SIZE_1_2 EAI_ISO_PROBE_SIZE_1_1
 #define EAI_ISO_PROBE_SIZE_1_3 EAI_ISO_PROBE_SIZE_1_2
 #define EAI_ISO_PROBE_SIZE_1_4 EAI_ISO_PROBE_SIZE_1_3
+#define EAI_ISO_PROBE_SIZE_1_5 EAI_ISO_PROBE_SIZE_1_4
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */
@@ -119,6 +120,7 @@ struct eai_iso_job {
 #define EAI_ISO_JOB_SIZE_1_2 (offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
 #define EAI_ISO_JOB_SIZE_1_3 EAI_ISO_JOB_SIZE_1_2
 #define EAI_ISO_JOB_SIZE_1_4 (offsetof(struct eai_iso_job, stdin_stream) + sizeof(int))
+#define EAI_ISO_JOB_SIZE_1_5 EAI_ISO_JOB_SIZE_1_4
 /* Deprecated: 1 when the job carries session_id, i.e. size >=
  * EAI_ISO_JOB_SIZE_1_2 (the same test; docs/plugins.md named this macro
  * before 1.2 existed).  Kept for sources written against it, gone in 2.0. */
@@ -178,6 +180,7 @@ struct eai_iso_result {
 #define EAI_ISO_RESULT_SIZE_1_2 (offsetof(struct eai_iso_result, stderr_runtime_bytes) + sizeof(size_t))
 #define EAI_ISO_RESULT_SIZE_1_3 EAI_ISO_RESULT_SIZE_1_2
 #define EAI_ISO_RESULT_SIZE_1_4 EAI_ISO_RESULT_SIZE_1_3
+#define EAI_ISO_RESULT_SIZE_1_5 EAI_ISO_RESULT_SIZE_1_4
 
 /* Callbacks into core, on the loop thread. */
 struct eai_iso_callbacks {
@@ -195,6 +198,7 @@ struct eai_iso_callbacks {
 #define EAI_ISO_CALLBACKS_SIZE_1_2 EAI_ISO_CALLBACKS_SIZE_1_0
 #define EAI_ISO_CALLBACKS_SIZE_1_3 EAI_ISO_CALLBACKS_SIZE_1_2
 #define EAI_ISO_CALLBACKS_SIZE_1_4 EAI_ISO_CALLBACKS_SIZE_1_3
+#define EAI_ISO_CALLBACKS_SIZE_1_5 EAI_ISO_CALLBACKS_SIZE_1_4
 
 /* ---- Added in 1.2, sessions: one sandbox kept alive across executions
  * (docs/sessions.md).  The three structs below and enum eai_iso_file_op
@@ -219,10 +223,18 @@ struct eai_iso_session {
      * server its resolv.conf names.  Valid for the call only. */
     const char *netns_path;
     const char *dns_server;
+    /* ---- Added in 1.5 (check size >= EAI_ISO_SESSION_SIZE_1_5): a fork
+     * (docs/sessions.md "Snapshots and forks").  When set, the session is
+     * not booted but restored from this snapshot directory, one that
+     * session_snapshot filled (its processes, memory and /tmp, copied: the
+     * new session shares nothing writable with it or its other forks).
+     * Valid for the call only. */
+    const char *restore_from;
 };
 #define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
 #define EAI_ISO_SESSION_SIZE_1_3 EAI_ISO_SESSION_SIZE_1_2
 #define EAI_ISO_SESSION_SIZE_1_4 (offsetof(struct eai_iso_session, dns_server) + sizeof(const char *))
+#define EAI_ISO_SESSION_SIZE_1_5 (offsetof(struct eai_iso_session, restore_from) + sizeof(const char *))
 
 struct eai_iso_session_end {
     size_t size;
@@ -235,6 +247,7 @@ struct eai_iso_session_end {
 #define EAI_ISO_SESSION_END_SIZE_1_2 (offsetof(struct eai_iso_session_end, message) + sizeof(const char *))
 #define EAI_ISO_SESSION_END_SIZE_1_3 EAI_ISO_SESSION_END_SIZE_1_2
 #define EAI_ISO_SESSION_END_SIZE_1_4 EAI_ISO_SESSION_END_SIZE_1_3
+#define EAI_ISO_SESSION_END_SIZE_1_5 EAI_ISO_SESSION_END_SIZE_1_4
 
 /* Callbacks of one session, on the loop thread. */
 struct eai_iso_session_callbacks {
@@ -255,6 +268,7 @@ struct eai_iso_session_callbacks {
     (offsetof(struct eai_iso_session_callbacks, on_resumed) + sizeof(void (*)(void)))
 #define EAI_ISO_SESSION_CALLBACKS_SIZE_1_3 EAI_ISO_SESSION_CALLBACKS_SIZE_1_2
 #define EAI_ISO_SESSION_CALLBACKS_SIZE_1_4 EAI_ISO_SESSION_CALLBACKS_SIZE_1_3
+#define EAI_ISO_SESSION_CALLBACKS_SIZE_1_5 EAI_ISO_SESSION_CALLBACKS_SIZE_1_4
 
 enum eai_iso_file_op {
     EAI_ISO_FILE_PUT = 1,      /* data/len: create or replace path (parents made) */
@@ -357,6 +371,20 @@ struct eai_isolation_ops {
      * EAI_E_STDIN_NOT_STREAMED (a job without stdin_stream). */
     int (*stdin_write)(void *self, void *handle, const unsigned char *data, size_t len, int eof,
                        size_t *pending, struct eai_error **err);
+    /* ---- Added in 1.5, optional (NULL: core answers 422
+     * snapshots_unsupported): a snapshot of a live session that keeps
+     * running (docs/sessions.md "Snapshots and forks").  Loop, never
+     * blocks.  dir: a directory that does not exist yet, which the backend
+     * creates and fills with everything session_create needs to restore a
+     * new session from it (eai_iso_session.restore_from): its processes,
+     * memory and a copy of its /tmp; core removes it (rm -rf) when the
+     * snapshot is deleted.  0: done(arg, NULL, size_bytes of dir) or
+     * done(arg, err, 0) follows once on the loop (the session is running
+     * again either way, or ended when it was lost); -1 and *err (conflict:
+     * not running, or jobs running or waiting in it; not_found). */
+    int (*session_snapshot)(void *self, const char *session_id, const char *dir,
+                            void (*done)(void *arg, const struct eai_error *err, int64_t size_bytes), void *arg,
+                            struct eai_error **err);
 };
 /* The bytes of streamed stdin a backend holds for a job (1.4). */
 #define EAI_ISO_STDIN_BUFFER (1024 * 1024)
@@ -366,6 +394,7 @@ struct eai_isolation_ops {
 #define EAI_ISOLATION_OPS_SIZE_1_2 (offsetof(struct eai_isolation_ops, egress_claim) + sizeof(void (*)(void)))
 #define EAI_ISOLATION_OPS_SIZE_1_3 EAI_ISOLATION_OPS_SIZE_1_2
 #define EAI_ISOLATION_OPS_SIZE_1_4 (offsetof(struct eai_isolation_ops, stdin_write) + sizeof(void (*)(void)))
+#define EAI_ISOLATION_OPS_SIZE_1_5 (offsetof(struct eai_isolation_ops, session_snapshot) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

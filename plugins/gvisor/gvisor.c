@@ -831,6 +831,7 @@ static const struct eai_isolation_ops gv_ops = {
     .session_file = gv_session_file,
     .session_pause = gv_session_pause,
     .session_resume = gv_session_resume,
+    .session_snapshot = gv_session_snapshot,
     .egress_claim = gv_egress_claim,
     .stdin_write = gv_stdin_write,
 };

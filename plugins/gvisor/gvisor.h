@@ -189,6 +189,9 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
 void gv_session_destroy(void *self, const char *id);
 int gv_session_pause(void *self, const char *id, struct eai_error **err);
 int gv_session_resume(void *self, const char *id, struct eai_error **err);
+int gv_session_snapshot(void *self, const char *id, const char *dir,
+                        void (*done)(void *arg, const struct eai_error *err, int64_t size_bytes), void *arg,
+                        struct eai_error **err);
 int gv_session_busy(void *self, const char *id);
 int gv_session_file(void *self, const char *id, enum eai_iso_file_op op, const char *path,
                     const unsigned char *data, size_t len, int64_t max, unsigned char **out, size_t *outlen,
@@ -316,6 +319,11 @@ enum gvs_message {
     GVS_M_PAUSE_FAILED,
     GVS_M_CHECKPOINT_FAILED,
     GVS_M_EGRESS_NO_PAUSE,
+    GVS_M_SNAPSHOT_FAILED,
+    GVS_M_LOST_SNAPSHOT,
+    GVS_M_SNAPSHOT_BAD,
+    GVS_M_ENDED_SNAPSHOT,
+    GVS_M_SNAPSHOT_OLD_RUNSC,
     GVS_M_COUNT
 };
 extern const struct eai_message gv_messages[];

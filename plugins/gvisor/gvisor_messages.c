@@ -36,5 +36,19 @@ const struct eai_message gv_messages[GVS_M_COUNT + 1] = {
                                  "runsc checkpoint a échoué : {1}"},
     [GVS_M_EGRESS_NO_PAUSE] = {"gvisor.pause.egress", "a session with network egress cannot be paused",
                                "une session avec accès réseau sortant ne peut pas être mise en pause"},
+    [GVS_M_SNAPSHOT_FAILED] = {"gvisor.snapshot.failed", "the snapshot failed: %.200s",
+                               "l'instantané a échoué : {1}"},
+    [GVS_M_LOST_SNAPSHOT] = {"gvisor.snapshot.lost", "the sandbox was lost during a snapshot",
+                             "le bac à sable a été perdu pendant un instantané"},
+    [GVS_M_SNAPSHOT_BAD] = {"gvisor.snapshot.bad", "the snapshot cannot be restored: %.200s",
+                            "l'instantané ne peut pas être restauré : {1}"},
+    [GVS_M_ENDED_SNAPSHOT] = {"gvisor.snapshot.ended", "the session ended during the snapshot",
+                              "la session s'est terminée pendant l'instantané"},
+    [GVS_M_SNAPSHOT_OLD_RUNSC] = {"gvisor.snapshot.old_runsc",
+                                  "%.100s cannot keep a sandbox running across a checkpoint: snapshots need a runsc"
+                                  " of 2024 or later (docs/gvisor.md builds one)",
+                                  "{1} ne sait pas garder un bac à sable en marche pendant un point de reprise : les"
+                                  " instantanés demandent un runsc de 2024 ou plus récent (docs/gvisor.md en construit"
+                                  " un)"},
     [GVS_M_COUNT] = {NULL, NULL, NULL},
 };

@@ -44,7 +44,8 @@
 #define GV_SES_BOOT_TIMEOUT_MS 30000
 #define GV_SES_LIST_MAX 1000
 
-enum gv_ses_state { GVS_BOOTING = 0, GVS_READY, GVS_PAUSING, GVS_PAUSED, GVS_RESUMING, GVS_DYING };
+enum gv_ses_state { GVS_BOOTING = 0, GVS_READY, GVS_PAUSING, GVS_PAUSED, GVS_RESUMING, GVS_DYING,
+                    GVS_SNAPSHOT /* session_snapshot: paused a moment, then running again */ };
 
 #define GV_SES_CKPT_TIMEOUT_MS 120000
 /* In a paused session's bundle: kept for the next process of this node
@@ -83,7 +84,19 @@ struct gv_session {
     int kept;                         /* its bundle holds GV_KEPT_MARK: kept across a restart of eaid */
     char netns[256];                  /* granted egress: core's namespace ("": no network) */
     char dns[64];                     /* and its DNS server */
+    /* a fork (eai_iso_session.restore_from, ABI 1.5): restored from that
+     * snapshot directory instead of booted */
+    char restore[PATH_MAX];
+    int restoring;                    /* booting by runsc restore: ready once `runsc state` says running */
+    /* session_snapshot in flight */
+    void (*snap_done)(void *arg, const struct eai_error *err, int64_t size_bytes);
+    void *snap_arg;
 };
+
+/* In a snapshot directory (session_snapshot): the checkpoint image, a copy
+ * of /tmp and this file, "launcher=0|1" (how its init runs programs). */
+#define GV_SNAP_META "eai-snapshot"
+
 
 /* "eai-ses-<uuid>" from "ses_<uuid>"; -1 when id is not one of ours. */
 static int ses_cid(const char *id, char *out, size_t len)
@@ -263,11 +276,44 @@ static void prepare_work(void *arg)
     /* The supervisor needs the launcher's mount point in the image (as the
      * warm pool's launcher, gvisor_pool.c); without it the session idles in
      * sh + sleep and its programs are runsc exec'd */
+    int want_launcher = -1;
+    if (s->restore[0]) {
+        /* a fork: its init is the snapshot's (the supervisor or sh + sleep) */
+        char meta[PATH_MAX + 32], line[64] = {0};
+        snprintf(meta, sizeof(meta), "%s/" GV_SNAP_META, s->restore);
+        int fd = open(meta, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        ssize_t n = fd >= 0 ? read(fd, line, sizeof(line) - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        snprintf(path, sizeof(path), "%s/ckpt", s->restore);
+        if (n <= 0 || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+            s->prep_failed = 1;
+            snprintf(s->msg, sizeof(s->msg), GV_MSG(GVS_M_SNAPSHOT_BAD), "no image or no metadata");
+            return;
+        }
+        want_launcher = strstr(line, "launcher=1") != NULL;
+        s->sbx.b.launcher = want_launcher;
+        /* a snapshot of a sandbox with gVisor's network stack is restored
+         * with it, in the fork's own namespace (core leases one); one
+         * without, without */
+        if ((strstr(line, "network=1") != NULL) != (s->netns[0] != 0)) {
+            s->prep_failed = 1;
+            snprintf(s->msg, sizeof(s->msg), GV_MSG(GVS_M_SNAPSHOT_BAD),
+                     s->netns[0] ? "it was taken without network" : "it was taken with network: its fork needs a"
+                                                                    " namespace");
+            return;
+        }
+    }
     snprintf(path, sizeof(path), "%s" GV_LAUNCHER_PATH, s->sbx.b.rootfs);
     snprintf(dir, sizeof(dir), "%s/.eai", s->sbx.b.rootfs);
     if (s->sbx.b.launcher && (lstat(dir, &dst) < 0 || !S_ISDIR(dst.st_mode) || (dst.st_mode & 0005) != 0005 ||
                           lstat(path, &st) < 0 || !S_ISREG(st.st_mode)))
         s->sbx.b.launcher = 0;
+    if (want_launcher == 1 && !s->sbx.b.launcher) {
+        s->prep_failed = 1;
+        snprintf(s->msg, sizeof(s->msg), GV_MSG(GVS_M_SNAPSHOT_BAD), "the launcher is not installed");
+        return;
+    }
     int ok = 1, ok2 = 1;
     if (!s->sbx.b.launcher) {
         snprintf(path, sizeof(path), "%s/bin/sh", s->sbx.b.rootfs);
@@ -296,8 +342,26 @@ static void prepare_work(void *arg)
     if (gv_bundle_prepare(&s->sbx.b, &job, 0, msg, sizeof(msg)) < 0) {
         s->prep_failed = 1;
         snprintf(s->msg, sizeof(s->msg), "preparing the session's sandbox: %s", msg);
+        return;
+    }
+    if (s->restore[0]) {
+        /* the fork's own copy of the snapshot's /tmp, into its own tmpfs
+         * (never shared: each fork writes only its copy) */
+        char src[PATH_MAX + 16], tdst[PATH_MAX + 16], out[256] = "";
+        snprintf(src, sizeof(src), "%s/tmp/.", s->restore);
+        snprintf(tdst, sizeof(tdst), "%s/tmp/", s->sbx.b.dir);
+        char *argv[] = {"/bin/cp", "-a", "--", src, tdst, NULL};
+        int st2 = eai_pc_run_sync(argv, GV_SES_CKPT_TIMEOUT_MS, out, sizeof(out));
+        if (st2 < 0 || !WIFEXITED(st2) || WEXITSTATUS(st2) != 0) {
+            char line[200];
+            s->prep_failed = 1;
+            eai_pc_one_line(line, sizeof(line), out);
+            snprintf(s->msg, sizeof(s->msg), GV_MSG(GVS_M_SNAPSHOT_BAD), line[0] ? line : "copying its /tmp failed");
+        }
     }
 }
+
+static void poll_arm(struct gv_session *s);
 
 static void prepare_done(void *arg)
 {
@@ -305,6 +369,37 @@ static void prepare_done(void *arg)
     struct gv *g = s->g;
     if (s->prep_failed || g->destroying || s->state != GVS_BOOTING) {
         ses_kill(s, NULL);
+        gv_release(g);
+        return;
+    }
+    if (s->restore[0]) {
+        /* a fork: `runsc restore` of the snapshot's image into this bundle
+         * and container id (attached, as a resume), ready once running */
+        char root[PATH_MAX + 16], plat[64], img[PATH_MAX + 32];
+        snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+        snprintf(plat, sizeof(plat), "--platform=%s", g->platform);
+        snprintf(img, sizeof(img), "--image-path=%s/ckpt", s->restore);
+        char *rargv[] = {g->runsc, root, "--network=none", plat, "restore", img, "--bundle", s->sbx.b.dir,
+                         s->sbx.b.cid, NULL};
+        /* with network: gVisor's stack restored in the fork's own namespace
+         * (config.json names it); the stack takes that namespace's
+         * interface, address and routes at restore */
+        char *nrargv[] = {GV_UNSHARE, "-m", "--propagation", "private", "/bin/sh", "-c", GV_NET_WORKAROUND_SH, "sh",
+                          g->runsc, root, "--network=sandbox", plat, "restore", img, "--bundle", s->sbx.b.dir,
+                          s->sbx.b.cid, NULL};
+        char **ruse = rargv;
+        if (s->netns[0])
+            ruse = g->net_state == 2 ? nrargv : nrargv + 8;
+        s->sbx.run = eai_pc_child_spawn(g->host->base, g, ruse, -1, -1, -1, 0, 0, run_done, s);
+        if (!s->sbx.run) {
+            ses_kill(s, "cannot spawn runsc restore");
+            gv_release(g);
+            return;
+        }
+        s->sbx.run_spawned = 1;
+        s->restoring = 1;
+        s->polls = 0;
+        poll_arm(s);
         gv_release(g);
         return;
     }
@@ -395,6 +490,14 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
                                       "gvisor: this host cannot run a sandbox in a network namespace");
         }
     }
+    if (spec->size >= EAI_ISO_SESSION_SIZE_1_5 && spec->restore_from) {
+        if (spec->restore_from[0] != '/' ||
+            snprintf(s->restore, sizeof(s->restore), "%s", spec->restore_from) >= (int)sizeof(s->restore)) {
+            free(s);
+            return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "gvisor: bad snapshot directory");
+        }
+    }
+    s->spec.restore_from = NULL;
     memcpy(&s->cb, cb, cb->size < sizeof(s->cb) ? cb->size : sizeof(s->cb));
     s->cb_arg = cb_arg;
     s->rd_fd = -1;
@@ -453,7 +556,8 @@ int gv_session_busy(void *self, const char *id)
 int gv_session_hold(struct gv *g, const char *id, int *waiting, char *why, size_t whylen)
 {
     struct gv_session *s = ses_find(g, id);
-    if (s && (s->state == GVS_PAUSING || s->state == GVS_PAUSED || s->state == GVS_RESUMING)) {
+    if (s && (s->state == GVS_PAUSING || s->state == GVS_PAUSED || s->state == GVS_RESUMING ||
+              s->state == GVS_SNAPSHOT)) {
         /* waits for the resume (core asked for it, or refused the call) */
         if (!*waiting)
             s->waiting++;
@@ -662,12 +766,26 @@ int gv_session_pause(void *self, const char *id, struct eai_error **err)
     return 0;
 }
 
-static void poll_arm(struct gv_session *s);
-
 static void state_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
     s->sbx.helpers--;
+    if (s->state == GVS_BOOTING && s->restoring) { /* a fork */
+        if (status == 0 && out && strstr(out, "\"running\"")) {
+            s->restoring = 0;
+            s->state = GVS_READY;
+            s->ready_reported = 1;
+            if (s->cb.on_ready && !s->g->destroying)
+                s->cb.on_ready(s->cb_arg, NULL);
+            if (!s->g->destroying)
+                eai_pc_runner_retry_held(s->g->runner);
+        } else if (++s->polls >= GV_SES_RESTORE_POLLS) {
+            ses_kill(s, GV_MSG(GVS_M_RESTORE_TIMEOUT));
+        } else {
+            poll_arm(s);
+        }
+        return;
+    }
     if (s->state != GVS_RESUMING) {
         gv_sbx_maybe_cleanup(&s->sbx);
         return;
@@ -686,7 +804,7 @@ static void state_done(void *arg, int status, const char *out, size_t outlen)
 static void on_poll(evutil_socket_t fd, short what, void *arg)
 {
     struct gv_session *s = arg;
-    if (s->state != GVS_RESUMING)
+    if (s->state != GVS_RESUMING && !(s->state == GVS_BOOTING && s->restoring))
         return;
     char root[PATH_MAX + 16];
     snprintf(root, sizeof(root), "--root=%s", s->g->state_dir);
@@ -724,6 +842,126 @@ int gv_session_resume(void *self, const char *id, struct eai_error **err)
     s->state = GVS_RESUMING;
     s->polls = 0;
     poll_arm(s);
+    return 0;
+}
+
+/* ------------------------------------------------------------ snapshots (ABI 1.5) */
+
+static void snap_done(void *arg, int status, const char *out, size_t outlen)
+{
+    struct gv_session *s = arg;
+    struct gv *g = s->g;
+    const struct eai_host *h = g->host;
+    s->sbx.helpers--;
+    void (*done)(void *, const struct eai_error *, int64_t) = s->snap_done;
+    void *darg = s->snap_arg;
+    s->snap_done = NULL;
+    s->snap_arg = NULL;
+    struct eai_error *e = NULL;
+    int64_t size = 0;
+    if (s->state != GVS_SNAPSHOT) { /* ended meanwhile */
+        e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", GV_MSG(GVS_M_ENDED_SNAPSHOT));
+    } else if (status == 0) {
+        /* the script's last line: the directory's size in bytes */
+        const char *p = out ? out + outlen : NULL;
+        while (p && p > out && (p[-1] == '\n' || p[-1] == ' '))
+            p--;
+        while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
+            p--;
+        size = p ? strtoll(p, NULL, 10) : 0;
+        s->state = GVS_READY;
+    } else {
+        char m[300], line[220];
+        eai_pc_one_line(line, sizeof(line), out ? out : "");
+        snprintf(m, sizeof(m), GV_MSG(GVS_M_SNAPSHOT_FAILED), line);
+        h->log(h, GV_COMPONENT, EAI_LOG_WARN, "session %s: %s (status %d)", s->id, m, status);
+        e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", m);
+        /* 90: not paused (it runs on); 1: paused and resumed; else (91: the
+         * resume failed, or killed by the timeout) it may be stuck paused */
+        if (WIFEXITED(status) && (WEXITSTATUS(status) == 90 || WEXITSTATUS(status) == 1))
+            s->state = GVS_READY;
+        else
+            ses_kill(s, GV_MSG(GVS_M_LOST_SNAPSHOT));
+    }
+    if (done && !g->destroying)
+        done(darg, e, size);
+    if (e)
+        h->error_free(e);
+    if (s->state == GVS_READY) {
+        if (!g->destroying)
+            eai_pc_runner_retry_held(g->runner);
+    } else {
+        gv_sbx_maybe_cleanup(&s->sbx);
+    }
+}
+
+/* The date in runsc's version ("runsc version 0.0~20221219.0", "release-
+ * 20240101.0", "v0.0.0-20260905035102-<commit>"): YYYYMMDD, or 0. */
+static long runsc_date(const char *v)
+{
+    for (const char *p = v ? strstr(v, "20") : NULL; p; p = strstr(p + 1, "20")) {
+        int n = 0;
+        while (n < 8 && p[n] >= '0' && p[n] <= '9')
+            n++;
+        if (n == 8 && (p == v || p[-1] < '0' || p[-1] > '9')) {
+            char d[9];
+            memcpy(d, p, 8);
+            d[8] = '\0';
+            return strtol(d, NULL, 10);
+        }
+    }
+    return 0;
+}
+
+/* `runsc checkpoint --leave-running` keeps the sandbox (its `runsc run`)
+ * running on the runsc of 2026; on Debian 12's (20221219) it destroys it
+ * and restores a new one behind our back (the attached run ends: the
+ * session was lost).  Snapshots need a runsc of 2024 or later (checked:
+ * 20221219 no, 20260905 yes; between, not measured). */
+#define GV_SNAPSHOT_MIN_DATE 20240101L
+
+/* A snapshot of a running session (docs/sessions.md "Snapshots and forks"):
+ * `runsc pause` (nothing in it moves), `runsc checkpoint --leave-running`
+ * of the paused sandbox into dir/ckpt (it stays paused), a copy of its /tmp
+ * into dir/tmp (consistent with the image: taken while paused), the
+ * metadata, `runsc resume`; then the size of dir.  One child process
+ * (sh), never the loop.  Executions posted meanwhile wait (the hold). */
+int gv_session_snapshot(void *self, const char *id, const char *dir,
+                        void (*done)(void *arg, const struct eai_error *err, int64_t size_bytes), void *arg,
+                        struct eai_error **err)
+{
+    struct gv *g = self;
+    struct gv_session *s = ses_find(g, id);
+    if (!s)
+        return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
+    if (!dir || dir[0] != '/' || !done)
+        return eai_host_error_set(g->host, err, EAI_E_VALIDATION_FAILED, "gvisor: bad snapshot directory");
+    if (s->state != GVS_READY)
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_RUNNING));
+    if (s->running || s->waiting)
+        return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_BUSY));
+    if (runsc_date(g->version) < GV_SNAPSHOT_MIN_DATE)
+        return eai_host_error_set(g->host, err, EAI_E_SNAPSHOTS_UNSUPPORTED, GV_MSG(GVS_M_SNAPSHOT_OLD_RUNSC),
+                                  g->version);
+    char root[PATH_MAX + 16], tmp[PATH_MAX + 16];
+    snprintf(root, sizeof(root), "--root=%s", g->state_dir);
+    snprintf(tmp, sizeof(tmp), "%s/tmp", s->sbx.b.dir);
+    static const char script[] =
+        "\"$0\" \"$1\" pause \"$2\" || exit 90\n"
+        "rc=0\n"
+        "{ mkdir -m 0700 -- \"$3\" && \"$0\" \"$1\" checkpoint --leave-running --image-path=\"$3/ckpt\" \"$2\" &&\n"
+        "  mkdir -- \"$3/tmp\" && cp -a -- \"$4/.\" \"$3/tmp/\" &&\n"
+        "  printf 'launcher=%s\\nnetwork=%s\\n' \"$5\" \"$6\" > \"$3/" GV_SNAP_META "\"; } || rc=1\n"
+        "\"$0\" \"$1\" resume \"$2\" || rc=91\n"
+        "if [ $rc != 0 ]; then rm -rf -- \"$3\"; exit $rc; fi\n"
+        "du -sb -- \"$3\" | cut -f1\n";
+    char *argv[] = {"/bin/sh", "-c", (char *)script, g->runsc, root, s->sbx.b.cid, (char *)dir, tmp,
+                    s->sbx.b.launcher ? "1" : "0", s->netns[0] ? "1" : "0", NULL};
+    if (spawn_cb(s, argv, GV_SES_CKPT_TIMEOUT_MS, snap_done) < 0)
+        return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn the snapshot");
+    s->state = GVS_SNAPSHOT;
+    s->snap_done = done;
+    s->snap_arg = arg;
     return 0;
 }
 

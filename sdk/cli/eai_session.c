@@ -492,6 +492,115 @@ static int verb_egress(struct eai_http *h, const struct sargs *a)
     return 0;
 }
 
+/* snapshot SID [--ttl S]: prints the snapshot's id (POST .../snapshots);
+ * fork SNP [--count N]: the new sessions' ids, one a line; snapshots
+ * [--session SID]: this tenant's; unsnap SNP: DELETE /v1/sandbox/snapshots
+ * (docs/sessions.md "Snapshots and forks"). */
+static int verb_snapshot(struct eai_http *h, const struct sargs *a)
+{
+    char path[8192];
+    if (spath(path, sizeof path, a->pos[0], "/snapshots", NULL) < 0)
+        return EAI_EXIT_USAGE;
+    json_t *body = NULL;
+    for (int k = 0; k < a->nopt; k++)
+        if (strcmp(a->opt[k], "--ttl") == 0) {
+            char *end = NULL;
+            long long v = strtoll(a->optv[k], &end, 10);
+            if (!end || *end || v < 1) {
+                fprintf(stderr, "eai: --ttl: seconds, at least 1\n");
+                return EAI_EXIT_USAGE;
+            }
+            body = json_pack("{s:I}", "ttl_s", (json_int_t)v);
+        }
+    json_t *r = scall(h, "POST", path, body, 201, a->pos[0]);
+    json_decref(body);
+    if (!r)
+        return 1;
+    if (a->o.json)
+        eai_print_json(r);
+    else
+        printf("%s\n", eai_jstr(r, "id") ? eai_jstr(r, "id") : "?");
+    json_decref(r);
+    return 0;
+}
+
+static int verb_fork(struct eai_http *h, const struct sargs *a)
+{
+    json_t *body = json_pack("{s:s}", "from_snapshot", a->pos[0]);
+    for (int k = 0; body && k < a->nopt; k++)
+        if (strcmp(a->opt[k], "--count") == 0) {
+            char *end = NULL;
+            long long v = strtoll(a->optv[k], &end, 10);
+            if (!end || *end || v < 1) {
+                fprintf(stderr, "eai: --count: a number, at least 1\n");
+                json_decref(body);
+                return EAI_EXIT_USAGE;
+            }
+            json_object_set_new(body, "count", json_integer(v));
+        }
+    json_t *r = body ? scall(h, "POST", "/v1/sandbox/sessions", body, 201, a->pos[0]) : NULL;
+    json_decref(body);
+    if (!r)
+        return 1;
+    if (a->o.json) {
+        eai_print_json(r);
+    } else if (json_object_get(r, "items")) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(r, "items"), i, e)
+            printf("%s\t%s\n", eai_jstr(e, "id") ? eai_jstr(e, "id") : "-",
+                   eai_jstr(e, "status") ? eai_jstr(e, "status") : "?");
+    } else {
+        printf("%s\n", eai_jstr(r, "id") ? eai_jstr(r, "id") : "?");
+    }
+    json_decref(r);
+    return 0;
+}
+
+static int verb_snapshots(struct eai_http *h, const struct sargs *a)
+{
+    char path[8192] = "/v1/sandbox/snapshots";
+    for (int k = 0; k < a->nopt; k++)
+        if (strcmp(a->opt[k], "--session") == 0 && (!sid_ok(a->optv[k]) ||
+            (size_t)snprintf(path, sizeof path, "/v1/sandbox/snapshots?session_id=%s", a->optv[k]) >= sizeof path))
+            return EAI_EXIT_USAGE;
+    json_t *r = scall(h, "GET", path, NULL, 200, "snapshots");
+    if (!r)
+        return 1;
+    if (a->o.json) {
+        eai_print_json(r);
+    } else {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(r, "items"), i, e) {
+            const json_t *sz = json_object_get(e, "size_bytes");
+            printf("%s\t%s\t%s\t%lld\t%s\n", eai_jstr(e, "id") ? eai_jstr(e, "id") : "?",
+                   eai_jstr(e, "status") ? eai_jstr(e, "status") : "?",
+                   eai_jstr(e, "session_id") ? eai_jstr(e, "session_id") : "-",
+                   json_is_integer(sz) ? (long long)json_integer_value(sz) : 0LL,
+                   eai_jstr(e, "expires_at") ? eai_jstr(e, "expires_at") : "-");
+        }
+    }
+    json_decref(r);
+    return 0;
+}
+
+static int verb_unsnap(struct eai_http *h, const struct sargs *a)
+{
+    char path[8192];
+    if ((size_t)snprintf(path, sizeof path, "/v1/sandbox/snapshots/%s", a->pos[0]) >= sizeof path)
+        return EAI_EXIT_USAGE;
+    json_t *r = scall(h, "DELETE", path, NULL, 200, a->pos[0]);
+    if (!r)
+        return 1;
+    if (a->o.json)
+        eai_print_json(r);
+    else
+        printf("%s\t%s\n", a->pos[0], eai_jstr(r, "status") ? eai_jstr(r, "status") : "?");
+    json_decref(r);
+    return 0;
+}
+
 int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
 {
     static const char *const create_opts[] = {"--image", "--profile", "--memory", "--cpu", "--pids", "--disk",
@@ -501,6 +610,9 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
     static const char *const exec_opts[] = {"--timeout", "--env", "--stdin-file", NULL};
     static const char *const ls_opts[] = {"--status", NULL};
     static const char *const cat_opts[] = {"-o", NULL};
+    static const char *const snap_opts[] = {"--ttl", NULL};
+    static const char *const fork_opts[] = {"--count", NULL};
+    static const char *const snaps_opts[] = {"--session", NULL};
     static const struct {
         const char *verb;
         const char *const *opts;
@@ -508,7 +620,9 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
     } verbs[] = {{"create", create_opts, 0}, {"ls", ls_opts, 0},   {"get", NULL, 1},   {"exec", exec_opts, 1},
                  {"put", NULL, 3},          {"cat", cat_opts, 2}, {"files", NULL, -2}, {"rm", NULL, 2},
                  {"close", NULL, 1},        {"pause", NULL, 1},   {"resume", NULL, 1},
-                 {"egress", egress_opts, 1}};
+                 {"egress", egress_opts, 1},
+                 {"snapshot", snap_opts, 1}, {"fork", fork_opts, 1}, {"snapshots", snaps_opts, 0},
+                 {"unsnap", NULL, 1}};
     if (argc < 2 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         eai_usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? EAI_EXIT_USAGE : 0;
@@ -518,7 +632,7 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
         if (strcmp(argv[1], verbs[v].verb) == 0)
             break;
     if (v == sizeof verbs / sizeof verbs[0]) {
-        fprintf(stderr, "eai: unknown session verb '%s' (create|ls|get|exec|put|cat|files|rm|close|pause|resume|egress)\n", argv[1]);
+        fprintf(stderr, "eai: unknown session verb '%s' (create|ls|get|exec|put|cat|files|rm|close|pause|resume|egress|snapshot|fork|snapshots|unsnap)\n", argv[1]);
         return EAI_EXIT_USAGE;
     }
     struct sargs a;
@@ -553,6 +667,14 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
             rc = verb_simple(&h, &a, "DELETE", a.pos[1]);
         else if (strcmp(verb, "egress") == 0)
             rc = verb_egress(&h, &a);
+        else if (strcmp(verb, "snapshot") == 0)
+            rc = verb_snapshot(&h, &a);
+        else if (strcmp(verb, "fork") == 0)
+            rc = verb_fork(&h, &a);
+        else if (strcmp(verb, "snapshots") == 0)
+            rc = verb_snapshots(&h, &a);
+        else if (strcmp(verb, "unsnap") == 0)
+            rc = verb_unsnap(&h, &a);
         else if (strcmp(verb, "pause") == 0 || strcmp(verb, "resume") == 0)
             rc = verb_state(&h, &a, verb[0] == 'p' ? "/pause" : "/resume");
         else

@@ -70,6 +70,8 @@ type SessionInfo struct {
 	// last two); Status may also be "interrupted" (its eaid died, kill -9).
 	PausedBy *string         `json:"paused_by"`
 	Network  *SessionNetSpec `json:"network"`
+	// FromSnapshot: a fork, the snapshot it was restored from.
+	FromSnapshot *string `json:"from_snapshot"`
 }
 
 // SessionNetSpec is a session's network: its egress allow list ("host:port").
@@ -380,4 +382,134 @@ func (s *Session) Close(ctx context.Context) (*SessionInfo, error) {
 	}
 	s.Info = info
 	return &s.Info, nil
+}
+
+// ---- snapshots and forks (docs/sessions.md "Snapshots and forks")
+
+// SnapshotInfo is a snapshot of a session as the server reports it.
+type SnapshotInfo struct {
+	ID        string     `json:"id"`
+	SessionID string     `json:"session_id"`
+	Status    string     `json:"status"`
+	SizeBytes int64      `json:"size_bytes"`
+	CreatedAt *time.Time `json:"created_at"`
+	ExpiresAt *time.Time `json:"expires_at"`
+	Profile   string     `json:"profile"`
+	Image     string     `json:"image"`
+	Forks     int        `json:"forks"`
+}
+
+// ForkRequest is the body of POST /v1/sandbox/sessions with from_snapshot:
+// Count 0 forks one session, else Count (1..10 by default); Network is the
+// forks' own allow list (never the parent's).
+type ForkRequest struct {
+	FromSnapshot string          `json:"from_snapshot"`
+	Count        int             `json:"count,omitempty"`
+	Network      *SessionNetSpec `json:"network,omitempty"`
+	IdleTimeoutS int             `json:"idle_timeout_s,omitempty"`
+	TTLS         int             `json:"ttl_s,omitempty"`
+	ProjectID    string          `json:"project_id,omitempty"`
+	AgentID      string          `json:"agent_id,omitempty"`
+	RunID        string          `json:"run_id,omitempty"`
+}
+
+// Snapshot takes a snapshot of the running session (its processes, memory
+// and /tmp), which keeps running; ttlS 0 keeps the server's default.
+func (s *Session) Snapshot(ctx context.Context, ttlS int) (*SnapshotInfo, error) {
+	p, err := sessionPath(s.ID, "/snapshots")
+	if err != nil {
+		return nil, err
+	}
+	body := []byte("{}")
+	if ttlS > 0 {
+		body = []byte(fmt.Sprintf(`{"ttl_s":%d}`, ttlS))
+	}
+	var info SnapshotInfo
+	if err := s.svc.s.c.getJSON(ctx, &request{method: "POST", path: p, body: body, noLostRetry: true,
+		extra: 90 * time.Second}, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// Fork creates sessions restored from a snapshot, each with its own id,
+// sandbox and copy of /tmp, and answers once they run.
+func (ss *SessionService) Fork(ctx context.Context, req ForkRequest) ([]*Session, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var raw json.RawMessage
+	if err := ss.s.c.getJSON(ctx, &request{method: "POST", path: "/v1/sandbox/sessions", body: b,
+		extra: 150 * time.Second, noLostRetry: true}, &raw); err != nil {
+		return nil, err
+	}
+	var many struct {
+		Items []SessionInfo `json:"items"`
+	}
+	if req.Count == 0 {
+		var one SessionInfo
+		if err := json.Unmarshal(raw, &one); err != nil {
+			return nil, err
+		}
+		many.Items = []SessionInfo{one}
+	} else if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, err
+	}
+	out := make([]*Session, 0, len(many.Items))
+	for _, i := range many.Items {
+		if i.ID != "" {
+			out = append(out, &Session{ID: i.ID, Info: i, svc: ss})
+		}
+	}
+	return out, nil
+}
+
+func snapshotPath(id string) (string, error) {
+	if id == "" || strings.ContainsAny(id, "/?#") {
+		return "", fmt.Errorf("eai: bad snapshot id %q", id)
+	}
+	return "/v1/sandbox/snapshots/" + url.PathEscape(id), nil
+}
+
+// Snapshots lists this tenant's snapshots on the node (sessionID "" for all).
+func (ss *SessionService) Snapshots(ctx context.Context, sessionID string) ([]SnapshotInfo, error) {
+	var q url.Values
+	if sessionID != "" {
+		q = url.Values{"session_id": {sessionID}}
+	}
+	var page struct {
+		Items []SnapshotInfo `json:"items"`
+	}
+	if err := ss.s.c.getJSON(ctx, &request{method: "GET", path: "/v1/sandbox/snapshots", query: q}, &page); err != nil {
+		return nil, err
+	}
+	return page.Items, nil
+}
+
+// GetSnapshot returns one snapshot.
+func (ss *SessionService) GetSnapshot(ctx context.Context, id string) (*SnapshotInfo, error) {
+	p, err := snapshotPath(id)
+	if err != nil {
+		return nil, err
+	}
+	var info SnapshotInfo
+	if err := ss.s.c.getJSON(ctx, &request{method: "GET", path: p}, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
+}
+
+// DeleteSnapshot removes a snapshot (its image and /tmp copy); the sessions
+// forked from it live on.
+func (ss *SessionService) DeleteSnapshot(ctx context.Context, id string) (*SnapshotInfo, error) {
+	p, err := snapshotPath(id)
+	if err != nil {
+		return nil, err
+	}
+	var info SnapshotInfo
+	if err := ss.s.c.getJSON(ctx, &request{method: "DELETE", path: p, extra: 30 * time.Second}, &info); err != nil {
+		return nil, err
+	}
+	return &info, nil
 }

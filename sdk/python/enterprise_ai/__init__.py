@@ -12,8 +12,8 @@ from .aio import AsyncEnterpriseAI
 from .errors import (APIConnectionError, APIError, AuthenticationError, ConflictError, EnterpriseAIError,
                      NotFoundError, RateLimitError, ServerError, UnavailableError, ValidationError,
                      WaitTimeoutError)
-from .models import (TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Session, SessionFile, Usage,
-                     ValidationResult)
+from .models import (TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Session, SessionFile, Snapshot,
+                     Usage, ValidationResult)
 from .sessions import SessionFiles, SessionHandle, Sessions
 from . import agent, sandbox
 from .agent import AgentsClient, RunsClient, SessionsClient
@@ -24,7 +24,7 @@ __all__ = [
     "EnterpriseAIError", "APIError", "APIConnectionError", "WaitTimeoutError", "AuthenticationError",
     "NotFoundError", "ValidationError", "ConflictError", "RateLimitError", "UnavailableError", "ServerError",
     "Execution", "Event", "FileInfo", "Usage", "ValidationResult", "ManifestResult", "TERMINAL_STATUSES",
-    "Session", "SessionFile", "Sessions", "SessionHandle", "SessionFiles",
+    "Session", "SessionFile", "Snapshot", "Sessions", "SessionHandle", "SessionFiles",
     "verify_signature", "sign", "SIGNATURE_HEADER", "EVENT_ID_HEADER",
     "agent", "sandbox", "AgentsClient", "RunsClient", "SessionsClient",
 ]

@@ -196,6 +196,8 @@ class Session:
     paused_ttl_s: Optional[int] = None
     #: the session's allow list (``network.egress``), empty without network
     egress: List[str] = field(default_factory=list)
+    #: a fork: the snapshot it was restored from
+    from_snapshot: Optional[str] = None
 
     #: statuses after which nothing runs in it any more
     TERMINAL = ("ended", "failed", "interrupted")
@@ -217,7 +219,29 @@ class Session:
                    paused_by=d.get("paused_by"), paused_at=d.get("paused_at"), auto_pause=d.get("auto_pause"),
                    paused_ttl_s=d.get("paused_ttl_s"),
                    egress=[str(e) for e in ((d.get("network") or {}).get("egress") or [])]
-                   if isinstance(d.get("network"), dict) else [])
+                   if isinstance(d.get("network"), dict) else [],
+                   from_snapshot=d.get("from_snapshot"))
+
+
+@dataclass
+class Snapshot:
+    """A snapshot of a session (docs/sessions.md "Snapshots and forks"); ``raw`` is the JSON."""
+    id: str
+    status: str
+    raw: Dict[str, Any] = field(repr=False)
+    session_id: Optional[str] = None
+    size_bytes: Optional[int] = None
+    created_at: Optional[str] = None
+    expires_at: Optional[str] = None
+    profile: Optional[str] = None
+    image: Optional[str] = None
+    forks: Optional[int] = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Snapshot":
+        return cls(id=str(d.get("id", "")), status=str(d.get("status", "")), raw=d, session_id=d.get("session_id"),
+                   size_bytes=d.get("size_bytes"), created_at=d.get("created_at"), expires_at=d.get("expires_at"),
+                   profile=d.get("profile"), image=d.get("image"), forks=d.get("forks"))
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
-from .models import Execution, Session, SessionFile
+from .models import Execution, Session, SessionFile, Snapshot
 
 if TYPE_CHECKING:
     from .client import FilesArg, Sandbox, _Transport
@@ -123,6 +123,15 @@ class SessionHandle:
                                                       timeout=max(self._t.timeout, 60.0), idempotent=False).json())
         return self.info
 
+    def snapshot(self, *, ttl_s: Optional[int] = None) -> Snapshot:
+        """POST .../snapshots: a snapshot of the running session (its processes, memory and /tmp),
+        which keeps running; kept ``ttl_s`` seconds (default: the server's, 7 days). Fork it with
+        ``client.sandbox.sessions.fork(snap.id)``."""
+        body = {"ttl_s": ttl_s} if ttl_s is not None else None
+        d = self._t.request("POST", "/v1/sandbox/sessions/%s/snapshots" % _q(self.id), body,
+                            timeout=max(self._t.timeout, 120.0), idempotent=False).json()
+        return Snapshot.from_dict(d)
+
     def network(self) -> Dict[str, Any]:
         """GET .../network: ``{"session_id", "egress", "log", "summary"}`` (its allow list and network log)."""
         d = self._t.request("GET", "/v1/sandbox/sessions/%s/network" % _q(self.id)).json()
@@ -188,3 +197,34 @@ class Sessions:
 
     def close(self, session_id: str) -> Session:
         return SessionHandle(self._t, self._sandbox, Session(id=session_id, status="", raw={})).close()
+
+    # ---- snapshots and forks (docs/sessions.md "Snapshots and forks")
+
+    def fork(self, snapshot_id: str, count: Optional[int] = None, *, idle_timeout_s: Optional[int] = None,
+             ttl_s: Optional[int] = None, timeout: float = 180.0) -> Union[SessionHandle, List[SessionHandle]]:
+        """New sessions restored from a snapshot, each with its own id, sandbox and copy of /tmp.
+        Without ``count``: one :class:`SessionHandle`; with ``count`` (1..10 by default): a list."""
+        body: Dict[str, Any] = {"from_snapshot": snapshot_id}
+        for k, v in (("count", count), ("idle_timeout_s", idle_timeout_s), ("ttl_s", ttl_s)):
+            if v is not None:
+                body[k] = v
+        d = self._t.request("POST", "/v1/sandbox/sessions", body, timeout=timeout, idempotent=False).json()
+        if count is None:
+            return SessionHandle(self._t, self._sandbox, Session.from_dict(d))
+        return [SessionHandle(self._t, self._sandbox, Session.from_dict(i)) for i in d.get("items") or []
+                if isinstance(i, dict) and i.get("id")]
+
+    def snapshots(self, session_id: Optional[str] = None) -> List[Snapshot]:
+        """This tenant's snapshots on the node (``session_id``: of that session only)."""
+        q = "?" + urllib.parse.urlencode({"session_id": session_id}) if session_id else ""
+        d = self._t.request("GET", "/v1/sandbox/snapshots" + q).json()
+        items = d.get("items") if isinstance(d, dict) else None
+        return [Snapshot.from_dict(i) for i in items or [] if isinstance(i, dict)]
+
+    def get_snapshot(self, snapshot_id: str) -> Snapshot:
+        return Snapshot.from_dict(self._t.request("GET", "/v1/sandbox/snapshots/" + _q(snapshot_id)).json())
+
+    def delete_snapshot(self, snapshot_id: str) -> Snapshot:
+        """DELETE: its image and /tmp copy removed; the sessions forked from it live on."""
+        return Snapshot.from_dict(self._t.request("DELETE", "/v1/sandbox/snapshots/" + _q(snapshot_id),
+                                                  timeout=max(self._t.timeout, 60.0)).json())

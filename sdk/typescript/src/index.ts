@@ -10,7 +10,7 @@ export { Sessions, Session, SessionFiles } from "./sessions.js";
 export { verifySignature, sign, SIGNATURE_HEADER, EVENT_ID_HEADER } from "./webhooks.js";
 export type {
   Execution, ExecutionEvent, ExecutionStatus, ExecuteRequest, FileInfo, InputFile, Limits, ListOptions,
-  ManifestResult, Usage, ValidationResult, CallbackView, SessionCreateRequest, SessionInfo, SessionNetwork, SessionExecRequest,
+  ManifestResult, Usage, ValidationResult, CallbackView, SessionCreateRequest, SessionInfo, SessionNetwork, SessionExecRequest, SnapshotInfo, ForkOptions,
   SessionFileInfo, StdinWritten,
 } from "./types.js";
 export { AgentsClient, RunsClient, SessionsClient, AgentView } from "./agent.js";

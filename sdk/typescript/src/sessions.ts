@@ -8,7 +8,10 @@
  */
 import type { Sandbox, Transport } from "./client.js";
 import { filesArg, q, toExecution } from "./client.js";
-import type { Execution, SessionCreateRequest, SessionExecRequest, SessionFileInfo, SessionInfo, SessionNetwork } from "./types.js";
+import type {
+  Execution, ForkOptions, SessionCreateRequest, SessionExecRequest, SessionFileInfo, SessionInfo, SessionNetwork,
+  SnapshotInfo,
+} from "./types.js";
 
 type Json = Record<string, unknown>;
 
@@ -117,6 +120,14 @@ export class Session {
     return this.info;
   }
 
+  /** POST .../snapshots: a snapshot of the running session (processes, memory, /tmp), which keeps
+   * running; kept `ttl_s` seconds (default: the server's, 7 days). Fork it with `sessions.fork(snap.id)`. */
+  async snapshot(options: { ttl_s?: number } = {}): Promise<SnapshotInfo> {
+    return (await this.#t.json("POST", `/v1/sandbox/sessions/${q(this.id)}/snapshots`,
+      { json: options.ttl_s !== undefined ? { ttl_s: options.ttl_s } : {}, idempotent: false,
+        timeoutMs: Math.max(this.#t.timeoutMs, 120_000) })) as unknown as SnapshotInfo;
+  }
+
   /** GET .../network: its allow list and network log. */
   async network(): Promise<SessionNetwork> {
     return (await this.#t.json("GET", `/v1/sandbox/sessions/${q(this.id)}/network`)) as unknown as SessionNetwork;
@@ -173,5 +184,42 @@ export class Sessions {
   async close(id: string): Promise<SessionInfo> {
     return toSession(await this.#t.json("DELETE", `/v1/sandbox/sessions/${q(id)}`,
       { timeoutMs: Math.max(this.#t.timeoutMs, 60_000) }));
+  }
+
+  /** One new session restored from a snapshot (its own id, sandbox and copy of /tmp). */
+  async fork(snapshotId: string, options: ForkOptions = {}): Promise<Session> {
+    const r = await this.#fork(snapshotId, undefined, options);
+    return new Session(this.#t, this.#sandbox, toSession(r));
+  }
+
+  /** `count` new sessions restored from a snapshot (1..10 by default), each running. */
+  async forkMany(snapshotId: string, count: number, options: ForkOptions = {}): Promise<Session[]> {
+    const r = await this.#fork(snapshotId, count, options);
+    const items = Array.isArray(r.items) ? (r.items as Json[]) : [];
+    return items.filter((i) => i.id).map((i) => new Session(this.#t, this.#sandbox, toSession(i)));
+  }
+
+  async #fork(snapshotId: string, count: number | undefined, options: ForkOptions): Promise<Json> {
+    const { timeoutMs, ...rest } = options;
+    const body: Json = { from_snapshot: snapshotId, ...rest };
+    if (count !== undefined) body.count = count;
+    return this.#t.json("POST", "/v1/sandbox/sessions", { json: body, idempotent: false, timeoutMs: timeoutMs ?? 180_000 });
+  }
+
+  /** This tenant's snapshots on the node (`sessionId`: of that session only). */
+  async snapshots(options: { sessionId?: string } = {}): Promise<SnapshotInfo[]> {
+    const qs = options.sessionId ? "?" + new URLSearchParams({ session_id: options.sessionId }).toString() : "";
+    const r = await this.#t.json("GET", "/v1/sandbox/snapshots" + qs);
+    return Array.isArray(r.items) ? (r.items as unknown as SnapshotInfo[]) : [];
+  }
+
+  async getSnapshot(id: string): Promise<SnapshotInfo> {
+    return (await this.#t.json("GET", `/v1/sandbox/snapshots/${q(id)}`)) as unknown as SnapshotInfo;
+  }
+
+  /** DELETE: its image and /tmp copy removed; the sessions forked from it live on. */
+  async deleteSnapshot(id: string): Promise<SnapshotInfo> {
+    return (await this.#t.json("DELETE", `/v1/sandbox/snapshots/${q(id)}`,
+      { timeoutMs: Math.max(this.#t.timeoutMs, 60_000) })) as unknown as SnapshotInfo;
   }
 }

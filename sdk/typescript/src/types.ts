@@ -180,7 +180,34 @@ export interface SessionInfo {
   /** while paused: "user", "idle" or "drain" (a call resumes "idle" and "drain" ones) */
   paused_by?: "user" | "idle" | "drain" | null;
   network?: { egress: string[]; summary?: Record<string, number> };
+  /** a fork: the snapshot it was restored from */
+  from_snapshot?: string | null;
   [k: string]: unknown;
+}
+
+/** A snapshot of a session (docs/sessions.md "Snapshots and forks"). */
+export interface SnapshotInfo {
+  id: string;
+  session_id: string;
+  status: "creating" | "ready" | "deleting" | "deleted" | string;
+  size_bytes: number;
+  created_at?: string;
+  expires_at?: string;
+  profile?: string;
+  image?: string;
+  forks?: number;
+  [k: string]: unknown;
+}
+
+/** POST /v1/sandbox/sessions with from_snapshot: the fork's own network and lifetimes. */
+export interface ForkOptions {
+  network?: { egress: string[] };
+  idle_timeout_s?: number;
+  ttl_s?: number;
+  project_id?: string;
+  agent_id?: string;
+  run_id?: string;
+  timeoutMs?: number;
 }
 
 /** An execution inside a session: the session gives profile, image and limits. */

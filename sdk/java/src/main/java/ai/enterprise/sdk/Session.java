@@ -118,6 +118,29 @@ public final class Session implements AutoCloseable {
         return info;
     }
 
+    /**
+     * A snapshot of the running session (its processes, memory and /tmp), which keeps running
+     * ({@code POST .../snapshots}); kept {@code ttlS} seconds (0: the server's default, 7 days).
+     * Fork it with {@code sessions().fork(snapshot.path("id").asText(), ...)}.
+     */
+    public JsonNode snapshot(long ttlS) {
+        Transport.Req r = new Transport.Req("POST", Sessions.path(id) + "/snapshots");
+        ObjectNode body = Transport.JSON.createObjectNode();
+        if (ttlS > 0) {
+            body.put("ttl_s", ttlS);
+        }
+        r.body = Transport.encode(body);
+        r.noLostRetry = true;
+        r.extraTimeout = Duration.ofSeconds(90);
+        return t.json(r);
+    }
+
+    /** A fork: the snapshot it was restored from; else null. */
+    public String fromSnapshot() {
+        JsonNode v = info.path("from_snapshot");
+        return v.isTextual() ? v.asText() : null;
+    }
+
     /** While paused: {@code user}, {@code idle} or {@code drain} (a call resumes the last two); else null. */
     public String pausedBy() {
         JsonNode v = info.path("paused_by");

@@ -62,6 +62,64 @@ public final class Sessions {
         return out;
     }
 
+    /**
+     * Sessions restored from a snapshot ({@code POST /v1/sandbox/sessions} with {@code from_snapshot}), each with
+     * its own id, sandbox and copy of /tmp: {@code count} of them (1..10 by default; 0: one); {@code extra} (may be
+     * null): {@code network} (the forks' own allow list), {@code idle_timeout_s}, {@code ttl_s}, the ids.
+     */
+    public List<Session> fork(String snapshotId, int count, Map<String, ?> extra) {
+        Transport.Req r = new Transport.Req("POST", "/v1/sandbox/sessions");
+        ObjectNode body = extra != null ? Transport.JSON.valueToTree(extra) : Transport.JSON.createObjectNode();
+        body.put("from_snapshot", snapshotId);
+        if (count > 0) {
+            body.put("count", count);
+        }
+        r.body = Transport.encode(body);
+        r.noLostRetry = true;
+        r.extraTimeout = Duration.ofSeconds(150);
+        JsonNode d = t.json(r);
+        List<Session> out = new ArrayList<>();
+        if (count > 0) {
+            d.path("items").forEach(i -> {
+                if (i.hasNonNull("id")) {
+                    out.add(new Session(t, sandbox, i));
+                }
+            });
+        } else {
+            out.add(new Session(t, sandbox, d));
+        }
+        return out;
+    }
+
+    static String snapshotPath(String id) {
+        if (id == null || id.isEmpty()) {
+            throw new IllegalArgumentException("empty snapshot id");
+        }
+        return "/v1/sandbox/snapshots/" + Paths.segment(id);
+    }
+
+    /** This tenant's snapshots on the node ({@code sessionId} null: all). */
+    public List<JsonNode> snapshots(String sessionId) {
+        Transport.Req r = new Transport.Req("GET", "/v1/sandbox/snapshots");
+        if (sessionId != null) {
+            r.query.put("session_id", sessionId);
+        }
+        List<JsonNode> out = new ArrayList<>();
+        t.json(r).path("items").forEach(out::add);
+        return out;
+    }
+
+    public JsonNode getSnapshot(String id) {
+        return t.json(new Transport.Req("GET", snapshotPath(id)));
+    }
+
+    /** Deletes a snapshot (its image and /tmp copy); the sessions forked from it live on. */
+    public JsonNode deleteSnapshot(String id) {
+        Transport.Req r = new Transport.Req("DELETE", snapshotPath(id));
+        r.extraTimeout = Duration.ofSeconds(30);
+        return t.json(r);
+    }
+
     /** Ends a session; returns the ended view (its usage). */
     public JsonNode close(String id) {
         Transport.Req r = new Transport.Req("DELETE", path(id));
