@@ -127,6 +127,7 @@ void eai_config_free(struct eai_config *c)
     free(c->namespace_prefix);
     free(c->runsc);
     free(c->sessions_advertise_url);
+    free(c->sessions_handoff_dir);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
     free(c->callbacks_proxy);
@@ -231,6 +232,7 @@ static int apply_env(struct eai_config *c, struct eai_error **err)
         {"EAI_SANDBOX_NAMESPACE_PREFIX", &c->namespace_prefix},
         {"EAI_SANDBOX_RUNSC", &c->runsc},
         {"EAI_ADVERTISE_URL", &c->sessions_advertise_url},
+        {"EAI_SESSIONS_HANDOFF_DIR", &c->sessions_handoff_dir},
     };
     for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
         const char *v = env(map[i].name);

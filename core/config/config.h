@@ -136,6 +136,9 @@ struct eai_config {
                                            (sessions.advertise_url, EAI_ADVERTISE_URL): calls on
                                            its sessions reaching another replica are forwarded */
     int sessions_tenant_pause_per_minute; /* 120 of one tenant's sessions together */
+    char *sessions_handoff_dir;         /* NULL  a directory every replica mounts (sessions.handoff_dir,
+                                           EAI_SESSIONS_HANDOFF_DIR): an idle-paused session is parked
+                                           there and resumed by whichever replica a call reaches */
     /* snapshots and forks (docs/sessions.md "Snapshots and forks") */
     int sessions_snapshots_max_per_tenant; /* 20 snapshots one tenant keeps on this node */
     int64_t sessions_snapshot_quota;      /* 8Gi  their bytes together */

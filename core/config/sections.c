@@ -342,7 +342,7 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
                                     "max_paused_ttl_s", "checkpoint_quota_bytes", "min_free_bytes",
                                     "pause_per_minute", "tenant_pause_per_minute", "advertise_url",
                                     "snapshots_max_per_tenant", "snapshot_quota_bytes", "snapshot_ttl_s",
-                                    "max_snapshot_ttl_s", "fork_max_count", NULL};
+                                    "max_snapshot_ttl_s", "fork_max_count", "handoff_dir", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_per_tenant", 0, 100000, &c->sessions_max_per_tenant, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "max_concurrent_executions", 1, 1000, &c->sessions_max_concurrent,
@@ -360,6 +360,7 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
         eai_cfg_get_int32(file, path, v, "tenant_pause_per_minute", 1, 1000000,
                           &c->sessions_tenant_pause_per_minute, err) < 0 ||
         eai_cfg_get_string(file, path, v, "advertise_url", &c->sessions_advertise_url, err) < 0 ||
+        eai_cfg_get_string(file, path, v, "handoff_dir", &c->sessions_handoff_dir, err) < 0 ||
         eai_cfg_get_int32(file, path, v, "snapshots_max_per_tenant", 0, 100000,
                           &c->sessions_snapshots_max_per_tenant, err) < 0 ||
         eai_cfg_get_size(file, path, v, "snapshot_quota_bytes", 0, 1LL << 50, &c->sessions_snapshot_quota, err) < 0 ||

@@ -364,6 +364,8 @@ static void cb_ready(void *arg, const struct eai_error *err)
             s->backend_live = 0;
         return;
     }
+    if (ses_claim_ready(s, err)) /* restored from the handoff directory */
+        return;
     if (err) {
         s->backend_live = 0;
         ses_close_lease(s);
@@ -395,9 +397,11 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     s->backend_live = 0;
     if (reg->stopped)
         return;
+    if (ses_park_end(s, end)) /* its local sandbox, removed once parked */
+        return;
     ses_close_lease(s);
     s->ended_ms = eai_now_ms();
-    s->cpu_seconds = end->cpu_seconds;
+    s->cpu_seconds = s->cpu_before + end->cpu_seconds; /* (cpu_before: its earlier nodes') */
     s->peak_mb = end->peak_memory_mb;
     if (s->state != SES_ENDING || !s->end_reason[0]) {
         /* it died on its own */
@@ -458,6 +462,8 @@ static void cb_paused(void *arg, const struct eai_error *err)
         /* a call came meanwhile (auto_resume) */
         s->resume_asked = 0;
         ses_resume(s, NULL);
+    } else if (!err && s->state == SES_PAUSED && ses_park_on(s)) {
+        ses_park(s); /* idle: parked for any replica (session_handoff.c) */
     }
 }
 
@@ -783,6 +789,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     struct eai_sessions *reg = arg;
     int64_t now = eai_now_ms();
     for (struct eai_session *s = reg->list; s; s = s->next) {
+        if (s->parking || s->claiming)
+            continue; /* leaving for the handoff directory, or coming back from it */
         if (ses_live(s) && s->state != SES_ENDING && now - s->created_ms >= s->ttl_s * 1000) {
             ses_end(s, "ttl"); /* paused or not */
             continue;
@@ -844,7 +852,7 @@ int eai_sessions_start(struct eai_app *app, struct eai_error **err)
         return eai_error_set(err, EAI_E_INTERNAL, "sessions: out of memory");
     }
     app->sessions = reg;
-    if (ses_store_start(reg, err) < 0 || snp_start(reg, err) < 0) {
+    if (ses_store_start(reg, err) < 0 || snp_start(reg, err) < 0 || ses_handoff_start(reg, err) < 0) {
         snp_free_all(reg);
         app->sessions = NULL;
         event_free(reg->tick);

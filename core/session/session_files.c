@@ -101,12 +101,13 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE, NULL);
         return;
     }
+    void (*route)(struct eai_app *, struct eai_req *) = op == EAI_ISO_FILE_PUT      ? eai_session_route_file_put
+                                                        : op == EAI_ISO_FILE_GET    ? eai_session_route_file_get
+                                                        : op == EAI_ISO_FILE_DELETE ? eai_session_route_file_delete
+                                                                                    : eai_session_route_file_list;
     struct eai_session *s = ses_id_ok(id) ? ses_find(reg, eai_req_tenant(r), id) : NULL;
     if (!s && ses_id_ok(id) && ses_store_on(app)) {
-        ses_route_stored(app, r, action, op == EAI_ISO_FILE_PUT      ? eai_session_route_file_put
-                                         : op == EAI_ISO_FILE_GET    ? eai_session_route_file_get
-                                         : op == EAI_ISO_FILE_DELETE ? eai_session_route_file_delete
-                                                                     : eai_session_route_file_list);
+        ses_route_stored(app, r, action, route);
         return;
     }
     if (!s) {
@@ -116,6 +117,8 @@ static void file_route(struct eai_app *app, struct eai_req *r, enum eai_iso_file
         eai_reply_not_found(r, EAI_MISSING_SESSION);
         return;
     }
+    if (ses_claim_wait(s, r, route)) /* being parked, or restored here (session_handoff.c) */
+        return;
     /* a paused session's /tmp stays on the host: its files answer */
     if (!ses_live(s) || s->state == SES_ENDING || s->state == SES_STARTING) {
         eai_reply_error(r, EAI_E_SESSION_ENDED, NULL);

@@ -3,11 +3,13 @@
  *   session.c         the registry, lifetimes (tick), the backend's
  *                     callbacks, the end (usage + audit), views;
  *   session_routes.c  create, get, list, delete, executions;
- *   session_files.c   the file routes.
+ *   session_files.c   the file routes;
+ *   session_handoff.c parked sessions any replica resumes.
  */
 #ifndef EAI_CORE_SESSION_INT_H
 #define EAI_CORE_SESSION_INT_H
 
+#include <limits.h>
 #include <stdint.h>
 #include <jansson.h>
 #include <eai/isolation.h>
@@ -21,6 +23,8 @@
 #define SES_KEEP_ENDED_MAX 1000      /* and at most this many ended ones */
 #define SES_KEEP_ENDED_TENANT 100    /* of one tenant: another's churn never evicts them */
 #define SES_FILE_MAX (8LL << 20)     /* one file through the file API (files.max_total_bytes) */
+#define SES_CLAIM_WAIT_MAX 16        /* calls waiting while a parked session is restored here */
+#define SES_PARKED_OWNER "parked"    /* the owner of a parked session's record: no node */
 
 struct eai_parked;
 struct eai_park_set;
@@ -86,6 +90,18 @@ struct eai_session {
     struct ses_fork *fork;           /* a fork: its request's group, until it is ready or failed */
     int fork_idx;                    /* its place in the group */
     int need_netns;                  /* a fork of a snapshot with network: a namespace even with no egress */
+    /* parked for any replica (session_handoff.c, docs/sessions.md "Any replica") */
+    int parking;                     /* 1: its saved state is being copied to the handoff directory,
+                                        2: its local sandbox is being removed, 3: its record written */
+    int claiming;                    /* claimed from the handoff directory: being restored here */
+    int64_t park_bytes;              /* the size of its handoff directory */
+    double cpu_before;               /* cpu seconds its earlier nodes billed (a claimed session) */
+    char handoff_dir[PATH_MAX];      /* a claimed session's directory, until it runs */
+    struct {
+        struct eai_parked *hold;
+        void (*route)(struct eai_app *, struct eai_req *);
+    } claim_wait[SES_CLAIM_WAIT_MAX]; /* calls waiting for the claim's restore */
+    int nclaim_wait;
 };
 
 /* A snapshot (session_snap.c, docs/sessions.md "Snapshots and forks"). */
@@ -196,6 +212,40 @@ const char *ses_state_name(enum ses_state st);
 /* The usage event of s's end and its audit event, written on a worker. */
 void ses_record_end(struct eai_sessions *reg, struct eai_session *s);
 void ses_free(struct eai_session *s);
+
+/* The record of s as stored (rev + 1, owner: this node). */
+json_t *ses_record(struct eai_session *s);
+/* A session rebuilt from its record (not in any list yet), or NULL. */
+struct eai_session *ses_of_record(struct eai_sessions *reg, const char *tenant, const json_t *doc);
+/* ses_route_stored once more after a lost claim: never claims again. */
+void ses_route_stored_again(struct eai_app *app, struct eai_req *r, const char *action,
+                            void (*route)(struct eai_app *, struct eai_req *));
+
+/* ---- parked for any replica (session_handoff.c; docs/sessions.md "Any replica") */
+/* sessions.handoff_dir checked and made at start.  0 or -1 with *err. */
+int ses_handoff_start(struct eai_sessions *reg, struct eai_error **err);
+/* s (just paused by its idle timer) may be parked: handoff_dir is set,
+ * the backend copies paused sessions, no network. */
+int ses_park_on(const struct eai_session *s);
+/* Copy its saved state to the handoff directory, remove its sandbox,
+ * write its record parked, drop it from the registry. */
+void ses_park(struct eai_session *s);
+/* on_end of a parking session's local sandbox: 1 when it was that. */
+int ses_park_end(struct eai_session *s, const struct eai_iso_session_end *end);
+/* A call on s while it is parked or claimed: answered 503 (parking) or
+ * held until it runs (claiming), 1; else 0 (route it as usual). */
+int ses_claim_wait(struct eai_session *s, struct eai_req *r, void (*route)(struct eai_app *, struct eai_req *));
+/* Restore s from its handoff directory (backend session_create with
+ * restore_from); ses_claim_ready follows from on_ready.  0 or -1. */
+int ses_claim_boot(struct eai_session *s, struct eai_error **err);
+/* on_ready of a claimed session: 1 when it was that (the waiting calls
+ * routed or answered). */
+int ses_claim_ready(struct eai_session *s, const struct eai_error *err);
+/* A call found doc, a parked record: claim it for this node (r parked
+ * meanwhile, then route(app, r)).  1 when under way, 0 when it cannot be
+ * claimed here (the caller answers from the record). */
+int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant, const json_t *doc,
+                     const char *action, void (*route)(struct eai_app *, struct eai_req *));
 
 /* "ses_" + 36 lowercase hex / dash characters */
 int ses_id_ok(const char *id);

@@ -56,6 +56,8 @@ static struct eai_session *session_here(struct eai_app *app, struct eai_req *r, 
     }
     if (!s)
         deny(app, r, action, ses_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
+    else if (ses_claim_wait(s, r, route)) /* being parked, or restored here (session_handoff.c) */
+        return NULL;
     return s;
 }
 

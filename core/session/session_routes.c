@@ -706,6 +706,8 @@ static struct eai_session *session_of(struct eai_app *app, struct eai_req *r, co
     }
     if (!s)
         refuse(app, r, action, ses_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
+    else if (strcmp(action, "sandbox.session.get") != 0 && ses_claim_wait(s, r, route))
+        return NULL; /* being parked, or restored here (session_handoff.c): it waits or retries */
     return s;
 }
 

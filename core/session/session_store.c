@@ -91,6 +91,11 @@ static json_t *record_of(struct eai_session *s, int64_t now)
     return d;
 }
 
+json_t *ses_record(struct eai_session *s)
+{
+    return record_of(s, eai_now_ms());
+}
+
 /* The public view kept in a record. */
 static json_t *view_of_record(const json_t *doc)
 {
@@ -125,7 +130,7 @@ static void copy_str(char *dst, size_t n, const char *src)
 }
 
 /* A session rebuilt from its record (not in any list yet). */
-static struct eai_session *session_of_record(struct eai_sessions *reg, const char *tenant, const json_t *doc)
+struct eai_session *ses_of_record(struct eai_sessions *reg, const char *tenant, const json_t *doc)
 {
     const json_t *x = json_object_get(doc, "x");
     const char *id = jstr(doc, "id");
@@ -251,7 +256,7 @@ void ses_persist(struct eai_session *s)
  * registry like any ended session.  Returns it (NULL when out of memory). */
 static struct eai_session *adopt_dead(struct eai_sessions *reg, const char *tenant, const json_t *doc)
 {
-    struct eai_session *s = session_of_record(reg, tenant, doc);
+    struct eai_session *s = ses_of_record(reg, tenant, doc);
     if (!s)
         return NULL;
     const json_t *x = json_object_get(doc, "x");
@@ -282,7 +287,7 @@ static struct eai_session *adopt_paused(struct eai_sessions *reg, const char *te
     const char *st = jstr(doc, "status");
     if (!st || strcmp(st, "paused") != 0)
         return NULL;
-    struct eai_session *s = session_of_record(reg, tenant, doc);
+    struct eai_session *s = ses_of_record(reg, tenant, doc);
     if (!s)
         return NULL;
     struct eai_error *err = NULL;
@@ -435,6 +440,7 @@ struct get_job {
     json_t *doc;
     int rc;
     struct eai_error *err;
+    int again;                     /* after a lost claim: never claims again */
 };
 
 static void get_work(void *arg)
@@ -557,6 +563,14 @@ static void get_answer(struct eai_req *r, void *arg)
         eai_reply_not_found(r, EAI_MISSING_SESSION);
         return;
     }
+    if (!status_terminal(status) && owner && !strcmp(owner, reg->node) && !strcmp(status, "resuming") &&
+        json_string_value(json_object_get(json_object_get(j->doc, "x"), "handoff_dir"))) {
+        /* claimed from the handoff directory by this node a moment ago:
+         * in the registry once the claim's answer runs */
+        eai_reply_error(r, EAI_E_SANDBOX_UNAVAILABLE,
+                        json_pack("[{s:s, s:s}]", "path", "", "message", "the session is being resumed: retry in a moment"));
+        return;
+    }
     if (!status_terminal(status) && owner && !strcmp(owner, reg->node)) {
         /* this node's, left live by its previous life, not swept yet */
         if (adopt_paused(reg, j->tenant, j->doc) || adopt_dead(reg, j->tenant, j->doc)) {
@@ -588,6 +602,11 @@ static void get_answer(struct eai_req *r, void *arg)
             eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
     }
+    /* parked for any replica (session_handoff.c): claimed here, restored,
+     * then routed */
+    if (!status_terminal(status) && owner && !strcmp(owner, SES_PARKED_OWNER) && !j->again &&
+        ses_claim_stored(j->app, r, j->tenant, j->doc, j->action, j->route))
+        return;
     /* live on another node that says where it is: forwarded there (once) */
     const char *url = jstr(j->doc, "owner_url");
     if (!status_terminal(status) && url && !strncmp(url, "http", 4) && !eai_req_header(r, SES_FWD_HEADER) &&
@@ -615,8 +634,8 @@ static const struct eai_park_ops get_ops = {
     .what = "session_get", .work = get_work, .answer = get_answer, .free = get_free,
 };
 
-void ses_route_stored(struct eai_app *app, struct eai_req *r, const char *action,
-                      void (*route)(struct eai_app *, struct eai_req *))
+static void route_stored(struct eai_app *app, struct eai_req *r, const char *action,
+                         void (*route)(struct eai_app *, struct eai_req *), int again)
 {
     struct eai_sessions *reg = ses_reg(app);
     struct get_job *j = reg ? calloc(1, sizeof *j) : NULL;
@@ -629,7 +648,20 @@ void ses_route_stored(struct eai_app *app, struct eai_req *r, const char *action
     copy_str(j->tenant, sizeof j->tenant, eai_req_tenant(r));
     copy_str(j->id, sizeof j->id, eai_req_param(r, "id"));
     copy_str(j->action, sizeof j->action, action);
+    j->again = again;
     eai_park(reg->parks, r, &get_ops, j);
+}
+
+void ses_route_stored(struct eai_app *app, struct eai_req *r, const char *action,
+                      void (*route)(struct eai_app *, struct eai_req *))
+{
+    route_stored(app, r, action, route, 0);
+}
+
+void ses_route_stored_again(struct eai_app *app, struct eai_req *r, const char *action,
+                            void (*route)(struct eai_app *, struct eai_req *))
+{
+    route_stored(app, r, action, route, 1);
 }
 
 struct list_job {

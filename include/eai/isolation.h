@@ -381,7 +381,9 @@ struct eai_isolation_ops {
      * snapshot is deleted.  0: done(arg, NULL, size_bytes of dir) or
      * done(arg, err, 0) follows once on the loop (the session is running
      * again either way, or ended when it was lost); -1 and *err (conflict:
-     * not running, or jobs running or waiting in it; not_found). */
+     * not running, or jobs running or waiting in it; not_found).  A paused
+     * session may be snapshotted too (its saved state copied into dir: it
+     * stays paused; core parks sessions so, docs/sessions.md "Any replica"). */
     int (*session_snapshot)(void *self, const char *session_id, const char *dir,
                             void (*done)(void *arg, const struct eai_error *err, int64_t size_bytes), void *arg,
                             struct eai_error **err);

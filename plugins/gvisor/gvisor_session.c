@@ -91,6 +91,7 @@ struct gv_session {
     /* session_snapshot in flight */
     void (*snap_done)(void *arg, const struct eai_error *err, int64_t size_bytes);
     void *snap_arg;
+    int snap_paused;                  /* that snapshot copies a paused session's saved state */
 };
 
 /* In a snapshot directory (session_snapshot): the checkpoint image, a copy
@@ -828,7 +829,7 @@ int gv_session_resume(void *self, const char *id, struct eai_error **err)
     struct gv_session *s = ses_find(g, id);
     if (!s)
         return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
-    if (s->state != GVS_PAUSED)
+    if (s->state != GVS_PAUSED || s->snap_done) /* (its saved state being copied: snapshot_paused) */
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_PAUSED));
     char root[PATH_MAX + 16], plat[64], img[PATH_MAX + 32];
     snprintf(root, sizeof(root), "--root=%s", g->state_dir);
@@ -859,6 +860,31 @@ static void snap_done(void *arg, int status, const char *out, size_t outlen)
     s->snap_arg = NULL;
     struct eai_error *e = NULL;
     int64_t size = 0;
+    if (s->snap_paused) { /* a copy of a paused session's saved state: it stays paused */
+        s->snap_paused = 0;
+        if (s->state != GVS_PAUSED) {
+            e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", GV_MSG(GVS_M_ENDED_SNAPSHOT));
+        } else if (status == 0) {
+            const char *p = out ? out + outlen : NULL;
+            while (p && p > out && (p[-1] == '\n' || p[-1] == ' '))
+                p--;
+            while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
+                p--;
+            size = p ? strtoll(p, NULL, 10) : 0;
+        } else {
+            char m[300], line[220];
+            eai_pc_one_line(line, sizeof(line), out ? out : "");
+            snprintf(m, sizeof(m), GV_MSG(GVS_M_SNAPSHOT_FAILED), line);
+            e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", m);
+        }
+        if (done && !g->destroying)
+            done(darg, e, size);
+        if (e)
+            h->error_free(e);
+        if (s->state != GVS_PAUSED)
+            gv_sbx_maybe_cleanup(&s->sbx);
+        return;
+    }
     if (s->state != GVS_SNAPSHOT) { /* ended meanwhile */
         e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", GV_MSG(GVS_M_ENDED_SNAPSHOT));
     } else if (status == 0) {
@@ -893,6 +919,32 @@ static void snap_done(void *arg, int status, const char *out, size_t outlen)
     } else {
         gv_sbx_maybe_cleanup(&s->sbx);
     }
+}
+
+/* A snapshot of a paused session (what core parks in sessions.handoff_dir,
+ * docs/sessions.md "Any replica"): its saved state copied as a snapshot
+ * directory (the checkpoint image, /tmp, the metadata), nothing checkpointed
+ * again; it stays paused.  One child process (sh), never the loop. */
+static int snapshot_paused(struct gv_session *s, const char *dir,
+                           void (*done)(void *arg, const struct eai_error *err, int64_t size_bytes), void *arg,
+                           struct eai_error **err)
+{
+    struct gv *g = s->g;
+    char img[PATH_MAX + 16], tmp[PATH_MAX + 16];
+    snprintf(img, sizeof(img), "%s/ckpt", s->sbx.b.dir);
+    snprintf(tmp, sizeof(tmp), "%s/tmp", s->sbx.b.dir);
+    static const char script[] =
+        "{ mkdir -m 0700 -- \"$0\" && cp -a -- \"$1\" \"$0/ckpt\" &&\n"
+        "  mkdir -- \"$0/tmp\" && cp -a -- \"$2/.\" \"$0/tmp/\" &&\n"
+        "  printf 'launcher=%s\\n' \"$3\" > \"$0/" GV_SNAP_META "\"; } || { rm -rf -- \"$0\"; exit 1; }\n"
+        "du -sb -- \"$0\" | cut -f1\n";
+    char *argv[] = {"/bin/sh", "-c", (char *)script, (char *)dir, img, tmp, s->sbx.b.launcher ? "1" : "0", NULL};
+    if (spawn_cb(s, argv, GV_SES_CKPT_TIMEOUT_MS, snap_done) < 0)
+        return eai_host_error_set(g->host, err, EAI_E_SANDBOX_FAILED, "cannot spawn the snapshot");
+    s->snap_paused = 1;
+    s->snap_done = done;
+    s->snap_arg = arg;
+    return 0;
 }
 
 /* The date in runsc's version ("runsc version 0.0~20221219.0", "release-
@@ -936,6 +988,8 @@ int gv_session_snapshot(void *self, const char *id, const char *dir,
         return eai_host_error_set(g->host, err, EAI_E_NOT_FOUND, "%s", GV_MSG(GVS_M_NO_SESSION));
     if (!dir || dir[0] != '/' || !done)
         return eai_host_error_set(g->host, err, EAI_E_VALIDATION_FAILED, "gvisor: bad snapshot directory");
+    if (s->state == GVS_PAUSED && s->ckpt_ok && !s->snap_done)
+        return snapshot_paused(s, dir, done, arg, err);
     if (s->state != GVS_READY)
         return eai_host_error_set(g->host, err, EAI_E_CONFLICT, "%s", GV_MSG(GVS_M_NOT_RUNNING));
     if (s->running || s->waiting)

@@ -237,8 +237,10 @@ def main():
         f.write(os.urandom(32).hex() + "\n")
     os.chmod(base_env["EAI_AUTH_PEPPER_FILE"], 0o600)
     config = os.path.join(workdir, "eaid.yaml")
+    handoff = os.path.join(workdir, "handoff")   # the directory every replica mounts (here: one disk)
     with open(config, "w") as f:
-        f.write("scheduler:\n  lease_ms: %d\n  max_concurrent: 4\n  max_per_tenant: 4\n" % LEASE_MS)
+        f.write("scheduler:\n  lease_ms: %d\n  max_concurrent: 4\n  max_per_tenant: 4\n"
+                "sessions:\n  handoff_dir: %s\n" % (LEASE_MS, handoff))
 
     replicas = []
     try:
@@ -414,6 +416,75 @@ def main():
                 check(st == 200 and b.get("status") == "ended" and b.get("executions") == 30,
                       "ended through r2b, 30 executions counted (%s %s)" % (st, b.get("executions")))
         r2b.stop()
+
+        # 2d. parked for any replica (issue 31 items 2 and 3): a session idle
+        # on hA is paused and parked in the handoff directory; hA dies
+        # (kill -9 of its whole group); two calls at once through r2 and hB:
+        # exactly one replica claims it and restores it, the other call is
+        # forwarded there, both see its /tmp; one live copy; billed once
+        # with the cpu hA used.
+        hA = Replica("hA", eaid, serve_env, workdir, config)
+        hB = Replica("hB", eaid, serve_env, workdir, config)
+        replicas += [hA, hB]
+        if check(hA.wait_ready() and hB.wait_ready(), "replicas hA and hB ready"):
+            st, ses = api(hA.base, key, "POST", "/v1/sandbox/sessions",
+                          {"profile": "gvisor-small", "image": IMAGE, "idle_timeout_s": 2}, timeout=90)
+            if check(st == 201, "a session on hA, idle_timeout_s 2 (%s %s)" % (st, ses)):
+                sid = ses["id"]
+                cid = "eai-ses-" + sid[4:]
+                st, b = api(hA.base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["python3", "-c", "open('/tmp/state', 'w').write('kept-%s')\n"
+                                         "x = sum(range(4 * 10**6))" % sid[4:12]]})
+                done = wait_terminal([hA.base], key, [b.get("id")], 60) if st == 202 else {}
+                check(done.get(b.get("id"), {}).get("status") == "succeeded", "its state written on hA (%s)" % done)
+                row = ""
+                end = time.time() + 30
+                while time.time() < end:
+                    row = psql(super_db, "SELECT owner || '|' || status || '|' || coalesce(doc->'x'->>'cpu_seconds', '')"
+                                         " FROM eai.sandbox_sessions WHERE id = '%s'" % sid)
+                    if row.startswith("parked|"):
+                        break
+                    time.sleep(0.2)
+                parked_cpu = float(row.split("|")[2] or 0) if row.startswith("parked|") else 0.0
+                check(row.startswith("parked|paused|") and parked_cpu > 0,
+                      "idle: paused and parked, its record owned by no node, the cpu it used kept (%s)" % row)
+                check(os.path.isdir(os.path.join(handoff, sid, "ckpt")) and
+                      os.path.isfile(os.path.join(handoff, sid, "tmp", "state")),
+                      "its checkpoint and /tmp in the handoff directory")
+                check(not os.path.isdir(os.path.join(hA.data, "gvisor", "work", cid)), "nothing of it left on hA")
+                hA.kill()
+                hA.sweep()
+                import concurrent.futures
+
+                def call(rp):
+                    return api(rp.base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                               {"command": ["cat", "/tmp/state"]}, timeout=120)
+                with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+                    answers = list(pool.map(call, [replicas[1], hB]))
+                ids = [b["id"] for st, b in answers if st == 202]
+                check(len(ids) == 2, "two calls at once through r2 and hB accepted (%s)" % answers)
+                done = wait_terminal([replicas[1].base, hB.base], key, ids, 120)
+                check(len(done) == 2 and all(x.get("status") == "succeeded" and x.get("stdout") == "kept-" + sid[4:12]
+                                             for x in done.values()),
+                      "both ran in the restored session and read its /tmp (%s)" %
+                      [(x.get("status"), x.get("stdout")) for x in done.values()])
+                claimers = [rp.name for rp in (replicas[1], hB)
+                            if "claimed from the handoff directory" in open(rp.logpath).read()]
+                check(len(claimers) == 1, "exactly one replica claimed it: %s" % claimers)
+                copies = [rp.name for rp in (replicas[1], hB)
+                          if os.path.isdir(os.path.join(rp.data, "gvisor", "work", cid))]
+                check(copies == claimers, "one live copy, on the claimer: %s" % copies)
+                end = time.time() + 10
+                while time.time() < end and os.path.exists(os.path.join(handoff, sid)):
+                    time.sleep(0.1)
+                check(not os.path.exists(os.path.join(handoff, sid)), "the handoff directory removed once it runs")
+                other = hB if claimers == ["r2"] else replicas[1]
+                st, b = api(other.base, key, "DELETE", "/v1/sandbox/sessions/" + sid)
+                usage = (b or {}).get("usage") or {}
+                check(st == 200 and b.get("status") == "ended" and usage.get("cpu_seconds", 0) >= parked_cpu,
+                      "ended through the other replica (forwarded), billed with hA's cpu too (%s %s, parked at %.3f)"
+                      % (st, usage, parked_cpu))
+        hB.stop()
 
         # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
         # claims the slow batch; a fresh replica r3 joins, then r1 dies.
