@@ -832,6 +832,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
     }
     prune(reg, now);
     snp_tick(reg, now);
+    ses_handoff_tick(reg, now);
     eai_metrics_set("eai_sessions_live", NULL, ses_live_count(reg, NULL));
 }
 

@@ -383,7 +383,7 @@ static void claim_answer(struct eai_req *r, void *arg)
     if (j->rc < 0) {
         if (j->err && j->err->code == EAI_E_CONFLICT) {
             /* another replica claimed it first: its record says where */
-            if (r)
+            if (r && j->route)
                 ses_route_stored_again(j->app, r, j->action, j->route);
         } else if (r) {
             eai_park_reply_storage(r, "session_put", j->err);
@@ -405,10 +405,11 @@ static void claim_answer(struct eai_req *r, void *arg)
         }
         snprintf(s->end_reason, sizeof s->end_reason, "%s",
                  s->ttl_s > 0 && now - s->created_ms >= s->ttl_s * 1000 ? "ttl" : "paused_ttl");
+        eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ended while parked: %s", s->id, s->end_reason);
         ses_record_end(reg, s);
         ses_persist(s);
         remove_dir(reg, s->id, s->handoff_dir);
-        if (r)
+        if (r && j->route)
             j->route(j->app, r); /* answered from the ended session */
         return;
     }
@@ -422,13 +423,13 @@ static void claim_answer(struct eai_req *r, void *arg)
         eai_error_free(e);
         ses_record_end(reg, s);
         ses_persist(s);
-        if (r)
+        if (r && j->route)
             j->route(j->app, r);
         return;
     }
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s (tenant %s) claimed from the handoff directory", s->id,
             s->tenant);
-    if (r && !ses_claim_wait(s, r, j->route))
+    if (r && j->route && !ses_claim_wait(s, r, j->route))
         j->route(j->app, r);
 }
 
@@ -481,4 +482,76 @@ int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant,
     snprintf(j->action, sizeof j->action, "%s", action);
     eai_park(reg->parks, r, &claim_ops, j);
     return 1;
+}
+
+/* ------------------------------------------------------------ lifetimes of parked sessions */
+
+#define SES_PARKED_SWEEP_MS (60 * 1000)
+#define SES_PARKED_SWEEP_MAX 100
+
+struct sweep_job {
+    struct eai_app *app;
+    json_t *out;
+    int rc;
+    struct eai_error *err;
+};
+
+static void sweep_work(void *arg)
+{
+    struct sweep_job *j = arg;
+    j->rc = j->app->store->session_owned(j->app->storage.self, SES_PARKED_OWNER, SES_PARKED_SWEEP_MAX, &j->out,
+                                         &j->err);
+}
+
+/* A parked session belongs to no node, so no node's timer ends it: every
+ * replica reads the parked records each minute and claims the ones whose
+ * TTL or paused TTL ran out; the claim ends them (claim_answer), billed,
+ * and removes their directory. */
+static void sweep_answer(struct eai_req *r, void *arg)
+{
+    (void)r;
+    struct sweep_job *j = arg;
+    struct eai_sessions *reg = ses_reg(j->app);
+    if (!reg || reg->stopping || j->rc < 0)
+        return;
+    int64_t now = eai_now_ms();
+    size_t i;
+    json_t *one;
+    json_array_foreach(j->out, i, one) {
+        const char *tenant = json_string_value(json_object_get(one, "tenant_id"));
+        const json_t *doc = json_object_get(one, "doc"), *x = json_object_get(doc, "x");
+        int64_t created = (int64_t)json_integer_value(json_object_get(x, "created_ms"));
+        int64_t paused = (int64_t)json_integer_value(json_object_get(x, "paused_ms"));
+        int64_t ttl = (int64_t)json_integer_value(json_object_get(doc, "ttl_s"));
+        int64_t pttl = json_is_integer(json_object_get(doc, "paused_ttl_s"))
+                           ? (int64_t)json_integer_value(json_object_get(doc, "paused_ttl_s"))
+                           : 86400;
+        int expired = (ttl > 0 && now - created >= ttl * 1000) || (paused && now - paused >= pttl * 1000);
+        if (tenant && expired && !ses_find(reg, tenant, json_string_value(json_object_get(doc, "id"))))
+            ses_claim_stored(j->app, NULL, tenant, doc, "sandbox.session.end", NULL);
+    }
+}
+
+static void sweep_free(void *arg)
+{
+    struct sweep_job *j = arg;
+    json_decref(j->out);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops sweep_ops = {
+    .what = "parked_sweep", .work = sweep_work, .answer = sweep_answer, .free = sweep_free,
+};
+
+void ses_handoff_tick(struct eai_sessions *reg, int64_t now)
+{
+    if (!handoff_root(reg->app) || reg->stopping || now - reg->parked_sweep_ms < SES_PARKED_SWEEP_MS)
+        return;
+    reg->parked_sweep_ms = now;
+    struct sweep_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return;
+    j->app = reg->app;
+    eai_park(reg->parks, NULL, &sweep_ops, j);
 }

@@ -146,6 +146,7 @@ struct eai_sessions {
     struct event *tick;
     json_t *rates;                   /* tenant -> [minute start ms, pauses + resumes in it] */
     struct eai_snapshot *snaps;      /* this node's snapshots (session_snap.c) */
+    int64_t parked_sweep_ms;         /* the last read of the parked records (session_handoff.c) */
 };
 
 struct eai_sessions *ses_reg(struct eai_app *app);
@@ -246,6 +247,9 @@ int ses_claim_ready(struct eai_session *s, const struct eai_error *err);
  * claimed here (the caller answers from the record). */
 int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant, const json_t *doc,
                      const char *action, void (*route)(struct eai_app *, struct eai_req *));
+/* Each minute: the parked records whose lifetime ran out are claimed and
+ * ended (no node's timer holds them). */
+void ses_handoff_tick(struct eai_sessions *reg, int64_t now);
 
 /* "ses_" + 36 lowercase hex / dash characters */
 int ses_id_ok(const char *id);

@@ -484,6 +484,24 @@ def main():
                 check(st == 200 and b.get("status") == "ended" and usage.get("cpu_seconds", 0) >= parked_cpu,
                       "ended through the other replica (forwarded), billed with hA's cpu too (%s %s, parked at %.3f)"
                       % (st, usage, parked_cpu))
+            # a parked session whose paused TTL ran out is ended by the claim, never restored
+            st, ses = api(hB.base, key, "POST", "/v1/sandbox/sessions",
+                          {"profile": "gvisor-small", "image": IMAGE, "idle_timeout_s": 1, "paused_ttl_s": 2},
+                          timeout=90)
+            if check(st == 201, "a session on hB, paused_ttl_s 2 (%s)" % st):
+                sid = ses["id"]
+                end = time.time() + 30
+                while time.time() < end and not psql(super_db, "SELECT owner FROM eai.sandbox_sessions"
+                                                               " WHERE id = '%s'" % sid).startswith("parked"):
+                    time.sleep(0.2)
+                time.sleep(2.5)
+                st, b = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["true"]})
+                check(st == 409 and b["error"]["code"] == "session_ended", "a call after its paused TTL: %s %s" % (st, b))
+                st, b = api(hB.base, key, "GET", "/v1/sandbox/sessions/" + sid)
+                check(b.get("status") == "ended" and b.get("end_reason") == "paused_ttl" and b.get("usage"),
+                      "ended paused_ttl, billed (%s %s)" % (b.get("status"), b.get("end_reason")))
+                check(not os.path.exists(os.path.join(handoff, sid)), "its handoff directory removed")
         hB.stop()
 
         # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
