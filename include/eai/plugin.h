@@ -79,7 +79,7 @@ extern "C" {
 #endif
 
 #define EAI_ABI_MAJOR 1
-#define EAI_ABI_MINOR 4
+#define EAI_ABI_MINOR 5
 
 #define EAI_PLUGIN_EXPORT __attribute__((visibility("default")))
 #define EAI_PLUGIN_DESCRIPTOR_SYMBOL "eai_plugin_descriptor"
@@ -262,6 +262,7 @@ struct eai_host {
 #define EAI_HOST_SIZE_1_2 (offsetof(struct eai_host, netns_release) + sizeof(void (*)(void)))
 #define EAI_HOST_SIZE_1_3 EAI_HOST_SIZE_1_2
 #define EAI_HOST_SIZE_1_4 (offsetof(struct eai_host, metric_update) + sizeof(void (*)(void)))
+#define EAI_HOST_SIZE_1_5 EAI_HOST_SIZE_1_4
 /* Deprecated: the name netns_take / netns_release were tested with before
  * they became 1.2 (docs/plugins.md told vendors to use it).  The same value
  * as EAI_HOST_SIZE_1_2; kept for sources written against it, gone in 2.0. */
@@ -387,6 +388,7 @@ struct eai_plugin_descriptor {
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_2 EAI_PLUGIN_DESCRIPTOR_SIZE_1_1
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_3 EAI_PLUGIN_DESCRIPTOR_SIZE_1_2
 #define EAI_PLUGIN_DESCRIPTOR_SIZE_1_4 sizeof(struct eai_plugin_descriptor)
+#define EAI_PLUGIN_DESCRIPTOR_SIZE_1_5 EAI_PLUGIN_DESCRIPTOR_SIZE_1_4
 
 /* Start every descriptor initialiser with this:
  *     static const struct eai_plugin_descriptor desc = {

@@ -27,6 +27,7 @@ struct eai_audit_ops {
 #define EAI_AUDIT_OPS_SIZE_1_2 EAI_AUDIT_OPS_SIZE_1_0
 #define EAI_AUDIT_OPS_SIZE_1_3 EAI_AUDIT_OPS_SIZE_1_2
 #define EAI_AUDIT_OPS_SIZE_1_4 EAI_AUDIT_OPS_SIZE_1_3
+#define EAI_AUDIT_OPS_SIZE_1_5 EAI_AUDIT_OPS_SIZE_1_4
 
 struct eai_finops_ops {
     size_t size;
@@ -38,6 +39,7 @@ struct eai_finops_ops {
 #define EAI_FINOPS_OPS_SIZE_1_2 EAI_FINOPS_OPS_SIZE_1_0
 #define EAI_FINOPS_OPS_SIZE_1_3 EAI_FINOPS_OPS_SIZE_1_2
 #define EAI_FINOPS_OPS_SIZE_1_4 EAI_FINOPS_OPS_SIZE_1_3
+#define EAI_FINOPS_OPS_SIZE_1_5 EAI_FINOPS_OPS_SIZE_1_4
 
 struct eai_telemetry_ops {
     size_t size;
@@ -56,6 +58,7 @@ struct eai_telemetry_ops {
 #define EAI_TELEMETRY_OPS_SIZE_1_2 EAI_TELEMETRY_OPS_SIZE_1_1
 #define EAI_TELEMETRY_OPS_SIZE_1_3 EAI_TELEMETRY_OPS_SIZE_1_2
 #define EAI_TELEMETRY_OPS_SIZE_1_4 EAI_TELEMETRY_OPS_SIZE_1_3
+#define EAI_TELEMETRY_OPS_SIZE_1_5 EAI_TELEMETRY_OPS_SIZE_1_4
 
 #ifdef __cplusplus
 }

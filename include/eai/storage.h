@@ -324,6 +324,7 @@ struct eai_storage_ops {
 #define EAI_STORAGE_OPS_SIZE_1_2 (offsetof(struct eai_storage_ops, exec_prune) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_3 (offsetof(struct eai_storage_ops, agent_get) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_4 (offsetof(struct eai_storage_ops, session_owned) + sizeof(void (*)(void)))
+#define EAI_STORAGE_OPS_SIZE_1_5 EAI_STORAGE_OPS_SIZE_1_4
 
 #ifdef __cplusplus
 }
