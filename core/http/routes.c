@@ -3,6 +3,7 @@
 #include "session/session.h"
 #include "http/routes.h"
 #include "mcp/mcp.h"
+#include "vol/volume.h"
 
 const struct eai_route eai_routes[] = {
     {"GET", "/healthz", EAI_AUTH_NONE, eai_misc_healthz, "healthz"},
@@ -32,6 +33,14 @@ const struct eai_route eai_routes[] = {
     {"DELETE", "/v1/sandbox/sessions/{id}/files/{*path}", EAI_AUTH_TENANT, eai_session_route_file_delete, "sessions.files.delete"},
     {"GET", "/v1/sandbox/sessions/{id}/network", EAI_AUTH_TENANT, eai_session_route_network_get, "sessions.network.get"},
     {"PUT", "/v1/sandbox/sessions/{id}/network", EAI_AUTH_TENANT, eai_session_route_network_put, "sessions.network.put"},
+    {"POST", "/v1/volumes", EAI_AUTH_TENANT, eai_vol_route_create, "volumes.create"},
+    {"GET", "/v1/volumes", EAI_AUTH_TENANT, eai_vol_route_list, "volumes.list"},
+    {"GET", "/v1/volumes/{id}", EAI_AUTH_TENANT, eai_vol_route_get, "volumes.get"},
+    {"DELETE", "/v1/volumes/{id}", EAI_AUTH_TENANT, eai_vol_route_delete, "volumes.delete"},
+    {"GET", "/v1/volumes/{id}/files", EAI_AUTH_TENANT, eai_vol_route_file_list, "volumes.files.list"},
+    {"PUT", "/v1/volumes/{id}/files/{*path}", EAI_AUTH_TENANT, eai_vol_route_file_put, "volumes.files.put"},
+    {"GET", "/v1/volumes/{id}/files/{*path}", EAI_AUTH_TENANT, eai_vol_route_file_get, "volumes.files.get"},
+    {"DELETE", "/v1/volumes/{id}/files/{*path}", EAI_AUTH_TENANT, eai_vol_route_file_delete, "volumes.files.delete"},
     {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
 
     {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},
