@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -902,11 +902,11 @@ void eai_vol_route_delete(struct eai_app *app, struct eai_req *r)
     eai_time_rfc3339(v->created_ms, t0);
     eai_time_rfc3339(now, t1);
     /* billing: the provisioned size over the volume's whole life, at its end */
-    j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:{s:s, s:I, s:f}}", "id", eid, "kind",
-                         "volume", "tenant_id", v->tenant, "volume_id", v->id, "started_at", t0, "finished_at", t1,
-                         "created_at", t1, "duration_s", (double)(now - v->created_ms) / 1000.0, "gb_hours",
-                         gb_hours(v, now), "volume", "name", v->name, "size_bytes", (json_int_t)v->size,
-                         "gb_hours", gb_hours(v, now));
+    j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:{s:s, s:I, s:f}}", "id", eid,
+                         "kind", "volume", "tenant_id", v->tenant, "volume_id", v->id, "started_at", t0,
+                         "finished_at", t1, "created_at", t1, "duration_s", (double)(now - v->created_ms) / 1000.0,
+                         "cpu_seconds", 0.0, "memory_mb_seconds", 0.0, "gb_hours", gb_hours(v, now), "volume",
+                         "name", v->name, "size_bytes", (json_int_t)v->size, "gb_hours", gb_hours(v, now));
     j->audit = eai_req_audit_event(r, "volume.delete", v->id, "allow", NULL);
     j->meta = json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", v->id, "tenant_id", v->tenant, "name", v->name,
                         "size_bytes", (json_int_t)v->size, "created_ms", (json_int_t)v->created_ms);
@@ -933,13 +933,92 @@ struct file_job {
     int rc, err;
 };
 
+/* Worker: write one file under <dir>/tmp (the volume's root, its ext4
+ * filesystem only: never the data dir's disk below an unmounted volume),
+ * making directories owned by the sandboxes' uid; no component is a
+ * symlink followed (O_NOFOLLOW at each step); written beside and renamed,
+ * so a full volume leaves the old file or none. */
+static int vol_put(const char *dir, const char *path, const unsigned char *data, size_t len)
+{
+    char root[PATH_MAX + 8], buf[PATH_MAX];
+    snprintf(root, sizeof root, "%s/tmp", dir);
+    int dfd = open(root, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct statfs sf;
+    if (dfd < 0 || fstatfs(dfd, &sf) < 0 || sf.f_type != 0xEF53 /* EXT4_SUPER_MAGIC */) {
+        if (dfd >= 0)
+            close(dfd);
+        errno = ENOENT;
+        return -1;
+    }
+    snprintf(buf, sizeof buf, "%s", path + 5); /* below /tmp/ */
+    char *s = buf;
+    for (char *slash; (slash = strchr(s, '/'));) {
+        *slash = '\0';
+        if (mkdirat(dfd, s, 0755) == 0) {
+            if (fchownat(dfd, s, EAI_VOL_UID, EAI_VOL_UID, AT_SYMLINK_NOFOLLOW) < 0) {
+                close(dfd);
+                return -1;
+            }
+        } else if (errno != EEXIST) {
+            int e = errno;
+            close(dfd);
+            errno = e;
+            return -1;
+        }
+        int nfd = openat(dfd, s, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int e = errno;
+        close(dfd);
+        if (nfd < 0) {
+            errno = e == ELOOP ? ENOENT : e;
+            return -1;
+        }
+        dfd = nfd;
+        s = slash + 1;
+    }
+    static _Atomic unsigned seq;
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, ".eai-put-%d-%u", (int)getpid(), ++seq);
+    int fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        int e = errno;
+        close(dfd);
+        errno = e;
+        return -1;
+    }
+    int rc = eai_write_all(fd, data, len);
+    if (rc == 0 && fchown(fd, EAI_VOL_UID, EAI_VOL_UID) < 0)
+        rc = -1;
+    if (close(fd) < 0)
+        rc = -1;
+    struct stat st;
+    /* a link the sandbox left at the target is replaced, never followed;
+     * a directory there is refused */
+    if (rc == 0 && fstatat(dfd, s, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        rc = -1;
+    }
+    if (rc == 0 && renameat(dfd, tmp, dfd, s) < 0)
+        rc = -1;
+    if (rc < 0) {
+        int e = errno;
+        unlinkat(dfd, tmp, 0);
+        errno = e;
+    }
+    close(dfd);
+    return rc;
+}
+
 static void file_work(void *arg)
 {
     struct file_job *j = arg;
-    char msg[200];
+    if (!is_mounted(j->dir)) { /* never the data dir's disk */
+        j->rc = -1;
+        j->err = ENOENT;
+        return;
+    }
     switch (j->op) {
     case EAI_ISO_FILE_PUT:
-        j->rc = eai_pc_tmp_put(j->dir, EAI_VOL_UID, j->path, j->data, j->len, msg, sizeof msg);
+        j->rc = vol_put(j->dir, j->path, j->data, j->len);
         break;
     case EAI_ISO_FILE_GET: {
         unsigned char *out = NULL;
