@@ -184,7 +184,9 @@ static void create_work(void *arg)
     }
     if (j->volumes && !(ps->caps & EAI_ISO_CAP_VOLUMES)) {
         /* k8s would map a volume to a PersistentVolumeClaim: not built (docs/volumes.md) */
-        j->err = eai_error_new(EAI_E_VOLUMES_UNSUPPORTED, 0, "the backend '%s' of profile '%s' cannot mount volumes",
+        j->err = eai_error_new(EAI_E_VOLUMES_UNSUPPORTED, 0,
+                               "volumes need a backend that mounts them on this node (gvisor); the backend '%s' "
+                               "of profile '%s' cannot (docs/volumes.md)",
                                j->prof->backend, j->prof->name);
         j->refused = 1;
         j->rc = -1;

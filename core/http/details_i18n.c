@@ -252,8 +252,8 @@ static const struct tmpl T[] = {
     {"no such route", "pas de telle route"},
     /* volumes (core/vol/volume.c, docs/volumes.md) */
     {"must be an array of {name, path, read_only}", "doit être un tableau de {name, path, read_only}"},
-    {"at most {} volumes per tenant", "{1} volumes au plus par locataire"},
     {"at most {} bytes of volumes per tenant", "{1} octets de volumes au plus par locataire"},
+    {"at most {} volumes per tenant", "{1} volumes au plus par locataire"},
     {"at most {} volumes", "{1} volumes au plus"},
     {"volumes are not available on this server", "les volumes ne sont pas disponibles sur ce serveur"},
     {"must be {name, path, read_only (boolean, optional)}", "doit être {name, path, read_only (booléen, facultatif)}"},
@@ -267,6 +267,7 @@ static const struct tmpl T[] = {
     {"must not equal or nest in another volume's path", "ne doit pas égaler ni contenir le chemin d'un autre volume"},
     {"another sandbox mounts this volume read-write", "un autre bac à sable monte ce volume en lecture-écriture"},
     {"the volume could not be made on this server", "le volume n'a pas pu être créé sur ce serveur"},
+    {"this server has no disk space for the volume now", "ce serveur n'a pas la place disque pour ce volume maintenant"},
     {"must be 1 to 63 characters of a-z, 0-9, '.', '_', '-', starting with a letter or digit, not vol_...",
      "doit compter 1 à 63 caractères parmi a-z, 0-9, '.', '_', '-', commencer par une lettre ou un chiffre, "
      "sans être vol_..."},
@@ -283,7 +284,10 @@ static const struct tmpl T[] = {
     {"must be a path in the volume without '.', '..' or empty segments",
      "doit être un chemin dans le volume sans '.', '..' ni segment vide"},
     {"an execution in a session mounts the session's volumes", "une exécution dans une session monte les volumes de la session"},
-    {"the backend '{}' of profile '{}' cannot mount volumes{}", "le backend '{1}' du profil '{2}' ne peut pas monter de volumes{3}"},
+    {"volumes need a backend that mounts them on this node (gvisor); the backend '{}' of profile '{}' cannot "
+     "(docs/volumes.md)",
+     "les volumes demandent un backend qui les monte sur ce nœud (gvisor) ; le backend '{1}' du profil '{2}' ne "
+     "le peut pas (docs/volumes.md)"},
     /* sessions (core/session/session_routes.c, session.c, session_files.c) */
     {"the backend '{}' of profile '{}' does not support sessions",
      "le backend '{1}' du profil '{2}' ne prend pas en charge les sessions"},

@@ -125,9 +125,11 @@ static void create_answer(struct eai_req *r, void *arg)
         pr.size = sizeof pr;
         ses_profile_ops(j->prof)->probe(j->prof->iso->self, &pr);
         if (!(pr.caps & EAI_ISO_CAP_VOLUMES)) {
-            char m[200];
-            snprintf(m, sizeof m, "the backend '%s' of profile '%s' cannot mount volumes", j->prof->backend,
-                     j->prof->name);
+            char m[300];
+            snprintf(m, sizeof m,
+                     "volumes need a backend that mounts them on this node (gvisor); the backend '%s' of profile "
+                     "'%s' cannot (docs/volumes.md)",
+                     j->prof->backend, j->prof->name);
             refuse(app, r, "sandbox.session.create", "", EAI_E_VOLUMES_UNSUPPORTED, detail1("/volumes", m));
             return;
         }

@@ -177,14 +177,19 @@ static int vol_make(const char *dir, int64_t size, const json_t *meta, char *msg
     char img[PATH_MAX + 16], owner[64];
     snprintf(img, sizeof img, "%s/disk.img", dir);
     int fd = open(img, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 || ftruncate(fd, size) < 0) { /* sparse: disk is used as files are written */
-        snprintf(msg, msglen, "%s: %s", img, strerror(errno));
+    /* reserved, not sparse: a host disk filling up under a sparse image
+     * would turn the volume's writes into I/O errors (and its ext4 into a
+     * damaged one) instead of ENOSPC at create */
+    int rc = fd < 0 ? errno : posix_fallocate(fd, 0, size);
+    if (rc != 0) {
+        snprintf(msg, msglen, "%s: %s", img, strerror(rc));
         if (fd >= 0)
             close(fd);
+        errno = rc;
         return -1;
     }
     close(fd);
-    snprintf(owner, sizeof owner, "root_owner=%d:%d", EAI_VOL_UID, EAI_VOL_UID);
+    snprintf(owner, sizeof owner, "nodiscard,root_owner=%d:%d", EAI_VOL_UID, EAI_VOL_UID);
     char *argv[] = {VOL_MKFS, "-q", "-F", "-m", "0", "-E", owner, img, NULL};
     if (run_quiet(argv, msg, msglen) < 0)
         return -1;
@@ -638,7 +643,7 @@ struct vol_job {
     char id[48], tenant[64], actor[64];
     int64_t size;
     json_t *meta, *usage, *audit;
-    int rc;
+    int rc, nospace;
     char msg[300];
 };
 
@@ -657,6 +662,7 @@ static void create_work(void *arg)
     char dir[PATH_MAX];
     vol_dir(j->vs, j->id, dir, sizeof dir);
     j->rc = vol_make(dir, j->size, j->meta, j->msg, sizeof j->msg);
+    j->nospace = j->rc < 0 && (errno == ENOSPC || errno == EDQUOT);
     if (j->rc < 0) {
         char m[8];
         vol_remove(dir, m, sizeof m);
@@ -675,8 +681,10 @@ static void create_answer(struct eai_req *r, void *arg)
         unlink_vol(vs, v);
         free(v);
         if (r) {
-            req_audit(j->app, r, "volume.create", j->id, "deny", "insufficient_storage");
-            eai_reply_error(r, EAI_E_INSUFFICIENT_STORAGE, detail1("", "the volume could not be made on this server"));
+            req_audit(j->app, r, "volume.create", j->id, "deny", j->nospace ? "insufficient_storage" : "internal");
+            eai_reply_error(r, j->nospace ? EAI_E_INSUFFICIENT_STORAGE : EAI_E_INTERNAL,
+                            detail1("", j->nospace ? "this server has no disk space for the volume now"
+                                                   : "the volume could not be made on this server"));
         }
         return;
     }
