@@ -136,6 +136,11 @@ struct eai_config {
                                            (sessions.advertise_url, EAI_ADVERTISE_URL): calls on
                                            its sessions reaching another replica are forwarded */
     int sessions_tenant_pause_per_minute; /* 120 of one tenant's sessions together */
+    /* volumes (docs/volumes.md) */
+    int64_t volumes_max_bytes;          /* 10Gi  largest volume (volumes.max_bytes) */
+    int volumes_max_per_tenant;         /* 16    volumes of one tenant (volumes.max_per_tenant) */
+    int64_t volumes_max_total_bytes;    /* 64Gi  their sizes together (volumes.max_total_bytes_per_tenant) */
+    int64_t volumes_usage_period_s;     /* 3600  a usage event per volume this often (volumes.usage_period_s) */
     /* network: egress of local sandboxes (docs/egress.md) */
     char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */
     char *net_pool;            /* per-execution /30 slots: "10.213.0.0/16" */

@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "vol/volume.h"
 #include "app.h"
 #include "base/errors.h"
@@ -48,6 +50,8 @@ struct vol {
     char writer[64];             /* the read-write holder, "" when none */
     int readers;                 /* read-only holders */
     int files_inflight;          /* file operations on a worker now */
+    int64_t billed_ms;           /* usage recorded up to here (volume.json billed_ms) */
+    int billing;                 /* a periodic usage event on a worker now */
 };
 
 struct eai_vols {
@@ -55,7 +59,9 @@ struct eai_vols {
     char dir[PATH_MAX];          /* <data_dir>/volumes */
     struct vol *list;
     struct eai_park_set *parks;
+    struct event *tick;          /* the periodic usage events */
     int64_t max_bytes, max_count, max_total;
+    int64_t period_ms;           /* volumes.usage_period_s: a usage event per volume this often */
     int ok;                      /* mkfs.ext4 and mount found, running as root */
     char why[200];               /* why not */
 };
@@ -266,10 +272,40 @@ static const char *state_name(enum vol_state s)
     return s == V_CREATING ? "creating" : s == V_DELETING ? "deleting" : "ready";
 }
 
+/* GB-hours (GB = 10^9 bytes) of v's provisioned size from `from` to `to`. */
+static double gb_hours_between(const struct vol *v, int64_t from, int64_t to)
+{
+    double h = (double)(to - from) / 3600000.0;
+    return (double)v->size / 1e9 * (h < 0 ? 0 : h);
+}
+
 static double gb_hours(const struct vol *v, int64_t now)
 {
-    double h = (double)(now - v->created_ms) / 3600000.0;
-    return (double)v->size / 1e9 * (h < 0 ? 0 : h);
+    return gb_hours_between(v, v->created_ms, now);
+}
+
+static json_t *meta_of(const struct vol *v, int64_t billed_ms)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:I}", "id", v->id, "tenant_id", v->tenant, "name", v->name,
+                     "size_bytes", (json_int_t)v->size, "created_ms", (json_int_t)v->created_ms, "billed_ms",
+                     (json_int_t)billed_ms);
+}
+
+/* The usage event of v's provisioned size from v->billed_ms to now (API.md
+ * "FinOps", kind "volume").  Its id is the volume's and the period's start:
+ * an event recorded twice (a crash between the outbox and volume.json) is
+ * the same event to the ledger. */
+static json_t *usage_event(const struct vol *v, int64_t now, int final)
+{
+    char eid[128], t0[32], t1[32];
+    snprintf(eid, sizeof eid, "%s:%lld", v->id, (long long)v->billed_ms);
+    eai_time_rfc3339(v->billed_ms, t0);
+    eai_time_rfc3339(now, t1);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:b, s:{s:s, s:I}}", "id", eid, "kind",
+                     "volume", "tenant_id", v->tenant, "volume_id", v->id, "started_at", t0, "finished_at", t1,
+                     "created_at", t1, "duration_s", (double)(now - v->billed_ms) / 1000.0, "cpu_seconds", 0.0,
+                     "memory_mb_seconds", 0.0, "gb_hours", gb_hours_between(v, v->billed_ms, now), "final",
+                     final, "volume", "name", v->name, "size_bytes", (json_int_t)v->size);
 }
 
 static json_t *vol_view(const struct vol *v)
@@ -318,6 +354,103 @@ static json_t *detail1(const char *path, const char *msg)
     return json_pack("[{s:s, s:s}]", "path", path, "message", msg);
 }
 
+/* ------------------------------------------------------------ periodic usage */
+
+struct vol_job {
+    struct eai_app *app;
+    struct eai_vols *vs;
+    char id[48], tenant[64], actor[64];
+    int64_t size;
+    json_t *meta, *usage, *audit, *total;
+    int64_t until_ms;            /* billing: the period's end */
+    int rc, nospace;
+    char msg[300];
+};
+
+static void vol_job_free(void *arg)
+{
+    struct vol_job *j = arg;
+    json_decref(j->meta);
+    json_decref(j->usage);
+    json_decref(j->audit);
+    json_decref(j->total);
+    free(j);
+}
+
+
+static void bill_work(void *arg)
+{
+    struct vol_job *j = arg;
+    const struct eai_storage_ops *st = j->app->store;
+    struct eai_error *err = NULL;
+    j->rc = st->outbox_append ? st->outbox_append(j->app->storage.self, j->tenant, j->usage, NULL, &err) : -1;
+    if (j->rc < 0) {
+        snprintf(j->msg, sizeof j->msg, "%s", err && err->message ? err->message : "no outbox_append");
+        eai_error_free(err);
+        return;
+    }
+    char dir[PATH_MAX];
+    vol_dir(j->vs, j->id, dir, sizeof dir);
+    if (write_meta(dir, j->meta, j->msg, sizeof j->msg) < 0)
+        eai_log(VOL_COMPONENT, EAI_LOG_WARN, "volume %s: %s (its next event repeats this period's id)", j->id,
+                j->msg);
+}
+
+static void bill_answer(struct eai_req *r, void *arg)
+{
+    (void)r;
+    struct vol_job *j = arg;
+    struct eai_vols *vs = vols_of(j->app);
+    struct vol *v = vs ? find_id(vs, NULL, j->id) : NULL;
+    if (!v)
+        return;
+    v->billing = 0;
+    if (j->rc < 0) {
+        eai_log(VOL_COMPONENT, EAI_LOG_ERROR, "volume %s: periodic usage not recorded: %s", j->id, j->msg);
+        return;
+    }
+    v->billed_ms = j->until_ms;
+}
+
+static const struct eai_park_ops bill_ops = {
+    .what = "volume_usage", .work = bill_work, .answer = bill_answer, .free = vol_job_free,
+};
+
+/* Every volume billed up to at most usage_period_s ago: one usage event per
+ * volume and period, through the outbox (docs/volumes.md "Usage"). */
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_vols *vs = arg;
+    int64_t now = eai_now_ms();
+    if (!vs->app->store->outbox_append)
+        return;
+    for (struct vol *v = vs->list; v; v = v->next) {
+        if (v->state != V_READY || v->billing || now - v->billed_ms < vs->period_ms)
+            continue;
+        struct vol_job *j = calloc(1, sizeof *j);
+        if (!j)
+            return;
+        j->app = vs->app;
+        j->vs = vs;
+        snprintf(j->id, sizeof j->id, "%s", v->id);
+        snprintf(j->tenant, sizeof j->tenant, "%s", v->tenant);
+        j->until_ms = now;
+        j->usage = usage_event(v, now, 0);
+        j->meta = meta_of(v, now);
+        if (!j->usage || !j->meta) {
+            vol_job_free(j);
+            return;
+        }
+        v->billing = 1;
+        if (eai_park(vs->parks, NULL, &bill_ops, j) < 0) {
+            v->billing = 0;
+            return; /* the queue is full: the next tick */
+        }
+    }
+}
+
 /* ------------------------------------------------------------ start and stop */
 
 static int load_one(struct eai_vols *vs, const char *id)
@@ -348,6 +481,9 @@ static int load_one(struct eai_vols *vs, const char *id)
     snprintf(v->name, sizeof v->name, "%s", name);
     v->size = size;
     v->created_ms = json_integer_value(json_object_get(doc, "created_ms"));
+    v->billed_ms = json_integer_value(json_object_get(doc, "billed_ms"));
+    if (v->billed_ms < v->created_ms)
+        v->billed_ms = v->created_ms;
     v->state = V_READY;
     json_decref(doc);
     if (vol_mount(dir, msg, sizeof msg) < 0) {
@@ -369,16 +505,10 @@ int eai_vols_start(struct eai_app *app, struct eai_error **err)
     }
     vs->app = app;
     snprintf(vs->dir, sizeof vs->dir, "%s/volumes", app->cfg && app->cfg->data_dir ? app->cfg->data_dir : "./var");
-    vs->max_bytes = EAI_VOL_DEF_MAX_BYTES;
-    vs->max_count = EAI_VOL_DEF_MAX_COUNT;
-    vs->max_total = EAI_VOL_DEF_MAX_TOTAL;
-    const char *e;
-    if ((e = getenv("EAI_VOLUMES_MAX_BYTES")) && atoll(e) > 0)
-        vs->max_bytes = atoll(e);
-    if ((e = getenv("EAI_VOLUMES_MAX_PER_TENANT")) && atoll(e) > 0)
-        vs->max_count = atoll(e);
-    if ((e = getenv("EAI_VOLUMES_MAX_TOTAL_BYTES")) && atoll(e) > 0)
-        vs->max_total = atoll(e);
+    vs->max_bytes = app->cfg ? app->cfg->volumes_max_bytes : EAI_VOL_DEF_MAX_BYTES;
+    vs->max_count = app->cfg ? app->cfg->volumes_max_per_tenant : EAI_VOL_DEF_MAX_COUNT;
+    vs->max_total = app->cfg ? app->cfg->volumes_max_total_bytes : EAI_VOL_DEF_MAX_TOTAL;
+    vs->period_ms = (app->cfg ? app->cfg->volumes_usage_period_s : 3600) * 1000;
     vs->parks = eai_park_set_new();
     if (geteuid() != 0)
         snprintf(vs->why, sizeof vs->why, "eaid does not run as root (loop mounts)");
@@ -389,6 +519,12 @@ int eai_vols_start(struct eai_app *app, struct eai_error **err)
     else
         vs->ok = 1;
     G = vs;
+    vs->tick = event_new(app->base, -1, EV_PERSIST, on_tick, vs);
+    if (vs->tick) {
+        int64_t ms = vs->period_ms < 60000 ? vs->period_ms : 60000;
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+        event_add(vs->tick, &tv);
+    }
     if (!vs->ok) {
         eai_log(VOL_COMPONENT, EAI_LOG_WARN, "volumes unavailable: %s", vs->why);
         return 0;
@@ -412,6 +548,8 @@ void eai_vols_stop(struct eai_app *app)
     struct eai_vols *vs = vols_of(app);
     if (!vs)
         return;
+    if (vs->tick)
+        event_free(vs->tick);
     eai_park_set_close(vs->parks);
     for (struct vol *v = vs->list, *nx; v; v = nx) {
         nx = v->next;
@@ -637,25 +775,6 @@ void eai_vols_detach(struct eai_app *app, struct eai_vol_att *a)
 
 /* ------------------------------------------------------------ routes: lifecycle */
 
-struct vol_job {
-    struct eai_app *app;
-    struct eai_vols *vs;
-    char id[48], tenant[64], actor[64];
-    int64_t size;
-    json_t *meta, *usage, *audit;
-    int rc, nospace;
-    char msg[300];
-};
-
-static void vol_job_free(void *arg)
-{
-    struct vol_job *j = arg;
-    json_decref(j->meta);
-    json_decref(j->usage);
-    json_decref(j->audit);
-    free(j);
-}
-
 static void create_work(void *arg)
 {
     struct vol_job *j = arg;
@@ -796,8 +915,8 @@ void eai_vol_route_create(struct eai_app *app, struct eai_req *r)
     j->vs = vs;
     snprintf(j->id, sizeof j->id, "%s", v->id);
     j->size = size;
-    j->meta = json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", v->id, "tenant_id", v->tenant, "name", v->name,
-                        "size_bytes", (json_int_t)size, "created_ms", (json_int_t)v->created_ms);
+    v->billed_ms = v->created_ms;
+    j->meta = meta_of(v, v->billed_ms);
     if (eai_park(vs->parks, r, &create_ops, j) < 0) { /* answered and j freed: v goes too */
         unlink_vol(vs, v);
         free(v);
@@ -874,8 +993,7 @@ static void delete_answer(struct eai_req *r, void *arg)
     unlink_vol(vs, v);
     free(v);
     if (r)
-        eai_reply_json(r, 200, json_pack("{s:s, s:s, s:O}", "id", j->id, "status", "deleted", "usage",
-                                         json_object_get(j->usage, "volume")));
+        eai_reply_json(r, 200, json_pack("{s:s, s:s, s:O}", "id", j->id, "status", "deleted", "usage", j->total));
 }
 
 static const struct eai_park_ops delete_ops = {
@@ -887,7 +1005,7 @@ void eai_vol_route_delete(struct eai_app *app, struct eai_req *r)
     struct vol *v = route_vol(app, r, "volume.delete");
     if (!v)
         return;
-    if (v->state != V_READY || v->writer[0] || v->readers || v->files_inflight) {
+    if (v->state != V_READY || v->writer[0] || v->readers || v->files_inflight || v->billing) {
         req_audit(app, r, "volume.delete", v->id, "deny", "volume_in_use");
         eai_reply_error(r, EAI_E_VOLUME_IN_USE,
                         detail1("", v->state != V_READY ? "the volume is being created or deleted"
@@ -905,20 +1023,12 @@ void eai_vol_route_delete(struct eai_app *app, struct eai_req *r)
     snprintf(j->id, sizeof j->id, "%s", v->id);
     snprintf(j->tenant, sizeof j->tenant, "%s", v->tenant);
     int64_t now = eai_now_ms();
-    char eid[37], t0[32], t1[32];
-    eai_uuid_v4(eid);
-    eai_time_rfc3339(v->created_ms, t0);
-    eai_time_rfc3339(now, t1);
-    /* billing: the provisioned size over the volume's whole life, at its end */
-    j->usage = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:f, s:f, s:f, s:f, s:{s:s, s:I, s:f}}", "id", eid,
-                         "kind", "volume", "tenant_id", v->tenant, "volume_id", v->id, "started_at", t0,
-                         "finished_at", t1, "created_at", t1, "duration_s", (double)(now - v->created_ms) / 1000.0,
-                         "cpu_seconds", 0.0, "memory_mb_seconds", 0.0, "gb_hours", gb_hours(v, now), "volume",
-                         "name", v->name, "size_bytes", (json_int_t)v->size, "gb_hours", gb_hours(v, now));
+    /* billing: the provisioned size since the last periodic event, at its end */
+    j->usage = usage_event(v, now, 1);
+    j->total = json_pack("{s:I, s:f}", "size_bytes", (json_int_t)v->size, "gb_hours", gb_hours(v, now));
     j->audit = eai_req_audit_event(r, "volume.delete", v->id, "allow", NULL);
-    j->meta = json_pack("{s:s, s:s, s:s, s:I, s:I}", "id", v->id, "tenant_id", v->tenant, "name", v->name,
-                        "size_bytes", (json_int_t)v->size, "created_ms", (json_int_t)v->created_ms);
-    if (!j->usage || !j->audit || !j->meta) {
+    j->meta = meta_of(v, v->billed_ms);
+    if (!j->usage || !j->audit || !j->meta || !j->total) {
         vol_job_free(j);
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;

@@ -24,7 +24,11 @@ IMAGE = eaid_env.IMAGE
 RUNSC = os.environ.get("EAI_SANDBOX_RUNSC") or "runsc"
 MIB = 1 << 20
 
-CONFIG = """sessions:
+CONFIG = """volumes:
+  max_per_tenant: 6
+  max_bytes: 256Mi
+  usage_period_s: 2
+sessions:
   max_per_tenant: 8
 scheduler:
   max_concurrent: 8
@@ -50,8 +54,7 @@ def env():
         cfg = os.path.join(tmp, "eaid.yaml")
         with open(cfg, "w") as f:
             f.write(CONFIG)
-        e = Env(config=cfg, tmp=tmp, env={"EAI_VOLUMES_MAX_PER_TENANT": "6",
-                                          "EAI_VOLUMES_MAX_BYTES": str(256 * MIB)})
+        e = Env(config=cfg, tmp=tmp)
         e.own_tmp = True
         S.key_b = e.make_key("vol-b")
         e.make_key("vol-a")
@@ -142,7 +145,7 @@ def case_lifecycle_and_validation():
     check(st == 200 and b["name"] == "scratch" and b["attached"]["writer"] is None, "get by id: %s" % b)
     st, b = e.api("GET", "/v1/volumes")
     check(st == 200 and vid in [i["id"] for i in b["items"]], "list: %s" % b)
-    # quotas: 6 volumes per tenant (EAI_VOLUMES_MAX_PER_TENANT)
+    # quotas: 6 volumes per tenant (volumes.max_per_tenant)
     made = []
     for i in range(8):
         st, b = e.api("POST", "/v1/volumes", {"name": "q%d" % i, "size_bytes": 16 * MIB}, timeout=60)
@@ -321,19 +324,44 @@ def case_cross_tenant():
     vdelete(e, vid)
 
 
+def usage_of(e, vid):
+    st, u = e.api("GET", "/v1/finops/usage")
+    check(st == 200, "usage ledger: %s %s" % (st, u))
+    return [x for x in u.get("usage", []) if x.get("volume_id") == vid]
+
+
 def case_usage_and_nothing_left():
+    """GB-hours of the provisioned size: a usage event per period
+    (volumes.usage_period_s: 2 here) and a last one at the delete, contiguous,
+    adding up to the volume's life."""
     e = env()
-    vid = vcreate(e, "billed", 16 * MIB)
+    vid = vcreate(e, "billed", 128 * MIB)
+    st, v = e.api("GET", "/v1/volumes/" + vid)
+    periodic = []
+    deadline = time.time() + 20
+    while time.time() < deadline and not periodic:
+        periodic = [x for x in usage_of(e, vid) if not x.get("final")]
+        time.sleep(0.3)
+    check(periodic and periodic[0]["kind"] == "volume" and periodic[0]["gb_hours"] > 0,
+          "a periodic usage event: %s" % periodic)
     b = vdelete(e, vid)
-    check(b["usage"]["size_bytes"] == 16 * MIB and b["usage"]["gb_hours"] >= 0, "usage in the answer: %s" % b)
-    found = None
-    for _ in range(50):
-        st, u = e.api("GET", "/v1/finops/usage")
-        found = [x for x in (u or {}).get("usage", []) if x.get("volume_id") == vid] if st == 200 else None
-        if found or st != 200:
+    check(b["usage"]["size_bytes"] == 128 * MIB and b["usage"]["gb_hours"] > 0, "usage in the answer: %s" % b)
+    events = []
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        events = usage_of(e, vid)
+        if any(x.get("final") for x in events):
             break
         time.sleep(0.2)
-    check(found and found[0]["kind"] == "volume" and "gb_hours" in found[0], "usage event: %s" % found)
+    events.sort(key=lambda x: x["started_at"])
+    check(len([x for x in events if x.get("final")]) == 1 and events[-1].get("final"), "one final event: %s" % events)
+    check(len({x["id"] for x in events}) == len(events), "distinct ids: %s" % events)
+    check(events[0]["started_at"] == v["created_at"], "billed from the create: %s %s" % (events[0], v))
+    for a, c in zip(events, events[1:]):
+        check(a["finished_at"] == c["started_at"], "contiguous periods: %s %s" % (a, c))
+    total = sum(x["gb_hours"] for x in events)
+    check(abs(total - b["usage"]["gb_hours"]) <= 1e-6 + 0.01 * b["usage"]["gb_hours"],
+          "periods add up to the life: %s vs %s" % (total, b["usage"]))
     st, b = e.api("GET", "/v1/volumes")
     check(st == 200 and b["items"] == [], "no volume left: %s" % b)
     vdir = os.path.join(e.data, "volumes")
