@@ -540,8 +540,11 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
             vcode = EAI_E_VALIDATION_FAILED;
             vdet = exec_detail1("/volumes", "an execution in a session mounts the session's volumes");
         }
-        if (vdet || eai_vols_resolve(app, tenant, json_object_get(body, "volumes"), "/volumes", &volumes, &vcode,
-                                     &vdet) < 0) {
+        /* with an Idempotency-Key the replay of a started execution must
+         * answer its record, not 409 for the volume it holds itself: the
+         * writer is then checked when the execution starts only */
+        if (vdet || eai_vols_resolve(app, tenant, json_object_get(body, "volumes"), "/volumes", idem == NULL,
+                                     &volumes, &vcode, &vdet) < 0) {
             json_decref(body);
             exec_audit_deny(app, r, "sandbox.execute", "", eai_code_name(vcode));
             eai_reply_error(r, vcode, vdet);

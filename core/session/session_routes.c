@@ -342,7 +342,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         /* mounted for the session's whole life (docs/volumes.md) */
         enum eai_code vcode;
         json_t *vdet = NULL;
-        if (eai_vols_resolve(app, tenant, json_object_get(body, "volumes"), "/volumes", &j->volumes, &vcode,
+        if (eai_vols_resolve(app, tenant, json_object_get(body, "volumes"), "/volumes", 1, &j->volumes, &vcode,
                              &vdet) < 0) {
             json_decref(body);
             free(j);

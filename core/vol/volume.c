@@ -76,6 +76,7 @@ struct eai_vol_att {
 };
 
 static struct eai_vols *G; /* one per process (the app's) */
+static _Atomic int vol_stopping; /* eai_vols_stop ran: a create finishing on a worker undoes itself */
 
 static struct eai_vols *vols_of(struct eai_app *app)
 {
@@ -358,7 +359,8 @@ static json_t *detail1(const char *path, const char *msg)
 
 struct vol_job {
     struct eai_app *app;
-    struct eai_vols *vs;
+    struct eai_vols *vs;         /* loop only: a worker reads dir, never vs (a stop frees it) */
+    char dir[PATH_MAX];
     char id[48], tenant[64], actor[64];
     int64_t size;
     json_t *meta, *usage, *audit, *total;
@@ -389,8 +391,7 @@ static void bill_work(void *arg)
         eai_error_free(err);
         return;
     }
-    char dir[PATH_MAX];
-    vol_dir(j->vs, j->id, dir, sizeof dir);
+    const char *dir = j->dir;
     if (write_meta(dir, j->meta, j->msg, sizeof j->msg) < 0)
         eai_log(VOL_COMPONENT, EAI_LOG_WARN, "volume %s: %s (its next event repeats this period's id)", j->id,
                 j->msg);
@@ -435,6 +436,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
         j->app = vs->app;
         j->vs = vs;
         snprintf(j->id, sizeof j->id, "%s", v->id);
+        vol_dir(vs, v->id, j->dir, sizeof j->dir);
         snprintf(j->tenant, sizeof j->tenant, "%s", v->tenant);
         j->until_ms = now;
         j->usage = usage_event(v, now, 0);
@@ -519,6 +521,7 @@ int eai_vols_start(struct eai_app *app, struct eai_error **err)
     else
         vs->ok = 1;
     G = vs;
+    vol_stopping = 0;
     vs->tick = event_new(app->base, -1, EV_PERSIST, on_tick, vs);
     if (vs->tick) {
         int64_t ms = vs->period_ms < 60000 ? vs->period_ms : 60000;
@@ -548,6 +551,7 @@ void eai_vols_stop(struct eai_app *app)
     struct eai_vols *vs = vols_of(app);
     if (!vs)
         return;
+    vol_stopping = 1;
     if (vs->tick)
         event_free(vs->tick);
     eai_park_set_close(vs->parks);
@@ -603,8 +607,8 @@ static int path_nests(const char *a, const char *b)
     return strncmp(s, l, ls) == 0 && (l[ls] == '\0' || l[ls] == '/');
 }
 
-int eai_vols_resolve(struct eai_app *app, const char *tenant, const json_t *v, const char *pointer, json_t **out,
-                     enum eai_code *code, json_t **details)
+int eai_vols_resolve(struct eai_app *app, const char *tenant, const json_t *v, const char *pointer,
+                     int check_writer, json_t **out, enum eai_code *code, json_t **details)
 {
     *out = NULL;
     *details = NULL;
@@ -616,6 +620,8 @@ int eai_vols_resolve(struct eai_app *app, const char *tenant, const json_t *v, c
         *details = detail1(pointer, "must be an array of {name, path, read_only}");
         return -1;
     }
+    if (json_array_size(v) == 0)
+        return 0; /* [] is no volume */
     if (json_array_size(v) > EAI_VOL_MAX_MOUNTS) {
         char m[96];
         snprintf(m, sizeof m, "at most %d volumes", EAI_VOL_MAX_MOUNTS);
@@ -672,7 +678,7 @@ int eai_vols_resolve(struct eai_app *app, const char *tenant, const json_t *v, c
             }
         }
         int rw = !json_is_true(ro);
-        if (rw && (vol->writer[0] || vol->files_inflight)) {
+        if (rw && check_writer && (vol->writer[0] || vol->files_inflight)) {
             snprintf(ptr, sizeof ptr, "%s/%zu/name", pointer, i);
             *code = EAI_E_VOLUME_IN_USE;
             *details = detail1(ptr, "another sandbox mounts this volume read-write");
@@ -778,10 +784,13 @@ void eai_vols_detach(struct eai_app *app, struct eai_vol_att *a)
 static void create_work(void *arg)
 {
     struct vol_job *j = arg;
-    char dir[PATH_MAX];
-    vol_dir(j->vs, j->id, dir, sizeof dir);
+    const char *dir = j->dir;
     j->rc = vol_make(dir, j->size, j->meta, j->msg, sizeof j->msg);
     j->nospace = j->rc < 0 && (errno == ENOSPC || errno == EDQUOT);
+    if (j->rc == 0 && vol_stopping) { /* nobody was answered 201: nothing of it stays */
+        j->rc = -1;
+        snprintf(j->msg, sizeof j->msg, "eaid stopped");
+    }
     if (j->rc < 0) {
         char m[8];
         vol_remove(dir, m, sizeof m);
@@ -914,6 +923,7 @@ void eai_vol_route_create(struct eai_app *app, struct eai_req *r)
     j->app = app;
     j->vs = vs;
     snprintf(j->id, sizeof j->id, "%s", v->id);
+    vol_dir(vs, v->id, j->dir, sizeof j->dir);
     j->size = size;
     v->billed_ms = v->created_ms;
     j->meta = meta_of(v, v->billed_ms);
@@ -958,8 +968,8 @@ void eai_vol_route_get(struct eai_app *app, struct eai_req *r)
 static void delete_work(void *arg)
 {
     struct vol_job *j = arg;
-    char dir[PATH_MAX], m[8];
-    vol_dir(j->vs, j->id, dir, sizeof dir);
+    const char *dir = j->dir;
+    char m[8];
     /* marked first: a crash in the middle leaves a volume start-up removes */
     json_object_set_new(j->meta, "deleting", json_true());
     write_meta(dir, j->meta, m, sizeof m);
@@ -1021,6 +1031,7 @@ void eai_vol_route_delete(struct eai_app *app, struct eai_req *r)
     j->app = app;
     j->vs = vs;
     snprintf(j->id, sizeof j->id, "%s", v->id);
+    vol_dir(vs, v->id, j->dir, sizeof j->dir);
     snprintf(j->tenant, sizeof j->tenant, "%s", v->tenant);
     int64_t now = eai_now_ms();
     /* billing: the provisioned size since the last periodic event, at its end */

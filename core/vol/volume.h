@@ -37,12 +37,13 @@ void eai_vols_stop(struct eai_app *app);
 /* A request's "volumes" ([{name, path, read_only}]): checked (at most
  * EAI_VOL_MAX_MOUNTS, paths under /mnt normalised and distinct, each volume
  * once, each the tenant's and ready) and resolved to
- * [{id, name, path, read_only}] in *out (NULL when v is NULL).  A read-write
- * mount of a volume someone writes to now is refused (volume_in_use).
+ * [{id, name, path, read_only}] in *out (NULL when v is NULL or []).  With
+ * check_writer, a read-write mount of a volume someone writes to now is
+ * refused (volume_in_use); attach checks it again in any case.
  * pointer: the JSON pointer of v in the body ("/volumes").  0, or -1 with
  * *code and *details (English; NULL when none). */
-int eai_vols_resolve(struct eai_app *app, const char *tenant, const json_t *v, const char *pointer, json_t **out,
-                     enum eai_code *code, json_t **details);
+int eai_vols_resolve(struct eai_app *app, const char *tenant, const json_t *v, const char *pointer,
+                     int check_writer, json_t **out, enum eai_code *code, json_t **details);
 
 /* The volumes of one sandbox while it holds them. */
 struct eai_vol_att;

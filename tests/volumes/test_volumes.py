@@ -231,6 +231,14 @@ def case_one_writer():
     check(code_of(b) == "volume_in_use", "second writer execution refused: %s" % b)
     b = session(e, [{"name": "single", "path": "/mnt/w"}], expect=409)
     check(code_of(b) == "volume_in_use", "second writer session refused: %s" % b)
+    # with an Idempotency-Key admission leaves the writer to the start, which refuses it
+    st, b = e.api("POST", "/v1/sandbox/executions",
+                  {"profile": PROFILE, "image": IMAGE, "command": ["true"],
+                   "volumes": [{"name": "single", "path": "/mnt/w"}]}, headers={"Idempotency-Key": "vol-idem-1"})
+    check(st == 202, "idempotent request admitted: %s %s" % (st, b))
+    r = e.wait_terminal(b["id"], timeout=60)
+    check(r["status"] == "error" and (r.get("error") or {}).get("code") == "volume_in_use",
+          "refused at its start: %s" % r)
     st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % s["id"],
                   {"command": ["true"], "volumes": [{"name": "single", "path": "/mnt/x"}]})
     check(st == 422, "volumes on an execution in a session: %s %s" % (st, b))
