@@ -247,6 +247,11 @@ def case_one_writer():
     st, b = e.api("DELETE", "/v1/volumes/single")
     check(st == 409 and code_of(b) == "volume_in_use", "delete while held: %s %s" % (st, b))
     ses_delete(e, s["id"])
+    # written by that session: read by a later session and by an execution
+    s2 = session(e, [{"name": "single", "path": "/mnt/r", "read_only": True}])
+    r = ses_run(e, s2["id"], ["cat", "/mnt/r/f"])
+    check(r["status"] == "succeeded" and r["stdout"] == "one\n", "a later session reads it: %s" % r)
+    ses_delete(e, s2["id"])
     r = execute(e, ["cat", "/mnt/w/f"], [{"name": "single", "path": "/mnt/w"}])
     check(r["status"] == "succeeded" and r["stdout"] == "one\n", "writer after the session: %s" % r)
     vdelete(e, "single")
