@@ -10,6 +10,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -365,6 +366,8 @@ struct vol_job {
     int64_t size;
     json_t *meta, *usage, *audit, *total;
     int64_t until_ms;            /* billing: the period's end */
+    int64_t min_free;            /* create: bytes the data disk keeps free */
+    char parent[PATH_MAX];       /* create: <data_dir>/volumes */
     int rc, nospace;
     char msg[300];
 };
@@ -785,6 +788,15 @@ static void create_work(void *arg)
 {
     struct vol_job *j = arg;
     const char *dir = j->dir;
+    /* the data disk keeps sessions.min_free_bytes free (checkpoints, images) */
+    struct statvfs sv;
+    if (statvfs(j->parent, &sv) == 0 && (int64_t)sv.f_bavail * (int64_t)sv.f_frsize < j->size + j->min_free) {
+        j->rc = -1;
+        j->nospace = 1;
+        snprintf(j->msg, sizeof j->msg, "%s: %lld bytes free, %lld asked and %lld kept free", j->parent,
+                 (long long)sv.f_bavail * (long long)sv.f_frsize, (long long)j->size, (long long)j->min_free);
+        return;
+    }
     j->rc = vol_make(dir, j->size, j->meta, j->msg, sizeof j->msg);
     j->nospace = j->rc < 0 && (errno == ENOSPC || errno == EDQUOT);
     if (j->rc == 0 && vol_stopping) { /* nobody was answered 201: nothing of it stays */
@@ -927,6 +939,8 @@ void eai_vol_route_create(struct eai_app *app, struct eai_req *r)
     j->size = size;
     v->billed_ms = v->created_ms;
     j->meta = meta_of(v, v->billed_ms);
+    j->min_free = app->cfg ? app->cfg->sessions_min_free_bytes : 0;
+    snprintf(j->parent, sizeof j->parent, "%s", vs->dir);
     if (eai_park(vs->parks, r, &create_ops, j) < 0) { /* answered and j freed: v goes too */
         unlink_vol(vs, v);
         free(v);

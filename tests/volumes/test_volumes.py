@@ -385,7 +385,28 @@ def case_usage_and_nothing_left():
     check(vdir not in r.stdout, "no loop device left: %s" % r.stdout)
 
 
+def case_no_disk_space():
+    """A volume is made only when the data disk keeps sessions.min_free_bytes free."""
+    tmp = tempfile.mkdtemp(prefix="eai-volumes-")
+    cfg = os.path.join(tmp, "eaid.yaml")
+    with open(cfg, "w") as f:
+        f.write("sessions:\n  min_free_bytes: 1000Ti\n")
+    e = Env(config=cfg, tmp=tmp)
+    e.own_tmp = True
+    e.make_key("vol-disk")
+    e.start()
+    try:
+        st, b = e.api("POST", "/v1/volumes", {"name": "nope", "size_bytes": 16 * MIB}, timeout=60)
+        check(st == 507 and code_of(b) == "insufficient_storage", "no room: %s %s" % (st, b))
+        st, b = e.api("GET", "/v1/volumes")
+        check(st == 200 and b["items"] == [], "nothing made: %s" % b)
+        check(os.listdir(os.path.join(e.data, "volumes")) == [], "nothing on disk")
+    finally:
+        e.stop()
+
+
 CASES = [
+    ("no_disk_space", case_no_disk_space),
     ("lifecycle_and_validation", case_lifecycle_and_validation),
     ("outlives_sandboxes", case_outlives_sandboxes),
     ("one_writer", case_one_writer),
