@@ -272,7 +272,8 @@ static const struct tmpl T[] = {
      "doit compter 1 à 63 caractères parmi a-z, 0-9, '.', '_', '-', commencer par une lettre ou un chiffre, "
      "sans être vol_..."},
     {"give size_bytes or size, not both", "donnez size_bytes ou size, pas les deux"},
-    {"must be an integer number of bytes from {} to {}", "doit être un nombre entier d'octets de {1} à {2}"},
+    {"must be a number of bytes (or a quantity like \"1Gi\") from {} to {}",
+     "doit être un nombre d'octets (ou une quantité comme \"1Gi\") de {1} à {2}"},
     {"a volume of this name exists", "un volume de ce nom existe"},
     {"the volume could not be unmounted; retry", "le volume n'a pas pu être démonté ; réessayez"},
     {"a sandbox or a file operation holds the volume", "un bac à sable ou une opération sur fichier détient le volume"},

@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "config/config.h"
+#include "config/config_check.h"
 #include "exec/exec_validate.h"
 #include "http/park.h"
 #include "http/req_audit.h"
@@ -880,10 +881,11 @@ void eai_vol_route_create(struct eai_app *app, struct eai_req *r)
     if (!det && (json_object_get(body, "size_bytes") && json_object_get(body, "size")))
         det = detail1("/size_bytes", "give size_bytes or size, not both");
     char m[160];
-    if (!det && (!json_is_integer(sz) || json_integer_value(sz) < EAI_VOL_MIN_BYTES ||
-                 json_integer_value(sz) > vs->max_bytes)) {
-        snprintf(m, sizeof m, "must be an integer number of bytes from %lld to %lld", (long long)EAI_VOL_MIN_BYTES,
-                 (long long)vs->max_bytes);
+    int64_t size = 0;
+    /* bytes, or a quantity as the limits take them ("256Mi", "1Gi") */
+    if (!det && (!sz || eai_cfg_quantity_bytes(sz, &size) < 0 || size < EAI_VOL_MIN_BYTES || size > vs->max_bytes)) {
+        snprintf(m, sizeof m, "must be a number of bytes (or a quantity like \"1Gi\") from %lld to %lld",
+                 (long long)EAI_VOL_MIN_BYTES, (long long)vs->max_bytes);
         det = detail1(json_object_get(body, "size") ? "/size" : "/size_bytes", m);
     }
     if (det) {
@@ -892,7 +894,6 @@ void eai_vol_route_create(struct eai_app *app, struct eai_req *r)
         eai_reply_error(r, EAI_E_VALIDATION_FAILED, det);
         return;
     }
-    int64_t size = json_integer_value(sz);
     size = (size + 4095) / 4096 * 4096;
     if (find_name(vs, tenant, name)) {
         json_decref(body);

@@ -131,7 +131,8 @@ def case_lifecycle_and_validation():
                        ({"name": "vol_x", "size_bytes": 32 * MIB}, "id-like name"),
                        ({"name": "tiny", "size_bytes": 1024}, "too small"),
                        ({"name": "huge", "size_bytes": 1 << 40}, "over volumes max_bytes"),
-                       ({"name": "x", "size_bytes": "1G"}, "size not an integer"),
+                       ({"name": "x", "size_bytes": "lots"}, "size not a quantity"),
+                       ({"name": "x", "size_bytes": -5}, "negative size"),
                        ({"name": "x", "size_bytes": 32 * MIB, "extra": 1}, "unknown field")):
         st, b = e.api("POST", "/v1/volumes", body)
         check(st == 422 and code_of(b) == "validation_failed", "%s refused: %s %s" % (what, st, b))
@@ -139,6 +140,9 @@ def case_lifecycle_and_validation():
     st, b = e.api("POST", "/v1/volumes", {"name": "scratch", "size_bytes": 32 * MIB},
                   headers={"Accept-Language": "fr"})
     check(st == 409 and "existe" in str(b), "French detail: %s" % b)
+    st, b = e.api("POST", "/v1/volumes", {"name": "quantity", "size": "20Mi"}, timeout=60)
+    check(st == 201 and b["size_bytes"] == 20 * MIB, "size as a quantity: %s %s" % (st, b))
+    vdelete(e, b["id"])
     st, b = e.api("GET", "/v1/volumes/scratch")
     check(st == 200 and b["id"] == vid and b["size_bytes"] == 32 * MIB, "get by name: %s %s" % (st, b))
     st, b = e.api("GET", "/v1/volumes/" + vid)
