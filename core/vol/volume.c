@@ -27,6 +27,7 @@
 #include "http/park.h"
 #include "http/req_audit.h"
 #include "http/request.h"
+#include "obs/metrics.h"
 
 #include "eai_pc.h" /* plugins/common: symlink-safe file operations under <dir>/tmp */
 
@@ -245,6 +246,20 @@ static struct vol *find_ref(struct eai_vols *vs, const char *tenant, const char 
     if (!ref)
         return NULL;
     return strncmp(ref, "vol_", 4) == 0 ? find_id(vs, tenant, ref) : find_name(vs, tenant, ref);
+}
+
+/* eai_volumes, eai_volume_bytes, eai_volume_mounts (observability.md). */
+static void gauges(const struct eai_vols *vs)
+{
+    double n = 0, bytes = 0, mounts = 0;
+    for (const struct vol *v = vs ? vs->list : NULL; v; v = v->next) {
+        n++;
+        bytes += (double)v->size;
+        mounts += v->readers + (v->writer[0] ? 1 : 0);
+    }
+    eai_metrics_set("eai_volumes", NULL, n);
+    eai_metrics_set("eai_volume_bytes", NULL, bytes);
+    eai_metrics_set("eai_volume_mounts", NULL, mounts);
 }
 
 static void unlink_vol(struct eai_vols *vs, struct vol *v)
@@ -547,6 +562,7 @@ int eai_vols_start(struct eai_app *app, struct eai_error **err)
         closedir(d);
     if (n)
         eai_log(VOL_COMPONENT, EAI_LOG_INFO, "%d volume(s) under %s", n, vs->dir);
+    gauges(vs);
     return 0;
 }
 
@@ -721,7 +737,9 @@ struct eai_vol_att *eai_vols_attach(struct eai_app *app, const char *tenant, con
         if (!vols[i] || vols[i]->state != V_READY) {
             *code = vols[i] ? EAI_E_VOLUME_IN_USE : EAI_E_NOT_FOUND;
             snprintf(why, whylen, "volume %s: %s", eai_jstr(it, "name") ? eai_jstr(it, "name") : "?",
-                     vols[i] ? "being deleted" : "no longer exists");
+                     vols[i] ? "being deleted"
+                             : "not on this node (deleted meanwhile, or another replica took the work: "
+                               "volumes are node-local, docs/volumes.md)");
             return NULL;
         }
         if (!json_is_true(json_object_get(it, "read_only")) && (vols[i]->writer[0] || vols[i]->files_inflight)) {
@@ -755,6 +773,7 @@ struct eai_vol_att *eai_vols_attach(struct eai_app *app, const char *tenant, con
         vol_audit(app, tenant, holder, "volume.attach", vols[i]->id, "allow", ro ? "read_only" : "read_write");
     }
     a->n = n;
+    gauges(vs);
     return a;
 }
 
@@ -780,6 +799,8 @@ void eai_vols_detach(struct eai_app *app, struct eai_vol_att *a)
             v->writer[0] = '\0';
         }
     }
+    if (vs)
+        gauges(vs);
     free(a);
 }
 
@@ -830,6 +851,7 @@ static void create_answer(struct eai_req *r, void *arg)
         return;
     }
     v->state = V_READY;
+    gauges(vs);
     if (r) {
         req_audit(j->app, r, "volume.create", j->id, "allow", NULL);
         eai_reply_json(r, 201, vol_view(v));
@@ -1017,6 +1039,7 @@ static void delete_answer(struct eai_req *r, void *arg)
     }
     unlink_vol(vs, v);
     free(v);
+    gauges(vs);
     if (r)
         eai_reply_json(r, 200, json_pack("{s:s, s:s, s:O}", "id", j->id, "status", "deleted", "usage", j->total));
 }

@@ -381,6 +381,11 @@ def case_usage_and_nothing_left():
           "periods add up to the life: %s vs %s" % (total, b["usage"]))
     st, b = e.api("GET", "/v1/volumes")
     check(st == 200 and b["items"] == [], "no volume left: %s" % b)
+    with urllib.request.urlopen(e.url + "/metrics", timeout=10) as resp:
+        metrics = resp.read().decode()
+    for name in ("eai_volumes", "eai_volume_bytes", "eai_volume_mounts"):
+        check(("\n%s 0\n" % name) in metrics, "%s is 0: %s" % (name, [l for l in metrics.splitlines()
+                                                                     if l.startswith(name)]))
     vdir = os.path.join(e.data, "volumes")
     check(os.listdir(vdir) == [], "no directory left: %s" % os.listdir(vdir))
     with open("/proc/self/mountinfo") as f:
