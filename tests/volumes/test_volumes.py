@@ -213,11 +213,20 @@ def case_outlives_sandboxes():
     st, b = e.api("GET", "/v1/volumes/shared/files?path=/d")
     paths = sorted(i["path"] for i in (b or {}).get("items", []))
     check(st == 200 and paths == ["/d/note.txt", "/d/put.txt"], "listing: %s %s" % (st, b))
-    # eaid restarts: the volume and its files are still there
+    # eaid restarts while a session writes to it: the stop ends the session
+    # and unmounts the volume; the start mounts it again, free, files there
+    s = session(e, [{"name": "shared", "path": "/mnt/w"}])
+    r = ses_run(e, s["id"], ["sh", "-c", "echo by-the-session > /mnt/w/s.txt"])
+    check(r["status"] == "succeeded", "session write before the stop: %s" % r)
     e.stop(clean=False)
+    vdir = os.path.join(e.data, "volumes")
+    with open("/proc/self/mountinfo") as f:
+        check(vdir not in f.read(), "stopped eaid leaves no mount under %s" % vdir)
     e.start()
     st, b = e.api("GET", "/v1/volumes/shared")
-    check(st == 200 and b["id"] == vid, "after restart: %s %s" % (st, b))
+    check(st == 200 and b["id"] == vid and b["attached"]["writer"] is None, "after restart: %s %s" % (st, b))
+    st, body = raw(e, "GET", "/v1/volumes/shared/files/s.txt")
+    check(st == 200 and body == b"by-the-session\n", "the session's write survived: %s %r" % (st, body))
     r = execute(e, ["cat", "/mnt/v/d/note.txt"], [{"name": "shared", "path": "/mnt/v", "read_only": True}])
     check(r["status"] == "succeeded" and r["stdout"] == "written-by-exec\n", "read after restart: %s" % r)
     vdelete(e, vid)
