@@ -423,6 +423,41 @@ def case_no_disk_space():
         e.stop()
 
 
+def case_cli():
+    """eai volume create|ls|put|cat|files|rm|delete and exec --volume."""
+    e = env()
+    eai = os.path.join(eaid_env.BUILD, "eai")
+    ce = dict(os.environ, EAI_URL=e.url, EAI_API_KEY=e.key)
+
+    def cli(*args, stdin=None):
+        return subprocess.run([eai] + list(args), env=ce, capture_output=True, timeout=120, input=stdin)
+
+    r = cli("volume", "create", "clivol", "20Mi")
+    check(r.returncode == 0 and r.stdout.decode().startswith("vol_"), "create: %s %s" % (r.stdout, r.stderr))
+    r = cli("volume", "put", "clivol", "-", "dir/in.txt", stdin=b"from-the-cli\n")
+    check(r.returncode == 0, "put: %s" % r.stderr)
+    r = cli("exec", "--profile", PROFILE, "--image", IMAGE, "--volume", "clivol:/mnt/c",
+            "--", "sh", "-c", "cat /mnt/c/dir/in.txt; echo out > /mnt/c/out.txt")
+    check(r.returncode == 0 and r.stdout == b"from-the-cli\n", "exec --volume: %s %s" % (r.stdout, r.stderr))
+    r = cli("exec", "--profile", PROFILE, "--image", IMAGE, "--volume", "clivol:/mnt/c:ro",
+            "--", "sh", "-c", "echo x > /mnt/c/y")
+    check(r.returncode != 0, "read-only through the CLI: %s" % r.stdout)
+    r = cli("volume", "cat", "clivol", "out.txt")
+    check(r.returncode == 0 and r.stdout == b"out\n", "cat: %s %s" % (r.stdout, r.stderr))
+    r = cli("volume", "files", "clivol")
+    check(r.returncode == 0 and b"/dir/in.txt" in r.stdout and b"/out.txt" in r.stdout, "files: %s" % r.stdout)
+    r = cli("volume", "rm", "clivol", "out.txt")
+    check(r.returncode == 0, "rm: %s" % r.stderr)
+    r = cli("volume", "cat", "clivol", "out.txt")
+    check(r.returncode != 0 and b"not found" in r.stderr.lower(), "gone: %s %s" % (r.stdout, r.stderr))
+    r = cli("volume", "ls")
+    check(r.returncode == 0 and b"clivol" in r.stdout, "ls: %s" % r.stdout)
+    r = cli("--lang", "fr", "volume", "create", "clivol", "20Mi")
+    check(r.returncode != 0 and b"existe" in r.stderr, "French refusal: %s" % r.stderr)
+    r = cli("volume", "delete", "clivol")
+    check(r.returncode == 0 and b"deleted" in r.stdout, "delete: %s %s" % (r.stdout, r.stderr))
+
+
 CASES = [
     ("no_disk_space", case_no_disk_space),
     ("lifecycle_and_validation", case_lifecycle_and_validation),
@@ -431,6 +466,7 @@ CASES = [
     ("size_enforced", case_size_enforced),
     ("files_attacks", case_files_attacks),
     ("cross_tenant", case_cross_tenant),
+    ("cli", case_cli),
     ("usage_and_nothing_left", case_usage_and_nothing_left),
 ]
 
