@@ -995,11 +995,69 @@ static struct vol *route_vol(struct eai_app *app, struct eai_req *r, const char 
     return v;
 }
 
+struct get_job {
+    char dir[PATH_MAX];
+    json_t *view;
+    int64_t used, avail;
+    int ok;
+};
+
+static void get_work(void *arg)
+{
+    struct get_job *j = arg;
+    char mp[PATH_MAX + 8];
+    struct statvfs sv;
+    snprintf(mp, sizeof mp, "%s/tmp", j->dir);
+    if (is_mounted(j->dir) && statvfs(mp, &sv) == 0) {
+        j->used = (int64_t)(sv.f_blocks - sv.f_bfree) * (int64_t)sv.f_frsize;
+        j->avail = (int64_t)sv.f_bavail * (int64_t)sv.f_frsize;
+        j->ok = 1;
+    }
+}
+
+static void get_answer(struct eai_req *r, void *arg)
+{
+    struct get_job *j = arg;
+    if (!r)
+        return;
+    /* what the filesystem says (ext4 keeps some blocks for itself: used
+     * starts above 0, used + free stays below size_bytes) */
+    json_object_set_new(j->view, "used_bytes", j->ok ? json_integer(j->used) : json_null());
+    json_object_set_new(j->view, "free_bytes", j->ok ? json_integer(j->avail) : json_null());
+    eai_reply_json(r, 200, json_incref(j->view));
+}
+
+static void get_free(void *arg)
+{
+    struct get_job *j = arg;
+    json_decref(j->view);
+    free(j);
+}
+
+static const struct eai_park_ops get_ops = {
+    .what = "volume_get", .work = get_work, .answer = get_answer, .free = get_free,
+};
+
 void eai_vol_route_get(struct eai_app *app, struct eai_req *r)
 {
     struct vol *v = route_vol(app, r, "volume.get");
-    if (v)
-        eai_reply_json(r, 200, vol_view(v));
+    if (!v)
+        return;
+    struct get_job *j = calloc(1, sizeof *j);
+    if (!j || !(j->view = vol_view(v))) {
+        free(j);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    if (v->state != V_READY) { /* nothing mounted to ask */
+        json_object_set_new(j->view, "used_bytes", json_null());
+        json_object_set_new(j->view, "free_bytes", json_null());
+        eai_reply_json(r, 200, json_incref(j->view));
+        get_free(j);
+        return;
+    }
+    vol_dir(vols_of(app), v->id, j->dir, sizeof j->dir);
+    eai_park(vols_of(app)->parks, r, &get_ops, j); /* the filesystem's figures on a worker */
 }
 
 static void delete_work(void *arg)

@@ -147,6 +147,7 @@ def case_lifecycle_and_validation():
     check(st == 200 and b["id"] == vid and b["size_bytes"] == 32 * MIB, "get by name: %s %s" % (st, b))
     st, b = e.api("GET", "/v1/volumes/" + vid)
     check(st == 200 and b["name"] == "scratch" and b["attached"]["writer"] is None, "get by id: %s" % b)
+    check(0 <= b["used_bytes"] < 8 * MIB and 24 * MIB < b["free_bytes"] <= 32 * MIB, "empty by its figures: %s" % b)
     st, b = e.api("GET", "/v1/volumes")
     check(st == 200 and vid in [i["id"] for i in b["items"]], "list: %s" % b)
     # quotas: 6 volumes per tenant (volumes.max_per_tenant)
@@ -287,6 +288,8 @@ def case_size_enforced():
     check(r["status"] == "succeeded" and out.startswith("stopped") and out.strip().endswith("True"),
           "ENOSPC inside the sandbox: %s" % r)
     check(int(out.split()[1]) <= 32, "not more than the volume's size: %s" % out)
+    st, b = e.api("GET", "/v1/volumes/small")
+    check(st == 200 and b["used_bytes"] > 16 * MIB and b["free_bytes"] < MIB, "full by its figures: %s" % b)
     st, body = raw(e, "PUT", "/v1/volumes/small/files/more.bin", data=b"\0" * (8 * MIB))
     check(st == 413, "PUT into a full volume: %s %r" % (st, body[:200]))
     vdelete(e, "small")
