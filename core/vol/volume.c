@@ -151,13 +151,21 @@ static int vol_mount(const char *dir, char *msg, size_t msglen)
     return 0;
 }
 
+/* Never a lazy (MNT_DETACH) unmount: a detached ext4 still in use while
+ * the next start mounts the same image again would be one filesystem
+ * mounted twice, which ext4 does not survive.  Busy (a sandbox's gofer
+ * still ending): retried for up to 2 s (a worker, or the stop once nothing
+ * is served), then left mounted: the next start reuses the mount, a delete
+ * answers 409 and can be retried. */
 static void vol_umount(const char *dir)
 {
     char mp[PATH_MAX + 8];
     snprintf(mp, sizeof mp, "%s/tmp", dir);
-    for (int i = 0; i < 4 && is_mounted(dir); i++)
+    for (int i = 0; i < 20 && is_mounted(dir); i++)
         if (umount2(mp, 0) < 0 && errno == EBUSY)
-            umount2(mp, MNT_DETACH); /* a sandbox still ending: detached, freed when it goes */
+            usleep(100 * 1000);
+    if (is_mounted(dir))
+        eai_log(VOL_COMPONENT, EAI_LOG_ERROR, "%s: still busy, left mounted", mp);
 }
 
 static int write_meta(const char *dir, const json_t *doc, char *msg, size_t msglen)
