@@ -204,6 +204,8 @@ def case_outlives_sandboxes():
     # a reader execution beside the session's reader
     r = execute(e, ["cat", "/mnt/ro/d/note.txt"], [{"name": "shared", "path": "/mnt/ro", "read_only": True}])
     check(r["status"] == "succeeded" and r["stdout"] == "written-by-exec\n", "reader execution: %s" % r)
+    check(r.get("volumes") == [{"id": vid, "name": "shared", "path": "/mnt/ro", "read_only": True}],
+          "the execution shows its volumes: %s" % r.get("volumes"))
     ses_delete(e, s["id"])
     st, b = e.api("GET", "/v1/volumes/shared")
     check(b["attached"]["readers"] == 0 and b["attached"]["writer"] is None, "released: %s" % b)
