@@ -34,6 +34,7 @@
 #include "exec/exec.h"
 #include "mcp/mcp.h"
 #include "session/session.h"
+#include "vol/volume.h"
 #include "exec/quota.h"
 #include "exec/retention.h"
 #include "plugin/host.h"
@@ -490,6 +491,8 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
         goto fail;
     if (profiles_build(app, err) < 0)
         goto fail;
+    if (eai_vols_start(app, err) < 0) /* vol/volume.c: this node's volumes, mounted */
+        goto fail;
     app->egress = eai_egress_host_start(app); /* NULL: granted egress is refused on local backends */
     eai_host_set_egress(app->host, app->egress); /* the warm pool for egress (host->netns_take) */
     eai_obs_app_metrics(app);
@@ -552,6 +555,7 @@ void eai_app_stop(struct eai_app *app)
     for (int i = app->nisolation - 1; i >= 0; i--)
         eai_plugin_close(&app->isolation[i]);
     eai_sessions_free(app); /* no backend callback can come any more */
+    eai_vols_stop(app);     /* the sandboxes are gone: the volumes are unmounted */
     app->nisolation = 0;
     /* after the backends: their sandboxes are gone, so are the namespaces */
     eai_host_set_egress(app->host, NULL);

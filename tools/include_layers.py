@@ -12,7 +12,7 @@ Every C file of core/, lib/eaibase/ and integrations/ belongs to one layer
   2 net           egress (core/net)
   3 http server   the HTTP transport: connections, requests, parking,
                   authentication, error envelopes (core/http, not routes)
-  4 exec/session  executions, the scheduler, sessions
+  4 exec/session  executions, the scheduler, sessions, volumes (core/vol)
   5 routes        the HTTP routes, the daemon, the CLI, main
 
 A file may include files of its own layer or of lower ones.  The check
@@ -47,7 +47,7 @@ RULES = [
                  "integrations/*", "core/app.h"]),
     (2, "net", ["core/net/*"]),
     (3, "http server", ["core/http/*"]),
-    (4, "exec/session", ["core/exec/*", "core/session/*"]),
+    (4, "exec/session", ["core/exec/*", "core/session/*", "core/vol/*"]),
 ]
 LAYERS = sorted((num, name) for num, name, _ in RULES)
 

@@ -145,6 +145,11 @@ struct eai_config {
     int64_t sessions_snapshot_ttl_s;      /* 604800 default retention */
     int64_t sessions_max_snapshot_ttl_s;  /* 2592000 its bound */
     int sessions_fork_max_count;          /* 10 sessions one fork request may create */
+    /* volumes (docs/volumes.md) */
+    int64_t volumes_max_bytes;          /* 10Gi  largest volume (volumes.max_bytes) */
+    int volumes_max_per_tenant;         /* 16    volumes of one tenant (volumes.max_per_tenant) */
+    int64_t volumes_max_total_bytes;    /* 64Gi  their sizes together (volumes.max_total_bytes_per_tenant) */
+    int64_t volumes_usage_period_s;     /* 3600  a usage event per volume this often (volumes.usage_period_s) */
     /* network: egress of local sandboxes (docs/egress.md) */
     char *net_resolver;        /* "ip[:port]" eaid resolves allowed names with; NULL = /etc/resolv.conf */
     char *net_pool;            /* per-execution /30 slots: "10.213.0.0/16" */

@@ -372,6 +372,21 @@ static int sect_sessions(struct eai_config *c, const char *file, const char *pat
     return 0;
 }
 
+static int sect_volumes(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                        struct eai_error **err)
+{
+    static const char *const k[] = {"max_bytes", "max_per_tenant", "max_total_bytes_per_tenant", "usage_period_s",
+                                    NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_bytes", 16LL << 20, 1LL << 44, &c->volumes_max_bytes, err) < 0 ||
+        eai_cfg_get_int32(file, path, v, "max_per_tenant", 0, 100000, &c->volumes_max_per_tenant, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "max_total_bytes_per_tenant", 0, 1LL << 50, &c->volumes_max_total_bytes,
+                         err) < 0 ||
+        eai_cfg_get_int(file, path, v, "usage_period_s", 1, 30 * 86400, &c->volumes_usage_period_s, err) < 0)
+        return -1;
+    return 0;
+}
+
 static int sect_quotas(struct eai_config *c, const char *file, const char *path, const json_t *v,
                        struct eai_error **err)
 {
@@ -414,6 +429,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"collect", 1, sect_collect},
     {"files", 1, sect_files},
     {"sessions", 1, sect_sessions},
+    {"volumes", 1, sect_volumes},
     {"network", 1, sect_network},
     {"isolation", 1, sect_isolation},
     {"callbacks", 1, sect_callbacks},

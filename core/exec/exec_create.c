@@ -8,6 +8,7 @@
 #include <event2/event.h>
 
 #include "exec/exec_int.h"
+#include "vol/volume.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -59,6 +60,7 @@ struct create_job {
     struct event *park_ev;         /* waiting for a backend's first probe */
     int64_t park_until_ms;
     struct eai_sched_claim *claim; /* the claim this job runs after its commit, or NULL */
+    json_t *volumes;               /* resolved [{id, name, path, read_only}] (vol/volume.h), or NULL */
 };
 
 static const struct probe_snap *snap_for(const struct create_job *j, const struct eai_profile *p)
@@ -180,6 +182,19 @@ static void create_work(void *arg)
         json_decref(rec);
         return;
     }
+    if (j->volumes && !(ps->caps & EAI_ISO_CAP_VOLUMES)) {
+        /* k8s would map a volume to a PersistentVolumeClaim: not built (docs/volumes.md) */
+        j->err = eai_error_new(EAI_E_VOLUMES_UNSUPPORTED, 0,
+                               "volumes need a backend that mounts them on this node (gvisor); the backend '%s' "
+                               "of profile '%s' cannot (docs/volumes.md)",
+                               j->prof->backend, j->prof->name);
+        j->refused = 1;
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    if (j->volumes)
+        json_object_set(rec, "volumes", j->volumes); /* attached when the execution starts */
     /* Quotas, once the rest would admit it (docs/configuration.md): the record's size is what it adds. */
     if (eai_quota_enabled(app) &&
         eai_quota_admit_exec(app, j->tenant, json_dumpb(rec, NULL, 0, JSON_COMPACT) + 512, &j->err) < 0) {
@@ -221,6 +236,7 @@ static void create_job_free(struct create_job *j)
     if (j->park_ev)
         event_free(j->park_ev);
     json_decref(j->body);
+    json_decref(j->volumes);
     json_decref(j->audit);
     json_decref(j->existing);
     eai_error_free(j->err);
@@ -507,6 +523,25 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
         }
         json_decref(errors);
     }
+    json_t *volumes = NULL;
+    if (json_object_get(body, "volumes")) {
+        enum eai_code vcode;
+        json_t *vdet = NULL;
+        if (session_id) {
+            vcode = EAI_E_VALIDATION_FAILED;
+            vdet = exec_detail1("/volumes", "an execution in a session mounts the session's volumes");
+        }
+        /* with an Idempotency-Key the replay of a started execution must
+         * answer its record, not 409 for the volume it holds itself: the
+         * writer is then checked when the execution starts only */
+        if (vdet || eai_vols_resolve(app, tenant, json_object_get(body, "volumes"), "/volumes", idem == NULL,
+                                     &volumes, &vcode, &vdet) < 0) {
+            json_decref(body);
+            exec_audit_deny(app, r, "sandbox.execute", "", eai_code_name(vcode));
+            eai_reply_error(r, vcode, vdet);
+            return;
+        }
+    }
     int64_t maxq = app->cfg && app->cfg->max_queued_per_tenant > 0 ? app->cfg->max_queued_per_tenant : 1000;
     if (eai_watch_queued_count(st->hub, tenant) >= maxq) {
         json_decref(body);
@@ -514,18 +549,21 @@ static void create_with_body(struct eai_app *app, struct eai_req *r, json_t *bod
         const char *h[] = {"Retry-After: 5", NULL};
         exec_reply_error_headers(r, EAI_E_RATE_LIMITED,
                             exec_detail1("", "too many queued executions for this tenant"), h);
+        json_decref(volumes);
         return;
     }
 
     struct create_job *j = calloc(1, sizeof *j);
     char uuid[37];
     if (!j) {
+        json_decref(volumes);
         json_decref(body);
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
     }
     j->app = app;
     j->body = body;
+    j->volumes = volumes;
     snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
     snprintf(j->session_id, sizeof j->session_id, "%s", session_id ? session_id : "");
     eai_uuid_v4(uuid);

@@ -263,5 +263,8 @@ json_t *eai_exec_view(const json_t *rec)
     /* an execution inside a session (docs/sessions.md) */
     if (json_is_string(json_object_get(rec, "session_id")))
         json_object_set(v, "session_id", json_object_get(rec, "session_id"));
+    /* its volumes (docs/volumes.md): [{id, name, path, read_only}] */
+    if (json_array_size(json_object_get(rec, "volumes")) > 0)
+        json_object_set(v, "volumes", json_object_get(rec, "volumes"));
     return v;
 }

@@ -19,6 +19,7 @@
 #include "net/egress_host.h"
 #include "obs/metrics.h"
 #include "obs/trace.h"
+#include "vol/volume.h"
 
 
 void sched_run_unlink(struct eai_sched *s, struct eai_run *r)
@@ -39,6 +40,8 @@ void sched_run_free(struct eai_run *r)
         return;
     if (r->egress_lease)
         json_decref(eai_egress_lease_close(r->egress_lease));
+    eai_vols_detach(r->s ? r->s->app : NULL, r->vol_att);
+    r->vol_att = NULL;
     eai_watch_release(r->live_state);
     for (size_t i = 0; i < r->nenv; i++)
         free(r->env_strs[i]);
@@ -250,6 +253,8 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     /* the sandbox is gone: its grant and namespace go now, whatever the end */
     json_t *netlog = r->egress_lease ? eai_egress_lease_close(r->egress_lease) : NULL;
     r->egress_lease = NULL;
+    eai_vols_detach(s ? s->app : NULL, r->vol_att); /* the next writer may mount them now */
+    r->vol_att = NULL;
     if (!s) {
         json_decref(netlog);
         /* orphaned by eai_sched_stop: its end was already recorded */
@@ -499,6 +504,19 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
     if (run_build_job(s, r) < 0) {
         fail_run(s, r, recover ? EAI_E_INTERRUPTED : EAI_E_SANDBOX_FAILED, "cannot build the job");
         return;
+    }
+    if (json_array_size(json_object_get(rec, "volumes")) > 0) {
+        /* its volumes (docs/volumes.md): a read-write one only while no
+         * other sandbox writes to it; the sandbox binds them at boot */
+        enum eai_code vcode;
+        char why[300];
+        r->vol_att = eai_vols_attach(s->app, r->tenant, json_object_get(rec, "volumes"), r->id, &vcode, why,
+                                     sizeof why);
+        if (!r->vol_att) {
+            fail_run(s, r, recover ? EAI_E_INTERRUPTED : vcode, why);
+            return;
+        }
+        r->job.volumes = eai_vol_att_mounts(r->vol_att, &r->job.nvolumes);
     }
     if (!recover && r->egress && !(pr_caps & EAI_ISO_CAP_EGRESS)) {
         /* granted egress through core's namespace, DNS and gateway */

@@ -53,6 +53,7 @@ struct eai_run {
     /* granted egress through core (net/egress_host.h) */
     struct eai_egress_lease *egress_lease;
     int leasing;                   /* its namespace is being made: not yet started */
+    struct eai_vol_att *vol_att;   /* its volumes while it holds them (vol/volume.h) */
 };
 
 struct eai_sched {

@@ -383,6 +383,7 @@ void eai_reply_not_found(struct eai_req *r, enum eai_missing what)
         "Run not found: this tenant has no execution or session with this run_id",
         "Agent not found: this tenant has no execution with this agent_id",
         "Snapshot not found",
+        "Volume not found", "File not found in the volume",
     };
     static const char *const fr[] = {
         "Exécution introuvable", "Fichier introuvable : cette exécution n'a pas recueilli ce fichier",
@@ -392,6 +393,7 @@ void eai_reply_not_found(struct eai_req *r, enum eai_missing what)
         "Run introuvable : ce tenant n'a ni exécution ni session portant ce run_id",
         "Agent introuvable : ce tenant n'a aucune exécution portant cet agent_id",
         "Instantané introuvable",
+        "Volume introuvable", "Fichier introuvable dans le volume",
     };
     size_t k = (size_t)what < sizeof en / sizeof en[0] ? (size_t)what : 0;
     json_t *env = eai_http_error_envelope(EAI_E_NOT_FOUND, r->lang, r->request_id, NULL);

@@ -74,7 +74,8 @@ void eai_reply_error(struct eai_req *r, enum eai_code code, json_t *details);
  * not_found; message and message_i18n say which). */
 enum eai_missing { EAI_MISSING_EXECUTION = 0, EAI_MISSING_FILE, EAI_MISSING_MANIFEST, EAI_MISSING_ROUTE,
                    EAI_MISSING_CONTRACT, EAI_MISSING_LEDGER, EAI_MISSING_SESSION, EAI_MISSING_SESSION_FILE,
-                   EAI_MISSING_RUN, EAI_MISSING_AGENT, EAI_MISSING_SNAPSHOT };
+                   EAI_MISSING_RUN, EAI_MISSING_AGENT, EAI_MISSING_SNAPSHOT, EAI_MISSING_VOLUME,
+                   EAI_MISSING_VOLUME_FILE };
 void eai_reply_not_found(struct eai_req *r, enum eai_missing what);
 void eai_reply_raw(struct eai_req *r, int status, const char *content_type,
                    const void *data, size_t len);

@@ -3,6 +3,7 @@
 #include "session/session.h"
 #include "http/routes.h"
 #include "mcp/mcp.h"
+#include "vol/volume.h"
 
 const struct eai_route eai_routes[] = {
     {"GET", "/healthz", EAI_AUTH_NONE, eai_misc_healthz, "healthz"},
@@ -36,6 +37,14 @@ const struct eai_route eai_routes[] = {
     {"GET", "/v1/sandbox/snapshots", EAI_AUTH_TENANT, eai_snapshot_route_list, "snapshots.list"},
     {"GET", "/v1/sandbox/snapshots/{id}", EAI_AUTH_TENANT, eai_snapshot_route_get, "snapshots.get"},
     {"DELETE", "/v1/sandbox/snapshots/{id}", EAI_AUTH_TENANT, eai_snapshot_route_delete, "snapshots.delete"},
+    {"POST", "/v1/volumes", EAI_AUTH_TENANT, eai_vol_route_create, "volumes.create"},
+    {"GET", "/v1/volumes", EAI_AUTH_TENANT, eai_vol_route_list, "volumes.list"},
+    {"GET", "/v1/volumes/{id}", EAI_AUTH_TENANT, eai_vol_route_get, "volumes.get"},
+    {"DELETE", "/v1/volumes/{id}", EAI_AUTH_TENANT, eai_vol_route_delete, "volumes.delete"},
+    {"GET", "/v1/volumes/{id}/files", EAI_AUTH_TENANT, eai_vol_route_file_list, "volumes.files.list"},
+    {"PUT", "/v1/volumes/{id}/files/{*path}", EAI_AUTH_TENANT, eai_vol_route_file_put, "volumes.files.put"},
+    {"GET", "/v1/volumes/{id}/files/{*path}", EAI_AUTH_TENANT, eai_vol_route_file_get, "volumes.files.get"},
+    {"DELETE", "/v1/volumes/{id}/files/{*path}", EAI_AUTH_TENANT, eai_vol_route_file_delete, "volumes.files.delete"},
     {"GET", "/v1/sandbox/profiles", EAI_AUTH_TENANT, eai_misc_profiles, "profiles.list"},
 
     {"POST", "/v1/contracts/{name}/validate", EAI_AUTH_TENANT, eai_misc_contract_validate, "contracts.validate"},

@@ -25,6 +25,10 @@ void eai_obs_describe_metrics(void)
     eai_metrics_describe("eai_sandbox_queued", EAI_METRIC_GAUGE, "Executions waiting in the queue.");
     eai_metrics_describe("eai_sandbox_running", EAI_METRIC_GAUGE, "Executions running on this node.");
     eai_metrics_describe("eai_sessions_live", EAI_METRIC_GAUGE, "Sessions starting, running or ending on this node.");
+    eai_metrics_describe("eai_volumes", EAI_METRIC_GAUGE, "Tenant volumes on this node (volumes.md).");
+    eai_metrics_describe("eai_volume_bytes", EAI_METRIC_GAUGE, "Provisioned bytes of the volumes on this node.");
+    eai_metrics_describe("eai_volume_mounts", EAI_METRIC_GAUGE,
+                         "Volume mounts held by sandboxes on this node (read-write and read-only).");
     eai_metrics_describe("eai_sessions_created_total", EAI_METRIC_COUNTER, "Sessions created on this node.");
     eai_metrics_describe("eai_sessions_ended_total", EAI_METRIC_COUNTER, "Sessions ended on this node.");
     eai_metrics_describe("eai_http_requests_total", EAI_METRIC_COUNTER,

@@ -9,6 +9,7 @@
 #include <event2/event.h>
 
 #include "session/session_int.h"
+#include "vol/volume.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -97,6 +98,8 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s)
 void ses_free(struct eai_session *s)
 {
     free(s->restore_from);
+    eai_vols_detach(NULL, s->vol_att);
+    json_decref(s->volumes);
     json_decref(s->limits);
     json_decref(s->env);
     json_decref(s->egress);
@@ -188,6 +191,7 @@ json_t *ses_view(const struct eai_session *s)
     json_object_set_new(v, "paused_at", time_or_null(s->paused_ms));
     json_object_set_new(v, "from_snapshot", s->from_snapshot[0] ? json_string(s->from_snapshot) : json_null());
     json_object_set_new(v, "network", json_pack("{s:o}", "egress", s->egress ? json_incref(s->egress) : json_array()));
+    json_object_set_new(v, "volumes", s->volumes ? json_incref(s->volumes) : json_array());
     if (s->net_summary)
         json_object_set(json_object_get(v, "network"), "summary", s->net_summary);
     json_object_set_new(v, "paused_by", s->state == SES_PAUSED && s->paused_by[0] ? json_string(s->paused_by)
@@ -369,6 +373,8 @@ static void cb_ready(void *arg, const struct eai_error *err)
     if (err) {
         s->backend_live = 0;
         ses_close_lease(s);
+        eai_vols_detach(reg->app, s->vol_att); /* no sandbox: the volumes are free */
+        s->vol_att = NULL;
         s->state = SES_FAILED;
         s->ended_ms = eai_now_ms();
         snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
@@ -400,6 +406,8 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
     if (ses_park_end(s, end)) /* its local sandbox, removed once parked */
         return;
     ses_close_lease(s);
+    eai_vols_detach(reg->app, s->vol_att); /* the sandbox is gone: the next writer may mount them */
+    s->vol_att = NULL;
     s->ended_ms = eai_now_ms();
     s->cpu_seconds = s->cpu_before + end->cpu_seconds; /* (cpu_before: its earlier nodes') */
     s->peak_mb = end->peak_memory_mb;
@@ -609,6 +617,7 @@ int ses_boot(struct eai_session *s, struct eai_error **err)
     spec.pids = s->pids;
     spec.disk_bytes = s->disk_bytes;
     spec.max_concurrent = s->max_concurrent;
+    spec.volumes = eai_vol_att_mounts(s->vol_att, &spec.nvolumes);
     if (s->lease) {
         spec.netns_path = eai_egress_lease_netns(s->lease);
         spec.dns_server = eai_egress_lease_dns(s->lease);
@@ -688,7 +697,8 @@ int ses_can_keep(const struct eai_session *s)
     const struct eai_isolation_ops *ops = ses_ops(s);
     /* a session with egress is not kept: its namespace goes with eaid */
     return ops && ops->session_keep && ops->session_adopt && ops->session_drop_kept && ops->session_pause &&
-           ops->session_resume && ses_store_on(s->reg->app) && json_array_size(s->egress) == 0;
+           ops->session_resume && ses_store_on(s->reg->app) && json_array_size(s->egress) == 0 &&
+           !s->volumes; /* nor one with volumes: their holds are this process's (docs/volumes.md) */
 }
 
 int ses_adopt(struct eai_session *s, struct eai_error **err)

@@ -108,7 +108,8 @@ int ses_park_on(const struct eai_session *s)
 {
     const struct eai_isolation_ops *ops = s->prof ? ses_ops(s) : NULL;
     return handoff_root(s->reg->app) && ses_store_on(s->reg->app) && ops && ops->session_snapshot &&
-           json_array_size(s->egress) == 0 && !s->need_netns && !strcmp(s->paused_by, "idle");
+           json_array_size(s->egress) == 0 && json_array_size(s->volumes) == 0 && !s->need_netns &&
+           !strcmp(s->paused_by, "idle"); /* (a volume is mounted on its node only) */
 }
 
 static void unlink_session(struct eai_sessions *reg, struct eai_session *s)

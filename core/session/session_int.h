@@ -62,6 +62,8 @@ struct eai_session {
     /* granted egress (docs/sessions.md "Egress") */
     json_t *egress;                  /* its allow list now (array of "host:port"), NULL: no network */
     struct eai_egress_lease *lease;  /* its namespace and grant while it lives */
+    json_t *volumes;                 /* its volumes [{id, name, path, read_only}] (docs/volumes.md), or NULL */
+    struct eai_vol_att *vol_att;     /* held while its sandbox lives (vol/volume.h) */
     int leasing;                     /* the namespace is being made (boot follows) */
     json_t *net_summary;             /* the network log's summary, once ended */
     int auto_resume;                 /* a call on a paused session resumes it */

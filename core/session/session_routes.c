@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "session/session_int.h"
+#include "vol/volume.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -69,6 +70,7 @@ struct create_job {
     json_t *rec;                   /* eai_exec_validate's record */
     const struct eai_profile *prof;
     struct eai_error *err;
+    json_t *volumes;               /* resolved (vol/volume.h), or NULL */
 };
 
 static int image_known(void *arg, const struct eai_profile *p, const char *image)
@@ -116,6 +118,21 @@ static void create_answer(struct eai_req *r, void *arg)
                  j->prof->name);
         refuse(app, r, "sandbox.session.create", "", EAI_E_SESSIONS_UNSUPPORTED, detail1("/profile", m));
         return;
+    }
+    if (j->volumes) {
+        struct eai_iso_probe pr;
+        memset(&pr, 0, sizeof pr);
+        pr.size = sizeof pr;
+        ses_profile_ops(j->prof)->probe(j->prof->iso->self, &pr);
+        if (!(pr.caps & EAI_ISO_CAP_VOLUMES)) {
+            char m[300];
+            snprintf(m, sizeof m,
+                     "volumes need a backend that mounts them on this node (gvisor); the backend '%s' of profile "
+                     "'%s' cannot (docs/volumes.md)",
+                     j->prof->backend, j->prof->name);
+            refuse(app, r, "sandbox.session.create", "", EAI_E_VOLUMES_UNSUPPORTED, detail1("/volumes", m));
+            return;
+        }
     }
     int cap = app->cfg ? app->cfg->sessions_max_per_tenant : 10;
     if (ses_live_count(reg, j->tenant) >= cap) {
@@ -179,6 +196,17 @@ static void create_answer(struct eai_req *r, void *arg)
     s->paused_ttl_s = j->paused_ttl_s;
     s->created_ms = s->last_used_ms = eai_now_ms();
     s->state = SES_STARTING;
+    if (j->volumes) {
+        enum eai_code vcode;
+        char why[300];
+        s->volumes = json_incref(j->volumes);
+        s->vol_att = eai_vols_attach(app, s->tenant, j->volumes, s->id, &vcode, why, sizeof why);
+        if (!s->vol_att) {
+            refuse(app, r, "sandbox.session.create", "", vcode, detail1("/volumes", why));
+            ses_free(s);
+            return;
+        }
+    }
     struct eai_error *err = NULL;
     if (!s->limits || ses_start(s, &err) < 0) {
         enum eai_code code = err ? err->code : EAI_E_INTERNAL;
@@ -215,6 +243,7 @@ static void create_free(void *arg)
     struct create_job *j = arg;
     json_decref(j->body);
     json_decref(j->rec);
+    json_decref(j->volumes);
     eai_error_free(j->err);
     free(j);
 }
@@ -574,7 +603,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
     }
     static const char *const allowed[] = {"profile", "image", "limits", "env", "idle_timeout_s", "ttl_s",
                                           "max_concurrent_executions", "network", "auto_resume", "auto_pause",
-                                          "paused_ttl_s",
+                                          "paused_ttl_s", "volumes",
                                           "project_id", "agent_id", "run_id", NULL};
     const char *k;
     json_t *v;
@@ -630,6 +659,18 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, detail1(bad, m));
         return;
     }
+    if (json_object_get(body, "volumes")) {
+        /* mounted for the session's whole life (docs/volumes.md) */
+        enum eai_code vcode;
+        json_t *vdet = NULL;
+        if (eai_vols_resolve(app, tenant, json_object_get(body, "volumes"), "/volumes", 1, &j->volumes, &vcode,
+                             &vdet) < 0) {
+            json_decref(body);
+            free(j);
+            refuse(app, r, "sandbox.session.create", "", vcode, vdet);
+            return;
+        }
+    }
     /* the limits, image, profile and env are those of an execution: one
      * validation (schema, then profile maxima, image, env) for both */
     json_t *pseudo = json_pack("{s:[s]}", "command", "sh");
@@ -643,6 +684,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
             json_object_set(pseudo, *c, json_object_get(body, *c));
     json_decref(body);
     if (!pseudo) {
+        json_decref(j->volumes);
         free(j);
         eai_reply_error(r, EAI_E_INTERNAL, NULL);
         return;
@@ -652,6 +694,7 @@ void eai_session_route_create(struct eai_app *app, struct eai_req *r)
         eai_schema_validate(app->schema_execution, pseudo, &errors);
         if (json_array_size(errors) > 0) {
             json_decref(pseudo);
+            json_decref(j->volumes);
             free(j);
             refuse(app, r, "sandbox.session.create", "", EAI_E_VALIDATION_FAILED, errors);
             return;

@@ -26,6 +26,10 @@ extern "C" {
 /* Added in 1.2: egress executions can be served by pooled sandboxes booted
  * in namespaces from host->netns_take (op egress_claim below). */
 #define EAI_ISO_CAP_EGRESS_POOL   (1u << 6)
+/* Added in 1.5: mounts the tenant volumes a job or a session names
+ * (eai_iso_job.volumes, eai_iso_session.volumes; docs/volumes.md); without
+ * it core refuses a request with volumes (422 volumes_unsupported). */
+#define EAI_ISO_CAP_VOLUMES       (1u << 7)
 
 struct eai_iso_probe {
     size_t size;
@@ -58,6 +62,15 @@ struct eai_iso_probe {
 #define EAI_ISO_PROBE_SIZE_1_3 EAI_ISO_PROBE_SIZE_1_2
 #define EAI_ISO_PROBE_SIZE_1_4 EAI_ISO_PROBE_SIZE_1_3
 #define EAI_ISO_PROBE_SIZE_1_5 EAI_ISO_PROBE_SIZE_1_4
+
+/* Added in 1.5: one volume to mount (docs/volumes.md).  host_path is a
+ * directory on this host (the volume's filesystem, mounted by core); path
+ * the absolute, normalised mount point inside the sandbox, under /mnt. */
+struct eai_iso_volume {
+    const char *host_path;
+    const char *path;
+    int read_only;
+};
 
 struct eai_iso_file {
     const char *path;          /* absolute, under /tmp */
@@ -111,6 +124,11 @@ struct eai_iso_job {
      * stdin_write until its eof.  Core sets it only for a backend with
      * stdin_write. */
     int stdin_stream;
+    /* ---- Added in 1.5 (read only when size >= EAI_ISO_JOB_SIZE_1_5): the
+     * volumes to bind into the sandbox (core sets them only for a backend
+     * announcing EAI_ISO_CAP_VOLUMES, never with session_id). */
+    const struct eai_iso_volume *volumes;
+    size_t nvolumes;
 };
 #define EAI_ISO_JOB_SIZE_1_0 (offsetof(struct eai_iso_job, collect_max_total_bytes) + sizeof(int64_t))
 /* 1.1 added nothing to the job.  (netns_path and dns_server were appended
@@ -120,7 +138,7 @@ struct eai_iso_job {
 #define EAI_ISO_JOB_SIZE_1_2 (offsetof(struct eai_iso_job, session_id) + sizeof(const char *))
 #define EAI_ISO_JOB_SIZE_1_3 EAI_ISO_JOB_SIZE_1_2
 #define EAI_ISO_JOB_SIZE_1_4 (offsetof(struct eai_iso_job, stdin_stream) + sizeof(int))
-#define EAI_ISO_JOB_SIZE_1_5 EAI_ISO_JOB_SIZE_1_4
+#define EAI_ISO_JOB_SIZE_1_5 (offsetof(struct eai_iso_job, nvolumes) + sizeof(size_t))
 /* Deprecated: 1 when the job carries session_id, i.e. size >=
  * EAI_ISO_JOB_SIZE_1_2 (the same test; docs/plugins.md named this macro
  * before 1.2 existed).  Kept for sources written against it, gone in 2.0. */
@@ -230,11 +248,16 @@ struct eai_iso_session {
      * new session shares nothing writable with it or its other forks).
      * Valid for the call only. */
     const char *restore_from;
+    /* ---- Added in 1.5 (check size >= EAI_ISO_SESSION_SIZE_1_5): volumes
+     * bound into the session's sandbox for its whole life, as
+     * eai_iso_job's (valid for the call only: the backend copies them). */
+    const struct eai_iso_volume *volumes;
+    size_t nvolumes;
 };
 #define EAI_ISO_SESSION_SIZE_1_2 (offsetof(struct eai_iso_session, max_concurrent) + sizeof(int))
 #define EAI_ISO_SESSION_SIZE_1_3 EAI_ISO_SESSION_SIZE_1_2
 #define EAI_ISO_SESSION_SIZE_1_4 (offsetof(struct eai_iso_session, dns_server) + sizeof(const char *))
-#define EAI_ISO_SESSION_SIZE_1_5 (offsetof(struct eai_iso_session, restore_from) + sizeof(const char *))
+#define EAI_ISO_SESSION_SIZE_1_5 (offsetof(struct eai_iso_session, nvolumes) + sizeof(size_t))
 
 struct eai_iso_session_end {
     size_t size;

@@ -573,7 +573,7 @@ static void gv_probe(void *self, struct eai_iso_probe *out)
     out->size = sizeof(*out);
     out->ready = g->probe_state == 1;
     out->pending = g->probe_state == 0; /* ABI 1.1: first probe still running */
-    out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES;
+    out->caps = EAI_ISO_CAP_LOCAL_IMAGES | EAI_ISO_CAP_MEMORY_LIMIT | EAI_ISO_CAP_FILES | EAI_ISO_CAP_VOLUMES;
     if (g->net_state > 0)
         out->caps |= EAI_ISO_CAP_EGRESS_NETNS; /* granted egress in core's namespace */
     if (g->net_state > 0 && g->egress_pool && g->pool_size > 0 && g->host->size >= EAI_HOST_SIZE_1_2 &&

@@ -124,6 +124,13 @@ static inline const char *gv_job_netns(const struct eai_iso_job *job)
         return NULL;
     return job->netns_path;
 }
+/* The volumes to bind into the job's sandbox (ABI 1.5, docs/volumes.md). */
+#define GV_MAX_VOLUMES 8
+static inline size_t gv_job_volumes(const struct eai_iso_job *job, const struct eai_iso_volume **v)
+{
+    *v = job->size >= EAI_ISO_JOB_SIZE_1_5 && job->volumes ? job->volumes : NULL;
+    return *v ? job->nvolumes : 0;
+}
 static inline const char *gv_job_dns(const struct eai_iso_job *job)
 {
     return gv_job_netns(job) ? job->dns_server : NULL;

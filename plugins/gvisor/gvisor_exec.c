@@ -121,6 +121,9 @@ static void gv_admit(void *drv, struct eai_pc_run *run)
             run->b = *gv_pooled_bundle(priv(run)->pooled);
         return;
     }
+    const struct eai_iso_volume *vols;
+    if (gv_job_volumes(run->job, &vols) > 0)
+        return; /* a warm sandbox has no mounts of the job's volumes: a cold boot binds them */
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));
     snprintf(sh.rootfs, sizeof(sh.rootfs), "%s", run->b.rootfs);

@@ -95,6 +95,16 @@ static json_t *spec_new(const struct eai_pc_bundle *b, const struct eai_iso_job 
                                                 "type", "bind", "source", lsrc, "options", "bind", "ro", "nosuid",
                                                 "nodev"));
     }
+    /* tenant volumes (docs/volumes.md): the host directory core mounted,
+     * bound straight (gVisor's gofer serves it; --overlay2 overlays the
+     * root only), so what the program writes lands in the volume */
+    const struct eai_iso_volume *vols;
+    size_t nvols = gv_job_volumes(job, &vols);
+    for (size_t i = 0; mounts && i < nvols && i < GV_MAX_VOLUMES; i++)
+        if (vols[i].host_path && vols[i].path)
+            json_array_append_new(mounts, json_pack("{s:s, s:s, s:s, s:[s,s,s,s]}", "destination", vols[i].path,
+                                                    "type", "bind", "source", vols[i].host_path, "options", "rbind",
+                                                    vols[i].read_only ? "ro" : "rw", "nosuid", "nodev"));
     json_t *res = json_object();
     if (res && job->memory_bytes > 0)
         json_object_set_new(res, "memory", json_pack("{s:I}", "limit", (json_int_t)job->memory_bytes));

@@ -678,6 +678,9 @@ void *gv_egress_claim(void *self, const struct eai_iso_job *job)
     if (!g->egress_pool || g->net_state <= 0 || g->host->size < EAI_HOST_SIZE_1_2 || !g->host->netns_take ||
         !job->egress || !job->egress[0] || (job->size >= EAI_ISO_JOB_SIZE_1_2 && job->session_id))
         return NULL;
+    const struct eai_iso_volume *vols;
+    if (gv_job_volumes(job, &vols) > 0)
+        return NULL; /* volumes are bound at boot: a cold sandbox */
     struct gv_shape sh;
     memset(&sh, 0, sizeof(sh));
     if (!job->image || g->host->image_rootfs(g->host, job->image, sh.rootfs, sizeof(sh.rootfs)) < 0)

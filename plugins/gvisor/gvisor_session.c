@@ -62,6 +62,11 @@ struct gv_session {
     char id[64];
     struct gv_sbx sbx;                /* the bundle, `runsc run` and its end (gvisor_sandbox.c) */
     struct eai_iso_session spec;      /* strings not kept */
+    /* its volumes (ABI 1.5), copied: bound at boot */
+    struct eai_iso_volume vols[GV_MAX_VOLUMES];
+    char vhost[GV_MAX_VOLUMES][PATH_MAX];
+    char vpath[GV_MAX_VOLUMES][256];
+    size_t nvols;
     struct eai_iso_session_callbacks cb;
     void *cb_arg;
     enum gv_ses_state state;
@@ -339,6 +344,8 @@ static void prepare_work(void *arg)
     job.pids = s->spec.pids;
     job.netns_path = s->netns[0] ? s->netns : NULL;
     job.dns_server = s->netns[0] ? s->dns : NULL;
+    job.volumes = s->nvols ? s->vols : NULL;
+    job.nvolumes = s->nvols;
     char msg[200];
     if (gv_bundle_prepare(&s->sbx.b, &job, 0, msg, sizeof(msg)) < 0) {
         s->prep_failed = 1;
@@ -479,6 +486,23 @@ int gv_session_create(void *self, const struct eai_iso_session *spec, const stru
     s->spec = *spec;
     s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
     s->spec.netns_path = s->spec.dns_server = NULL;
+    s->spec.volumes = NULL;
+    s->spec.nvolumes = 0;
+    if (spec->size >= EAI_ISO_SESSION_SIZE_1_5 && spec->volumes) {
+        for (size_t i = 0; i < spec->nvolumes; i++) {
+            if (i >= GV_MAX_VOLUMES || !spec->volumes[i].host_path || !spec->volumes[i].path ||
+                snprintf(s->vhost[i], sizeof(s->vhost[i]), "%s", spec->volumes[i].host_path) >=
+                    (int)sizeof(s->vhost[i]) ||
+                snprintf(s->vpath[i], sizeof(s->vpath[i]), "%s", spec->volumes[i].path) >= (int)sizeof(s->vpath[i])) {
+                free(s);
+                return eai_host_error_set(h, err, EAI_E_VALIDATION_FAILED, "gvisor: too many or too long volumes");
+            }
+            s->vols[i].host_path = s->vhost[i];
+            s->vols[i].path = s->vpath[i];
+            s->vols[i].read_only = spec->volumes[i].read_only;
+        }
+        s->nvols = spec->nvolumes;
+    }
     if (s->spec.max_concurrent < 1)
         s->spec.max_concurrent = 1;
     if (spec->size >= EAI_ISO_SESSION_SIZE_1_4 && spec->netns_path) {
@@ -1178,6 +1202,8 @@ int gv_session_adopt(void *self, const struct eai_iso_session *spec, const struc
     snprintf(s->id, sizeof(s->id), "%s", spec->id);
     s->spec = *spec;
     s->spec.id = s->spec.tenant_id = s->spec.profile = s->spec.runtime_class = s->spec.image = NULL;
+    s->spec.volumes = NULL; /* core keeps no session with volumes across a restart */
+    s->spec.nvolumes = 0;
     if (s->spec.max_concurrent < 1)
         s->spec.max_concurrent = 1;
     memcpy(&s->cb, cb, cb->size < sizeof(s->cb) ? cb->size : sizeof(s->cb));

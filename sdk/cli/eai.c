@@ -37,7 +37,7 @@ void eai_usage(FILE *f)
         "  files ID --download DIR           every collected file into DIR\n"
         "  session create --image I [--profile P] [--memory M] [--cpu C] [--pids N] [--disk D]\n"
         "          [--env K=V] [--idle-timeout S] [--ttl S] [--max-concurrent N]\n"
-        "          [--egress H:P,...] [--auto-pause on|off] [--paused-ttl S]\n"
+        "          [--egress H:P,...] [--auto-pause on|off] [--paused-ttl S] [--volume V:/mnt/P[:ro]]\n"
         "                                    start a session (one sandbox kept across executions);\n"
         "                                    prints its id\n"
         "  session ls [--status S]           this tenant's sessions\n"
@@ -56,6 +56,12 @@ void eai_usage(FILE *f)
         "  session fork SNP [--count N]      new sessions restored from the snapshot; prints their ids\n"
         "  session snapshots [--session SID] this tenant's snapshots\n"
         "  session unsnap SNP                delete a snapshot\n"
+        "  volume create NAME SIZE           a volume that outlives sandboxes (SIZE: bytes or 1Gi);\n"
+        "                                    prints its id (docs/volumes.md)\n"
+        "  volume ls | get REF | delete REF  the tenant's volumes / one as JSON / delete it\n"
+        "  volume put REF LOCAL PATH         copy a local file (- for stdin) into the volume\n"
+        "  volume cat REF PATH [-o F]        a file of the volume to stdout or F\n"
+        "  volume files REF [DIR] | rm REF PATH   list its files / delete one\n"
         "  mcp                               speak MCP on stdin/stdout, forwarded to EAI_URL/v1/mcp\n"
         "                                    (for agent hosts that launch local MCP servers)\n"
         "  session egress SID [--set H:P,...] its network allow list; --set replaces it\n"
@@ -72,6 +78,7 @@ void eai_usage(FILE *f)
         "  --pids N                process limit\n"
         "  --disk D                size of /tmp (64Mi)\n"
         "  --file LOCAL:/tmp/PATH  copy a local file into the sandbox (repeatable)\n"
+        "  --volume NAME:/mnt/PATH[:ro]  mount a volume (repeatable, docs/volumes.md)\n"
         "  --env K=V               environment variable (repeatable)\n"
         "  --egress HOST:PORT      allow a network destination (repeatable; the profile decides)\n"
         "  --stdin-file F          file given to the program's standard input (- for ours)\n"
@@ -128,7 +135,7 @@ int main(int argc, char **argv)
         int (*fn)(const struct eai_opts *, int, char **);
     } cmds[] = {{"exec", eai_cmd_exec}, {"get", eai_cmd_get},   {"logs", eai_cmd_logs},
                 {"cancel", eai_cmd_cancel}, {"ls", eai_cmd_ls}, {"files", eai_cmd_files},
-                {"session", eai_cmd_session}, {"mcp", eai_cmd_mcp}};
+                {"session", eai_cmd_session}, {"volume", eai_cmd_volume}, {"mcp", eai_cmd_mcp}};
     if (strcmp(cmd, "help") == 0) {
         eai_usage(stdout);
         return 0;

@@ -147,6 +147,9 @@ int eai_cmd_cancel(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_ls(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_files(const struct eai_opts *o, int argc, char **argv);
 int eai_cmd_session(const struct eai_opts *o, int argc, char **argv);   /* eai_session.c */
+int eai_cmd_volume(const struct eai_opts *o, int argc, char **argv);    /* eai_volume.c */
+/* --volume NAME:/mnt/PATH[:ro] appended to body's "volumes"; 0 or -1 (said). */
+int eai_volume_opt(json_t *body, const char *spec);
 int eai_cmd_mcp(const struct eai_opts *o, int argc, char **argv);       /* eai_mcp.c: the stdio bridge of /v1/mcp */
 void eai_usage(FILE *f);
 

@@ -238,6 +238,9 @@ int eai_cmd_exec(const struct eai_opts *go, int argc, char **argv)
         } else if (strcmp(a, "--file") == 0) {
             if (add_file(files, v) < 0)
                 goto out;
+        } else if (strcmp(a, "--volume") == 0) {
+            if (eai_volume_opt(body, v) < 0)
+                goto out;
         } else if (strcmp(a, "--stdin-file") == 0) {
             size_t len = 0;
             unsigned char *d = eai_read_local(strcmp(v, "-") == 0 ? "/dev/stdin" : v, &len);

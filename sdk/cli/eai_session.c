@@ -182,6 +182,9 @@ static int verb_create(struct eai_http *h, const struct sargs *a)
                 goto out;
         } else if (strcmp(o, "--egress") == 0) {
             json_object_set_new(body, "network", json_pack("{s:o}", "egress", egress_list(v)));
+        } else if (strcmp(o, "--volume") == 0) {
+            if (eai_volume_opt(body, v) < 0)
+                goto out;
         } else if (strcmp(o, "--auto-pause") == 0) {
             if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
                 fprintf(stderr, "eai: --auto-pause: on or off\n");
@@ -605,7 +608,7 @@ int eai_cmd_session(const struct eai_opts *go, int argc, char **argv)
 {
     static const char *const create_opts[] = {"--image", "--profile", "--memory", "--cpu", "--pids", "--disk",
                                               "--env", "--idle-timeout", "--ttl", "--max-concurrent", "--egress",
-                                              "--auto-pause", "--paused-ttl", NULL};
+                                              "--auto-pause", "--paused-ttl", "--volume", NULL};
     static const char *const egress_opts[] = {"--set", NULL};
     static const char *const exec_opts[] = {"--timeout", "--env", "--stdin-file", NULL};
     static const char *const ls_opts[] = {"--status", NULL};

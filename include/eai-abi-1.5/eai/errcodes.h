@@ -46,7 +46,12 @@ enum eai_code {
     EAI_E_STDIN_NOT_STREAMED = 36, /* stdin_not_streamed (409) */
     EAI_E_STDIN_CLOSED = 37, /* stdin_closed (409) */
     EAI_E_STDIN_BUSY = 38, /* stdin_busy (429) */
-    EAI_CODE_MAX = 39
+    EAI_E_SNAPSHOTS_UNSUPPORTED = 39, /* snapshots_unsupported (422) */
+    EAI_E_SNAPSHOT_LIMIT = 40, /* snapshot_limit (429) */
+    EAI_E_VOLUME_IN_USE = 41, /* volume_in_use (409) */
+    EAI_E_VOLUMES_UNSUPPORTED = 42, /* volumes_unsupported (422) */
+    EAI_E_VOLUME_QUOTA_EXCEEDED = 43, /* volume_quota_exceeded (409) */
+    EAI_CODE_MAX = 44
 };
 
 #endif
