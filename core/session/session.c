@@ -731,14 +731,30 @@ int ses_adopt(struct eai_session *s, struct eai_error **err)
 static void drain_kept(struct eai_session *s, const struct eai_error *err)
 {
     s->drain_wait = 0;
-    struct eai_error *e = NULL;
     if (!err) {
         s->state = SES_PAUSED;
         if (!s->paused_ms)
             s->paused_ms = eai_now_ms();
         if (!s->paused_by[0])
             snprintf(s->paused_by, sizeof s->paused_by, "drain");
+        if (ses_park_on(s)) {
+            /* parked for any replica rather than kept for this node's
+             * restart: a deploy that replaces the node loses nothing
+             * (session_handoff.c); the stop waits for it (drain_wait) */
+            s->drain_wait = 1;
+            ses_park(s);
+            if (s->parking)
+                return;
+            s->drain_wait = 0;
+        }
     }
+    ses_drain_keep(s, err);
+}
+
+void ses_drain_keep(struct eai_session *s, const struct eai_error *err)
+{
+    s->drain_wait = 0;
+    struct eai_error *e = NULL;
     if (!err && ses_ops(s)->session_keep(s->prof->iso->self, s->id, &e) == 0) {
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused and kept for the next start", s->id);
         ses_persist(s);
@@ -894,6 +910,10 @@ void eai_sessions_begin_stop(struct eai_app *app)
         }
         if (!s->backend_live || !ses_live(s))
             continue;
+        if (s->parking) { /* being parked (idle): the stop waits for it */
+            s->drain_wait = 1;
+            continue;
+        }
         if (s->state != SES_ENDING && ses_can_keep(s)) {
             /* kept across the stop (issue 31 item 2): a running session with
              * nothing running in it is checkpointed, a paused one kept as it

@@ -109,7 +109,7 @@ int ses_park_on(const struct eai_session *s)
     const struct eai_isolation_ops *ops = s->prof ? ses_ops(s) : NULL;
     return handoff_root(s->reg->app) && ses_store_on(s->reg->app) && ops && ops->session_snapshot &&
            json_array_size(s->egress) == 0 && json_array_size(s->volumes) == 0 && !s->need_netns &&
-           !strcmp(s->paused_by, "idle"); /* (a volume is mounted on its node only) */
+           (!strcmp(s->paused_by, "idle") || !strcmp(s->paused_by, "drain")); /* (a volume: on its node only) */
 }
 
 static void unlink_session(struct eai_sessions *reg, struct eai_session *s)
@@ -148,8 +148,25 @@ static void publish_answer(struct eai_req *r, void *arg)
     if (j->rc == 0) {
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s parked for any replica (%.3f cpu s so far)", s->id,
                 s->cpu_seconds);
+        s->drain_wait = 0;
         unlink_session(reg, s);
         ses_free(s);
+        return;
+    }
+    if (reg->stopping) {
+        /* stopping, its sandbox gone, its record not parked: ended */
+        eai_log(SES_COMPONENT, EAI_LOG_ERROR, "session %s: parking it at the stop failed (%s): interrupted", s->id,
+                j->err && j->err->message ? j->err->message : "?");
+        s->parking = 0;
+        s->drain_wait = 0;
+        s->state = SES_ENDED;
+        s->ended_ms = eai_now_ms();
+        snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
+        ses_record_end(reg, s);
+        ses_persist(s);
+        char dir[PATH_MAX];
+        handoff_path(s, dir, sizeof dir);
+        remove_dir(reg, s->id, dir);
         return;
     }
     /* not published: it stays this node's, restored from the directory
@@ -178,7 +195,7 @@ static const struct eai_park_ops publish_ops = {
 static void park_copied(void *arg, const struct eai_error *err, int64_t size_bytes)
 {
     struct eai_session *s = arg;
-    if (s->reg->stopping || s->reg->stopped)
+    if (s->reg->stopped)
         return;
     if (err || s->state != SES_PAUSED) {
         eai_log(SES_COMPONENT, EAI_LOG_WARN, "session %s: not parked (%s): it stays paused here", s->id,
@@ -187,6 +204,10 @@ static void park_copied(void *arg, const struct eai_error *err, int64_t size_byt
         char dir[PATH_MAX];
         handoff_path(s, dir, sizeof dir);
         remove_dir(s->reg, s->id, dir);
+        if (s->reg->stopping) { /* kept for this node's restart instead */
+            ses_drain_keep(s, s->state == SES_PAUSED ? NULL : err);
+            return;
+        }
         if (s->resume_asked) {
             s->resume_asked = 0;
             ses_resume(s, NULL);

@@ -174,6 +174,9 @@ int ses_rate_take(struct eai_session *s, int64_t *retry_after_s);
 int ses_start(struct eai_session *s, struct eai_error **err);
 /* Take back a session its backend kept across a restart (paused). */
 int ses_adopt(struct eai_session *s, struct eai_error **err);
+/* The stop paused s (err NULL) or could not: kept by the backend for the
+ * next process of this node and recorded paused, or ended interrupted. */
+void ses_drain_keep(struct eai_session *s, const struct eai_error *err);
 /* The backend can keep sessions across a restart (ABI 1.4). */
 int ses_can_keep(const struct eai_session *s);
 /* End a live session for reason (backend session_destroy; on_end follows). */

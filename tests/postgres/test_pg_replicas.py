@@ -502,6 +502,26 @@ def main():
                 check(b.get("status") == "ended" and b.get("end_reason") == "paused_ttl" and b.get("usage"),
                       "ended paused_ttl, billed (%s %s)" % (b.get("status"), b.get("end_reason")))
                 check(not os.path.exists(os.path.join(handoff, sid)), "its handoff directory removed")
+            # a deploy: hB stops (SIGTERM) with a running session; it is parked,
+            # not kept for hB's restart, and the next call on r2 resumes it
+            st, ses = api(hB.base, key, "POST", "/v1/sandbox/sessions",
+                          {"profile": "gvisor-small", "image": IMAGE}, timeout=90)
+            if check(st == 201, "a session on hB (%s)" % st):
+                sid = ses["id"]
+                st, b = api(hB.base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["sh", "-c", "echo deployed > /tmp/d"]})
+                done = wait_terminal([hB.base], key, [b.get("id")], 60) if st == 202 else {}
+                check(done.get(b.get("id"), {}).get("status") == "succeeded", "its state written on hB")
+                hB.stop()
+                row = psql(super_db, "SELECT owner || '|' || status FROM eai.sandbox_sessions WHERE id = '%s'" % sid)
+                check(row == "parked|paused", "parked by hB's stop (%s)" % row)
+                st, b = api(replicas[1].base, key, "POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                            {"command": ["cat", "/tmp/d"]})
+                done = wait_terminal([replicas[1].base], key, [b.get("id")], 60) if st == 202 else {}
+                check(done.get(b.get("id"), {}).get("stdout") == "deployed\n",
+                      "resumed on r2 after hB's stop (%s %s)" % (st, done))
+                st, b = api(replicas[1].base, key, "DELETE", "/v1/sandbox/sessions/" + sid)
+                check(st == 200 and b.get("status") == "ended", "ended on r2 (%s)" % st)
         hB.stop()
 
         # 3. a replica dies mid-run.  r2 leaves (gracefully) so that only r1
