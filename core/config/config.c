@@ -57,6 +57,7 @@ static struct eai_config *eai_config_defaults(void)
     c->collect_max_file_bytes = 10LL * 1024 * 1024;
     c->collect_max_total_bytes = 32LL * 1024 * 1024;
     c->files_max_total_bytes = 8LL * 1024 * 1024;
+    c->node_tenant_share = 500;
     c->sessions_max_per_tenant = 10;
     c->sessions_max_concurrent = 4;
     c->sessions_idle_timeout_s = 300;

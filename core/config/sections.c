@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/cfg_read.h"
+#include "config/config_check.h"
 #include "config/config.h"
 #include "obs/callback.h"
 #include "base/errors.h"
@@ -210,6 +211,34 @@ static int sect_scheduler(struct eai_config *c, const char *file, const char *pa
     return 0;
 }
 
+/* node: the budget executions and sessions share (docs/admission.md). */
+static int sect_node(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                     struct eai_error **err)
+{
+    static const char *const k[] = {"memory_budget", "cpu_budget", "tenant_share", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "memory_budget", 0, 1LL << 50, &c->node_memory_budget, err) < 0)
+        return -1;
+    const json_t *cpu = json_object_get(v, "cpu_budget");
+    if (cpu && !json_is_null(cpu)) {
+        int64_t m = -1;
+        if (eai_cfg_quantity_cpu(cpu, &m) < 0 || m < 0 || m > 100000000)
+            return eai_cfg_fail(err, file, path, "cpu_budget",
+                                "expected a CPU quantity like 4, 2.5 or 3500m (0: one core per CPU of the host)");
+        c->node_cpu_budget = m;
+    }
+    const json_t *sh = json_object_get(v, "tenant_share");
+    if (sh && !json_is_null(sh)) {
+        double f = json_is_number(sh) ? json_number_value(sh) : -1;
+        if (!(f > 0 && f <= 1))
+            return eai_cfg_fail(err, file, path, "tenant_share",
+                                "expected a number above 0 and at most 1 (the fraction one tenant may hold)");
+        int pm = (int)(f * 1000 + 0.5);
+        c->node_tenant_share = pm < 1 ? 1 : pm;
+    }
+    return 0;
+}
+
 static int sect_sandbox(struct eai_config *c, const char *file, const char *path, const json_t *v,
                         struct eai_error **err)
 {
@@ -399,6 +428,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"telemetry", 1, sect_telemetry},
     {"storage", 1, sect_storage},
     {"scheduler", 1, sect_scheduler},
+    {"node", 1, sect_node},
     {"limits", 1, sect_limits},
     {"sandbox", 1, sect_sandbox},
     {"collect", 1, sect_collect},

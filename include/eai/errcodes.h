@@ -46,7 +46,10 @@ enum eai_code {
     EAI_E_STDIN_NOT_STREAMED = 36, /* stdin_not_streamed (409) */
     EAI_E_STDIN_CLOSED = 37, /* stdin_closed (409) */
     EAI_E_STDIN_BUSY = 38, /* stdin_busy (429) */
-    EAI_CODE_MAX = 39
+    EAI_E_NODE_BUDGET_EXHAUSTED = 39, /* node_budget_exhausted (429) */
+    EAI_E_TENANT_SHARE_EXHAUSTED = 40, /* tenant_share_exhausted (429) */
+    EAI_E_BUDGET_EXCEEDS_SHARE = 41, /* budget_exceeds_share (422) */
+    EAI_CODE_MAX = 42
 };
 
 #endif
