@@ -308,16 +308,14 @@ struct eai_error *eai_budget_refusal(const struct eai_budget *b, enum eai_budget
     else if (fit == EAI_BUDGET_TENANT_FULL)
         snprintf(msg, sizeof msg,
                  "%" PRId64 " MiB and %" PRId64 "m CPU do not fit in the tenant's share of the node"
-                 " (%" PRId64 " of %" PRId64 " MiB and %" PRId64 " of %" PRId64 "m held: node.tenant_share)",
-                 memory >> 20, cpu, tm >> 20, eai_budget_tenant_memory_cap(b) >> 20, tc,
-                 eai_budget_tenant_cpu_cap(b));
+                 " (%" PRId64 " MiB and %" PRId64 "m of it free: node.tenant_share)",
+                 memory >> 20, cpu, (eai_budget_tenant_memory_cap(b) - tm) >> 20, eai_budget_tenant_cpu_cap(b) - tc);
     else
         snprintf(msg, sizeof msg,
                  "%" PRId64 " MiB and %" PRId64 "m CPU do not fit in the node's budget"
-                 " (%" PRId64 " of %" PRId64 " MiB and %" PRId64 " of %" PRId64 "m reserved: node.memory_budget,"
-                 " node.cpu_budget)",
-                 memory >> 20, cpu, eai_budget_memory_used(b) >> 20, eai_budget_memory_total(b) >> 20,
-                 eai_budget_cpu_used(b), eai_budget_cpu_total(b));
+                 " (%" PRId64 " MiB and %" PRId64 "m free: node.memory_budget, node.cpu_budget)",
+                 memory >> 20, cpu, (eai_budget_memory_total(b) - eai_budget_memory_used(b)) >> 20,
+                 eai_budget_cpu_total(b) - eai_budget_cpu_used(b));
     struct eai_error *e = eai_error_new(code, 0, "%s", msg);
     if (e)
         e->details = json_pack("[{s:s, s:s}]", "path", "/limits", "message", msg);

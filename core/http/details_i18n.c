@@ -254,14 +254,14 @@ static const struct tmpl T[] = {
     {"{} MiB and {}m CPU are more than one tenant may hold on a node ({} MiB and {}m: node.tenant_share)",
      "{1} Mio et {2}m de CPU dépassent ce qu'un locataire peut détenir sur un nœud ({3} Mio et {4}m : "
      "node.tenant_share)"},
-    {"{} MiB and {}m CPU do not fit in the tenant's share of the node ({} of {} MiB and {} of {}m held: "
+    {"{} MiB and {}m CPU do not fit in the tenant's share of the node ({} MiB and {}m of it free: "
      "node.tenant_share)",
-     "{1} Mio et {2}m de CPU ne tiennent pas dans la part du nœud du locataire ({3} sur {4} Mio et {5} sur "
-     "{6}m détenus : node.tenant_share)"},
-    {"{} MiB and {}m CPU do not fit in the node's budget ({} of {} MiB and {} of {}m reserved: "
-     "node.memory_budget, node.cpu_budget)",
-     "{1} Mio et {2}m de CPU ne tiennent pas dans le budget du nœud ({3} sur {4} Mio et {5} sur {6}m "
-     "réservés : node.memory_budget, node.cpu_budget)"},
+     "{1} Mio et {2}m de CPU ne tiennent pas dans la part du nœud du locataire ({3} Mio et {4}m encore libres : "
+     "node.tenant_share)"},
+    {"{} MiB and {}m CPU do not fit in the node's budget ({} MiB and {}m free: node.memory_budget, "
+     "node.cpu_budget)",
+     "{1} Mio et {2}m de CPU ne tiennent pas dans le budget du nœud ({3} Mio et {4}m libres : "
+     "node.memory_budget, node.cpu_budget)"},
     /* sessions (core/session/session_routes.c, session.c, session_files.c) */
     {"the backend '{}' of profile '{}' does not support sessions",
      "le backend '{1}' du profil '{2}' ne prend pas en charge les sessions"},
