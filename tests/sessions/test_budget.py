@@ -19,6 +19,12 @@ Cases:
                     fits); its resume is then refused 429 with Retry-After
                     and succeeds once there is room again.
   nothing_left      every session ended: nothing reserved.
+  queued_before_pause  (issue 36 item 8; its own eaid, scheduler.max_concurrent
+                    1) a session execution queued while the one slot is
+                    busy, its session paused meanwhile: once claimed it
+                    waits in the backend for the resume no longer than its
+                    timeout (ends timeout, never run) and the slot is
+                    released: the next execution runs.
 """
 import json
 import os
@@ -216,11 +222,66 @@ def case_nothing_left():
     check(metric("eai_node_budget_tenants") == 0, "no tenant holds any")
 
 
+def case_queued_before_pause():
+    tmp = tempfile.mkdtemp(prefix="eai-budget8-")
+    path = os.path.join(tmp, "eaid.yaml")
+    with open(path, "w") as f:
+        f.write("scheduler:\n  max_concurrent: 1\n  max_per_tenant: 1\n")
+    e = Env(config=path, tmp=tmp)
+    e.own_tmp = True
+    e.make_key("bud-8")
+    e.start()
+    try:
+        st, b = e.api("POST", "/v1/sandbox/sessions", {"profile": PROFILE, "image": IMAGE}, timeout=60)
+        check(st == 201, "create: %s %s" % (st, b))
+        sid = b["id"]
+        # the one slot: a plain execution that runs until cancelled
+        st, b = e.api("POST", "/v1/sandbox/executions",
+                      {"profile": PROFILE, "image": IMAGE, "command": ["sleep", "50"], "limits": {"timeout_s": 60}})
+        check(st == 202, "long execution: %s %s" % (st, b))
+        long_id = b["id"]
+
+        def running():
+            st, r = e.api("GET", "/v1/sandbox/executions/" + long_id)
+            return r["status"] == "running"
+        wait_for("the long execution to run", running)
+        # queued behind it: the session's execution, 3 s timeout
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/executions" % sid,
+                      {"command": ["echo", "never"], "timeout_s": 3})
+        check(st == 202, "session execution: %s %s" % (st, b))
+        xid = b["id"]
+        st, b = e.api("POST", "/v1/sandbox/sessions/%s/pause" % sid, timeout=60)
+        check(st == 200 and b["status"] == "paused", "pause: %s %s" % (st, b))
+        st, r = e.api("GET", "/v1/sandbox/executions/" + xid)
+        check(r["status"] == "queued", "still queued at the pause: %s" % r)
+        st, b = e.api("POST", "/v1/sandbox/executions/%s/cancel" % long_id)
+        check(st in (200, 202), "cancel: %s %s" % (st, b))
+        t0 = time.time()
+        r = e.wait_terminal(xid, timeout=60)
+        waited = time.time() - t0
+        check(r["status"] == "timeout" and r.get("stdout", "") == "",
+              "the held execution ends as timeout, never run: %s" % r)
+        check(waited < 20, "bounded by its timeout: %.1f s" % waited)
+        st, b = e.api("GET", "/v1/sandbox/sessions/" + sid)
+        check(b["status"] == "paused", "the session is still paused: %s" % b)
+        # the slot is free again
+        st, b = e.api("POST", "/v1/sandbox/executions",
+                      {"profile": PROFILE, "image": IMAGE, "command": ["echo", "next"]})
+        check(st == 202, "next execution: %s %s" % (st, b))
+        r = e.wait_terminal(b["id"], timeout=60)
+        check(r["status"] == "succeeded" and r["stdout"] == "next\n", "the slot was released: %s" % r)
+        st, b = e.api("DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
+        check(st == 200, "delete: %s %s" % (st, b))
+    finally:
+        e.stop()
+
+
 CASES = [
     ("share_and_429", case_share_and_429),
     ("exec_waits", case_exec_waits),
     ("pause_resume_releases", case_pause_resume_releases),
     ("nothing_left", case_nothing_left),
+    ("queued_before_pause", case_queued_before_pause),
 ]
 
 if __name__ == "__main__":
