@@ -131,7 +131,11 @@ void eai_budget_host_defaults(int64_t *memory_bytes, int64_t *cpu_millis)
         }
     }
     *memory_bytes = mem / 10 * 8; /* 80%: the rest for eaid, runsc and the kernel */
-    *cpu_millis = cpu;
+    /* CPU limits are ceilings (CFS quota), not reservations: an idle
+     * sandbox uses none and a busy node only runs slower, where memory
+     * past the host's is the OOM killer.  So CPU is overcommitted by
+     * default, memory never (docs/admission.md). */
+    *cpu_millis = cpu * EAI_BUDGET_CPU_OVERCOMMIT;
 }
 
 struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct eai_error **err)
@@ -149,7 +153,7 @@ struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct e
     eai_log(BUDGET_COMPONENT, EAI_LOG_INFO,
             "node budget: memory %" PRId64 " bytes%s, cpu %" PRId64 "m%s, a tenant at most %d.%d%%",
             b->memory_total, mem > 0 ? "" : " (80% of the host's)", b->cpu_total,
-            cpu > 0 ? "" : " (the host's CPUs)", share / 10, share % 10);
+            cpu > 0 ? "" : " (8x the host's CPUs)", share / 10, share % 10);
     eai_budget_gauges(b);
     return b;
 }

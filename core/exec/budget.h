@@ -41,8 +41,10 @@ void eai_budget_free(struct eai_budget *b);
  * memory. */
 struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct eai_error **err);
 /* The defaults from the host: 80% of the memory (MemTotal, or the
- * cgroup's memory.max when lower) and 1000 millicores per CPU this process
- * may run on.  Read once at start (before the loop runs). */
+ * cgroup's memory.max when lower) and EAI_BUDGET_CPU_OVERCOMMIT x 1000
+ * millicores per CPU this process may run on (or of its cgroup's cpu.max
+ * when lower).  Read once at start (before the loop runs). */
+#define EAI_BUDGET_CPU_OVERCOMMIT 8
 void eai_budget_host_defaults(int64_t *memory_bytes, int64_t *cpu_millis);
 
 /* Would memory/cpu of tenant fit now?  Takes nothing. */

@@ -140,7 +140,8 @@ static void test_host_defaults(void)
     int64_t m = 0, c = 0;
     eai_budget_host_defaults(&m, &c);
     CU_ASSERT(m > 0);
-    CU_ASSERT(c >= 1000);
+    CU_ASSERT(c >= 1000 * EAI_BUDGET_CPU_OVERCOMMIT);
+    CU_ASSERT_EQUAL(c % EAI_BUDGET_CPU_OVERCOMMIT, 0);
     CU_ASSERT_EQUAL(c % 1, 0);
 }
 
