@@ -178,6 +178,11 @@ int64_t eai_budget_tenant_cpu_cap(const struct eai_budget *b)
     return b ? b->cpu_total * b->share_permille / 1000 : 0;
 }
 
+int eai_budget_exceeds_share(const struct eai_budget *b, int64_t memory, int64_t cpu)
+{
+    return b && (memory > eai_budget_tenant_memory_cap(b) || cpu > eai_budget_tenant_cpu_cap(b));
+}
+
 enum eai_budget_fit eai_budget_check(const struct eai_budget *b, const char *tenant, int64_t memory, int64_t cpu)
 {
     if (!b)
@@ -302,7 +307,8 @@ struct eai_error *eai_budget_refusal(const struct eai_budget *b, enum eai_budget
                          : fit == EAI_BUDGET_TENANT_FULL ? EAI_E_TENANT_SHARE_EXHAUSTED
                                                          : EAI_E_NODE_BUDGET_EXHAUSTED;
     int64_t tm = 0, tc = 0;
-    eai_budget_tenant_used(b, tenant, &tm, &tc);
+    if (fit == EAI_BUDGET_TENANT_FULL) /* the others read nothing that changes (any thread) */
+        eai_budget_tenant_used(b, tenant, &tm, &tc);
     char msg[300];
     if (fit == EAI_BUDGET_TOO_LARGE)
         snprintf(msg, sizeof msg,

@@ -47,6 +47,10 @@ struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct e
 #define EAI_BUDGET_CPU_OVERCOMMIT 8
 void eai_budget_host_defaults(int64_t *memory_bytes, int64_t *cpu_millis);
 
+/* 1 when memory/cpu alone exceed a tenant's whole share (they can never
+ * fit).  Reads only what never changes: safe on any thread (the create
+ * job refuses such an execution on its worker). */
+int eai_budget_exceeds_share(const struct eai_budget *b, int64_t memory, int64_t cpu);
 /* Would memory/cpu of tenant fit now?  Takes nothing. */
 enum eai_budget_fit eai_budget_check(const struct eai_budget *b, const char *tenant, int64_t memory, int64_t cpu);
 /* Reserve when it fits (EAI_BUDGET_FITS), else nothing is taken. */

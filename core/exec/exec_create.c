@@ -16,6 +16,7 @@
 #include "exec/watch.h"
 #include "http/park.h"
 #include "http/req_audit.h"
+#include "exec/budget.h"
 #include "exec/exec_validate.h"
 #include "obs/callback.h"
 #include "images/images.h"
@@ -175,6 +176,19 @@ static void create_work(void *arg)
     if (!ps || !ps->ready) {
         j->err = eai_error_new(EAI_E_SANDBOX_UNAVAILABLE, 0, "backend of profile '%s' not ready: %s",
                                j->prof->name, ps ? ps->reason : "not loaded");
+        j->refused = 1;
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    /* Limits that can never fit in a tenant's share of the node budget
+     * (docs/admission.md): refused now rather than failed once claimed.
+     * Inside a session the session holds the limits; k8s runs elsewhere. */
+    struct eai_exec_limits lim;
+    if (!j->session_id[0] && app->budget && j->prof->backend && strcmp(j->prof->backend, "k8s") != 0 &&
+        eai_exec_limits_parse(json_object_get(rec, "limits"), &lim) == 0 &&
+        eai_budget_exceeds_share(app->budget, lim.memory_bytes, lim.cpu_millis)) {
+        j->err = eai_budget_refusal(app->budget, EAI_BUDGET_TOO_LARGE, j->tenant, lim.memory_bytes, lim.cpu_millis);
         j->refused = 1;
         j->rc = -1;
         json_decref(rec);

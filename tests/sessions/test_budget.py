@@ -12,6 +12,8 @@ Cases:
                     gets 429 tenant_share_exhausted with Retry-After, in
                     English and French, while another tenant still creates
                     one; the gauges say what is reserved.
+  never_fits        limits above a tenant's whole share: 422
+                    budget_exceeds_share at once (execution and session).
   exec_waits        the node is full: a plain execution waits (claimed,
                     not run; eai_sandbox_budget_waiting 1) and starts once
                     a session ends; it succeeds, started after that end.
@@ -157,6 +159,17 @@ def case_share_and_429():
     check(metric("eai_node_budget_tenants") == 2, "two tenants hold some")
 
 
+def case_never_fits():
+    # more than a tenant's whole share (512Mi): refused at once, 422, not retryable
+    st, b, h = call("POST", "/v1/sandbox/executions", S.keys["bud-c"],
+                    {"profile": "gvisor", "image": IMAGE, "command": ["true"], "limits": {"memory": "1Gi"}})
+    check(st == 422 and b["error"]["code"] == "budget_exceeds_share", "execution too large: %s %s" % (st, b))
+    st, b, h = call("POST", "/v1/sandbox/sessions", S.keys["bud-c"],
+                    {"profile": "gvisor", "image": IMAGE, "limits": {"memory": "1Gi"}})
+    check(st == 422 and b["error"]["code"] == "budget_exceeds_share" and "Retry-After" not in h,
+          "session too large: %s %s" % (st, b))
+
+
 def case_exec_waits():
     # fill the node: b's second session (a: 512Mi, b: 512Mi)
     create("bud-b")
@@ -278,6 +291,7 @@ def case_queued_before_pause():
 
 CASES = [
     ("share_and_429", case_share_and_429),
+    ("never_fits", case_never_fits),
     ("exec_waits", case_exec_waits),
     ("pause_resume_releases", case_pause_resume_releases),
     ("nothing_left", case_nothing_left),
