@@ -17,6 +17,9 @@ Cases:
   exec_waits        the node is full: a plain execution waits (claimed,
                     not run; eai_sandbox_budget_waiting 1) and starts once
                     a session ends; it succeeds, started after that end.
+  wait_bounded      with the node full, an execution waiting past its
+                    timeout ends timeout, never run; one cancelled while
+                    waiting ends cancelled at once.
   pause_releases    a paused session gives its share back (another create
                     fits); its resume is then refused 429 with Retry-After
                     and succeeds once there is room again.
@@ -205,6 +208,37 @@ def case_exec_waits():
     check(ts >= t_end - 1.0, "started after the session's end: %s vs %.3f" % (started, t_end))
 
 
+def case_wait_bounded():
+    # node full again (a 256Mi, b 512Mi, c 256Mi)
+    create("bud-c")
+    check(reserved()[0] == 1024 * MI, "node full: %s" % (reserved(),))
+    body = {"profile": PROFILE, "image": IMAGE, "command": ["echo", "never"], "limits": {"timeout_s": 2}}
+    st, b, _ = call("POST", "/v1/sandbox/executions", S.keys["bud-c"], body)
+    check(st == 202, "accepted: %s %s" % (st, b))
+    late = b["id"]
+    body["limits"] = {"timeout_s": 60}
+    st, b, _ = call("POST", "/v1/sandbox/executions", S.keys["bud-c"], body)
+    check(st == 202, "accepted: %s %s" % (st, b))
+    cancelled = b["id"]
+    wait_for("both to wait", lambda: metric("eai_sandbox_budget_waiting") == 2)
+    st, b, _ = call("POST", "/v1/sandbox/executions/%s/cancel" % cancelled, S.keys["bud-c"])
+    check(st in (200, 202), "cancel: %s %s" % (st, b))
+
+    def end_of(eid):
+        def f():
+            st, r, _ = call("GET", "/v1/sandbox/executions/" + eid, S.keys["bud-c"])
+            return r if r["status"] not in ("queued", "running") else None
+        return f
+    r = wait_for("the cancelled one", end_of(cancelled), timeout=20)
+    check(r["status"] == "cancelled" and r.get("stdout", "") == "", "cancelled while waiting: %s" % r)
+    t0 = time.time()
+    r = wait_for("the late one", end_of(late), timeout=20)
+    check(r["status"] == "timeout" and r.get("stdout", "") == "", "its wait counted against its timeout: %s" % r)
+    check(metric("eai_sandbox_budget_waiting") == 0, "nothing waits")
+    check(time.time() - t0 < 10, "ended near its timeout")
+    delete("bud-c", S.sessions["bud-c"][0])
+
+
 def case_pause_resume_releases():
     # a holds one session (256Mi); b two (512Mi): node 768Mi
     sid = S.sessions["bud-a"][0]
@@ -293,6 +327,7 @@ CASES = [
     ("share_and_429", case_share_and_429),
     ("never_fits", case_never_fits),
     ("exec_waits", case_exec_waits),
+    ("wait_bounded", case_wait_bounded),
     ("pause_resume_releases", case_pause_resume_releases),
     ("nothing_left", case_nothing_left),
     ("queued_before_pause", case_queued_before_pause),
