@@ -178,6 +178,11 @@ int64_t eai_budget_tenant_cpu_cap(const struct eai_budget *b)
     return b ? b->cpu_total * b->share_permille / 1000 : 0;
 }
 
+int eai_budget_counts_backend(const char *backend)
+{
+    return backend && strcmp(backend, "k8s") != 0;
+}
+
 int eai_budget_exceeds_share(const struct eai_budget *b, int64_t memory, int64_t cpu)
 {
     return b && (memory > eai_budget_tenant_memory_cap(b) || cpu > eai_budget_tenant_cpu_cap(b));

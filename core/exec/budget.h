@@ -47,6 +47,10 @@ struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct e
 #define EAI_BUDGET_CPU_OVERCOMMIT 8
 void eai_budget_host_defaults(int64_t *memory_bytes, int64_t *cpu_millis);
 
+/* 1 when the sandboxes of backend run on this host and so count against
+ * its budget: every backend but k8s (its pods run on the cluster's nodes,
+ * under the cluster's own admission). */
+int eai_budget_counts_backend(const char *backend);
 /* 1 when memory/cpu alone exceed a tenant's whole share (they can never
  * fit).  Reads only what never changes: safe on any thread (the create
  * job refuses such an execution on its worker). */

@@ -185,7 +185,7 @@ static void create_work(void *arg)
      * (docs/admission.md): refused now rather than failed once claimed.
      * Inside a session the session holds the limits; k8s runs elsewhere. */
     struct eai_exec_limits lim;
-    if (!j->session_id[0] && app->budget && j->prof->backend && strcmp(j->prof->backend, "k8s") != 0 &&
+    if (!j->session_id[0] && app->budget && eai_budget_counts_backend(j->prof->backend) &&
         eai_exec_limits_parse(json_object_get(rec, "limits"), &lim) == 0 &&
         eai_budget_exceeds_share(app->budget, lim.memory_bytes, lim.cpu_millis)) {
         j->err = eai_budget_refusal(app->budget, EAI_BUDGET_TOO_LARGE, j->tenant, lim.memory_bytes, lim.cpu_millis);

@@ -29,12 +29,6 @@
 
 #define SCHED_WAIT_POLL_MS 1000 /* the late ones are ended within this */
 
-/* 1 when the sandboxes of prof run on this host. */
-static int profile_local(const struct eai_profile *prof)
-{
-    return prof && prof->backend && strcmp(prof->backend, "k8s") != 0;
-}
-
 int sched_budget_need(const struct eai_sched *s, const json_t *rec, int64_t *memory, int64_t *cpu)
 {
     *memory = *cpu = 0;
@@ -43,7 +37,8 @@ int sched_budget_need(const struct eai_sched *s, const json_t *rec, int64_t *mem
     const char *ses = eai_jstr(rec, "session_id");
     if (ses && *ses)
         return 0; /* its session holds the limits */
-    if (!profile_local(eai_app_profile(s->app, eai_jstr(rec, "profile"))))
+    const struct eai_profile *prof = eai_app_profile(s->app, eai_jstr(rec, "profile"));
+    if (!prof || !eai_budget_counts_backend(prof->backend))
         return 0;
     struct eai_exec_limits lim;
     if (eai_exec_limits_parse(json_object_get(rec, "limits"), &lim) < 0)

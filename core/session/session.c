@@ -567,7 +567,7 @@ int ses_budget_take(struct eai_session *s, struct eai_error **err)
 {
     struct eai_budget *b = s->reg && s->reg->app ? s->reg->app->budget : NULL;
     /* a backend whose sandboxes run elsewhere holds nothing of this node */
-    if (s->budget_held || !b || !s->prof || (s->prof->backend && strcmp(s->prof->backend, "k8s") == 0))
+    if (s->budget_held || !b || !s->prof || !eai_budget_counts_backend(s->prof->backend))
         return 0;
     enum eai_budget_fit fit = eai_budget_take(b, s->tenant, s->memory_bytes, s->cpu_millis);
     if (fit != EAI_BUDGET_FITS) {

@@ -102,6 +102,20 @@ static void test_give_and_listener(void)
     eai_budget_free(b);
 }
 
+static void test_counts_backend(void)
+{
+    CU_ASSERT_EQUAL(eai_budget_counts_backend("gvisor"), 1);
+    CU_ASSERT_EQUAL(eai_budget_counts_backend("kata"), 1);
+    CU_ASSERT_EQUAL(eai_budget_counts_backend("k8s"), 0); /* pods run on the cluster's nodes */
+    CU_ASSERT_EQUAL(eai_budget_counts_backend(NULL), 0);
+    struct eai_budget *b = eai_budget_new(1024 * MI, 2000, 500);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, 512 * MI, 1000), 0);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, 512 * MI + 1, 1000), 1);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, 1, 1001), 1);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(NULL, 1LL << 50, 1), 0);
+    eai_budget_free(b);
+}
+
 static void test_bad_new(void)
 {
     CU_ASSERT_PTR_NULL(eai_budget_new(0, 1000, 500));
@@ -155,6 +169,7 @@ static int register_suites(void)
     CU_add_test(s, "larger than a share never fits", test_too_large);
     CU_add_test(s, "give back and the listener", test_give_and_listener);
     CU_add_test(s, "bad totals", test_bad_new);
+    CU_add_test(s, "which backends count, never-fits on any thread", test_counts_backend);
     CU_add_test(s, "refusals", test_refusals);
     CU_add_test(s, "host defaults", test_host_defaults);
     return 0;
