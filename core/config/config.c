@@ -125,6 +125,7 @@ void eai_config_free(struct eai_config *c)
     free(c->sessions_advertise_url);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
+    json_decref(c->node_tenant_shares);
     free(c->callbacks_proxy);
     free(c->source);
     free(c);

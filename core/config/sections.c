@@ -215,7 +215,7 @@ static int sect_scheduler(struct eai_config *c, const char *file, const char *pa
 static int sect_node(struct eai_config *c, const char *file, const char *path, const json_t *v,
                      struct eai_error **err)
 {
-    static const char *const k[] = {"memory_budget", "cpu_budget", "tenant_share", NULL};
+    static const char *const k[] = {"memory_budget", "cpu_budget", "tenant_share", "tenant_shares", NULL};
     if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
         eai_cfg_get_size(file, path, v, "memory_budget", 0, 1LL << 50, &c->node_memory_budget, err) < 0)
         return -1;
@@ -235,6 +235,30 @@ static int sect_node(struct eai_config *c, const char *file, const char *path, c
                                 "expected a number above 0 and at most 1 (the fraction one tenant may hold)");
         int pm = (int)(f * 1000 + 0.5);
         c->node_tenant_share = pm < 1 ? 1 : pm;
+    }
+    /* a tenant's own share instead of tenant_share: {tenant id: fraction} */
+    const json_t *per = json_object_get(v, "tenant_shares");
+    if (per && !json_is_null(per)) {
+        if (!json_is_object(per) || json_object_size(per) > EAI_NODE_TENANT_SHARES_MAX)
+            return eai_cfg_fail(err, file, path, "tenant_shares",
+                                "expected a mapping of at most 10000 tenant ids to fractions");
+        json_t *out = json_object();
+        if (!out)
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        const char *t;
+        const json_t *x;
+        json_object_foreach((json_t *)per, t, x) {
+            double f = json_is_number(x) ? json_number_value(x) : -1;
+            if (!t[0] || strlen(t) > 63 || !(f > 0 && f <= 1)) {
+                json_decref(out);
+                return eai_cfg_fail(err, file, path, "tenant_shares",
+                                    "expected tenant ids (1..63 characters) mapped to numbers above 0 and at most 1");
+            }
+            int pm = (int)(f * 1000 + 0.5);
+            json_object_set_new(out, t, json_integer(pm < 1 ? 1 : pm));
+        }
+        json_decref(c->node_tenant_shares);
+        c->node_tenant_shares = out;
     }
     return 0;
 }

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "exec/budget.h"
 #include "base/errors.h"
 #include "base/log.h"
@@ -27,6 +29,7 @@ struct eai_budget {
     int64_t memory_total, cpu_total;
     int64_t memory_used, cpu_used;
     int share_permille;
+    json_t *shares;                /* tenant -> its own per mille (node.tenant_shares); set at start only */
     struct holder *holders;
     int nholders;
     void (*listener)(void *arg);
@@ -55,6 +58,7 @@ void eai_budget_free(struct eai_budget *b)
         next = h->next;
         free(h);
     }
+    json_decref(b->shares);
     free(b);
 }
 
@@ -150,10 +154,22 @@ struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct e
         eai_error_set(err, EAI_E_INTERNAL, "out of memory making the node budget");
         return NULL;
     }
+    const char *t;
+    const json_t *x;
+    json_object_foreach(cfg ? cfg->node_tenant_shares : NULL, t, x) {
+        if (eai_budget_set_tenant_share(b, t, (int)json_integer_value(x)) < 0) {
+            eai_budget_free(b);
+            eai_error_set(err, EAI_E_INTERNAL, "out of memory making the node budget");
+            return NULL;
+        }
+    }
     eai_log(BUDGET_COMPONENT, EAI_LOG_INFO,
             "node budget: memory %" PRId64 " bytes%s, cpu %" PRId64 "m%s, a tenant at most %d.%d%%",
             b->memory_total, mem > 0 ? "" : " (80% of the host's)", b->cpu_total,
             cpu > 0 ? "" : " (8x the host's CPUs)", share / 10, share % 10);
+    if (b->shares)
+        eai_log(BUDGET_COMPONENT, EAI_LOG_INFO, "node budget: %zu tenant(s) with their own share (node.tenant_shares)",
+                json_object_size(b->shares));
     eai_budget_gauges(b);
     return b;
 }
@@ -168,14 +184,32 @@ static struct holder *find(const struct eai_budget *b, const char *tenant)
     return NULL;
 }
 
-int64_t eai_budget_tenant_memory_cap(const struct eai_budget *b)
+int eai_budget_set_tenant_share(struct eai_budget *b, const char *tenant, int share_permille)
 {
-    return b ? b->memory_total / 1000 * b->share_permille + b->memory_total % 1000 * b->share_permille / 1000 : 0;
+    if (!b || !tenant || !tenant[0] || share_permille < 1 || share_permille > 1000)
+        return -1;
+    if (!b->shares && !(b->shares = json_object()))
+        return -1;
+    return json_object_set_new(b->shares, tenant, json_integer(share_permille));
 }
 
-int64_t eai_budget_tenant_cpu_cap(const struct eai_budget *b)
+static int64_t share_of(const struct eai_budget *b, const char *tenant)
 {
-    return b ? b->cpu_total * b->share_permille / 1000 : 0;
+    const json_t *x = tenant && b->shares ? json_object_get(b->shares, tenant) : NULL;
+    return x ? json_integer_value(x) : b->share_permille;
+}
+
+int64_t eai_budget_tenant_memory_cap(const struct eai_budget *b, const char *tenant)
+{
+    if (!b)
+        return 0;
+    int64_t pm = share_of(b, tenant);
+    return b->memory_total / 1000 * pm + b->memory_total % 1000 * pm / 1000;
+}
+
+int64_t eai_budget_tenant_cpu_cap(const struct eai_budget *b, const char *tenant)
+{
+    return b ? b->cpu_total * share_of(b, tenant) / 1000 : 0;
 }
 
 int eai_budget_counts_backend(const char *backend)
@@ -183,9 +217,9 @@ int eai_budget_counts_backend(const char *backend)
     return backend && strcmp(backend, "k8s") != 0;
 }
 
-int eai_budget_exceeds_share(const struct eai_budget *b, int64_t memory, int64_t cpu)
+int eai_budget_exceeds_share(const struct eai_budget *b, const char *tenant, int64_t memory, int64_t cpu)
 {
-    return b && (memory > eai_budget_tenant_memory_cap(b) || cpu > eai_budget_tenant_cpu_cap(b));
+    return b && (memory > eai_budget_tenant_memory_cap(b, tenant) || cpu > eai_budget_tenant_cpu_cap(b, tenant));
 }
 
 enum eai_budget_fit eai_budget_check(const struct eai_budget *b, const char *tenant, int64_t memory, int64_t cpu)
@@ -196,7 +230,7 @@ enum eai_budget_fit eai_budget_check(const struct eai_budget *b, const char *ten
         memory = 0;
     if (cpu < 0)
         cpu = 0;
-    int64_t mcap = eai_budget_tenant_memory_cap(b), ccap = eai_budget_tenant_cpu_cap(b);
+    int64_t mcap = eai_budget_tenant_memory_cap(b, tenant), ccap = eai_budget_tenant_cpu_cap(b, tenant);
     if (memory > mcap || cpu > ccap)
         return EAI_BUDGET_TOO_LARGE;
     const struct holder *h = tenant ? find(b, tenant) : NULL;
@@ -317,14 +351,16 @@ struct eai_error *eai_budget_refusal(const struct eai_budget *b, enum eai_budget
     char msg[300];
     if (fit == EAI_BUDGET_TOO_LARGE)
         snprintf(msg, sizeof msg,
-                 "%" PRId64 " MiB and %" PRId64 "m CPU are more than one tenant may hold on a node"
+                 "%" PRId64 " MiB and %" PRId64 "m CPU are more than the tenant may hold on a node"
                  " (%" PRId64 " MiB and %" PRId64 "m: node.tenant_share)",
-                 memory >> 20, cpu, eai_budget_tenant_memory_cap(b) >> 20, eai_budget_tenant_cpu_cap(b));
+                 memory >> 20, cpu, eai_budget_tenant_memory_cap(b, tenant) >> 20,
+                 eai_budget_tenant_cpu_cap(b, tenant));
     else if (fit == EAI_BUDGET_TENANT_FULL)
         snprintf(msg, sizeof msg,
                  "%" PRId64 " MiB and %" PRId64 "m CPU do not fit in the tenant's share of the node"
                  " (%" PRId64 " MiB and %" PRId64 "m of it free: node.tenant_share)",
-                 memory >> 20, cpu, (eai_budget_tenant_memory_cap(b) - tm) >> 20, eai_budget_tenant_cpu_cap(b) - tc);
+                 memory >> 20, cpu, (eai_budget_tenant_memory_cap(b, tenant) - tm) >> 20,
+                 eai_budget_tenant_cpu_cap(b, tenant) - tc);
     else
         snprintf(msg, sizeof msg,
                  "%" PRId64 " MiB and %" PRId64 "m CPU do not fit in the node's budget"

@@ -51,10 +51,14 @@ void eai_budget_host_defaults(int64_t *memory_bytes, int64_t *cpu_millis);
  * its budget: every backend but k8s (its pods run on the cluster's nodes,
  * under the cluster's own admission). */
 int eai_budget_counts_backend(const char *backend);
-/* 1 when memory/cpu alone exceed a tenant's whole share (they can never
- * fit).  Reads only what never changes: safe on any thread (the create
- * job refuses such an execution on its worker). */
-int eai_budget_exceeds_share(const struct eai_budget *b, int64_t memory, int64_t cpu);
+/* A tenant's own share (per mille, 1..1000) instead of the default one
+ * (node.tenant_shares).  At start only, before the budget is shared with
+ * other threads.  0, or -1 (bad value, out of memory). */
+int eai_budget_set_tenant_share(struct eai_budget *b, const char *tenant, int share_permille);
+/* 1 when memory/cpu alone exceed tenant's whole share (they can never
+ * fit).  Reads only what never changes after start: safe on any thread
+ * (the create job refuses such an execution on its worker). */
+int eai_budget_exceeds_share(const struct eai_budget *b, const char *tenant, int64_t memory, int64_t cpu);
 /* Would memory/cpu of tenant fit now?  Takes nothing. */
 enum eai_budget_fit eai_budget_check(const struct eai_budget *b, const char *tenant, int64_t memory, int64_t cpu);
 /* Reserve when it fits (EAI_BUDGET_FITS), else nothing is taken. */
@@ -75,9 +79,10 @@ int64_t eai_budget_memory_used(const struct eai_budget *b);
 int64_t eai_budget_cpu_used(const struct eai_budget *b);
 /* A tenant's reservations (0 when it holds none). */
 void eai_budget_tenant_used(const struct eai_budget *b, const char *tenant, int64_t *memory, int64_t *cpu);
-/* The most one tenant may hold. */
-int64_t eai_budget_tenant_memory_cap(const struct eai_budget *b);
-int64_t eai_budget_tenant_cpu_cap(const struct eai_budget *b);
+/* The most tenant may hold (its own share, or the default one; tenant may
+ * be NULL: the default).  Any thread. */
+int64_t eai_budget_tenant_memory_cap(const struct eai_budget *b, const char *tenant);
+int64_t eai_budget_tenant_cpu_cap(const struct eai_budget *b, const char *tenant);
 /* Tenants holding something. */
 int eai_budget_tenants(const struct eai_budget *b);
 

@@ -187,7 +187,7 @@ static void create_work(void *arg)
     struct eai_exec_limits lim;
     if (!j->session_id[0] && app->budget && eai_budget_counts_backend(j->prof->backend) &&
         eai_exec_limits_parse(json_object_get(rec, "limits"), &lim) == 0 &&
-        eai_budget_exceeds_share(app->budget, lim.memory_bytes, lim.cpu_millis)) {
+        eai_budget_exceeds_share(app->budget, j->tenant, lim.memory_bytes, lim.cpu_millis)) {
         j->err = eai_budget_refusal(app->budget, EAI_BUDGET_TOO_LARGE, j->tenant, lim.memory_bytes, lim.cpu_millis);
         j->refused = 1;
         j->rc = -1;

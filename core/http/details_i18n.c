@@ -251,8 +251,8 @@ static const struct tmpl T[] = {
     {"no such manifest", "pas de tel manifeste"},
     {"no such route", "pas de telle route"},
     /* the node budget (core/exec/budget.c) */
-    {"{} MiB and {}m CPU are more than one tenant may hold on a node ({} MiB and {}m: node.tenant_share)",
-     "{1} Mio et {2}m de CPU dépassent ce qu'un locataire peut détenir sur un nœud ({3} Mio et {4}m : "
+    {"{} MiB and {}m CPU are more than the tenant may hold on a node ({} MiB and {}m: node.tenant_share)",
+     "{1} Mio et {2}m de CPU dépassent ce que le locataire peut détenir sur un nœud ({3} Mio et {4}m : "
      "node.tenant_share)"},
     {"{} MiB and {}m CPU do not fit in the tenant's share of the node ({} MiB and {}m of it free: "
      "node.tenant_share)",

@@ -24,6 +24,9 @@ Cases:
                     fits); its resume is then refused 429 with Retry-After
                     and succeeds once there is room again.
   nothing_left      every session ended: nothing reserved.
+  own_share         node.tenant_shares gives one tenant the whole node:
+                    four sessions, then 429 (its share, the node, is all
+                    held; another tenant: node_budget_exhausted).
   queued_before_pause  (issue 36 item 8; its own eaid, scheduler.max_concurrent
                     1) a session execution queued while the one slot is
                     busy, its session paused meanwhile: once claimed it
@@ -140,6 +143,15 @@ def start():
     S.env = e
     for t in ("bud-a", "bud-b", "bud-c"):
         S.keys[t] = e.make_key(t)
+    # bud-big's own share: the whole node (node.tenant_shares)
+    r = e.cmd("tenants", "create", "bud-big")
+    check(r.returncode == 0, "tenants create: %s" % r.stderr)
+    big = json.loads(r.stdout)["id"]
+    r = e.cmd("keys", "create", "--tenant", big)
+    check(r.returncode == 0, "keys create: %s" % r.stderr)
+    S.keys["bud-big"] = r.stdout.decode().strip()
+    with open(path, "w") as f:  # its id is known now: the config again, with its share
+        f.write(CONFIG.replace("  tenant_share: 0.5\n", "  tenant_share: 0.5\n  tenant_shares:\n    %s: 1\n" % big, 1))
     e.start()
 
 
@@ -269,6 +281,21 @@ def case_nothing_left():
     check(metric("eai_node_budget_tenants") == 0, "no tenant holds any")
 
 
+def case_own_share():
+    # bud-big may hold the whole node: four 256Mi sessions, then the node is full
+    for _ in range(4):
+        create("bud-big")
+    check(reserved()[0] == 1024 * MI, "the whole node to one tenant: %s" % (reserved(),))
+    st, b, h = create("bud-big", expect=429)
+    check(b["error"]["code"] == "tenant_share_exhausted", "its share is the node, all held: %s" % b)
+    # and another tenant holds nothing: refused for the node too
+    st, b, h = create("bud-a", expect=429)
+    check(b["error"]["code"] == "node_budget_exhausted", "another tenant: %s" % b)
+    for sid in list(S.sessions["bud-big"]):
+        delete("bud-big", sid)
+    check(reserved() == (0, 0), "nothing reserved: %s" % (reserved(),))
+
+
 def case_queued_before_pause():
     tmp = tempfile.mkdtemp(prefix="eai-budget8-")
     path = os.path.join(tmp, "eaid.yaml")
@@ -330,6 +357,7 @@ CASES = [
     ("wait_bounded", case_wait_bounded),
     ("pause_resume_releases", case_pause_resume_releases),
     ("nothing_left", case_nothing_left),
+    ("own_share", case_own_share),
     ("queued_before_pause", case_queued_before_pause),
 ]
 

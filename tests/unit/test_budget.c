@@ -17,8 +17,8 @@ static void test_node_and_share(void)
     /* 1 GiB, 2000m; a tenant at most half: 512 MiB, 1000m */
     struct eai_budget *b = eai_budget_new(1024 * MI, 2000, 500);
     CU_ASSERT_PTR_NOT_NULL_FATAL(b);
-    CU_ASSERT_EQUAL(eai_budget_tenant_memory_cap(b), 512 * MI);
-    CU_ASSERT_EQUAL(eai_budget_tenant_cpu_cap(b), 1000);
+    CU_ASSERT_EQUAL(eai_budget_tenant_memory_cap(b, "a"), 512 * MI);
+    CU_ASSERT_EQUAL(eai_budget_tenant_cpu_cap(b, NULL), 1000);
     CU_ASSERT_EQUAL(eai_budget_take(b, "a", 256 * MI, 500), EAI_BUDGET_FITS);
     CU_ASSERT_EQUAL(eai_budget_take(b, "a", 256 * MI, 500), EAI_BUDGET_FITS);
     /* a's share is full; b still gets in */
@@ -109,10 +109,33 @@ static void test_counts_backend(void)
     CU_ASSERT_EQUAL(eai_budget_counts_backend("k8s"), 0); /* pods run on the cluster's nodes */
     CU_ASSERT_EQUAL(eai_budget_counts_backend(NULL), 0);
     struct eai_budget *b = eai_budget_new(1024 * MI, 2000, 500);
-    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, 512 * MI, 1000), 0);
-    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, 512 * MI + 1, 1000), 1);
-    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, 1, 1001), 1);
-    CU_ASSERT_EQUAL(eai_budget_exceeds_share(NULL, 1LL << 50, 1), 0);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, "a", 512 * MI, 1000), 0);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, "a", 512 * MI + 1, 1000), 1);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, "a", 1, 1001), 1);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(NULL, "a", 1LL << 50, 1), 0);
+    eai_budget_free(b);
+}
+
+static void test_own_share(void)
+{
+    /* default a quarter; "big" may hold 3/4, "tiny" a tenth */
+    struct eai_budget *b = eai_budget_new(1000 * MI, 4000, 250);
+    CU_ASSERT_EQUAL(eai_budget_set_tenant_share(b, "big", 750), 0);
+    CU_ASSERT_EQUAL(eai_budget_set_tenant_share(b, "tiny", 100), 0);
+    CU_ASSERT_EQUAL(eai_budget_set_tenant_share(b, "bad", 0), -1);
+    CU_ASSERT_EQUAL(eai_budget_set_tenant_share(b, "bad", 1001), -1);
+    CU_ASSERT_EQUAL(eai_budget_tenant_memory_cap(b, "big"), 750 * MI);
+    CU_ASSERT_EQUAL(eai_budget_tenant_cpu_cap(b, "tiny"), 400);
+    CU_ASSERT_EQUAL(eai_budget_tenant_cpu_cap(b, "other"), 1000);
+    CU_ASSERT_EQUAL(eai_budget_take(b, "big", 600 * MI, 100), EAI_BUDGET_FITS);   /* above the default share */
+    CU_ASSERT_EQUAL(eai_budget_take(b, "tiny", 101 * MI, 100), EAI_BUDGET_TOO_LARGE);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, "tiny", 101 * MI, 1), 1);
+    CU_ASSERT_EQUAL(eai_budget_exceeds_share(b, "big", 700 * MI, 1), 0);
+    CU_ASSERT_EQUAL(eai_budget_take(b, "other", 250 * MI, 100), EAI_BUDGET_FITS);
+    /* the node: 850 of 1000 MiB held, then 950 */
+    CU_ASSERT_EQUAL(eai_budget_take(b, "big", 151 * MI, 100), EAI_BUDGET_TENANT_FULL); /* 751 > 750 */
+    CU_ASSERT_EQUAL(eai_budget_take(b, "tiny", 100 * MI, 100), EAI_BUDGET_FITS);
+    CU_ASSERT_EQUAL(eai_budget_take(b, "x", 100 * MI, 100), EAI_BUDGET_NODE_FULL);
     eai_budget_free(b);
 }
 
@@ -169,6 +192,7 @@ static int register_suites(void)
     CU_add_test(s, "larger than a share never fits", test_too_large);
     CU_add_test(s, "give back and the listener", test_give_and_listener);
     CU_add_test(s, "bad totals", test_bad_new);
+    CU_add_test(s, "a tenant's own share (node.tenant_shares)", test_own_share);
     CU_add_test(s, "which backends count, never-fits on any thread", test_counts_backend);
     CU_add_test(s, "refusals", test_refusals);
     CU_add_test(s, "host defaults", test_host_defaults);

@@ -182,6 +182,8 @@ static void test_strict(void)
     expect_error("b3.yaml", "node:\n  cpu_budget: lots\n", "/node", "'cpu_budget'");
     expect_error("b4.yaml", "node:\n  memory_budget: -1\n", "/node", "'memory_budget'");
     expect_error("b5.yaml", "node:\n  memory: 1Gi\n", "/node", "'memory'");
+    expect_error("b6.yaml", "node:\n  tenant_shares: {t1: 2}\n", "/node", "'tenant_shares'");
+    expect_error("b7.yaml", "node:\n  tenant_shares: [0.5]\n", "/node", "'tenant_shares'");
 }
 
 /* node: the budget executions and sessions share (docs/admission.md) */
@@ -202,11 +204,13 @@ static void test_node_budget(void)
     CU_ASSERT_EQUAL(c->node_cpu_budget, 3500);
     CU_ASSERT_EQUAL(c->node_tenant_share, 250);
     eai_config_free(c);
-    path = write_file("node2.yaml", "node:\n  cpu_budget: 16\n  tenant_share: 1\n");
+    path = write_file("node2.yaml", "node:\n  cpu_budget: 16\n  tenant_share: 1\n  tenant_shares: {big: 0.75, tiny: 0.1}\n");
     c = eai_config_load(path, &err);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL(c->node_cpu_budget, 16000);
     CU_ASSERT_EQUAL(c->node_tenant_share, 1000);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c->node_tenant_shares, "big")), 750);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c->node_tenant_shares, "tiny")), 100);
     eai_config_free(c);
 }
 
