@@ -147,8 +147,12 @@ struct eai_budget *eai_budget_from_config(const struct eai_config *cfg, struct e
     int64_t mem = cfg ? cfg->node_memory_budget : 0, cpu = cfg ? cfg->node_cpu_budget : 0;
     int share = cfg && cfg->node_tenant_share > 0 ? cfg->node_tenant_share : 500;
     int64_t hm = 0, hc = 0;
-    if (mem <= 0 || cpu <= 0)
-        eai_budget_host_defaults(&hm, &hc);
+    eai_budget_host_defaults(&hm, &hc);
+    if (mem > 0 && mem > hm / 8 * 10)
+        eai_log(BUDGET_COMPONENT, EAI_LOG_WARN,
+                "node.memory_budget (%" PRId64 " bytes) is more than this host's memory (%" PRId64
+                " bytes): sandboxes may be OOM-killed, or eaid",
+                mem, hm / 8 * 10);
     struct eai_budget *b = eai_budget_new(mem > 0 ? mem : hm, cpu > 0 ? cpu : hc, share);
     if (!b) {
         eai_error_set(err, EAI_E_INTERNAL, "out of memory making the node budget");
