@@ -45,15 +45,16 @@ static void refuse(struct eai_app *app, struct eai_req *r, const char *action, c
     eai_reply_error(r, code, details);
 }
 
-/* The refusal of err (its code and details): a 429 of the node budget
- * with Retry-After (docs/admission.md). */
+/* The refusal of err (its code and details; its message as the detail
+ * when with_message): a 429 of the node budget with Retry-After
+ * (docs/admission.md). */
 static void refuse_err(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
-                       const struct eai_error *err)
+                       const struct eai_error *err, int with_message)
 {
     enum eai_code code = err ? err->code : EAI_E_INTERNAL;
-    json_t *details = err && err->details ? json_incref(err->details)
-                      : err && err->message ? detail1("", err->message)
-                                            : NULL;
+    json_t *details = err && err->details                     ? json_incref(err->details)
+                      : with_message && err && err->message ? detail1("", err->message)
+                                                            : NULL;
     if (code == EAI_E_NODE_BUDGET_EXHAUSTED || code == EAI_E_TENANT_SHARE_EXHAUSTED) {
         audit_deny(app, r, action, target, eai_code_name(code));
         char ra[48];
@@ -209,7 +210,7 @@ static void create_answer(struct eai_req *r, void *arg)
     if (ses_budget_take(s, &err) < 0) {
         eai_log_req(SES_COMPONENT, EAI_LOG_INFO, eai_req_id(r), "session refused: %s",
                     err && err->message ? err->message : "?");
-        refuse_err(app, r, "sandbox.session.create", "", err);
+        refuse_err(app, r, "sandbox.session.create", "", err, 0);
         eai_error_free(err);
         ses_free(s);
         return;
@@ -526,7 +527,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
         }
         if (s->state != SES_RESUMING && ses_resume(s, &err) < 0) {
             json_decref(body);
-            refuse_err(app, r, "sandbox.execute", s->id, err);
+            refuse_err(app, r, "sandbox.execute", s->id, err, 0);
             eai_error_free(err);
             return;
         }
@@ -631,7 +632,7 @@ static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
         if ((pause ? ses_pause(s, &err) : ses_resume(s, &err)) < 0) {
             if (pause)
                 s->paused_by[0] = 0;
-            refuse_err(app, r, action, s->id, err);
+            refuse_err(app, r, action, s->id, err, 1);
             eai_error_free(err);
             return;
         }
