@@ -20,7 +20,7 @@
  * with a live sandbox on this node). */
 struct holder {
     struct holder *next;
-    char tenant[64];
+    char *tenant;                  /* owned: any length a tenant id has */
     int64_t memory, cpu;
     int n;                         /* reservations held */
 };
@@ -56,6 +56,7 @@ void eai_budget_free(struct eai_budget *b)
     struct holder *h = b->holders, *next;
     for (; h; h = next) {
         next = h->next;
+        free(h->tenant);
         free(h);
     }
     json_decref(b->shares);
@@ -257,9 +258,10 @@ int eai_budget_force(struct eai_budget *b, const char *tenant, int64_t memory, i
     struct holder *h = find(b, tenant);
     if (!h) {
         h = calloc(1, sizeof *h);
-        if (!h)
+        if (!h || !(h->tenant = strdup(tenant))) {
+            free(h);
             return -1;
-        snprintf(h->tenant, sizeof h->tenant, "%s", tenant);
+        }
         h->next = b->holders;
         b->holders = h;
         b->nholders++;
@@ -312,6 +314,7 @@ void eai_budget_give(struct eai_budget *b, const char *tenant, int64_t memory, i
         b->memory_used -= h->memory;
         b->cpu_used -= h->cpu;
         *pp = h->next;
+        free(h->tenant);
         free(h);
         b->nholders--;
     }

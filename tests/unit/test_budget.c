@@ -96,6 +96,17 @@ static void test_give_and_listener(void)
     eai_budget_give(b, "a", 100, 100);
     CU_ASSERT_EQUAL(eai_budget_memory_used(b), 0);
     CU_ASSERT_EQUAL(eai_budget_cpu_used(b), 0);
+    /* a tenant id of any length is one holder */
+    char longid[200];
+    memset(longid, 'x', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    CU_ASSERT_EQUAL(eai_budget_take(b, longid, 10, 10), EAI_BUDGET_FITS);
+    CU_ASSERT_EQUAL(eai_budget_take(b, longid, 10, 10), EAI_BUDGET_FITS);
+    CU_ASSERT_EQUAL(eai_budget_tenants(b), 1);
+    eai_budget_give(b, longid, 10, 10);
+    eai_budget_give(b, longid, 10, 10);
+    CU_ASSERT_EQUAL(eai_budget_tenants(b), 0);
+    CU_ASSERT_EQUAL(eai_budget_memory_used(b), 0);
     /* NULL budget: everything fits, nothing is held */
     CU_ASSERT_EQUAL(eai_budget_take(NULL, "a", 1LL << 50, 1 << 30), EAI_BUDGET_FITS);
     eai_budget_give(NULL, "a", 1, 1);
