@@ -27,6 +27,9 @@ Cases:
   own_share         node.tenant_shares gives one tenant the whole node:
                     four sessions, then 429 (its share, the node, is all
                     held; another tenant: node_budget_exhausted).
+  pg_waiting_lease_renewed  (only with EAI_TEST_PG_*_URL) on PostgreSQL with
+                    lease_ms 3000, an execution waiting 8 s for the budget
+                    keeps its lease renewed, then runs.
   queued_before_pause  (issue 36 item 8; its own eaid, scheduler.max_concurrent
                     1) a session execution queued while the one slot is
                     busy, its session paused meanwhile: once claimed it
@@ -350,6 +353,52 @@ def case_queued_before_pause():
         e.stop()
 
 
+def case_pg_waiting_lease_renewed():
+    """PostgreSQL (when EAI_TEST_PG_*_URL are set): an execution waiting on
+    the node keeps its lease renewed (lease_ms 3000, it waits 8 s: the
+    stale scan of any replica would otherwise take it) and runs once room
+    comes."""
+    urls = eaid_env.pg_urls()
+    if not urls:
+        print("  (no EAI_TEST_PG_*_URL: skipped)")
+        return
+    owner, app, sup = urls
+    eaid_env.pg_fresh_db(sup, "eai_budget")
+    tmp = tempfile.mkdtemp(prefix="eai-budgetpg-")
+    path = os.path.join(tmp, "eaid.yaml")
+    with open(path, "w") as f:
+        f.write("node:\n  memory_budget: 512Mi\n  tenant_share: 1\nscheduler:\n  lease_ms: 3000\n")
+    e = Env(config=path, tmp=tmp, env={"EAI_AUTH_PEPPER_FILE": eaid_env.write_pepper(tmp)})
+    e.own_tmp = True
+    e.pg_migrate(eaid_env.with_db(owner, "eai_budget"), eaid_env.with_db(app, "eai_budget"))
+    e.make_key("bud-pg")
+    e.start()
+    try:
+        st, b = e.api("POST", "/v1/sandbox/sessions",
+                      {"profile": PROFILE, "image": IMAGE, "limits": {"memory": "512Mi"}}, timeout=60)
+        check(st == 201, "the session that fills the node: %s %s" % (st, b))
+        sid = b["id"]
+        st, b = e.api("POST", "/v1/sandbox/executions",
+                      {"profile": PROFILE, "image": IMAGE, "command": ["echo", "late"], "limits": {"timeout_s": 60}})
+        check(st == 202, "execution: %s %s" % (st, b))
+        eid = b["id"]
+        time.sleep(8)
+        lease = eaid_env.psql(eaid_env.with_db(sup, "eai_budget"),
+                              "SELECT status || ' ' || (lease_until - (extract(epoch from now()) * 1000)::bigint)"
+                              " FROM eai.sandbox_executions WHERE id = '%s'" % eid[4:])
+        status, left = lease.split()
+        check(status == "running" and int(left) > 0, "claimed, waiting, its lease renewed: %s" % lease)
+        st, r = e.api("GET", "/v1/sandbox/executions/" + eid)
+        check(r["status"] == "running" and not r.get("finished_at"), "still waiting: %s" % r)
+        st, b = e.api("DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
+        check(st == 200, "delete: %s %s" % (st, b))
+        r = e.wait_terminal(eid, timeout=60)
+        check(r["status"] == "succeeded" and r["stdout"] == "late\n", "ran once room came: %s" % r)
+    finally:
+        e.stop()
+        eaid_env.psql(sup, "DROP DATABASE IF EXISTS eai_budget WITH (FORCE)")
+
+
 CASES = [
     ("share_and_429", case_share_and_429),
     ("never_fits", case_never_fits),
@@ -359,6 +408,7 @@ CASES = [
     ("nothing_left", case_nothing_left),
     ("own_share", case_own_share),
     ("queued_before_pause", case_queued_before_pause),
+    ("pg_waiting_lease_renewed", case_pg_waiting_lease_renewed),
 ]
 
 if __name__ == "__main__":
