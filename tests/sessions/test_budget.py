@@ -158,6 +158,22 @@ def start():
     e.start()
 
 
+def stop_clean(e, keys=None):
+    """Stop e after deleting the live sessions of every key's tenant: a stop
+    keeps idle sessions on the host for the next start (sessions.md), and a
+    failed case must leave nothing behind either."""
+    for key in keys or [e.key]:
+        try:
+            if e.proc and e.proc.poll() is None:
+                h = {"Authorization": "Bearer " + key}
+                st, b = e.api("GET", "/v1/sandbox/sessions?status=live", headers=h)
+                for i in (b.get("items") or []) if st == 200 else []:
+                    e.api("DELETE", "/v1/sandbox/sessions/" + i["id"], headers=h, timeout=60)
+        except (OSError, ValueError):
+            pass
+    e.stop()
+
+
 def case_share_and_429():
     check(metric("eai_node_budget_memory_bytes", 'kind="total"') == 1024 * MI, "total memory gauge")
     check(metric("eai_node_budget_cpu_millicores", 'kind="total"') == 4000, "total cpu gauge")
@@ -350,7 +366,7 @@ def case_queued_before_pause():
         st, b = e.api("DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
         check(st == 200, "delete: %s %s" % (st, b))
     finally:
-        e.stop()
+        stop_clean(e)
 
 
 def case_pg_waiting_lease_renewed():
@@ -395,7 +411,7 @@ def case_pg_waiting_lease_renewed():
         r = e.wait_terminal(eid, timeout=60)
         check(r["status"] == "succeeded" and r["stdout"] == "late\n", "ran once room came: %s" % r)
     finally:
-        e.stop()
+        stop_clean(e)
         eaid_env.psql(sup, "DROP DATABASE IF EXISTS eai_budget WITH (FORCE)")
 
 
@@ -420,10 +436,4 @@ if __name__ == "__main__":
     try:
         run_cases(CASES, only_env="EAI_BUDGET_ONLY")
     finally:
-        try:
-            for t, ids in list(S.sessions.items()):
-                for sid in list(ids):
-                    call("DELETE", "/v1/sandbox/sessions/" + sid, S.keys[t])
-        except (OSError, ValueError):
-            pass
-        S.env.stop()
+        stop_clean(S.env, list(S.keys.values()))
