@@ -71,6 +71,7 @@ struct eai_app {
 
     struct eai_exec *exec;                    /* core/exec/exec.c: scheduler, watch hub, parked requests */
     struct eai_sessions *sessions;            /* core/session/session.c: live sessions of this node */
+    struct eai_budget *budget;                /* core/exec/budget.c: the node budget they share */
     struct eai_dlv *delivery;                 /* core/obs/delivery.c: outbox, audit sink */
     struct eai_egress_host *egress;           /* core/net/egress_host.c: NULL when egress is off */
     char pepper[65];                          /* hex HMAC key for API keys */

@@ -32,6 +32,7 @@
 #include "obs/delivery.h"
 #include "base/errors.h"
 #include "exec/exec.h"
+#include "exec/budget.h"
 #include "mcp/mcp.h"
 #include "session/session.h"
 #include "vol/volume.h"
@@ -496,6 +497,9 @@ int eai_app_start(struct eai_app *app, struct event_base *base, struct eai_confi
     app->egress = eai_egress_host_start(app); /* NULL: granted egress is refused on local backends */
     eai_host_set_egress(app->host, app->egress); /* the warm pool for egress (host->netns_take) */
     eai_obs_app_metrics(app);
+    /* the node budget executions and sessions share (docs/admission.md) */
+    if (!app->budget && !(app->budget = eai_budget_from_config(cfg, err)))
+        goto fail;
     if (eai_exec_start(app, err) < 0)
         goto fail;
     started_exec = 1;
@@ -572,6 +576,9 @@ void eai_app_stop(struct eai_app *app)
     eai_app_storage_close(&app->storage);
     app->store = NULL;
     profiles_free(app);
+    /* last: no run or session gives anything back any more */
+    eai_budget_free(app->budget);
+    app->budget = NULL;
     eai_schema_free(app->schema_execution);
     eai_schema_free(app->schema_tool_manifest);
     app->schema_execution = app->schema_tool_manifest = NULL;

@@ -61,6 +61,7 @@ static struct eai_config *eai_config_defaults(void)
     c->volumes_max_per_tenant = 16;
     c->volumes_max_total_bytes = 64LL << 30;
     c->volumes_usage_period_s = 3600;
+    c->node_tenant_share = 500;
     c->sessions_max_per_tenant = 10;
     c->sessions_max_concurrent = 4;
     c->sessions_idle_timeout_s = 300;
@@ -134,6 +135,7 @@ void eai_config_free(struct eai_config *c)
     free(c->sessions_handoff_dir);
     json_decref(c->profiles);
     json_decref(c->callbacks_allow);
+    json_decref(c->node_tenant_shares);
     free(c->callbacks_proxy);
     free(c->source);
     free(c);

@@ -38,6 +38,8 @@ struct eai_jwt_cfg {
 };
 void eai_cfg_jwt_free(struct eai_jwt_cfg *j);
 
+#define EAI_NODE_TENANT_SHARES_MAX 10000 /* node.tenant_shares entries */
+
 struct eai_config {
     char *listen;              /* "127.0.0.1:8080"          (server.listen, EAI_LISTEN) */
     char *data_dir;            /* "./var" made absolute      (data_dir, EAI_DATA_DIR) */
@@ -120,6 +122,11 @@ struct eai_config {
     int64_t callbacks_backoff_cap_ms;/* 300000: longest wait between attempts */
     int64_t callbacks_max_attempts;  /* 30: then the event is dropped (state gave_up) */
     char *callbacks_proxy;           /* NULL: none ("http://host:port": callbacks go through it) */
+    /* the node budget (docs/admission.md): 0 = the host's (budget.c) */
+    int64_t node_memory_budget;         /* 0     bytes executions and sessions may reserve (node.memory_budget) */
+    int64_t node_cpu_budget;            /* 0     millicores they may reserve (node.cpu_budget) */
+    int node_tenant_share;              /* 500   per mille of each one tenant may hold (node.tenant_share 0.5) */
+    json_t *node_tenant_shares;         /* NULL  tenant id -> its own per mille (node.tenant_shares) */
     /* sessions (docs/sessions.md) */
     int sessions_max_per_tenant;        /* 10    live sessions of one tenant (sessions.max_per_tenant) */
     int sessions_max_concurrent;        /* 4     most executions at once a session may ask for */

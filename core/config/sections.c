@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "config/cfg_read.h"
+#include "config/config_check.h"
 #include "config/config.h"
 #include "obs/callback.h"
 #include "base/errors.h"
@@ -207,6 +208,58 @@ static int sect_scheduler(struct eai_config *c, const char *file, const char *pa
                           err) < 0 ||
         eai_cfg_get_int(file, path, v, "lease_ms", 3000, 3600000, &c->lease_ms, err) < 0)
         return -1;
+    return 0;
+}
+
+/* node: the budget executions and sessions share (docs/admission.md). */
+static int sect_node(struct eai_config *c, const char *file, const char *path, const json_t *v,
+                     struct eai_error **err)
+{
+    static const char *const k[] = {"memory_budget", "cpu_budget", "tenant_share", "tenant_shares", NULL};
+    if (eai_cfg_check_keys(file, path, v, k, err) < 0 ||
+        eai_cfg_get_size(file, path, v, "memory_budget", 0, 1LL << 50, &c->node_memory_budget, err) < 0)
+        return -1;
+    const json_t *cpu = json_object_get(v, "cpu_budget");
+    if (cpu && !json_is_null(cpu)) {
+        int64_t m = -1;
+        if (eai_cfg_quantity_cpu(cpu, &m) < 0 || m < 0 || m > 100000000)
+            return eai_cfg_fail(err, file, path, "cpu_budget",
+                                "expected a CPU quantity like 4, 2.5 or 3500m (0: one core per CPU of the host)");
+        c->node_cpu_budget = m;
+    }
+    const json_t *sh = json_object_get(v, "tenant_share");
+    if (sh && !json_is_null(sh)) {
+        double f = json_is_number(sh) ? json_number_value(sh) : -1;
+        if (!(f > 0 && f <= 1))
+            return eai_cfg_fail(err, file, path, "tenant_share",
+                                "expected a number above 0 and at most 1 (the fraction one tenant may hold)");
+        int pm = (int)(f * 1000 + 0.5);
+        c->node_tenant_share = pm < 1 ? 1 : pm;
+    }
+    /* a tenant's own share instead of tenant_share: {tenant id: fraction} */
+    const json_t *per = json_object_get(v, "tenant_shares");
+    if (per && !json_is_null(per)) {
+        if (!json_is_object(per) || json_object_size(per) > EAI_NODE_TENANT_SHARES_MAX)
+            return eai_cfg_fail(err, file, path, "tenant_shares",
+                                "expected a mapping of at most 10000 tenant ids to fractions");
+        json_t *out = json_object();
+        if (!out)
+            return eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+        const char *t;
+        const json_t *x;
+        json_object_foreach((json_t *)per, t, x) {
+            double f = json_is_number(x) ? json_number_value(x) : -1;
+            if (!t[0] || strlen(t) > 63 || !(f > 0 && f <= 1)) {
+                json_decref(out);
+                return eai_cfg_fail(err, file, path, "tenant_shares",
+                                    "expected tenant ids (1..63 characters) mapped to numbers above 0 and at most 1");
+            }
+            int pm = (int)(f * 1000 + 0.5);
+            json_object_set_new(out, t, json_integer(pm < 1 ? 1 : pm));
+        }
+        json_decref(c->node_tenant_shares);
+        c->node_tenant_shares = out;
+    }
     return 0;
 }
 
@@ -424,6 +477,7 @@ const struct eai_cfg_section eai_cfg_sections[] = {
     {"telemetry", 1, sect_telemetry},
     {"storage", 1, sect_storage},
     {"scheduler", 1, sect_scheduler},
+    {"node", 1, sect_node},
     {"limits", 1, sect_limits},
     {"sandbox", 1, sect_sandbox},
     {"collect", 1, sect_collect},

@@ -17,6 +17,7 @@
 #include "exec/watch.h"
 #include "http/park.h"
 #include "http/req_audit.h"
+#include "exec/budget.h"
 #include "exec/exec_validate.h"
 #include "obs/callback.h"
 #include "images/images.h"
@@ -188,6 +189,19 @@ static void create_work(void *arg)
                                "volumes need a backend that mounts them on this node (gvisor); the backend '%s' "
                                "of profile '%s' cannot (docs/volumes.md)",
                                j->prof->backend, j->prof->name);
+        j->refused = 1;
+        j->rc = -1;
+        json_decref(rec);
+        return;
+    }
+    /* Limits that can never fit in a tenant's share of the node budget
+     * (docs/admission.md): refused now rather than failed once claimed.
+     * Inside a session the session holds the limits; k8s runs elsewhere. */
+    struct eai_exec_limits lim;
+    if (!j->session_id[0] && app->budget && eai_budget_counts_backend(j->prof->backend) &&
+        eai_exec_limits_parse(json_object_get(rec, "limits"), &lim) == 0 &&
+        eai_budget_exceeds_share(app->budget, j->tenant, lim.memory_bytes, lim.cpu_millis)) {
+        j->err = eai_budget_refusal(app->budget, EAI_BUDGET_TOO_LARGE, j->tenant, lim.memory_bytes, lim.cpu_millis);
         j->refused = 1;
         j->rc = -1;
         json_decref(rec);

@@ -14,6 +14,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "config/config.h"
+#include "exec/budget.h"
 #include "exec/exec_result.h"
 #include "exec/exec_validate.h"
 #include "net/egress_host.h"
@@ -38,6 +39,7 @@ void sched_run_free(struct eai_run *r)
 {
     if (!r)
         return;
+    sched_run_budget_give(r);
     if (r->egress_lease)
         json_decref(eai_egress_lease_close(r->egress_lease));
     eai_vols_detach(r->s ? r->s->app : NULL, r->vol_att);
@@ -163,7 +165,11 @@ static int run_build_job(struct eai_sched *s, struct eai_run *r)
     jb->traceparent = r->traceparent[0] ? r->traceparent : NULL;
     jb->cpu_millis = lim.cpu_millis;
     jb->memory_bytes = lim.memory_bytes;
-    jb->timeout_ms = lim.timeout_s * 1000;
+    /* the time it waited for the node budget counts against its timeout
+     * (sched_budget.c ended it before it was all gone) */
+    jb->timeout_ms = lim.timeout_s * 1000 - r->waited_ms;
+    if (jb->timeout_ms < 1000 && lim.timeout_s > 0)
+        jb->timeout_ms = 1000;
     jb->pids = lim.pids;
     /* one byte past the cap: a backend that stops reading at the cap still
      * shows core that there was more (the *_truncated flags) */
@@ -264,6 +270,7 @@ static void cb_exit(void *arg, const struct eai_iso_result *res)
     r->live = 0;
     s->nlive--;
     sched_gauges(s);
+    sched_run_budget_give(r); /* the sandbox is gone */
     /* runsc's own failure line on the program's stderr: not the program's */
     eai_watch_output_end(r->live_state, res->size >= EAI_ISO_RESULT_SIZE_1_2 ? res->stderr_runtime_bytes : 0);
     json_t *patch = eai_exec_result_patch(res);
@@ -416,7 +423,7 @@ static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
 }
 
 /* Start one claimed execution (or reattach one when recover is set). */
-void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
+void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover, int64_t waited_ms)
 {
     struct eai_run *r = run_new(s, rec);
     if (!r)
@@ -425,6 +432,15 @@ void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover)
         eai_log(SCHED_COMPONENT, EAI_LOG_ERROR, "claimed execution without id or tenant");
         sched_run_free(r);
         return;
+    }
+    r->waited_ms = waited_ms;
+    /* its part of the node budget until its end (sched_budget_admit found
+     * it fits; a reattached one runs already: it counts whatever the sum) */
+    int64_t mem, cpu;
+    if (sched_budget_need(s, rec, &mem, &cpu) && eai_budget_force(s->app->budget, r->tenant, mem, cpu) == 0) {
+        r->budget = s->app->budget;
+        r->bud_memory = mem;
+        r->bud_cpu = cpu;
     }
     r->prof = eai_app_profile(s->app, eai_jstr(rec, "profile"));
     r->iso = r->prof ? r->prof->iso : NULL;

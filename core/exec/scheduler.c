@@ -132,11 +132,8 @@ static void claim_done(void *arg)
         }
         sched_timer_in(s->claim_ev, SCHED_RETRY_MS);
     } else {
-        for (size_t i = 0; i < n; i++) {
-            json_t *rec = json_incref(json_array_get(j->out, i));
-            eai_watch_status(s->hub, eai_jstr(rec, "id"), eai_jstr(rec, "tenant_id"), "running", NULL);
-            sched_run_start(s, rec, 0);
-        }
+        for (size_t i = 0; i < n; i++) /* started, or waiting for the node budget */
+            sched_budget_admit(s, json_incref(json_array_get(j->out, i)));
         if (s->claim_again || (n > 0 && ((int)n == j->max || j->exclude)))
             eai_sched_kick(s);
         else
@@ -189,6 +186,13 @@ static struct claim_job *claim_prepare(struct eai_sched *s)
     int maxc = cfg && cfg->max_concurrent > 0 ? cfg->max_concurrent : 8;
     int per = cfg && cfg->max_per_tenant > 0 ? cfg->max_per_tenant : maxc;
     int free_slots = maxc - s->nlive;
+    /* executions waiting for the node budget hold no slot (one in a
+     * session must still get through) but bound the claims: at most
+     * max_concurrent of them */
+    if (s->nwaiting >= maxc)
+        free_slots = 0;
+    else if (free_slots > maxc - s->nwaiting)
+        free_slots = maxc - s->nwaiting;
     if (free_slots <= 0) {
         s->claim_again = 0;
         sched_timer_in(s->claim_ev, SCHED_IDLE_POLL_MS);
@@ -226,6 +230,10 @@ static struct claim_job *claim_prepare(struct eai_sched *s)
             if (r->live)
                 json_object_set_new(count, r->tenant,
                                     json_integer(json_integer_value(json_object_get(count, r->tenant)) + 1));
+        /* and those of the tenant waiting for the budget */
+        for (struct sched_wait *w = s->waiting; w; w = w->next)
+            json_object_set_new(count, w->tenant,
+                                json_integer(json_integer_value(json_object_get(count, w->tenant)) + 1));
         const char *t;
         json_t *c;
         json_object_foreach(count, t, c) {
@@ -348,7 +356,7 @@ static void renew_timer_cb(evutil_socket_t fd, short what, void *arg)
     if (s->stopping)
         return;
     sched_timer_in(s->renew_ev, s->lease_ms / 3);
-    if (!s->runs || s->renew_inflight)
+    if ((!s->runs && !s->waiting) || s->renew_inflight)
         return;
     struct renew_job *j = calloc(1, sizeof *j);
     if (!j)
@@ -384,11 +392,11 @@ static void stale_handle(struct eai_sched *s, json_t *list)
     json_t *rec;
     json_array_foreach(list, i, rec) {
         const char *id = eai_jstr(rec, "id");
-        if (!id || sched_find(s, id))
+        if (!id || sched_find(s, id) || sched_budget_has(s, id))
             continue; /* ours and alive: the next renewal extends it */
         eai_log(SCHED_COMPONENT, EAI_LOG_WARN, "execution %s was left running by %s: recovering",
                 id, eai_jstr(rec, "lease_owner") ? eai_jstr(rec, "lease_owner") : "?");
-        sched_run_start(s, json_incref(rec), 1);
+        sched_run_start(s, json_incref(rec), 1, 0);
     }
 }
 
@@ -456,7 +464,7 @@ struct eai_sched *eai_sched_start(struct eai_app *app, struct eai_watch *hub, st
     s->claim_ev = evtimer_new(app->base, claim_timer_cb, s);
     s->renew_ev = evtimer_new(app->base, renew_timer_cb, s);
     s->stale_ev = evtimer_new(app->base, stale_timer_cb, s);
-    if (!s->claim_ev || !s->renew_ev || !s->stale_ev) {
+    if (!s->claim_ev || !s->renew_ev || !s->stale_ev || sched_budget_init(s) < 0) {
         sched_free(s);
         if (err)
             *err = eai_error_new(EAI_E_INTERNAL, 0, "cannot create scheduler timers");
@@ -502,6 +510,7 @@ void eai_sched_stop(struct eai_sched *s)
     event_del(s->renew_ev);
     event_del(s->stale_ev);
     sched_gauge_stop(s);
+    sched_budget_stop(s); /* the waiting ones are recorded interrupted */
     /* Live runs: ask the backend to stop them and record them as
      * interrupted now; their callbacks are ignored from here on. */
     struct eai_run *r = s->runs, *next;
@@ -556,6 +565,7 @@ static void sched_free(struct eai_sched *s)
     if (s->stale_ev)
         event_free(s->stale_ev);
     sched_gauge_free(s);
+    sched_budget_free(s);
     free(s);
 }
 
@@ -571,6 +581,8 @@ int eai_sched_cancel_local(struct eai_sched *s, const char *id)
 {
     if (!s || !id || s->stopping)
         return 0;
+    if (sched_budget_cancel(s, id))
+        return 1;
     for (struct eai_run *r = s->runs; r; r = r->next) {
         if (!r->live || strcmp(r->id, id) != 0)
             continue;
@@ -590,6 +602,16 @@ int eai_sched_stdin(struct eai_sched *s, const char *tenant, const char *id, con
 {
     if (!s || !id || !tenant || s->stopping)
         return 0;
+    for (struct sched_wait *w = s->waiting; w; w = w->next) {
+        if (strcmp(w->id, id) != 0 || strcmp(w->tenant, tenant) != 0)
+            continue;
+        const char *mode = eai_jstr(w->rec, "stdin_mode");
+        if (!mode || strcmp(mode, "stream") != 0)
+            eai_error_set(err, EAI_E_STDIN_NOT_STREAMED, "the execution was not started with stdin_mode stream");
+        else
+            eai_error_set(err, EAI_E_STDIN_BUSY, "the execution waits for the node budget");
+        return 1;
+    }
     for (struct eai_run *r = s->runs; r; r = r->next) {
         if (!r->id || strcmp(r->id, id) != 0 || !r->tenant || strcmp(r->tenant, tenant) != 0)
             continue;
@@ -628,6 +650,6 @@ void eai_sched_drain(struct eai_sched *s)
 
 int eai_sched_busy(const struct eai_sched *s)
 {
-    return s && !s->stopping && (s->runs || s->claim_inflight);
+    return s && !s->stopping && (s->runs || s->claim_inflight || s->waiting);
 }
 

@@ -22,6 +22,7 @@
 
 struct event;
 struct eai_egress_lease;
+struct eai_budget;
 
 struct eai_run {
     struct eai_run *next;
@@ -54,6 +55,21 @@ struct eai_run {
     struct eai_egress_lease *egress_lease;
     int leasing;                   /* its namespace is being made: not yet started */
     struct eai_vol_att *vol_att;   /* its volumes while it holds them (vol/volume.h) */
+    /* its part of the node budget (sched_budget.c), held from its start
+     * to its end; budget NULL: none (in a session, on a remote backend) */
+    struct eai_budget *budget;
+    int64_t bud_memory, bud_cpu;
+    int64_t waited_ms;             /* claimed, waited for the budget this long (counts against its timeout) */
+};
+
+/* A claimed execution waiting for the node budget (sched_budget.c). */
+struct sched_wait {
+    struct sched_wait *next;
+    json_t *rec;                   /* owned */
+    const char *id, *tenant;       /* inside rec */
+    int64_t since_ms;              /* claimed */
+    int64_t deadline_ms;           /* since + its timeout: then it ends as timeout, never run */
+    int64_t memory, cpu;
 };
 
 struct eai_sched {
@@ -72,6 +88,10 @@ struct eai_sched {
     int64_t last_unready_log_ms;   /* node_can_start's warning, at most every 30 s */
     struct event *gauge_ev;        /* sched_gauge.c: queue gauges every second */
     int gauge_inflight;
+    /* claimed executions waiting for the node budget, oldest first */
+    struct sched_wait *waiting;
+    int nwaiting;
+    struct event *wait_ev;         /* retry them (budget given back) and end the late ones */
 };
 
 /* A collected file taken out of a backend's result for the worker. */
@@ -94,10 +114,33 @@ int sched_gauge_start(struct eai_sched *s);
 void sched_gauge_stop(struct eai_sched *s);
 void sched_gauge_free(struct eai_sched *s);
 
+/* sched_budget.c: the node budget (exec/budget.h, docs/admission.md) */
+int sched_budget_init(struct eai_sched *s);
+/* A claimed execution: started when it fits the node budget and its
+ * tenant's share (or reserves none: in a session, on a remote backend),
+ * else kept waiting (its wait counts against its timeout), or ended
+ * (budget_exceeds_share) when it can never fit. */
+void sched_budget_admit(struct eai_sched *s, json_t *rec /* stolen */);
+/* What an execution reserves: 1 with *memory and *cpu, 0 none. */
+int sched_budget_need(const struct eai_sched *s, const json_t *rec, int64_t *memory, int64_t *cpu);
+/* Give back what r holds (idempotent). */
+void sched_run_budget_give(struct eai_run *r);
+/* Waiting executions of tenant (NULL: all). */
+int sched_budget_waiting(const struct eai_sched *s, const char *tenant);
+/* id waits here: ended as cancelled (1), else 0. */
+int sched_budget_cancel(struct eai_sched *s, const char *id);
+/* 1 when id waits here. */
+int sched_budget_has(const struct eai_sched *s, const char *id);
+/* eai_sched_stop: the waiting ones are recorded interrupted. */
+void sched_budget_stop(struct eai_sched *s);
+void sched_budget_free(struct eai_sched *s);
+
 /* sched_run.c */
 const struct eai_isolation_ops *sched_iso_ops(const struct eai_plugin_inst *iso);
-/* Start one claimed execution (or reattach one when recover is set). */
-void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover);
+/* Start one claimed execution (or reattach one when recover is set);
+ * waited_ms: how long it waited for the budget after its claim (taken off
+ * its timeout). */
+void sched_run_start(struct eai_sched *s, json_t *rec /* stolen */, int recover, int64_t waited_ms);
 void sched_run_unlink(struct eai_sched *s, struct eai_run *r);
 void sched_run_free(struct eai_run *r);
 

@@ -287,6 +287,18 @@ static const struct tmpl T[] = {
      "(docs/volumes.md)",
      "les volumes demandent un backend qui les monte sur ce nœud (gvisor) ; le backend '{1}' du profil '{2}' ne "
      "le peut pas (docs/volumes.md)"},
+    /* the node budget (core/exec/budget.c) */
+    {"{} MiB and {}m CPU are more than the tenant may hold on a node ({} MiB and {}m: node.tenant_share)",
+     "{1} Mio et {2}m de CPU dépassent ce que le locataire peut détenir sur un nœud ({3} Mio et {4}m : "
+     "node.tenant_share)"},
+    {"{} MiB and {}m CPU do not fit in the tenant's share of the node ({} MiB and {}m of it free: "
+     "node.tenant_share)",
+     "{1} Mio et {2}m de CPU ne tiennent pas dans la part du nœud du locataire ({3} Mio et {4}m encore libres : "
+     "node.tenant_share)"},
+    {"{} MiB and {}m CPU do not fit in the node's budget ({} MiB and {}m free: node.memory_budget, "
+     "node.cpu_budget)",
+     "{1} Mio et {2}m de CPU ne tiennent pas dans le budget du nœud ({3} Mio et {4}m libres : "
+     "node.memory_budget, node.cpu_budget)"},
     /* sessions (core/session/session_routes.c, session.c, session_files.c) */
     {"the backend '{}' of profile '{}' does not support sessions",
      "le backend '{1}' du profil '{2}' ne prend pas en charge les sessions"},

@@ -24,6 +24,14 @@ void eai_obs_describe_metrics(void)
                          "Memory MB-seconds used by finished executions, by profile.");
     eai_metrics_describe("eai_sandbox_queued", EAI_METRIC_GAUGE, "Executions waiting in the queue.");
     eai_metrics_describe("eai_sandbox_running", EAI_METRIC_GAUGE, "Executions running on this node.");
+    eai_metrics_describe("eai_node_budget_memory_bytes", EAI_METRIC_GAUGE,
+                         "The node budget's memory: kind=total, and kind=reserved by executions and sessions.");
+    eai_metrics_describe("eai_node_budget_cpu_millicores", EAI_METRIC_GAUGE,
+                         "The node budget's CPU in millicores: kind=total, and kind=reserved by executions and sessions.");
+    eai_metrics_describe("eai_node_budget_tenants", EAI_METRIC_GAUGE,
+                         "Tenants holding part of the node budget.");
+    eai_metrics_describe("eai_sandbox_budget_waiting", EAI_METRIC_GAUGE,
+                         "Claimed executions waiting on this node for the node budget or their tenant's share.");
     eai_metrics_describe("eai_sessions_live", EAI_METRIC_GAUGE, "Sessions starting, running or ending on this node.");
     eai_metrics_describe("eai_volumes", EAI_METRIC_GAUGE, "Tenant volumes on this node (volumes.md).");
     eai_metrics_describe("eai_volume_bytes", EAI_METRIC_GAUGE, "Provisioned bytes of the volumes on this node.");

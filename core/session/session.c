@@ -10,6 +10,7 @@
 
 #include "session/session_int.h"
 #include "vol/volume.h"
+#include "exec/budget.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -97,6 +98,7 @@ const struct eai_isolation_ops *ses_ops(const struct eai_session *s)
 
 void ses_free(struct eai_session *s)
 {
+    ses_budget_give(s);
     free(s->restore_from);
     eai_vols_detach(NULL, s->vol_att);
     json_decref(s->volumes);
@@ -376,6 +378,7 @@ static void cb_ready(void *arg, const struct eai_error *err)
         eai_vols_detach(reg->app, s->vol_att); /* no sandbox: the volumes are free */
         s->vol_att = NULL;
         s->state = SES_FAILED;
+        ses_budget_give(s);
         s->ended_ms = eai_now_ms();
         snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
         snprintf(s->message, sizeof s->message, "%s", err->message ? err->message : "boot failed");
@@ -418,6 +421,7 @@ static void cb_end(void *arg, const struct eai_iso_session_end *end)
             snprintf(s->message, sizeof s->message, "%s", end->message);
     }
     s->state = SES_ENDED;
+    ses_budget_give(s); /* its sandbox is gone */
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ended: %s (%lld executions, %.3f cpu s)", s->id,
             s->end_reason, (long long)s->executions, s->cpu_seconds);
     eai_metrics_add("eai_sessions_ended_total", NULL, 1);
@@ -461,6 +465,7 @@ static void cb_paused(void *arg, const struct eai_error *err)
         }
     } else if (s->state == SES_PAUSING) {
         s->state = SES_PAUSED;
+        ses_budget_give(s); /* a paused session holds no memory or CPU of the node */
         s->paused_ms = eai_now_ms();
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s paused", s->id);
     }
@@ -469,7 +474,11 @@ static void cb_paused(void *arg, const struct eai_error *err)
     if (!err && s->state == SES_PAUSED && s->resume_asked) {
         /* a call came meanwhile (auto_resume) */
         s->resume_asked = 0;
-        ses_resume(s, NULL);
+        struct eai_error *e = NULL;
+        if (ses_resume(s, &e) < 0) /* the node budget is held by others: it stays paused */
+            eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s: not resumed: %s", s->id,
+                    e && e->message ? e->message : "?");
+        eai_error_free(e);
     } else if (!err && s->state == SES_PAUSED && ses_park_on(s)) {
         ses_park(s); /* idle: parked for any replica (session_handoff.c) */
     }
@@ -569,6 +578,35 @@ int ses_rate_take(struct eai_session *s, int64_t *retry_after_s)
     return 1;
 }
 
+/* ------------------------------------------------------------ node budget */
+
+int ses_budget_take(struct eai_session *s, struct eai_error **err)
+{
+    struct eai_budget *b = s->reg && s->reg->app ? s->reg->app->budget : NULL;
+    /* a backend whose sandboxes run elsewhere holds nothing of this node */
+    if (s->budget_held || !b || !s->prof || !eai_budget_counts_backend(s->prof->backend))
+        return 0;
+    enum eai_budget_fit fit = eai_budget_take(b, s->tenant, s->memory_bytes, s->cpu_millis);
+    if (fit != EAI_BUDGET_FITS) {
+        struct eai_error *e = eai_budget_refusal(b, fit, s->tenant, s->memory_bytes, s->cpu_millis);
+        if (!e)
+            return eai_error_set(err, EAI_E_NODE_BUDGET_EXHAUSTED, "node budget");
+        eai_error_propagate(err, e);
+        return -1;
+    }
+    s->budget_held = 1;
+    return 0;
+}
+
+void ses_budget_give(struct eai_session *s)
+{
+    if (!s->budget_held)
+        return;
+    s->budget_held = 0;
+    struct eai_budget *b = s->reg && s->reg->app ? s->reg->app->budget : NULL;
+    eai_budget_give(b, s->tenant, s->memory_bytes, s->cpu_millis);
+}
+
 int ses_pause(struct eai_session *s, struct eai_error **err)
 {
     const struct eai_isolation_ops *ops = ses_ops(s);
@@ -594,8 +632,14 @@ int ses_resume(struct eai_session *s, struct eai_error **err)
     }
     if (!ops->session_resume)
         return eai_error_set(err, EAI_E_SESSIONS_UNSUPPORTED, "the backend cannot resume sessions");
-    if (ops->session_resume(s->prof->iso->self, s->id, err) < 0)
+    int took = !s->budget_held;
+    if (ses_budget_take(s, err) < 0)
         return -1;
+    if (ops->session_resume(s->prof->iso->self, s->id, err) < 0) {
+        if (took)
+            ses_budget_give(s);
+        return -1;
+    }
     s->state = SES_RESUMING;
     ses_persist(s);
     return 0;
@@ -642,6 +686,7 @@ static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
             json_decref(eai_egress_lease_close(l));
         if (!reg->stopped) {
             s->state = SES_ENDED;
+            ses_budget_give(s);
             s->ended_ms = eai_now_ms();
             if (!s->end_reason[0])
                 snprintf(s->end_reason, sizeof s->end_reason, "interrupted");
@@ -657,6 +702,7 @@ static void lease_ready(void *arg, struct eai_egress_lease *l, const char *why)
     if (!l || ses_boot(s, &err) < 0) {
         ses_close_lease(s);
         s->state = SES_FAILED;
+        ses_budget_give(s);
         s->ended_ms = eai_now_ms();
         snprintf(s->end_reason, sizeof s->end_reason, "boot_failed");
         snprintf(s->message, sizeof s->message, "%s%s", l ? "" : "network namespace: ",
@@ -733,6 +779,7 @@ static void drain_kept(struct eai_session *s, const struct eai_error *err)
     s->drain_wait = 0;
     if (!err) {
         s->state = SES_PAUSED;
+        ses_budget_give(s);
         if (!s->paused_ms)
             s->paused_ms = eai_now_ms();
         if (!s->paused_by[0])

@@ -36,6 +36,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "config/config.h"
+#include "exec/budget.h"
 #include "http/http_util.h"
 #include "http/park.h"
 #include "eaibase.h"
@@ -174,6 +175,7 @@ static void publish_answer(struct eai_req *r, void *arg)
     eai_log(SES_COMPONENT, EAI_LOG_ERROR, "session %s: parking it failed (%s): restored here", s->id,
             j->err && j->err->message ? j->err->message : "?");
     s->parking = 0;
+    ses_budget_take(s, NULL); /* (running again: over the budget rather than lost) */
     if (ses_claim_boot(s, NULL) < 0)
         eai_log(SES_COMPONENT, EAI_LOG_ERROR, "session %s: lost", s->id);
 }
@@ -343,6 +345,7 @@ int ses_claim_ready(struct eai_session *s, const struct eai_error *err)
     if (err) {
         /* its saved state did not come back: ended, billed for what it used */
         s->backend_live = 0;
+        ses_budget_give(s);
         s->state = SES_ENDED;
         s->ended_ms = now;
         snprintf(s->end_reason, sizeof s->end_reason, "crashed");
@@ -427,6 +430,7 @@ static void claim_answer(struct eai_req *r, void *arg)
         }
         snprintf(s->end_reason, sizeof s->end_reason, "%s",
                  s->ttl_s > 0 && now - s->created_ms >= s->ttl_s * 1000 ? "ttl" : "paused_ttl");
+        ses_budget_give(s);
         eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s ended while parked: %s", s->id, s->end_reason);
         ses_record_end(reg, s);
         ses_persist(s);
@@ -437,6 +441,7 @@ static void claim_answer(struct eai_req *r, void *arg)
     }
     struct eai_error *e = NULL;
     if (ses_claim_boot(s, &e) < 0) {
+        ses_budget_give(s);
         s->state = SES_ENDED;
         s->ended_ms = now;
         snprintf(s->end_reason, sizeof s->end_reason, "crashed");
@@ -487,6 +492,25 @@ int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant,
         return 0;
     }
     snprintf(s->handoff_dir, sizeof s->handoff_dir, "%s", dir);
+    struct eai_error *be = NULL;
+    if (route && ses_budget_take(s, &be) < 0) {
+        /* the node budget is held by others (docs/admission.md): not claimed
+         * here; it stays parked for a later call or another replica */
+        enum eai_code code = be ? be->code : EAI_E_NODE_BUDGET_EXHAUSTED;
+        json_t *env = eai_http_error_envelope(code, eai_req_lang(r), eai_req_id(r),
+                                              be && be->details ? json_incref(be->details) : NULL);
+        char ra[48];
+        snprintf(ra, sizeof ra, "Retry-After: %d", EAI_BUDGET_RETRY_AFTER_S);
+        const char *h[] = {ra, NULL};
+        if (env)
+            eai_reply_json_headers(r, 429, env, h);
+        else
+            eai_reply_error(r, code, NULL);
+        eai_error_free(be);
+        ses_free(s);
+        free(j);
+        return 1;
+    }
     s->cpu_before = s->cpu_seconds;
     s->state = SES_RESUMING;
     s->paused_by[0] = 0;

@@ -134,6 +134,7 @@ struct ses_fork {
     int single;                      /* no count given: answered as a plain create */
     int n, pending, building;
     json_t *items;                   /* the views, by index */
+    int budget_held;                 /* its limits are reserved in the node budget (exec/budget.h) */
 };
 
 struct eai_sessions {
@@ -181,7 +182,15 @@ void ses_drain_keep(struct eai_session *s, const struct eai_error *err);
 int ses_can_keep(const struct eai_session *s);
 /* End a live session for reason (backend session_destroy; on_end follows). */
 void ses_end(struct eai_session *s, const char *reason);
-/* Pause / resume through the backend (the answer comes to the hold). */
+/* The node budget (docs/admission.md): a session holds its cpu and memory
+ * limits from its create to its end, except while paused.  take: 0 (held,
+ * or nothing to hold), or -1 with *err (node_budget_exhausted,
+ * tenant_share_exhausted: 429 with Retry-After; budget_exceeds_share:
+ * 422).  give: idempotent. */
+int ses_budget_take(struct eai_session *s, struct eai_error **err);
+void ses_budget_give(struct eai_session *s);
+/* Pause / resume through the backend (the answer comes to the hold);
+ * resume takes the budget back first (refused: -1 with its error). */
 int ses_pause(struct eai_session *s, struct eai_error **err);
 int ses_resume(struct eai_session *s, struct eai_error **err);
 /* The public view of a session. */

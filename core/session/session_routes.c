@@ -6,6 +6,7 @@
 
 #include "session/session_int.h"
 #include "vol/volume.h"
+#include "exec/budget.h"
 #include "base/errors.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -43,6 +44,31 @@ static void refuse(struct eai_app *app, struct eai_req *r, const char *action, c
         return;
     }
     eai_reply_error(r, code, details);
+}
+
+/* The refusal of err (its code and details; its message as the detail
+ * when with_message): a 429 of the node budget with Retry-After
+ * (docs/admission.md). */
+static void refuse_err(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
+                       const struct eai_error *err, int with_message)
+{
+    enum eai_code code = err ? err->code : EAI_E_INTERNAL;
+    json_t *details = err && err->details                     ? json_incref(err->details)
+                      : with_message && err && err->message ? detail1("", err->message)
+                                                            : NULL;
+    if (code == EAI_E_NODE_BUDGET_EXHAUSTED || code == EAI_E_TENANT_SHARE_EXHAUSTED) {
+        audit_deny(app, r, action, target, eai_code_name(code));
+        char ra[48];
+        snprintf(ra, sizeof ra, "Retry-After: %d", EAI_BUDGET_RETRY_AFTER_S);
+        const char *h[] = {ra, NULL};
+        json_t *env = eai_http_error_envelope(code, eai_req_lang(r), eai_req_id(r), details);
+        if (env)
+            eai_reply_json_headers(r, 429, env, h);
+        else
+            eai_reply_error(r, code, NULL);
+        return;
+    }
+    refuse(app, r, action, target, code, details);
 }
 
 /* An integer member in [lo, hi], or def when absent.  -1 when wrong. */
@@ -208,6 +234,15 @@ static void create_answer(struct eai_req *r, void *arg)
         }
     }
     struct eai_error *err = NULL;
+    /* its limits from the node budget, until its end or its pause */
+    if (ses_budget_take(s, &err) < 0) {
+        eai_log_req(SES_COMPONENT, EAI_LOG_INFO, eai_req_id(r), "session refused: %s",
+                    err && err->message ? err->message : "?");
+        refuse_err(app, r, "sandbox.session.create", "", err, 0);
+        eai_error_free(err);
+        ses_free(s);
+        return;
+    }
     if (!s->limits || ses_start(s, &err) < 0) {
         enum eai_code code = err ? err->code : EAI_E_INTERNAL;
         if (code != EAI_E_SANDBOX_UNAVAILABLE && code != EAI_E_IMAGE_MISSING && code != EAI_E_INTERNAL &&
@@ -858,7 +893,7 @@ void eai_session_route_exec(struct eai_app *app, struct eai_req *r)
         }
         if (s->state != SES_RESUMING && ses_resume(s, &err) < 0) {
             json_decref(body);
-            refuse(app, r, "sandbox.execute", s->id, err ? err->code : EAI_E_INTERNAL, NULL);
+            refuse_err(app, r, "sandbox.execute", s->id, err, 0);
             eai_error_free(err);
             return;
         }
@@ -963,8 +998,7 @@ static void pause_route(struct eai_app *app, struct eai_req *r, int pause)
         if ((pause ? ses_pause(s, &err) : ses_resume(s, &err)) < 0) {
             if (pause)
                 s->paused_by[0] = 0;
-            enum eai_code code = err ? err->code : EAI_E_INTERNAL;
-            refuse(app, r, action, s->id, code, err && err->message ? detail1("", err->message) : NULL);
+            refuse_err(app, r, action, s->id, err, 1);
             eai_error_free(err);
             return;
         }

@@ -51,7 +51,10 @@ enum eai_code {
     EAI_E_VOLUME_IN_USE = 41, /* volume_in_use (409) */
     EAI_E_VOLUMES_UNSUPPORTED = 42, /* volumes_unsupported (422) */
     EAI_E_VOLUME_QUOTA_EXCEEDED = 43, /* volume_quota_exceeded (409) */
-    EAI_CODE_MAX = 44
+    EAI_E_NODE_BUDGET_EXHAUSTED = 44, /* node_budget_exhausted (429) */
+    EAI_E_TENANT_SHARE_EXHAUSTED = 45, /* tenant_share_exhausted (429) */
+    EAI_E_BUDGET_EXCEEDS_SHARE = 46, /* budget_exceeds_share (422) */
+    EAI_CODE_MAX = 47
 };
 
 #endif

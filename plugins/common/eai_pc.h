@@ -369,6 +369,12 @@ struct eai_pc_run {
     int early_code;              /* != 0: ended before running: EAI_E_* */
     int cancelled, timed_out, stopping, stop_next, started, started_reported;
     int held;                    /* parked by ops->hold, not by the gate */
+    /* the first hold: its wait counts against the job's timeout (issue 36
+     * item 8): past it the run ends as timeout without having run, and
+     * once it starts its timer has what is left */
+    int64_t hold_since_ns;
+    int64_t held_ms;             /* how long it was held, once it starts */
+    struct event *ev_hold;
     struct eai_pc_child *child;
     pid_t adopted_pid;           /* ops->adopt's process (no child of ours), or 0 */
     int helpers;                 /* stop helpers still running */

@@ -70,6 +70,7 @@ void eai_pc_run_free(struct eai_pc_run *e)
     ev_free(&e->ev_stop);
     ev_free(&e->ev_settle);
     ev_free(&e->ev_soon);
+    ev_free(&e->ev_hold);
     eai_pc_collect_free(&e->col);
     free(e);
 }
@@ -450,8 +451,12 @@ static void watch_pipes(struct eai_pc_run *e)
         eai_pc_run_stop(e);
     }
     if (e->job->timeout_ms > 0) {
+        /* what is left of it after the wait for a slot in its session */
+        int64_t ms = e->job->timeout_ms - e->held_ms;
+        if (ms < 1)
+            ms = 1;
         e->ev_timeout = evtimer_new(base, on_timeout, e);
-        struct timeval tv = {e->job->timeout_ms / 1000, (e->job->timeout_ms % 1000) * 1000};
+        struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
         if (e->ev_timeout)
             evtimer_add(e->ev_timeout, &tv);
     }

@@ -117,12 +117,39 @@ int eai_pc_runner_start(struct eai_pc_runner *R, const struct eai_iso_job *job, 
     return 0;
 }
 
+/* A held run's timeout came before its slot: it ends as timeout, never run. */
+static void on_hold_timeout(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    struct eai_pc_run *e = arg;
+    if (e->state != PC_PARKED || !e->held || e->ev_soon || e->cancelled)
+        return;
+    e->timed_out = 1;
+    eai_pc_run_end_soon(e, 0, NULL);
+}
+
 /* The gate is open: ops->hold decides whether the run starts, waits or ends. */
 static void go_or_hold(struct eai_pc_runner *R, struct eai_pc_run *e)
 {
     char why[256] = "";
     int h = R->ops->hold ? R->ops->hold(R->drv, e, why, sizeof(why)) : 0;
     e->held = h > 0;
+    if (h > 0 && !e->hold_since_ns) {
+        e->hold_since_ns = eai_monotonic_ns();
+        if (e->job->timeout_ms > 0) {
+            e->ev_hold = evtimer_new(R->host->base, on_hold_timeout, e);
+            struct timeval tv = {e->job->timeout_ms / 1000, (e->job->timeout_ms % 1000) * 1000};
+            if (!e->ev_hold || evtimer_add(e->ev_hold, &tv) < 0) {
+                eai_pc_run_end_soon(e, EAI_E_SANDBOX_FAILED, "cannot time the wait for a slot");
+                return;
+            }
+        }
+    } else if (h <= 0 && e->hold_since_ns) {
+        if (e->ev_hold)
+            event_del(e->ev_hold);
+        e->held_ms = (eai_monotonic_ns() - e->hold_since_ns) / 1000000;
+    }
     if (h > 0) {
         e->state = PC_PARKED;
     } else if (h < 0) {

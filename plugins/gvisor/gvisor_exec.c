@@ -45,7 +45,9 @@
 /* Per-run driver state (run->priv). */
 struct gv_run {
     struct gv_pooled *pooled;   /* warm sandbox in use (runsc exec), or NULL */
-    const char *session;        /* the session it runs in (job->session_id), or NULL */
+    const char *session;        /* the session it runs in (session_id below), or NULL */
+    char session_id[64];        /* a copy of job->session_id: retire runs after on_exit, when
+                                   core has freed the job (an orphaned run at a stop) */
     int ses_waiting, ses_running;
     int oom0;                   /* the session cgroup's OOM count before our program */
     char own_cid[96];           /* the run's own name (its files in the session bundle) */
@@ -95,9 +97,16 @@ static const char *job_session(const struct eai_iso_job *job)
 static int gv_hold(void *drv, struct eai_pc_run *run, char *why, size_t whylen)
 {
     struct gv_run *p = priv(run);
-    p->session = job_session(run->job);
-    if (!p->session)
+    const char *sid = job_session(run->job);
+    p->session = NULL;
+    if (!sid)
         return 0;
+    if (strlen(sid) >= sizeof(p->session_id)) {
+        snprintf(why, whylen, "session id too long");
+        return -1;
+    }
+    snprintf(p->session_id, sizeof(p->session_id), "%s", sid);
+    p->session = p->session_id;
     int h = gv_session_hold(drv, p->session, &p->ses_waiting, why, whylen);
     p->ses_running = h == 0;
     return h;

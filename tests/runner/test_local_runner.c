@@ -43,6 +43,7 @@
 
 struct mock {
     int gate;                    /* what ops->gate answers: 0 run, 1 park, -1 refuse */
+    int hold;                    /* what ops->hold answers: 0 run, 1 wait (a session's slot) */
     int fail_prepare, fail_spawn;
     int64_t grace_ms;            /* TERM helper -> SIGKILL */
     int need_settle;             /* settled only once `settled` is set */
@@ -64,6 +65,14 @@ static int mock_gate(void *drv, char *why, size_t whylen)
     if (m->gate < 0)
         snprintf(why, whylen, "mock not ready: test says no");
     return m->gate;
+}
+
+static int mock_hold(void *drv, struct eai_pc_run *run, char *why, size_t whylen)
+{
+    (void)run;
+    (void)why;
+    (void)whylen;
+    return ((struct mock *)drv)->hold;
 }
 
 static int mock_prepare(void *drv, struct eai_pc_run *run, char *msg, size_t msglen)
@@ -182,7 +191,7 @@ static void mock_release(void *drv)
 
 static const struct eai_pc_driver_ops mock_driver = {
     .name = "mock", .component = "mock", .runtime = "mock", .cid_prefix = "eai-", .cid_strict = 1, .priv_size = 16,
-    .started_on_spawn = 1, .gate = mock_gate, .prepare = mock_prepare, .spawn_argv = mock_spawn_argv,
+    .started_on_spawn = 1, .gate = mock_gate, .hold = mock_hold, .prepare = mock_prepare, .spawn_argv = mock_spawn_argv,
     .stop_step = mock_stop_step, .settled = mock_settled, .settle_ms = mock_settle_ms,
     .end_work = mock_end_work, .teardown_work = mock_teardown_work, .classify = mock_classify,
     .retire = mock_retire, .shutdown = mock_shutdown, .release = mock_release,
@@ -591,6 +600,57 @@ static void test_parked_then_gate(void)
     assert_idle();
 }
 
+/* Issue 36 item 8: a run held for a slot (a session's bound, a paused
+ * session) waits no longer than its timeout, and the wait counts against
+ * it once it runs. */
+static void test_hold_bounded(void)
+{
+    /* held past its timeout: ends as timeout, never prepared */
+    reset_mock();
+    M.hold = 1;
+    struct iso_run *r = run_new("echo ran");
+    r->job.timeout_ms = 300;
+    void *h = NULL;
+    CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
+    loop_for(5, r);
+    CU_ASSERT_EQUAL(r->done, 1);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_TIMEOUT);
+    CU_ASSERT_EQUAL(r->started, 0);
+    CU_ASSERT_EQUAL(M.prepares, 0);
+    CU_ASSERT(r->t_done - r->t_start >= 0.25);
+    CU_ASSERT(r->t_done - r->t_start < 3);
+    free(r);
+    /* held 0.4 s of a 1 s timeout, then let go: the program has the rest */
+    reset_mock();
+    M.hold = 1;
+    r = run_new("echo up; exec sleep 30");
+    r->job.timeout_ms = 1000;
+    CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
+    loop_for(0.4, NULL);
+    CU_ASSERT_EQUAL(r->done, 0);
+    M.hold = 0;
+    eai_pc_runner_retry_held(g_runner);
+    loop_for(10, r);
+    CU_ASSERT_EQUAL(r->done, 1);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_TIMEOUT);
+    CU_ASSERT_STRING_EQUAL(r->out, "up\n");
+    CU_ASSERT(r->t_done - r->t_start >= 0.9);
+    CU_ASSERT(r->t_done - r->t_start < 1.35); /* not 1.4 s: the wait counted */
+    free(r);
+    /* held, then cancelled: cancelled, the hold's timer gone with it */
+    reset_mock();
+    M.hold = 1;
+    r = run_new("echo ran");
+    r->job.timeout_ms = 300;
+    CU_ASSERT_EQUAL_FATAL(start(r, &h, NULL), 0);
+    eai_pc_runner_cancel(g_runner, h);
+    loop_for(5, r);
+    CU_ASSERT_EQUAL(r->outcome, EAI_OUT_CANCELLED);
+    loop_for(0.5, NULL); /* past the timeout: nothing fires on the freed run */
+    free(r);
+    assert_idle();
+}
+
 static void test_fail_closed(void)
 {
     reset_mock();
@@ -869,6 +929,7 @@ static int register_tests(void)
     CU_add_test(s, "timeout: grace then hard kill", test_timeout_hard_kill);
     CU_add_test(s, "cancel while running", test_cancel_running);
     CU_add_test(s, "parked until the gate opens, fails, or cancel", test_parked_then_gate);
+    CU_add_test(s, "held for a slot: bounded by the timeout, which the wait counts against", test_hold_bounded);
     CU_add_test(s, "fail closed: not ready, bad job, unknown image", test_fail_closed);
     CU_add_test(s, "prepare failure", test_prepare_failure);
     CU_add_test(s, "spawn failure", test_spawn_failure);

@@ -177,6 +177,41 @@ static void test_strict(void)
     expect_error("n1.yaml", "network:\n  prefix: EAIX\n", "/network", "'prefix'");
     expect_error("n2.yaml", "network:\n  spare: 99\n", "/network", "'spare'");
     expect_error("n3.yaml", "network:\n  dns: 1.1.1.1\n", "/network", "'dns'");
+    expect_error("b1.yaml", "node:\n  tenant_share: 1.5\n", "/node", "'tenant_share'");
+    expect_error("b2.yaml", "node:\n  tenant_share: 0\n", "/node", "'tenant_share'");
+    expect_error("b3.yaml", "node:\n  cpu_budget: lots\n", "/node", "'cpu_budget'");
+    expect_error("b4.yaml", "node:\n  memory_budget: -1\n", "/node", "'memory_budget'");
+    expect_error("b5.yaml", "node:\n  memory: 1Gi\n", "/node", "'memory'");
+    expect_error("b6.yaml", "node:\n  tenant_shares: {t1: 2}\n", "/node", "'tenant_shares'");
+    expect_error("b7.yaml", "node:\n  tenant_shares: [0.5]\n", "/node", "'tenant_shares'");
+}
+
+/* node: the budget executions and sessions share (docs/admission.md) */
+static void test_node_budget(void)
+{
+    clear_env();
+    struct eai_error *err = NULL;
+    struct eai_config *c = eai_config_load(NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->node_memory_budget, 0); /* 0: the host's, at start */
+    CU_ASSERT_EQUAL(c->node_cpu_budget, 0);
+    CU_ASSERT_EQUAL(c->node_tenant_share, 500);
+    eai_config_free(c);
+    const char *path = write_file("node.yaml", "node:\n  memory_budget: 48Gi\n  cpu_budget: 3500m\n  tenant_share: 0.25\n");
+    c = eai_config_load(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->node_memory_budget, 48LL << 30);
+    CU_ASSERT_EQUAL(c->node_cpu_budget, 3500);
+    CU_ASSERT_EQUAL(c->node_tenant_share, 250);
+    eai_config_free(c);
+    path = write_file("node2.yaml", "node:\n  cpu_budget: 16\n  tenant_share: 1\n  tenant_shares: {big: 0.75, tiny: 0.1}\n");
+    c = eai_config_load(path, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(c->node_cpu_budget, 16000);
+    CU_ASSERT_EQUAL(c->node_tenant_share, 1000);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c->node_tenant_shares, "big")), 750);
+    CU_ASSERT_EQUAL(json_integer_value(json_object_get(c->node_tenant_shares, "tiny")), 100);
+    eai_config_free(c);
 }
 
 static void test_env(void)
@@ -254,6 +289,7 @@ static int reg(void)
     if (!s || !CU_add_test(s, "defaults", test_defaults) || !CU_add_test(s, "YAML file", test_yaml_file) ||
         !CU_add_test(s, "unknown key, wrong type, missing key", test_strict) ||
         !CU_add_test(s, "environment overrides", test_env) ||
+        !CU_add_test(s, "node budget keys", test_node_budget) ||
         !CU_add_test(s, "plugin config subtrees", test_plugin_keys))
         return -1;
     return 0;

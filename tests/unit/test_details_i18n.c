@@ -367,6 +367,11 @@ static void test_plugin_messages(void)
     expect("the restored sandbox did not run in time", "le bac à sable restauré n'a pas tourné à temps");
     expect("runsc restore ended before the sandbox ran", "runsc restore s'est arrêté avant que le bac à sable tourne");
     expect("pausing failed", "la mise en pause a échoué");
+    /* the node budget (core/exec/budget.c) */
+    expect("256 MiB and 500m CPU do not fit in the tenant's share of the node (0 MiB and 900m of it free: "
+           "node.tenant_share)",
+           "256 Mio et 500m de CPU ne tiennent pas dans la part du nœud du locataire (0 Mio et 900m encore libres : "
+           "node.tenant_share)");
     expect("runsc checkpoint failed: checkpoint: no space left on device",
            "runsc checkpoint a échoué : checkpoint: no space left on device");
 
