@@ -46,7 +46,9 @@ enum eai_code {
     EAI_E_STDIN_NOT_STREAMED = 36, /* stdin_not_streamed (409) */
     EAI_E_STDIN_CLOSED = 37, /* stdin_closed (409) */
     EAI_E_STDIN_BUSY = 38, /* stdin_busy (429) */
-    EAI_CODE_MAX = 39
+    EAI_E_SNAPSHOTS_UNSUPPORTED = 39, /* snapshots_unsupported (422) */
+    EAI_E_SNAPSHOT_LIMIT = 40, /* snapshot_limit (429) */
+    EAI_CODE_MAX = 41
 };
 
 #endif
