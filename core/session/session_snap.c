@@ -198,9 +198,38 @@ struct rm_job {
     char reason[32];
 };
 
+/* The usage event of a snapshot's life (FinOps, delivered through the
+ * outbox as a session's): its size x the seconds it was kept. */
+static json_t *snp_usage(const struct eai_snapshot *p, const char *reason)
+{
+    char id[37], now[32], created[32], ended[32];
+    int64_t end = eai_now_ms();
+    double secs = end > p->created_ms ? (double)(end - p->created_ms) / 1000.0 : 0;
+    eai_uuid_v4(id);
+    eai_time_rfc3339(end, now);
+    eai_time_rfc3339(p->created_ms, created);
+    eai_time_rfc3339(end, ended);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:I, s:f, s:f, s:s, s:s, s:s, s:s, s:i}", "id", id, "kind",
+                     "snapshot", "tenant_id", p->tenant, "snapshot_id", p->id, "session_id", p->session_id,
+                     "profile", json_object_get(p->spec, "profile"), "size_bytes", (json_int_t)p->size_bytes,
+                     "duration_s", secs, "storage_mb_seconds", (double)p->size_bytes / (1024.0 * 1024.0) * secs,
+                     "started_at", created, "finished_at", ended, "created_at", now, "end_reason", reason,
+                     "forks", p->forks);
+}
+
 static void rm_work(void *arg)
 {
     struct rm_job *j = arg;
+    if (j->reason[0] && j->app->store->outbox_append) {
+        /* a snapshot that was kept: its storage is billed */
+        json_t *u = snp_usage(j->p, j->reason);
+        struct eai_error *e = NULL;
+        if (u && j->app->store->outbox_append(j->app->storage.self, j->p->tenant, u, NULL, &e) < 0)
+            eai_log(SES_COMPONENT, EAI_LOG_WARN, "snapshot %s: its usage event: %s", j->p->id,
+                    e && e->message ? e->message : "?");
+        eai_error_free(e);
+        json_decref(u);
+    }
     j->rc = eai_rm_tree(j->dir);
     if (snp_store_on(j->app)) {
         struct eai_error *e = NULL;
@@ -240,10 +269,11 @@ static const struct eai_park_ops rm_ops = {
 
 /* Remove p (its directory and record) on a worker; r (may be NULL) is
  * answered with its last view.  p leaves the registry now. */
-static void snp_remove(struct eai_sessions *reg, struct eai_snapshot *p, struct eai_req *r)
+static void snp_remove(struct eai_sessions *reg, struct eai_snapshot *p, struct eai_req *r, const char *reason)
 {
     struct rm_job *j = calloc(1, sizeof *j);
     char root[PATH_MAX];
+    int kept = p->state == SNP_READY; /* billed: one that was taken (a failed one is not) */
     snp_unlink(reg, p);
     p->state = SNP_DELETING;
     if (!j) {
@@ -254,6 +284,9 @@ static void snp_remove(struct eai_sessions *reg, struct eai_snapshot *p, struct 
     }
     j->app = reg->app;
     j->p = p;
+    /* a failed snapshot (never ready) is not billed */
+    if (kept && reason)
+        snprintf(j->reason, sizeof j->reason, "%s", reason);
     snp_root(reg->app, root, sizeof root);
     snprintf(j->dir, sizeof j->dir, "%s/%s", root, p->id);
     snprintf(j->rec, sizeof j->rec, "%s/%s.json", root, p->id);
@@ -312,7 +345,7 @@ static void rec_answer(struct eai_req *r, void *arg)
         if (r)
             eai_reply_error(r, EAI_E_INTERNAL, detail1("", "the snapshot's record could not be written"));
         if (reg)
-            snp_remove(reg, j->p, NULL);
+            snp_remove(reg, j->p, NULL, NULL);
         return;
     }
     j->p->state = SNP_READY;
@@ -366,7 +399,7 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
             eai_reply_error(r, ended ? EAI_E_SESSION_ENDED : EAI_E_SANDBOX_FAILED,
                             detail1("", ended ? "the session ended during the snapshot"
                                               : err->message ? err->message : "snapshot failed"));
-        snp_remove(reg, p, NULL);
+        snp_remove(reg, p, NULL, NULL);
         return;
     }
     p->size_bytes = size;
@@ -387,7 +420,7 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
             free(j);
         if (r)
             eai_reply_error(r, EAI_E_INTERNAL, NULL);
-        snp_remove(reg, p, NULL);
+        snp_remove(reg, p, NULL, NULL);
         return;
     }
     eai_park(reg->parks, r, &rec_ops, j);
@@ -789,7 +822,7 @@ void eai_snapshot_route_delete(struct eai_app *app, struct eai_req *r)
     if (ev)
         eai_req_audit_async(app, p->tenant, ev);
     eai_metrics_add("eai_snapshots_deleted_total", NULL, 1);
-    snp_remove(reg, p, r); /* answered once its files are gone */
+    snp_remove(reg, p, r, "deleted"); /* answered once its files are gone */
 }
 
 /* Retention (the registry's tick): expired snapshots go. */
@@ -801,7 +834,7 @@ void snp_tick(struct eai_sessions *reg, int64_t now)
             eai_log(SES_COMPONENT, EAI_LOG_INFO, "snapshot %s expired: removing it", p->id);
             snp_audit(reg->app, p, "system", "sandbox.snapshot.delete", "allow", "retention", NULL);
             eai_metrics_add("eai_snapshots_deleted_total", NULL, 1);
-            snp_remove(reg, p, NULL);
+            snp_remove(reg, p, NULL, "retention");
         }
     }
 }

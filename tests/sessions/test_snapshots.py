@@ -143,6 +143,16 @@ def case_fork_ten_diverge():
     st, _ = e.api("GET", "/v1/sandbox/snapshots/" + snp["id"])
     check(st == 404, "deleted snapshot answers 404: %s" % st)
     check(snapshot_dirs(e) == [], "the snapshot's files are gone: %s" % snapshot_dirs(e))
+    # its storage billed: a usage event of kind snapshot (size x seconds kept)
+    deadline = time.time() + 15
+    ev = []
+    while not ev and time.time() < deadline:
+        st, b = e.api("GET", "/v1/finops/usage")
+        ev = [u for u in (b.get("usage") or []) if u.get("kind") == "snapshot" and u.get("snapshot_id") == snp["id"]]
+        if not ev:
+            time.sleep(0.3)
+    check(ev and ev[0]["size_bytes"] == snp["size_bytes"] and ev[0]["storage_mb_seconds"] > 0
+          and ev[0]["end_reason"] == "deleted" and ev[0]["forks"] == 11, "snapshot usage event: %s" % ev)
 
 
 def case_background_process_restored():
