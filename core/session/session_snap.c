@@ -556,9 +556,20 @@ void ses_snapshot_create(struct eai_app *app, struct eai_req *r, struct eai_sess
     }
     int64_t retry = 0;
     if (!ses_rate_take(s, &retry)) {
-        refuse(app, r, action, s->id, EAI_E_RATE_LIMITED,
-               detail1("", "too many pauses and resumes of this session or tenant per minute"
-                           " (sessions.pause_per_minute, sessions.tenant_pause_per_minute)"));
+        json_t *ev = eai_req_audit_event(r, action, s->id, "deny", "rate_limited");
+        if (ev)
+            eai_req_audit_async(app, s->tenant, ev);
+        char ra[48];
+        snprintf(ra, sizeof ra, "Retry-After: %lld", (long long)retry);
+        const char *h[] = {ra, NULL};
+        json_t *env = eai_http_error_envelope(EAI_E_RATE_LIMITED, eai_req_lang(r), eai_req_id(r),
+                                              detail1("", "too many pauses and resumes of this session or tenant per"
+                                                          " minute (sessions.pause_per_minute,"
+                                                          " sessions.tenant_pause_per_minute)"));
+        if (env)
+            eai_reply_json_headers(r, 429, env, h);
+        else
+            eai_reply_error(r, EAI_E_RATE_LIMITED, NULL);
         return;
     }
     struct eai_snapshot *p = calloc(1, sizeof *p);
