@@ -11,6 +11,7 @@ running in a fork; another tenant sees 404 on every new route; the quotas
 refuse; nothing is left on the host after the deletes."""
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -263,6 +264,48 @@ def case_cross_tenant_and_bounds():
         check(st == 200, "delete %s: %s" % (i, st))
 
 
+def case_own_limits_and_audit():
+    """Each fork has its own limits: one fork pushed over its memory limit
+    ends oom_killed while its sibling and the parent run on.  Audit events
+    of the snapshot routes: create, fork, delete, and a deny for another
+    tenant's 404."""
+    e = env()
+    parent = ts.create(e, limits={"memory": "128Mi"})
+    snp = snapshot(e, parent)
+    b = fork(e, snp["id"], count=2)
+    a, c = [i["id"] for i in b["items"]]
+    check(all(i["limits"]["memory"] == "128Mi" for i in b["items"]), "forks have the snapshot's limits: %s" % b)
+    r = ts.py(e, a, "b=bytearray(200<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('allocated')")
+    check(r["status"] == "oom_killed" and "allocated" not in r["stdout"], "fork over its memory: %s" % r)
+    deadline = time.time() + 20
+    st, v = ts.get(e, a)
+    while v["status"] != "ended" and time.time() < deadline:
+        time.sleep(0.25)
+        st, v = ts.get(e, a)
+    check(v["status"] == "ended" and v["end_reason"] == "oom_killed", "that fork ended oom_killed: %s" % v)
+    for sid in (c, parent):
+        r = ts.run(e, sid, ["echo", "alive"])
+        check(r["stdout"] == "alive\n", "the other fork and the parent run on: %s" % r)
+        ts.delete(e, sid)
+    st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
+    check(st == 200, "delete: %s" % st)
+    db = os.path.join(e.data, "eai.db")
+    want = {"sandbox.snapshot.create": snp["id"], "sandbox.session.fork": "from=" + snp["id"],
+            "sandbox.snapshot.delete": snp["id"]}
+    deadline = time.time() + 10
+    found = {}
+    while len(found) < len(want) and time.time() < deadline:
+        con = sqlite3.connect(db)
+        docs = [json.loads(r[0]) for r in con.execute("SELECT doc FROM audit_events")]
+        con.close()
+        for act, needle in want.items():
+            if any(d.get("action") == act and d.get("decision") == "allow" and
+                   (needle in (d.get("target") or "") or needle in (d.get("reason") or "")) for d in docs):
+                found[act] = True
+        time.sleep(0.3)
+    check(len(found) == len(want), "audit events of the snapshot routes: %s" % sorted(found))
+
+
 def case_delete_during_snapshot():
     """A session deleted while its snapshot is taken: the snapshot answers
     201 (it was taken first) or 409 session_ended, never hangs, and nothing
@@ -412,6 +455,7 @@ CASES = [
     ("fork_ten_diverge", case_fork_ten_diverge),
     ("background_process_restored", case_background_process_restored),
     ("cross_tenant_and_bounds", case_cross_tenant_and_bounds),
+    ("own_limits_and_audit", case_own_limits_and_audit),
     ("delete_during_snapshot", case_delete_during_snapshot),
     ("retention_and_byte_quota", case_retention_and_byte_quota),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
