@@ -365,6 +365,27 @@ def case_retention_and_byte_quota():
         q.stop()
 
 
+def case_without_supervisor():
+    """With the launcher off (the session's init is sh + sleep, each
+    execution a runsc exec): a snapshot and a fork keep the files and the
+    fork runs programs the same way."""
+    e = ts.start_env(config=CONFIG + "isolation:\n  gvisor: {launcher: false}\n", tenant="snp-nolauncher")
+    try:
+        sid = ts.create(e)
+        r = ts.run(e, sid, ["sh", "-c", "echo kept > /tmp/k; cat /proc/1/cmdline | tr '\\0' ' '"])
+        check(r["stdout"].startswith("sleep infinity"), "sh + sleep init: %s" % r)
+        snp = snapshot(e, sid)
+        f = fork(e, snp["id"])
+        r = ts.run(e, f["id"], ["sh", "-c", "cat /tmp/k; cat /proc/1/cmdline | tr '\\0' ' '; exit 3"])
+        check(r.get("exit_code") == 3 and r["stdout"].startswith("kept\nsleep infinity"), "the fork: %s" % r)
+        for s in (f["id"], sid):
+            ts.delete(e, s)
+        st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
+        check(st == 200, "delete: %s" % st)
+    finally:
+        e.stop()
+
+
 def case_restart_keeps_snapshots():
     """A snapshot outlives a restart of eaid: read back, forked after."""
     e = ts.start_env(config=CONFIG, tenant="snp-r")
@@ -458,6 +479,7 @@ CASES = [
     ("own_limits_and_audit", case_own_limits_and_audit),
     ("delete_during_snapshot", case_delete_during_snapshot),
     ("retention_and_byte_quota", case_retention_and_byte_quota),
+    ("without_supervisor", case_without_supervisor),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
     ("python_sdk", case_python_sdk),
     ("cli", case_cli),
