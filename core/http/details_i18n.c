@@ -383,6 +383,10 @@ static const struct tmpl T[] = {
      "le profil de l'instantané n'est pas configuré sur ce nœud, ou n'a pas de sessions"},
     {"the fork could not be restored", "le fork n'a pas pu être restauré"},
     {"the session ended during the snapshot", "la session s'est terminée pendant l'instantané"},
+    {"the snapshot is on node {}: delete it through that node",
+     "l'instantané est sur le nœud {1} : supprimez-le par ce nœud"},
+    {"the snapshot is on node {}: fork it through that node",
+     "l'instantané est sur le nœud {1} : forkez-le par ce nœud"},
     /* a body that does not parse: JSON (jansson's words) and YAML
      * (core/schema/yamljson.c); libyaml's own problem texts stay English */
     {"line {}, column {}: {}", "ligne {1}, colonne {2} : {T3}"},

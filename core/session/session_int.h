@@ -276,6 +276,12 @@ json_t *snp_view(const struct eai_snapshot *p);
 void ses_snapshot_create(struct eai_app *app, struct eai_req *r, struct eai_session *s);
 /* Start-up: the records read back; the retention (tick); the end. */
 int snp_start(struct eai_sessions *reg, struct eai_error **err);
+/* Not in this node's registry: with the records in storage, answered from
+ * there on a worker (kind 0 GET: the record's view; 1 DELETE, 2 fork: 409
+ * on another node; else 404; list: the tenant's, every node's).  1 when r
+ * was parked, 0 when the caller answers (no storage ops). */
+int snp_route_stored(struct eai_app *app, struct eai_req *r, int kind, const char *id, const char *session_id,
+                     int list);
 void snp_tick(struct eai_sessions *reg, int64_t now);
 void snp_free_all(struct eai_sessions *reg);
 struct eai_snapshot *snp_lookup(struct eai_sessions *reg, const char *tenant, const char *id);

@@ -423,6 +423,10 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
         return;
     }
     struct eai_snapshot *snap = snp_lookup(reg, eai_req_tenant(r), sid);
+    if (!snap && snp_route_stored(app, r, 2, sid, NULL, 0)) {
+        json_decref(body); /* another node's: 409, or 404 */
+        return;
+    }
     if (!snap) {
         json_decref(body);
         audit_deny(app, r, action, sid, "not_found");

@@ -5,12 +5,15 @@
  * them; POST /v1/sandbox/sessions with from_snapshot (and count) creates
  * new sessions restored from one (session_routes.c calls ses_fork here).
  *
- * A snapshot lives on this node's data disk, <data_dir>/snapshots/<id>/
- * (the backend's image and its copy of /tmp) with core's record beside it,
- * <id>.json (the session's spec the forks get, the tenant, the times, the
- * size).  The records are read back at start: a snapshot outlives a
- * restart of eaid on its node.  Every file operation (the record, the
- * removal) runs on a worker. */
+ * A snapshot's image lives on this node's data disk, <data_dir>/snapshots/
+ * <id>/ (the backend's image and its copy of /tmp).  Its record (the
+ * session's spec the forks get, the tenant, the node, the times, the size)
+ * is a row of the storage backend when it has the snapshot ops (ABI 1.5:
+ * SQLite, PostgreSQL with row-level security), else a file beside the
+ * image, <id>.json.  The records of this node are read back at start: a
+ * snapshot outlives a restart of eaid on its node; another node's are
+ * read (GET, the list) but not forked or deleted there (409).  Every file
+ * and storage operation runs on a worker. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +40,14 @@
 static json_t *detail1(const char *path, const char *msg)
 {
     return json_pack("[{s:s, s:s}]", "path", path, "message", msg);
+}
+
+/* The storage backend keeps the records (ABI 1.5, the five ops). */
+static int snp_store_on(const struct eai_app *app)
+{
+    const struct eai_storage_ops *st = app ? app->store : NULL;
+    return st && st->size >= EAI_STORAGE_OPS_SIZE_1_5 && st->snapshot_put && st->snapshot_get &&
+           st->snapshot_list && st->snapshot_delete && st->snapshot_owned;
 }
 
 int snp_id_ok(const char *id)
@@ -82,10 +93,53 @@ json_t *snp_view(const struct eai_snapshot *p)
 /* The record of p (<root>/<id>.json): what a restart reads back. */
 static json_t *snp_record(const struct eai_snapshot *p)
 {
-    return json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:O}", "version", 1, "id", p->id, "tenant_id",
-                     p->tenant, "session_id", p->session_id, "actor", p->actor, "size_bytes",
-                     (json_int_t)p->size_bytes, "created_ms", (json_int_t)p->created_ms, "expires_ms",
-                     (json_int_t)p->expires_ms, "spec", p->spec);
+    char created[32];
+    eai_time_rfc3339(p->created_ms, created);
+    json_t *d = json_pack("{s:i, s:s, s:s, s:s, s:s, s:I, s:I, s:I, s:O, s:s, s:s}", "version", 1, "id", p->id,
+                          "tenant_id", p->tenant, "session_id", p->session_id, "actor", p->actor, "size_bytes",
+                          (json_int_t)p->size_bytes, "created_ms", (json_int_t)p->created_ms, "expires_ms",
+                          (json_int_t)p->expires_ms, "spec", p->spec, "created_at", created, "owner",
+                          p->app && p->app->sessions ? p->app->sessions->node : "");
+    return d;
+}
+
+/* A snapshot from its record (read back, or another node's): NULL when
+ * the record is not one. */
+static struct eai_snapshot *snp_from_record(struct eai_app *app, const char *tenant, const json_t *rec)
+{
+    const char *id = json_string_value(json_object_get(rec, "id"));
+    const char *sid = json_string_value(json_object_get(rec, "session_id"));
+    if (!tenant || !snp_id_ok(id) || !sid || !json_is_object(json_object_get(rec, "spec")))
+        return NULL;
+    struct eai_snapshot *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    snprintf(p->id, sizeof p->id, "%s", id);
+    snprintf(p->tenant, sizeof p->tenant, "%s", tenant);
+    snprintf(p->session_id, sizeof p->session_id, "%s", sid);
+    snprintf(p->actor, sizeof p->actor, "%s",
+             json_string_value(json_object_get(rec, "actor")) ? json_string_value(json_object_get(rec, "actor")) : "");
+    p->app = app;
+    p->state = SNP_READY;
+    p->size_bytes = json_integer_value(json_object_get(rec, "size_bytes"));
+    p->created_ms = json_integer_value(json_object_get(rec, "created_ms"));
+    p->expires_ms = json_integer_value(json_object_get(rec, "expires_ms"));
+    p->spec = json_incref(json_object_get(rec, "spec"));
+    return p;
+}
+
+/* Another node's snapshot, read from storage: its view, with its node. */
+static json_t *snp_view_record(struct eai_app *app, const char *tenant, const json_t *rec)
+{
+    struct eai_snapshot *p = snp_from_record(app, tenant, rec);
+    json_t *v = p ? snp_view(p) : NULL;
+    if (v)
+        json_object_set(v, "node", json_object_get(rec, "owner"));
+    if (p) {
+        json_decref(p->spec);
+        free(p);
+    }
+    return v;
 }
 
 static void snp_free(struct eai_snapshot *p)
@@ -144,10 +198,45 @@ struct rm_job {
     char reason[32];
 };
 
+/* The usage event of a snapshot's life (FinOps, delivered through the
+ * outbox as a session's): its size x the seconds it was kept. */
+static json_t *snp_usage(const struct eai_snapshot *p, const char *reason)
+{
+    char id[37], now[32], created[32], ended[32];
+    int64_t end = eai_now_ms();
+    double secs = end > p->created_ms ? (double)(end - p->created_ms) / 1000.0 : 0;
+    eai_uuid_v4(id);
+    eai_time_rfc3339(end, now);
+    eai_time_rfc3339(p->created_ms, created);
+    eai_time_rfc3339(end, ended);
+    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:O?, s:I, s:f, s:f, s:s, s:s, s:s, s:s, s:i}", "id", id, "kind",
+                     "snapshot", "tenant_id", p->tenant, "snapshot_id", p->id, "session_id", p->session_id,
+                     "profile", json_object_get(p->spec, "profile"), "size_bytes", (json_int_t)p->size_bytes,
+                     "duration_s", secs, "storage_mb_seconds", (double)p->size_bytes / (1024.0 * 1024.0) * secs,
+                     "started_at", created, "finished_at", ended, "created_at", now, "end_reason", reason,
+                     "forks", p->forks);
+}
+
 static void rm_work(void *arg)
 {
     struct rm_job *j = arg;
+    if (j->reason[0] && j->app->store->outbox_append) {
+        /* a snapshot that was kept: its storage is billed */
+        json_t *u = snp_usage(j->p, j->reason);
+        struct eai_error *e = NULL;
+        if (u && j->app->store->outbox_append(j->app->storage.self, j->p->tenant, u, NULL, &e) < 0)
+            eai_log(SES_COMPONENT, EAI_LOG_WARN, "snapshot %s: its usage event: %s", j->p->id,
+                    e && e->message ? e->message : "?");
+        eai_error_free(e);
+        json_decref(u);
+    }
     j->rc = eai_rm_tree(j->dir);
+    if (snp_store_on(j->app)) {
+        struct eai_error *e = NULL;
+        if (j->app->store->snapshot_delete(j->app->storage.self, j->p->tenant, j->p->id, &e) < 0)
+            j->rc = -1;
+        eai_error_free(e);
+    }
     if (unlink(j->rec) < 0 && errno != ENOENT)
         j->rc = -1;
 }
@@ -180,10 +269,11 @@ static const struct eai_park_ops rm_ops = {
 
 /* Remove p (its directory and record) on a worker; r (may be NULL) is
  * answered with its last view.  p leaves the registry now. */
-static void snp_remove(struct eai_sessions *reg, struct eai_snapshot *p, struct eai_req *r)
+static void snp_remove(struct eai_sessions *reg, struct eai_snapshot *p, struct eai_req *r, const char *reason)
 {
     struct rm_job *j = calloc(1, sizeof *j);
     char root[PATH_MAX];
+    int kept = p->state == SNP_READY; /* billed: one that was taken (a failed one is not) */
     snp_unlink(reg, p);
     p->state = SNP_DELETING;
     if (!j) {
@@ -194,6 +284,9 @@ static void snp_remove(struct eai_sessions *reg, struct eai_snapshot *p, struct 
     }
     j->app = reg->app;
     j->p = p;
+    /* a failed snapshot (never ready) is not billed */
+    if (kept && reason)
+        snprintf(j->reason, sizeof j->reason, "%s", reason);
     snp_root(reg->app, root, sizeof root);
     snprintf(j->dir, sizeof j->dir, "%s/%s", root, p->id);
     snprintf(j->rec, sizeof j->rec, "%s/%s.json", root, p->id);
@@ -207,12 +300,22 @@ struct rec_job {
     struct eai_snapshot *p;
     char path[PATH_MAX + 8];
     char *text;
+    json_t *doc;
     int rc;
 };
 
 static void rec_work(void *arg)
 {
     struct rec_job *j = arg;
+    if (snp_store_on(j->app)) { /* a row of the storage backend */
+        struct eai_error *e = NULL;
+        j->rc = j->app->store->snapshot_put(j->app->storage.self, j->p->tenant, j->doc, &e);
+        if (j->rc < 0)
+            eai_log(SES_COMPONENT, EAI_LOG_ERROR, "snapshot %s: storing its record: %s", j->p->id,
+                    e && e->message ? e->message : "?");
+        eai_error_free(e);
+        return;
+    }
     char tmp[PATH_MAX + 16];
     snprintf(tmp, sizeof tmp, "%s.new", j->path);
     /* 0600: the record holds the session's env */
@@ -242,7 +345,7 @@ static void rec_answer(struct eai_req *r, void *arg)
         if (r)
             eai_reply_error(r, EAI_E_INTERNAL, detail1("", "the snapshot's record could not be written"));
         if (reg)
-            snp_remove(reg, j->p, NULL);
+            snp_remove(reg, j->p, NULL, NULL);
         return;
     }
     j->p->state = SNP_READY;
@@ -265,6 +368,7 @@ static void rec_free(void *arg)
 {
     struct rec_job *j = arg;
     free(j->text);
+    json_decref(j->doc);
     free(j);
 }
 
@@ -295,7 +399,7 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
             eai_reply_error(r, ended ? EAI_E_SESSION_ENDED : EAI_E_SANDBOX_FAILED,
                             detail1("", ended ? "the session ended during the snapshot"
                                               : err->message ? err->message : "snapshot failed"));
-        snp_remove(reg, p, NULL);
+        snp_remove(reg, p, NULL, NULL);
         return;
     }
     p->size_bytes = size;
@@ -308,6 +412,7 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
         j->p = p;
         snprintf(j->path, sizeof j->path, "%s/%s.json", snp_root(app, root, sizeof root), p->id);
         j->text = json_dumps(rec, JSON_COMPACT);
+        j->doc = json_incref(rec);
     }
     json_decref(rec);
     if (!j || !j->text) {
@@ -315,7 +420,7 @@ static void snap_done(void *arg, const struct eai_error *err, int64_t size)
             free(j);
         if (r)
             eai_reply_error(r, EAI_E_INTERNAL, NULL);
-        snp_remove(reg, p, NULL);
+        snp_remove(reg, p, NULL, NULL);
         return;
     }
     eai_park(reg->parks, r, &rec_ops, j);
@@ -451,9 +556,20 @@ void ses_snapshot_create(struct eai_app *app, struct eai_req *r, struct eai_sess
     }
     int64_t retry = 0;
     if (!ses_rate_take(s, &retry)) {
-        refuse(app, r, action, s->id, EAI_E_RATE_LIMITED,
-               detail1("", "too many pauses and resumes of this session or tenant per minute"
-                           " (sessions.pause_per_minute, sessions.tenant_pause_per_minute)"));
+        json_t *ev = eai_req_audit_event(r, action, s->id, "deny", "rate_limited");
+        if (ev)
+            eai_req_audit_async(app, s->tenant, ev);
+        char ra[48];
+        snprintf(ra, sizeof ra, "Retry-After: %lld", (long long)retry);
+        const char *h[] = {ra, NULL};
+        json_t *env = eai_http_error_envelope(EAI_E_RATE_LIMITED, eai_req_lang(r), eai_req_id(r),
+                                              detail1("", "too many pauses and resumes of this session or tenant per"
+                                                          " minute (sessions.pause_per_minute,"
+                                                          " sessions.tenant_pause_per_minute)"));
+        if (env)
+            eai_reply_json_headers(r, 429, env, h);
+        else
+            eai_reply_error(r, EAI_E_RATE_LIMITED, NULL);
         return;
     }
     struct eai_snapshot *p = calloc(1, sizeof *p);
@@ -495,6 +611,145 @@ void ses_snapshot_create(struct eai_app *app, struct eai_req *r, struct eai_sess
     }
 }
 
+/* ------------------------------------------------------------ another node's (storage) */
+
+enum lk_kind { LK_GET = 0, LK_DELETE, LK_FORK };
+
+struct lookup_job {
+    struct eai_app *app;
+    enum lk_kind kind;
+    char tenant[64], id[48], session_id[48];
+    int list;                      /* GET /v1/sandbox/snapshots: the tenant's records */
+    json_t *out;                   /* the record, or the list */
+    int rc;
+};
+
+static void lookup_work(void *arg)
+{
+    struct lookup_job *j = arg;
+    struct eai_error *e = NULL;
+    const struct eai_storage_ops *st = j->app->store;
+    if (j->list) {
+        json_t *f = json_pack("{s:i}", "limit", 1000);
+        if (f && j->session_id[0])
+            json_object_set_new(f, "session_id", json_string(j->session_id));
+        j->rc = f ? st->snapshot_list(j->app->storage.self, j->tenant, f, &j->out, &e) : -1;
+        json_decref(f);
+    } else {
+        j->rc = st->snapshot_get(j->app->storage.self, j->tenant, j->id, &j->out, &e);
+    }
+    if (j->rc < 0)
+        eai_log(SES_COMPONENT, EAI_LOG_WARN, "snapshots: reading storage: %s", e && e->message ? e->message : "?");
+    eai_error_free(e);
+}
+
+static void lookup_answer(struct eai_req *r, void *arg)
+{
+    struct lookup_job *j = arg;
+    struct eai_sessions *reg = ses_reg(j->app);
+    if (!r)
+        return;
+    if (j->rc < 0 || !reg) {
+        eai_reply_error(r, EAI_E_STORAGE_UNAVAILABLE, NULL);
+        return;
+    }
+    if (j->list) {
+        /* this node's from its registry (their live state), the others'
+         * records from storage */
+        json_t *items = json_array();
+        for (struct eai_snapshot *p = reg->snaps; p && items; p = p->next)
+            if (!strcmp(p->tenant, j->tenant) && p->state != SNP_DELETED &&
+                (!j->session_id[0] || !strcmp(j->session_id, p->session_id))) {
+                json_t *v = snp_view(p);
+                if (v)
+                    json_array_append_new(items, v);
+            }
+        size_t i;
+        json_t *rec;
+        json_array_foreach(j->out, i, rec) {
+            const char *id = json_string_value(json_object_get(rec, "id"));
+            if (!id || snp_find(reg, j->tenant, id))
+                continue;
+            const char *owner = json_string_value(json_object_get(rec, "owner"));
+            if (owner && !strcmp(owner, reg->node))
+                continue; /* this node's, deleted meanwhile */
+            json_t *v = snp_view_record(j->app, j->tenant, rec);
+            if (v && items)
+                json_array_append_new(items, v);
+        }
+        if (items)
+            eai_reply_json(r, 200, json_pack("{s:o}", "items", items));
+        else
+            eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    struct eai_snapshot *here = snp_find(reg, j->tenant, j->id);
+    const char *owner = json_string_value(json_object_get(j->out, "owner"));
+    if (here || !j->out || (owner && !strcmp(owner, reg->node))) {
+        /* taken here meanwhile, or gone: the route again answers from the registry */
+        if (j->kind == LK_GET && here) {
+            json_t *v = snp_view(here);
+            if (v)
+                eai_reply_json(r, 200, v);
+            else
+                eai_reply_error(r, EAI_E_INTERNAL, NULL);
+            return;
+        }
+        json_t *ev = eai_req_audit_event(r, j->kind == LK_GET ? "sandbox.snapshot.get" : j->kind == LK_DELETE
+                                                                 ? "sandbox.snapshot.delete" : "sandbox.session.fork",
+                                         j->id, "deny", "not_found");
+        if (ev)
+            eai_req_audit_async(j->app, j->tenant, ev);
+        eai_reply_not_found(r, EAI_MISSING_SNAPSHOT);
+        return;
+    }
+    if (j->kind == LK_GET) {
+        json_t *v = snp_view_record(j->app, j->tenant, j->out);
+        if (v)
+            eai_reply_json(r, 200, v);
+        else
+            eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    char m[300];
+    snprintf(m, sizeof m, j->kind == LK_DELETE ? "the snapshot is on node %s: delete it through that node"
+                                               : "the snapshot is on node %s: fork it through that node",
+             owner ? owner : "?");
+    eai_reply_error(r, EAI_E_CONFLICT, detail1(j->kind == LK_FORK ? "/from_snapshot" : "", m));
+}
+
+static void lookup_free(void *arg)
+{
+    struct lookup_job *j = arg;
+    json_decref(j->out);
+    free(j);
+}
+
+static const struct eai_park_ops lookup_ops = {
+    .what = "snapshot_lookup", .work = lookup_work, .answer = lookup_answer, .free = lookup_free,
+};
+
+/* Not in this node's registry: with the records in storage, look there on
+ * a worker (another node's snapshot), else 404 at once.  1 when parked. */
+int snp_route_stored(struct eai_app *app, struct eai_req *r, int kind, const char *id, const char *session_id,
+                     int list)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    if (!reg || !snp_store_on(app) || !eai_req_tenant(r))
+        return 0;
+    struct lookup_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return 0;
+    j->app = app;
+    j->kind = (enum lk_kind)kind;
+    j->list = list;
+    snprintf(j->tenant, sizeof j->tenant, "%s", eai_req_tenant(r));
+    snprintf(j->id, sizeof j->id, "%s", id ? id : "");
+    snprintf(j->session_id, sizeof j->session_id, "%s", session_id ? session_id : "");
+    eai_park(reg->parks, r, &lookup_ops, j);
+    return 1;
+}
+
 /* ------------------------------------------------------------ routes */
 
 void eai_snapshot_route_get(struct eai_app *app, struct eai_req *r)
@@ -506,6 +761,8 @@ void eai_snapshot_route_get(struct eai_app *app, struct eai_req *r)
         return;
     }
     struct eai_snapshot *p = snp_id_ok(id) ? snp_find(reg, eai_req_tenant(r), id) : NULL;
+    if (!p && snp_id_ok(id) && snp_route_stored(app, r, LK_GET, id, NULL, 0))
+        return; /* another node's, from storage */
     if (!p) {
         refuse(app, r, "sandbox.snapshot.get", snp_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
         return;
@@ -525,6 +782,12 @@ void eai_snapshot_route_list(struct eai_app *app, struct eai_req *r)
         return;
     }
     const char *sid = eai_req_query(r, "session_id");
+    if (sid && strlen(sid) > 47) {
+        eai_reply_error(r, EAI_E_VALIDATION_FAILED, detail1("/session_id", "must be a session id (ses_...)"));
+        return;
+    }
+    if (snp_route_stored(app, r, LK_GET, NULL, sid, 1))
+        return; /* with storage: every node's */
     json_t *items = json_array();
     for (struct eai_snapshot *p = reg->snaps; p && items; p = p->next) {
         if (strcmp(p->tenant, eai_req_tenant(r)) != 0 || p->state == SNP_DELETED)
@@ -552,6 +815,8 @@ void eai_snapshot_route_delete(struct eai_app *app, struct eai_req *r)
         return;
     }
     struct eai_snapshot *p = snp_id_ok(id) ? snp_find(reg, eai_req_tenant(r), id) : NULL;
+    if (!p && snp_id_ok(id) && snp_route_stored(app, r, LK_DELETE, id, NULL, 0))
+        return; /* another node's: 409 (or 404) */
     if (!p) {
         refuse(app, r, action, snp_id_ok(id) ? id : "", EAI_E_NOT_FOUND, NULL);
         return;
@@ -568,7 +833,7 @@ void eai_snapshot_route_delete(struct eai_app *app, struct eai_req *r)
     if (ev)
         eai_req_audit_async(app, p->tenant, ev);
     eai_metrics_add("eai_snapshots_deleted_total", NULL, 1);
-    snp_remove(reg, p, r); /* answered once its files are gone */
+    snp_remove(reg, p, r, "deleted"); /* answered once its files are gone */
 }
 
 /* Retention (the registry's tick): expired snapshots go. */
@@ -580,7 +845,7 @@ void snp_tick(struct eai_sessions *reg, int64_t now)
             eai_log(SES_COMPONENT, EAI_LOG_INFO, "snapshot %s expired: removing it", p->id);
             snp_audit(reg->app, p, "system", "sandbox.snapshot.delete", "allow", "retention", NULL);
             eai_metrics_add("eai_snapshots_deleted_total", NULL, 1);
-            snp_remove(reg, p, NULL);
+            snp_remove(reg, p, NULL, "retention");
         }
     }
 }
@@ -652,6 +917,35 @@ int snp_start(struct eai_sessions *reg, struct eai_error **err)
     snp_root(reg->app, root, sizeof root);
     if (eai_mkdir_p(root, 0700) < 0)
         return eai_error_set(err, EAI_E_INTERNAL, "cannot make %s: %s", root, strerror(errno));
+    int stored = snp_store_on(reg->app);
+    if (stored) {
+        /* this node's records, from storage (start-up: before the routes
+         * serve, as the sessions' sweep) */
+        json_t *rows = NULL;
+        if (reg->app->store->snapshot_owned(reg->app->storage.self, reg->node, 1000, &rows, err) < 0)
+            return -1;
+        size_t i;
+        json_t *row;
+        json_array_foreach(rows, i, row) {
+            const char *tenant = json_string_value(json_object_get(row, "tenant_id"));
+            struct eai_snapshot *p = snp_from_record(reg->app, tenant, json_object_get(row, "doc"));
+            char dir[PATH_MAX + 64];
+            struct stat st;
+            if (p)
+                snprintf(dir, sizeof dir, "%s/%s", root, p->id);
+            if (p && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+                p->next = reg->snaps;
+                reg->snaps = p;
+            } else if (p) { /* its image is gone: the record goes too */
+                struct eai_error *e = NULL;
+                reg->app->store->snapshot_delete(reg->app->storage.self, p->tenant, p->id, &e);
+                eai_error_free(e);
+                json_decref(p->spec);
+                free(p);
+            }
+        }
+        json_decref(rows);
+    }
     DIR *d = opendir(root);
     if (!d)
         return eai_error_set(err, EAI_E_INTERNAL, "cannot read %s: %s", root, strerror(errno));
@@ -664,7 +958,7 @@ int snp_start(struct eai_sessions *reg, struct eai_error **err)
         if (e->d_name[0] == '.')
             continue;
         snprintf(path, sizeof path, "%s/%s", root, e->d_name);
-        if (nl == 45 && !strcmp(e->d_name + 40, ".json")) {
+        if (nl == 45 && !strcmp(e->d_name + 40, ".json") && !stored) {
             snprintf(id, sizeof id, "%.40s", e->d_name);
             snprintf(other, sizeof other, "%s/%s", root, id);
             struct stat st;
@@ -708,7 +1002,10 @@ int snp_start(struct eai_sessions *reg, struct eai_error **err)
         }
         if (nl == 40 && snp_id_ok(e->d_name)) {
             snprintf(other, sizeof other, "%s.json", path);
-            if (access(other, F_OK) != 0) { /* interrupted while taken */
+            int known = 0;
+            for (struct eai_snapshot *p = reg->snaps; p && !known; p = p->next)
+                known = !strcmp(p->id, e->d_name);
+            if (stored ? !known : access(other, F_OK) != 0) { /* interrupted while taken */
                 eai_rm_tree(path);
                 removed++;
             }

@@ -584,6 +584,11 @@ static const struct eai_storage_ops eai_sq_ops = {
     .session_get = eai_sq_session_get,
     .session_list = eai_sq_session_list,
     .session_owned = eai_sq_session_owned,
+    .snapshot_put = eai_sq_snapshot_put,       /* 1.5: snapshot records */
+    .snapshot_get = eai_sq_snapshot_get,
+    .snapshot_list = eai_sq_snapshot_list,
+    .snapshot_delete = eai_sq_snapshot_delete,
+    .snapshot_owned = eai_sq_snapshot_owned,
 };
 
 static const struct eai_config_key eai_sq_config_keys[] = {

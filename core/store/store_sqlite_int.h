@@ -140,6 +140,13 @@ int eai_sq_session_get(void *self, const char *tenant, const char *id, json_t **
 int eai_sq_session_list(void *self, const char *tenant, const json_t *filter, json_t **out,
                         struct eai_error **err);
 int eai_sq_session_owned(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
+/* store_sqlite_snapshot.c: snapshot records (ABI 1.5) */
+int eai_sq_snapshot_put(void *self, const char *tenant, const json_t *doc, struct eai_error **err);
+int eai_sq_snapshot_get(void *self, const char *tenant, const char *id, json_t **out, struct eai_error **err);
+int eai_sq_snapshot_list(void *self, const char *tenant, const json_t *filter, json_t **out,
+                         struct eai_error **err);
+int eai_sq_snapshot_delete(void *self, const char *tenant, const char *id, struct eai_error **err);
+int eai_sq_snapshot_owned(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
 int eai_sq_kv_get(void *self, const char *key, char **value, struct eai_error **err);
 int eai_sq_kv_set(void *self, const char *key, const char *value, struct eai_error **err);
 

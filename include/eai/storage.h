@@ -317,6 +317,31 @@ struct eai_storage_ops {
      * [{"tenant_id", "doc"}] (the start-up sweep of a node). */
     int (*session_owned)(void *self, const char *owner, int limit, json_t **out,
                          struct eai_error **err);
+
+    /* ---- Added in 1.5: snapshot records (docs/sessions.md "Snapshots and
+     * forks").  Each may be NULL (the five together or none): core then
+     * keeps a snapshot's record in a file beside its image.  A record is a
+     * JSON document {id ("snp_<uuid>"), owner (the node that holds its
+     * image), session_id, created_at, expires_at, size_bytes, spec, ...};
+     * the backend keeps id, owner, session_id and the times in columns
+     * and the rest as the document, under the tenant's isolation
+     * (row-level security on PostgreSQL). */
+    /* Insert or replace tenant's record doc.id (another tenant's id: -1,
+     * EAI_E_CONFLICT, nothing written). */
+    int (*snapshot_put)(void *self, const char *tenant, const json_t *doc, struct eai_error **err);
+    /* *out = tenant's record id, NULL when there is none (another
+     * tenant's: NULL too). */
+    int (*snapshot_get)(void *self, const char *tenant, const char *id, json_t **out, struct eai_error **err);
+    /* filter {session_id? (of that session only), limit (1..1000)}:
+     * tenant's records newest first: [doc, ...]. */
+    int (*snapshot_list)(void *self, const char *tenant, const json_t *filter, json_t **out,
+                         struct eai_error **err);
+    /* Remove tenant's record id (none: 0). */
+    int (*snapshot_delete)(void *self, const char *tenant, const char *id, struct eai_error **err);
+    /* SYSTEM: at most limit (1..1000) records whose owner is owner, of
+     * every tenant, oldest first: [{"tenant_id", "doc"}] (a node's
+     * start). */
+    int (*snapshot_owned)(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
 };
 /* Frozen sizes per minor: the loader accepts [SIZE_1_0, sizeof]. */
 #define EAI_STORAGE_OPS_SIZE_1_0 offsetof(struct eai_storage_ops, audit_heads)
@@ -324,7 +349,7 @@ struct eai_storage_ops {
 #define EAI_STORAGE_OPS_SIZE_1_2 (offsetof(struct eai_storage_ops, exec_prune) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_3 (offsetof(struct eai_storage_ops, agent_get) + sizeof(void (*)(void)))
 #define EAI_STORAGE_OPS_SIZE_1_4 (offsetof(struct eai_storage_ops, session_owned) + sizeof(void (*)(void)))
-#define EAI_STORAGE_OPS_SIZE_1_5 EAI_STORAGE_OPS_SIZE_1_4
+#define EAI_STORAGE_OPS_SIZE_1_5 (offsetof(struct eai_storage_ops, snapshot_owned) + sizeof(void (*)(void)))
 
 #ifdef __cplusplus
 }

@@ -193,6 +193,13 @@ int eai_pg_session_get(void *self, const char *tenant, const char *id, json_t **
 int eai_pg_session_list(void *self, const char *tenant, const json_t *filter, json_t **out,
                         struct eai_error **err);
 int eai_pg_session_owned(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
+/* pg_snapshot.c: snapshot records (ABI 1.5) */
+int eai_pg_snapshot_put(void *self, const char *tenant, const json_t *doc, struct eai_error **err);
+int eai_pg_snapshot_get(void *self, const char *tenant, const char *id, json_t **out, struct eai_error **err);
+int eai_pg_snapshot_list(void *self, const char *tenant, const json_t *filter, json_t **out,
+                         struct eai_error **err);
+int eai_pg_snapshot_delete(void *self, const char *tenant, const char *id, struct eai_error **err);
+int eai_pg_snapshot_owned(void *self, const char *owner, int limit, json_t **out, struct eai_error **err);
 
 /* Pool lifecycle (pg_pool.c). */
 int eai_pg_pool_init(struct eai_pg *pg, struct eai_error **err);

@@ -245,6 +245,9 @@ static const struct eai_storage_ops eai_pg_ops = {
     .agent_list = eai_pg_agent_list, .agent_get = eai_pg_agent_get,
     .session_put = eai_pg_session_put, .session_get = eai_pg_session_get,   /* 1.4: stored sessions */
     .session_list = eai_pg_session_list, .session_owned = eai_pg_session_owned,
+    .snapshot_put = eai_pg_snapshot_put, .snapshot_get = eai_pg_snapshot_get,  /* 1.5: snapshot records */
+    .snapshot_list = eai_pg_snapshot_list, .snapshot_delete = eai_pg_snapshot_delete,
+    .snapshot_owned = eai_pg_snapshot_owned,
 };
 
 static const struct eai_config_key eai_pg_config_keys[] = {

@@ -321,6 +321,33 @@ static void test_session_contracts(void)
     eai_schema_free(v);
 }
 
+/* contracts/v1/session-fork, snapshot (issue 34 item 1). */
+static void test_snapshot_contracts(void)
+{
+    struct eai_schema *f = load_contract("session-fork");
+    struct eai_schema *p = load_contract("snapshot");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+    VALID(f, "{\"from_snapshot\": \"snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\"}");
+    VALID(f, "{\"from_snapshot\": \"snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"count\": 10,"
+             " \"network\": {\"egress\": [\"pypi.org:443\"]}, \"idle_timeout_s\": 60, \"ttl_s\": 600,"
+             " \"run_id\": \"r1\"}");
+    INVALID(f, "{\"count\": 2}", "/from_snapshot", "required");
+    INVALID(f, "{\"from_snapshot\": \"ses_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\"}", "/from_snapshot", NULL);
+    INVALID(f, "{\"from_snapshot\": \"snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"count\": 0}", "/count", NULL);
+    INVALID(f, "{\"from_snapshot\": \"snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"image\": \"i\"}", "/image",
+            NULL);
+    VALID(p, "{\"id\": \"snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\","
+             " \"session_id\": \"ses_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"status\": \"ready\","
+             " \"size_bytes\": 8300000, \"created_at\": \"t\", \"expires_at\": \"t\", \"profile\": \"p\","
+             " \"image\": \"python:3.11-slim\", \"forks\": 10}");
+    INVALID(p, "{\"id\": \"snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\","
+               " \"session_id\": \"ses_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10\", \"status\": \"sleeping\","
+               " \"size_bytes\": 1, \"created_at\": \"t\", \"expires_at\": \"t\", \"forks\": 0}", "/status", NULL);
+    eai_schema_free(f);
+    eai_schema_free(p);
+}
+
 /* ------------------------------------------------------------ execution */
 
 #define MIN_EXEC "\"image\": \"python:3.12-slim\", \"command\": [\"python\", \"-c\", \"print(2+2)\"]"
@@ -1129,6 +1156,7 @@ int main(void)
     CU_add_test(s, "alias byte bomb refused", test_yaml_alias_byte_bomb);
     CU_add_test(s, "anchored manifest", test_yaml_anchored_manifest);
     CU_add_test(s, "session contracts", test_session_contracts);
+    CU_add_test(s, "snapshot contracts", test_snapshot_contracts);
     s = CU_add_suite("load", NULL, NULL);
     CU_add_test(s, "schema mistakes refused at load", test_load_refusals);
     CU_add_test(s, "$ref cycles, paths, error cap", test_ref_cycles_and_caps);

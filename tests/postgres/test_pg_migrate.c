@@ -76,7 +76,7 @@ static void test_migrate_twice(void)
                                 " AND policyname = 'tenant_isolation'"
                                 " AND qual LIKE '%NULLIF(current_setting(''app.tenant_id''::text, true), ''''::text)%'"
                                 " AND with_check = qual"),
-                    10); /* 9 of 0001, eai.sandbox_sessions of 0008 */
+                    11); /* 9 of 0001, eai.sandbox_sessions of 0008, eai.sandbox_snapshots of 0009 */
     PQfinish(c);
 }
 
@@ -99,6 +99,8 @@ static void test_app_role_privileges(void)
         {"eai.sandbox_executions", "UPDATE"}, {"eai.audit_events", "INSERT"},
         {"eai.manifests", "DELETE"}, {"eai.usage_outbox", "INSERT"}, {"eai.tenants", "INSERT"},
         {"eai.sandbox_sessions", "SELECT"}, {"eai.sandbox_sessions", "INSERT"}, {"eai.sandbox_sessions", "UPDATE"},
+        {"eai.sandbox_snapshots", "SELECT"}, {"eai.sandbox_snapshots", "INSERT"},
+        {"eai.sandbox_snapshots", "DELETE"},
     };
     /* ... and nothing more: audit is append-only, no deletes of history. */
     static const char *const no[][2] = {
@@ -106,7 +108,7 @@ static void test_app_role_privileges(void)
         {"eai.sandbox_executions", "DELETE"}, {"eai.tenants", "DELETE"}, {"eai.tenants", "UPDATE"},
         {"eai.api_keys", "UPDATE"}, {"eai.usage_outbox", "SELECT"}, {"eai.usage_outbox", "DELETE"},
         {"eai.schema_migrations", "INSERT"}, {"eai.sandbox_executions", "TRUNCATE"},
-        {"eai.sandbox_sessions", "DELETE"},
+        {"eai.sandbox_sessions", "DELETE"}, {"eai.sandbox_snapshots", "TRUNCATE"},
     };
     for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
         snprintf(sql, sizeof sql, "SELECT has_table_privilege('%s', '%s', '%s')::int", role, yes[i][0],

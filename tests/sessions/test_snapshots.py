@@ -11,6 +11,7 @@ running in a fork; another tenant sees 404 on every new route; the quotas
 refuse; nothing is left on the host after the deletes."""
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -143,6 +144,16 @@ def case_fork_ten_diverge():
     st, _ = e.api("GET", "/v1/sandbox/snapshots/" + snp["id"])
     check(st == 404, "deleted snapshot answers 404: %s" % st)
     check(snapshot_dirs(e) == [], "the snapshot's files are gone: %s" % snapshot_dirs(e))
+    # its storage billed: a usage event of kind snapshot (size x seconds kept)
+    deadline = time.time() + 15
+    ev = []
+    while not ev and time.time() < deadline:
+        st, b = e.api("GET", "/v1/finops/usage")
+        ev = [u for u in (b.get("usage") or []) if u.get("kind") == "snapshot" and u.get("snapshot_id") == snp["id"]]
+        if not ev:
+            time.sleep(0.3)
+    check(ev and ev[0]["size_bytes"] == snp["size_bytes"] and ev[0]["storage_mb_seconds"] > 0
+          and ev[0]["end_reason"] == "deleted" and ev[0]["forks"] == 11, "snapshot usage event: %s" % ev)
 
 
 def case_background_process_restored():
@@ -253,6 +264,48 @@ def case_cross_tenant_and_bounds():
         check(st == 200, "delete %s: %s" % (i, st))
 
 
+def case_own_limits_and_audit():
+    """Each fork has its own limits: one fork pushed over its memory limit
+    ends oom_killed while its sibling and the parent run on.  Audit events
+    of the snapshot routes: create, fork, delete, and a deny for another
+    tenant's 404."""
+    e = env()
+    parent = ts.create(e, limits={"memory": "128Mi"})
+    snp = snapshot(e, parent)
+    b = fork(e, snp["id"], count=2)
+    a, c = [i["id"] for i in b["items"]]
+    check(all(i["limits"]["memory"] == "128Mi" for i in b["items"]), "forks have the snapshot's limits: %s" % b)
+    r = ts.py(e, a, "b=bytearray(200<<20)\nfor i in range(0,len(b),4096): b[i]=1\nprint('allocated')")
+    check(r["status"] == "oom_killed" and "allocated" not in r["stdout"], "fork over its memory: %s" % r)
+    deadline = time.time() + 20
+    st, v = ts.get(e, a)
+    while v["status"] != "ended" and time.time() < deadline:
+        time.sleep(0.25)
+        st, v = ts.get(e, a)
+    check(v["status"] == "ended" and v["end_reason"] == "oom_killed", "that fork ended oom_killed: %s" % v)
+    for sid in (c, parent):
+        r = ts.run(e, sid, ["echo", "alive"])
+        check(r["stdout"] == "alive\n", "the other fork and the parent run on: %s" % r)
+        ts.delete(e, sid)
+    st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
+    check(st == 200, "delete: %s" % st)
+    db = os.path.join(e.data, "eai.db")
+    want = {"sandbox.snapshot.create": snp["id"], "sandbox.session.fork": "from=" + snp["id"],
+            "sandbox.snapshot.delete": snp["id"]}
+    deadline = time.time() + 10
+    found = {}
+    while len(found) < len(want) and time.time() < deadline:
+        con = sqlite3.connect(db)
+        docs = [json.loads(r[0]) for r in con.execute("SELECT doc FROM audit_events")]
+        con.close()
+        for act, needle in want.items():
+            if any(d.get("action") == act and d.get("decision") == "allow" and
+                   (needle in (d.get("target") or "") or needle in (d.get("reason") or "")) for d in docs):
+                found[act] = True
+        time.sleep(0.3)
+    check(len(found) == len(want), "audit events of the snapshot routes: %s" % sorted(found))
+
+
 def case_delete_during_snapshot():
     """A session deleted while its snapshot is taken: the snapshot answers
     201 (it was taken first) or 409 session_ended, never hangs, and nothing
@@ -310,6 +363,27 @@ def case_retention_and_byte_quota():
         ts.delete(q, sid)
     finally:
         q.stop()
+
+
+def case_without_supervisor():
+    """With the launcher off (the session's init is sh + sleep, each
+    execution a runsc exec): a snapshot and a fork keep the files and the
+    fork runs programs the same way."""
+    e = ts.start_env(config=CONFIG + "isolation:\n  gvisor: {launcher: false}\n", tenant="snp-nolauncher")
+    try:
+        sid = ts.create(e)
+        r = ts.run(e, sid, ["sh", "-c", "echo kept > /tmp/k; cat /proc/1/cmdline | tr '\\0' ' '"])
+        check(r["stdout"].startswith("sleep infinity"), "sh + sleep init: %s" % r)
+        snp = snapshot(e, sid)
+        f = fork(e, snp["id"])
+        r = ts.run(e, f["id"], ["sh", "-c", "cat /tmp/k; cat /proc/1/cmdline | tr '\\0' ' '; exit 3"])
+        check(r.get("exit_code") == 3 and r["stdout"].startswith("kept\nsleep infinity"), "the fork: %s" % r)
+        for s in (f["id"], sid):
+            ts.delete(e, s)
+        st, _ = e.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
+        check(st == 200, "delete: %s" % st)
+    finally:
+        e.stop()
 
 
 def case_restart_keeps_snapshots():
@@ -402,8 +476,10 @@ CASES = [
     ("fork_ten_diverge", case_fork_ten_diverge),
     ("background_process_restored", case_background_process_restored),
     ("cross_tenant_and_bounds", case_cross_tenant_and_bounds),
+    ("own_limits_and_audit", case_own_limits_and_audit),
     ("delete_during_snapshot", case_delete_during_snapshot),
     ("retention_and_byte_quota", case_retention_and_byte_quota),
+    ("without_supervisor", case_without_supervisor),
     ("restart_keeps_snapshots", case_restart_keeps_snapshots),
     ("python_sdk", case_python_sdk),
     ("cli", case_cli),

@@ -57,7 +57,9 @@
  *       eai_isolation_ops.stdin_write (streamed stdin), error codes
  *       insufficient_storage, stdin_not_streamed, stdin_closed, stdin_busy.
  *  1.5  (snapshots) eai_isolation_ops.session_snapshot, eai_iso_session.restore_from
- *       (snapshots and forks of a session; docs/sessions.md).
+ *       (snapshots and forks of a session; docs/sessions.md);
+ *       eai_storage_ops.snapshot_put, snapshot_get, snapshot_list,
+ *       snapshot_delete, snapshot_owned (their records).
  */
 #ifndef EAI_PLUGIN_H
 #define EAI_PLUGIN_H

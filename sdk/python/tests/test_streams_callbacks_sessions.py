@@ -220,6 +220,35 @@ class TestSessions(Base):
         self.assertEqual((r[3]["method"], r[3]["path"]), ("GET", "/v1/sandbox/sessions/%s/network" % SES))
         self.assertEqual(r[4]["path"], "/v1/sandbox/sessions?status=paused&limit=10&before=" + SES)
 
+    def test_snapshots_and_forks(self) -> None:
+        """Issue 34: snapshot(), fork() (one, a count), snapshots(), get/delete_snapshot()."""
+        snp = "snp_0b8e2c4e-9a7e-4d2e-8f3a-3c1f2a7b9d10"
+        view = {"id": SES, "status": "running", "usage": None}
+        sv = {"id": snp, "session_id": SES, "status": "ready", "size_bytes": 8300000, "forks": 0}
+        fork = dict(view, id="ses_f", from_snapshot=snp)
+        self.m.script = [
+            (201, view), (201, sv), (201, fork),
+            (201, {"items": [fork, dict(fork, id="ses_g")], "from_snapshot": snp}),
+            (200, {"items": [sv]}), (200, dict(sv, forks=3)), (200, dict(sv, status="deleted")),
+        ]
+        s = self.c.sandbox.sessions.create("img")
+        got = s.snapshot(ttl_s=600)
+        self.assertEqual((got.id, got.size_bytes, got.status), (snp, 8300000, "ready"))
+        one = self.c.sandbox.sessions.fork(snp)
+        self.assertEqual((one.id, one.from_snapshot), ("ses_f", snp))
+        two = self.c.sandbox.sessions.fork(snp, count=2, ttl_s=60)
+        self.assertEqual([h.id for h in two], ["ses_f", "ses_g"])
+        self.assertEqual([x.id for x in self.c.sandbox.sessions.snapshots(SES)], [snp])
+        self.assertEqual(self.c.sandbox.sessions.get_snapshot(snp).forks, 3)
+        self.assertEqual(self.c.sandbox.sessions.delete_snapshot(snp).status, "deleted")
+        r = self.m.requests
+        self.assertEqual((r[1]["method"], r[1]["path"]), ("POST", "/v1/sandbox/sessions/%s/snapshots" % SES))
+        self.assertEqual(json.loads(r[1]["body"]), {"ttl_s": 600})
+        self.assertEqual(json.loads(r[2]["body"]), {"from_snapshot": snp})
+        self.assertEqual(json.loads(r[3]["body"]), {"from_snapshot": snp, "count": 2, "ttl_s": 60})
+        self.assertEqual(r[4]["path"], "/v1/sandbox/snapshots?session_id=" + SES)
+        self.assertEqual((r[6]["method"], r[6]["path"]), ("DELETE", "/v1/sandbox/snapshots/" + snp))
+
 
 if __name__ == "__main__":
     unittest.main()
