@@ -144,28 +144,32 @@ def main():
         # its own and the allow list of its request, never the parent's
         # (the parent's is allowed.test:80 now)
         st, snp = env.api("POST", "/v1/sandbox/sessions/%s/snapshots" % sid, timeout=120)
-        check(st == 201 and snp["status"] == "ready", "snapshot of a session with egress: %s %s" % (st, snp))
-        st, fk = env.api("POST", "/v1/sandbox/sessions", {"from_snapshot": snp["id"],
-                                                          "network": {"egress": ["a.wild.test:80"]}}, timeout=120)
-        check(st == 201 and fk["network"]["egress"] == ["a.wild.test:80"], "fork with its own list: %s %s" % (st, fk))
-        st, fk0 = env.api("POST", "/v1/sandbox/sessions", {"from_snapshot": snp["id"]}, timeout=120)
-        check(st == 201 and fk0["network"]["egress"] == [], "fork without a list: %s %s" % (st, fk0))
-        st, b = env.api("POST", "/v1/sandbox/sessions", {"from_snapshot": snp["id"],
-                                                         "network": {"egress": ["evil.test:80"]}})
-        check(st == 422 and b["error"]["code"] == "egress_not_allowed", "fork outside the profile: %s %s" % (st, b))
-        if st_ok(fk) and st_ok(fk0):
-            rec, r = cases(env, work, fk["id"], [["url", "http://a.wild.test/"], ["url", "http://allowed.test/"]])
-            check(rec["status"] == "succeeded" and r[0]["ok"], "the fork reaches its own list: %s %s" % (rec, r))
-            check(not r[1]["ok"], "the fork does not reach the parent's list: %s" % r[1])
-            rec, r = cases(env, work, fk0["id"], [["url", "http://allowed.test/"], ["url", "http://a.wild.test/"]])
-            check(rec["status"] == "succeeded" and not r[0]["ok"] and not r[1]["ok"],
-                  "a fork without a list reaches nothing: %s %s" % (rec, r))
-            rec, r = cases(env, work, sid, [["url", "http://allowed.test/"], ["url", "http://a.wild.test/"]])
-            check(r[0]["ok"] and not r[1]["ok"], "the parent keeps its own list: %s" % r)
-            for f in (fk, fk0):
-                env.api("DELETE", "/v1/sandbox/sessions/" + f["id"], timeout=60)
-        st, b = env.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
-        check(st == 200, "delete the snapshot: %s %s" % (st, b))
+        old_runsc = st == 422 and snp["error"]["code"] == "snapshots_unsupported"  # Debian 12's: refused
+        check((st == 201 and snp["status"] == "ready") or old_runsc, "snapshot of a session with egress: %s %s" % (st, snp))
+        if old_runsc:
+            print("     (snapshots refused on this runsc: the fork checks are skipped)")
+        else:
+            st, fk = env.api("POST", "/v1/sandbox/sessions", {"from_snapshot": snp["id"],
+                                                              "network": {"egress": ["a.wild.test:80"]}}, timeout=120)
+            check(st == 201 and fk["network"]["egress"] == ["a.wild.test:80"], "fork with its own list: %s %s" % (st, fk))
+            st, fk0 = env.api("POST", "/v1/sandbox/sessions", {"from_snapshot": snp["id"]}, timeout=120)
+            check(st == 201 and fk0["network"]["egress"] == [], "fork without a list: %s %s" % (st, fk0))
+            st, b = env.api("POST", "/v1/sandbox/sessions", {"from_snapshot": snp["id"],
+                                                             "network": {"egress": ["evil.test:80"]}})
+            check(st == 422 and b["error"]["code"] == "egress_not_allowed", "fork outside the profile: %s %s" % (st, b))
+            if st_ok(fk) and st_ok(fk0):
+                rec, r = cases(env, work, fk["id"], [["url", "http://a.wild.test/"], ["url", "http://allowed.test/"]])
+                check(rec["status"] == "succeeded" and r[0]["ok"], "the fork reaches its own list: %s %s" % (rec, r))
+                check(not r[1]["ok"], "the fork does not reach the parent's list: %s" % r[1])
+                rec, r = cases(env, work, fk0["id"], [["url", "http://allowed.test/"], ["url", "http://a.wild.test/"]])
+                check(rec["status"] == "succeeded" and not r[0]["ok"] and not r[1]["ok"],
+                      "a fork without a list reaches nothing: %s %s" % (rec, r))
+                rec, r = cases(env, work, sid, [["url", "http://allowed.test/"], ["url", "http://a.wild.test/"]])
+                check(r[0]["ok"] and not r[1]["ok"], "the parent keeps its own list: %s" % r)
+                for f in (fk, fk0):
+                    env.api("DELETE", "/v1/sandbox/sessions/" + f["id"], timeout=60)
+            st, b = env.api("DELETE", "/v1/sandbox/snapshots/" + snp["id"])
+            check(st == 200, "delete the snapshot: %s %s" % (st, b))
         # the session's network log
         st, b = env.api("GET", "/v1/sandbox/sessions/%s/network" % sid)
         entries = (b.get("log") or {}).get("entries") or []
