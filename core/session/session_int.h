@@ -104,6 +104,7 @@ struct eai_session {
         void (*route)(struct eai_app *, struct eai_req *);
     } claim_wait[SES_CLAIM_WAIT_MAX]; /* calls waiting for the claim's restore */
     int nclaim_wait;
+    int budget_held;                 /* its limits are reserved in the node budget (exec/budget.h) */
 };
 
 /* A snapshot (session_snap.c, docs/sessions.md "Snapshots and forks"). */
@@ -134,7 +135,6 @@ struct ses_fork {
     int single;                      /* no count given: answered as a plain create */
     int n, pending, building;
     json_t *items;                   /* the views, by index */
-    int budget_held;                 /* its limits are reserved in the node budget (exec/budget.h) */
 };
 
 struct eai_sessions {
