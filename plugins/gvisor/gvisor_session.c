@@ -872,6 +872,17 @@ int gv_session_resume(void *self, const char *id, struct eai_error **err)
 
 /* ------------------------------------------------------------ snapshots (ABI 1.5) */
 
+/* A snapshot script's last line: the directory's size in bytes. */
+static int64_t script_size(const char *out, size_t outlen)
+{
+    const char *p = out ? out + outlen : NULL;
+    while (p && p > out && (p[-1] == '\n' || p[-1] == ' '))
+        p--;
+    while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p ? strtoll(p, NULL, 10) : 0;
+}
+
 static void snap_done(void *arg, int status, const char *out, size_t outlen)
 {
     struct gv_session *s = arg;
@@ -889,12 +900,7 @@ static void snap_done(void *arg, int status, const char *out, size_t outlen)
         if (s->state != GVS_PAUSED) {
             e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", GV_MSG(GVS_M_ENDED_SNAPSHOT));
         } else if (status == 0) {
-            const char *p = out ? out + outlen : NULL;
-            while (p && p > out && (p[-1] == '\n' || p[-1] == ' '))
-                p--;
-            while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
-                p--;
-            size = p ? strtoll(p, NULL, 10) : 0;
+            size = script_size(out, outlen);
         } else {
             char m[300], line[220];
             eai_pc_one_line(line, sizeof(line), out ? out : "");
@@ -912,13 +918,7 @@ static void snap_done(void *arg, int status, const char *out, size_t outlen)
     if (s->state != GVS_SNAPSHOT) { /* ended meanwhile */
         e = h->error_new(EAI_E_SANDBOX_FAILED, 0, "%s", GV_MSG(GVS_M_ENDED_SNAPSHOT));
     } else if (status == 0) {
-        /* the script's last line: the directory's size in bytes */
-        const char *p = out ? out + outlen : NULL;
-        while (p && p > out && (p[-1] == '\n' || p[-1] == ' '))
-            p--;
-        while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
-            p--;
-        size = p ? strtoll(p, NULL, 10) : 0;
+        size = script_size(out, outlen);
         s->state = GVS_READY;
     } else {
         char m[300], line[220];
