@@ -382,6 +382,7 @@ int ses_claim_ready(struct eai_session *s, const struct eai_error *err)
 struct claim_job {
     struct eai_app *app;
     struct eai_session *s;         /* not in the registry until the claim is written */
+    const char *expect;            /* the owner the write expects: "parked" (a claim), this node (giving it back) */
     char tenant[64], action[64];
     void (*route)(struct eai_app *, struct eai_req *);
     json_t *doc;
@@ -392,7 +393,35 @@ struct claim_job {
 static void claim_work(void *arg)
 {
     struct claim_job *j = arg;
-    j->rc = j->app->store->session_put(j->app->storage.self, j->tenant, j->doc, SES_PARKED_OWNER, &j->err);
+    j->rc = j->app->store->session_put(j->app->storage.self, j->tenant, j->doc, j->expect, &j->err);
+}
+
+static void claim_free(void *arg);
+static const struct eai_park_ops claim_ops;
+
+/* Give a record this node claimed (status resuming) back to the handoff
+ * directory, unrestored: parked again, for the next call anywhere. */
+void ses_unclaim(struct eai_sessions *reg, const char *tenant, const json_t *doc)
+{
+    struct claim_job *j = calloc(1, sizeof *j);
+    json_t *d = json_deep_copy(doc);
+    if (!j || !d) {
+        free(j);
+        json_decref(d);
+        return;
+    }
+    json_object_set_new(d, "owner", json_string(SES_PARKED_OWNER));
+    json_object_set_new(d, "status", json_string("paused"));
+    json_object_set_new(d, "rev", json_integer(json_integer_value(json_object_get(d, "rev")) + 1));
+    json_object_del(d, "owner_url");
+    json_object_del(d, "claim_owner");
+    j->app = reg->app;
+    j->doc = d;
+    j->expect = reg->node;
+    snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
+    eai_log(SES_COMPONENT, EAI_LOG_INFO, "session %s: claimed here but not restored: parked again",
+            json_string_value(json_object_get(doc, "id")));
+    eai_park(reg->parks, NULL, &claim_ops, j);
 }
 
 static void claim_answer(struct eai_req *r, void *arg)
@@ -400,7 +429,15 @@ static void claim_answer(struct eai_req *r, void *arg)
     struct claim_job *j = arg;
     struct eai_session *s = j->s;
     struct eai_sessions *reg = ses_reg(j->app);
+    if (!s) { /* ses_unclaim's write */
+        if (j->rc < 0)
+            eai_log(SES_COMPONENT, EAI_LOG_ERROR, "a session could not be parked again: %s",
+                    j->err && j->err->message ? j->err->message : "?");
+        return;
+    }
     if (!reg || reg->stopping) {
+        if (reg && j->rc == 0)
+            ses_unclaim(reg, j->tenant, j->doc); /* claimed as eaid stops: back to the directory */
         if (r)
             eai_reply_error(r, EAI_E_SHUTTING_DOWN, NULL);
         return;
@@ -520,9 +557,12 @@ int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant,
         free(j);
         return 0;
     }
+    /* (kept while it is restored: a start-up after a crash gives it back) */
+    json_object_set_new(json_object_get(j->doc, "x"), "handoff_dir", json_string(dir));
     s->state = SES_PAUSED;
     j->app = app;
     j->s = s;
+    j->expect = SES_PARKED_OWNER;
     j->route = route;
     snprintf(j->tenant, sizeof j->tenant, "%s", tenant);
     snprintf(j->action, sizeof j->action, "%s", action);

@@ -261,6 +261,9 @@ int ses_claim_ready(struct eai_session *s, const struct eai_error *err);
  * claimed here (the caller answers from the record). */
 int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant, const json_t *doc,
                      const char *action, void (*route)(struct eai_app *, struct eai_req *));
+/* A record this node claimed (status resuming) but did not restore (it
+ * stopped, or died, meanwhile): written back parked, for any replica. */
+void ses_unclaim(struct eai_sessions *reg, const char *tenant, const json_t *doc);
 /* Each minute: the parked records whose lifetime ran out are claimed and
  * ended (no node's timer holds them). */
 void ses_handoff_tick(struct eai_sessions *reg, int64_t now);

@@ -343,6 +343,11 @@ static void sweep_answer(struct eai_req *r, void *arg)
         const json_t *doc = json_object_get(one, "doc");
         if (!tenant || ses_find(reg, tenant, jstr(doc, "id")))
             continue; /* adopted meanwhile by a call on it */
+        if (!strcmp(jstr(doc, "status") ? jstr(doc, "status") : "", "resuming") &&
+            jstr(json_object_get(doc, "x"), "handoff_dir")) {
+            ses_unclaim(reg, tenant, doc); /* claimed from the handoff directory, died before it ran */
+            continue;
+        }
         if (adopt_paused(reg, tenant, doc)) {
             kept++;
             continue;
