@@ -84,6 +84,11 @@ def main():
         R.check(st == 202, "execution: %s" % st)
         R.wait_terminal([r1.base], ka, [ex["id"]], 60)
         st, snp = R.api(r1.base, ka, "POST", "/v1/sandbox/sessions/%s/snapshots" % sid, None, timeout=120)
+        if st == 422 and (snp.get("error") or {}).get("code") == "snapshots_unsupported":
+            # Debian 12's runsc (the fresh chroot's): snapshots are refused there
+            # (test_snapshots checks the refusal); nothing of this test can run
+            print("SKIP: this runsc refuses snapshots: %s" % snp["error"]["details"][0]["message"])
+            return 77
         if not R.check(st == 201 and snp["status"] == "ready", "snapshot on r1: %s %s" % (st, snp)):
             return 1
         R.check(R.psql(super_db, "SELECT count(*) FROM eai.sandbox_snapshots WHERE id = '%s'" % snp["id"]) == "1",
