@@ -65,6 +65,13 @@ def state_of(pid):
         return ""
 
 
+def alive(pid):
+    """Running or sleeping, neither gone nor a zombie.  (A process just
+    started may still be 'R' where a test read 'S' under load: the
+    sanitizer stage of CI run 4, 2026-12-06.)"""
+    return state_of(pid) not in ("", "Z", "X")
+
+
 def kill(pid):
     """SIGKILL one process of this test, never a pid <= 1: os.kill(-1, ...)
     as root would signal every process of the machine."""
@@ -180,7 +187,7 @@ try:
     b.send_signal(signal.SIGKILL)
     b.wait()
     check(wait_for(lambda: not pids_of(b"sleep\x001000\x00")), "the killed client's program is gone")
-    check(state_of(bg) == "S", "its background child lives on: %r" % state_of(bg))
+    check(alive(bg), "its background child lives on: %r" % state_of(bg))
     outa, _ = a.communicate(timeout=20)
     check(a.returncode == 0 and outa == b"A\n", "the other program ran to its end: %s %r" % (a.returncode, outa))
     check(time.time() - t0 < 1.9, "both at once: %.2f s" % (time.time() - t0))
@@ -188,10 +195,10 @@ try:
     # an orphan: kept, reparented to the supervisor; reaped when it ends
     code, out, _ = client(["sh", "-c", "sleep 1002 >/dev/null 2>&1 &"])
     orphan = first_pid(b"sleep\x001002\x00")
-    check(code == 0 and state_of(orphan) == "S", "orphan alive after its parent's end: %d %r" % (code, state_of(orphan)))
+    check(code == 0 and alive(orphan), "orphan alive after its parent's end: %d %r" % (code, state_of(orphan)))
     check(wait_for(lambda: ppid_of(orphan) == init), "orphan reparented to the supervisor: %d" % ppid_of(orphan))
     time.sleep(0.3)
-    check(state_of(orphan) == "S", "the supervisor kills no orphan")
+    check(alive(orphan), "the supervisor kills no orphan: %r" % state_of(orphan))
     kill(orphan)
     check(wait_for(lambda: state_of(orphan) == ""), "orphan reaped once it ended (no zombie): %r" % state_of(orphan))
     kill(bg)
