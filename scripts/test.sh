@@ -21,28 +21,45 @@ apt_install "${EAI_BUILD_PACKAGES[@]}" "${EAI_RUN_PACKAGES[@]}" \
     golang-go golang-github-masterminds-sprig-dev golang-gopkg-yaml.v3-dev \
     "${EAI_SDK_PACKAGES[@]}" \
     "${node_pkgs[@]}"
-# The real Kubernetes cluster's tests (labels k8s-real and helm-real, tests/cluster,
-# docs/kubernetes.md "Real cluster", docs/helm.md "Real cluster") are part of the suite: the first run
-# builds Kubernetes, etcd and containerd from their Go modules (~11 min), Helm and CoreDNS (~2 min each),
-# cached by version in /var/cache/eai-cluster.
-build_all -DEAI_TEST_K8S_REAL=ON
-
 # runsc from gVisor's Go module at the pinned version (tools/runtime/build.sh,
 # docs/gvisor.md "runsc from source"), cached by version: the suite runs on it.
 # Debian's runsc (EAI_RUN_PACKAGES) stays installed and supported: the gVisor
 # sandbox suite and the sessions run on it too, before the suite.  Needs Go >= 1.26 (/usr/local/go on
 # this kind of machine); without it (the fresh chroot, which runs no sandbox)
-# everything runs on Debian's runsc, said here.
-deb_path=$PATH # the PATH without the built runsc
-if "$EAI_ROOT/tools/runtime/build.sh" --print-dir >/dev/null && [[ -x /usr/local/go/bin/go ]] &&
-    [[ ${EAI_DEBIAN_RUNSC:-0} != 1 ]]; then
-    "$EAI_ROOT/tools/runtime/build.sh"
-    runsc_dir=$("$EAI_ROOT/tools/runtime/build.sh" --print-dir)
-    export EAI_SANDBOX_RUNSC=$runsc_dir/runsc PATH=$runsc_dir:$PATH
-else
-    echo "== runsc from source skipped (no /usr/local/go, or EAI_DEBIAN_RUNSC=1): Debian's runsc"
+# everything runs on Debian's runsc, said below.
+own_runsc=0
+[[ -x /usr/local/go/bin/go && ${EAI_DEBIAN_RUNSC:-0} != 1 ]] && own_runsc=1
+
+# The real Kubernetes cluster's tests (labels k8s-real and helm-real, tests/cluster,
+# docs/kubernetes.md "Real cluster", docs/helm.md "Real cluster") are part of the suite: the first run
+# builds Kubernetes, etcd and containerd from their Go modules (~11 min), Helm and CoreDNS (~2 min each),
+# cached by version in /var/cache/eai-cluster.
+# On a full run, those builds, runsc's, the bundled PostgreSQL's image and the
+# test collector's start now in the background (scripts/prebuild.sh, nice 19,
+# log build/prebuild.log): on a warm machine they find their caches at once;
+# on a fresh one they overlap the stages below instead of holding the serial
+# tests that need them (README "A cold machine").
+prebuild_pid=
+if (($# == 0)) && [[ -x /usr/local/go/bin/go && ${EAI_PREBUILD:-1} == 1 ]]; then
+    mapfile -t cluster_pkgs < <(tests/cluster/cluster.sh packages)
+    apt_install "${cluster_pkgs[@]}" # now: nothing in the background may run apt-get
+    steps=(cluster helm coredns pg-image otelcol)
+    ((own_runsc)) && steps=(runsc "${steps[@]}")
+    mkdir -p build
+    echo "== prebuild in the background: ${steps[*]} (build/prebuild.log)"
+    setsid scripts/prebuild.sh "${steps[@]}" >build/prebuild.log 2>&1 </dev/null &
+    prebuild_pid=$!
 fi
-echo "== runsc: $(${EAI_SANDBOX_RUNSC:-runsc} --version | head -1)"
+stop_prebuild() {
+    if [[ -n $prebuild_pid ]]; then
+        kill -TERM -- "-$prebuild_pid" 2>/dev/null && { wait "$prebuild_pid" 2>/dev/null || true; }
+        grep -h '^prebuild:' "$EAI_ROOT/build/prebuild.log" 2>/dev/null || true
+        prebuild_pid=
+    fi
+}
+trap stop_prebuild EXIT
+
+build_all -DEAI_TEST_K8S_REAL=ON
 
 # The official MCP Python SDK (tests/mcp, label mcp) from PyPI into a venv
 # cached by its pinned version (/var/cache/eai-mcp, ~20 s once).
@@ -59,6 +76,7 @@ chmod 0755 "$pgdir"
 cleanup() {
     tests/support/pg_cluster.sh stop "$pgdir" >/dev/null 2>&1 || true
     rm -rf "$pgdir"
+    stop_prebuild
 }
 trap cleanup EXIT
 echo "== PostgreSQL 15 test cluster in $pgdir"
@@ -99,6 +117,19 @@ if (($# == 0)) && [[ ${EAI_SKIP_FUZZ:-0} != 1 ]]; then
     fi
     rm -rf "$fuzz_probe"
 fi
+
+# The sanitizer and fuzz stages run no sandbox (their HTTP tests point eaid at
+# a missing runsc on purpose); what follows does: runsc now, waiting for the
+# background build if it is still under way.
+deb_path=$PATH # the PATH without the built runsc
+if ((own_runsc)); then
+    "$EAI_ROOT/tools/runtime/build.sh"
+    runsc_dir=$("$EAI_ROOT/tools/runtime/build.sh" --print-dir)
+    export EAI_SANDBOX_RUNSC=$runsc_dir/runsc PATH=$runsc_dir:$PATH
+else
+    echo "== runsc from source skipped (no /usr/local/go, or EAI_DEBIAN_RUNSC=1): Debian's runsc"
+fi
+echo "== runsc: $(${EAI_SANDBOX_RUNSC:-runsc} --version | head -1)"
 
 # Debian 12's runsc (0.0~20221219, ptrace only) is still supported: the gVisor
 # sandbox suite and the sessions (whose pause/resume, background processes

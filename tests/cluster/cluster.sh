@@ -7,6 +7,7 @@
 #                                     build (or find in the cache) every binary and image;
 #                                     `build helm` / `build coredns`: Helm 3 and CoreDNS
 #                                     (not built by default; docs/helm.md "Real cluster")
+#   tests/cluster/cluster.sh packages the Debian packages building and running it need
 #   tests/cluster/cluster.sh up       build, then start etcd, the registry, containerd,
 #                                     the control plane and the kubelet; wait until ready
 #   tests/cluster/cluster.sh env      export lines: KUBECONFIG, kubectl, registry, eaid's kubeconfig
@@ -626,6 +627,7 @@ cmd_status() {
 main() {
     case ${1:-} in
         build) shift; cmd_build "$@" ;;
+        packages) printf '%s\n' "${CLUSTER_PACKAGES[@]}" ;;
         up) cmd_up ;;
         down) cmd_down ;;
         env) cmd_env ;;

@@ -110,7 +110,13 @@ EOF
     say "built in $((SECONDS - t0)) s: $DIR/rootfs"
 }
 
+# One build at a time (scripts/prebuild.sh builds in the background while
+# the suite runs): a second caller waits, then finds the root filesystem built.
+mkdir -p "$CACHE"
+exec {lock}>"$CACHE/.pg-image.lock"
+flock -n "$lock" || { say "another build is under way; waiting for it"; flock "$lock"; }
 build
+exec {lock}>&-
 if [[ ${1:-} == push ]]; then
     "$HERE/cluster.sh" push "$DIR/rootfs" "$REF" /usr/local/bin/docker-entrypoint.sh
 fi

@@ -60,6 +60,16 @@ built() {
     "$bin/runsc" --version 2>/dev/null | grep -q "runsc version $version"
 }
 
+# One build at a time per cache (scripts/prebuild.sh builds in the
+# background while the suite runs): a second caller waits here, then finds
+# the binaries built.
+mkdir -p "$cache/gvisor"
+exec {lock}>"$cache/gvisor/.build.lock"
+if ! flock -n "$lock"; then
+  echo "== runsc $version: another build is under way; waiting for it"
+  flock "$lock"
+fi
+
 if built; then
   echo "runsc $version: cached in $bin"
 else

@@ -194,10 +194,15 @@ build_images() {
     touch "$IMAGES/done"
 }
 
+# What building and running the cluster needs from Debian (`cluster.sh
+# packages` prints it: scripts/test.sh installs it up front, so that no
+# background build runs apt-get while the suite does).
+CLUSTER_PACKAGES=(containernetworking-plugins docker-registry skopeo umoci busybox-static runc openssl curl gcc libc6-dev patch)
+
 cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm|coredns]...: all but helm and coredns by default
     local missing=() p what=("$@")
     ((${#what[@]})) || what=(etcd containerd kubernetes images runsc)
-    for p in containernetworking-plugins docker-registry skopeo umoci busybox-static runc openssl curl gcc libc6-dev patch; do
+    for p in "${CLUSTER_PACKAGES[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
     done
     if ((${#missing[@]})); then
@@ -207,6 +212,15 @@ cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm|coredns]
             die "apt-get install ${missing[*]} failed"
     fi
     mkdir -p "$CACHE"
+    # One build at a time per cache (scripts/prebuild.sh builds in the
+    # background while the suite runs): a test that needs a binary still
+    # being built waits here, then finds it cached.
+    local lock
+    exec {lock}>"$CACHE/.build.lock"
+    if ! flock -n "$lock"; then
+        say "another build is under way in $CACHE; waiting for it"
+        flock "$lock"
+    fi
     for p in "${what[@]}"; do
         case $p in
             etcd | containerd | kubernetes | images | helm | coredns) "build_$p" ;;
@@ -217,4 +231,5 @@ cmd_build() { # cmd_build [etcd|containerd|kubernetes|images|runsc|helm|coredns]
             *) die "unknown component: $p" ;;
         esac
     done
+    exec {lock}>&-
 }

@@ -13,7 +13,15 @@ cache=$root/$ver-$(sha256sum "$here/builder-config.yaml" | cut -c1-12)
 bin=$cache/eai-otelcol
 if [[ ${1:-} == --print-path ]]; then echo "$bin"; exit 0; fi
 [[ -x $bin ]] && { echo "$bin"; exit 0; }
-go=${EAI_GO:-$(command -v go)}
+# One build at a time (scripts/prebuild.sh builds in the background while
+# the suite runs): a second caller waits, then finds the binary built.
+mkdir -p "$root"
+exec {lock}>"$root/.build.lock"
+flock -n "$lock" || { echo "== eai-otelcol: another build is under way; waiting for it" >&2; flock "$lock"; }
+[[ -x $bin ]] && { echo "$bin"; exit 0; }
+# The go tool: /usr/local/go first (Debian's golang-go 1.19 may be on PATH too).
+go=${EAI_GO:-}
+[[ -n $go ]] || { [[ -x /usr/local/go/bin/go ]] && go=/usr/local/go/bin/go; } || go=$(command -v go)
 work=$(mktemp -d /tmp/eai-otelcol-build.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 # the module and build caches are kept beside the binaries: a rebuild after a
