@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include "session/session_int.h"
 #include "base/errors.h"
@@ -47,9 +48,20 @@ static const char *handoff_root(const struct eai_app *app)
     return d && d[0] == '/' ? d : NULL;
 }
 
+/* Bytes free for eaid in dir, -1 when unknown.  A blocking call on a
+ * network file system: at start, or on a worker. */
+static int64_t free_bytes(const char *dir)
+{
+    struct statvfs vfs;
+    if (!dir || statvfs(dir, &vfs) != 0)
+        return -1;
+    return (int64_t)vfs.f_bavail * (int64_t)vfs.f_frsize;
+}
+
 int ses_handoff_start(struct eai_sessions *reg, struct eai_error **err)
 {
     const char *d = reg->app->cfg ? reg->app->cfg->sessions_handoff_dir : NULL;
+    reg->handoff_avail = -1;
     if (!d || !d[0])
         return 0;
     if (d[0] != '/')
@@ -59,6 +71,7 @@ int ses_handoff_start(struct eai_sessions *reg, struct eai_error **err)
                              "sessions.handoff_dir needs stored sessions (a storage with the session ops)");
     if (eai_mkdir_p(d, 0700) < 0)
         return eai_error_set(err, EAI_E_INTERNAL, "sessions.handoff_dir %s: cannot create it", d);
+    reg->handoff_avail = free_bytes(d);
     eai_log(SES_COMPONENT, EAI_LOG_INFO, "sessions: idle-paused sessions are parked in %s for any replica", d);
     return 0;
 }
@@ -217,12 +230,26 @@ static void park_copied(void *arg, const struct eai_error *err, int64_t size_byt
         return;
     }
     s->park_bytes = size_bytes;
+    if (s->reg->handoff_avail >= 0) /* until the next minute's read */
+        s->reg->handoff_avail = s->reg->handoff_avail > size_bytes ? s->reg->handoff_avail - size_bytes : 0;
     s->parking = 2;
     ses_ops(s)->session_destroy(s->prof->iso->self, s->id);
 }
 
 void ses_park(struct eai_session *s)
 {
+    /* The directory's free-space floor (sessions.min_free_bytes, as for the
+     * data disk): a copy of up to its memory limit must leave that much, or
+     * it stays paused here, in this node's checkpoint quota. */
+    const struct eai_config *cfg = s->reg->app->cfg;
+    int64_t floor_b = cfg ? cfg->sessions_min_free_bytes : 1LL << 30, avail = s->reg->handoff_avail;
+    if (avail >= 0 && avail - s->memory_bytes < floor_b) {
+        eai_log(SES_COMPONENT, EAI_LOG_WARN,
+                "session %s: not parked (sessions.handoff_dir has %lld bytes free: a copy of up to %lld would leave"
+                " less than sessions.min_free_bytes): it stays paused here",
+                s->id, (long long)avail, (long long)s->memory_bytes);
+        return;
+    }
     char dir[PATH_MAX];
     handoff_path(s, dir, sizeof dir);
     struct eai_error *err = NULL;
@@ -580,11 +607,13 @@ struct sweep_job {
     json_t *out;
     int rc;
     struct eai_error *err;
+    int64_t avail;                 /* handoff_dir's free bytes, -1 unknown */
 };
 
 static void sweep_work(void *arg)
 {
     struct sweep_job *j = arg;
+    j->avail = free_bytes(handoff_root(j->app));
     j->rc = j->app->store->session_owned(j->app->storage.self, SES_PARKED_OWNER, SES_PARKED_SWEEP_MAX, &j->out,
                                          &j->err);
 }
@@ -598,6 +627,8 @@ static void sweep_answer(struct eai_req *r, void *arg)
     (void)r;
     struct sweep_job *j = arg;
     struct eai_sessions *reg = ses_reg(j->app);
+    if (reg)
+        reg->handoff_avail = j->avail;
     if (!reg || reg->stopping || j->rc < 0)
         return;
     int64_t now = eai_now_ms();
@@ -640,4 +671,35 @@ void ses_handoff_tick(struct eai_sessions *reg, int64_t now)
         return;
     j->app = reg->app;
     eai_park(reg->parks, NULL, &sweep_ops, j);
+}
+
+/* ------------------------------------------------------------ the tenant's bound */
+
+#define SES_PARKED_COUNT_MAX 1000 /* session_list's most; far above any sessions.max_per_tenant */
+
+int ses_handoff_on(const struct eai_app *app)
+{
+    return handoff_root(app) && ses_store_on(app);
+}
+
+int ses_parked_count(struct eai_app *app, const char *tenant, struct eai_error **err)
+{
+    if (!ses_handoff_on(app))
+        return 0;
+    json_t *filter = json_pack("{s:b, s:i}", "live", 1, "limit", SES_PARKED_COUNT_MAX), *out = NULL;
+    int n = -1;
+    if (!filter) {
+        eai_error_set(err, EAI_E_INTERNAL, "out of memory");
+    } else if (app->store->session_list(app->storage.self, tenant, filter, &out, err) == 0) {
+        size_t i;
+        json_t *doc;
+        n = 0;
+        json_array_foreach(out, i, doc) {
+            const char *owner = json_string_value(json_object_get(doc, "owner"));
+            n += owner && !strcmp(owner, SES_PARKED_OWNER);
+        }
+    }
+    json_decref(filter);
+    json_decref(out);
+    return n;
 }

@@ -150,6 +150,8 @@ struct eai_sessions {
     json_t *rates;                   /* tenant -> [minute start ms, pauses + resumes in it] */
     struct eai_snapshot *snaps;      /* this node's snapshots (session_snap.c) */
     int64_t parked_sweep_ms;         /* the last read of the parked records (session_handoff.c) */
+    int64_t handoff_avail;           /* bytes free in handoff_dir: read at start and each minute, less
+                                        what this node parked since (-1: unknown) */
 };
 
 struct eai_sessions *ses_reg(struct eai_app *app);
@@ -265,8 +267,16 @@ int ses_claim_stored(struct eai_app *app, struct eai_req *r, const char *tenant,
  * stopped, or died, meanwhile): written back parked, for any replica. */
 void ses_unclaim(struct eai_sessions *reg, const char *tenant, const json_t *doc);
 /* Each minute: the parked records whose lifetime ran out are claimed and
- * ended (no node's timer holds them). */
+ * ended (no node's timer holds them), and the handoff directory's free
+ * space is read again (reg->handoff_avail). */
 void ses_handoff_tick(struct eai_sessions *reg, int64_t now);
+/* sessions.handoff_dir is set and sessions are stored: idle sessions park. */
+int ses_handoff_on(const struct eai_app *app);
+/* Worker side (it reads storage): how many of tenant's sessions are parked.
+ * They count against sessions.max_per_tenant on every replica, since any
+ * may resume them.  0 without handoff_dir; -1 with *err when storage does
+ * not answer. */
+int ses_parked_count(struct eai_app *app, const char *tenant, struct eai_error **err);
 
 /* "ses_" + 36 lowercase hex / dash characters */
 int ses_id_ok(const char *id);

@@ -71,6 +71,34 @@ static void refuse_err(struct eai_app *app, struct eai_req *r, const char *actio
     refuse(app, r, action, target, code, details);
 }
 
+/* 429 session_limit with Retry-After, or 503 when the tenant's parked
+ * sessions could not be counted (parked < 0: perr).  Parked sessions count
+ * against the cap on every replica: any may resume them (docs/sessions.md
+ * "Any replica"). */
+static void refuse_session_limit(struct eai_app *app, struct eai_req *r, const char *action, const char *target,
+                                 int cap, int parked, const struct eai_error *perr)
+{
+    char m[300];
+    if (parked < 0) {
+        snprintf(m, sizeof m, "the tenant's parked sessions could not be counted: %s",
+                 perr && perr->message ? perr->message : "storage did not answer");
+        refuse(app, r, action, target, perr ? perr->code : EAI_E_STORAGE_UNAVAILABLE, detail1("", m));
+        return;
+    }
+    if (parked > 0)
+        snprintf(m, sizeof m, "at most %d live sessions per tenant (sessions.max_per_tenant), %d of them parked",
+                 cap, parked);
+    else
+        snprintf(m, sizeof m, "at most %d live sessions per tenant (sessions.max_per_tenant)", cap);
+    audit_deny(app, r, action, target, "session_limit");
+    const char *h[] = {"Retry-After: 5", NULL};
+    json_t *env = eai_http_error_envelope(EAI_E_SESSION_LIMIT, eai_req_lang(r), eai_req_id(r), detail1("", m));
+    if (env)
+        eai_reply_json_headers(r, 429, env, h);
+    else
+        eai_reply_error(r, EAI_E_SESSION_LIMIT, NULL);
+}
+
 /* An integer member in [lo, hi], or def when absent.  -1 when wrong. */
 static int int_member(const json_t *o, const char *k, int64_t lo, int64_t hi, int64_t def, int64_t *out)
 {
@@ -97,6 +125,8 @@ struct create_job {
     const struct eai_profile *prof;
     struct eai_error *err;
     json_t *volumes;               /* resolved (vol/volume.h), or NULL */
+    int parked;                    /* the tenant's parked sessions (-1: storage did not answer: perr) */
+    struct eai_error *perr;
 };
 
 static int image_known(void *arg, const struct eai_profile *p, const char *image)
@@ -119,6 +149,8 @@ static void create_work(void *arg)
     };
     if (eai_exec_validate(j->body, NULL, j->app->profiles, j->app->nprofiles, &o, &j->rec, &j->prof, &j->err) < 0)
         j->rec = NULL;
+    else
+        j->parked = ses_parked_count(j->app, j->tenant, &j->perr);
 }
 
 static void create_answer(struct eai_req *r, void *arg)
@@ -161,16 +193,8 @@ static void create_answer(struct eai_req *r, void *arg)
         }
     }
     int cap = app->cfg ? app->cfg->sessions_max_per_tenant : 10;
-    if (ses_live_count(reg, j->tenant) >= cap) {
-        char m[120];
-        snprintf(m, sizeof m, "at most %d live sessions per tenant (sessions.max_per_tenant)", cap);
-        audit_deny(app, r, "sandbox.session.create", "", "session_limit");
-        const char *h[] = {"Retry-After: 5", NULL};
-        json_t *env = eai_http_error_envelope(EAI_E_SESSION_LIMIT, eai_req_lang(r), eai_req_id(r), detail1("", m));
-        if (env)
-            eai_reply_json_headers(r, 429, env, h);
-        else
-            eai_reply_error(r, EAI_E_SESSION_LIMIT, NULL);
+    if (j->parked < 0 || ses_live_count(reg, j->tenant) + j->parked >= cap) {
+        refuse_session_limit(app, r, "sandbox.session.create", "", cap, j->parked, j->perr);
         return;
     }
     struct eai_exec_limits lim;
@@ -280,6 +304,7 @@ static void create_free(void *arg)
     json_decref(j->rec);
     json_decref(j->volumes);
     eai_error_free(j->err);
+    eai_error_free(j->perr);
     free(j);
 }
 
@@ -288,6 +313,67 @@ static const struct eai_park_ops create_ops = {
 };
 
 /* ------------------------------------------------------------ forks */
+
+static void fork_route_counted(struct eai_app *app, struct eai_req *r, json_t *body, int parked,
+                               const struct eai_error *perr);
+
+/* With handoff_dir, the tenant's parked sessions are counted on a worker
+ * (storage) first; then fork_route_counted. */
+struct fork_count_job {
+    struct eai_app *app;
+    char tenant[64];
+    json_t *body;
+    int parked;
+    struct eai_error *err;
+};
+
+static void fork_count_work(void *arg)
+{
+    struct fork_count_job *j = arg;
+    j->parked = ses_parked_count(j->app, j->tenant, &j->err);
+}
+
+static void fork_count_answer(struct eai_req *r, void *arg)
+{
+    struct fork_count_job *j = arg;
+    json_t *body = j->body;
+    j->body = NULL;
+    if (r)
+        fork_route_counted(j->app, r, body, j->parked, j->err);
+    else
+        json_decref(body);
+}
+
+static void fork_count_free(void *arg)
+{
+    struct fork_count_job *j = arg;
+    json_decref(j->body);
+    eai_error_free(j->err);
+    free(j);
+}
+
+static const struct eai_park_ops fork_count_ops = {
+    .what = "session_fork_count", .work = fork_count_work, .answer = fork_count_answer, .free = fork_count_free,
+};
+
+static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
+{
+    struct eai_sessions *reg = ses_reg(app);
+    if (!reg || !ses_handoff_on(app)) {
+        fork_route_counted(app, r, body, 0, NULL);
+        return;
+    }
+    struct fork_count_job *j = calloc(1, sizeof *j);
+    if (!j) {
+        json_decref(body);
+        eai_reply_error(r, EAI_E_INTERNAL, NULL);
+        return;
+    }
+    j->app = app;
+    j->body = body;
+    snprintf(j->tenant, sizeof j->tenant, "%s", eai_req_tenant(r));
+    eai_park(reg->parks, r, &fork_count_ops, j);
+}
 
 static void fork_answer(struct ses_fork *g)
 {
@@ -365,8 +451,10 @@ static int id_member(const json_t *body, const char *k, const char **out)
 
 /* POST /v1/sandbox/sessions with from_snapshot: count (1..fork_max_count)
  * new sessions restored from the snapshot, each with its own id, sandbox,
- * limits (the snapshot's, enforced apart) and copy of /tmp. */
-static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
+ * limits (the snapshot's, enforced apart) and copy of /tmp.  parked: the
+ * tenant's parked sessions (fork_route), -1 with perr when not counted. */
+static void fork_route_counted(struct eai_app *app, struct eai_req *r, json_t *body, int parked,
+                               const struct eai_error *perr)
 {
     struct eai_sessions *reg = ses_reg(app);
     const struct eai_config *cfg = app->cfg;
@@ -440,17 +528,9 @@ static void fork_route(struct eai_app *app, struct eai_req *r, json_t *body)
         return;
     }
     int cap = cfg ? cfg->sessions_max_per_tenant : 10;
-    if (ses_live_count(reg, eai_req_tenant(r)) + count > cap) {
-        char m[160];
-        snprintf(m, sizeof m, "at most %d live sessions per tenant (sessions.max_per_tenant)", cap);
+    if (parked < 0 || ses_live_count(reg, eai_req_tenant(r)) + parked + count > cap) {
         json_decref(body);
-        audit_deny(app, r, action, sid, "session_limit");
-        const char *h[] = {"Retry-After: 5", NULL};
-        json_t *env = eai_http_error_envelope(EAI_E_SESSION_LIMIT, eai_req_lang(r), eai_req_id(r), detail1("", m));
-        if (env)
-            eai_reply_json_headers(r, 429, env, h);
-        else
-            eai_reply_error(r, EAI_E_SESSION_LIMIT, NULL);
+        refuse_session_limit(app, r, action, sid, cap, parked, perr);
         return;
     }
     struct eai_session probe;
