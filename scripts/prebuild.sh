@@ -13,9 +13,9 @@
 #   scripts/prebuild.sh [STEP...]      (default: every step, in that order)
 #
 # On a warm machine each step finds its cache and returns within seconds.  On
-# a fresh one they are about half an hour of builds (docs/testing.md "A cold
+# a fresh one they are about 13 minutes of builds on 2 cores (README "A cold
 # machine") that would otherwise run inside the serial tests needing them,
-# with the other core idle; here they run at nice 19 while the sanitizer,
+# nothing else running; here they run at nice 19 while the sanitizer,
 # fuzz and sandbox stages leave CPU free.  Every builder takes a lock on its
 # cache, so a test needing a binary that is still being built waits for it
 # and never builds it twice.  A failed step is reported and the next one

@@ -32,8 +32,8 @@ own_runsc=0
 
 # The real Kubernetes cluster's tests (labels k8s-real and helm-real, tests/cluster,
 # docs/kubernetes.md "Real cluster", docs/helm.md "Real cluster") are part of the suite: the first run
-# builds Kubernetes, etcd and containerd from their Go modules (~11 min), Helm and CoreDNS (~2 min each),
-# cached by version in /var/cache/eai-cluster.
+# builds Kubernetes, etcd and containerd from their Go modules (~6 min on a cold machine), Helm and
+# CoreDNS (~1.5 min together), cached by version in /var/cache/eai-cluster.
 # On a full run, those builds, runsc's, the bundled PostgreSQL's image and the
 # test collector's start now in the background (scripts/prebuild.sh, nice 19,
 # log build/prebuild.log): on a warm machine they find their caches at once;
