@@ -463,6 +463,43 @@ def case_cli():
     check(r.returncode == 0 and b"deleted" in r.stdout, "delete: %s %s" % (r.stdout, r.stderr))
 
 
+def case_python_sdk():
+    """client.volumes (sdk/python) against the real eaid: create, mount in an
+    execution (shorthand) and read-only in a session (the API's list), files
+    write/read/list/delete, get with its figures, a delete refused while held
+    (ConflictError volume_in_use), then deleted."""
+    e = env()
+    sys.path.insert(0, os.path.join(eaid_env.SRC, "sdk", "python"))
+    from enterprise_ai import ConflictError, EnterpriseAI
+    c = EnterpriseAI(e.url, e.key)
+    v = c.volumes.create("sdkvol", "20Mi")
+    check(v.id.startswith("vol_") and v.name == "sdkvol" and v.size_bytes == 20 * MIB and v.status == "ready",
+          "sdk create: %s" % v.raw)
+    ex = c.sandbox.execute(IMAGE, ["sh", "-c", "echo from-exec > /mnt/s/e.txt"], profile=PROFILE,
+                           volumes={"sdkvol": "/mnt/s"}, timeout=120)
+    check(ex.status == "succeeded", "sdk execute with volumes: %s" % ex.raw)
+    f = c.volumes.files("sdkvol")
+    check(f.read("e.txt") == b"from-exec\n", "sdk files.read")
+    f.write("dir/in.txt", "from-sdk\n")
+    check(sorted(x.path for x in f.list() if x.type == "file") == ["/dir/in.txt", "/e.txt"],
+          "sdk files.list: %s" % [x.path for x in f.list()])
+    with c.sandbox.sessions.create(IMAGE, profile=PROFILE,
+                                   volumes=[{"name": v.id, "path": "/mnt/in", "read_only": True}]) as s:
+        r = s.run(["cat", "/mnt/in/dir/in.txt"])
+        check(r.status == "succeeded" and r.stdout == "from-sdk\n", "sdk session with a volume: %s" % r.raw)
+        try:
+            c.volumes.delete("sdkvol")
+            check(False, "a delete while a session holds it")
+        except ConflictError as ex2:
+            check(ex2.code == "volume_in_use", "sdk delete while held: %s" % ex2)
+    g = c.volumes.get("sdkvol")
+    check(g.used_bytes is not None and g.free_bytes is not None and g.free_bytes > 0, "sdk get: %s" % g.raw)
+    check("sdkvol" in [x.name for x in c.volumes.list()], "sdk list")
+    f.delete("e.txt")
+    check("/e.txt" not in [x.path for x in f.list()], "sdk files.delete")
+    check(c.volumes.delete("sdkvol")["status"] == "deleted", "sdk delete")
+
+
 CASES = [
     ("no_disk_space", case_no_disk_space),
     ("lifecycle_and_validation", case_lifecycle_and_validation),
@@ -472,6 +509,7 @@ CASES = [
     ("files_attacks", case_files_attacks),
     ("cross_tenant", case_cross_tenant),
     ("cli", case_cli),
+    ("python_sdk", case_python_sdk),
     ("usage_and_nothing_left", case_usage_and_nothing_left),
 ]
 

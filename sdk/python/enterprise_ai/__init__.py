@@ -13,8 +13,9 @@ from .errors import (APIConnectionError, APIError, AuthenticationError, Conflict
                      NotFoundError, RateLimitError, ServerError, UnavailableError, ValidationError,
                      WaitTimeoutError)
 from .models import (TERMINAL_STATUSES, Event, Execution, FileInfo, ManifestResult, Session, SessionFile, Snapshot,
-                     Usage, ValidationResult)
+                     Usage, ValidationResult, Volume)
 from .sessions import SessionFiles, SessionHandle, Sessions
+from .volumes import Volumes
 from . import agent, sandbox
 from .agent import AgentsClient, RunsClient, SessionsClient
 from .webhooks import EVENT_ID_HEADER, SIGNATURE_HEADER, sign, verify_signature
@@ -24,7 +25,7 @@ __all__ = [
     "EnterpriseAIError", "APIError", "APIConnectionError", "WaitTimeoutError", "AuthenticationError",
     "NotFoundError", "ValidationError", "ConflictError", "RateLimitError", "UnavailableError", "ServerError",
     "Execution", "Event", "FileInfo", "Usage", "ValidationResult", "ManifestResult", "TERMINAL_STATUSES",
-    "Session", "SessionFile", "Snapshot", "Sessions", "SessionHandle", "SessionFiles",
+    "Session", "SessionFile", "Snapshot", "Sessions", "SessionHandle", "SessionFiles", "Volume", "Volumes",
     "verify_signature", "sign", "SIGNATURE_HEADER", "EVENT_ID_HEADER",
     "agent", "sandbox", "AgentsClient", "RunsClient", "SessionsClient",
 ]

@@ -23,7 +23,7 @@ import functools
 from typing import Any, AsyncIterator, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, TypeVar, Union
 
 from .client import EnterpriseAI
-from .models import Event, Execution, ManifestResult, Session, SessionFile, ValidationResult
+from .models import Event, Execution, ManifestResult, Session, SessionFile, ValidationResult, Volume
 from .sessions import SessionHandle
 
 T = TypeVar("T")
@@ -236,6 +236,32 @@ class AsyncManifests:
         return r
 
 
+class AsyncVolumes:
+    """``client.volumes`` (enterprise_ai.volumes.Volumes), awaited."""
+
+    def __init__(self, sync: Any, run: _Runner) -> None:
+        self._v, self._run = sync, run
+
+    async def create(self, name: str, size: Union[int, str], *, timeout: float = 120.0) -> Volume:
+        r: Volume = await self._run.call(self._v.create, name, size, timeout=timeout)
+        return r
+
+    async def list(self) -> List[Volume]:
+        r: List[Volume] = await self._run.call(self._v.list)
+        return r
+
+    async def get(self, ref: str) -> Volume:
+        r: Volume = await self._run.call(self._v.get, ref)
+        return r
+
+    async def delete(self, ref: str) -> Dict[str, Any]:
+        r: Dict[str, Any] = await self._run.call(self._v.delete, ref)
+        return r
+
+    def files(self, ref: str) -> AsyncSessionFiles:
+        return AsyncSessionFiles(self._v.files(ref), self._run)
+
+
 class AsyncRunsClient:
     """``client.agent.runs`` (enterprise_ai.agent.RunsClient), awaited."""
 
@@ -297,6 +323,7 @@ class AsyncEnterpriseAI:
         self.sandbox = AsyncSandbox(self._sync.sandbox, self._run)
         self.contracts = AsyncContracts(self._sync.contracts, self._run)
         self.manifests = AsyncManifests(self._sync.manifests, self._run)
+        self.volumes = AsyncVolumes(self._sync.volumes, self._run)
         self.agent = AsyncAgentView(self._sync.agent, self._run)
 
     @property

@@ -16,6 +16,7 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 from . import errors
 from .models import TERMINAL_STATUSES, Event, Execution, ManifestResult, ValidationResult
 from .sessions import Sessions
+from .volumes import Volumes, VolumesArg, mounts
 
 __version__ = "0.1.0"
 
@@ -305,7 +306,8 @@ class Sandbox:
                       network: Optional[Mapping[str, Any]] = None, tool: Optional[str] = None,
                       project_id: Optional[str] = None, agent_id: Optional[str] = None,
                       run_id: Optional[str] = None, callback: Optional[Mapping[str, str]] = None,
-                      extra: Optional[Mapping[str, Any]] = None, stdin_mode: Optional[str] = None) -> Dict[str, Any]:
+                      extra: Optional[Mapping[str, Any]] = None, stdin_mode: Optional[str] = None,
+                      volumes: Optional[VolumesArg] = None) -> Dict[str, Any]:
         body: Dict[str, Any] = {}
         for k, v in (("profile", profile), ("image", image),
                      ("command", list(command) if command is not None else None),
@@ -315,7 +317,7 @@ class Sandbox:
                      ("network", dict(network) if network is not None else None), ("tool", tool),
                      ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id),
                      ("callback", dict(callback) if callback is not None else None),
-                     ("stdin_mode", stdin_mode)):
+                     ("stdin_mode", stdin_mode), ("volumes", mounts(volumes))):
             if v is not None:
                 body[k] = v
         if extra:
@@ -330,7 +332,7 @@ class Sandbox:
                project_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None,
                callback: Optional[Mapping[str, str]] = None,
                idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None,
-               stdin_mode: Optional[str] = None) -> Execution:
+               stdin_mode: Optional[str] = None, volumes: Optional[VolumesArg] = None) -> Execution:
         """Submit an execution (202); returns ``{id, status}`` as an Execution.
 
         ``stdin_mode="stream"`` keeps the program's stdin open: feed it with
@@ -343,11 +345,13 @@ class Sandbox:
         ``request`` (a full API body) may be given instead of the arguments.
         ``callback={"url": ..., "secret": ...}`` asks eaid to POST the summary there
         once terminal (check it with :func:`enterprise_ai.verify_signature`).
+        ``volumes={"data": "/mnt/data"}`` (or the API's ``[{"name", "path", "read_only"}]``)
+        mounts the tenant's volumes (docs/volumes.md, :class:`Volumes`).
         """
         body = dict(request) if request is not None else self.build_request(
             image, command, profile=profile, limits=limits, files=files, env=env, stdin=stdin,
             collect=collect, network=network, tool=tool, project_id=project_id, agent_id=agent_id, run_id=run_id,
-            callback=callback, stdin_mode=stdin_mode)
+            callback=callback, stdin_mode=stdin_mode, volumes=volumes)
         key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
         r = self._t.request("POST", "/v1/sandbox/executions", body, {"Idempotency-Key": key})
         return self._bind(Execution.from_dict(r.json()))
@@ -418,7 +422,8 @@ class Sandbox:
                 timeout: Optional[float] = 600.0, project_id: Optional[str] = None,
                 agent_id: Optional[str] = None, run_id: Optional[str] = None,
                 callback: Optional[Mapping[str, str]] = None,
-                idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None) -> Execution:
+                idempotency_key: Optional[str] = None, request: Optional[Mapping[str, Any]] = None,
+                volumes: Optional[VolumesArg] = None) -> Execution:
         """Create an execution and wait for its end; returns the finished execution
         (a non-zero exit is ``status == "failed"``, not an exception).  ``timeout`` is
         the overall bound in seconds (default 600; None = none): when it passes,
@@ -427,7 +432,7 @@ class Sandbox:
         ex = self.create(image, command, profile=profile, limits=limits, files=files, env=env, stdin=stdin,
                          collect=collect, network=network, tool=tool, project_id=project_id,
                          agent_id=agent_id, run_id=run_id, callback=callback, idempotency_key=idempotency_key,
-                         request=request)
+                         request=request, volumes=volumes)
         left = None if timeout is None else max(0.0, timeout - (time.monotonic() - t0))
         return self.wait(ex.id, left)
 
@@ -589,6 +594,7 @@ class EnterpriseAI:
         self.sandbox = Sandbox(self._t)
         self.contracts = Contracts(self._t)
         self.manifests = Manifests(self._t)
+        self.volumes = Volumes(self._t)
         from .agent import AgentView
         self.agent = AgentView(self)
 
@@ -605,6 +611,7 @@ class EnterpriseAI:
         c = object.__new__(EnterpriseAI)
         c._t = self._t.copy(language)
         c.sandbox, c.contracts, c.manifests = Sandbox(c._t), Contracts(c._t), Manifests(c._t)
+        c.volumes = Volumes(c._t)
         from .agent import AgentView
         c.agent = AgentView(c)
         return c

@@ -245,6 +245,28 @@ class Snapshot:
 
 
 @dataclass
+class Volume:
+    """A volume (docs/volumes.md): a disk of the tenant's that executions and sessions
+    mount; ``raw`` is the JSON.  ``used_bytes``/``free_bytes`` come with ``get`` only."""
+    id: str
+    status: str
+    raw: Dict[str, Any] = field(repr=False)
+    name: Optional[str] = None
+    size_bytes: Optional[int] = None
+    created_at: Optional[str] = None
+    attached: Optional[Dict[str, Any]] = None
+    usage: Optional[Dict[str, Any]] = None
+    used_bytes: Optional[int] = None
+    free_bytes: Optional[int] = None
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Volume":
+        return cls(id=str(d.get("id", "")), status=str(d.get("status", "")), raw=d, name=d.get("name"),
+                   size_bytes=d.get("size_bytes"), created_at=d.get("created_at"), attached=d.get("attached"),
+                   usage=d.get("usage"), used_bytes=d.get("used_bytes"), free_bytes=d.get("free_bytes"))
+
+
+@dataclass
 class SessionFile:
     path: str
     size: Optional[int] = None

@@ -11,9 +11,11 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Union
 
 from .models import Execution, Session, SessionFile, Snapshot
+from .volumes import mounts
 
 if TYPE_CHECKING:
     from .client import FilesArg, Sandbox, _Transport
+    from .volumes import VolumesArg
 
 
 def _q(s: str) -> str:
@@ -26,13 +28,15 @@ def _path(p: str) -> str:
 
 
 class SessionFiles:
-    """``session.files``: files of the session's /tmp (raw bytes both ways)."""
+    """``session.files``: files of the session's /tmp (raw bytes both ways).
+    ``volume.files`` (volumes.py) is the same over ``/v1/volumes/{ref}/files``."""
 
-    def __init__(self, t: "_Transport", sid: str) -> None:
+    def __init__(self, t: "_Transport", sid: str, base: Optional[str] = None) -> None:
         self._t, self._sid = t, sid
+        self._base = base if base is not None else "/v1/sandbox/sessions/" + _q(sid)
 
     def _url(self, path: str) -> str:
-        return "/v1/sandbox/sessions/%s/files/%s" % (_q(self._sid), _path(path))
+        return "%s/files/%s" % (self._base, _path(path))
 
     def write(self, path: str, data: Union[str, bytes]) -> Dict[str, Any]:
         """PUT the file (``str`` as UTF-8); returns ``{"path", "size"}``."""
@@ -44,9 +48,10 @@ class SessionFiles:
         return self._t.request("GET", self._url(path), headers={"Accept": "application/octet-stream"}).body
 
     def list(self, path: Optional[str] = None) -> List[SessionFile]:
-        """Every file under ``path`` (default /tmp), recursive, at most 1000."""
+        """Every file under ``path`` (a session: default /tmp, at most 1000; a volume: its
+        root, at most 10000), recursive."""
         q = "?" + urllib.parse.urlencode({"path": path}) if path else ""
-        d = self._t.request("GET", "/v1/sandbox/sessions/%s/files%s" % (_q(self._sid), q)).json()
+        d = self._t.request("GET", "%s/files%s" % (self._base, q)).json()
         items = d.get("items") if isinstance(d, dict) else None
         return [SessionFile.from_dict(i) for i in items or [] if isinstance(i, dict)]
 
@@ -163,10 +168,12 @@ class Sessions:
                idle_timeout_s: Optional[int] = None, ttl_s: Optional[int] = None,
                max_concurrent_executions: Optional[int] = None, auto_resume: Optional[bool] = None,
                auto_pause: Optional[bool] = None, paused_ttl_s: Optional[int] = None,
-               egress: Optional[Sequence[str]] = None,
+               egress: Optional[Sequence[str]] = None, volumes: Optional["VolumesArg"] = None,
                project_id: Optional[str] = None, agent_id: Optional[str] = None, run_id: Optional[str] = None,
                request: Optional[Mapping[str, Any]] = None, timeout: float = 120.0) -> SessionHandle:
         """POST a session; answers once its sandbox is ready (``timeout`` seconds for that).
+        ``volumes``: mounted for the session's life, ``{"data": "/mnt/data"}`` or
+        ``[{"name", "path", "read_only"}]`` (docs/volumes.md).
         Sessions have no Idempotency-Key: a lost answer is not retried (429/503 are)."""
         body: Dict[str, Any] = dict(request) if request is not None else {}
         if request is None:
@@ -175,6 +182,7 @@ class Sessions:
                          ("ttl_s", ttl_s), ("max_concurrent_executions", max_concurrent_executions),
                          ("auto_resume", auto_resume), ("auto_pause", auto_pause), ("paused_ttl_s", paused_ttl_s),
                          ("network", {"egress": list(egress)} if egress is not None else None),
+                         ("volumes", mounts(volumes)),
                          ("project_id", project_id), ("agent_id", agent_id), ("run_id", run_id)):
                 if v is not None:
                     body[k] = v

@@ -69,6 +69,21 @@ class TestAsync(unittest.TestCase):
                 await c.aclose()
         self.assertEqual(asyncio.run(main()), ["stdout", "status"])
 
+    def test_volumes_awaited(self) -> None:
+        vol = {"id": "vol_1", "name": "notes", "size_bytes": 16777216, "status": "ready"}
+        self.m.script = [(201, vol), (200, b"kept\n", {}), (200, {"id": "vol_1", "status": "deleted"})]
+
+        async def main() -> List[Any]:
+            async with AsyncEnterpriseAI(base_url=self.m.url, api_key=KEY, max_retries=0) as c:
+                v = await c.volumes.create("notes", 16 << 20)
+                data = await c.volumes.files("notes").read("a.txt")
+                d = await c.volumes.delete(v.id)
+                return [v.name, data, d["status"]]
+        self.assertEqual(asyncio.run(main()), ["notes", b"kept\n", "deleted"])
+        self.assertEqual([(r["method"], r["path"]) for r in self.m.requests],
+                         [("POST", "/v1/volumes"), ("GET", "/v1/volumes/notes/files/a.txt"),
+                          ("DELETE", "/v1/volumes/vol_1")])
+
     def test_run_untrusted_sends_the_code(self) -> None:
         self.m.script = [(202, {"id": EID, "status": "queued"}), (200, DONE)]
         c = enterprise_ai.EnterpriseAI(base_url=self.m.url, api_key=KEY, max_retries=0)

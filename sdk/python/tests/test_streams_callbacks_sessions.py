@@ -250,5 +250,77 @@ class TestSessions(Base):
         self.assertEqual((r[6]["method"], r[6]["path"]), ("DELETE", "/v1/sandbox/snapshots/" + snp))
 
 
+VOL = "vol_11111111-2222-3333-4444-555555555555"
+
+
+class TestVolumes(Base):
+    def test_volume_lifecycle_and_mounts(self) -> None:
+        v0 = {"id": VOL, "name": "notes", "size_bytes": 67108864, "status": "ready",
+              "created_at": "2026-12-06T10:03:43.109Z", "attached": {"writer": None, "readers": 0},
+              "usage": {"gb_hours": 0.0}}
+        self.m.script = [
+            (201, v0),
+            (202, {"id": EID, "status": "queued"}),
+            (200, dict(DONE, stdout="written\n")),
+            (201, {"id": SES, "status": "running"}),
+            (200, {"path": "a b.txt", "size": 5}),
+            (200, b"kept\n", {}),
+            (200, {"path": "/", "items": [{"path": "/a b.txt", "size": 5, "type": "file"}]}),
+            (200, {}),
+            (200, {"items": [v0]}),
+            (200, dict(v0, used_bytes=1000, free_bytes=2000)),
+            (200, {"id": VOL, "status": "deleted", "usage": {"gb_hours": 0.001}}),
+        ]
+        v = self.c.volumes.create("notes", "64Mi")
+        self.assertEqual((v.id, v.name, v.size_bytes, v.status), (VOL, "notes", 67108864, "ready"))
+        ex = self.c.sandbox.execute("python:3.11-slim", ["sh", "-c", "echo kept > /mnt/notes/a.txt"],
+                                    profile="gvisor-small", volumes={"notes": "/mnt/notes"}, timeout=30)
+        self.assertEqual(ex.status, "succeeded")
+        self.c.sandbox.sessions.create("python:3.11-slim", profile="gvisor-small",
+                                       volumes=[{"name": "notes", "path": "/mnt/in", "read_only": True}])
+        f = self.c.volumes.files("notes")
+        self.assertEqual(f.write("a b.txt", "kept\n"), {"path": "a b.txt", "size": 5})
+        self.assertEqual(f.read("a b.txt"), b"kept\n")
+        self.assertEqual([(x.path, x.size, x.type) for x in f.list()], [("/a b.txt", 5, "file")])
+        f.delete("a b.txt")
+        self.assertEqual([x.id for x in self.c.volumes.list()], [VOL])
+        g = self.c.volumes.get("notes")
+        self.assertEqual((g.used_bytes, g.free_bytes, g.attached), (1000, 2000, {"writer": None, "readers": 0}))
+        self.assertEqual(self.c.volumes.delete(VOL)["status"], "deleted")
+        r = self.m.requests
+        self.assertEqual([(x["method"], x["path"].split("?")[0]) for x in r], [
+            ("POST", "/v1/volumes"),
+            ("POST", "/v1/sandbox/executions"),
+            ("GET", "/v1/sandbox/executions/" + EID),
+            ("POST", "/v1/sandbox/sessions"),
+            ("PUT", "/v1/volumes/notes/files/a%20b.txt"),
+            ("GET", "/v1/volumes/notes/files/a%20b.txt"),
+            ("GET", "/v1/volumes/notes/files"),
+            ("DELETE", "/v1/volumes/notes/files/a%20b.txt"),
+            ("GET", "/v1/volumes"),
+            ("GET", "/v1/volumes/notes"),
+            ("DELETE", "/v1/volumes/" + VOL)])
+        self.assertEqual(json.loads(r[0]["body"]), {"name": "notes", "size_bytes": "64Mi"})
+        self.assertEqual(json.loads(r[1]["body"])["volumes"], [{"name": "notes", "path": "/mnt/notes"}])
+        self.assertEqual(json.loads(r[3]["body"])["volumes"],
+                         [{"name": "notes", "path": "/mnt/in", "read_only": True}])
+        self.assertEqual(r[4]["body"], b"kept\n")
+
+    def test_volume_create_is_not_retried_after_a_lost_answer(self) -> None:
+        def drop(h: Handler) -> None:
+            h.close_connection = True
+            h.wfile.flush()
+            h.connection.shutdown(2)
+        self.m.script = [drop, (201, {"id": VOL, "name": "n", "status": "ready"})]
+        with self.assertRaises(enterprise_ai.APIConnectionError):
+            self.c.volumes.create("n", 16 << 20)
+        self.assertEqual(len(self.m.requests), 1, "a create that may have landed is not sent twice")
+
+    def test_volume_errors_are_typed(self) -> None:
+        self.m.script = [(409, envelope("volume_in_use", "held", "tenu"))]
+        with self.assertRaises(enterprise_ai.ConflictError) as cm:
+            self.c.volumes.delete("notes")
+        self.assertEqual(cm.exception.code, "volume_in_use")
+
 if __name__ == "__main__":
     unittest.main()
