@@ -7,6 +7,7 @@ import {
   ValidationResult,
 } from "./types.js";
 import { Sessions } from "./sessions.js";
+import { Volumes } from "./volumes.js";
 
 export const VERSION = "0.1.0";
 const DEFAULT_BASE_URL = "http://127.0.0.1:8080";
@@ -583,6 +584,8 @@ export class EnterpriseAI {
   readonly sandbox: Sandbox;
   readonly contracts: Contracts;
   readonly manifests: Manifests;
+  /** The tenant's volumes (volumes.ts, docs/volumes.md). */
+  readonly volumes: Volumes;
   /** The agent view: `agents`, `runs`, `sessions` (agent.ts). */
   readonly agent: AgentView;
   readonly #t: Transport;
@@ -599,6 +602,7 @@ export class EnterpriseAI {
     this.sandbox = new Sandbox(this.#t);
     this.contracts = new Contracts(this.#t);
     this.manifests = new Manifests(this.#t);
+    this.volumes = new Volumes(this.#t);
     this.agent = new AgentView(this.#t, this.sandbox);
   }
 

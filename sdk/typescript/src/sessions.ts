@@ -26,14 +26,15 @@ function toSession(raw: Json): SessionInfo {
 /** `session.files`: the session's /tmp, raw bytes both ways. */
 export class SessionFiles {
   readonly #t: Transport;
-  readonly #id: string;
-  constructor(t: Transport, id: string) {
+  readonly #base: string;
+  /** `base`: another owner of files, `/v1/volumes/{ref}` for `client.volumes.files(ref)`. */
+  constructor(t: Transport, id: string, base?: string) {
     this.#t = t;
-    this.#id = id;
+    this.#base = base ?? `/v1/sandbox/sessions/${q(id)}`;
   }
 
   #url(path: string): string {
-    return `/v1/sandbox/sessions/${q(this.#id)}/files/${filePath(path)}`;
+    return `${this.#base}/files/${filePath(path)}`;
   }
 
   /** PUT the file (a string as UTF-8); resolves with `{path, size}`. */
@@ -48,10 +49,10 @@ export class SessionFiles {
     return answer.body;
   }
 
-  /** Every file under `path` (default /tmp), recursive, at most 1000. */
+  /** Every file under `path` (a session: default /tmp, at most 1000; a volume: its root, at most 10000), recursive. */
   async list(path?: string): Promise<SessionFileInfo[]> {
     const qs = path ? "?" + new URLSearchParams({ path }).toString() : "";
-    const r = await this.#t.json("GET", `/v1/sandbox/sessions/${q(this.#id)}/files${qs}`);
+    const r = await this.#t.json("GET", `${this.#base}/files${qs}`);
     return Array.isArray(r.items) ? (r.items as SessionFileInfo[]) : [];
   }
 

@@ -38,6 +38,8 @@ export interface ExecuteRequest {
   run_id?: string;
   /** Completion callback: eaid POSTs the summary to `url` once terminal, signed with `secret`. */
   callback?: { url: string; secret: string };
+  /** the tenant's volumes to mount (docs/volumes.md) */
+  volumes?: VolumeMount[];
   [k: string]: unknown;
 }
 
@@ -132,6 +134,29 @@ export interface ListOptions {
   limit?: number;
 }
 
+/** A volume mounted by an execution or a session (docs/volumes.md "Mounting"). */
+export interface VolumeMount {
+  /** the volume's name or id */
+  name: string;
+  /** absolute, under /mnt */
+  path: string;
+  read_only?: boolean;
+}
+
+/** A volume as the server describes it (docs/volumes.md); `used_bytes`/`free_bytes` come with `get`. */
+export interface VolumeInfo {
+  id: string;
+  name: string;
+  size_bytes: number;
+  status: "creating" | "ready" | "deleting" | "deleted" | string;
+  created_at?: string;
+  attached?: { writer: string | null; readers: number };
+  usage?: { gb_hours?: number; [k: string]: unknown };
+  used_bytes?: number;
+  free_bytes?: number;
+  [k: string]: unknown;
+}
+
 export interface SessionCreateRequest {
   image: string;
   profile?: string;
@@ -145,6 +170,8 @@ export interface SessionCreateRequest {
   auto_pause?: boolean;
   paused_ttl_s?: number;
   network?: { egress?: string[] };
+  /** mounted for the session's whole life */
+  volumes?: VolumeMount[];
   [k: string]: unknown;
 }
 

@@ -515,6 +515,67 @@ describe("sessions", () => {
   });
 });
 
+describe("volumes", () => {
+  const VOL = "vol_11111111-2222-3333-4444-555555555555";
+  const v0 = { id: VOL, name: "notes", size_bytes: 67108864, status: "ready", attached: { writer: null, readers: 0 } };
+  test("create, mount in an execution and a session, files, list, get, delete", async () => {
+    m.script = [
+      [201, v0],
+      [202, { id: EID, status: "queued" }],
+      [200, { ...DONE, stdout: "written\n" }],
+      [201, { id: SES, status: "running" }],
+      [200, { path: "a b.txt", size: 5 }],
+      [200, Buffer.from("kept\n")],
+      [200, { path: "/", items: [{ path: "/a b.txt", size: 5, type: "file" }] }],
+      [200, {}],
+      [200, { items: [v0] }],
+      [200, { ...v0, used_bytes: 1000, free_bytes: 2000 }],
+      [200, { id: VOL, status: "deleted", usage: { gb_hours: 0.001 } }],
+    ];
+    const c = client();
+    const v = await c.volumes.create("notes", "64Mi");
+    assert.equal(v.id, VOL);
+    assert.equal(v.size_bytes, 67108864);
+    const ex = await c.sandbox.execute({ image: "python:3.11-slim", command: ["sh", "-c", "echo kept > /mnt/notes/a.txt"],
+      volumes: [{ name: "notes", path: "/mnt/notes" }] }, { timeoutMs: 30000 });
+    assert.equal(ex.status, "succeeded");
+    await c.sandbox.sessions.create({ image: "python:3.11-slim", volumes: [{ name: "notes", path: "/mnt/in", read_only: true }] });
+    const f = c.volumes.files("notes");
+    assert.deepEqual(await f.write("a b.txt", "kept\n"), { path: "a b.txt", size: 5 });
+    assert.equal(Buffer.from(await f.read("a b.txt")).toString(), "kept\n");
+    assert.deepEqual(await f.list(), [{ path: "/a b.txt", size: 5, type: "file" }]);
+    await f.delete("a b.txt");
+    assert.deepEqual((await c.volumes.list()).map((x) => x.id), [VOL]);
+    const g = await c.volumes.get("notes");
+    assert.equal(g.free_bytes, 2000);
+    assert.equal((await c.volumes.delete(VOL)).status, "deleted");
+    assert.deepEqual(m.requests.map((r) => [r.method, r.path.split("?")[0]]), [
+      ["POST", "/v1/volumes"],
+      ["POST", "/v1/sandbox/executions"],
+      ["GET", `/v1/sandbox/executions/${EID}`],
+      ["POST", "/v1/sandbox/sessions"],
+      ["PUT", "/v1/volumes/notes/files/a%20b.txt"],
+      ["GET", "/v1/volumes/notes/files/a%20b.txt"],
+      ["GET", "/v1/volumes/notes/files"],
+      ["DELETE", "/v1/volumes/notes/files/a%20b.txt"],
+      ["GET", "/v1/volumes"],
+      ["GET", "/v1/volumes/notes"],
+      ["DELETE", `/v1/volumes/${VOL}`],
+    ]);
+    assert.deepEqual(JSON.parse(m.requests[0].body), { name: "notes", size_bytes: "64Mi" });
+    assert.deepEqual(JSON.parse(m.requests[1].body).volumes, [{ name: "notes", path: "/mnt/notes" }]);
+    assert.deepEqual(JSON.parse(m.requests[3].body).volumes, [{ name: "notes", path: "/mnt/in", read_only: true }]);
+  });
+
+  test("create is not retried after a lost answer; a held volume's delete is a ConflictError", async () => {
+    m.script = ["drop", [409, envelope("volume_in_use", "held", "tenu")]];
+    const c = client();
+    await assert.rejects(c.volumes.create("n", 16 << 20), sdk.APIConnectionError);
+    assert.equal(m.requests.length, 1);
+    await assert.rejects(c.volumes.delete("n"), (e) => e instanceof sdk.ConflictError && e.code === "volume_in_use");
+  });
+});
+
 describe("stdin", () => {
   test("create with stdin_mode stream, writeStdin raw bytes, closeStdin with eof", async () => {
     const ok = { id: EID, written: 6, eof: false, pending: 0 };
