@@ -56,6 +56,8 @@ type Client struct {
 	Sandbox   *SandboxService
 	Contracts *ContractsService
 	Manifests *ManifestsService
+	// Volumes are the tenant's volumes (docs/volumes.md).
+	Volumes *VolumeService
 	// Agent is the agent view: Agent.Agents, Agent.Runs, Agent.Sessions.
 	Agent *AgentService
 
@@ -217,6 +219,7 @@ func NewClient(opts ...Option) (*Client, error) {
 	c.Sandbox.Sessions = &SessionService{s: c.Sandbox}
 	c.Contracts = &ContractsService{c: c}
 	c.Manifests = &ManifestsService{c: c}
+	c.Volumes = &VolumeService{c: c}
 	c.Agent = newAgentService(c)
 	return c, nil
 }

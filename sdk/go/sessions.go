@@ -37,6 +37,8 @@ type SessionRequest struct {
 	AutoPause  *bool           `json:"auto_pause,omitempty"`
 	PausedTTLS int             `json:"paused_ttl_s,omitempty"`
 	Network    *SessionNetSpec `json:"network,omitempty"`
+	// Volumes are mounted for the session's whole life (docs/volumes.md).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 	// The agent's ids: its executions inherit them (docs/sessions.md).
 	ProjectID string `json:"project_id,omitempty"`
 	AgentID   string `json:"agent_id,omitempty"`

@@ -76,6 +76,8 @@ type ExecuteRequest struct {
 	RunID     string   `json:"run_id,omitempty"`
 	// Callback asks eaid to POST the summary to Callback.URL once terminal.
 	Callback *Callback `json:"callback,omitempty"`
+	// Volumes are the tenant's volumes to mount (docs/volumes.md).
+	Volumes []VolumeMount `json:"volumes,omitempty"`
 
 	// IdempotencyKey is sent as the Idempotency-Key header (a fresh UUID when
 	// empty).  Reuse it to make a repeated create return the first execution.

@@ -31,6 +31,7 @@ public final class EnterpriseAIClient {
     private final Sandbox sandbox;
     private final Contracts contracts;
     private final Manifests manifests;
+    private final Volumes volumes;
     private final Agent agent;
 
     private EnterpriseAIClient(Transport t) {
@@ -38,6 +39,7 @@ public final class EnterpriseAIClient {
         this.sandbox = new Sandbox(t);
         this.contracts = new Contracts(t);
         this.manifests = new Manifests(t);
+        this.volumes = new Volumes(t);
         this.agent = new Agent(t, sandbox);
     }
 
@@ -58,6 +60,11 @@ public final class EnterpriseAIClient {
     /** Tool manifests. */
     public Manifests manifests() {
         return manifests;
+    }
+
+    /** The tenant's volumes (docs/volumes.md). */
+    public Volumes volumes() {
+        return volumes;
     }
 
     /** The agent view: {@code agent().agents()}, {@code agent().runs()}, {@code agent().sessions()}. */
