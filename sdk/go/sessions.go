@@ -251,57 +251,38 @@ func (s *Session) Run(ctx context.Context, command any, opts ...CallOption) (*Ex
 
 // WriteFile puts data at path (under /tmp) in the session.
 func (s *Session) WriteFile(ctx context.Context, path string, data []byte) error {
-	p, err := sessionPath(s.ID, "/files/", filePathEscaped(path))
+	p, err := sessionPath(s.ID)
 	if err != nil {
 		return err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	_, err = s.svc.s.c.do(ctx, &request{method: "PUT", path: p, body: data, ctype: "application/octet-stream"})
-	return err
+	return s.svc.s.c.writeFileAt(ctx, p, path, data)
 }
 
 // ReadFile returns the bytes of a file of the session.
 func (s *Session) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	p, err := sessionPath(s.ID, "/files/", filePathEscaped(path))
+	p, err := sessionPath(s.ID)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := s.svc.s.c.do(ctx, &request{method: "GET", path: p, accept: "application/octet-stream"})
-	if err != nil {
-		return nil, err
-	}
-	return resp.body, nil
+	return s.svc.s.c.readFileAt(ctx, p, path)
 }
 
 // ListFiles lists the files under dir (default /tmp), recursively, at most 1000.
 func (s *Session) ListFiles(ctx context.Context, dir string) ([]SessionFile, error) {
-	p, err := sessionPath(s.ID, "/files")
+	p, err := sessionPath(s.ID)
 	if err != nil {
 		return nil, err
 	}
-	var q url.Values
-	if dir != "" {
-		q = url.Values{"path": {dir}}
-	}
-	var out struct {
-		Items []SessionFile `json:"items"`
-	}
-	if err := s.svc.s.c.getJSON(ctx, &request{method: "GET", path: p, query: q}, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return s.svc.s.c.listFilesAt(ctx, p, dir)
 }
 
 // DeleteFile removes a file, a symlink or an empty directory.
 func (s *Session) DeleteFile(ctx context.Context, path string) error {
-	p, err := sessionPath(s.ID, "/files/", filePathEscaped(path))
+	p, err := sessionPath(s.ID)
 	if err != nil {
 		return err
 	}
-	_, err = s.svc.s.c.do(ctx, &request{method: "DELETE", path: p})
-	return err
+	return s.svc.s.c.deleteFileAt(ctx, p, path)
 }
 
 // Refresh reads the session again into Info.

@@ -108,55 +108,36 @@ func (vs *VolumeService) Delete(ctx context.Context, ref string) (map[string]any
 
 // WriteFile puts data at path (relative to the volume's root).
 func (vs *VolumeService) WriteFile(ctx context.Context, ref, path string, data []byte) error {
-	p, err := volumePath(ref, "/files/", filePathEscaped(path))
+	p, err := volumePath(ref)
 	if err != nil {
 		return err
 	}
-	if data == nil {
-		data = []byte{}
-	}
-	_, err = vs.c.do(ctx, &request{method: "PUT", path: p, body: data, ctype: "application/octet-stream"})
-	return err
+	return vs.c.writeFileAt(ctx, p, path, data)
 }
 
 // ReadFile returns the bytes of a file of the volume.
 func (vs *VolumeService) ReadFile(ctx context.Context, ref, path string) ([]byte, error) {
-	p, err := volumePath(ref, "/files/", filePathEscaped(path))
+	p, err := volumePath(ref)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := vs.c.do(ctx, &request{method: "GET", path: p, accept: "application/octet-stream"})
-	if err != nil {
-		return nil, err
-	}
-	return resp.body, nil
+	return vs.c.readFileAt(ctx, p, path)
 }
 
 // ListFiles lists the files under dir ("" for the whole volume), recursively.
 func (vs *VolumeService) ListFiles(ctx context.Context, ref, dir string) ([]SessionFile, error) {
-	p, err := volumePath(ref, "/files")
+	p, err := volumePath(ref)
 	if err != nil {
 		return nil, err
 	}
-	var q url.Values
-	if dir != "" {
-		q = url.Values{"path": {dir}}
-	}
-	var out struct {
-		Items []SessionFile `json:"items"`
-	}
-	if err := vs.c.getJSON(ctx, &request{method: "GET", path: p, query: q}, &out); err != nil {
-		return nil, err
-	}
-	return out.Items, nil
+	return vs.c.listFilesAt(ctx, p, dir)
 }
 
 // DeleteFile removes a file, a symlink or an empty directory of the volume.
 func (vs *VolumeService) DeleteFile(ctx context.Context, ref, path string) error {
-	p, err := volumePath(ref, "/files/", filePathEscaped(path))
+	p, err := volumePath(ref)
 	if err != nil {
 		return err
 	}
-	_, err = vs.c.do(ctx, &request{method: "DELETE", path: p})
-	return err
+	return vs.c.deleteFileAt(ctx, p, path)
 }

@@ -27,6 +27,17 @@ final class Paths {
         return sb.toString();
     }
 
+    /** {@code base/files/a/b}: a file of a session's /tmp or of a volume, each segment escaped. */
+    static String files(String base, String p) {
+        StringBuilder sb = new StringBuilder(base).append("/files");
+        for (String seg : p.split("/")) {
+            if (!seg.isEmpty()) {
+                sb.append('/').append(segment(seg));
+            }
+        }
+        return sb.toString();
+    }
+
     static String query(String s) {
         return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
     }

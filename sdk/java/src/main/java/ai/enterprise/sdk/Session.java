@@ -34,13 +34,7 @@ public final class Session implements AutoCloseable {
     }
 
     private String filePath(String p) {
-        StringBuilder sb = new StringBuilder(Sessions.path(id)).append("/files");
-        for (String seg : p.split("/")) {
-            if (!seg.isEmpty()) {
-                sb.append('/').append(Paths.segment(seg));
-            }
-        }
-        return sb.toString();
+        return Paths.files(Sessions.path(id), p);
     }
 
     /** Posts an execution in the session ({@code command} required; {@code stdin} or {@code "stdin_mode": "stream"}

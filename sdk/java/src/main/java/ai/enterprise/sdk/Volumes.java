@@ -34,13 +34,7 @@ public final class Volumes {
     }
 
     private static String filePath(String ref, String p) {
-        StringBuilder sb = new StringBuilder(path(ref)).append("/files");
-        for (String seg : p.split("/")) {
-            if (!seg.isEmpty()) {
-                sb.append('/').append(Paths.segment(seg));
-            }
-        }
-        return sb.toString();
+        return Paths.files(path(ref), p);
     }
 
     /**
