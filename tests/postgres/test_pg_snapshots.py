@@ -11,6 +11,7 @@ PostgreSQL)."""
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 
@@ -88,6 +89,9 @@ def main():
             # Debian 12's runsc (the fresh chroot's): snapshots are refused there
             # (test_snapshots checks the refusal); nothing of this test can run
             print("SKIP: this runsc refuses snapshots: %s" % snp["error"]["details"][0]["message"])
+            # ended, not kept for a next start by the stop below (its /tmp
+            # mount would outlive the test's directory)
+            R.api(r1.base, ka, "DELETE", "/v1/sandbox/sessions/" + sid, timeout=60)
             return 77
         if not R.check(st == 201 and snp["status"] == "ready", "snapshot on r1: %s %s" % (st, snp)):
             return 1
@@ -136,6 +140,8 @@ def main():
         for rp in replicas:
             rp.stop()
         R.psql(super_url, "DROP DATABASE IF EXISTS %s WITH (FORCE)" % DB)
+        if not R.failures:  # kept, with its logs, only when something failed
+            shutil.rmtree(workdir, ignore_errors=True)
     if R.failures:
         for rp in replicas:
             print("---- %s log tail" % rp.name)
