@@ -26,6 +26,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
@@ -124,6 +125,7 @@ def with_env(allow, fn, backoff_cap_s=2, proxy=None, env=None):
         fn(e)
     finally:
         e.stop(clean=False)
+    shutil.rmtree(tmp, ignore_errors=True)  # kept, with eaid's log, only when fn failed
 
 
 def case_delivery():

@@ -16,6 +16,7 @@ import json
 import os
 import re
 import signal
+import shutil
 import sys
 import tempfile
 import time
@@ -173,6 +174,7 @@ def case_lease_below_3000_refused():
                 check("lease_ms" in e.log_text(), "lease_ms %d: no reason: %s" % (lease, e.log_tail()))
         finally:
             e.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def case_one_eaid_per_data_dir():

@@ -17,6 +17,7 @@ Labels obs;gvisor;e2e (real runsc and the python image)."""
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -122,6 +123,7 @@ def main():
     collector = r.stdout.strip().splitlines()[-1]
     eaid_env.ensure_image()
     tmp = tempfile.mkdtemp(prefix="eai-otelcol-")
+    passed = False
     rx_out = os.path.join(tmp, "rx.jsonl")
     rx_port_file = os.path.join(tmp, "rx.port")
     rx = subprocess.Popen([sys.executable, os.path.join(HERE, "receiver.py"), "--mode", "otlp", "--out", rx_out,
@@ -224,6 +226,7 @@ def main():
               "the collector logged errors:\n" + log[-3000:])
         print("PASS otelcol: %d metric families, executions_total %s, histogram %s, spans %s" %
               (len(got), have, hp["bucketCounts"], sorted(names)))
+        passed = True
         return 0
     finally:
         if env:
@@ -236,6 +239,8 @@ def main():
                 except subprocess.TimeoutExpired:
                     os.killpg(p.pid, signal.SIGKILL)
                     p.wait()
+        if passed:  # kept, with the collector's log, when something failed
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
