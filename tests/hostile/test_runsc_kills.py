@@ -21,7 +21,8 @@ process in /proc, a line of runsc's debug log, a file in the sandbox's
 The program (`sh -c 'echo up > /tmp/.kill-mark; sleep 5'`) writes nothing
 on stderr and runs 5 s after its mark, so every kill of a sandbox serving
 it lands while it runs.  Each time: the execution ends `error` /
-`sandbox_failed` (a sandbox killed before it was taken: `succeeded` too),
+`sandbox_failed` (a sandbox killed before it was taken, or a gofer killed
+while the program only sleeps: `succeeded` too),
 never `failed`; its stderr holds none of runsc's words; eaid logged the
 failure; at the end each execution has exactly one usage event and one
 audit `sandbox.finish` whose reason is its status, the audit chain
@@ -324,8 +325,12 @@ def case_pooled():
                     ready = (lambda b: True) if stage == "taken" else cold_stage("run")
                     seen = {}
                     kill_when(e, eid, part, pooled_bundle(e, eid, name, seen), ready)
+                    # as for a cold start (case_cold): a gofer killed while the program
+                    # only sleeps may go unnoticed until it ends on its own (seen once
+                    # in a full run on the runsc of 2026): `succeeded` is true then
                     check_end(e, eid, "%s, runsc-%s killed at %s (round %d)" %
-                              ("pooled" if seen else "cold (a pool miss)", part, stage, r + 1))
+                              ("pooled" if seen else "cold (a pool miss)", part, stage, r + 1),
+                              allow_success=(part == "gofer" and stage == "run"))
                     hits[(part, stage)] = hits.get((part, stage), 0) + bool(seen)
         missed = [k for k in hits if not hits[k]]
         check(not missed, "never a pooled start for %s" % missed)
